@@ -1,0 +1,272 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// DirConfig configures a DirTier. Zero fields take the defaults of the
+// tier's kind:
+//
+//	kind   DirectIO  SyncOnCommit  OpTimeout  High  Low   Shared
+//	nvme   off       off           10s        0.90  0.80  no
+//	nfs    off       on            60s        0.90  0.80  yes
+//	ds3fs  off       on            120s       0.90  0.80  yes
+//
+// Why:
+//   - DirectIO is off everywhere: blocks spilled to a tier are often read
+//     back soon (FUSE passthrough reads through the page cache), and 2 MiB
+//     buffered writes already run at disk speed. On nvme it is available
+//     for hosts where the page cache competes with the memory tier. On NFS
+//     it turns every write into a synchronous RPC and defeats the client
+//     cache; through the 3FS FUSE client it gains nothing over 3FS's own
+//     I/O path, so it is used only when asked.
+//   - SyncOnCommit is on for the shared kinds: a client may send the
+//     rename before the data (NFS writes back asynchronously; 3FS makes a
+//     file's length visible to other clients only on fsync or close), and
+//     another host must never open a published name and read a short
+//     file. On nvme the local page cache keeps a renamed file whole for
+//     every reader and across a kill -9, so fsync is left to the callers
+//     that need durability (CommitOptions.Sync, Sync).
+//   - OpTimeout: a local disk that does not answer in 10s is broken; an NFS
+//     server may take tens of seconds to fail over or leave its grace
+//     period; a large 3FS cluster may pause longer while it migrates
+//     chains. Past the timeout the tier is Down and fails fast.
+//   - Watermarks: eviction starts above 90% and frees down to 80%, leaving
+//     room for bursts of write-back between passes.
+//   - Shared: NFS and 3FS directories may be shared by several daemons, so
+//     a key missing from the index is looked up on disk (and adopted), the
+//     directory is not locked for one daemon, and temp files are removed
+//     at start only when older than an hour (they may be another daemon's
+//     writes in flight).
+type DirConfig struct {
+	// Kind is "nvme", "nfs" or "ds3fs".
+	Kind string
+	// Dir is the tier's root directory; it is created if missing.
+	Dir string
+	// Capacity is the most bytes of files the tier holds. 0 means the
+	// bytes it holds at start plus the free space of its filesystem, so a
+	// tier on a shared disk never plans to fill more than what is free.
+	Capacity int64
+	// HighWatermark and LowWatermark are fractions of Capacity: OverHigh
+	// reports use above High; eviction frees down to Low.
+	HighWatermark, LowWatermark float64
+	// DirectIO writes Writer.Write's bytes with O_DIRECT (nil: per kind).
+	DirectIO *bool
+	// SyncOnCommit fsyncs every commit, as if CommitOptions.Sync were set
+	// (nil: per kind).
+	SyncOnCommit *bool
+	// Shared says other daemons may use the directory too (nil: per kind).
+	Shared *bool
+	// OpTimeout bounds every filesystem operation (0: per kind).
+	OpTimeout time.Duration
+	// Logger receives warnings (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// kindDefaults is one row of the table in DirConfig's doc comment.
+type kindDefaults struct {
+	directIO, syncOnCommit, shared bool
+	timeout                        time.Duration
+	high, low                      float64
+}
+
+var dirKinds = map[string]kindDefaults{
+	"nvme":  {directIO: false, syncOnCommit: false, shared: false, timeout: 10 * time.Second, high: 0.90, low: 0.80},
+	"nfs":   {directIO: false, syncOnCommit: true, shared: true, timeout: 60 * time.Second, high: 0.90, low: 0.80},
+	"ds3fs": {directIO: false, syncOnCommit: true, shared: true, timeout: 120 * time.Second, high: 0.90, low: 0.80},
+}
+
+// DirTier is a directory tier: files in the <model>/<hh>/<id>.bin layout
+// under a root directory on local NVMe, NFS or DS3FS. It is persistent: at
+// start it rebuilds its index from the directory listing.
+//
+// Every filesystem operation runs under the kind's timeout (see health).
+// Lock order: a writer's mutex, then index.mu (a leaf); dirCache.mu is a
+// leaf too. No lock is held while waiting for the filesystem.
+type DirTier struct {
+	kind    string
+	root    string
+	log     *slog.Logger
+	idx     *index
+	pub     publisher
+	dirs    dirCache
+	high    float64
+	low     float64
+	timeout time.Duration
+	syncAll bool
+	shared  bool
+
+	direct     atomic.Bool // O_DIRECT writes enabled (cleared if unsupported)
+	directWarn sync.Once
+	noXattr    atomic.Bool // the filesystem refused the CRC xattr
+
+	health    healthState
+	probeBusy atomic.Bool
+	stuck     atomic.Int32                    // operations abandoned after the timeout, still blocked
+	hook      atomic.Pointer[func(op string)] // runs before each operation (tests)
+
+	closed atomic.Bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	lockf  *os.File // held for unshared kinds
+}
+
+var _ Tier = (*DirTier)(nil)
+
+// NewDirTier opens (creating it if needed) the tier directory, rebuilds
+// the index from its listing, and starts the health probe.
+func NewDirTier(cfg DirConfig) (*DirTier, error) {
+	def, ok := dirKinds[cfg.Kind]
+	if !ok {
+		return nil, fmt.Errorf("directory tier: unknown kind %q (want nvme, nfs or ds3fs)", cfg.Kind)
+	}
+	if cfg.Dir == "" {
+		return nil, fmt.Errorf("%s tier: no directory", cfg.Kind)
+	}
+	root, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s tier: %w", cfg.Kind, err)
+	}
+	t := &DirTier{
+		kind: cfg.Kind, root: root, log: cfg.Logger,
+		high: orDefault(cfg.HighWatermark, def.high), low: orDefault(cfg.LowWatermark, def.low),
+		timeout: def.timeout, syncAll: boolOr(cfg.SyncOnCommit, def.syncOnCommit),
+		shared: boolOr(cfg.Shared, def.shared), stop: make(chan struct{}),
+	}
+	if cfg.OpTimeout > 0 {
+		t.timeout = cfg.OpTimeout
+	}
+	if t.log == nil {
+		t.log = slog.Default()
+	}
+	t.direct.Store(boolOr(cfg.DirectIO, def.directIO))
+	if !(t.low > 0 && t.low <= t.high && t.high <= 1) {
+		return nil, fmt.Errorf("%s tier: watermarks must satisfy 0 < low <= high <= 1, got low %v high %v", t.kind, t.low, t.high)
+	}
+	if cfg.Capacity < 0 {
+		return nil, fmt.Errorf("%s tier: negative capacity %d", t.kind, cfg.Capacity)
+	}
+	t.idx = newIndex(cfg.Capacity)
+	if err := t.do("mkdir", func() error { return os.MkdirAll(root, 0o755) }, nil); err != nil {
+		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
+	}
+	if !t.shared {
+		if t.lockf, err = lockExclusive(filepath.Join(root, lockFileName)); err != nil {
+			return nil, fmt.Errorf("%s tier: %s is in use by another daemon: %w", t.kind, root, err)
+		}
+	}
+	if err := t.rebuild(); err != nil {
+		t.release()
+		return nil, err
+	}
+	if cfg.Capacity == 0 {
+		var st unix.Statfs_t
+		if err := t.do("statfs", func() error { return unix.Statfs(root, &st) }, nil); err != nil {
+			t.release()
+			return nil, fmt.Errorf("%s tier: %w", t.kind, err)
+		}
+		bs := st.Frsize
+		if bs == 0 {
+			bs = st.Bsize
+		}
+		t.idx.setCapacity(t.idx.usage().Used + int64(st.Bavail)*bs)
+	}
+	t.wg.Add(1)
+	go t.probeLoop()
+	return t, nil
+}
+
+func orDefault(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func boolOr(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// Name is the tier's kind.
+func (t *DirTier) Name() string { return t.kind }
+
+// Kind is the tier's kind: "nvme", "nfs" or "ds3fs".
+func (t *DirTier) Kind() string { return t.kind }
+
+// Dir is the tier's root directory.
+func (t *DirTier) Dir() string { return t.root }
+
+// Persistent is true: files survive restarts.
+func (t *DirTier) Persistent() bool { return true }
+
+func (t *DirTier) path(key Key) string { return filepath.Join(t.root, key.Path()) }
+
+// Usage reports capacity and use.
+func (t *DirTier) Usage() Usage { return t.idx.usage() }
+
+// OverHigh reports whether use is above the high watermark.
+func (t *DirTier) OverHigh() bool {
+	u := t.idx.usage()
+	return float64(u.Used) > t.high*float64(u.Capacity)
+}
+
+// LowTarget is the use, in bytes, that eviction frees down to.
+func (t *DirTier) LowTarget() int64 {
+	return int64(t.low * float64(t.idx.usage().Capacity))
+}
+
+// Oldest returns up to n files, least recently used first.
+func (t *DirTier) Oldest(n int) []Info { return t.idx.oldest(n) }
+
+// Touch marks key as just used (LRU).
+func (t *DirTier) Touch(key Key) { t.idx.touch(key) }
+
+// List calls fn for the indexed files of model ("" for all).
+func (t *DirTier) List(model string, fn func(Info) bool) { t.idx.each(model, fn) }
+
+// Models returns the models that have indexed files, sorted.
+func (t *DirTier) Models() []string { return t.idx.modelNames() }
+
+// ModelUsage returns the number of indexed files and bytes of model.
+func (t *DirTier) ModelUsage(model string) (files, bytes int64) { return t.idx.modelUsage(model) }
+
+// Close stops the health probe and releases the directory; the files stay.
+// Closing twice is harmless.
+func (t *DirTier) Close() error {
+	if !t.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(t.stop)
+	t.wg.Wait()
+	t.idx.drain()
+	t.release()
+	return nil
+}
+
+// release drops the directory lock.
+func (t *DirTier) release() {
+	if t.lockf != nil {
+		t.lockf.Close()
+		t.lockf = nil
+	}
+}
+
+// errClosed is the error of operations on a closed tier.
+func (t *DirTier) errClosed(op string) error {
+	return fmt.Errorf("%s tier: %s: %w", t.kind, op, ErrClosed)
+}
+
+// isENOENT reports a missing file or directory.
+func isENOENT(err error) bool { return errors.Is(err, unix.ENOENT) }

@@ -1,0 +1,170 @@
+package tiers
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// O_DIRECT writes. Write copies into an aligned buffer; each full buffer
+// is written with O_DIRECT set on the temp file's descriptor (fcntl), which
+// is cleared again right after, so the descriptor handed out by File stays
+// an ordinary one. At Commit the aligned part of the rest goes the same
+// way and the unaligned tail is written without O_DIRECT. If the
+// filesystem refuses O_DIRECT (EINVAL), the tier logs one warning and
+// writes buffered from then on.
+
+const (
+	directAlign   = 4096    // offset, length and address alignment
+	directBufSize = 1 << 20 // bytes per O_DIRECT write
+)
+
+var directPool = sync.Pool{New: func() any {
+	b := alignedBlock(directBufSize)
+	return &b
+}}
+
+// alignedBlock returns n bytes starting at a directAlign boundary.
+func alignedBlock(n int) []byte {
+	b := make([]byte, n+directAlign)
+	off := int(uintptr(unsafe.Pointer(&b[0])) & (directAlign - 1))
+	if off != 0 {
+		off = directAlign - off
+	}
+	return b[off : off+n : off+n]
+}
+
+// directBuf holds bytes given to Write that are not yet in the file.
+type directBuf struct {
+	raw   *[]byte // the pooled block
+	buf   []byte  // pending bytes; cap is directBufSize
+	start int64   // file offset of buf[0], a multiple of directAlign
+}
+
+func newDirectBuf() *directBuf {
+	raw := directPool.Get().(*[]byte)
+	return &directBuf{raw: raw, buf: (*raw)[:0]}
+}
+
+// releaseBuf returns the O_DIRECT buffer to the pool.
+func (w *dirWriter) releaseBuf() {
+	if w.dio != nil {
+		directPool.Put(w.dio.raw)
+		w.dio = nil
+	}
+}
+
+// writeDirect buffers p, writing each full buffer with O_DIRECT.
+func (w *dirWriter) writeDirect(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		d := w.dio
+		c := copy(d.buf[len(d.buf):cap(d.buf)], p)
+		d.buf = d.buf[:len(d.buf)+c]
+		p = p[c:]
+		if len(d.buf) == cap(d.buf) {
+			if err := w.flushDirect(); err != nil {
+				return n, err
+			}
+		}
+		n += c
+	}
+	w.off += int64(n)
+	return n, nil
+}
+
+// flushDirect writes the buffer: its aligned part with O_DIRECT and the
+// unaligned tail (only at Commit: Write flushes full buffers) without.
+// Errors are sticky (w.err).
+func (w *dirWriter) flushDirect() error {
+	d := w.dio
+	aligned := len(d.buf) &^ (directAlign - 1)
+	chunk, tail := d.buf[:aligned], d.buf[aligned:]
+	start := d.start
+	t := w.t
+	err := w.op("write", func() error {
+		fd := int(w.f.Fd())
+		done := 0
+		if len(chunk) > 0 && t.direct.Load() {
+			var err error
+			done, err = pwriteDirect(fd, chunk, start)
+			if errors.Is(err, unix.EINVAL) {
+				t.disableDirect(err)
+			} else if err != nil {
+				return err
+			}
+		}
+		if err := pwriteAll(fd, chunk[done:], start+int64(done)); err != nil {
+			return err
+		}
+		return pwriteAll(fd, tail, start+int64(len(chunk)))
+	}, w.cleanup)
+	if err != nil {
+		if !w.done {
+			w.err = osErr("write", err)
+		}
+		return err
+	}
+	d.start += int64(len(d.buf))
+	d.buf = d.buf[:0]
+	return nil
+}
+
+// pwriteDirect writes b at off with O_DIRECT set for the duration, and
+// returns how much it wrote.
+func pwriteDirect(fd int, b []byte, off int64) (int, error) {
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return 0, os.NewSyscallError("fcntl", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl|unix.O_DIRECT); err != nil {
+		return 0, os.NewSyscallError("fcntl", err)
+	}
+	defer unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_DIRECT)
+	done := 0
+	for done < len(b) {
+		n, err := unix.Pwrite(fd, b[done:], off+int64(done))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return done, os.NewSyscallError("pwrite", err)
+		}
+		done += n
+		if n%directAlign != 0 {
+			// A short unaligned write: finish without O_DIRECT.
+			return done, nil
+		}
+	}
+	return done, nil
+}
+
+// pwriteAll writes all of b at off.
+func pwriteAll(fd int, b []byte, off int64) error {
+	for len(b) > 0 {
+		n, err := unix.Pwrite(fd, b, off)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return os.NewSyscallError("pwrite", err)
+		}
+		if n == 0 {
+			return os.NewSyscallError("pwrite", unix.EIO)
+		}
+		b, off = b[n:], off+int64(n)
+	}
+	return nil
+}
+
+// disableDirect turns O_DIRECT off for the tier after the filesystem
+// refused it, with one warning.
+func (t *DirTier) disableDirect(err error) {
+	t.direct.Store(false)
+	t.directWarn.Do(func() {
+		t.log.Warn("tier: O_DIRECT refused, writing buffered", "kind", t.kind, "dir", t.root, "err", err)
+	})
+}

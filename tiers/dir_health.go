@@ -1,0 +1,197 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Health is the state of a directory tier.
+//
+//	Up        operations run normally.
+//	Unstable  the directory answered with I/O errors (EIO, ETIMEDOUT,
+//	          ESTALE), or has just come back from Down; operations run, and
+//	          upAfter successes in a row make it Up again.
+//	Down      an operation found no answer within the timeout (a stalled
+//	          NFS mount), or a FUSE mount lost its daemon (ENOTCONN).
+//	          Operations fail fast with ErrStalled instead of piling up
+//	          blocked goroutines; a probe (statfs of the root, every second)
+//	          makes it Unstable when the directory answers again.
+//
+// I/O errors alone never take a tier Down: the directory answers, so
+// callers get the errno (errors.Is(err, syscall.EIO)) and decide.
+type Health int32
+
+// The states of a directory tier; see Health.
+const (
+	Up Health = iota
+	Unstable
+	Down
+)
+
+// String is "up", "unstable" or "down".
+func (h Health) String() string {
+	switch h {
+	case Up:
+		return "up"
+	case Unstable:
+		return "unstable"
+	case Down:
+		return "down"
+	}
+	return fmt.Sprintf("health(%d)", int32(h))
+}
+
+// upAfter is the number of successes in a row that take Unstable to Up.
+const upAfter = 3
+
+// probeInterval is the period of the health probe (a variable for tests).
+var probeInterval = time.Second
+
+// healthState is a tier's Health and its counters, all atomics.
+type healthState struct {
+	state atomic.Int32
+	okRun atomic.Int32 // successes in a row while Unstable
+}
+
+func (h *healthState) get() Health { return Health(h.state.Load()) }
+
+// ioFailure reports errors that say the directory itself is failing, as
+// opposed to answers about a file (ENOENT, EEXIST, ENOSPC...).
+func ioFailure(err error) bool {
+	return errors.Is(err, unix.EIO) || errors.Is(err, unix.ETIMEDOUT) ||
+		errors.Is(err, unix.ESTALE) || errors.Is(err, unix.ENOTCONN)
+}
+
+// observe records the outcome of an operation that answered in time. It
+// reports whether it took the tier Down.
+func (h *healthState) observe(err error) bool {
+	if err == nil || !ioFailure(err) {
+		if h.get() == Unstable && h.okRun.Add(1) >= upAfter {
+			h.state.CompareAndSwap(int32(Unstable), int32(Up))
+		}
+		return false
+	}
+	h.okRun.Store(0)
+	if errors.Is(err, unix.ENOTCONN) {
+		return h.setDown()
+	}
+	h.state.CompareAndSwap(int32(Up), int32(Unstable))
+	return false
+}
+
+// setDown makes the tier Down and reports whether it was not already.
+func (h *healthState) setDown() bool {
+	h.okRun.Store(0)
+	return Health(h.state.Swap(int32(Down))) != Down
+}
+
+// Health reports the tier's state.
+func (t *DirTier) Health() Health { return t.health.get() }
+
+// stalled is the error of an operation that did not get an answer in time
+// or did not run because the tier is Down.
+func (t *DirTier) stalled(op string) error {
+	return fmt.Errorf("%s tier %s: %s: %w", t.kind, t.root, op, ErrStalled)
+}
+
+// do runs the filesystem operation fn under the tier's timeout. It fails
+// fast with ErrClosed once closed and with ErrStalled while Down. If fn
+// does not return in time, do marks the tier Down and returns ErrStalled;
+// fn keeps running in its goroutine (a blocked syscall cannot be
+// cancelled), and late, if not nil, runs after fn to undo what it did for
+// a caller that has gone.
+func (t *DirTier) do(op string, fn func() error, late func()) error {
+	if t.closed.Load() {
+		return t.errClosed(op)
+	}
+	if t.health.get() == Down {
+		return t.stalled(op)
+	}
+	return t.run(op, fn, late)
+}
+
+// Run states of one operation.
+const (
+	opRunning int32 = iota
+	opDelivered
+	opAbandoned
+)
+
+// run is do without the fail-fast checks (the probe uses it while Down).
+func (t *DirTier) run(op string, fn func() error, late func()) error {
+	var state atomic.Int32
+	done := make(chan error, 1)
+	hook := t.hook.Load()
+	go func() {
+		if hook != nil {
+			(*hook)(op)
+		}
+		err := fn()
+		if state.CompareAndSwap(opRunning, opDelivered) {
+			done <- err
+			return
+		}
+		if late != nil {
+			late()
+		}
+		t.stuck.Add(-1)
+	}()
+	timer := time.NewTimer(t.timeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if t.health.observe(err) {
+			t.log.Warn("tier down: the mount lost its server", "kind", t.kind, "dir", t.root, "op", op, "err", err)
+		}
+		return err
+	case <-timer.C:
+		t.stuck.Add(1)
+		if !state.CompareAndSwap(opRunning, opAbandoned) {
+			t.stuck.Add(-1)
+			err := <-done // answered just in time
+			t.health.observe(err)
+			return err
+		}
+		if t.health.setDown() {
+			t.log.Warn("tier down: no answer in time", "kind", t.kind, "dir", t.root, "op", op, "timeout", t.timeout)
+		}
+		return t.stalled(op)
+	}
+}
+
+// probeLoop runs probe every second until Close.
+func (t *DirTier) probeLoop() {
+	defer t.wg.Done()
+	tick := time.NewTicker(probeInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+			t.probe()
+		}
+	}
+}
+
+// probe asks the directory for its statfs (which, unlike a stat, goes to
+// an NFS server or FUSE daemon every time). An answer takes a Down tier to
+// Unstable. A probe still blocked from an earlier tick is not doubled.
+func (t *DirTier) probe() {
+	if !t.probeBusy.CompareAndSwap(false, true) {
+		return
+	}
+	err := t.run("probe", func() error {
+		defer t.probeBusy.Store(false)
+		var st unix.Statfs_t
+		return unix.Statfs(t.root, &st)
+	}, nil)
+	if err == nil && t.health.state.CompareAndSwap(int32(Down), int32(Unstable)) {
+		t.health.okRun.Store(0)
+		t.log.Info("tier answers again", "kind", t.kind, "dir", t.root)
+	}
+}

@@ -1,0 +1,187 @@
+package tiers
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// healthKey is block n of model "h".
+func healthKey(n byte) Key { return Key{Model: "h", ID: hashdir.ID{n, 1, 2, 3}} }
+
+// gate blocks the operations it names until released.
+type gate struct {
+	ops     map[string]bool
+	release chan struct{}
+	calls   atomic.Int32
+}
+
+func (g *gate) hook(op string) {
+	g.calls.Add(1)
+	if g.ops[op] {
+		<-g.release
+	}
+}
+
+func TestHealthStallDownAndBack(t *testing.T) {
+	old := probeInterval
+	probeInterval = time.Hour // the test probes by hand
+	defer func() { probeInterval = old }()
+	dir := t.TempDir()
+	d, err := NewDirTier(DirConfig{Kind: "nfs", Dir: dir, Capacity: 1 << 20, OpTimeout: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	w, err := d.Create(healthKey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("block"))
+	if _, err := w.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	g := &gate{ops: map[string]bool{"open": true, "create": true}, release: make(chan struct{})}
+	hook := g.hook
+	d.hook.Store(&hook)
+	if _, err := d.Open(healthKey(1)); !errors.Is(err, ErrStalled) {
+		t.Fatalf("open of a stalled directory: %v, want ErrStalled", err)
+	}
+	if d.Health() != Down {
+		t.Fatalf("health %v after a stall, want down", d.Health())
+	}
+	calls := g.calls.Load()
+	// While Down, operations fail fast without touching the directory.
+	if _, err := d.Create(healthKey(2)); !errors.Is(err, ErrStalled) {
+		t.Fatalf("create while down: %v", err)
+	}
+	if err := d.Remove(healthKey(1)); !errors.Is(err, ErrStalled) {
+		t.Fatalf("remove while down: %v", err)
+	}
+	if err := d.Sync(healthKey(1)); !errors.Is(err, ErrStalled) {
+		t.Fatalf("sync while down: %v", err)
+	}
+	if n := g.calls.Load(); n != calls {
+		t.Fatalf("%d operations reached the directory while down", n-calls)
+	}
+	// The index still answers Stat.
+	if info, err := d.Stat(healthKey(1)); err != nil || info.Size != 5 {
+		t.Fatalf("stat from the index while down: %+v %v", info, err)
+	}
+
+	close(g.release)
+	d.probe()
+	if d.Health() != Unstable {
+		t.Fatalf("health %v after a good probe, want unstable", d.Health())
+	}
+	for i := 0; i < upAfter; i++ {
+		f, err := d.Open(healthKey(1))
+		if err != nil {
+			t.Fatalf("open after recovery: %v", err)
+		}
+		f.Close()
+	}
+	if d.Health() != Up {
+		t.Fatalf("health %v after %d successes, want up", d.Health(), upAfter)
+	}
+}
+
+func TestHealthLateCreateCleansUp(t *testing.T) {
+	old := probeInterval
+	probeInterval = time.Hour
+	defer func() { probeInterval = old }()
+	dir := t.TempDir()
+	d, err := NewDirTier(DirConfig{Kind: "nvme", Dir: dir, Capacity: 1 << 20, OpTimeout: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	g := &gate{ops: map[string]bool{"create": true}, release: make(chan struct{})}
+	hook := g.hook
+	d.hook.Store(&hook)
+	if _, err := d.Create(healthKey(1)); !errors.Is(err, ErrStalled) {
+		t.Fatalf("create: %v, want ErrStalled", err)
+	}
+	close(g.release)
+	// The abandoned create finishes in the background and removes its
+	// temp file: wait for it (bounded), then check nothing is left.
+	deadline := time.Now().Add(10 * time.Second)
+	for d.stuck.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned create never finished")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, "h", healthKey(1).ID.Shard()))
+	for _, e := range ents {
+		t.Fatalf("%s left by an abandoned create", e.Name())
+	}
+}
+
+func TestHealthObserve(t *testing.T) {
+	var h healthState
+	h.observe(syscall.EIO)
+	if h.get() != Unstable {
+		t.Fatalf("EIO: %v, want unstable", h.get())
+	}
+	for i := 0; i < 10; i++ {
+		h.observe(syscall.EIO)
+	}
+	if h.get() != Unstable {
+		t.Fatalf("repeated EIO: %v; I/O errors alone must not take a tier down", h.get())
+	}
+	for i := 0; i < upAfter-1; i++ {
+		h.observe(nil)
+	}
+	if h.get() != Unstable {
+		t.Fatal("up too early")
+	}
+	h.observe(syscall.ENOENT) // an answer about a file is a success
+	if h.get() != Up {
+		t.Fatalf("after %d successes: %v, want up", upAfter, h.get())
+	}
+	h.observe(syscall.ENOTCONN)
+	if h.get() != Down {
+		t.Fatalf("ENOTCONN: %v, want down", h.get())
+	}
+	if Up.String() != "up" || Unstable.String() != "unstable" || Down.String() != "down" {
+		t.Fatal("Health strings")
+	}
+}
+
+func TestPublishModes(t *testing.T) {
+	for _, mode := range []int32{pubRenameat2, pubLink, pubCheckRename} {
+		dir := t.TempDir()
+		var p publisher
+		p.mode.Store(mode)
+		tmp, dst := filepath.Join(dir, ".tmp-a"), filepath.Join(dir, "a.bin")
+		os.WriteFile(tmp, []byte("first"), 0o444)
+		if err := p.publish(tmp, dst); err != nil {
+			t.Fatalf("mode %d: %v", mode, err)
+		}
+		if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("mode %d: temp name still there", mode)
+		}
+		os.WriteFile(tmp, []byte("second"), 0o444)
+		if err := p.publish(tmp, dst); !errors.Is(err, ErrExist) {
+			t.Fatalf("mode %d: publish over a file: %v, want ErrExist", mode, err)
+		}
+		if got, _ := os.ReadFile(dst); string(got) != "first" {
+			t.Fatalf("mode %d: file replaced with %q", mode, got)
+		}
+		if got, _ := os.ReadFile(tmp); string(got) != "second" {
+			t.Fatalf("mode %d: temp file lost after ErrExist", mode)
+		}
+		if p.mode.Load() != mode {
+			t.Fatalf("mode %d fell back to %d on a filesystem that supports it", mode, p.mode.Load())
+		}
+	}
+}

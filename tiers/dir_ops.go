@@ -1,0 +1,189 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"golang.org/x/sys/unix"
+)
+
+// Stat describes a published file from the index. The CRC of a file found
+// by a rebuild is read lazily from its xattr. In a shared directory a key
+// missing from the index is looked up on disk and, if present, adopted.
+func (t *DirTier) Stat(key Key) (Info, error) {
+	if t.closed.Load() {
+		return Info{}, t.errClosed("stat")
+	}
+	info, crcRead, ok := t.idx.get(key)
+	if !ok {
+		if !t.shared || checkKey(key) != nil {
+			return Info{}, t.notFound(key)
+		}
+		return t.lookup(key)
+	}
+	if crcRead {
+		return info, nil
+	}
+	crc, has, err := t.readCRC(key)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		t.idx.remove(key) // removed behind our back
+		return Info{}, err
+	case err != nil:
+		return info, nil // the index still knows the file; the CRC stays unknown
+	}
+	t.idx.setCRC(key, crc, has)
+	info.CRC, info.HasCRC = crc, has
+	return info, nil
+}
+
+func (t *DirTier) notFound(key Key) error {
+	return fmt.Errorf("%s tier: %s: %w", t.kind, key, ErrNotFound)
+}
+
+// readCRC reads the CRC xattr of key's file: has is false when the file
+// has none or the filesystem keeps no xattrs.
+func (t *DirTier) readCRC(key Key) (crc uint32, has bool, err error) {
+	p := t.path(key)
+	err = t.do("getxattr", func() error {
+		var buf [16]byte
+		n, err := unix.Getxattr(p, crcXattr, buf[:])
+		switch {
+		case err == nil:
+			crc, has = parseCRC(buf[:n])
+			return nil
+		case errors.Is(err, unix.ENODATA) || errors.Is(err, unix.ENOTSUP) ||
+			errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ERANGE):
+			return nil
+		}
+		return notFound("getxattr", err)
+	}, nil)
+	return crc, has, err
+}
+
+// lookup finds a file another daemon published in a shared directory and
+// adopts it into the index.
+func (t *DirTier) lookup(key Key) (Info, error) {
+	p := t.path(key)
+	var st unix.Stat_t
+	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)
+	if err != nil {
+		return Info{}, fmt.Errorf("%s tier: %w", t.kind, notFound("stat", err))
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return Info{}, t.notFound(key)
+	}
+	info := Info{Key: key, Size: st.Size, MTime: statMTime(&st)}
+	crc, has, err := t.readCRC(key)
+	info.CRC, info.HasCRC = crc, has
+	t.idx.adopt(&entry{info: info, crcRead: err == nil})
+	return info, nil
+}
+
+// Open opens a published file read-only and marks it used. A file gone
+// from disk is dropped from the index (ErrNotFound).
+func (t *DirTier) Open(key Key) (*os.File, error) {
+	if checkKey(key) != nil {
+		return nil, t.notFound(key)
+	}
+	known := t.idx.touch(key)
+	if !known && !t.shared {
+		if t.closed.Load() {
+			return nil, t.errClosed("open")
+		}
+		return nil, t.notFound(key)
+	}
+	p := t.path(key)
+	var f *os.File
+	err := t.do("open", func() error {
+		var err error
+		f, err = os.OpenFile(p, os.O_RDONLY|unix.O_CLOEXEC, 0)
+		return err
+	}, func() {
+		if f != nil {
+			f.Close()
+		}
+	})
+	if err != nil {
+		if known && isENOENT(err) {
+			t.idx.remove(key)
+		}
+		return nil, fmt.Errorf("%s tier: %w", t.kind, notFound("open", err))
+	}
+	if !known {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			t.idx.adopt(&entry{info: Info{Key: key, Size: fi.Size(), MTime: fi.ModTime()}})
+		}
+	}
+	return f, nil
+}
+
+// Remove deletes a published file. The file is unlinked even if the index
+// does not know it (a file another daemon published, or one added by
+// hand), so a removed key does not come back at the next start.
+func (t *DirTier) Remove(key Key) error {
+	if checkKey(key) != nil {
+		return t.notFound(key)
+	}
+	e, known := t.idx.remove(key)
+	p := t.path(key)
+	err := t.do("remove", func() error { return unix.Unlink(p) }, nil)
+	switch {
+	case err == nil:
+		return nil
+	case isENOENT(err) && known:
+		return nil // removed by someone else: it is gone either way
+	case known && !isENOENT(err):
+		// Still on disk (or unknown): keep it indexed. The index went
+		// first so a racing commit of the key cannot be forgotten.
+		t.idx.adopt(e)
+	}
+	return fmt.Errorf("%s tier: %w", t.kind, notFound("remove", err))
+}
+
+// RemoveModel removes every file and directory of model, one shard
+// directory at a time (each under the operation timeout).
+func (t *DirTier) RemoveModel(model string) error {
+	if err := hashdir.ValidateModel(model); err != nil {
+		return err
+	}
+	t.idx.removeModel(model)
+	t.dirs.forget(model)
+	dir := filepath.Join(t.root, model)
+	var names []string
+	err := t.do("remove model", func() error {
+		d, err := os.Open(dir)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		names, err = d.Readdirnames(-1)
+		return err
+	}, nil)
+	if isENOENT(err) {
+		return nil
+	}
+	for _, name := range names {
+		if err != nil {
+			break
+		}
+		sub := filepath.Join(dir, name)
+		err = t.do("remove model", func() error { return os.RemoveAll(sub) }, nil)
+	}
+	if err == nil {
+		err = t.do("remove model", func() error { return os.RemoveAll(dir) }, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("%s tier: %w", t.kind, osErr("remove model", err))
+	}
+	return nil
+}
+
+// statMTime is the modification time of a stat result.
+func statMTime(st *unix.Stat_t) time.Time {
+	return time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+}

@@ -1,0 +1,299 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// dirWriter is a file being written into a directory tier: a temp file
+// <dir>/<model>/<hh>/.tmp-<id>-<random> beside its final name, so the
+// publishing rename stays in one directory and the temp file never appears
+// under a final name.
+type dirWriter struct {
+	t   *DirTier
+	key Key
+	tmp string
+	f   *os.File
+
+	mu   sync.Mutex // serializes Write, Commit and Abort
+	off  int64      // end of what Write accepted
+	err  error      // sticky write error: the file is incomplete
+	done bool
+	dio  *directBuf // O_DIRECT buffering, nil when writes are buffered
+}
+
+// Create starts a temp file for key beside its final name.
+func (t *DirTier) Create(key Key) (Writer, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	w := &dirWriter{t: t, key: key}
+	dir := filepath.Dir(t.path(key))
+	err := t.do("create", func() error {
+		for attempt := 0; ; attempt++ {
+			if err := t.dirs.ensure(t.root, key); err != nil {
+				return err
+			}
+			tmp := filepath.Join(dir, tmpPrefix+key.ID.String()+"-"+randomSuffix())
+			// 0644 until Commit: setting the CRC xattr needs write
+			// permission on the inode (for a daemon that is not root).
+			f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o644)
+			switch {
+			case err == nil:
+				w.tmp, w.f = tmp, f
+				return nil
+			case errors.Is(err, os.ErrExist):
+				continue
+			case isENOENT(err) && attempt == 0:
+				t.dirs.forget(key.Model) // removed under us: make it again
+				continue
+			}
+			return osErr("create", err)
+		}
+	}, func() { w.cleanup() })
+	if err != nil {
+		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
+	}
+	if t.direct.Load() {
+		w.dio = newDirectBuf()
+	}
+	return w, nil
+}
+
+// File is the temp file. With O_DIRECT writes, bytes given to Write reach
+// it in aligned chunks and at Commit: do not mix Write and writes through
+// File on the same range.
+func (w *dirWriter) File() *os.File { return w.f }
+
+// Write appends p after what earlier Writes wrote.
+func (w *dirWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return 0, fmt.Errorf("%s tier: write %s: %w", w.t.kind, w.key, ErrClosed)
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.dio != nil {
+		return w.writeDirect(p)
+	}
+	var n int
+	off := w.off
+	err := w.op("write", func() error {
+		var err error
+		n, err = w.f.WriteAt(p, off)
+		return err
+	}, w.cleanup)
+	if err != nil && w.done {
+		return 0, err
+	}
+	w.off += int64(n)
+	if err != nil {
+		w.err = fmt.Errorf("%s tier: %w", w.t.kind, osErr("write", err))
+		return n, w.err
+	}
+	return n, nil
+}
+
+// errNotRun: the caller gave up before the operation started.
+var errNotRun = errors.New("operation abandoned before it started")
+
+// op runs fn under the tier's timeout on behalf of the Writer. When the
+// tier is closed, Down, or fn does not answer in time, the Writer ends:
+// if fn never started, op removes the temp file (in the background, the
+// directory may not answer); if it did, late runs after it instead.
+func (w *dirWriter) op(name string, fn func() error, late func()) error {
+	var claim atomic.Bool
+	ran := false // set and read only by the operation's goroutine
+	err := w.t.do(name, func() error {
+		if !claim.CompareAndSwap(false, true) {
+			return errNotRun
+		}
+		ran = true
+		return fn()
+	}, func() {
+		if ran && late != nil {
+			late()
+		}
+	})
+	if errors.Is(err, ErrStalled) || errors.Is(err, ErrClosed) {
+		w.done = true
+		w.dio = nil // fn may still read it: leave it to the GC, not the pool
+		if claim.CompareAndSwap(false, true) {
+			go w.cleanup()
+		}
+	}
+	return err
+}
+
+// Commit publishes the file: the CRC xattr when given, fsync when asked
+// (or SyncOnCommit), a no-replace rename, fsync of the directory when
+// syncing. ErrFull from the capacity check, or ENOSPC from the rename,
+// leaves the Writer usable; ENOSPC from fsync is reported as ErrFull too,
+// but the data may be lost, so that copy is discarded. ErrExist and other
+// errors discard the file.
+func (w *dirWriter) Commit(opts CommitOptions) (Info, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := w.t
+	if w.done {
+		return Info{}, fmt.Errorf("%s tier: commit %s: %w", t.kind, w.key, ErrClosed)
+	}
+	if w.err == nil && w.dio != nil {
+		if err := w.flushDirect(); err != nil && w.done {
+			return Info{}, fmt.Errorf("%s tier: %w", t.kind, err)
+		}
+	}
+	if w.err != nil {
+		w.abort()
+		return Info{}, w.err
+	}
+	var info Info
+	var keep bool
+	err := w.op("commit", func() error {
+		var err error
+		info, keep, err = w.commitFS(opts)
+		return err
+	}, func() {
+		if keep {
+			w.cleanup()
+		}
+	})
+	if !w.done && !keep {
+		w.done = true
+		w.releaseBuf()
+	}
+	if err != nil {
+		return info, fmt.Errorf("%s tier: %w", t.kind, err)
+	}
+	return info, nil
+}
+
+// commitFS is Commit's filesystem work. keep reports that the temp file is
+// intact and the Writer usable; otherwise it is published or removed.
+func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err error) {
+	t := w.t
+	fi, err := fileStat(w.f)
+	if err != nil {
+		w.cleanup()
+		return Info{}, false, err
+	}
+	size := fi.Size()
+	if !t.idx.reserve(size) {
+		return Info{}, true, fmt.Errorf("%s needs %d bytes, %d free: %w", w.key, size, t.idx.room(), ErrFull)
+	}
+	added := false
+	defer func() {
+		if !added {
+			t.idx.unreserve(size)
+		}
+	}()
+	if opts.HasCRC && !t.noXattr.Load() {
+		err := unix.Fsetxattr(int(w.f.Fd()), crcXattr, formatCRC(opts.CRC), 0)
+		if errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP) {
+			t.noXattr.Store(true)
+			t.log.Info("tier keeps no CRC xattrs: the filesystem does not support them", "kind", t.kind, "dir", t.root)
+		}
+	}
+	// Published files are read-only; a filesystem that refuses the mode
+	// change still gets the file.
+	_ = w.f.Chmod(0o444)
+	sync := opts.Sync || t.syncAll
+	if sync {
+		if err := w.f.Sync(); err != nil {
+			w.cleanup()
+			return Info{}, false, osErr("fsync", err)
+		}
+	}
+	dst := t.path(w.key)
+	if err := t.pub.publish(w.tmp, dst); err != nil {
+		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+			return Info{}, true, osErr("publish", err)
+		}
+		w.cleanup()
+		if errors.Is(err, ErrExist) {
+			return Info{}, false, err
+		}
+		return Info{}, false, osErr("publish", err)
+	}
+	w.f.Close()
+	info = Info{Key: w.key, Size: size, MTime: fi.ModTime(), CRC: opts.CRC, HasCRC: opts.HasCRC}
+	info, _ = t.idx.add(&entry{info: info, crcRead: true})
+	added = true
+	if sync {
+		if err := syncDir(filepath.Dir(dst)); err != nil {
+			return info, false, fmt.Errorf("published %s, but: %w", w.key, err)
+		}
+	}
+	return info, false, nil
+}
+
+// Abort discards the file.
+func (w *dirWriter) Abort() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.abort()
+	}
+}
+
+// abort ends the Writer and removes the temp file.
+func (w *dirWriter) abort() {
+	_ = w.op("abort", func() error { w.cleanup(); return nil }, nil)
+	w.done = true
+	w.releaseBuf()
+}
+
+// cleanup closes and removes the temp file.
+func (w *dirWriter) cleanup() {
+	if w.f != nil {
+		w.f.Close()
+	}
+	if w.tmp != "" {
+		_ = os.Remove(w.tmp)
+	}
+}
+
+// syncDir fsyncs a directory so the entries in it are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return osErr("open directory", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return osErr("fsync directory", err)
+	}
+	return nil
+}
+
+// Sync makes an already published file and its directory entry durable
+// (fsync of both), for a file committed without Sync.
+func (t *DirTier) Sync(key Key) error {
+	if err := checkKey(key); err != nil {
+		return fmt.Errorf("%s tier: %s: %w", t.kind, key, ErrNotFound)
+	}
+	p := t.path(key)
+	err := t.do("sync", func() error {
+		f, err := os.Open(p)
+		if err != nil {
+			return notFound("open", err)
+		}
+		defer f.Close()
+		if err := f.Sync(); err != nil {
+			return osErr("fsync", err)
+		}
+		return syncDir(filepath.Dir(p))
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("%s tier: sync %s: %w", t.kind, key, err)
+	}
+	return nil
+}

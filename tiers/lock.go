@@ -1,0 +1,68 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// errLocked reports that another live process holds a tier's lock file.
+var errLocked = errors.New("locked by another process")
+
+// lockFileName is the lock file a tier keeps in its root directory. Its
+// name starts with '.', so no model directory can collide with it.
+const lockFileName = ".ucmfs.lock"
+
+// lockExclusive opens (creating it if needed) the lock file at path and
+// takes an exclusive flock on it without waiting. The lock lasts as long as
+// the returned file is open, and the kernel drops it when the process dies,
+// so a held lock proves a live owner.
+func lockExclusive(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file: %w", err)
+	}
+	if err := flockNB(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// flockNB takes an exclusive flock on f without waiting; a lock held by
+// another open file description yields errLocked (wrapping EWOULDBLOCK).
+func flockNB(f *os.File) error {
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EWOULDBLOCK):
+			return fmt.Errorf("%w: %w", errLocked, err)
+		default:
+			return err
+		}
+	}
+}
+
+// lockHeld reports whether a live process holds the lock file at path. A
+// missing lock file yields os.ErrNotExist.
+func lockHeld(path string) (bool, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if err := flockNB(f); err != nil {
+		if errors.Is(err, errLocked) {
+			return true, nil
+		}
+		return false, err
+	}
+	// Closing f drops the lock we just took.
+	return false, nil
+}

@@ -1,0 +1,93 @@
+package tiers
+
+import (
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultMaxMappings is the most block files the memory tier keeps mapped
+// and locked at once. vm.max_map_count is 65530 by default and the rest of
+// the process (Go runtime, GPU driver) needs mappings too.
+const DefaultMaxMappings = 32768
+
+// pageLocker maps committed memory-tier files read-only (MAP_SHARED) and
+// mlocks them, so their pages stay in RAM and a GPU build can register them
+// for DMA. It stays within a budget of mappings and, when mlock refuses
+// (RLIMIT_MEMLOCK without CAP_IPC_LOCK, or no memory), within the locked
+// total at which it refused. When it cannot lock it logs one warning and
+// the tier carries on with unlocked files.
+//
+// Its counters are atomics; it takes no lock of its own besides the
+// sync.Once of the warning.
+type pageLocker struct {
+	maxMaps int64
+	maps    atomic.Int64 // mappings held
+	locked  atomic.Int64 // bytes held in those mappings
+	ceiling atomic.Int64 // locked total at which mlock last failed
+	warn    sync.Once
+	log     *slog.Logger
+}
+
+func newPageLocker(maxMaps int, log *slog.Logger) *pageLocker {
+	p := &pageLocker{maxMaps: int64(maxMaps), log: log}
+	p.ceiling.Store(math.MaxInt64)
+	return p
+}
+
+// warnOnce logs the first reason locking was not possible.
+func (p *pageLocker) warnOnce(msg string, args ...any) {
+	p.warn.Do(func() {
+		p.log.Warn("memory tier: "+msg+"; blocks stay in RAM-backed files but are not locked", args...)
+	})
+}
+
+// lock maps and locks size bytes of the file fd. It returns nil, having
+// kept nothing, when the file is empty, the budget is spent, or the kernel
+// refuses.
+func (p *pageLocker) lock(fd int, size int64) []byte {
+	if size <= 0 || p.maxMaps <= 0 || size > math.MaxInt {
+		return nil
+	}
+	if p.maps.Add(1) > p.maxMaps {
+		p.maps.Add(-1)
+		p.warnOnce("mapping budget reached", "max_mappings", p.maxMaps)
+		return nil
+	}
+	if p.locked.Load()+size > p.ceiling.Load() {
+		p.maps.Add(-1)
+		return nil
+	}
+	b, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		p.maps.Add(-1)
+		p.warnOnce("mmap failed", "err", err)
+		return nil
+	}
+	if err := unix.Mlock(b); err != nil {
+		_ = unix.Munmap(b)
+		p.maps.Add(-1)
+		// EPERM (no CAP_IPC_LOCK, zero limit), ENOMEM (over
+		// RLIMIT_MEMLOCK), EAGAIN (pages could not be locked): do not
+		// try again until the locked total is below this point.
+		p.ceiling.Store(p.locked.Load())
+		p.warnOnce("mlock failed", "err", err, "locked_bytes", p.locked.Load())
+		return nil
+	}
+	p.locked.Add(size)
+	return b
+}
+
+// unlock unmaps a mapping returned by lock (munmap also unlocks). nil is
+// allowed.
+func (p *pageLocker) unlock(b []byte) {
+	if b == nil {
+		return
+	}
+	_ = unix.Munmap(b)
+	p.locked.Add(-int64(len(b)))
+	p.maps.Add(-1)
+}

@@ -1,0 +1,229 @@
+package tiers_test
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/tiers/tiertest"
+)
+
+// quiet discards the tiers' log lines in tests.
+var quiet = slog.New(slog.DiscardHandler)
+
+// shmDir returns a fresh directory on /dev/shm (tmpfs), removed after the test.
+func shmDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "ucmfs-test-")
+	if err != nil {
+		t.Skipf("no /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// newMem returns a MemTier of the given capacity under its own tmpfs dir.
+func newMem(t testing.TB, cfg tiers.MemConfig) *tiers.MemTier {
+	t.Helper()
+	if cfg.Dir == "" {
+		cfg.Dir = shmDir(t)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	m, err := tiers.NewMemTier(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func TestMemConformance(t *testing.T) {
+	tiertest.Run(t, func(t *testing.T) tiers.Tier {
+		return newMem(t, tiers.MemConfig{Capacity: 64 << 20})
+	})
+}
+
+func TestMemLayout(t *testing.T) {
+	m := newMem(t, tiers.MemConfig{Capacity: 1 << 20})
+	key := tiertest.Key("llama", 3)
+	data := tiertest.Payload(3, 5000)
+	tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+	p := filepath.Join(m.Dir(), key.Path())
+	got, err := os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("published file %s: %d bytes, %v", p, len(got), err)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o444 {
+		t.Fatalf("published file mode %v, want 0444", fi.Mode().Perm())
+	}
+	ents, _ := os.ReadDir(m.Dir())
+	for _, e := range ents {
+		if e.Name() != "llama" && e.Name() != ".ucmfs.lock" {
+			t.Fatalf("unexpected entry %q left in the private directory", e.Name())
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(m.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Close left the private directory: %v", err)
+	}
+}
+
+func TestMemRejectsDisk(t *testing.T) {
+	dir := t.TempDir() // on the root filesystem, not tmpfs
+	if _, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 1 << 20, Dir: dir, Logger: quiet}); err == nil {
+		t.Fatal("memory tier accepted a directory that is not RAM-backed")
+	}
+	m := newMem(t, tiers.MemConfig{Capacity: 1 << 20, Dir: dir, AllowDisk: true})
+	tiertest.Put(t, m, tiertest.Key("m", 1), []byte("x"), tiers.CommitOptions{})
+	if _, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 0, Dir: shmDir(t), Logger: quiet}); err == nil {
+		t.Fatal("memory tier accepted capacity 0")
+	}
+}
+
+func TestMemCapacity(t *testing.T) {
+	m := newMem(t, tiers.MemConfig{Capacity: 10000})
+	a, b := tiertest.Key("m", 1), tiertest.Key("m", 2)
+	tiertest.Put(t, m, a, tiertest.Payload(1, 6000), tiers.CommitOptions{})
+	if r := m.Room(); r != 4000 {
+		t.Fatalf("Room %d, want 4000", r)
+	}
+	w, err := m.Create(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := tiertest.Payload(2, 5000)
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(tiers.CommitOptions{}); !errors.Is(err, tiers.ErrFull) {
+		t.Fatalf("commit over capacity: %v, want ErrFull", err)
+	}
+	if u := m.Usage(); u.Used != 6000 || u.Files != 1 {
+		t.Fatalf("usage after ErrFull: %+v", u)
+	}
+	// The Writer stays usable: make room and commit again.
+	if err := m.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(tiers.CommitOptions{}); err != nil {
+		t.Fatalf("commit after making room: %v", err)
+	}
+	if !bytes.Equal(tiertest.Read(t, m, b), data) {
+		t.Fatal("bytes differ after a retried commit")
+	}
+	// Exactly full is allowed.
+	tiertest.Put(t, m, a, tiertest.Payload(3, 5000), tiers.CommitOptions{})
+	if u := m.Usage(); u.Used != 10000 || m.Room() != 0 {
+		t.Fatalf("usage when exactly full: %+v room %d", u, m.Room())
+	}
+}
+
+func TestMemFlags(t *testing.T) {
+	m := newMem(t, tiers.MemConfig{Capacity: 1 << 20})
+	key, absent := tiertest.Key("m", 1), tiertest.Key("m", 2)
+	tiertest.Put(t, m, key, []byte("abc"), tiers.CommitOptions{})
+	if !m.Dirty(key) || m.Pinned(key) {
+		t.Fatal("a new file must be dirty and not pinned")
+	}
+	if err := m.SetDirty(key, false); err != nil || m.Dirty(key) {
+		t.Fatalf("SetDirty(false): %v", err)
+	}
+	if err := m.SetPinned(key, true); err != nil || !m.Pinned(key) {
+		t.Fatalf("SetPinned(true): %v", err)
+	}
+	if err := m.SetDirty(absent, true); !errors.Is(err, tiers.ErrNotFound) {
+		t.Fatalf("SetDirty of an absent key: %v", err)
+	}
+	if err := m.SetPinned(absent, true); !errors.Is(err, tiers.ErrNotFound) {
+		t.Fatalf("SetPinned of an absent key: %v", err)
+	}
+	if m.Dirty(absent) || m.Pinned(absent) {
+		t.Fatal("an absent key reports flags")
+	}
+}
+
+func TestMemEvictClean(t *testing.T) {
+	m := newMem(t, tiers.MemConfig{Capacity: 10 * 1000})
+	key := func(i int) tiers.Key { return tiertest.Key("m", i) }
+	for i := 0; i < 10; i++ {
+		tiertest.Put(t, m, key(i), tiertest.Payload(uint64(i), 1000), tiers.CommitOptions{})
+	}
+	if freed, ev := m.EvictClean(3000); freed != 0 || len(ev) != 0 {
+		t.Fatalf("evicted dirty files: %d bytes %v", freed, ev)
+	}
+	for i := 0; i < 10; i++ {
+		if i != 1 {
+			m.SetDirty(key(i), false)
+		}
+	}
+	m.SetPinned(key(2), true)
+	m.Touch(key(0)) // most recently used now
+	// LRU order, oldest first: 1 (dirty), 2 (pinned), 3, 4, ..., 9, 0.
+	freed, ev := m.EvictClean(3000)
+	if freed != 3000 || len(ev) != 3 || ev[0] != key(3) || ev[1] != key(4) || ev[2] != key(5) {
+		t.Fatalf("EvictClean(3000) = %d %v, want 3000 [3 4 5]", freed, ev)
+	}
+	if m.Room() < 3000 {
+		t.Fatalf("room %d after evicting for 3000", m.Room())
+	}
+	for _, k := range ev {
+		if _, err := m.Stat(k); !errors.Is(err, tiers.ErrNotFound) {
+			t.Fatalf("evicted %s still indexed: %v", k, err)
+		}
+		if _, err := os.Stat(filepath.Join(m.Dir(), k.Path())); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("evicted %s still on disk: %v", k, err)
+		}
+	}
+	// Opening counts as a use: 6 moves behind 0.
+	f, err := m.Open(key(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	freed, ev = m.EvictClean(1 << 30)
+	want := []tiers.Key{key(7), key(8), key(9), key(0), key(6)}
+	if freed != 5000 || len(ev) != len(want) {
+		t.Fatalf("EvictClean(all) = %d %v, want %v", freed, ev, want)
+	}
+	for i := range want {
+		if ev[i] != want[i] {
+			t.Fatalf("eviction order %v, want %v", ev, want)
+		}
+	}
+	if u := m.Usage(); u.Files != 2 || u.Used != 2000 {
+		t.Fatalf("left %+v, want the dirty and the pinned file", u)
+	}
+}
+
+func TestMemRemoveModel(t *testing.T) {
+	m := newMem(t, tiers.MemConfig{Capacity: 1 << 20})
+	for i := 0; i < 4; i++ {
+		tiertest.Put(t, m, tiertest.Key("a", i), []byte("aaaa"), tiers.CommitOptions{})
+		tiertest.Put(t, m, tiertest.Key("b", i), []byte("bb"), tiers.CommitOptions{})
+	}
+	if err := m.RemoveModel("a"); err != nil {
+		t.Fatal(err)
+	}
+	if u := m.Usage(); u.Files != 4 || u.Used != 8 {
+		t.Fatalf("usage after RemoveModel: %+v", u)
+	}
+	if _, err := os.Stat(filepath.Join(m.Dir(), "a")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("model directory left behind")
+	}
+	if got := m.Models(); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("Models() = %v", got)
+	}
+	if err := m.RemoveModel("../x"); err == nil {
+		t.Fatal("RemoveModel accepted an invalid name")
+	}
+	// The model can be written again.
+	tiertest.Put(t, m, tiertest.Key("a", 0), []byte("again"), tiers.CommitOptions{})
+}

@@ -1,0 +1,134 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// memWriter is a file being written into the memory tier: a staging file
+// .tmp-<random> in the private directory, renamed to <model>/<hh>/<id>.bin
+// by Commit.
+type memWriter struct {
+	t   *MemTier
+	key Key
+	tmp string
+
+	mu   sync.Mutex // serializes Write, Commit and Abort
+	f    *os.File   // closed once the Writer is done
+	off  int64      // end of what Write wrote
+	done bool
+}
+
+// File is the staging file.
+func (w *memWriter) File() *os.File { return w.f }
+
+// Write appends p after what earlier Writes wrote.
+func (w *memWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return 0, fmt.Errorf("memory tier: write %s: %w", w.key, ErrClosed)
+	}
+	n, err := w.f.WriteAt(p, w.off)
+	w.off += int64(n)
+	if err != nil {
+		return n, osErr("memory tier: write", err)
+	}
+	return n, nil
+}
+
+// Commit publishes the file as a dirty entry, mapped and locked in RAM if
+// the lock budget allows. ErrFull (capacity, or the tmpfs itself full)
+// leaves the Writer usable; ErrExist and other errors discard the file.
+func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return Info{}, fmt.Errorf("memory tier: commit %s: %w", w.key, ErrClosed)
+	}
+	t := w.t
+	if err := t.enter(); err != nil {
+		w.finish()
+		return Info{}, err
+	}
+	defer t.life.RUnlock()
+	fi, err := fileStat(w.f)
+	if err != nil {
+		w.discard()
+		return Info{}, err
+	}
+	size := fi.Size()
+	if !t.idx.reserve(size) {
+		return Info{}, fmt.Errorf("memory tier: %s needs %d bytes, %d free: %w", w.key, size, t.idx.room(), ErrFull)
+	}
+	mapping := t.pages.lock(int(w.f.Fd()), size)
+	err = t.publish(w.tmp, w.key)
+	if err != nil {
+		t.pages.unlock(mapping)
+		t.idx.unreserve(size)
+		if errors.Is(err, ErrFull) {
+			return Info{}, err
+		}
+		w.discard()
+		return Info{}, err
+	}
+	e := &entry{
+		info:    Info{Key: w.key, Size: size, MTime: fi.ModTime(), CRC: opts.CRC, HasCRC: opts.HasCRC},
+		dirty:   true,
+		mapping: mapping,
+		crcRead: true,
+	}
+	info, added := t.idx.add(e)
+	if !added {
+		t.pages.unlock(mapping)
+	}
+	w.finish()
+	return info, nil
+}
+
+// publish renames tmp to key's path, creating its directories as needed.
+func (t *MemTier) publish(tmp string, key Key) error {
+	dst := t.path(key)
+	for attempt := 0; ; attempt++ {
+		if err := t.dirs.ensure(t.root, key); err != nil {
+			return fmt.Errorf("memory tier: %w", err)
+		}
+		err := t.pub.publish(tmp, dst)
+		if err == nil || errors.Is(err, ErrExist) {
+			return err
+		}
+		if errors.Is(err, unix.ENOENT) && attempt == 0 {
+			// A RemoveModel took the directory away: make it again.
+			t.dirs.forget(key.Model)
+			continue
+		}
+		return osErr("memory tier: publish", err)
+	}
+}
+
+// Abort discards the file.
+func (w *memWriter) Abort() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.discard()
+	}
+}
+
+// discard removes the staging file and ends the Writer.
+func (w *memWriter) discard() {
+	_ = os.Remove(w.tmp)
+	w.finish()
+}
+
+// finish closes the file and ends the Writer.
+func (w *memWriter) finish() {
+	if w.f != nil {
+		w.f.Close()
+	}
+	w.done = true
+}

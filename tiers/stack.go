@@ -1,0 +1,191 @@
+package tiers
+
+// Stack invariants and lock order
+//
+//   - A block is "dirty" while the memory tier holds the only copy; the
+//     memory tier evicts clean blocks only, so a dirty block is never dropped.
+//   - Every change of where a key lives (publish, write-back commit, promote
+//     commit, demotion, remove) happens under that key's stripe lock
+//     (s.keyLock). Slow I/O (copying bytes) happens outside the lock into a
+//     private temp file; only the commit (a rename) and the bookkeeping are
+//     done under it, after re-checking the state.
+//   - Lock order: key stripe lock, then a tier's internal lock. The stack
+//     never holds two stripe locks at once, and s.mu (queue, waiters) is
+//     never held while calling into a tier.
+//   - ristretto is used for admission only: it never holds the only record
+//     of a block; residency and capacity are tracked by the tiers' indexes.
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/ristretto/v2"
+	"golang.org/x/sync/singleflight"
+)
+
+// StackConfig tunes the stack. Zero values take the defaults.
+type StackConfig struct {
+	// WriteBackWorkers is the size of the write-back pool (default 2).
+	WriteBackWorkers int
+	// WriteThrough makes Publish return only once the block is on the
+	// first persistent tier (default: write-back in the background).
+	WriteThrough bool
+	// RoomWait is how long a writer waits for write-back to free memory
+	// before it writes straight to a persistent tier (default 10s).
+	RoomWait time.Duration
+	// RetryDelay is the pause before a failed write-back is tried again
+	// (default 500ms).
+	RetryDelay time.Duration
+	// Logger receives one line per notable event (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (c *StackConfig) setDefaults() {
+	if c.WriteBackWorkers <= 0 {
+		c.WriteBackWorkers = 2
+	}
+	if c.RoomWait <= 0 {
+		c.RoomWait = 10 * time.Second
+	}
+	if c.RetryDelay <= 0 {
+		c.RetryDelay = 500 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Stack is the memory tier over an ordered list of directory tiers.
+type Stack struct {
+	cfg  StackConfig
+	log  *slog.Logger
+	mem  *MemTier
+	dirs []*DirTier
+
+	locks [256]sync.Mutex
+	seed  maphash.Seed
+
+	flights singleflight.Group
+	admit   *ristretto.Cache[string, struct{}]
+
+	mu       sync.Mutex
+	queue    []Key         // keys waiting for write-back
+	queued   map[Key]bool  // members of queue
+	work     chan struct{} // wakes a write-back worker
+	room     chan struct{} // closed and replaced whenever memory may have room
+	verified map[Key]bool  // lower-tier files whose CRC was checked this run
+	closed   bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	stats counters
+}
+
+// NewStack builds a stack over mem and dirs (in order, fastest first) and
+// starts its write-back pool and demotion loop.
+func NewStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
+	cfg.setDefaults()
+	if mem == nil {
+		return nil, errors.New("tiers: a stack needs a memory tier")
+	}
+	slots := mem.Usage().Capacity / (64 << 10)
+	if slots < 64 {
+		slots = 64
+	}
+	adm, err := ristretto.NewCache(&ristretto.Config[string, struct{}]{
+		NumCounters: 10 * slots,
+		MaxCost:     slots,
+		BufferItems: 64,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		mem:      mem,
+		dirs:     dirs,
+		seed:     maphash.MakeSeed(),
+		admit:    adm,
+		queued:   make(map[Key]bool),
+		work:     make(chan struct{}, 1),
+		room:     make(chan struct{}),
+		verified: make(map[Key]bool),
+		stop:     make(chan struct{}),
+	}
+	for i := 0; i < cfg.WriteBackWorkers; i++ {
+		s.wg.Add(1)
+		go s.writeBackLoop()
+	}
+	s.wg.Add(1)
+	go s.demoteLoop()
+	return s, nil
+}
+
+// Mem is the stack's memory tier.
+func (s *Stack) Mem() *MemTier { return s.mem }
+
+// Dirs are the stack's directory tiers, in order.
+func (s *Stack) Dirs() []*DirTier { return s.dirs }
+
+// Persistent reports whether the stack has a persistent tier at all.
+func (s *Stack) Persistent() bool { return len(s.dirs) > 0 }
+
+// keyLock returns the stripe lock of key.
+func (s *Stack) keyLock(k Key) *sync.Mutex {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(k.Model)
+	h.Write(k.ID[:])
+	h.WriteByte(byte(k.Kind))
+	return &s.locks[h.Sum64()%uint64(len(s.locks))]
+}
+
+// signalRoom wakes writers waiting for memory room.
+func (s *Stack) signalRoom() {
+	s.mu.Lock()
+	close(s.room)
+	s.room = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// roomChanged returns a channel closed at the next signalRoom.
+func (s *Stack) roomChanged() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.room
+}
+
+// Close stops taking writes, writes back what is dirty (until ctx ends),
+// stops the workers and closes every tier. Blocks still dirty when ctx
+// ends are lost with the memory tier; Close reports how many.
+func (s *Stack) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.closed = true
+	s.mu.Unlock()
+	flushErr := s.FlushAll(ctx, "")
+	close(s.stop)
+	s.wg.Wait()
+	s.admit.Close()
+	errs := []error{flushErr}
+	for _, d := range s.dirs {
+		errs = append(errs, d.Close())
+	}
+	errs = append(errs, s.mem.Close())
+	return errors.Join(errs...)
+}
+
+func (s *Stack) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}

@@ -1,0 +1,136 @@
+package tiers
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// copyBufSize is the unit of every copy between tiers (1 MiB).
+const copyBufSize = 1 << 20
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
+
+// flaggedCRC returns the payload CRC a header states, if its flag is set.
+// UCMB and UCMR headers keep payload_crc32c at 48 and flags at 52.
+func flaggedCRC(hdr []byte) (uint32, bool) {
+	if len(hdr) < hashdir.HeaderSize {
+		return 0, false
+	}
+	if binary.LittleEndian.Uint32(hdr[52:56])&1 == 0 {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint32(hdr[48:52]), true
+}
+
+// payloadCRC reads f from the start and returns its size and the CRC-32C
+// of everything after the 64-byte header.
+func payloadCRC(f *os.File) (int64, uint32, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	var off int64
+	var crc uint32
+	for {
+		n, err := f.ReadAt(buf, off)
+		if n > 0 {
+			chunk := buf[:n]
+			if off < hashdir.HeaderSize {
+				skip := hashdir.HeaderSize - off
+				if skip > int64(n) {
+					skip = int64(n)
+				}
+				chunk = chunk[skip:]
+			}
+			crc = hashdir.UpdateCRC32C(crc, chunk)
+			off += int64(n)
+		}
+		if errors.Is(err, io.EOF) {
+			return off, crc, nil
+		}
+		if err != nil {
+			return off, crc, err
+		}
+	}
+}
+
+// copyOut copies key from src into a new, uncommitted Writer of dst,
+// checking the payload CRC-32C on the way: against the CRC src keeps for
+// the file, else against the one its header states. On a mismatch it
+// returns ErrCorrupt and dst is left untouched. The caller commits or
+// aborts the returned Writer; the returned options carry the CRC.
+func (s *Stack) copyOut(src, dst Tier, key Key) (Writer, CommitOptions, error) {
+	info, err := src.Stat(key)
+	if err != nil {
+		return nil, CommitOptions{}, err
+	}
+	f, err := src.Open(key)
+	if err != nil {
+		return nil, CommitOptions{}, err
+	}
+	defer f.Close()
+	w, err := dst.Create(key)
+	if err != nil {
+		return nil, CommitOptions{}, err
+	}
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	var off int64
+	var crc uint32
+	var hdr [hashdir.HeaderSize]byte
+	for off < info.Size {
+		n, rerr := f.ReadAt(buf, off)
+		if n > 0 {
+			chunk := buf[:n]
+			if off < hashdir.HeaderSize {
+				copy(hdr[off:], chunk)
+				skip := min(int64(n), hashdir.HeaderSize-off)
+				crc = hashdir.UpdateCRC32C(crc, chunk[skip:])
+			} else {
+				crc = hashdir.UpdateCRC32C(crc, chunk)
+			}
+			if _, werr := w.Write(chunk); werr != nil {
+				w.Abort()
+				return nil, CommitOptions{}, fmt.Errorf("copy %s %s->%s: %w", key, src.Name(), dst.Name(), werr)
+			}
+			off += int64(n)
+		}
+		if rerr != nil && !(errors.Is(rerr, io.EOF) && off >= info.Size) {
+			w.Abort()
+			if errors.Is(rerr, io.EOF) {
+				rerr = fmt.Errorf("%w: %s is %d bytes, index says %d", ErrCorrupt, key, off, info.Size)
+			}
+			return nil, CommitOptions{}, fmt.Errorf("copy %s %s->%s: %w", key, src.Name(), dst.Name(), rerr)
+		}
+	}
+	want, known := info.CRC, info.HasCRC
+	if !known {
+		want, known = flaggedCRC(hdr[:])
+	}
+	if off < hashdir.HeaderSize || (known && want != crc) {
+		w.Abort()
+		s.stats.crcErrors.Add(1)
+		return nil, CommitOptions{}, fmt.Errorf("%w: %s on %s: payload CRC-32C %08x, expected %08x", ErrCorrupt, key, src.Name(), crc, want)
+	}
+	s.stats.bytesOut.Add(off)
+	return w, CommitOptions{CRC: crc, HasCRC: true}, nil
+}
+
+// quarantine takes a corrupt file out of a tier so it is never served
+// again: a directory tier moves it aside, the memory tier drops it.
+func (s *Stack) quarantine(t Tier, key Key, cause error) {
+	s.stats.quarantined.Add(1)
+	var err error
+	if q, ok := t.(interface{ Quarantine(Key) error }); ok {
+		err = q.Quarantine(key)
+	} else {
+		err = t.Remove(key)
+	}
+	s.log.Error("corrupt file quarantined", "key", key.String(), "tier", t.Name(), "cause", cause, "quarantine_error", err)
+}

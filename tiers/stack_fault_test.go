@@ -1,0 +1,129 @@
+package tiers
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ucmfs/ucmfs/internal/faultfs"
+)
+
+// faultStack is a stack whose directory tier lives on a fault-injecting
+// FUSE mount of a real directory.
+func faultStack(t *testing.T, memCap int64, cfg StackConfig) (*Stack, *faultfs.FS, string) {
+	t.Helper()
+	backing := t.TempDir()
+	ffs := faultfs.Mount(t, backing)
+	mem, err := NewMemTier(MemConfig{Capacity: memCap, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDirTier(DirConfig{Kind: "nfs", Dir: ffs.Dir(), OpTimeout: 500 * time.Millisecond, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Logger = testLogger()
+	cfg.RetryDelay = 50 * time.Millisecond
+	s, err := NewStack(cfg, mem, []*DirTier{d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ffs.Clear()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		s.Close(ctx)
+	})
+	return s, ffs, backing
+}
+
+func TestStackFaultEIO(t *testing.T) {
+	s, ffs, backing := faultStack(t, 8<<20, StackConfig{})
+	a, da := testBlock("f", 1, 100<<10)
+	if _, err := s.Put(a, da, true); err != nil {
+		t.Fatal(err)
+	}
+	ffs.Inject(faultfs.Fault{Op: faultfs.OpWrite, Errno: syscall.EIO})
+	b, db := testBlock("f", 2, 100<<10)
+	if _, err := s.Put(b, db, false); err != nil {
+		t.Fatalf("put with a failing directory below: %v", err)
+	}
+	if err := s.Flush(context.Background(), b); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("flush onto a directory returning EIO: %v, want EIO", err)
+	}
+	if ffs.Calls(faultfs.OpWrite) == 0 {
+		t.Fatal("the fault was never hit")
+	}
+	if bi, _ := s.Stat(b); !bi.Dirty {
+		t.Fatalf("block not durable yet must stay dirty: %+v", bi)
+	}
+	mustEqual(t, "dirty block during EIO", readAll(t, s, b), db)
+	mustEqual(t, "clean block during EIO", readAll(t, s, a), da)
+	ffs.Clear()
+	if err := s.Flush(context.Background(), b); err != nil {
+		t.Fatalf("flush after the fault cleared: %v", err)
+	}
+	got, err := os.ReadFile(filepath.Join(backing, b.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "backing file", got, db)
+}
+
+func TestStackFaultENOSPC(t *testing.T) {
+	s, ffs, _ := faultStack(t, 1<<20, StackConfig{RoomWait: 200 * time.Millisecond})
+	ffs.Inject(faultfs.Fault{Op: faultfs.OpCreate, Errno: syscall.ENOSPC})
+	var keys []Key
+	var datas [][]byte
+	var err error
+	for i := 0; i < 4 && err == nil; i++ { // 4 × 300 KiB into 1 MiB
+		k, d := testBlock("f", i, 300<<10)
+		if _, err = s.Put(k, d, false); err == nil {
+			keys, datas = append(keys, k), append(datas, d)
+		}
+	}
+	if !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("memory full of dirty blocks over a full directory: %v, want ErrNoSpace", err)
+	}
+	for i, k := range keys {
+		mustEqual(t, "dirty block while full", readAll(t, s, k), datas[i])
+	}
+	ffs.Clear()
+	if err := s.FlushAll(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	k, d := testBlock("f", 9, 300<<10)
+	if _, err := s.Put(k, d, false); err != nil {
+		t.Fatalf("put after space came back: %v", err)
+	}
+}
+
+func TestStackFaultStall(t *testing.T) {
+	s, ffs, _ := faultStack(t, 8<<20, StackConfig{})
+	a, da := testBlock("f", 1, 100<<10)
+	if _, err := s.Put(a, da, true); err != nil {
+		t.Fatal(err)
+	}
+	ffs.Inject(faultfs.Fault{Op: faultfs.OpAny, Stall: true})
+	b, db := testBlock("f", 2, 100<<10)
+	if _, err := s.Put(b, db, false); err != nil {
+		t.Fatalf("put over a stalled directory: %v", err)
+	}
+	if err := s.Flush(context.Background(), b); !errors.Is(err, ErrStalled) {
+		t.Fatalf("flush onto a stalled directory: %v, want ErrStalled", err)
+	}
+	mustEqual(t, "memory block during stall", readAll(t, s, b), db)
+	mustEqual(t, "cached block during stall", readAll(t, s, a), da)
+	ffs.Clear()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Dirs()[0].Health() != Up && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := s.Flush(context.Background(), b); err != nil {
+		t.Fatalf("flush after the stall ended: %v", err)
+	}
+}

@@ -1,0 +1,89 @@
+package tiers
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// testLogger discards logs unless UCMFS_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("UCMFS_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// testBlock builds a valid block of the given payload size, its id derived
+// from (model, n) so tests can find it again.
+func testBlock(model string, n, payload int) (Key, []byte) {
+	id := hashdir.ID(md5.Sum([]byte(fmt.Sprintf("%s/%d", model, n))))
+	data := make([]byte, payload)
+	r := rand.New(rand.NewPCG(uint64(n), 7))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	h := hashdir.BlockHeader{ID: id, NumLayers: 1, BlockSize: 1, Dtype: hashdir.Uint8, TensorsPerLayer: 1}
+	return Key{Model: model, ID: id}, hashdir.NewBlock(h, data)
+}
+
+// newTestStack builds a stack of a memory tier of memCap bytes over one
+// nvme directory tier in dir ("" = no directory tier).
+func newTestStack(t testing.TB, memCap int64, dir string, cfg StackConfig) *Stack {
+	t.Helper()
+	mem, err := NewMemTier(MemConfig{Capacity: memCap, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []*DirTier
+	if dir != "" {
+		d, err := NewDirTier(DirConfig{Kind: "nvme", Dir: dir, Logger: testLogger()})
+		if err != nil {
+			mem.Close()
+			t.Fatal(err)
+		}
+		dirs = append(dirs, d)
+	}
+	cfg.Logger = testLogger()
+	s, err := NewStack(cfg, mem, dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+	})
+	return s
+}
+
+// readAll opens k through the stack and returns its bytes.
+func readAll(t testing.TB, s *Stack, k Key) []byte {
+	t.Helper()
+	h, err := s.Open(k)
+	if err != nil {
+		t.Fatalf("open %s: %v", k, err)
+	}
+	defer h.File.Close()
+	b, err := io.ReadAll(h.File)
+	if err != nil {
+		t.Fatalf("read %s: %v", k, err)
+	}
+	return b
+}
+
+func mustEqual(t testing.TB, what string, got, want []byte) {
+	t.Helper()
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s: %d bytes differ from the %d written", what, len(got), len(want))
+	}
+}

@@ -1,0 +1,273 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// Handle is a published file opened for reading, and where it was found.
+type Handle struct {
+	File *os.File // read-only; the caller closes it
+	Tier string   // name of the tier the descriptor reads from
+	Size int64
+}
+
+// BlockInfo describes a published key across the stack.
+type BlockInfo struct {
+	Info
+	Holders []string // tiers holding the file, fastest first
+	Dirty   bool     // in memory only, not yet on a persistent tier
+	Pinned  bool     // kept in memory
+}
+
+// listKeys collects the keys of t (of model, "" = all) before the caller
+// looks at any of them, so no tier lock is held meanwhile.
+func listKeys(t Tier, model string) []Key {
+	var keys []Key
+	t.List(model, func(in Info) bool { keys = append(keys, in.Key); return true })
+	return keys
+}
+
+// inDirs reports whether a directory tier holds k.
+func (s *Stack) inDirs(k Key) bool {
+	for _, d := range s.dirs {
+		if _, err := d.Stat(k); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Has reports whether any tier holds k.
+func (s *Stack) Has(k Key) bool {
+	if _, err := s.mem.Stat(k); err == nil {
+		return true
+	}
+	return s.inDirs(k)
+}
+
+// Stat describes k: size, CRC, which tiers hold it, dirty and pinned.
+func (s *Stack) Stat(k Key) (BlockInfo, error) {
+	var bi BlockInfo
+	found := false
+	if in, err := s.mem.Stat(k); err == nil {
+		bi.Info, found = in, true
+		bi.Holders = append(bi.Holders, s.mem.Name())
+		bi.Dirty = s.mem.Dirty(k)
+		bi.Pinned = s.mem.Pinned(k)
+	}
+	for _, d := range s.dirs {
+		in, err := d.Stat(k)
+		if err != nil {
+			continue
+		}
+		if !found {
+			bi.Info, found = in, true
+		}
+		if !bi.HasCRC && in.HasCRC {
+			bi.CRC, bi.HasCRC = in.CRC, true
+		}
+		bi.Holders = append(bi.Holders, d.Name())
+	}
+	if !found {
+		return bi, ErrNotFound
+	}
+	return bi, nil
+}
+
+// Open opens k for reading from the fastest tier that holds it. A file
+// found only on a lower tier is promoted into memory when it fits without
+// eviction or when the admission filter has seen it before; otherwise it
+// is served from where it is, after a one-time CRC check.
+func (s *Stack) Open(k Key) (*Handle, error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		if f, err := s.mem.Open(k); err == nil {
+			s.mem.Touch(k)
+			s.admit.Get(admitKey(k))
+			s.stats.memHits.Add(1)
+			return handle(f, s.mem.Name())
+		}
+		v, err, _ := s.flights.Do("rd\x00"+k.Path(), func() (any, error) { return s.locate(k, false) })
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				s.stats.misses.Add(1)
+			}
+			return nil, err
+		}
+		t := v.(Tier)
+		f, err := t.Open(k)
+		if errors.Is(err, ErrNotFound) {
+			continue // moved between tiers meanwhile: look again
+		}
+		if err != nil {
+			return nil, err
+		}
+		if t != Tier(s.mem) {
+			s.stats.lowerHits.Add(1)
+		}
+		return handle(f, t.Name())
+	}
+	return nil, fmt.Errorf("%s: %w: kept moving between tiers", k, ErrNotFound)
+}
+
+func handle(f *os.File, tier string) (*Handle, error) {
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Handle{File: f, Tier: tier, Size: st.Size()}, nil
+}
+
+// Promote brings k into the memory tier (for prefetch). It returns nil
+// when k is already there.
+func (s *Stack) Promote(k Key) error {
+	v, err, _ := s.flights.Do("pr\x00"+k.Path(), func() (any, error) { return s.locate(k, true) })
+	if err != nil {
+		return err
+	}
+	if v.(Tier) != Tier(s.mem) {
+		return fmt.Errorf("promote %s: %w", k, ErrFull)
+	}
+	return nil
+}
+
+// locate finds the tier to read k from, promoting it on the way (always
+// when force is set). It runs inside a singleflight per key.
+func (s *Stack) locate(k Key, force bool) (Tier, error) {
+	if _, err := s.mem.Stat(k); err == nil {
+		return s.mem, nil
+	}
+	var lastErr error = fmt.Errorf("%s: %w", k, ErrNotFound)
+	for _, d := range s.dirs {
+		info, err := d.Stat(k)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		d.Touch(k)
+		if force || s.shouldPromote(k, info.Size) {
+			err := s.promote(d, k, force)
+			if err == nil {
+				return s.mem, nil
+			}
+			if errors.Is(err, ErrCorrupt) {
+				s.quarantine(d, k, err)
+				lastErr = fmt.Errorf("%s: %w", k, ErrNotFound)
+				continue
+			}
+			if force {
+				return d, err
+			}
+		}
+		if err := s.verifyOnce(d, k, info); err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				s.quarantine(d, k, err)
+				lastErr = fmt.Errorf("%s: %w", k, ErrNotFound)
+				continue
+			}
+			lastErr = err
+			continue
+		}
+		return d, nil
+	}
+	return nil, lastErr
+}
+
+func admitKey(k Key) string { return k.Path() }
+
+// shouldPromote gates promotion: free room admits at once; otherwise the
+// TinyLFU filter must have seen the key before (ristretto is a shadow of
+// access frequency here, never the record of what memory holds).
+func (s *Stack) shouldPromote(k Key, size int64) bool {
+	if s.mem.Room() >= size {
+		return true
+	}
+	ak := admitKey(k)
+	if _, ok := s.admit.Get(ak); ok {
+		return true
+	}
+	s.admit.Set(ak, struct{}{}, 1)
+	return false
+}
+
+// promote copies k from d into memory (CRC-checked) as a clean block.
+func (s *Stack) promote(d *DirTier, k Key, force bool) error {
+	info, err := d.Stat(k)
+	if err != nil {
+		return err
+	}
+	if s.mem.Room() < info.Size {
+		if _, ev := s.mem.EvictClean(info.Size); len(ev) > 0 {
+			s.stats.evictions.Add(int64(len(ev)))
+		}
+		if s.mem.Room() < info.Size {
+			return ErrFull
+		}
+	}
+	w, opts, err := s.copyOut(d, s.mem, k)
+	if err != nil {
+		return err
+	}
+	mu := s.keyLock(k)
+	mu.Lock()
+	defer mu.Unlock()
+	if _, err := d.Stat(k); err != nil { // removed while we copied
+		w.Abort()
+		return err
+	}
+	if _, err := w.Commit(opts); err != nil {
+		w.Abort()
+		if !errors.Is(err, ErrExist) {
+			return err
+		}
+	}
+	_ = s.mem.SetDirty(k, false)
+	s.stats.promotions.Add(1)
+	s.mu.Lock()
+	s.verified[k] = true
+	s.mu.Unlock()
+	return nil
+}
+
+// verifyOnce checks the CRC of a lower-tier file the first time this run
+// serves it in place, so a damaged file is a miss, never wrong data.
+func (s *Stack) verifyOnce(d *DirTier, k Key, info Info) error {
+	s.mu.Lock()
+	done := s.verified[k]
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	f, err := d.Open(k)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var hdr [hashdir.HeaderSize]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return fmt.Errorf("%w: %s: header: %w", ErrCorrupt, k, err)
+	}
+	size, crc, err := payloadCRC(f)
+	if err != nil {
+		return err
+	}
+	want, known := info.CRC, info.HasCRC
+	if !known {
+		want, known = flaggedCRC(hdr[:])
+	}
+	if size != info.Size || (known && crc != want) {
+		s.stats.crcErrors.Add(1)
+		return fmt.Errorf("%w: %s on %s: CRC-32C %08x (expected %08x), %d bytes", ErrCorrupt, k, d.Name(), crc, want, size)
+	}
+	s.mu.Lock()
+	s.verified[k] = true
+	s.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,73 @@
+package tiers
+
+import "sync/atomic"
+
+// counters are the stack's event counts, updated atomically.
+type counters struct {
+	memHits, lowerHits, misses       atomic.Int64
+	published, rejected, duplicates  atomic.Int64
+	promotions, evictions, demotions atomic.Int64
+	drops                            atomic.Int64
+	writeBacks, writeBackErrors      atomic.Int64
+	directWrites, roomWaits          atomic.Int64
+	crcErrors, quarantined           atomic.Int64
+	bytesIn, bytesOut                atomic.Int64
+}
+
+// TierStats is the state of one tier in a Stats snapshot.
+type TierStats struct {
+	Name       string `json:"name"`
+	Persistent bool   `json:"persistent"`
+	Capacity   int64  `json:"capacity"`
+	Used       int64  `json:"used"`
+	Blocks     int64  `json:"blocks"`
+	Health     string `json:"health"`
+}
+
+// Stats is a snapshot of the stack's counters and tiers.
+type Stats struct {
+	Tiers           []TierStats `json:"tiers"`
+	MemHits         int64       `json:"mem_hits"`
+	LowerHits       int64       `json:"lower_hits"`
+	Misses          int64       `json:"misses"`
+	Published       int64       `json:"published"`
+	Rejected        int64       `json:"rejected"`
+	Duplicates      int64       `json:"duplicates"`
+	Promotions      int64       `json:"promotions"`
+	Evictions       int64       `json:"evictions"`
+	Demotions       int64       `json:"demotions"`
+	Drops           int64       `json:"drops"`
+	WriteBacks      int64       `json:"write_backs"`
+	WriteBackErrors int64       `json:"write_back_errors"`
+	DirectWrites    int64       `json:"direct_writes"`
+	RoomWaits       int64       `json:"room_waits"`
+	CRCErrors       int64       `json:"crc_errors"`
+	Quarantined     int64       `json:"quarantined"`
+	BytesIn         int64       `json:"bytes_in"`
+	BytesOut        int64       `json:"bytes_out"`
+	FlushQueue      int         `json:"flush_queue"`
+}
+
+// Stats returns a snapshot of counters and per-tier use.
+func (s *Stack) Stats() Stats {
+	c := &s.stats
+	st := Stats{
+		MemHits: c.memHits.Load(), LowerHits: c.lowerHits.Load(), Misses: c.misses.Load(),
+		Published: c.published.Load(), Rejected: c.rejected.Load(), Duplicates: c.duplicates.Load(),
+		Promotions: c.promotions.Load(), Evictions: c.evictions.Load(), Demotions: c.demotions.Load(),
+		Drops: c.drops.Load(), WriteBacks: c.writeBacks.Load(), WriteBackErrors: c.writeBackErrors.Load(),
+		DirectWrites: c.directWrites.Load(), RoomWaits: c.roomWaits.Load(),
+		CRCErrors: c.crcErrors.Load(), Quarantined: c.quarantined.Load(),
+		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(),
+	}
+	mu := s.mem.Usage()
+	st.Tiers = append(st.Tiers, TierStats{Name: s.mem.Name(), Capacity: mu.Capacity, Used: mu.Used, Blocks: mu.Files, Health: "up"})
+	for _, d := range s.dirs {
+		u := d.Usage()
+		st.Tiers = append(st.Tiers, TierStats{Name: d.Name(), Persistent: true, Capacity: u.Capacity, Used: u.Used, Blocks: u.Files, Health: d.Health().String()})
+	}
+	s.mu.Lock()
+	st.FlushQueue = len(s.queue)
+	s.mu.Unlock()
+	return st
+}

@@ -1,0 +1,199 @@
+package tiers
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// enqueue schedules a dirty key for write-back.
+func (s *Stack) enqueue(k Key) {
+	s.mu.Lock()
+	if !s.queued[k] {
+		s.queued[k] = true
+		s.queue = append(s.queue, k)
+	}
+	s.mu.Unlock()
+	s.kick()
+}
+
+// kick wakes one write-back worker.
+func (s *Stack) kick() {
+	select {
+	case s.work <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Stack) dequeue() (Key, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 {
+		return Key{}, false
+	}
+	k := s.queue[0]
+	s.queue[0] = Key{}
+	s.queue = s.queue[1:]
+	delete(s.queued, k)
+	if len(s.queue) > 0 {
+		select { // let a sibling worker share the backlog
+		case s.work <- struct{}{}:
+		default:
+		}
+	}
+	return k, true
+}
+
+// writeBackLoop is one worker of the write-back pool.
+func (s *Stack) writeBackLoop() {
+	defer s.wg.Done()
+	for {
+		k, ok := s.dequeue()
+		if !ok {
+			select {
+			case <-s.stop:
+				return
+			case <-s.work:
+			}
+			continue
+		}
+		if err := s.writeBack(k, false); err != nil && !errors.Is(err, ErrNotFound) {
+			s.stats.writeBackErrors.Add(1)
+			s.log.Warn("write-back failed; block stays dirty in memory and is retried", "key", k.String(), "err", err)
+			time.AfterFunc(s.cfg.RetryDelay, func() { s.enqueue(k) })
+		}
+	}
+}
+
+// writeBack copies a dirty block from memory to the first persistent tier
+// that takes it and marks it clean. With sync set it also makes the
+// block durable there, whether this call or an earlier one wrote it.
+func (s *Stack) writeBack(k Key, sync bool) error {
+	_, err, _ := s.flights.Do("wb\x00"+k.Path(), func() (any, error) {
+		return nil, s.writeBackOnce(k)
+	})
+	if err != nil || !sync {
+		return err
+	}
+	return s.syncKey(k)
+}
+
+func (s *Stack) writeBackOnce(k Key) error {
+	if !s.mem.Dirty(k) {
+		return nil // clean already, or removed
+	}
+	var lastErr error = ErrNoSpace
+	for _, d := range s.dirs {
+		if d.Health() == Down {
+			lastErr = ErrStalled
+			continue
+		}
+		w, opts, err := s.copyOut(s.mem, d, k)
+		if errors.Is(err, ErrCorrupt) {
+			// The RAM copy itself is damaged: it must not reach disk.
+			mu := s.keyLock(k)
+			mu.Lock()
+			s.quarantine(s.mem, k, err)
+			mu.Unlock()
+			s.signalRoom()
+			return err
+		}
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		mu := s.keyLock(k)
+		mu.Lock()
+		if !s.mem.Dirty(k) {
+			mu.Unlock()
+			w.Abort()
+			return nil
+		}
+		_, err = w.Commit(opts)
+		if err == nil || errors.Is(err, ErrExist) {
+			_ = s.mem.SetDirty(k, false)
+		}
+		mu.Unlock()
+		if err == nil || errors.Is(err, ErrExist) {
+			if err != nil {
+				w.Abort()
+			}
+			s.stats.writeBacks.Add(1)
+			s.signalRoom()
+			return nil
+		}
+		w.Abort()
+		lastErr = err
+	}
+	return lastErr
+}
+
+// syncKey makes k durable on the first persistent tier holding it.
+func (s *Stack) syncKey(k Key) error {
+	for _, d := range s.dirs {
+		if _, err := d.Stat(k); err == nil {
+			return d.Sync(k)
+		}
+	}
+	return ErrNotFound
+}
+
+// Flush returns once k is durable on a persistent tier (fsynced). A
+// stack with no persistent tier has nothing to flush: Flush returns nil
+// for any block it holds.
+func (s *Stack) Flush(ctx context.Context, k Key) error {
+	if !s.Has(k) {
+		return ErrNotFound
+	}
+	if !s.Persistent() {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.writeBack(k, true)
+}
+
+// FlushAll makes every dirty block of model ("" = all models) durable,
+// with the write-back pool's parallelism, until ctx ends.
+func (s *Stack) FlushAll(ctx context.Context, model string) error {
+	if !s.Persistent() {
+		return nil
+	}
+	var dirty []Key
+	for _, k := range listKeys(s.mem, model) {
+		if s.mem.Dirty(k) {
+			dirty = append(dirty, k)
+		}
+	}
+	jobs := make(chan Key)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for i := 0; i < s.cfg.WriteBackWorkers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range jobs {
+				if err := s.writeBack(k, true); err != nil && !errors.Is(err, ErrNotFound) {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, k := range dirty {
+		if ctx.Err() != nil {
+			break
+		}
+		jobs <- k
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

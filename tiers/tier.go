@@ -1,0 +1,105 @@
+package tiers
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// Key names one stored file (a block or its sidecar); see hashdir.Key.
+type Key = hashdir.Key
+
+// Errors returned by tiers and the stack. Callers test them with errors.Is;
+// the FUSE layer maps them to errno in one place.
+var (
+	// ErrNotFound: the tier (or no tier) holds the key.
+	ErrNotFound = errors.New("not found")
+	// ErrExist: the key is already published; the new copy was discarded.
+	ErrExist = errors.New("already exists")
+	// ErrFull: this tier has no room for the file right now.
+	ErrFull = errors.New("tier full")
+	// ErrNoSpace: no tier has room: every tier is full of pinned or dirty data.
+	ErrNoSpace = errors.New("no space in any tier")
+	// ErrCorrupt: a stored file failed its CRC-32C or header check.
+	ErrCorrupt = errors.New("corrupt block")
+	// ErrStalled: a directory did not answer within the tier's operation timeout.
+	ErrStalled = errors.New("tier stalled")
+	// ErrClosed: the tier or stack was closed.
+	ErrClosed = errors.New("closed")
+)
+
+// Info describes one published file in a tier.
+type Info struct {
+	Key   Key
+	Size  int64     // bytes, header included
+	MTime time.Time // publish time
+	// CRC is the CRC-32C of the payload (the bytes after the 64-byte
+	// header) when HasCRC is set.
+	CRC    uint32
+	HasCRC bool
+}
+
+// Usage is a tier's capacity and use, in bytes of file content.
+type Usage struct {
+	Capacity int64 // the most the tier may hold
+	Used     int64 // bytes of published files
+	Files    int64 // number of published files
+}
+
+// CommitOptions says how a Writer publishes its file.
+type CommitOptions struct {
+	// Sync makes the file and its directory entry durable before Commit
+	// returns (fsync of the file and of its parent directory).
+	Sync bool
+	// CRC, when HasCRC is set, is the payload CRC-32C the caller computed;
+	// the tier keeps it with the file.
+	CRC    uint32
+	HasCRC bool
+}
+
+// Tier is one level of block storage. Published files are immutable: they
+// are created once through a Writer and later only read or removed.
+// Implementations are safe for concurrent use.
+type Tier interface {
+	// Name is the tier's kind as users see it: "mem", "nvme", "nfs", "ds3fs".
+	Name() string
+	// Persistent reports whether files survive a restart of the daemon.
+	Persistent() bool
+	// Create starts a new file for key in a private temporary place. Its
+	// bytes become visible under key only when Commit succeeds.
+	Create(key Key) (Writer, error)
+	// Open opens a published file read-only. The caller closes it. A file
+	// removed while open stays readable through the open descriptor.
+	Open(key Key) (*os.File, error)
+	// Stat describes a published file, or returns ErrNotFound.
+	Stat(key Key) (Info, error)
+	// Remove deletes a published file (ErrNotFound if absent).
+	Remove(key Key) error
+	// List calls fn for every published file of model (all models when
+	// model is ""), in no particular order, until fn returns false.
+	List(model string, fn func(Info) bool)
+	// Usage reports capacity and use.
+	Usage() Usage
+	// Close releases the tier's resources. Published files of a
+	// persistent tier stay on disk.
+	Close() error
+}
+
+// Writer is a file being written into a tier. Exactly one of Commit or
+// Abort must be called.
+type Writer interface {
+	// File is the temporary file: its fd can be written with pwrite or
+	// handed to the kernel (FUSE passthrough). Do not close it.
+	File() *os.File
+	// Write appends p at the end of what was written through Write.
+	Write(p []byte) (int, error)
+	// Commit publishes the file under its key. If the key is already
+	// published it returns ErrExist and discards this copy. If the tier has
+	// no room it returns ErrFull and the Writer stays usable (Commit may be
+	// retried, or Abort called).
+	Commit(opts CommitOptions) (Info, error)
+	// Abort discards the file.
+	Abort()
+}
