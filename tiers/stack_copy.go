@@ -134,3 +134,24 @@ func (s *Stack) quarantine(t Tier, key Key, cause error) {
 	}
 	s.log.Error("corrupt file quarantined", "key", key.String(), "tier", t.Name(), "cause", cause, "quarantine_error", err)
 }
+
+// commitCopy commits w, a copy of k taken from src, under k's stripe lock:
+// only if src still holds k (it was not removed while the bytes moved).
+// A copy already present at the destination counts as committed. then
+// runs under the lock after a successful commit.
+func (s *Stack) commitCopy(src Tier, w Writer, opts CommitOptions, k Key, then func() error) error {
+	mu := s.keyLock(k)
+	mu.Lock()
+	defer mu.Unlock()
+	if _, err := src.Stat(k); err != nil {
+		w.Abort()
+		return err
+	}
+	if _, err := w.Commit(opts); err != nil {
+		w.Abort()
+		if !errors.Is(err, ErrExist) {
+			return err
+		}
+	}
+	return then()
+}

@@ -68,21 +68,10 @@ func (s *Stack) moveDown(d, next *DirTier, k Key) error {
 	if err != nil {
 		return err
 	}
-	mu := s.keyLock(k)
-	mu.Lock()
-	defer mu.Unlock()
-	if _, err := d.Stat(k); err != nil { // removed while we copied
-		w.Abort()
-		return err
-	}
-	if _, err := w.Commit(opts); err != nil {
-		w.Abort()
-		if !errors.Is(err, ErrExist) {
-			return err
-		}
-	}
-	s.stats.demotions.Add(1)
-	return d.Remove(k)
+	return s.commitCopy(d, w, opts, k, func() error {
+		s.stats.demotions.Add(1)
+		return d.Remove(k)
+	})
 }
 
 // drop removes k from the last tier and from the whole stack, unless its

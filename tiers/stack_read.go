@@ -153,7 +153,7 @@ func (s *Stack) locate(k Key, force bool) (Tier, error) {
 		}
 		d.Touch(k)
 		if force || s.shouldPromote(k, info.Size) {
-			err := s.promote(d, k, force)
+			err := s.promote(d, k)
 			if err == nil {
 				return s.mem, nil
 			}
@@ -198,7 +198,7 @@ func (s *Stack) shouldPromote(k Key, size int64) bool {
 }
 
 // promote copies k from d into memory (CRC-checked) as a clean block.
-func (s *Stack) promote(d *DirTier, k Key, force bool) error {
+func (s *Stack) promote(d *DirTier, k Key) error {
 	info, err := d.Stat(k)
 	if err != nil {
 		return err
@@ -215,25 +215,14 @@ func (s *Stack) promote(d *DirTier, k Key, force bool) error {
 	if err != nil {
 		return err
 	}
-	mu := s.keyLock(k)
-	mu.Lock()
-	defer mu.Unlock()
-	if _, err := d.Stat(k); err != nil { // removed while we copied
-		w.Abort()
-		return err
-	}
-	if _, err := w.Commit(opts); err != nil {
-		w.Abort()
-		if !errors.Is(err, ErrExist) {
-			return err
-		}
-	}
-	_ = s.mem.SetDirty(k, false)
-	s.stats.promotions.Add(1)
-	s.mu.Lock()
-	s.verified[k] = true
-	s.mu.Unlock()
-	return nil
+	return s.commitCopy(d, w, opts, k, func() error {
+		_ = s.mem.SetDirty(k, false)
+		s.stats.promotions.Add(1)
+		s.mu.Lock()
+		s.verified[k] = true
+		s.mu.Unlock()
+		return nil
+	})
 }
 
 // verifyOnce checks the CRC of a lower-tier file the first time this run
