@@ -1,0 +1,143 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+const testModel = "meta-llama--Llama-3.1-8B"
+
+func tierPath(id hashdir.ID, ext string) string {
+	return testModel + "/" + id.Shard() + "/" + id.String() + ext
+}
+
+func TestFsckCleanTree(t *testing.T) {
+	dir := t.TempDir()
+	for _, id := range testIDs[:3] {
+		writeAt(t, dir, tierPath(id, ".bin"), blockFile(id))
+	}
+	writeAt(t, dir, tierPath(testIDs[0], ".repr"), reprFile(testIDs[0]))
+	if err := os.MkdirAll(filepath.Join(dir, "empty-model", "00"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runMain(t, "fsck", dir)
+	want := "fsck " + dir + ": 4 files checked (3 blocks, 1 sidecars): 4 ok, 0 bad, 0 errors, 0 leftovers\n"
+	if code != 0 || out != want || errs != "" {
+		t.Fatalf("fsck: %d\n%s%s", code, out, errs)
+	}
+}
+
+func TestFsckFindsAndRepairs(t *testing.T) {
+	dir := t.TempDir()
+	good, badCRC, wrongID, orphan, claimed := testIDs[0], testIDs[1], testIDs[2], testIDs[3], testIDs[4]
+
+	writeAt(t, dir, tierPath(good, ".bin"), blockFile(good))
+	writeAt(t, dir, tierPath(good, ".repr"), reprFile(good))
+	corrupt := blockFile(badCRC)
+	corrupt[hashdir.HeaderSize+5] ^= 0x40
+	writeAt(t, dir, tierPath(badCRC, ".bin"), corrupt)
+	writeAt(t, dir, tierPath(badCRC, ".repr"), reprFile(badCRC)) // fine itself, but its block is bad
+	writeAt(t, dir, tierPath(wrongID, ".bin"), blockFile(claimed))
+	writeAt(t, dir, tierPath(orphan, ".repr"), reprFile(orphan))
+	leftover := testModel + "/" + good.Shard() + "/.tmp-" + good.String() + "-1234"
+	writeAt(t, dir, leftover, []byte("half a block"))
+	writeAt(t, dir, testModel+"/"+good.Shard()+"/notes.txt", []byte("x"))
+	writeAt(t, dir, "Bad Model/00/x.bin", []byte("x"))
+
+	code, out, _ := runMain(t, "fsck", dir)
+	if code != exitFail {
+		t.Fatalf("fsck status %d, want 1:\n%s", code, out)
+	}
+	for _, want := range []string{
+		"bad " + tierPath(badCRC, ".bin") + ": UCMB crc rule broken",
+		"bad " + tierPath(badCRC, ".repr") + ": UCMR orphan_sidecar rule broken",
+		"bad " + tierPath(wrongID, ".bin") + ": UCMB id rule broken",
+		"bad " + tierPath(orphan, ".repr") + ": UCMR orphan_sidecar rule broken",
+		"bad " + testModel + "/" + good.Shard() + "/notes.txt: ",
+		"bad Bad Model: ",
+		"leftover " + leftover + "\n",
+		": 6 files checked (3 blocks, 3 sidecars): 2 ok, 6 bad, 0 errors, 1 leftovers\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "bad "+tierPath(good, "")) {
+		t.Errorf("good block reported:\n%s", out)
+	}
+	if !pathExists(filepath.Join(dir, tierPath(badCRC, ".bin"))) || pathExists(filepath.Join(dir, ".quarantine")) {
+		t.Fatal("fsck without --repair changed the tree")
+	}
+
+	code, out, _ = runMain(t, "fsck", "--repair", dir)
+	if code != exitFail || !strings.Contains(out, "; repaired: 6 moved to .quarantine, 1 leftovers removed\n") {
+		t.Fatalf("fsck --repair: %d\n%s", code, out)
+	}
+	for _, r := range []string{tierPath(badCRC, ".bin"), tierPath(badCRC, ".repr"), tierPath(wrongID, ".bin"), tierPath(orphan, ".repr"), "Bad Model/00/x.bin"} {
+		if pathExists(filepath.Join(dir, r)) || !pathExists(filepath.Join(dir, ".quarantine", r)) {
+			t.Errorf("%s not moved into .quarantine", r)
+		}
+	}
+	if pathExists(filepath.Join(dir, leftover)) {
+		t.Error("leftover not removed")
+	}
+	if !pathExists(filepath.Join(dir, tierPath(good, ".bin"))) || !pathExists(filepath.Join(dir, tierPath(good, ".repr"))) {
+		t.Fatal("good files touched")
+	}
+
+	code, out, _ = runMain(t, "fsck", dir)
+	if code != 0 || !strings.HasSuffix(out, ": 2 files checked (1 blocks, 1 sidecars): 2 ok, 0 bad, 0 errors, 0 leftovers\n") {
+		t.Fatalf("second fsck: %d\n%s", code, out)
+	}
+	// Quarantining the same path twice keeps both copies.
+	writeAt(t, dir, tierPath(wrongID, ".bin"), blockFile(claimed))
+	if code, _, _ := runMain(t, "fsck", "--repair", dir); code != exitFail ||
+		!pathExists(filepath.Join(dir, ".quarantine", tierPath(wrongID, ".bin")+".1")) {
+		t.Fatal("second quarantine of the same name")
+	}
+}
+
+func TestFsckXattrCRC(t *testing.T) {
+	dir := t.TempDir()
+	id := testIDs[0]
+	p := writeAt(t, dir, tierPath(id, ".bin"), blockFile(id))
+	err := syscall.Setxattr(p, hashdir.CRCXattr, []byte("0badc0de"), 0)
+	if errors.Is(err, syscall.ENOTSUP) {
+		t.Skip("no user xattrs here")
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runMain(t, "fsck", dir)
+	if code != exitFail || !strings.Contains(out, "bad "+tierPath(id, ".bin")+": UCMB xattr_crc rule broken") {
+		t.Fatalf("xattr mismatch: %d\n%s", code, out)
+	}
+	crc := hashdir.CRC32C(blockFile(id)[hashdir.HeaderSize:])
+	if err := syscall.Setxattr(p, hashdir.CRCXattr, []byte(hashdir.FormatCRC(crc)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runMain(t, "fsck", dir); code != 0 {
+		t.Fatalf("xattr match: %d\n%s", code, out)
+	}
+}
+
+func TestFsckUsage(t *testing.T) {
+	dir := t.TempDir()
+	file := writeAt(t, dir, "f", nil)
+	for name, args := range map[string][]string{
+		"no dir":        {"fsck"},
+		"two dirs":      {"fsck", dir, dir},
+		"not a dir":     {"fsck", file},
+		"missing":       {"fsck", filepath.Join(dir, "absent")},
+		"unknown flag:": {"fsck", "--force", dir},
+	} {
+		if code, out, errs := runMain(t, args...); code != exitUsage || out != "" || errs == "" {
+			t.Errorf("%s: %d %q %q", name, code, out, errs)
+		}
+	}
+}

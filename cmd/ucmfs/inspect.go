@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/urfave/cli/v3"
+)
+
+func init() { register(inspectCommand) }
+
+// inspectCommand is `ucmfs inspect FILE...`: decode and verify block and
+// sidecar files.
+func inspectCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "inspect",
+		Usage:     "decode and verify block (.bin) and sidecar (.repr) files",
+		ArgsUsage: "FILE...",
+		Description: "Prints the header of each file and OK or the rule it breaks. The id comes from the\n" +
+			"file name, the file type from the extension (else the magic). The payload CRC-32C is\n" +
+			"checked when the header flags it and against the user.ucm.crc32c xattr when present.\n" +
+			"Exits 1 if any file is invalid.",
+		Action: func(_ context.Context, cmd *cli.Command) error {
+			if !cmd.Args().Present() {
+				return usageErrorf("inspect: no FILE given")
+			}
+			w := cmd.Root().Writer
+			bad := 0
+			for i, path := range cmd.Args().Slice() {
+				if i > 0 {
+					fmt.Fprintln(w)
+				}
+				r, err := hashdir.InspectFile(path)
+				printReport(w, r, err)
+				if err != nil {
+					bad++
+				}
+			}
+			if bad > 0 {
+				return failed()
+			}
+			return nil
+		},
+	}
+}
+
+// printReport writes the human summary of one inspected file.
+func printReport(w io.Writer, r hashdir.FileReport, err error) {
+	line := func(k, format string, args ...any) { fmt.Fprintf(w, "  %-14s %s\n", k, fmt.Sprintf(format, args...)) }
+	fmt.Fprintf(w, "%s\n", r.Path)
+	if r.Size > 0 || r.Decoded {
+		line("size", "%d bytes", r.Size)
+	}
+	if r.Decoded {
+		if r.Kind == hashdir.Repr {
+			printRepr(line, r.Repr)
+		} else {
+			printBlock(line, r.Block, r.Size)
+		}
+		if r.CRCDone {
+			line("payload crc", "%s (computed)", hashdir.FormatCRC(r.CRC))
+		}
+		if r.HasXattrCRC {
+			line("xattr crc", "%s (%s)", hashdir.FormatCRC(r.XattrCRC), hashdir.CRCXattr)
+		}
+	}
+	if err != nil {
+		kind := "INVALID"
+		if !errors.Is(err, hashdir.ErrFormat) && !errors.Is(err, hashdir.ErrName) {
+			kind = "ERROR"
+		}
+		line("result", "%s: %v", kind, err)
+		return
+	}
+	line("result", "OK")
+}
+
+func printBlock(line func(k, format string, args ...any), h hashdir.BlockHeader, size int64) {
+	line("type", "block (%s v%d)", hashdir.BlockMagic, hashdir.FormatVersion)
+	line("id", "%s (shard %s)", h.ID, h.ID.Shard())
+	line("num_layers", "%d", h.NumLayers)
+	line("block_size", "%d tokens", h.BlockSize)
+	line("dtype", "%s (%d bytes)", h.Dtype, h.Dtype.Size())
+	line("num_kv_heads", "%s", stated(h.NumKVHeads))
+	line("head_dim", "%s", stated(h.HeadDim))
+	switch t := h.Tensors(); {
+	case h.TensorsPerLayer == 0:
+		line("tensors", "2 per layer (K, V; field 0)")
+	case t == 2:
+		line("tensors", "2 per layer (K, V)")
+	case t == 1:
+		line("tensors", "1 per layer (MLA latent)")
+	default:
+		line("tensors", "%d per layer", t)
+	}
+	if s := h.TensorBytes(); s > 0 {
+		line("tensor bytes", "%d (layer stride %d)", s, s*int64(h.Tensors()))
+	}
+	if h.PayloadLen != 0 {
+		line("payload_len", "%d", h.PayloadLen)
+	} else {
+		line("payload_len", "not stated (file has %d)", max(size-hashdir.HeaderSize, 0))
+	}
+	if h.HasCRC() {
+		line("header crc", "%s", hashdir.FormatCRC(h.PayloadCRC))
+	} else {
+		line("header crc", "not set")
+	}
+}
+
+func printRepr(line func(k, format string, args ...any), h hashdir.ReprHeader) {
+	line("type", "sidecar (%s v%d)", hashdir.ReprMagic, hashdir.FormatVersion)
+	line("id", "%s (shard %s)", h.ID, h.ID.Shard())
+	line("kind", "%d %s", uint32(h.Kind), h.Kind)
+	line("dtype", "%s (%d bytes)", h.Dtype, h.Dtype.Size())
+	line("num_layers", "%d", h.NumLayers)
+	line("num_kv_heads", "%d", h.NumKVHeads)
+	line("rows", "%d", h.Rows)
+	line("dim", "%d", h.Dim)
+	switch h.Kind {
+	case hashdir.ReprMerged:
+		line("param", "%d (merge factor)", h.Param)
+	case hashdir.ReprSignHash:
+		line("param", "%d (hash bits)", h.Param)
+	default:
+		line("param", "%d", h.Param)
+	}
+	if h.HasCRC() {
+		line("header crc", "%s", hashdir.FormatCRC(h.PayloadCRC))
+	} else {
+		line("header crc", "not set")
+	}
+}
+
+func stated(v uint32) string {
+	if v == 0 {
+		return "not stated"
+	}
+	return fmt.Sprint(v)
+}

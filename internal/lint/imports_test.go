@@ -1,0 +1,69 @@
+package lint
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/ucmfs/ucmfs/"
+
+// allowed lists, for each package of ours, the packages of ours it may
+// import (non-test code). Dependencies flow one way:
+// hashdir <- tiers, sparse, gpu <- fs <- cmd/ucmfs.
+var allowed = map[string][]string{
+	"hashdir":          {},
+	"tiers":            {"hashdir"},
+	"tiers/tiertest":   {"hashdir", "tiers"},
+	"sparse":           {"hashdir"},
+	"gpu":              {"hashdir"},
+	"fs":               {"hashdir", "tiers", "sparse", "gpu"},
+	"cmd/ucmfs":        {"hashdir", "tiers", "sparse", "gpu", "fs"},
+	"internal/faultfs": {},
+	"internal/lint":    {},
+}
+
+// restricted third-party imports and the only packages that may use them.
+var restricted = map[string][]string{
+	"github.com/hanwen/go-fuse/v2": {"fs", "internal/faultfs"},
+	"github.com/urfave/cli/v3":     {"cmd/ucmfs"},
+}
+
+func TestImportDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", mod+"...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], mod)
+		ok, known := allowed[pkg]
+		if !known {
+			t.Errorf("package %s has no entry in the import rules of internal/lint", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, mod) {
+				dep := strings.TrimPrefix(imp, mod)
+				if !contains(ok, dep) {
+					t.Errorf("%s imports %s: not allowed (allowed: %v)", pkg, dep, ok)
+				}
+				continue
+			}
+			for prefix, users := range restricted {
+				if strings.HasPrefix(imp, prefix) && !contains(users, pkg) {
+					t.Errorf("%s imports %s: only %v may", pkg, imp, users)
+				}
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
