@@ -202,6 +202,11 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 			t.log.Info("tier keeps no CRC xattrs: the filesystem does not support them", "kind", t.kind, "dir", t.root)
 		}
 	}
+	mtime := opts.publishTime()
+	if err := os.Chtimes(w.tmp, mtime, mtime); err != nil {
+		w.cleanup()
+		return Info{}, false, osErr("utimes", err)
+	}
 	// Published files are read-only; a filesystem that refuses the mode
 	// change still gets the file.
 	_ = w.f.Chmod(0o444)
@@ -224,7 +229,7 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 		return Info{}, false, osErr("publish", err)
 	}
 	w.f.Close()
-	info = Info{Key: w.key, Size: size, MTime: fi.ModTime(), CRC: opts.CRC, HasCRC: opts.HasCRC}
+	info = Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC}
 	info, _ = t.idx.add(&entry{info: info, crcRead: true})
 	added = true
 	if sync {

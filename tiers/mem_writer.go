@@ -65,6 +65,12 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 	if !t.idx.reserve(size) {
 		return Info{}, fmt.Errorf("memory tier: %s needs %d bytes, %d free: %w", w.key, size, t.idx.room(), ErrFull)
 	}
+	mtime := opts.publishTime()
+	if err := os.Chtimes(w.tmp, mtime, mtime); err != nil {
+		t.idx.unreserve(size)
+		w.discard()
+		return Info{}, err
+	}
 	mapping := t.pages.lock(int(w.f.Fd()), size)
 	err = t.publish(w.tmp, w.key)
 	if err != nil {
@@ -77,7 +83,7 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 		return Info{}, err
 	}
 	e := &entry{
-		info:    Info{Key: w.key, Size: size, MTime: fi.ModTime(), CRC: opts.CRC, HasCRC: opts.HasCRC},
+		info:    Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC},
 		dirty:   true,
 		mapping: mapping,
 		crcRead: true,

@@ -119,7 +119,7 @@ func (s *Stack) copyOut(src, dst Tier, key Key) (Writer, CommitOptions, error) {
 		return nil, CommitOptions{}, fmt.Errorf("%w: %s on %s: payload CRC-32C %08x, expected %08x", ErrCorrupt, key, src.Name(), crc, want)
 	}
 	s.stats.bytesOut.Add(off)
-	return w, CommitOptions{CRC: crc, HasCRC: true}, nil
+	return w, CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime}, nil
 }
 
 // quarantine takes a corrupt file out of a tier so it is never served

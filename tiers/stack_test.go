@@ -209,3 +209,28 @@ func TestStackMemoryOnly(t *testing.T) {
 	k, d := testBlock("m", 9, 300<<10)
 	mustEqual(t, "newest block", readAll(t, s, k), d)
 }
+
+func TestStackPublishTimeSurvivesCopies(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestStack(t, 8<<20, dir, StackConfig{})
+	k, data := testBlock("m", 1, 4096)
+	info, err := s.Put(k, data, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	fi, err := os.Stat(filepath.Join(dir, k.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.ModTime().Equal(info.MTime) {
+		t.Fatalf("write-back changed the publish time: %v, published %v", fi.ModTime(), info.MTime)
+	}
+	s.Close(context.Background())
+	s2 := newTestStack(t, 8<<20, dir, StackConfig{})
+	readAll(t, s2, k) // promotes
+	bi, err := s2.Stat(k)
+	if err != nil || bi.Holders[0] != "mem" || !bi.MTime.Equal(info.MTime) {
+		t.Fatalf("after promotion: %+v %v, published %v", bi, err, info.MTime)
+	}
+}

@@ -57,6 +57,17 @@ type CommitOptions struct {
 	// the tier keeps it with the file.
 	CRC    uint32
 	HasCRC bool
+	// MTime is the block's publish time, kept as the file's mtime so it
+	// stays the same across copies between tiers. Zero means now.
+	MTime time.Time
+}
+
+// publishTime is the mtime a commit gives its file.
+func (o CommitOptions) publishTime() time.Time {
+	if o.MTime.IsZero() {
+		return time.Now()
+	}
+	return o.MTime
 }
 
 // Tier is one level of block storage. Published files are immutable: they

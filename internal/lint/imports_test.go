@@ -21,6 +21,7 @@ var allowed = map[string][]string{
 	"cmd/ucmfs":        {"hashdir", "tiers", "sparse", "gpu", "fs"},
 	"internal/faultfs": {},
 	"internal/lint":    {},
+	"integration":      {"hashdir"},
 }
 
 // restricted third-party imports and the only packages that may use them.
