@@ -1,0 +1,150 @@
+package fs
+
+import (
+	"context"
+	"os"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// common is embedded in every node type: the shared state, and the answers
+// that are the same for every node (statfs; rename, link, symlink and mknod
+// refused; no extended attributes unless the node type has its own).
+type common struct {
+	s *fsState
+}
+
+// Statfs reports the tiers' capacity and use in 4096-byte blocks.
+func (c common) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	st := c.s.stack.Stats()
+	var capacity, used, files int64
+	for _, t := range st.Tiers {
+		capacity += t.Capacity
+		used += t.Used
+		files += t.Blocks
+	}
+	const bs = 4096
+	free := capacity - used
+	if free < 0 {
+		free = 0
+	}
+	out.Bsize = bs
+	out.Frsize = bs
+	out.Blocks = uint64((capacity + bs - 1) / bs)
+	out.Bfree = uint64(free / bs)
+	out.Bavail = out.Bfree
+	out.Files = uint64(files)
+	out.Ffree = 1 << 32
+	out.NameLen = 255
+	return 0
+}
+
+// Rename is refused: published names are immutable.
+func (c common) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	return c.s.fail("rename", name+" -> "+newName, errImmutable)
+}
+
+// Link is refused: a block has exactly one name.
+func (c common) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, c.s.fail("link", name, errImmutable)
+}
+
+// Symlink is refused: only blocks and sidecars live here.
+func (c common) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, c.s.fail("symlink", name, errImmutable)
+}
+
+// Mknod is refused: only blocks and sidecars live here.
+func (c common) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, c.s.fail("mknod", name, errImmutable)
+}
+
+// Getxattr of a node without attributes: see xattrAnswer.
+func (c common) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	return 0, c.s.noXattr("getxattr", attr)
+}
+
+// Setxattr of a node without attributes: see xattrAnswer.
+func (c common) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	return c.s.noXattr("setxattr", attr)
+}
+
+// Removexattr of a node without attributes: see xattrAnswer.
+func (c common) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	return c.s.noXattr("removexattr", attr)
+}
+
+// Listxattr of a node without attributes lists nothing.
+func (c common) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	return 0, 0
+}
+
+// dirCommon is embedded in every directory node: the changes that only
+// make sense in a shard directory are refused everywhere else.
+type dirCommon struct {
+	common
+	what string // for logs: "root", "model", ".ucm"
+}
+
+// Create is refused outside shard directories.
+func (d dirCommon) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, d.s.fail("create", d.what+"/"+name, errImmutable)
+}
+
+// Unlink is refused outside shard directories (the kernel answers EISDIR
+// itself for the directories that live here).
+func (d dirCommon) Unlink(ctx context.Context, name string) syscall.Errno {
+	return d.s.fail("unlink", d.what+"/"+name, errImmutable)
+}
+
+// Setattr of a directory (chmod, chown, utimes) is refused.
+func (d dirCommon) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return d.s.fail("setattr", d.what, errImmutable)
+}
+
+// newChild returns the node for a child of parent: the one parent has
+// under name when its number is ino, else a new one built by mk.
+func newChild(ctx context.Context, parent *gofs.Inode, name string, ino uint64, mode uint32, mk func() gofs.InodeEmbedder) *gofs.Inode {
+	if ch := parent.GetChild(name); ch != nil && ch.StableAttr().Ino == ino {
+		return ch
+	}
+	return parent.NewInode(ctx, mk(), gofs.StableAttr{Mode: mode, Ino: ino})
+}
+
+// notifyGone tells the kernel to drop its cached entry for name under
+// parent: a block that went away by another path than unlink (eviction,
+// another daemon) stops looking present, so an O_EXCL create of it works.
+// It is called from OPEN, which the kernel sends without holding the
+// directory's lock, so the notification cannot wait on this request.
+func (s *fsState) notifyGone(parent *gofs.Inode, name string) {
+	if parent == nil {
+		return
+	}
+	if errno := parent.NotifyEntry(name); errno != 0 && errno != syscall.ENOENT {
+		s.log.Debug("entry invalidation", "name", name, "errno", errno)
+	}
+}
+
+// dirNames lists the names of the directories in dir (nil on any error).
+func dirNames(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// ttl sets both timeouts of an entry.
+func ttl(out *fuse.EntryOut, d time.Duration) {
+	out.SetEntryTimeout(d)
+	out.SetAttrTimeout(d)
+}

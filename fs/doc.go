@@ -1,0 +1,48 @@
+// Package fs is the FUSE layer of ucmfs, and the only package that imports
+// go-fuse. It presents a tiers.Stack as a tree of files:
+//
+//	<mnt>/                       root: one directory per model, and .ucm/
+//	<mnt>/.ucm/stats             JSON snapshot of the stack's counters
+//	<mnt>/<model>/               a model; always shows the 256 shards
+//	<mnt>/<model>/<hh>/          a shard directory 00..ff
+//	<mnt>/<model>/<hh>/<id>.bin  a published block (0444, immutable)
+//	<mnt>/<model>/<hh>/<id>.repr its sidecar
+//
+// One node type per kind of file (root.go, model.go, shard.go, file.go,
+// pending.go, control.go) shares the mount's state by pointer (state.go).
+// Mount (mount.go) is the entry point the command line uses.
+//
+// # Writing
+//
+// A create starts a tiers.PendingWrite: a private file in the memory tier,
+// behind a node with a number of its own that no lookup reaches, so no
+// other process sees the file and two writers of one id never share a
+// node. The first close (FLUSH) or fsync validates and publishes it, and
+// its errno is the verdict close returns; RELEASE only cleans up.
+//
+// # Reading
+//
+// All opens of a published file share one descriptor of the tier file
+// that holds it (the kernel keeps one passthrough backing file per inode).
+// With FUSE passthrough the kernel reads and writes the tier files itself
+// and the daemon sees no I/O; without it the daemon serves each request
+// with one pread or pwrite on the same files (direct I/O, 1 MiB requests).
+// Passthrough is checked once at mount for every tier and is then used
+// for every file or for none: an inode cannot be open in passthrough and
+// in normal mode at once.
+//
+// # Caching
+//
+// Published files are immutable, so their entries and attributes are
+// cached for Options.EntryTTL (1h). Misses are cached for
+// Options.NegativeTTL (1s), so that blocks another daemon publishes on a
+// shared tier appear, except while this mount writes the name. A block
+// found gone at open (evicted) has its cached entry dropped at once.
+//
+// # Errors
+//
+// Below this package there are only Go errors and sentinels. They become
+// an errno in one place (errno.go), and every refused request logs one
+// line (fsState.fail). Inode numbers are derived from names (inode.go).
+// docs/semantics.md and docs/xattrs.md describe what users see.
+package fs

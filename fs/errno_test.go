@@ -1,0 +1,60 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// TestToErrno checks the one mapping from Go errors to errno.
+func TestToErrno(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("ctx: %w", err) }
+	_, nameErr := hashdir.ParseID("xyz")
+	formatErr := hashdir.ValidateBlock(hashdir.BlockHeader{}, hashdir.ID{}, 10, nil)
+	for _, c := range []struct {
+		err   error
+		want  syscall.Errno
+		known bool
+	}{
+		{nil, 0, true},
+		{tiers.ErrNotFound, syscall.ENOENT, true},
+		{wrap(tiers.ErrNotFound), syscall.ENOENT, true},
+		{tiers.ErrExist, syscall.EEXIST, true},
+		{tiers.ErrNoSpace, syscall.ENOSPC, true},
+		{fmt.Errorf("%w: %w", tiers.ErrNoSpace, syscall.EIO), syscall.ENOSPC, true},
+		{tiers.ErrFull, syscall.ENOSPC, true},
+		{fmt.Errorf("%w: x: %w", tiers.ErrInvalid, formatErr), syscall.EINVAL, true},
+		{formatErr, syscall.EINVAL, true},
+		{nameErr, syscall.EINVAL, true},
+		{tiers.ErrStalled, syscall.ETIMEDOUT, true},
+		{tiers.ErrClosed, syscall.ESHUTDOWN, true},
+		{tiers.ErrCorrupt, syscall.EIO, true},
+		{errImmutable, syscall.EPERM, true},
+		{wrap(errImmutable), syscall.EPERM, true},
+		{errQuota, syscall.EDQUOT, true},
+		{errTooBig, syscall.EFBIG, true},
+		{errStopped, syscall.EROFS, true},
+		{wrap(syscall.ENOTEMPTY), syscall.ENOTEMPTY, true},
+		{&os.PathError{Op: "open", Path: "/x", Err: syscall.ENOSPC}, syscall.ENOSPC, true},
+		{os.ErrNotExist, syscall.ENOENT, true},
+		{os.ErrPermission, syscall.EACCES, true},
+		{context.DeadlineExceeded, syscall.ETIMEDOUT, true},
+		{context.Canceled, syscall.EINTR, true},
+		{syscall.Errno(0), syscall.EIO, false},
+		{errors.New("something odd"), syscall.EIO, false},
+	} {
+		got, known := mapErr(c.err)
+		if got != c.want || known != c.known {
+			t.Errorf("%v: errno %v known %v, want %v %v", c.err, got, known, c.want, c.known)
+		}
+		if toErrno(c.err) != c.want {
+			t.Errorf("toErrno(%v) differs from mapErr", c.err)
+		}
+	}
+}

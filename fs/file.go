@@ -1,0 +1,203 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// publishedPerm is the mode of every published file.
+const publishedPerm = 0o444
+
+// storedFile is what a published block and a published sidecar share:
+// the key, the node's number, the descriptor all its open handles share,
+// and the cached 64-byte header.
+//
+// The kernel keeps one backing file per inode for passthrough, so every
+// open of the node shares one descriptor: the first open gets it from the
+// stack (whichever tier holds the file), the last release closes it.
+type storedFile struct {
+	gofs.Inode
+	common
+	key tiers.Key
+	ino uint64
+
+	mu      sync.Mutex
+	backing *os.File // under mu; nil when refs is 0
+	refs    int      // open handles
+	header  []byte   // under mu; the first 64 bytes, once read
+}
+
+// blockFile is a published <id>.bin.
+type blockFile struct{ storedFile }
+
+// reprFile is a published <id>.repr sidecar.
+type reprFile struct{ storedFile }
+
+var (
+	_ = (gofs.NodeGetattrer)((*blockFile)(nil))
+	_ = (gofs.NodeSetattrer)((*blockFile)(nil))
+	_ = (gofs.NodeOpener)((*blockFile)(nil))
+	_ = (gofs.NodeGetxattrer)((*blockFile)(nil))
+	_ = (gofs.NodeSetxattrer)((*blockFile)(nil))
+	_ = (gofs.NodeRemovexattrer)((*blockFile)(nil))
+	_ = (gofs.NodeListxattrer)((*blockFile)(nil))
+	_ = (gofs.NodeStatfser)((*blockFile)(nil))
+	_ = (gofs.NodeOnForgetter)((*blockFile)(nil))
+
+	_ = (gofs.NodeGetattrer)((*reprFile)(nil))
+	_ = (gofs.NodeSetattrer)((*reprFile)(nil))
+	_ = (gofs.NodeOpener)((*reprFile)(nil))
+	_ = (gofs.NodeGetxattrer)((*reprFile)(nil))
+	_ = (gofs.NodeSetxattrer)((*reprFile)(nil))
+	_ = (gofs.NodeRemovexattrer)((*reprFile)(nil))
+	_ = (gofs.NodeListxattrer)((*reprFile)(nil))
+	_ = (gofs.NodeStatfser)((*reprFile)(nil))
+	_ = (gofs.NodeOnForgetter)((*reprFile)(nil))
+)
+
+// newStoredNode returns the node type of key's kind.
+func newStoredNode(s *fsState, key tiers.Key, ino uint64) gofs.InodeEmbedder {
+	if key.Kind == hashdir.Repr {
+		n := &reprFile{}
+		n.s, n.key, n.ino = s, key, ino
+		return n
+	}
+	n := &blockFile{}
+	n.s, n.key, n.ino = s, key, ino
+	return n
+}
+
+// OnForget frees the node's number.
+func (n *storedFile) OnForget() {
+	n.s.inos.release(fileInoName(n.key), n.ino)
+}
+
+// Getattr describes the file: 0444, size = header + payload, st_blocks in
+// 512-byte units, mtime = publish time. On a descriptor being written (a
+// name reopened for writing after its block went away) it describes that.
+func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if wh, ok := f.(*writeHandle); ok {
+		wh.fillAttr(&out.Attr)
+		return 0
+	}
+	bi, err := n.s.stack.Stat(n.key)
+	if rh, ok := f.(*readHandle); ok && errors.Is(err, tiers.ErrNotFound) {
+		// Gone from the tiers while open: describe what the reader reads.
+		if fi, ferr := rh.f.Stat(); ferr == nil {
+			bi.Size, bi.MTime, err = fi.Size(), fi.ModTime(), nil
+		}
+	}
+	if err != nil {
+		if errors.Is(err, tiers.ErrNotFound) {
+			return syscall.ENOENT
+		}
+		return n.s.fail("getattr", n.key.Path(), err)
+	}
+	n.s.fileAttr(&out.Attr, bi.Size, bi.MTime, publishedPerm)
+	out.SetTimeout(n.s.opts.EntryTTL)
+	return 0
+}
+
+// Setattr is refused on a published file (truncate, chmod, chown, utimes:
+// EPERM); on a descriptor being written it applies there.
+func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if wh, ok := f.(*writeHandle); ok {
+		return wh.setattr(in, out)
+	}
+	return n.s.fail("setattr", n.key.Path(), fmt.Errorf("published files are immutable: %w", errImmutable))
+}
+
+// Open opens the file for reading from the fastest tier holding it. An
+// open for writing (or with O_TRUNC) is EACCES while the file is
+// published; if it went away meanwhile (evicted, or removed by another
+// path) the open starts a new write of it, as a create would.
+func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
+		if n.s.stack.Has(n.key) || n.readers() > 0 {
+			return nil, 0, n.s.fail("open", n.key.Path(), fmt.Errorf("published files are read-only: %w", syscall.EACCES))
+		}
+		h, errno := n.s.startWrite(n.key, flags)
+		if errno != 0 {
+			return nil, 0, errno
+		}
+		return h, n.s.openFlags(), 0
+	}
+	f, err := n.acquire()
+	if err != nil {
+		if errors.Is(err, tiers.ErrNotFound) {
+			_, parent := n.Parent()
+			n.s.notifyGone(parent, n.key.FileName())
+			return nil, 0, syscall.ENOENT
+		}
+		return nil, 0, n.s.fail("open", n.key.Path(), err)
+	}
+	n.s.hit(n.key)
+	return &readHandle{node: n, f: f}, n.s.openFlags(), 0
+}
+
+// acquire returns the shared descriptor, opening it on first use.
+func (n *storedFile) acquire() (*os.File, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.refs > 0 {
+		n.refs++
+		return n.backing, nil
+	}
+	h, err := n.s.stack.Open(n.key)
+	if err != nil {
+		return nil, err
+	}
+	n.backing, n.refs = h.File, 1
+	return h.File, nil
+}
+
+// readers is the number of open read handles.
+func (n *storedFile) readers() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.refs
+}
+
+// release drops one handle's use of the shared descriptor.
+func (n *storedFile) release() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.refs--; n.refs == 0 {
+		n.backing.Close()
+		n.backing = nil
+	}
+}
+
+// readHeader returns the file's 64-byte header, read once per node: the
+// file is immutable, so the copy stays right.
+func (n *storedFile) readHeader() ([]byte, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.header != nil {
+		return n.header, nil
+	}
+	f := n.backing
+	if f == nil {
+		h, err := n.s.stack.Open(n.key)
+		if err != nil {
+			return nil, err
+		}
+		defer h.File.Close()
+		f = h.File
+	}
+	b := make([]byte, hashdir.HeaderSize)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return nil, fmt.Errorf("%s: reading the header: %w", n.key, err)
+	}
+	n.header = b
+	return b, nil
+}

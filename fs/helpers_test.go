@@ -1,0 +1,196 @@
+package fs
+
+import (
+	"context"
+	"crypto/md5"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
+	"golang.org/x/sys/unix"
+)
+
+// testLogger discards logs unless UCMFS_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("UCMFS_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// testModel is the model most tests write into.
+const testModel = "meta-llama--Llama-3.1-8B"
+
+// newTestStack builds a stack of a 64 MiB memory tier over one nvme
+// directory tier in a temporary directory.
+func newTestStack(t testing.TB) *tiers.Stack {
+	t.Helper()
+	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 64 << 20, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := tiers.NewDirTier(tiers.DirConfig{Kind: "nvme", Dir: t.TempDir(), Logger: testLogger()})
+	if err != nil {
+		mem.Close()
+		t.Fatal(err)
+	}
+	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, []*tiers.DirTier{d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = st.Close(ctx)
+	})
+	return st
+}
+
+// testBlock builds a valid block of payload bytes whose id is derived from
+// (model, n).
+func testBlock(model string, n, payload int) (tiers.Key, []byte) {
+	id := hashdir.ID(md5.Sum([]byte(fmt.Sprintf("%s/%d", model, n))))
+	data := make([]byte, payload)
+	r := rand.New(rand.NewPCG(uint64(n), 11))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	h := hashdir.BlockHeader{ID: id, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16, TensorsPerLayer: 0}
+	return tiers.Key{Model: model, ID: id}, hashdir.NewBlock(h, data)
+}
+
+// testRepr builds a valid mean-pooled sidecar of key's block.
+func testRepr(key tiers.Key) (tiers.Key, []byte) {
+	h := hashdir.ReprHeader{ID: key.ID, Kind: hashdir.ReprMean, Dtype: hashdir.BFloat16, NumLayers: 2, NumKVHeads: 1, Rows: 1, Dim: 8}
+	return tiers.Key{Model: key.Model, ID: key.ID, Kind: hashdir.Repr}, hashdir.NewRepr(h, make([]byte, 2*1*1*8*2))
+}
+
+// put publishes data as key straight through the stack.
+func put(t testing.TB, st *tiers.Stack, key tiers.Key, data []byte) {
+	t.Helper()
+	if _, err := st.Put(key, data, false); err != nil {
+		t.Fatalf("put %s: %v", key, err)
+	}
+}
+
+// fuseUsable reports whether this process can mount FUSE file systems.
+func fuseUsable() error {
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// mounted lists the mount points this test binary made, for TestMain.
+var mounted struct {
+	sync.Mutex
+	dirs []string
+}
+
+// testMount is one in-process mount of a real stack.
+type testMount struct {
+	mnt string
+	st  *tiers.Stack
+	srv *Server
+}
+
+// path is a path under the mount.
+func (m *testMount) path(parts ...string) string {
+	return filepath.Join(append([]string{m.mnt}, parts...)...)
+}
+
+// keyPath is the path of key under the mount.
+func (m *testMount) keyPath(k tiers.Key) string { return m.path(k.Path()) }
+
+// newMount mounts a new stack on a temporary directory; the mount goes at
+// the end of the test. Without /dev/fuse the test is skipped, unless
+// UCMFS_REQUIRE_FUSE=1.
+func newMount(t testing.TB, opts Options) *testMount {
+	t.Helper()
+	requireFUSE(t)
+	return newMountWith(t, newTestStack(t), opts)
+}
+
+// requireFUSE skips the test when FUSE is unusable, unless
+// UCMFS_REQUIRE_FUSE=1 makes that a failure.
+func requireFUSE(t testing.TB) {
+	t.Helper()
+	if err := fuseUsable(); err != nil {
+		if os.Getenv("UCMFS_REQUIRE_FUSE") == "1" {
+			t.Fatalf("FUSE required but unusable: %v", err)
+		}
+		t.Skipf("FUSE unusable: %v", err)
+	}
+}
+
+// newMountWith mounts st (see newMount).
+func newMountWith(t testing.TB, st *tiers.Stack, opts Options) *testMount {
+	t.Helper()
+	requireFUSE(t)
+	mnt := t.TempDir()
+	if opts.Logger == nil {
+		opts.Logger = testLogger()
+	}
+	srv, err := Mount(mnt, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounted.Lock()
+	mounted.dirs = append(mounted.dirs, srv.Mountpoint())
+	mounted.Unlock()
+	t.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+		}
+	})
+	return &testMount{mnt: mnt, st: st, srv: srv}
+}
+
+// modes runs fn once with passthrough requested (active where the kernel
+// and privileges allow) and once without.
+func modes(t *testing.T, fn func(t *testing.T, m *testMount)) {
+	for _, pt := range []bool{true, false} {
+		t.Run(fmt.Sprintf("passthrough=%v", pt), func(t *testing.T) {
+			// UCMFS_FUSE_DEBUG=1 (with UCMFS_TEST_LOG=1) traces the requests.
+			m := newMount(t, Options{Passthrough: pt, Debug: os.Getenv("UCMFS_FUSE_DEBUG") != ""})
+			fn(t, m)
+		})
+	}
+}
+
+// writeFile creates path with O_CREAT|O_WRONLY|O_EXCL, writes data and
+// returns close's error.
+func writeFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// errnoOf extracts the errno of err: 0 for nil, EIO-like -1 when err
+// carries none.
+func errnoOf(err error) unix.Errno {
+	if err == nil {
+		return 0
+	}
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return ^unix.Errno(0)
+}

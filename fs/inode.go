@@ -1,0 +1,171 @@
+package fs
+
+// Inode numbers
+//
+// Every node gets its number from this table; go-fuse's automatic numbers
+// (2^63 and up) are never used. The top four bits are a kind tag, so two
+// nodes of different kinds never share a number:
+//
+//	number                      node
+//	1                           root
+//	2 .. 255                    control: 2 .ucm, 3 .ucm/stats, 4 .ucm/lookup,
+//	                            5 .ucm/prefetch, 6 .ucm/flush, 7 .ucm/gpu,
+//	                            8 .. 255 reserved for more control files
+//	tag 1: 1<<60 | h60(model)   model directory
+//	tag 2: 2<<60 | h52(model)<<8 | shard
+//	                            shard directory 00..ff of a model
+//	tag 3: 3<<60 | h60(model, id)
+//	                            published block <id>.bin
+//	tag 4: 4<<60 | h60(model, id)
+//	                            sidecar <id>.repr: the block's hash with
+//	                            another tag, so it never shares the block's
+//	                            number
+//	tag 5: 5<<60 | n            a file being written: n counts creates in
+//	                            this run, so no two writers (of one id or
+//	                            not) ever share a node or a backing file
+//	tags 6 .. 15                reserved
+//
+// h60 and h52 are the low 60 and 52 bits of FNV-1a 64 over the kind tag and
+// the names, so a name gets the same number in every run. go-fuse merges
+// nodes with equal numbers, so a collision would make two names one file:
+// the table remembers which name holds each number while its node lives,
+// and a name whose number is held by another name probes upward (within
+// its tag) to the next free one. A collision needs ~2^30 live names of one
+// kind; only then may a number depend on the order of lookups.
+
+import (
+	"hash/fnv"
+	"sync"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// The fixed numbers.
+const (
+	inoRoot  = 1
+	inoUCM   = 2
+	inoStats = 3
+	// inoControlMax is the last number reserved for control files.
+	inoControlMax = 255
+)
+
+// inoTag is the kind tag in the top four bits of a hashed number.
+type inoTag uint64
+
+// The kind tags.
+const (
+	tagModel   inoTag = 1
+	tagShard   inoTag = 2
+	tagBlock   inoTag = 3
+	tagRepr    inoTag = 4
+	tagPending inoTag = 5
+)
+
+const (
+	tagShift = 60
+	lowMask  = 1<<tagShift - 1
+)
+
+// tagOf returns the kind tag of a hashed number.
+func tagOf(ino uint64) inoTag { return inoTag(ino >> tagShift) }
+
+// inoName is the identity a number stands for: the tag and the names.
+type inoName struct {
+	tag   inoTag
+	model string
+	shard byte
+	id    hashdir.ID
+}
+
+// home is the number a name gets when nobody else holds it.
+func (n inoName) home() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte{byte(n.tag)})
+	h.Write([]byte(n.model))
+	var low uint64
+	switch n.tag {
+	case tagShard:
+		low = (h.Sum64()&(1<<52-1))<<8 | uint64(n.shard)
+	case tagBlock, tagRepr:
+		h.Write([]byte{0})
+		h.Write(n.id[:])
+		low = h.Sum64() & lowMask
+	default:
+		low = h.Sum64() & lowMask
+	}
+	return uint64(n.tag)<<tagShift | low
+}
+
+// next is the number probed after ino: the next one in the same tag,
+// wrapping around, never a reserved low number.
+func next(ino uint64) uint64 {
+	tag := ino &^ lowMask
+	low := (ino + 1) & lowMask
+	if tag == 0 && low <= inoControlMax {
+		low = inoControlMax + 1
+	}
+	return tag | low
+}
+
+// inoTable hands out numbers for names and keeps them unique among the
+// names whose nodes live. It is safe for concurrent use.
+type inoTable struct {
+	mu     sync.Mutex
+	byIno  map[uint64]inoName
+	byName map[inoName]uint64
+}
+
+func newInoTable() *inoTable {
+	return &inoTable{byIno: make(map[uint64]inoName), byName: make(map[inoName]uint64)}
+}
+
+// acquire returns name's number: the one it holds, else its home number,
+// else the next free one after it.
+func (t *inoTable) acquire(name inoName) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ino, ok := t.byName[name]; ok {
+		return ino
+	}
+	ino := name.home()
+	for {
+		if _, taken := t.byIno[ino]; !taken {
+			break
+		}
+		ino = next(ino)
+	}
+	t.byIno[ino] = name
+	t.byName[name] = ino
+	return ino
+}
+
+// release frees name's number when its node is forgotten by the kernel.
+// A node that lost a lookup race to an equal one releases nothing: the
+// number is only freed when it is still name's.
+func (t *inoTable) release(name inoName, ino uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byName[name] != ino {
+		return
+	}
+	delete(t.byName, name)
+	delete(t.byIno, ino)
+}
+
+// held is the number of names holding numbers (for tests).
+func (t *inoTable) held() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byIno)
+}
+
+// peek returns the number name holds, or its home number, without taking
+// one (for directory listings).
+func (t *inoTable) peek(name inoName) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ino, ok := t.byName[name]; ok {
+		return ino
+	}
+	return name.home()
+}

@@ -1,0 +1,117 @@
+package fs
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// modelNode is a model directory: it always shows the 256 shard
+// directories 00..ff.
+type modelNode struct {
+	gofs.Inode
+	dirCommon
+	model string
+	ino   uint64
+}
+
+var (
+	_ = (gofs.NodeLookuper)((*modelNode)(nil))
+	_ = (gofs.NodeReaddirer)((*modelNode)(nil))
+	_ = (gofs.NodeGetattrer)((*modelNode)(nil))
+	_ = (gofs.NodeMkdirer)((*modelNode)(nil))
+	_ = (gofs.NodeRmdirer)((*modelNode)(nil))
+	_ = (gofs.NodeStatfser)((*modelNode)(nil))
+	_ = (gofs.NodeCreater)((*modelNode)(nil))
+	_ = (gofs.NodeUnlinker)((*modelNode)(nil))
+	_ = (gofs.NodeRenamer)((*modelNode)(nil))
+	_ = (gofs.NodeGetxattrer)((*modelNode)(nil))
+	_ = (gofs.NodeSetxattrer)((*modelNode)(nil))
+	_ = (gofs.NodeListxattrer)((*modelNode)(nil))
+	_ = (gofs.NodeOnForgetter)((*modelNode)(nil))
+)
+
+func newModelNode(s *fsState, model string, ino uint64) *modelNode {
+	return &modelNode{dirCommon: dirCommon{common: common{s: s}, what: model}, model: model, ino: ino}
+}
+
+// OnForget frees the node's number.
+func (m *modelNode) OnForget() {
+	m.s.inos.release(inoName{tag: tagModel, model: m.model}, m.ino)
+}
+
+// Getattr describes the model directory.
+func (m *modelNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	m.s.dirAttr(&out.Attr, 2+256)
+	out.SetTimeout(m.s.opts.EntryTTL)
+	return 0
+}
+
+// Lookup finds a shard directory.
+func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	sh, ok := hashdir.ParseShard(name)
+	if !ok {
+		m.s.debugFail("lookup", m.model+"/"+name, fmt.Errorf("%w: %q is not a shard directory 00..ff", hashdir.ErrName, name))
+		return nil, syscall.ENOENT
+	}
+	id := inoName{tag: tagShard, model: m.model, shard: sh}
+	ino := m.s.inos.acquire(id)
+	ch := newChild(ctx, &m.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
+		return newShardNode(m.s, m.model, sh, ino)
+	})
+	m.s.dirAttr(&out.Attr, 2)
+	ttl(out, m.s.opts.EntryTTL)
+	return ch, 0
+}
+
+// Readdir lists the 256 shard directories.
+func (m *modelNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	ents := make([]fuse.DirEntry, 256)
+	for i := range ents {
+		sh := byte(i)
+		ents[i] = fuse.DirEntry{
+			Name: hashdir.ShardName(sh),
+			Mode: syscall.S_IFDIR,
+			Ino:  m.s.inos.peek(inoName{tag: tagShard, model: m.model, shard: sh}),
+		}
+	}
+	return gofs.NewListDirStream(ents), 0
+}
+
+// Mkdir is refused: the shard directories always exist (EEXIST), nothing
+// else may be made here (EPERM).
+func (m *modelNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if _, ok := hashdir.ParseShard(name); ok {
+		return nil, syscall.EEXIST
+	}
+	return nil, m.s.fail("mkdir", m.model+"/"+name, errImmutable)
+}
+
+// Rmdir of an empty shard directory succeeds and changes nothing (shard
+// directories are virtual and keep being listed); this is what lets
+// rm -r drop a model. A shard that holds files: ENOTEMPTY.
+func (m *modelNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	sh, ok := hashdir.ParseShard(name)
+	if !ok {
+		return syscall.ENOENT
+	}
+	if len(m.s.shardKeys(m.model, sh)) > 0 {
+		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", syscall.ENOTEMPTY))
+	}
+	return 0
+}
+
+// modelEmpty reports whether no tier holds a file of model.
+func (s *fsState) modelEmpty(model string) bool {
+	empty := true
+	s.stack.List(model, func(tiers.Key) bool { empty = false; return false })
+	return empty
+}
+
+// keyOfModel is a key naming only a model, for the per-model tables.
+func keyOfModel(model string) tiers.Key { return tiers.Key{Model: model} }

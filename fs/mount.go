@@ -1,0 +1,192 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// Options configure a mount. Zero values take the defaults.
+type Options struct {
+	Passthrough bool          // use FUSE passthrough (fallback: daemon-served I/O)
+	AllowOther  bool          // let other users than the mounting one use the mount
+	EntryTTL    time.Duration // published entries and attrs (default 1h)
+	NegativeTTL time.Duration // misses (default 1s)
+	MaxFileSize int64         // largest file a write may make (default 1 GiB)
+	Logger      *slog.Logger  // one line per refused request (default slog.Default())
+	Debug       bool          // go-fuse debug log
+}
+
+// Defaults of Options.
+const (
+	DefaultEntryTTL    = time.Hour
+	DefaultNegativeTTL = time.Second
+	DefaultMaxFileSize = 1 << 30
+)
+
+func (o *Options) setDefaults() {
+	if o.EntryTTL <= 0 {
+		o.EntryTTL = DefaultEntryTTL
+	}
+	if o.NegativeTTL <= 0 {
+		o.NegativeTTL = DefaultNegativeTTL
+	}
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = DefaultMaxFileSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// maxIO is the largest read and write request (1 MiB).
+const maxIO = 1 << 20
+
+// Server is a mounted ucmfs.
+type Server struct {
+	srv   *fuse.Server
+	state *fsState
+	mnt   string
+}
+
+// Mount mounts st at mountpoint and serves it until unmounted. The
+// mountpoint must be an empty directory that is not already a mount
+// point. It mounts directly (mount(2), as root; fusermount only as a
+// fallback). With opts.Passthrough it checks that the kernel takes the
+// tiers' files as passthrough backing files, and else serves I/O itself
+// (one log line; PassthroughActive tells which).
+func Mount(mountpoint string, st *tiers.Stack, opts Options) (*Server, error) {
+	mnt, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMountpoint(mnt); err != nil {
+		return nil, err
+	}
+	s := newState(st, opts)
+	s.seedModels()
+	gopts := &gofs.Options{
+		MountOptions: fuse.MountOptions{
+			AllowOther:           s.opts.AllowOther,
+			FsName:               "ucmfs",
+			Name:                 "ucmfs",
+			DirectMount:          true,
+			MaxWrite:             maxIO,
+			MaxReadAhead:         maxIO,
+			MaxBackground:        64,
+			DisableSplice:        true,
+			IgnoreSecurityLabels: true,
+			MaxStackDepth:        2,
+			Debug:                s.opts.Debug,
+			Logger:               goLogger(s.log, s.opts.Debug, slog.LevelInfo),
+		},
+		NegativeTimeout: &s.opts.NegativeTTL,
+		RootStableAttr:  &gofs.StableAttr{Ino: inoRoot},
+		UID:             s.uid,
+		GID:             s.gid,
+		Logger:          goLogger(s.log, true, slog.LevelWarn),
+	}
+	if !s.opts.Passthrough {
+		gopts.DisabledCapabilities = fuse.CAP_PASSTHROUGH
+	}
+	srv, err := gofs.Mount(mnt, newRoot(s), gopts)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", mnt, err)
+	}
+	server := &Server{srv: srv, state: s, mnt: mnt}
+	if s.opts.Passthrough {
+		if err := server.probePassthrough(); err != nil {
+			s.log.Warn("FUSE passthrough unavailable; the daemon serves reads and writes itself", "mountpoint", mnt, "err", err)
+		} else {
+			s.passthrough.Store(true)
+		}
+	}
+	s.log.Info("mounted", "mountpoint", mnt, "passthrough", s.passthrough.Load())
+	return server, nil
+}
+
+// goLogger adapts the slog logger for go-fuse's log.Logger: its debug
+// trace (Options.Debug) at info level, its rare diagnostics as warnings.
+func goLogger(l *slog.Logger, enabled bool, level slog.Level) *log.Logger {
+	if !enabled {
+		return log.New(io.Discard, "", 0)
+	}
+	return slog.NewLogLogger(l.Handler(), level)
+}
+
+// checkMountpoint refuses a path that is not an empty directory or that
+// is already a mount point.
+func checkMountpoint(mnt string) error {
+	fi, err := os.Stat(mnt)
+	if err != nil {
+		return fmt.Errorf("mountpoint: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("mountpoint %s is not a directory: %w", mnt, syscall.ENOTDIR)
+	}
+	mounted, err := isMountpoint(mnt)
+	if err != nil {
+		return err
+	}
+	if mounted {
+		return fmt.Errorf("mountpoint %s is already a mount point: %w", mnt, syscall.EBUSY)
+	}
+	f, err := os.Open(mnt)
+	if err != nil {
+		return fmt.Errorf("mountpoint: %w", err)
+	}
+	defer f.Close()
+	if names, _ := f.Readdirnames(1); len(names) > 0 {
+		return fmt.Errorf("mountpoint %s is not empty: %w", mnt, syscall.ENOTEMPTY)
+	}
+	return nil
+}
+
+// Wait returns once the file system is unmounted (by Unmount or by an
+// external umount).
+func (s *Server) Wait() { s.srv.Wait() }
+
+// StopWrites makes every later create (and mkdir) fail with EROFS: the
+// daemon is shutting down. Files already being written still publish at
+// close while the stack is open.
+func (s *Server) StopWrites() {
+	s.state.stopped.Store(true)
+}
+
+// PassthroughActive reports whether the kernel reads and writes the
+// tiers' files directly (FUSE passthrough).
+func (s *Server) PassthroughActive() bool { return s.state.passthrough.Load() }
+
+// Mountpoint is the absolute path of the mount.
+func (s *Server) Mountpoint() string { return s.mnt }
+
+// Unmount unmounts the file system. When it is busy (open files, a
+// process inside) it detaches it (MNT_DETACH): the mount disappears from
+// the namespace at once and the kernel ends it when the last user goes.
+func (s *Server) Unmount() error {
+	if mounted, err := isMountpoint(s.mnt); err == nil && !mounted {
+		return nil // unmounted already (an external umount)
+	}
+	err := s.srv.Unmount()
+	if err == nil {
+		return nil
+	}
+	if derr := syscall.Unmount(s.mnt, syscall.MNT_DETACH); derr != nil {
+		if errors.Is(derr, syscall.EINVAL) { // not mounted any more
+			return nil
+		}
+		return fmt.Errorf("unmount %s: %w (detach: %w)", s.mnt, err, derr)
+	}
+	s.state.log.Warn("mount was busy; detached it", "mountpoint", s.mnt, "err", err)
+	return nil
+}

@@ -1,0 +1,142 @@
+package fs
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// rootNode is the mount's root: one directory per model, and .ucm/.
+type rootNode struct {
+	gofs.Inode
+	dirCommon
+}
+
+var (
+	_ = (gofs.NodeOnAdder)((*rootNode)(nil))
+	_ = (gofs.NodeLookuper)((*rootNode)(nil))
+	_ = (gofs.NodeReaddirer)((*rootNode)(nil))
+	_ = (gofs.NodeGetattrer)((*rootNode)(nil))
+	_ = (gofs.NodeMkdirer)((*rootNode)(nil))
+	_ = (gofs.NodeRmdirer)((*rootNode)(nil))
+	_ = (gofs.NodeStatfser)((*rootNode)(nil))
+	_ = (gofs.NodeCreater)((*rootNode)(nil))
+	_ = (gofs.NodeUnlinker)((*rootNode)(nil))
+	_ = (gofs.NodeRenamer)((*rootNode)(nil))
+	_ = (gofs.NodeLinker)((*rootNode)(nil))
+	_ = (gofs.NodeSymlinker)((*rootNode)(nil))
+	_ = (gofs.NodeMknoder)((*rootNode)(nil))
+	_ = (gofs.NodeSetattrer)((*rootNode)(nil))
+)
+
+func newRoot(s *fsState) *rootNode {
+	return &rootNode{dirCommon: dirCommon{common: common{s: s}, what: "/"}}
+}
+
+// OnAdd builds the static .ucm subtree.
+func (r *rootNode) OnAdd(ctx context.Context) {
+	ucm := newUCMDir(r.s)
+	ch := r.NewPersistentInode(ctx, ucm, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: inoUCM})
+	r.AddChild(ucmName, ch, false)
+}
+
+// Getattr describes the root directory.
+func (r *rootNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	r.s.dirAttr(&out.Attr, 3)
+	out.SetTimeout(r.s.opts.EntryTTL)
+	return 0
+}
+
+// Lookup finds .ucm or a model directory.
+func (r *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if name == ucmName {
+		ch := r.GetChild(ucmName)
+		r.s.dirAttr(&out.Attr, 2)
+		ttl(out, r.s.opts.EntryTTL)
+		return ch, 0
+	}
+	if err := hashdir.ValidateModel(name); err != nil {
+		r.s.debugFail("lookup", name, err)
+		return nil, syscall.ENOENT
+	}
+	if !r.s.modelExists(name) {
+		return nil, syscall.ENOENT
+	}
+	return r.modelInode(ctx, name, out), 0
+}
+
+// modelInode returns the node of model directory name and fills out.
+func (r *rootNode) modelInode(ctx context.Context, name string, out *fuse.EntryOut) *gofs.Inode {
+	id := inoName{tag: tagModel, model: name}
+	ino := r.s.inos.acquire(id)
+	ch := newChild(ctx, &r.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
+		return newModelNode(r.s, name, ino)
+	})
+	r.s.dirAttr(&out.Attr, 2+256)
+	ttl(out, r.s.opts.EntryTTL)
+	return ch
+}
+
+// Readdir lists .ucm and every model.
+func (r *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	r.s.refreshModels()
+	names := r.s.models.list()
+	ents := make([]fuse.DirEntry, 0, len(names)+1)
+	ents = append(ents, fuse.DirEntry{Name: ucmName, Mode: syscall.S_IFDIR, Ino: inoUCM})
+	for _, n := range names {
+		ents = append(ents, fuse.DirEntry{Name: n, Mode: syscall.S_IFDIR, Ino: r.s.inos.peek(inoName{tag: tagModel, model: n})})
+	}
+	return gofs.NewListDirStream(ents), 0
+}
+
+// Mkdir creates a model directory: the name must be a valid model name
+// (EINVAL otherwise); it exists at once, empty.
+func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if name == ucmName {
+		return nil, syscall.EEXIST
+	}
+	if err := hashdir.ValidateModel(name); err != nil {
+		return nil, r.s.fail("mkdir", name, err)
+	}
+	if r.s.stopped.Load() {
+		return nil, r.s.fail("mkdir", name, errStopped)
+	}
+	if r.s.modelExists(name) {
+		return nil, syscall.EEXIST
+	}
+	r.s.models.add(name)
+	return r.modelInode(ctx, name, out), 0
+}
+
+// Rmdir drops a model once it holds no file (rm -r unlinks them first and
+// removes the shard directories, which always succeeds when they are
+// empty): the model's directories go from every tier, and it leaves the
+// registry. A model that still holds files: ENOTEMPTY.
+func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if name == ucmName {
+		return r.s.fail("rmdir", name, errImmutable)
+	}
+	if err := hashdir.ValidateModel(name); err != nil {
+		r.s.debugFail("rmdir", name, err)
+		return syscall.ENOENT
+	}
+	if !r.s.modelExists(name) {
+		return syscall.ENOENT
+	}
+	if !r.s.modelEmpty(name) {
+		return r.s.fail("rmdir", name, fmt.Errorf("model still holds files: %w", syscall.ENOTEMPTY))
+	}
+	if err := r.s.stack.RemoveModel(name); err != nil {
+		return r.s.fail("rmdir", name, err)
+	}
+	r.s.models.remove(name)
+	r.s.forgetListing(name)
+	r.s.hits.forget(keyOfModel(name), true)
+	r.s.quotas.set(name, 0)
+	r.s.log.Info("model removed", "model", name)
+	return 0
+}

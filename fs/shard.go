@@ -1,0 +1,183 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// shardNode is a shard directory <model>/<hh>: the published blocks and
+// sidecars whose id starts with hh. Files being written are not shown.
+type shardNode struct {
+	gofs.Inode
+	dirCommon
+	model string
+	shard byte
+	ino   uint64
+}
+
+var (
+	_ = (gofs.NodeLookuper)((*shardNode)(nil))
+	_ = (gofs.NodeReaddirer)((*shardNode)(nil))
+	_ = (gofs.NodeGetattrer)((*shardNode)(nil))
+	_ = (gofs.NodeCreater)((*shardNode)(nil))
+	_ = (gofs.NodeUnlinker)((*shardNode)(nil))
+	_ = (gofs.NodeMkdirer)((*shardNode)(nil))
+	_ = (gofs.NodeRmdirer)((*shardNode)(nil))
+	_ = (gofs.NodeStatfser)((*shardNode)(nil))
+	_ = (gofs.NodeRenamer)((*shardNode)(nil))
+	_ = (gofs.NodeLinker)((*shardNode)(nil))
+	_ = (gofs.NodeSymlinker)((*shardNode)(nil))
+	_ = (gofs.NodeMknoder)((*shardNode)(nil))
+	_ = (gofs.NodeOnForgetter)((*shardNode)(nil))
+)
+
+func newShardNode(s *fsState, model string, shard byte, ino uint64) *shardNode {
+	return &shardNode{
+		dirCommon: dirCommon{common: common{s: s}, what: model + "/" + hashdir.ShardName(shard)},
+		model:     model, shard: shard, ino: ino,
+	}
+}
+
+// OnForget frees the node's number.
+func (d *shardNode) OnForget() {
+	d.s.inos.release(inoName{tag: tagShard, model: d.model, shard: d.shard}, d.ino)
+}
+
+// key parses a file name of this shard.
+func (d *shardNode) key(name string) (tiers.Key, error) {
+	id, kind, err := hashdir.ParseFileName(hashdir.ShardName(d.shard), name)
+	if err != nil {
+		return tiers.Key{}, err
+	}
+	return tiers.Key{Model: d.model, ID: id, Kind: kind}, nil
+}
+
+// Getattr describes the shard directory.
+func (d *shardNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	d.s.dirAttr(&out.Attr, 2)
+	out.SetTimeout(d.s.opts.EntryTTL)
+	return 0
+}
+
+// Lookup finds a published block or sidecar. A bad name is ENOENT. A miss
+// is cached for Options.NegativeTTL, except while this mount writes the
+// name (or just finished): then the kernel keeps nothing, so the file
+// shows up as soon as its writer's close publishes it.
+func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	key, err := d.key(name)
+	if err != nil {
+		d.s.debugFail("lookup", d.what+"/"+name, err)
+		return nil, syscall.ENOENT
+	}
+	epoch := d.s.pending.epoch(key)
+	bi, err := d.s.stack.Stat(key)
+	if errors.Is(err, tiers.ErrNotFound) {
+		if d.s.pending.has(key) || d.s.pending.epoch(key) != epoch {
+			out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching the miss
+		}
+		return nil, syscall.ENOENT
+	}
+	if err != nil {
+		return nil, d.s.fail("lookup", key.Path(), err)
+	}
+	return d.fileInode(ctx, key, bi, out), 0
+}
+
+// fileInode returns the node of a published file and fills out.
+func (d *shardNode) fileInode(ctx context.Context, key tiers.Key, bi tiers.BlockInfo, out *fuse.EntryOut) *gofs.Inode {
+	id := fileInoName(key)
+	ino := d.s.inos.acquire(id)
+	ch := newChild(ctx, &d.Inode, key.FileName(), ino, syscall.S_IFREG, func() gofs.InodeEmbedder {
+		return newStoredNode(d.s, key, ino)
+	})
+	d.s.fileAttr(&out.Attr, bi.Size, bi.MTime, publishedPerm)
+	ttl(out, d.s.opts.EntryTTL)
+	return ch
+}
+
+// fileInoName is the identity of a published file's number.
+func fileInoName(key tiers.Key) inoName {
+	tag := tagBlock
+	if key.Kind == hashdir.Repr {
+		tag = tagRepr
+	}
+	return inoName{tag: tag, model: key.Model, id: key.ID}
+}
+
+// Readdir lists the published files of the shard, sorted by name.
+func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	keys := d.s.shardKeys(d.model, d.shard)
+	ents := make([]fuse.DirEntry, 0, len(keys))
+	for _, k := range keys {
+		ents = append(ents, fuse.DirEntry{Name: k.FileName(), Mode: syscall.S_IFREG, Ino: d.s.inos.peek(fileInoName(k))})
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
+	return gofs.NewListDirStream(ents), 0
+}
+
+// Create starts writing a block or sidecar: a private file no other
+// process sees until close publishes it. A bad name is EINVAL; an id
+// already published is EEXIST with O_EXCL, EACCES without.
+func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	key, err := d.key(name)
+	if err != nil {
+		return nil, nil, 0, d.s.fail("create", d.what+"/"+name, err)
+	}
+	h, errno := d.s.startWrite(key, flags)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	ino := uint64(tagPending)<<tagShift | d.s.seq.Add(1)&lowMask
+	ch := d.NewInode(ctx, &pendingNode{common: common{s: d.s}, h: h}, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino})
+	h.fillAttr(&out.Attr)
+	ttl(out, 0) // the writer's own view: never cached, never seen by others
+	return ch, h, d.s.openFlags(), 0
+}
+
+// Unlink removes a block (and its sidecar) or a sidecar from every tier.
+// Open descriptors keep reading what they opened.
+func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	key, err := d.key(name)
+	if err != nil {
+		d.s.debugFail("unlink", d.what+"/"+name, err)
+		return syscall.ENOENT
+	}
+	if err := d.s.stack.Remove(key); err != nil {
+		if errors.Is(err, tiers.ErrNotFound) {
+			d.s.listed(key, false)
+		}
+		return d.s.fail("unlink", key.Path(), err)
+	}
+	d.s.hits.forget(key, false)
+	d.s.forgetUsage(key.Model)
+	d.s.listed(key, false)
+	if key.Kind == hashdir.Block {
+		side := tiers.Key{Model: key.Model, ID: key.ID, Kind: hashdir.Repr}
+		d.s.hits.forget(side, false)
+		d.s.listed(side, false)
+		if d.GetChild(side.FileName()) != nil {
+			// In the background: the kernel holds this directory's lock
+			// until UNLINK is answered, and the notification takes it.
+			go d.s.notifyGone(&d.Inode, side.FileName())
+		}
+	}
+	return 0
+}
+
+// Mkdir is refused: a shard holds files only.
+func (d *shardNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, d.s.fail("mkdir", d.what+"/"+name, errImmutable)
+}
+
+// Rmdir: a shard holds no directories.
+func (d *shardNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return syscall.ENOTDIR
+}
