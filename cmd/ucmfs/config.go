@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// mountConfig is everything `ucmfs mount` needs, resolved once from the
+// defaults, then the --config file, then the flags. Nothing below the
+// command line sees flags or YAML: runMount takes only this struct.
+type mountConfig struct {
+	Mountpoint      string        // absolute
+	Memory          int64         // memory tier capacity, bytes
+	MemoryDir       string        // RAM-backed parent of the memory tier's private directory
+	Tiers           []tierSpec    // directory tiers, fastest first; empty: memory only
+	WriteThrough    bool          // publish waits for the first persistent tier
+	AllowOther      bool          // let other users see the mount
+	Passthrough     bool          // FUSE passthrough (default: on as root)
+	EntryTTL        time.Duration // kernel cache of published entries and attrs
+	NegativeTTL     time.Duration // kernel cache of misses
+	MaxFileSize     int64         // largest block file accepted, bytes
+	LogLevel        slog.Level
+	Debug           bool          // log every FUSE request
+	ShutdownTimeout time.Duration // bound on the flush at SIGINT/SIGTERM
+}
+
+// tierSpec is one directory tier: --tier KIND:DIR[:SIZE] or a tiers: entry.
+type tierSpec struct {
+	Kind string // nvme, nfs or ds3fs
+	Dir  string // absolute
+	Size int64  // capacity in bytes; 0: what the filesystem has room for
+}
+
+// String is KIND:DIR, as the ready line shows it.
+func (t tierSpec) String() string { return t.Kind + ":" + t.Dir }
+
+// tierKinds are the directory tier kinds, in the order the help lists them.
+var tierKinds = []string{"nvme", "nfs", "ds3fs"}
+
+// defaultMountConfig is the configuration of `ucmfs mount MNT` with no
+// other flag. The default tier is filled in by resolveTiers.
+func defaultMountConfig() mountConfig {
+	return mountConfig{
+		Memory:          1 << 30,
+		MemoryDir:       "/dev/shm",
+		Passthrough:     os.Geteuid() == 0,
+		EntryTTL:        time.Hour,
+		NegativeTTL:     time.Second,
+		MaxFileSize:     1 << 30,
+		LogLevel:        slog.LevelInfo,
+		ShutdownTimeout: 30 * time.Second,
+	}
+}
+
+// defaultTierDir is the per-user default nvme tier:
+// $XDG_CACHE_HOME/ucmfs/nvme, else ~/.cache/ucmfs/nvme.
+func defaultTierDir() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no default tier directory (%w): give --tier nvme:DIR", err)
+	}
+	return filepath.Join(cache, "ucmfs", "nvme"), nil
+}
+
+// fileConfig is the YAML of --config. Every key is optional; a key that is
+// present overrides the default, and a flag overrides the key. Unknown
+// keys are an error, so a typo does not pass silently.
+type fileConfig struct {
+	Memory          *byteSize      `yaml:"memory"`
+	MemoryDir       *string        `yaml:"memory_dir"`
+	Tiers           *[]fileTier    `yaml:"tiers"`
+	WriteThrough    *bool          `yaml:"write_through"`
+	AllowOther      *bool          `yaml:"allow_other"`
+	Passthrough     *bool          `yaml:"passthrough"`
+	EntryTTL        *time.Duration `yaml:"entry_ttl"`
+	NegativeTTL     *time.Duration `yaml:"negative_ttl"`
+	MaxFileSize     *byteSize      `yaml:"max_file_size"`
+	LogLevel        *string        `yaml:"log_level"`
+	Debug           *bool          `yaml:"debug"`
+	ShutdownTimeout *time.Duration `yaml:"shutdown_timeout"`
+}
+
+// fileTier is one entry of tiers: in the YAML file.
+type fileTier struct {
+	Kind string   `yaml:"kind"`
+	Dir  string   `yaml:"dir"`
+	Size byteSize `yaml:"size"`
+}
+
+// byteSize is a size in YAML: a plain integer of bytes or a string such
+// as "512MiB" or "10G" (see parseSize).
+type byteSize int64
+
+// UnmarshalYAML parses a size scalar.
+func (b *byteSize) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: a size must be a scalar such as 1GiB", n.Line)
+	}
+	v, err := parseSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*b = byteSize(v)
+	return nil
+}
+
+// loadConfigFile reads and strictly decodes a YAML config file.
+func loadConfigFile(path string) (fileConfig, error) {
+	var fc fileConfig
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fc, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) { // an empty file is all defaults
+		return fc, fmt.Errorf("%s: %w", path, err)
+	}
+	return fc, nil
+}
+
+// apply overlays the keys present in fc onto cfg.
+func (fc fileConfig) apply(cfg *mountConfig) error {
+	set := func(dst *int64, v *byteSize) {
+		if v != nil {
+			*dst = int64(*v)
+		}
+	}
+	set(&cfg.Memory, fc.Memory)
+	set(&cfg.MaxFileSize, fc.MaxFileSize)
+	for dst, v := range map[*bool]*bool{&cfg.WriteThrough: fc.WriteThrough, &cfg.AllowOther: fc.AllowOther,
+		&cfg.Passthrough: fc.Passthrough, &cfg.Debug: fc.Debug} {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	for dst, v := range map[*time.Duration]*time.Duration{&cfg.EntryTTL: fc.EntryTTL,
+		&cfg.NegativeTTL: fc.NegativeTTL, &cfg.ShutdownTimeout: fc.ShutdownTimeout} {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	if fc.MemoryDir != nil {
+		cfg.MemoryDir = *fc.MemoryDir
+	}
+	if fc.LogLevel != nil {
+		lvl, err := parseLogLevel(*fc.LogLevel)
+		if err != nil {
+			return err
+		}
+		cfg.LogLevel = lvl
+	}
+	if fc.Tiers != nil {
+		cfg.Tiers = []tierSpec{} // present, possibly empty: memory only
+		for i, t := range *fc.Tiers {
+			if t.Kind == "" || t.Dir == "" {
+				return fmt.Errorf("tiers[%d]: needs kind and dir", i)
+			}
+			cfg.Tiers = append(cfg.Tiers, tierSpec{Kind: t.Kind, Dir: t.Dir, Size: int64(t.Size)})
+		}
+	}
+	return nil
+}
+
+// parseLogLevel accepts debug, info, warn and error.
+func parseLogLevel(s string) (slog.Level, error) {
+	var lvl slog.Level
+	switch strings.ToLower(s) {
+	case "debug", "info", "warn", "error":
+		return lvl, lvl.UnmarshalText([]byte(s))
+	}
+	return lvl, fmt.Errorf("log level %q: want debug, info, warn or error", s)
+}
+
+// parseTierSpec parses KIND:DIR[:SIZE]. A last ":SIZE" part is taken as a
+// size only when it parses as one, so a directory may contain ':'.
+func parseTierSpec(s string) (tierSpec, error) {
+	kind, rest, ok := strings.Cut(s, ":")
+	if !ok || rest == "" {
+		return tierSpec{}, fmt.Errorf("tier %q: want KIND:DIR[:SIZE]", s)
+	}
+	t := tierSpec{Kind: kind, Dir: rest}
+	if i := strings.LastIndexByte(rest, ':'); i > 0 {
+		if n, err := parseSize(rest[i+1:]); err == nil {
+			t.Dir, t.Size = rest[:i], n
+		}
+	}
+	return t, nil
+}
+
+// sizeUnits are the suffixes parseSize accepts. Single letters and the
+// IEC forms are powers of 1024; KB, MB, GB, TB are powers of 1000.
+var sizeUnits = map[string]int64{
+	"": 1, "b": 1,
+	"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
+	"m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
+	"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
+	"t": 1 << 40, "tib": 1 << 40, "tb": 1e12,
+}
+
+// parseSize parses a byte count: "1073741824", "512MiB", "1GiB", "10G",
+// "1.5g", "100MB". Units are case-insensitive.
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i < 0 {
+		i = len(t)
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	mult, ok := sizeUnits[unit]
+	if num == "" || !ok {
+		return 0, fmt.Errorf("size %q: want bytes or a number with K, M, G, T, KiB, MiB, GiB, TiB, KB, MB, GB, TB", s)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v*float64(mult) >= math.MaxInt64 {
+		return 0, fmt.Errorf("size %q: not a number of bytes in range", s)
+	}
+	return int64(v * float64(mult)), nil
+}
+
+// formatSize writes n bytes with one decimal and a binary unit: "1.0 GiB".
+func formatSize(n int64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/1024, 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
+}
+
+// resolve checks cfg and fills in what depends on the machine: absolute
+// paths and, when no tier was configured, the default nvme tier.
+// noTiers keeps an empty tier list (memory only).
+func (cfg *mountConfig) resolve(noTiers bool) error {
+	if cfg.Memory <= 0 {
+		return fmt.Errorf("memory size must be > 0")
+	}
+	if cfg.MaxFileSize <= 0 || cfg.EntryTTL < 0 || cfg.NegativeTTL < 0 || cfg.ShutdownTimeout <= 0 {
+		return fmt.Errorf("max-file-size and shutdown-timeout must be > 0, TTLs >= 0")
+	}
+	if cfg.Tiers == nil && !noTiers {
+		dir, err := defaultTierDir()
+		if err != nil {
+			return err
+		}
+		cfg.Tiers = []tierSpec{{Kind: "nvme", Dir: dir}}
+	}
+	var err error
+	if cfg.Mountpoint, err = filepath.Abs(cfg.Mountpoint); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for i := range cfg.Tiers {
+		t := &cfg.Tiers[i]
+		if !slices.Contains(tierKinds, t.Kind) {
+			return fmt.Errorf("tier %s: kind must be one of %s", t, strings.Join(tierKinds, ", "))
+		}
+		if t.Dir, err = filepath.Abs(t.Dir); err != nil {
+			return err
+		}
+		if seen[t.Dir] {
+			return fmt.Errorf("tier directory %s is given twice", t.Dir)
+		}
+		seen[t.Dir] = true
+		if within(t.Dir, cfg.Mountpoint) || within(cfg.Mountpoint, t.Dir) {
+			return fmt.Errorf("tier directory %s and mount point %s must not contain each other", t.Dir, cfg.Mountpoint)
+		}
+	}
+	return nil
+}
+
+// within reports whether path is dir or below it (both clean and absolute).
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ucmfs/ucmfs/fs"
+	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/urfave/cli/v3"
+)
+
+func init() { register(mountCommand) }
+
+// Flag categories of `ucmfs mount --help`.
+const (
+	catStorage   = "Storage"
+	catFUSE      = "FUSE"
+	catLifecycle = "Lifecycle"
+	catLogging   = "Logging"
+)
+
+// mountCommand is `ucmfs mount`: the daemon, in the foreground.
+func mountCommand() *cli.Command { return newMountCommand(runMount) }
+
+// newMountCommand builds `ucmfs mount` around run, which receives the
+// resolved configuration; tests pass a run that only records it.
+func newMountCommand(run func(ctx context.Context, cfg mountConfig, stderr io.Writer) error) *cli.Command {
+	return &cli.Command{
+		Name:      "mount",
+		Usage:     "mount the KV-cache block filesystem (foreground; SIGINT/SIGTERM flush and unmount)",
+		ArgsUsage: "MOUNTPOINT",
+		Description: "Serves <model>/<hh>/<id>.bin block files from a memory tier that spills, in order,\n" +
+			"to directory tiers. The mount is ready when MOUNTPOINT/.ucm/stats can be read; a line\n" +
+			"'ucmfs: mounted on ...' on stderr says so. Settings come from the defaults, then\n" +
+			"--config FILE, then the flags. See docs/operations.md.",
+		Flags:                     slices.Concat(storageFlags(), fuseFlags(), lifecycleFlags(), loggingFlags()),
+		DisableSliceFlagSeparator: true, // a tier directory may contain ','
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			cfg, err := mountConfigFrom(cmd)
+			if err != nil {
+				return err
+			}
+			return run(ctx, cfg, cmd.Root().ErrWriter)
+		},
+	}
+}
+
+// storageFlags are the memory and directory tier flags.
+func storageFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "memory", Category: catStorage, Value: "1GiB",
+			Usage: "`SIZE` of the memory tier: bytes, or 512MiB, 1GiB, 10G, ..."},
+		&cli.StringFlag{Name: "memory-dir", Category: catStorage, Value: "/dev/shm", TakesFile: true,
+			Usage: "tmpfs `DIR` that holds the memory tier's private directory"},
+		&cli.StringSliceFlag{Name: "tier", Category: catStorage,
+			Usage: "directory `TIER` KIND:DIR[:SIZE], KIND nvme|nfs|ds3fs; repeatable, fastest first " +
+				"(default: nvme:$XDG_CACHE_HOME/ucmfs/nvme, else nvme:~/.cache/ucmfs/nvme)"},
+		&cli.BoolFlag{Name: "memory-only", Category: catStorage,
+			Usage: "no directory tier: a volatile cache in RAM"},
+		&cli.BoolFlag{Name: "write-through", Category: catStorage,
+			Usage: "close() returns once the block is on the first directory tier"},
+		&cli.StringFlag{Name: "config", Category: catStorage, TakesFile: true,
+			Usage: "YAML `FILE` with the same settings (flags override it)"},
+	}
+}
+
+// fuseFlags are the kernel-facing flags.
+func fuseFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "allow-other", Category: catFUSE, Usage: "let other users access the mount"},
+		&cli.BoolFlag{Name: "no-passthrough", Category: catFUSE,
+			Usage: "serve reads from the daemon instead of FUSE passthrough (passthrough is on by default as root)"},
+		&cli.DurationFlag{Name: "negative-ttl", Category: catFUSE, Value: defaultMountConfig().NegativeTTL,
+			Usage: "how long (`DURATION`) the kernel caches a miss; blocks another host publishes on a shared tier appear after it"},
+		&cli.DurationFlag{Name: "entry-ttl", Category: catFUSE, Value: defaultMountConfig().EntryTTL,
+			Usage: "how long (`DURATION`) the kernel caches published entries and attributes"},
+		&cli.StringFlag{Name: "max-file-size", Category: catFUSE, Value: "1GiB",
+			Usage: "largest block file accepted (`SIZE`); larger writes fail"},
+	}
+}
+
+// lifecycleFlags are the shutdown flags.
+func lifecycleFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "shutdown-timeout", Category: catLifecycle, Value: defaultMountConfig().ShutdownTimeout,
+			Usage: "at SIGINT/SIGTERM, how long (`DURATION`) to write dirty blocks to the first directory tier"},
+	}
+}
+
+// loggingFlags are the log flags.
+func loggingFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "log-level", Category: catLogging, Value: "info", Usage: "`LEVEL` debug, info, warn or error"},
+		&cli.BoolFlag{Name: "debug", Category: catLogging, Usage: "log every FUSE request (very verbose)"},
+	}
+}
+
+// mountConfigFrom turns the command line into a mountConfig: defaults,
+// then the --config file, then every flag that was set. Bad input is a
+// usage error (exit status 2).
+func mountConfigFrom(cmd *cli.Command) (mountConfig, error) {
+	cfg := defaultMountConfig()
+	if cmd.Args().Len() != 1 {
+		return cfg, usageErrorf("mount: want exactly one MOUNTPOINT, got %d arguments", cmd.Args().Len())
+	}
+	cfg.Mountpoint = cmd.Args().First()
+	if path := cmd.String("config"); path != "" {
+		fc, err := loadConfigFile(path)
+		if err == nil {
+			err = fc.apply(&cfg)
+		}
+		if err != nil {
+			return cfg, usageErrorf("mount: config: %v", err)
+		}
+	}
+	if err := applyFlags(cmd, &cfg); err != nil {
+		return cfg, usageErrorf("mount: %v", err)
+	}
+	if err := cfg.resolve(cmd.Bool("memory-only")); err != nil {
+		return cfg, usageErrorf("mount: %v", err)
+	}
+	return cfg, nil
+}
+
+// applyFlags overlays the flags the user set onto cfg.
+func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
+	for name, dst := range map[string]*int64{"memory": &cfg.Memory, "max-file-size": &cfg.MaxFileSize} {
+		if cmd.IsSet(name) {
+			n, err := parseSize(cmd.String(name))
+			if err != nil {
+				return fmt.Errorf("--%s: %w", name, err)
+			}
+			*dst = n
+		}
+	}
+	for name, dst := range map[string]*bool{"write-through": &cfg.WriteThrough, "allow-other": &cfg.AllowOther,
+		"debug": &cfg.Debug} {
+		if cmd.IsSet(name) {
+			*dst = cmd.Bool(name)
+		}
+	}
+	if cmd.IsSet("no-passthrough") {
+		cfg.Passthrough = !cmd.Bool("no-passthrough")
+	}
+	for name, dst := range map[string]*time.Duration{"negative-ttl": &cfg.NegativeTTL, "entry-ttl": &cfg.EntryTTL,
+		"shutdown-timeout": &cfg.ShutdownTimeout} {
+		if cmd.IsSet(name) {
+			*dst = cmd.Duration(name)
+		}
+	}
+	if cmd.IsSet("memory-dir") {
+		cfg.MemoryDir = cmd.String("memory-dir")
+	}
+	if cmd.IsSet("log-level") {
+		lvl, err := parseLogLevel(cmd.String("log-level"))
+		if err != nil {
+			return err
+		}
+		cfg.LogLevel = lvl
+	}
+	switch {
+	case cmd.Bool("memory-only") && len(cmd.StringSlice("tier")) > 0:
+		return errors.New("--memory-only and --tier exclude each other")
+	case cmd.Bool("memory-only"):
+		cfg.Tiers = []tierSpec{}
+	case cmd.IsSet("tier"):
+		cfg.Tiers = nil
+		for _, s := range cmd.StringSlice("tier") {
+			t, err := parseTierSpec(s)
+			if err != nil {
+				return err
+			}
+			cfg.Tiers = append(cfg.Tiers, t)
+		}
+	}
+	return nil
+}
+
+// runMount mounts cfg and serves until a signal (ctx is cancelled) or an
+// external unmount; see serve for the shutdown.
+func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if err := checkMountpoint(cfg.Mountpoint); err != nil {
+		return err
+	}
+	st, err := buildStack(cfg, log)
+	if err != nil {
+		return err
+	}
+	srv, err := fs.Mount(cfg.Mountpoint, st, fs.Options{
+		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
+		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL, MaxFileSize: cfg.MaxFileSize,
+		Logger: log, Debug: cfg.Debug,
+	})
+	if err != nil {
+		closeStack(st, cfg.ShutdownTimeout, log)
+		return fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
+	}
+	return serve(ctx, cfg, srv, st, log, stderr)
+}
+
+// buildStack creates the memory tier, the directory tiers and the stack;
+// on failure it closes what it made.
+func buildStack(cfg mountConfig, log *slog.Logger) (*tiers.Stack, error) {
+	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: cfg.Memory, Dir: cfg.MemoryDir, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("memory tier in %s: %w (choose a tmpfs directory with --memory-dir)", cfg.MemoryDir, err)
+	}
+	var dirs []*tiers.DirTier
+	fail := func(err error) (*tiers.Stack, error) {
+		for _, d := range dirs {
+			d.Close()
+		}
+		mem.Close()
+		return nil, err
+	}
+	for _, t := range cfg.Tiers {
+		if err := prepareTierDir(t); err != nil {
+			return fail(err)
+		}
+		d, err := tiers.NewDirTier(tiers.DirConfig{Kind: t.Kind, Dir: t.Dir, Capacity: t.Size, Logger: log})
+		if err != nil {
+			return fail(fmt.Errorf("tier %s: %w", t, err))
+		}
+		dirs = append(dirs, d)
+	}
+	st, err := tiers.NewStack(tiers.StackConfig{WriteThrough: cfg.WriteThrough, Logger: log}, mem, dirs)
+	if err != nil {
+		return fail(err)
+	}
+	return st, nil
+}
+
+// prepareTierDir creates a missing nvme tier directory. A shared (nfs,
+// ds3fs) directory must exist: creating it would put the "shared" tier on
+// the local disk when the network filesystem is not mounted.
+func prepareTierDir(t tierSpec) error {
+	fi, err := os.Stat(t.Dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("tier %s: not a directory", t)
+	case err == nil:
+		return nil
+	case errors.Is(err, os.ErrNotExist) && t.Kind == "nvme":
+		return os.MkdirAll(t.Dir, 0o755)
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("tier %s: directory does not exist (is the %s filesystem mounted?)", t, strings.ToUpper(t.Kind))
+	}
+	return fmt.Errorf("tier %s: %w", t, err)
+}

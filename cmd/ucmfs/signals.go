@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ucmfs/ucmfs/fs"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// The daemon's life after fs.Mount: readiness, then one of
+//
+//	SIGINT/SIGTERM (ctx cancelled): stop writes, flush dirty blocks (bounded
+//	    by ShutdownTimeout; a second SIGINT cuts it short), unmount, close.
+//	external umount (Wait returns): flush, close.
+//
+// Exit status 0 when every dirty block reached the first directory tier,
+// 1 when some may be lost (the error says why).
+
+const (
+	readyTimeout = 30 * time.Second // the mount must answer .ucm/stats by then
+	detachWait   = 5 * time.Second  // after a lazy unmount, how long to wait for the kernel
+)
+
+// serve waits for readiness, prints the ready line, then waits for a
+// signal or an external unmount and shuts down.
+func serve(ctx context.Context, cfg mountConfig, srv *fs.Server, st *tiers.Stack, log *slog.Logger, stderr io.Writer) error {
+	unmounted := make(chan struct{})
+	go func() { srv.Wait(); close(unmounted) }()
+	if err := waitReady(ctx, cfg.Mountpoint, unmounted); err != nil {
+		log.Error("mount not ready", "err", err)
+		unmount(srv, cfg.Mountpoint, unmounted, log)
+		closeStack(st, cfg.ShutdownTimeout, log)
+		return err
+	}
+	if ctx.Err() == nil {
+		names := make([]string, len(cfg.Tiers))
+		for i, t := range cfg.Tiers {
+			names[i] = t.String()
+		}
+		if len(names) == 0 {
+			names = []string{"none"}
+		}
+		pt := "off"
+		if srv.PassthroughActive() {
+			pt = "on"
+		}
+		fmt.Fprintf(stderr, "ucmfs: mounted on %s (memory %s, tiers: %s, passthrough %s)\n",
+			cfg.Mountpoint, formatSize(cfg.Memory), strings.Join(names, ", "), pt)
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: stopping writes, flushing dirty blocks, unmounting", "timeout", cfg.ShutdownTimeout)
+		srv.StopWrites()
+		fctx, cancel := flushContext(cfg.ShutdownTimeout, log)
+		defer cancel()
+		flushErr := st.FlushAll(fctx, "")
+		unmount(srv, cfg.Mountpoint, unmounted, log)
+		return shutdownError(errors.Join(flushErr, st.Close(fctx)))
+	case <-unmounted:
+		log.Info("unmounted from outside: flushing dirty blocks")
+		fctx, cancel := flushContext(cfg.ShutdownTimeout, log)
+		defer cancel()
+		return shutdownError(st.Close(fctx))
+	}
+}
+
+// shutdownError words a failed flush or close for the exit message.
+func shutdownError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("shutdown: blocks only in memory may be lost: %w", err)
+}
+
+// waitReady polls MNT/.ucm/stats until it reads, the server ends, ctx is
+// cancelled (the shutdown then proceeds as usual) or readyTimeout passes.
+func waitReady(ctx context.Context, mnt string, unmounted <-chan struct{}) error {
+	deadline := time.Now().Add(readyTimeout)
+	stats := filepath.Join(mnt, ".ucm", "stats")
+	for {
+		if _, err := os.ReadFile(stats); err == nil {
+			return nil
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("%s not readable after %v: %w", stats, readyTimeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-unmounted:
+			return fmt.Errorf("%s was unmounted before it was ready", mnt)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// flushContext bounds a shutdown flush by timeout. A second SIGINT (Ctrl-C
+// again) ends it at once; another SIGTERM is logged and ignored, because
+// wrappers (timeout, some init processes) forward a SIGTERM the daemon
+// also received directly.
+func flushContext(timeout time.Duration, log *slog.Logger) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				if sig == os.Interrupt {
+					log.Warn("second interrupt: giving up on the flush")
+					cancel()
+					return
+				}
+				log.Info("already shutting down; press Ctrl-C (SIGINT) to give up on the flush")
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel() }
+}
+
+// closeStack closes st with a bounded flush, logging a failure.
+func closeStack(st *tiers.Stack, timeout time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := st.Close(ctx); err != nil {
+		log.Error("closing the tiers", "err", err)
+	}
+}
+
+// unmount unmounts (the server detaches a busy mount lazily: it leaves
+// the namespace and open files keep working until this process exits),
+// then waits, bounded, for the kernel to let go.
+func unmount(srv *fs.Server, mnt string, unmounted <-chan struct{}, log *slog.Logger) {
+	select {
+	case <-unmounted:
+		return
+	default:
+	}
+	if err := srv.Unmount(); err != nil {
+		log.Error("unmount failed", "mountpoint", mnt, "err", err)
+	}
+	select {
+	case <-unmounted:
+	case <-time.After(detachWait):
+		log.Warn("the kernel still holds the mount (files open in it); exiting anyway", "mountpoint", mnt)
+	}
+}
+
+// checkMountpoint refuses a mount point that is missing, not a directory,
+// a dead FUSE mount, already mounted, or not empty, each with a message
+// that says what to do.
+func checkMountpoint(mnt string) error {
+	fi, err := os.Stat(mnt)
+	switch {
+	case errors.Is(err, syscall.ENOTCONN):
+		return fmt.Errorf("%s is a dead FUSE mount (its daemon died): run 'umount -l %s' first", mnt, mnt)
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("mount point %s does not exist: create it with 'mkdir -p %s'", mnt, mnt)
+	case err != nil:
+		return fmt.Errorf("mount point: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("mount point %s is not a directory", mnt)
+	}
+	// Reading the directory reaches a FUSE daemon even when the kernel
+	// still has the root's attributes cached: a dead one answers ENOTCONN.
+	d, err := os.Open(mnt)
+	var names []string
+	if err == nil {
+		names, err = d.Readdirnames(1)
+		d.Close()
+	}
+	if errors.Is(err, syscall.ENOTCONN) {
+		return fmt.Errorf("%s is a dead FUSE mount (its daemon died): run 'umount -l %s' first", mnt, mnt)
+	}
+	if fstype, ok := mountedAt(mnt); ok {
+		return fmt.Errorf("%s is already mounted (%s): unmount it first or choose another directory", mnt, fstype)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("mount point %s is not empty (it holds %q): choose an empty directory", mnt, names[0])
+	}
+	return nil
+}
+
+// mountedAt reports whether a filesystem is mounted exactly at path (per
+// /proc/self/mountinfo) and its type.
+func mountedAt(path string) (fstype string, ok bool) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// 36 35 98:0 /root /mnt/point rw,noatime master:1 - ext4 /dev/sda1 rw
+		pre, post, found := strings.Cut(sc.Text(), " - ")
+		fields := strings.Fields(pre)
+		if !found || len(fields) < 5 || unescapeMountinfo(fields[4]) != path {
+			continue
+		}
+		if t := strings.Fields(post); len(t) > 0 {
+			fstype = t[0]
+		}
+		ok = true // keep going: the last mount at path is the visible one
+	}
+	return fstype, ok
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 for a space) of a
+// /proc/self/mountinfo path.
+func unescapeMountinfo(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

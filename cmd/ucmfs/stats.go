@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/urfave/cli/v3"
+)
+
+func init() { register(statsCommand) }
+
+// statsCommand is `ucmfs stats`: a human view of MOUNTPOINT/.ucm/stats.
+func statsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "stats",
+		Usage:     "show the tiers and counters of a mounted ucmfs",
+		ArgsUsage: "MOUNTPOINT",
+		Description: "Reads MOUNTPOINT/.ucm/stats (a JSON snapshot) and prints, per tier, capacity,\n" +
+			"use, blocks and health, then hits, misses, bytes in/out, the flush queue,\n" +
+			"evictions and errors. --json prints the snapshot as it is.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the raw JSON snapshot"},
+		},
+		Action: func(_ context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() != 1 {
+				return usageErrorf("stats: want exactly one MOUNTPOINT, got %d arguments", cmd.Args().Len())
+			}
+			raw, err := readStats(cmd.Args().First())
+			if err != nil {
+				return err
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				_, err = w.Write(raw)
+				return err
+			}
+			return printStats(w, raw)
+		},
+	}
+}
+
+// readStats reads the stats file of the mount at mnt.
+func readStats(mnt string) ([]byte, error) {
+	raw, err := os.ReadFile(filepath.Join(mnt, ".ucm", "stats"))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("%s is not a ucmfs mount (no .ucm/stats)", mnt)
+	case errors.Is(err, syscall.ENOTCONN):
+		return nil, fmt.Errorf("%s is a dead FUSE mount (its daemon died): run 'umount -l %s'", mnt, mnt)
+	case err != nil:
+		return nil, err
+	}
+	return raw, nil
+}
+
+// printStats writes the human view of a stats snapshot: the tier table,
+// the counters, then any field this version does not know, as it is.
+func printStats(w io.Writer, raw []byte) error {
+	var st tiers.Stats
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return fmt.Errorf("stats: not a stats snapshot: %w", err)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIER\tCAPACITY\tUSED\tUSE%\tBLOCKS\tHEALTH")
+	for _, t := range st.Tiers {
+		pct := "-"
+		if t.Capacity > 0 {
+			pct = fmt.Sprintf("%.1f%%", 100*float64(t.Used)/float64(t.Capacity))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", t.Name, formatSize(t.Capacity), formatSize(t.Used), pct, t.Blocks, t.Health)
+	}
+	fmt.Fprintln(tw)
+	rows := [][2]string{
+		{"hits", fmt.Sprintf("%d (memory %d, lower tiers %d)", st.MemHits+st.LowerHits, st.MemHits, st.LowerHits)},
+		{"misses", fmt.Sprint(st.Misses)},
+		{"published", fmt.Sprintf("%d (rejected %d, duplicates %d)", st.Published, st.Rejected, st.Duplicates)},
+		{"bytes in", formatSize(st.BytesIn)},
+		{"bytes out", formatSize(st.BytesOut)},
+		{"flush queue", fmt.Sprint(st.FlushQueue)},
+		{"write-backs", fmt.Sprintf("%d (direct writes %d, room waits %d)", st.WriteBacks, st.DirectWrites, st.RoomWaits)},
+		{"evictions", fmt.Sprintf("%d (promotions %d, demotions %d, drops %d)", st.Evictions, st.Promotions, st.Demotions, st.Drops)},
+		{"errors", fmt.Sprintf("%d (write-back %d, crc %d, quarantined %d)",
+			st.WriteBackErrors+st.CRCErrors, st.WriteBackErrors, st.CRCErrors, st.Quarantined)},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+	}
+	for _, kv := range extraFields(raw) {
+		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+	}
+	return tw.Flush()
+}
+
+// extraFields are the top-level fields of raw that tiers.Stats does not
+// name (the mount may add its own), sorted by name, values as JSON.
+func extraFields(raw []byte) [][2]string {
+	var all, known map[string]json.RawMessage
+	if json.Unmarshal(raw, &all) != nil {
+		return nil
+	}
+	empty, _ := json.Marshal(tiers.Stats{})
+	json.Unmarshal(empty, &known)
+	var out [][2]string
+	for k, v := range all {
+		if _, ok := known[k]; !ok {
+			out = append(out, [2]string{k, string(v)})
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]string) int {
+		if a[0] < b[0] {
+			return -1
+		}
+		if a[0] > b[0] {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
