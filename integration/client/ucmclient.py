@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""ucmclient: the reference engine client for ucmfs (Python standard library only).
+
+Copy this file into an inference engine. It speaks the ucmfs contract with
+plain POSIX calls; nothing here needs the daemon's internals:
+
+  * block ids: the hash chain of SPEC section 3 (MD5, 4-byte little-endian tokens);
+  * the 64-byte UCMB header (SPEC section 4), built and parsed strictly, with a
+    table-driven CRC-32C (Castagnoli) in pure Python;
+  * write a block: open(O_CREAT|O_EXCL|O_WRONLY), write, optional fsync,
+    close. close() is the verdict: it returns (published) or raises OSError
+    (EINVAL rejected, ENOSPC no room). EEXIST on open means "already there";
+  * read a whole block, or one layer of it with pread;
+  * lookup: the longest present prefix of a chain, by os.stat;
+  * the user.ucm.* extended attributes, by os.getxattr.
+
+A tier directory has the same layout as the mount, so every read function
+also works on a tier directory (for example after the daemon stopped).
+
+Run ``python3 ucmclient.py demo MOUNTPOINT`` to see it all once, or
+``python3 ucmclient.py --help`` for the command line used by the tests.
+"""
+
+import errno
+import hashlib
+import os
+import struct
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+HEADER_SIZE = 64
+MAGIC = b"UCMB"
+VERSION = 1
+FLAG_CRC = 1
+SEED_PREFIX = b"UCMHASHSEED"
+
+#: dtype name -> (enum value, element size in bytes), SPEC section 4.
+DTYPES: Dict[str, Tuple[int, int]] = {
+    "float16": (0, 2),
+    "bfloat16": (1, 2),
+    "float32": (2, 4),
+    "float8_e4m3fn": (3, 1),
+    "float8_e5m2": (4, 1),
+    "int8": (5, 1),
+    "uint8": (6, 1),
+}
+_DTYPE_BY_VALUE = {v: (name, size) for name, (v, size) in DTYPES.items()}
+
+# ---------------------------------------------------------------- CRC-32C
+
+
+def _crc32c_table() -> List[int]:
+    poly = 0x82F63B78  # Castagnoli, reflected
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ poly if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC_TABLE = _crc32c_table()
+
+
+def crc32c(data: bytes, crc: int = 0) -> int:
+    """CRC-32C (Castagnoli) of data, continuing from crc (0 to start)."""
+    table = _CRC_TABLE
+    c = crc ^ 0xFFFFFFFF
+    for b in data:
+        c = table[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+# ---------------------------------------------------------------- hash chain
+
+
+def meta(model: str, world_size: int, dtype: str, rank: int) -> str:
+    """The chain's meta string "<model>:<world_size>:<dtype>:<rank>" (engine names)."""
+    return "%s:%d:%s:%d" % (model, world_size, dtype, rank)
+
+
+def chain_seed(meta_str: str) -> bytes:
+    """parent_0 = MD5("UCMHASHSEED" || meta), meta as UTF-8."""
+    return hashlib.md5(SEED_PREFIX + meta_str.encode("utf-8")).digest()
+
+
+def next_id(parent: bytes, tokens: Sequence[int]) -> bytes:
+    """id = MD5(parent || tokens as little-endian uint32 each)."""
+    return hashlib.md5(parent + struct.pack("<%dI" % len(tokens), *tokens)).digest()
+
+
+def chain(meta_str: str, block_size: int, tokens: Sequence[int]) -> List[bytes]:
+    """The ids of every full block of tokens; a trailing partial block has none."""
+    ids, parent = [], chain_seed(meta_str)
+    for i in range(len(tokens) // block_size):
+        parent = next_id(parent, tokens[i * block_size:(i + 1) * block_size])
+        ids.append(parent)
+    return ids
+
+
+def escape_model(engine_name: str) -> str:
+    """The model directory name: every "/" becomes "--"."""
+    return engine_name.replace("/", "--")
+
+
+def block_path(root: str, model: str, block_id: bytes, ext: str = "bin") -> str:
+    """<root>/<model>/<hh>/<id>.<ext> for a mount or a tier directory."""
+    h = block_id.hex()
+    return os.path.join(root, model, h[:2], "%s.%s" % (h, ext))
+
+
+# ---------------------------------------------------------------- UCMB header
+
+
+class BlockHeader(NamedTuple):
+    """The UCMB header. 0 heads/head_dim/payload_len mean "not stated"."""
+
+    block_id: bytes
+    num_layers: int
+    block_size: int
+    dtype: str
+    num_kv_heads: int = 0
+    head_dim: int = 0
+    tensors_per_layer: int = 2
+    payload_crc32c: int = 0
+    flags: int = 0
+    payload_len: int = 0
+
+    _FMT = "<4sI16sIIIIIIIIQ"
+
+    def pack(self) -> bytes:
+        """The 64 header bytes."""
+        return struct.pack(self._FMT, MAGIC, VERSION, self.block_id,
+                           self.num_layers, self.block_size, DTYPES[self.dtype][0],
+                           self.num_kv_heads, self.head_dim, self.tensors_per_layer,
+                           self.payload_crc32c, self.flags, self.payload_len)
+
+    @classmethod
+    def unpack(cls, b: bytes) -> "BlockHeader":
+        """Parse 64 bytes; raise ValueError on anything SPEC section 4 forbids."""
+        if len(b) < HEADER_SIZE:
+            raise ValueError("header needs 64 bytes, have %d" % len(b))
+        (magic, version, bid, layers, bsize, dt, heads, hdim, tpl, crc, flags,
+         plen) = struct.unpack(cls._FMT, b[:HEADER_SIZE])
+        if magic != MAGIC or version != VERSION:
+            raise ValueError("not a UCMB v1 header")
+        if layers < 1 or bsize < 1 or dt not in _DTYPE_BY_VALUE or flags & ~FLAG_CRC:
+            raise ValueError("bad header field")
+        return cls(bid, layers, bsize, _DTYPE_BY_VALUE[dt][0], heads, hdim, tpl,
+                   crc, flags, plen)
+
+    def tensors(self) -> int:
+        """Tensors per layer, with 0 read as 2 (K, V)."""
+        return self.tensors_per_layer or 2
+
+    def tensor_bytes(self) -> int:
+        """Bytes of one tensor (needs heads and head_dim stated)."""
+        return self.block_size * self.num_kv_heads * self.head_dim * DTYPES[self.dtype][1]
+
+    def layer_range(self, layer: int, payload_len: Optional[int] = None) -> Tuple[int, int]:
+        """(file offset, length) of one layer's tensors."""
+        if self.num_kv_heads and self.head_dim:
+            per_layer = self.tensors() * self.tensor_bytes()
+        else:
+            per_layer = (payload_len or self.payload_len) // self.num_layers
+        return HEADER_SIZE + layer * per_layer, per_layer
+
+
+def make_header(block_id: bytes, payload: bytes, num_layers: int, block_size: int,
+                dtype: str, num_kv_heads: int = 0, head_dim: int = 0,
+                tensors_per_layer: int = 2, with_crc: bool = True) -> BlockHeader:
+    """A header for payload, with payload_len and (optionally) its CRC set."""
+    return BlockHeader(block_id, num_layers, block_size, dtype, num_kv_heads, head_dim,
+                       tensors_per_layer, crc32c(payload) if with_crc else 0,
+                       FLAG_CRC if with_crc else 0, len(payload))
+
+
+# ---------------------------------------------------------------- file I/O
+
+
+def write_file(path: str, data: bytes, fsync: bool = False) -> bool:
+    """Create path with data: True when published, False when already present.
+
+    open(O_CREAT|O_EXCL|O_WRONLY), write, optional fsync, close. ucmfs gives
+    its verdict at close() (or fsync()): an OSError with errno EINVAL
+    (rejected), ENOSPC (no room) or another errno propagates to the caller.
+    """
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o444)
+    except FileExistsError:
+        return False
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        if fsync:
+            os.fsync(fd)
+    except BaseException:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        raise
+    os.close(fd)  # the verdict
+    return True
+
+
+def write_block(root: str, model: str, header: BlockHeader, payload: bytes,
+                fsync: bool = False) -> bool:
+    """Publish one block; see write_file for the verdict."""
+    return write_file(block_path(root, model, header.block_id), header.pack() + payload, fsync)
+
+
+def read_block(root: str, model: str, block_id: bytes) -> Tuple[BlockHeader, bytes]:
+    """Read and check one block (header, id, length, CRC); ValueError if bad."""
+    with open(block_path(root, model, block_id), "rb") as f:
+        data = f.read()
+    hdr = BlockHeader.unpack(data)
+    payload = data[HEADER_SIZE:]
+    if hdr.block_id != block_id:
+        raise ValueError("header id %s != file name" % hdr.block_id.hex())
+    if hdr.payload_len and hdr.payload_len != len(payload):
+        raise ValueError("payload_len %d != %d" % (hdr.payload_len, len(payload)))
+    if hdr.flags & FLAG_CRC and crc32c(payload) != hdr.payload_crc32c:
+        raise ValueError("payload CRC mismatch")
+    return hdr, payload
+
+
+def read_layer(root: str, model: str, block_id: bytes, layer: int) -> bytes:
+    """Read one layer's tensors (K then V) with two preads: header, then the layer."""
+    fd = os.open(block_path(root, model, block_id), os.O_RDONLY)
+    try:
+        hdr = BlockHeader.unpack(os.pread(fd, HEADER_SIZE, 0))
+        if not 0 <= layer < hdr.num_layers:
+            raise ValueError("layer %d out of range" % layer)
+        size = os.fstat(fd).st_size
+        off, n = hdr.layer_range(layer, size - HEADER_SIZE)
+        data = os.pread(fd, n, off)
+        if len(data) != n:
+            raise ValueError("short read: %d of %d bytes" % (len(data), n))
+        return data
+    finally:
+        os.close(fd)
+
+
+def lookup_prefix(root: str, model: str, ids: Sequence[bytes]) -> int:
+    """How many leading ids of a chain are present (the engine's prefix match)."""
+    for i, block_id in enumerate(ids):
+        try:
+            os.stat(block_path(root, model, block_id))
+        except FileNotFoundError:
+            return i
+    return len(ids)
+
+
+def block_xattrs(path: str) -> Dict[str, str]:
+    """Every user.ucm.* attribute of a block or model directory, by name."""
+    out = {}
+    for name in os.listxattr(path):
+        if name.startswith("user.ucm."):
+            try:
+                out[name] = os.getxattr(path, name).decode("ascii")
+            except OSError as e:
+                if e.errno != errno.ENODATA:
+                    raise
+    return out
+
+
+def test_payload(block_id: bytes, seed: int, size: int) -> bytes:
+    """Deterministic test bytes for a block (the same id and seed give the same bytes)."""
+    return hashlib.shake_128(block_id + struct.pack("<Q", seed)).digest(size)
+
+
+def demo(mnt: str) -> None:
+    """What an engine does with ucmfs, once: hash, store, match, load a layer."""
+    model_name, dtype, block_size = "demo-org/Demo-1B", "bfloat16", 16
+    model = escape_model(model_name)
+    os.makedirs(os.path.join(mnt, model), exist_ok=True)  # mkdir creates a namespace
+    tokens = list(range(1000, 1000 + 4 * block_size + 5))  # 4 full blocks + 5 tokens
+    ids = chain(meta(model_name, 1, dtype, 0), block_size, tokens)
+    layers, heads, head_dim = 2, 2, 8
+    for i, block_id in enumerate(ids[:3]):  # store the first 3 blocks only
+        payload = test_payload(block_id, 0, layers * 2 * block_size * heads * head_dim * 2)
+        hdr = make_header(block_id, payload, layers, block_size, dtype, heads, head_dim)
+        new = write_block(mnt, model, hdr, payload, fsync=(i == 0))
+        print("block %d %s: %s" % (i, block_id.hex(), "published" if new else "already present"))
+    print("longest present prefix: %d of %d blocks" % (lookup_prefix(mnt, model, ids), len(ids)))
+    layer1 = read_layer(mnt, model, ids[0], 1)
+    print("layer 1 of block 0: %d bytes, crc32c %08x" % (len(layer1), crc32c(layer1)))
+    for name, value in sorted(block_xattrs(block_path(mnt, model, ids[0])).items()):
+        print("  %s=%s" % (name, value))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``demo MOUNTPOINT`` runs demo(); other commands are ucmcli.py's."""
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 2 and argv[0] == "demo":
+        demo(argv[1])
+        return 0
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import ucmcli  # the command line the tests and admins use, next to this file
+
+    return ucmcli.main(argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
