@@ -141,3 +141,20 @@ func TestFsckUsage(t *testing.T) {
 		}
 	}
 }
+
+// The lock file a running daemon holds on its tier is neither bad nor a
+// leftover: --repair must never remove it from under the daemon.
+func TestFsckKeepsTierLock(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, tierLockName)
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runMain(t, "fsck", "--repair", dir)
+	if code != 0 || strings.Contains(out, "leftover "+tierLockName) {
+		t.Fatalf("fsck of a tier with its lock file: code %d\n%s", code, out)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("fsck --repair removed the tier lock: %v", err)
+	}
+}

@@ -26,6 +26,9 @@ type fscker struct {
 	sum    fsckSummary
 }
 
+// tierLockName is the lock file a directory tier keeps at its root.
+const tierLockName = ".ucmfs.lock"
+
 // walkRoot checks every model directory of the root.
 func (f *fscker) walkRoot() error {
 	entries, err := os.ReadDir(f.root)
@@ -37,6 +40,8 @@ func (f *fscker) walkRoot() error {
 		switch {
 		case strings.HasPrefix(name, ".") && e.IsDir():
 			// .quarantine and directories private to a tier.
+		case name == tierLockName:
+			// The lock file a running daemon holds on its tier.
 		case strings.HasPrefix(name, "."):
 			f.leftover(name)
 		case name == "lost+found" && e.IsDir():
