@@ -1,0 +1,106 @@
+package gpu
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// TestMain lets the test binary double as the engine process of the
+// cross-process tests: when UCMFS_GPU_ENGINE names a kind of memory, it
+// runs engineMain (see engine_test.go) instead of the tests.
+func TestMain(m *testing.M) {
+	if kind := os.Getenv(envEngine); kind != "" {
+		os.Exit(engineMain(kind))
+	}
+	code := m.Run()
+	if fakeDir != "" {
+		os.RemoveAll(fakeDir)
+	}
+	os.Exit(code)
+}
+
+// shmDir returns a fresh directory on /dev/shm (where engines put their
+// shared memory), or under the test's temp dir where /dev/shm is absent.
+func shmDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "ucmfs-gpu-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// shmFile creates a file of size bytes, each byte guardByte(offset).
+func shmFile(t testing.TB, size int64) string {
+	t.Helper()
+	p := filepath.Join(shmDir(t), "region")
+	if err := os.WriteFile(p, guardImage(size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var (
+	fakeOnce sync.Once
+	fakeDir  string
+	fakeLib  string
+	fakeErr  error
+)
+
+// fakeCUDA builds testdata/fakecuda.c, a stand-in driver, once per test
+// binary and returns its path; it skips the test where no C compiler is
+// installed.
+func fakeCUDA(t testing.TB) string {
+	t.Helper()
+	fakeOnce.Do(func() {
+		cc, err := exec.LookPath("cc")
+		if err != nil {
+			if cc, err = exec.LookPath("gcc"); err != nil {
+				fakeErr = errNoCompiler
+				return
+			}
+		}
+		if fakeDir, fakeErr = os.MkdirTemp("", "ucmfs-fakecuda-"); fakeErr != nil {
+			return
+		}
+		lib := filepath.Join(fakeDir, "libfakecuda.so")
+		out, err := exec.Command(cc, "-shared", "-fPIC", "-pthread", "-O1", "-o", lib, "testdata/fakecuda.c").CombinedOutput()
+		if err != nil {
+			fakeErr = errors.New("build fakecuda.c: " + err.Error() + "\n" + string(out))
+			return
+		}
+		fakeLib = lib
+	})
+	if errors.Is(fakeErr, errNoCompiler) {
+		t.Skip("no C compiler (cc or gcc) to build the stand-in CUDA driver testdata/fakecuda.c")
+	}
+	if fakeErr != nil {
+		t.Fatal(fakeErr)
+	}
+	return fakeLib
+}
+
+var errNoCompiler = errors.New("no C compiler")
+
+// realCUDA opens the NVIDIA driver's device, or skips the test: the real
+// CUDA path needs libcuda.so.1 and a GPU, which CI machines lack.
+func realCUDA(t testing.TB) Device {
+	t.Helper()
+	if _, err := loadCUDA(DefaultLibrary); err != nil {
+		t.Skipf("CUDA driver not available (%v): the real CUDA tests need libcuda.so.1 and a GPU", err)
+	}
+	d, err := Open(Config{Mode: "cuda", Logger: quietLog()})
+	if errors.Is(err, ErrNoDevice) {
+		t.Skipf("CUDA driver loads but offers no device: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}

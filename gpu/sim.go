@@ -1,0 +1,149 @@
+package gpu
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// simDevice is the simulated device: a region is a shared-memory file the
+// engine created and sized, mapped MAP_SHARED, so the engine's process sees
+// every copy at the same offsets, as it would see DMA into its GPU memory.
+//
+// Lock order: simDevice.mu, then hostSet.mu; simRegion.mu is never held
+// together with simDevice.mu.
+type simDevice struct {
+	hosts   hostSet
+	mu      sync.Mutex
+	closed  bool
+	regions map[*simRegion]struct{}
+}
+
+// The simulated device and its regions implement the interfaces.
+var (
+	_ Device = (*simDevice)(nil)
+	_ Region = (*simRegion)(nil)
+)
+
+func newSim() *simDevice {
+	return &simDevice{regions: make(map[*simRegion]struct{})}
+}
+
+// Name implements Device.
+func (d *simDevice) Name() string { return "sim" }
+
+// RegisterHost implements Device: bookkeeping only.
+func (d *simDevice) RegisterHost(b []byte, access HostAccess) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return fmt.Errorf("gpu: register host memory: %w", ErrClosed)
+	}
+	return d.hosts.add(b, access, nil)
+}
+
+// UnregisterHost implements Device.
+func (d *simDevice) UnregisterHost(b []byte) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return fmt.Errorf("gpu: unregister host memory: %w", ErrClosed)
+	}
+	return d.hosts.remove(b, nil)
+}
+
+// isClosed reports whether Close has run.
+func (d *simDevice) isClosed() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closed
+}
+
+// OpenRegion implements Device: it maps spec.Size bytes at spec.Offset of
+// the file at spec.Path.
+func (d *simDevice) OpenRegion(spec RegionSpec) (Region, error) {
+	if d.isClosed() {
+		return nil, fmt.Errorf("gpu: open region: %w", ErrClosed)
+	}
+	if spec.Path == "" {
+		return nil, fmt.Errorf("gpu: the sim device takes the path of a shared-memory file, not an IPC handle: %w", ErrBadHandle)
+	}
+	if spec.Offset < 0 || spec.Size < 0 {
+		return nil, checkSpan(spec, 0)
+	}
+	mapping, mem, err := mapShared(spec)
+	if err != nil {
+		return nil, err
+	}
+	r := &simRegion{dev: d, path: spec.Path, size: spec.Size, mapping: mapping, mem: mem}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		_ = r.unmap()
+		return nil, fmt.Errorf("gpu: open region %s: %w", spec.Path, ErrClosed)
+	}
+	d.regions[r] = struct{}{}
+	return r, nil
+}
+
+// mapShared opens spec.Path and maps bytes [Offset, Offset+Size) of it
+// read-write, MAP_SHARED. The mapping starts at the page that holds
+// Offset; mem is the region's window into it (both nil for an empty
+// region). The file must be a regular file that holds the whole region:
+// a mapping past its end would fault on first touch.
+func mapShared(spec RegionSpec) (mapping, mem []byte, err error) {
+	f, err := os.OpenFile(spec.Path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gpu: open region: %w: %w", ErrBadHandle, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("gpu: open region: %w: %w", ErrBadHandle, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("gpu: open region %s: not a regular file (%s): %w", spec.Path, st.Mode().Type(), ErrBadHandle)
+	}
+	if err := checkSpan(spec, st.Size()); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", spec.Path, err)
+	}
+	if spec.Size == 0 {
+		return nil, nil, nil
+	}
+	start := spec.Offset &^ int64(os.Getpagesize()-1)
+	mapping, err = unix.Mmap(int(f.Fd()), start, int(spec.Offset+spec.Size-start), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gpu: map region %s (%d bytes at %d): %w", spec.Path, spec.Size, spec.Offset, err)
+	}
+	return mapping, mapping[spec.Offset-start:], nil
+}
+
+// Close implements Device.
+func (d *simDevice) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	regions := d.regions
+	d.regions = nil
+	d.hosts.drain()
+	d.mu.Unlock()
+	var first error
+	for r := range regions {
+		if err := r.closeMapping(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// forget drops a closed region from the device's set.
+func (d *simDevice) forget(r *simRegion) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.regions, r)
+}
