@@ -35,10 +35,19 @@ func newUCMDir(s *fsState) *ucmDir {
 	return &ucmDir{dirCommon: dirCommon{common: common{s: s}, what: ucmName}}
 }
 
-// OnAdd adds the control files.
+// OnAdd adds the control files: stats, and every enabled session file
+// (session.go).
 func (d *ucmDir) OnAdd(ctx context.Context) {
 	stats := &statsFile{common: common{s: d.s}}
 	d.AddChild("stats", d.NewPersistentInode(ctx, stats, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: inoStats}), false)
+	for i := range controlFiles {
+		spec := &controlFiles[i]
+		if spec.enabled != nil && !spec.enabled(d.s) {
+			continue
+		}
+		f := &controlFile{common: common{s: d.s}, spec: spec}
+		d.AddChild(spec.name, d.NewPersistentInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: spec.ino}), false)
+	}
 }
 
 // Getattr describes the control directory.
@@ -58,8 +67,8 @@ func (d *ucmDir) Rmdir(ctx context.Context, name string) syscall.Errno {
 	return d.s.fail("rmdir", ucmName+"/"+name, errImmutable)
 }
 
-// statsFile is .ucm/stats: a JSON snapshot of tiers.Stack.Stats, taken
-// at each open, read-only.
+// statsFile is .ucm/stats: a JSON snapshot of the stack's and the
+// mount's counters (mountStats), taken at each open, read-only.
 type statsFile struct {
 	gofs.Inode
 	common
@@ -74,7 +83,7 @@ var (
 
 // snapshot is the file's content now.
 func (f *statsFile) snapshot() []byte {
-	b, err := json.MarshalIndent(f.s.stack.Stats(), "", "  ")
+	b, err := json.MarshalIndent(f.s.snapshotStats(), "", "  ")
 	if err != nil {
 		f.s.log.Error("stats: encoding", "err", err)
 		return nil

@@ -2,15 +2,27 @@
 // go-fuse. It presents a tiers.Stack as a tree of files:
 //
 //	<mnt>/                       root: one directory per model, and .ucm/
-//	<mnt>/.ucm/stats             JSON snapshot of the stack's counters
+//	<mnt>/.ucm/stats             JSON snapshot of the stack's and the mount's counters
+//	<mnt>/.ucm/lookup            batch existence and prefix match (control_lookup.go)
+//	<mnt>/.ucm/prefetch          promotion into memory (control_prefetch.go)
+//	<mnt>/.ucm/flush             write-back until durable (control_flush.go)
 //	<mnt>/<model>/               a model; always shows the 256 shards
 //	<mnt>/<model>/<hh>/          a shard directory 00..ff
 //	<mnt>/<model>/<hh>/<id>.bin  a published block (0444, immutable)
 //	<mnt>/<model>/<hh>/<id>.repr its sidecar
 //
 // One node type per kind of file (root.go, model.go, shard.go, file.go,
-// pending.go, control.go) shares the mount's state by pointer (state.go).
-// Mount (mount.go) is the entry point the command line uses.
+// pending.go, control.go, session.go) shares the mount's state by pointer
+// (state.go). Mount (mount.go) is the entry point the command line uses.
+//
+// # Control plane
+//
+// Each open descriptor of a request file under .ucm/ is a session
+// (session.go): request lines in, one answer line each out. Each file is
+// one handler registered from its own source file. The counters they
+// keep, with per-tier bytes in and out (counters.go), join the stack's in
+// .ucm/stats and in the Prometheus metrics (metrics.go), which read one
+// snapshot; docs/control.md is the user's reference.
 //
 // # Writing
 //

@@ -32,6 +32,8 @@ type storedFile struct {
 
 	mu      sync.Mutex
 	backing *os.File // under mu; nil when refs is 0
+	level   int      // under mu; the tier backing was opened from (tierOf)
+	size    int64    // under mu; backing's size
 	refs    int      // open handles
 	header  []byte   // under mu; the first 64 bytes, once read
 }
@@ -131,7 +133,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		}
 		return h, n.s.openFlags(), 0
 	}
-	f, err := n.acquire()
+	f, level, size, err := n.acquire()
 	if err != nil {
 		if errors.Is(err, tiers.ErrNotFound) {
 			_, parent := n.Parent()
@@ -141,23 +143,26 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		return nil, 0, n.s.fail("open", n.key.Path(), err)
 	}
 	n.s.hit(n.key)
+	n.s.countOut(level, size)
 	return &readHandle{node: n, f: f}, n.s.openFlags(), 0
 }
 
-// acquire returns the shared descriptor, opening it on first use.
-func (n *storedFile) acquire() (*os.File, error) {
+// acquire returns the shared descriptor, opening it on first use, with
+// the tier it reads from and its size.
+func (n *storedFile) acquire() (f *os.File, level int, size int64, err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.refs > 0 {
 		n.refs++
-		return n.backing, nil
+		return n.backing, n.level, n.size, nil
 	}
 	h, err := n.s.stack.Open(n.key)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
 	n.backing, n.refs = h.File, 1
-	return h.File, nil
+	n.level, n.size = n.s.tierOf(h.File.Name()), h.Size
+	return h.File, n.level, n.size, nil
 }
 
 // readers is the number of open read handles.

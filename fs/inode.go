@@ -45,6 +45,11 @@ const (
 	inoRoot  = 1
 	inoUCM   = 2
 	inoStats = 3
+	// The session control files (control_*.go).
+	inoLookup   = 4
+	inoPrefetch = 5
+	inoFlush    = 6
+	inoGPU      = 7
 	// inoControlMax is the last number reserved for control files.
 	inoControlMax = 255
 )

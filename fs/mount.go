@@ -25,6 +25,10 @@ type Options struct {
 	MaxFileSize int64         // largest file a write may make (default 1 GiB)
 	Logger      *slog.Logger  // one line per refused request (default slog.Default())
 	Debug       bool          // go-fuse debug log
+	// ControlGroup, a group name or numeric id, lets its members use the
+	// control files (mode 0660 with that group); by default they are 0600,
+	// for the mounting user (and root) only.
+	ControlGroup string
 }
 
 // Defaults of Options.
@@ -72,6 +76,11 @@ func Mount(mountpoint string, st *tiers.Stack, opts Options) (*Server, error) {
 	}
 	if err := checkMountpoint(mnt); err != nil {
 		return nil, err
+	}
+	if opts.ControlGroup != "" {
+		if _, err := resolveGroup(opts.ControlGroup); err != nil {
+			return nil, err
+		}
 	}
 	s := newState(st, opts)
 	s.seedModels()
@@ -153,8 +162,11 @@ func checkMountpoint(mnt string) error {
 }
 
 // Wait returns once the file system is unmounted (by Unmount or by an
-// external umount).
-func (s *Server) Wait() { s.srv.Wait() }
+// external umount); the prefetch pool is stopped by then.
+func (s *Server) Wait() {
+	s.srv.Wait()
+	s.state.stopPrefetch()
+}
 
 // StopWrites makes every later create (and mkdir) fail with EROFS: the
 // daemon is shutting down. Files already being written still publish at
@@ -174,6 +186,7 @@ func (s *Server) Mountpoint() string { return s.mnt }
 // process inside) it detaches it (MNT_DETACH): the mount disappears from
 // the namespace at once and the kernel ends it when the last user goes.
 func (s *Server) Unmount() error {
+	defer s.state.stopPrefetch()
 	if mounted, err := isMountpoint(s.mnt); err == nil && !mounted {
 		return nil // unmounted already (an external umount)
 	}

@@ -49,6 +49,7 @@ func (h *writeHandle) publishOnce(ctx context.Context, durable bool) syscall.Err
 	switch {
 	case err == nil:
 		h.size, h.mtime = info.Size, info.MTime
+		s.countIn(h.key, info.Size)
 		s.models.add(h.key.Model)
 		s.listed(h.key, true)
 		return 0

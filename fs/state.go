@@ -34,6 +34,12 @@ type fsState struct {
 	quotas   quotaTable
 	listings listCache
 
+	control  controlAccess   // who may open the session control files
+	ctl      controlCounters // control plane requests
+	tierIO   []tierIO        // bytes clients moved, per tier (0 memory, then dirs)
+	prefetch prefetcher      // the promotion pool of .ucm/prefetch
+	metrics  *mountMetrics   // latency histograms
+
 	seq          atomic.Uint64 // numbers of files being written
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)
 	daemonWrites atomic.Int64  // write requests the daemon served (none with passthrough)
@@ -51,7 +57,11 @@ func newState(st *tiers.Stack, opts Options) *fsState {
 		gid:     uint32(syscall.Getgid()),
 		mounted: time.Now(),
 		inos:    newInoTable(),
+		tierIO:  make([]tierIO, 1+len(st.Dirs())),
+		metrics: newMountMetrics(),
 	}
+	s.control = newControlAccess(opts.ControlGroup, s.gid)
+	s.prefetch.init()
 	s.models.init()
 	s.hits.init()
 	s.pending.init()

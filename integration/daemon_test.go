@@ -34,7 +34,7 @@ type mountOpts struct {
 
 // daemon is a `ucmfs mount` subprocess.
 type daemon struct {
-	t      *testing.T
+	t      testing.TB
 	Mnt    string
 	Tier   string
 	cmd    *exec.Cmd
@@ -63,7 +63,7 @@ func (s *syncBuffer) String() string {
 
 // startUCM starts `ucmfs mount` without waiting for readiness. Its
 // cleanup stops the daemon and detaches a mount left behind.
-func startUCM(t *testing.T, o mountOpts) *daemon {
+func startUCM(t testing.TB, o mountOpts) *daemon {
 	t.Helper()
 	requireFUSE(t)
 	dir := testDir(t)
@@ -99,7 +99,7 @@ func startUCM(t *testing.T, o mountOpts) *daemon {
 }
 
 // mountUCM starts `ucmfs mount` and waits until it is ready.
-func mountUCM(t *testing.T, o mountOpts) *daemon {
+func mountUCM(t testing.TB, o mountOpts) *daemon {
 	t.Helper()
 	d := startUCM(t, o)
 	if err := d.waitReady(); err != nil {

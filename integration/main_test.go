@@ -103,7 +103,7 @@ func unescapeOctal(s string) string {
 // testDir makes a directory under baseDir for one test (so TestMain sees
 // any mount left in it) and removes it when the test ends, after the
 // daemons' cleanups.
-func testDir(t *testing.T) string {
+func testDir(t testing.TB) string {
 	t.Helper()
 	name := regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-")
 	dir, err := os.MkdirTemp(baseDir, name+"-")
@@ -122,7 +122,7 @@ func testDir(t *testing.T) string {
 
 // requireFUSE skips the test when /dev/fuse cannot be opened, or fails it
 // when UCMFS_REQUIRE_FUSE=1.
-func requireFUSE(t *testing.T) {
+func requireFUSE(t testing.TB) {
 	t.Helper()
 	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
 	if err == nil {
@@ -137,7 +137,7 @@ func requireFUSE(t *testing.T) {
 
 // requireTool skips the test when a command is missing, or fails it when
 // UCMFS_REQUIRE_FUSE=1 (CI installs every tool the tests use).
-func requireTool(t *testing.T, name string) {
+func requireTool(t testing.TB, name string) {
 	t.Helper()
 	if _, err := exec.LookPath(name); err == nil {
 		return

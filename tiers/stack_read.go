@@ -49,6 +49,29 @@ func (s *Stack) Has(k Key) bool {
 	return s.inDirs(k)
 }
 
+// HasBlock reports whether any tier holds the block id of model. It is
+// Has for batch lookups: it asks the tiers' indexes only, builds no error
+// and allocates nothing. A shared directory tier whose index lacks the
+// block is still asked (a stat of the file), because another daemon may
+// have published it there.
+func (s *Stack) HasBlock(model string, id hashdir.ID) bool {
+	k := Key{Model: model, ID: id}
+	if _, _, ok := s.mem.idx.get(k); ok {
+		return true
+	}
+	for _, d := range s.dirs {
+		if _, _, ok := d.idx.get(k); ok {
+			return true
+		}
+		if d.shared {
+			if _, err := d.Stat(k); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Stat describes k: size, CRC, which tiers hold it, dirty and pinned.
 func (s *Stack) Stat(k Key) (BlockInfo, error) {
 	var bi BlockInfo

@@ -34,6 +34,8 @@ type mountConfig struct {
 	LogLevel        slog.Level
 	Debug           bool          // log every FUSE request
 	ShutdownTimeout time.Duration // bound on the flush at SIGINT/SIGTERM
+	ControlGroup    string        // group (name or gid) that may use the control files; "": owner only
+	MetricsAddr     string        // HOST:PORT of the Prometheus metrics; "": off
 }
 
 // tierSpec is one directory tier: --tier KIND:DIR[:SIZE] or a tiers: entry.
@@ -90,6 +92,8 @@ type fileConfig struct {
 	LogLevel        *string        `yaml:"log_level"`
 	Debug           *bool          `yaml:"debug"`
 	ShutdownTimeout *time.Duration `yaml:"shutdown_timeout"`
+	ControlGroup    *string        `yaml:"control_group"`
+	MetricsAddr     *string        `yaml:"metrics_addr"`
 }
 
 // fileTier is one entry of tiers: in the YAML file.
@@ -152,8 +156,11 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 			*dst = *v
 		}
 	}
-	if fc.MemoryDir != nil {
-		cfg.MemoryDir = *fc.MemoryDir
+	for dst, v := range map[*string]*string{&cfg.MemoryDir: fc.MemoryDir, &cfg.ControlGroup: fc.ControlGroup,
+		&cfg.MetricsAddr: fc.MetricsAddr} {
+		if v != nil {
+			*dst = *v
+		}
 	}
 	if fc.LogLevel != nil {
 		lvl, err := parseLogLevel(*fc.LogLevel)
@@ -253,6 +260,9 @@ func (cfg *mountConfig) resolve(noTiers bool) error {
 	}
 	if cfg.MaxFileSize <= 0 || cfg.EntryTTL < 0 || cfg.NegativeTTL < 0 || cfg.ShutdownTimeout <= 0 {
 		return fmt.Errorf("max-file-size and shutdown-timeout must be > 0, TTLs >= 0")
+	}
+	if err := checkControl(*cfg); err != nil {
+		return err
 	}
 	if cfg.Tiers == nil && !noTiers {
 		dir, err := defaultTierDir()

@@ -40,7 +40,7 @@ func newMountCommand(run func(ctx context.Context, cfg mountConfig, stderr io.Wr
 			"to directory tiers. The mount is ready when MOUNTPOINT/.ucm/stats can be read; a line\n" +
 			"'ucmfs: mounted on ...' on stderr says so. Settings come from the defaults, then\n" +
 			"--config FILE, then the flags. See docs/operations.md.",
-		Flags:                     slices.Concat(storageFlags(), fuseFlags(), lifecycleFlags(), loggingFlags()),
+		Flags:                     slices.Concat(storageFlags(), fuseFlags(), controlFlags(), lifecycleFlags(), loggingFlags()),
 		DisableSliceFlagSeparator: true, // a tier directory may contain ','
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			cfg, err := mountConfigFrom(cmd)
@@ -158,6 +158,7 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 	if cmd.IsSet("memory-dir") {
 		cfg.MemoryDir = cmd.String("memory-dir")
 	}
+	applyControlFlags(cmd, cfg)
 	if cmd.IsSet("log-level") {
 		lvl, err := parseLogLevel(cmd.String("log-level"))
 		if err != nil {
@@ -190,6 +191,11 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	if err := checkMountpoint(cfg.Mountpoint); err != nil {
 		return err
 	}
+	metrics, err := listenMetrics(cfg.MetricsAddr)
+	if err != nil {
+		return err
+	}
+	defer metrics.close()
 	st, err := buildStack(cfg, log)
 	if err != nil {
 		return err
@@ -197,11 +203,15 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	srv, err := fs.Mount(cfg.Mountpoint, st, fs.Options{
 		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
 		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL, MaxFileSize: cfg.MaxFileSize,
-		Logger: log, Debug: cfg.Debug,
+		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup,
 	})
 	if err != nil {
 		closeStack(st, cfg.ShutdownTimeout, log)
 		return fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
+	}
+	if metrics != nil {
+		metrics.start(srv.MetricsHandler(), log)
+		fmt.Fprintf(stderr, "ucmfs: metrics on %s\n", metrics.URL())
 	}
 	return serve(ctx, cfg, srv, st, log, stderr)
 }

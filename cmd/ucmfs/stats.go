@@ -69,14 +69,27 @@ func printStats(w io.Writer, raw []byte) error {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return fmt.Errorf("stats: not a stats snapshot: %w", err)
 	}
+	// The mount adds, per tier, the bytes clients published into it and
+	// opened for reading from it.
+	var perTier struct {
+		Tiers []struct {
+			BytesIn  int64 `json:"bytes_in"`
+			BytesOut int64 `json:"bytes_out"`
+		} `json:"tiers"`
+	}
+	json.Unmarshal(raw, &perTier)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIER\tCAPACITY\tUSED\tUSE%\tBLOCKS\tHEALTH")
-	for _, t := range st.Tiers {
+	fmt.Fprintln(tw, "TIER\tCAPACITY\tUSED\tUSE%\tBLOCKS\tHEALTH\tIN\tOUT")
+	for i, t := range st.Tiers {
 		pct := "-"
 		if t.Capacity > 0 {
 			pct = fmt.Sprintf("%.1f%%", 100*float64(t.Used)/float64(t.Capacity))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", t.Name, formatSize(t.Capacity), formatSize(t.Used), pct, t.Blocks, t.Health)
+		in, out := "-", "-"
+		if i < len(perTier.Tiers) {
+			in, out = formatSize(perTier.Tiers[i].BytesIn), formatSize(perTier.Tiers[i].BytesOut)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", t.Name, formatSize(t.Capacity), formatSize(t.Used), pct, t.Blocks, t.Health, in, out)
 	}
 	fmt.Fprintln(tw)
 	rows := [][2]string{

@@ -13,9 +13,16 @@ caller can tell EINVAL from ENOSPC without parsing prose.
     ucmcli.py put-raw PATH FILE [--fsync]      # arbitrary bytes: the close verdict
     ucmcli.py verify ROOT MODEL ID... [--seed 0]
     ucmcli.py layer ROOT MODEL ID LAYER
-    ucmcli.py lookup ROOT MODEL ID...
+    ucmcli.py lookup ROOT MODEL ID...          # prefix by stat (mount or tier directory)
+    ucmcli.py exists MNT MODEL ID...           # "<present> <bitmap>" through MNT/.ucm/lookup
+    ucmcli.py prefix MNT MODEL ID...           # prefix length through MNT/.ucm/lookup
+    ucmcli.py prefetch MNT MODEL ID...         # "queued=N missing=M"
+    ucmcli.py flush MNT [MODEL]                # "flushed" once durable
+    ucmcli.py ctl MNT FILE REQUEST             # one raw request line, its raw answer
     ucmcli.py xattrs PATH
     ucmcli.py crc FILE
+
+ID arguments may also come one per line from a file: --ids-from FILE.
 """
 
 import argparse
@@ -101,6 +108,50 @@ def cmd_lookup(a: argparse.Namespace) -> None:
     print(uc.lookup_prefix(a.root, a.model, a.ids))
 
 
+def _ids(a: argparse.Namespace) -> List[bytes]:
+    ids = list(a.ids)
+    if a.ids_from:
+        with open(a.ids_from) as f:
+            ids += [_id(line.strip()) for line in f if line.strip()]
+    return ids
+
+
+def _control(what: str, fn, *args):
+    try:
+        return fn(*args)
+    except OSError as e:
+        raise _OSFailure(what, e) from e
+
+
+def cmd_exists(a: argparse.Namespace) -> None:
+    present = _control("exists", uc.exists, a.root, a.model, _ids(a))
+    print("%d %s" % (sum(present), "".join("1" if p else "0" for p in present)))
+
+
+def cmd_prefix(a: argparse.Namespace) -> None:
+    print(_control("prefix", uc.prefix, a.root, a.model, _ids(a)))
+
+
+def cmd_prefetch(a: argparse.Namespace) -> None:
+    print("queued=%d missing=%d" % _control("prefetch", uc.prefetch, a.root, a.model, _ids(a)))
+
+
+def cmd_flush(a: argparse.Namespace) -> None:
+    _control("flush", uc.flush, a.root, a.model)
+    print("flushed")
+
+
+def cmd_ctl(a: argparse.Namespace) -> None:
+    """One raw request: prints the answer line as the daemon wrote it."""
+    try:
+        with uc.Control(a.root, a.file) as c:
+            print(("ok " + c.request(a.request)).rstrip())
+    except uc.ControlError as e:
+        print("err %s %s" % (errno.errorcode.get(e.errno, "E?"), e.strerror))
+    except OSError as e:
+        raise _OSFailure("ctl %s" % a.file, e) from e
+
+
 def cmd_xattrs(a: argparse.Namespace) -> None:
     try:
         attrs = uc.block_xattrs(a.path)
@@ -164,6 +215,24 @@ def _parser() -> argparse.ArgumentParser:
     lk.add_argument("model")
     lk.add_argument("ids", nargs="*", type=_id)
     lk.set_defaults(fn=cmd_lookup)
+    for name, fn, helptext in (("exists", cmd_exists, "batch existence via .ucm/lookup"),
+                               ("prefix", cmd_prefix, "prefix match via .ucm/lookup"),
+                               ("prefetch", cmd_prefetch, "promote into memory via .ucm/prefetch")):
+        c = sub.add_parser(name, help=helptext)
+        c.add_argument("root")
+        c.add_argument("model")
+        c.add_argument("ids", nargs="*", type=_id)
+        c.add_argument("--ids-from", help="a file of ids, one per line")
+        c.set_defaults(fn=fn)
+    fl = sub.add_parser("flush", help="make blocks durable via .ucm/flush")
+    fl.add_argument("root")
+    fl.add_argument("model", nargs="?")
+    fl.set_defaults(fn=cmd_flush)
+    ctl = sub.add_parser("ctl", help="one raw control request")
+    ctl.add_argument("root")
+    ctl.add_argument("file", choices=["lookup", "prefetch", "flush"])
+    ctl.add_argument("request")
+    ctl.set_defaults(fn=cmd_ctl)
     xa = sub.add_parser("xattrs", help="user.ucm.* attributes")
     xa.add_argument("path")
     xa.set_defaults(fn=cmd_xattrs)

@@ -12,10 +12,16 @@ plain POSIX calls; nothing here needs the daemon's internals:
     (EINVAL rejected, ENOSPC no room). EEXIST on open means "already there";
   * read a whole block, or one layer of it with pread;
   * lookup: the longest present prefix of a chain, by os.stat;
-  * the user.ucm.* extended attributes, by os.getxattr.
+  * the user.ucm.* extended attributes, by os.getxattr;
+  * the control plane (MNT/.ucm/lookup, prefetch, flush; docs/control.md):
+    batch existence and prefix match of up to 100k ids per request,
+    prefetch into the memory tier, flush until durable. A Control object is
+    one session: os.open(O_RDWR), os.write of a request line, os.read of
+    its answer line.
 
 A tier directory has the same layout as the mount, so every read function
-also works on a tier directory (for example after the daemon stopped).
+but the control plane also works on a tier directory (for example after
+the daemon stopped).
 
 Run ``python3 ucmclient.py demo MOUNTPOINT`` to see it all once, or
 ``python3 ucmclient.py --help`` for the command line used by the tests.
@@ -254,6 +260,99 @@ def lookup_prefix(root: str, model: str, ids: Sequence[bytes]) -> int:
     return len(ids)
 
 
+# ---------------------------------------------------------------- control plane
+
+#: The most ids one control request may name (more: the functions below split).
+MAX_IDS = 100_000
+
+
+class ControlError(OSError):
+    """An ``err <ERRNO> <message>`` answer; .errno is the errno number."""
+
+
+class Control:
+    """One session on a control file MNT/.ucm/<name>: request lines in, answer lines out.
+
+    Use it as a context manager, or call close(). One session serves any
+    number of requests, one at a time; open one per thread.
+    """
+
+    def __init__(self, mnt: str, name: str):
+        self.fd = os.open(os.path.join(mnt, ".ucm", name), os.O_RDWR)
+
+    def request(self, line: str) -> str:
+        """Send one request line; return the answer after "ok" or raise ControlError."""
+        view = memoryview((line + "\n").encode("ascii"))
+        while view:
+            view = view[os.write(self.fd, view):]
+        chunks = []
+        while not chunks or not chunks[-1].endswith(b"\n"):
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                raise OSError(errno.EPROTO, "control file gave no answer")
+            chunks.append(chunk)
+        answer = b"".join(chunks).decode("ascii").rstrip("\n")
+        word, _, rest = answer.partition(" ")
+        if word == "ok":
+            return rest
+        name, _, msg = rest.partition(" ")
+        if word != "err" or not hasattr(errno, name):
+            raise OSError(errno.EPROTO, "unexpected answer %r" % answer[:80])
+        raise ControlError(getattr(errno, name), msg)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def __enter__(self) -> "Control":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _batches(ids: Sequence[bytes]):
+    for i in range(0, len(ids), MAX_IDS):
+        yield " ".join(b.hex() for b in ids[i:i + MAX_IDS])
+
+
+def exists(mnt: str, model: str, ids: Sequence[bytes]) -> List[bool]:
+    """Whether each block is present (any tier), through MNT/.ucm/lookup."""
+    out: List[bool] = []
+    with Control(mnt, "lookup") as c:
+        for batch in _batches(ids):
+            _, bitmap = c.request("exists %s %s" % (model, batch)).split(" ")
+            out.extend(ch == "1" for ch in bitmap)
+    return out
+
+
+def prefix(mnt: str, model: str, ids: Sequence[bytes]) -> int:
+    """How many leading ids are present: the prefix match, through MNT/.ucm/lookup."""
+    n = 0
+    with Control(mnt, "lookup") as c:
+        for i, batch in enumerate(_batches(ids)):
+            got = int(c.request("prefix %s %s" % (model, batch)))
+            n += got
+            if got < min(MAX_IDS, len(ids) - i * MAX_IDS):
+                break
+    return n
+
+
+def prefetch(mnt: str, model: str, ids: Sequence[bytes]) -> Tuple[int, int]:
+    """Queue blocks for promotion into memory; returns (queued, missing)."""
+    queued = missing = 0
+    with Control(mnt, "prefetch") as c:
+        for batch in _batches(ids):
+            fields = dict(f.split("=") for f in c.request("%s %s" % (model, batch)).split())
+            queued, missing = queued + int(fields["queued"]), missing + int(fields["missing"])
+    return queued, missing
+
+
+def flush(mnt: str, model: Optional[str] = None) -> None:
+    """Return once every dirty block (of model, or of all) is durable."""
+    with Control(mnt, "flush") as c:
+        c.request("model %s" % model if model else "all")
+
+
 def block_xattrs(path: str) -> Dict[str, str]:
     """Every user.ucm.* attribute of a block or model directory, by name."""
     out = {}
@@ -286,6 +385,11 @@ def demo(mnt: str) -> None:
         new = write_block(mnt, model, hdr, payload, fsync=(i == 0))
         print("block %d %s: %s" % (i, block_id.hex(), "published" if new else "already present"))
     print("longest present prefix: %d of %d blocks" % (lookup_prefix(mnt, model, ids), len(ids)))
+    print("the same through .ucm/lookup: %d; present: %s" % (
+        prefix(mnt, model, ids), "".join("1" if p else "0" for p in exists(mnt, model, ids))))
+    print("prefetch: queued %d, missing %d" % prefetch(mnt, model, ids))
+    flush(mnt, model)
+    print("flushed: every block of %s is durable" % model)
     layer1 = read_layer(mnt, model, ids[0], 1)
     print("layer 1 of block 0: %d bytes, crc32c %08x" % (len(layer1), crc32c(layer1)))
     for name, value in sorted(block_xattrs(block_path(mnt, model, ids[0])).items()):

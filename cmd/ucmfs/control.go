@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/user"
+	"strconv"
+	"time"
+
+	"github.com/urfave/cli/v3"
+)
+
+// catControl is the flag category of the control plane.
+const catControl = "Control plane"
+
+// controlFlags are the control file and metrics flags.
+func controlFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "control-group", Category: catControl,
+			Usage: "let members of `GROUP` (name or gid) use MNT/.ucm/lookup, prefetch and flush (mode 0660); " +
+				"default: the mounting user only (0600)"},
+		&cli.StringFlag{Name: "metrics-addr", Category: catControl,
+			Usage: "serve Prometheus metrics on http://`HOST:PORT`/metrics (off by default; port 0 picks a free one)"},
+	}
+}
+
+// applyControlFlags overlays the control plane flags the user set.
+func applyControlFlags(cmd *cli.Command, cfg *mountConfig) {
+	if cmd.IsSet("control-group") {
+		cfg.ControlGroup = cmd.String("control-group")
+	}
+	if cmd.IsSet("metrics-addr") {
+		cfg.MetricsAddr = cmd.String("metrics-addr")
+	}
+}
+
+// checkControl checks the control plane settings: the group must exist
+// and the metrics address must be HOST:PORT.
+func checkControl(cfg mountConfig) error {
+	if g := cfg.ControlGroup; g != "" {
+		if _, err := strconv.ParseUint(g, 10, 32); err != nil {
+			if _, err := user.LookupGroup(g); err != nil {
+				return fmt.Errorf("control group %q: %w", g, err)
+			}
+		}
+	}
+	if a := cfg.MetricsAddr; a != "" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("metrics address %q: want HOST:PORT (:9105 for every interface): %w", a, err)
+		}
+	}
+	return nil
+}
+
+// metricsServer serves /metrics over HTTP.
+type metricsServer struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// listenMetrics opens the metrics address before the mount, so a port in
+// use stops the daemon before it mounts anything.
+func listenMetrics(addr string) (*metricsServer, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return &metricsServer{ln: ln}, nil
+}
+
+// start serves h at /metrics in the background.
+func (m *metricsServer) start(h http.Handler, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() {
+		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "err", err)
+		}
+	}()
+}
+
+// URL is where the metrics are served.
+func (m *metricsServer) URL() string { return "http://" + m.ln.Addr().String() + "/metrics" }
+
+// close stops serving (a scrape in progress gets a few seconds).
+func (m *metricsServer) close() {
+	if m == nil {
+		return
+	}
+	if m.srv == nil {
+		m.ln.Close()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	m.srv.Shutdown(ctx)
+}

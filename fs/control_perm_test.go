@@ -1,0 +1,108 @@
+package fs
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// newOpenMount mounts st with allow_other on a mount point every user can
+// reach (t.TempDir's directories are 0700).
+func newOpenMount(t *testing.T, opts Options) *testMount {
+	t.Helper()
+	requireFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: other users must reach the mount")
+	}
+	dir := t.TempDir()
+	mnt := filepath.Join(dir, "mnt")
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts.AllowOther = true
+	opts.Logger = testLogger()
+	st := newTestStack(t)
+	srv, err := Mount(mnt, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounted.Lock()
+	mounted.dirs = append(mounted.dirs, srv.Mountpoint())
+	mounted.Unlock()
+	t.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+		}
+	})
+	return &testMount{mnt: mnt, st: st, srv: srv}
+}
+
+// openAs runs `cat FILE` as uid:gid with supplementary groups and reports
+// whether the open worked.
+func openAs(file string, uid, gid uint32, groups ...uint32) error {
+	cmd := exec.Command("cat", file)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: groups}}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	return nil
+}
+
+const (
+	otherUID   = 65534 // nobody
+	otherGID   = 65533
+	controlGID = 65534
+)
+
+// TestControlPermissions: by default only the mounting user (and root)
+// may open the session files, even on an allow_other mount; stats stays
+// readable by all.
+func TestControlPermissions(t *testing.T) {
+	m := newOpenMount(t, Options{})
+	if err := openAs(m.path(".ucm", "stats"), otherUID, otherGID); err != nil {
+		t.Errorf("another user cannot read stats: %v", err)
+	}
+	for _, name := range []string{"lookup", "prefetch", "flush"} {
+		if err := openAs(m.path(".ucm", name), otherUID, otherGID); err == nil {
+			t.Errorf("another user opened .ucm/%s", name)
+		}
+		if err := openAs(m.path(".ucm", name), otherUID, controlGID); err == nil {
+			t.Errorf("a user of group %d opened .ucm/%s without a control group", controlGID, name)
+		}
+	}
+}
+
+// TestControlGroup: with a control group the files are 0660 with that
+// group, and its members (by primary or supplementary group) may open
+// them; other users still may not.
+func TestControlGroup(t *testing.T) {
+	if _, err := Mount(t.TempDir(), newTestStack(t), Options{ControlGroup: "no-such-group-here"}); err == nil {
+		t.Fatal("mount with an unknown control group worked")
+	}
+	m := newOpenMount(t, Options{ControlGroup: "65534"})
+	p := m.path(".ucm", "lookup")
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); fi.Mode().Perm() != 0o660 || st.Gid != controlGID {
+		t.Errorf("lookup: mode %v gid %d", fi.Mode(), st.Gid)
+	}
+	if err := openAs(p, otherUID, controlGID); err != nil {
+		t.Errorf("member by primary group refused: %v", err)
+	}
+	if err := openAs(p, otherUID, otherGID, 100, controlGID); err != nil {
+		t.Errorf("member by supplementary group refused: %v", err)
+	}
+	if err := openAs(p, otherUID, otherGID); err == nil {
+		t.Error("a non-member opened the file")
+	}
+}
