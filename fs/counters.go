@@ -19,6 +19,12 @@ type controlCounters struct {
 	prefetchPromoted, prefetchFailed            atomic.Int64
 	flushes, flushErrors                        atomic.Int64
 	errors                                      atomic.Int64
+
+	gpuRegions                            atomic.Int64 // open now
+	gpuLoads, gpuLoadBlocks, gpuLoadBytes atomic.Int64
+	gpuLoadUnmapped                       atomic.Int64
+	gpuDumps, gpuDumpBlocks, gpuDumpBytes atomic.Int64
+	gpuDumpExisting                       atomic.Int64
 }
 
 // tierIO counts the bytes clients moved through one tier.
@@ -41,6 +47,17 @@ type controlStats struct {
 	Flushes          int64 `json:"flushes"`           // flush requests
 	FlushErrors      int64 `json:"flush_errors"`      // flush requests answered err
 	ControlErrors    int64 `json:"control_errors"`    // control requests answered err
+
+	GPUDevice       string `json:"gpu_device,omitempty"` // the device of .ucm/gpu ("sim", "cuda:0 ..."); absent without one
+	GPURegions      int64  `json:"gpu_regions"`          // regions registered now
+	GPULoads        int64  `json:"gpu_loads"`            // load requests answered ok
+	GPULoadBlocks   int64  `json:"gpu_load_blocks"`      // blocks (or layer ranges) loaded
+	GPULoadBytes    int64  `json:"gpu_load_bytes"`       // bytes copied into regions
+	GPULoadUnmapped int64  `json:"gpu_load_unmapped"`    // of the blocks loaded, those read from a file, not a registered mapping
+	GPUDumps        int64  `json:"gpu_dumps"`            // dump requests answered ok
+	GPUDumpBlocks   int64  `json:"gpu_dump_blocks"`      // blocks published from regions
+	GPUDumpExisting int64  `json:"gpu_dump_existing"`    // dumped ids that were already stored
+	GPUDumpBytes    int64  `json:"gpu_dump_bytes"`       // bytes of the blocks published from regions
 }
 
 // tierStats is one tier in the stats snapshot: the stack's view, and the
@@ -77,6 +94,13 @@ func (s *fsState) snapshotStats() mountStats {
 		PrefetchMissing: c.prefetchMissing.Load(), PrefetchPromoted: c.prefetchPromoted.Load(),
 		PrefetchFailed: c.prefetchFailed.Load(), PrefetchPending: s.prefetch.pending.Load(),
 		Flushes: c.flushes.Load(), FlushErrors: c.flushErrors.Load(), ControlErrors: c.errors.Load(),
+		GPURegions: c.gpuRegions.Load(), GPULoads: c.gpuLoads.Load(), GPULoadBlocks: c.gpuLoadBlocks.Load(),
+		GPULoadBytes: c.gpuLoadBytes.Load(), GPULoadUnmapped: c.gpuLoadUnmapped.Load(),
+		GPUDumps: c.gpuDumps.Load(), GPUDumpBlocks: c.gpuDumpBlocks.Load(), GPUDumpBytes: c.gpuDumpBytes.Load(),
+		GPUDumpExisting: c.gpuDumpExisting.Load(),
+	}
+	if s.opts.GPU != nil {
+		m.GPUDevice = s.opts.GPU.Name()
 	}
 	return m
 }

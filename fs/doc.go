@@ -6,6 +6,8 @@
 //	<mnt>/.ucm/lookup            batch existence and prefix match (control_lookup.go)
 //	<mnt>/.ucm/prefetch          promotion into memory (control_prefetch.go)
 //	<mnt>/.ucm/flush             write-back until durable (control_flush.go)
+//	<mnt>/.ucm/gpu               loads into and dumps from GPU memory (control_gpu*.go),
+//	                             when Options.GPU names a device
 //	<mnt>/<model>/               a model; always shows the 256 shards
 //	<mnt>/<model>/<hh>/          a shard directory 00..ff
 //	<mnt>/<model>/<hh>/<id>.bin  a published block (0444, immutable)

@@ -6,6 +6,7 @@ import (
 	iofs "io/fs"
 	"syscall"
 
+	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -32,7 +33,7 @@ type errnoRule struct {
 	errno  syscall.Errno
 }
 
-// errnoRules map the sentinels of tiers and hashdir, first match wins.
+// errnoRules map the sentinels of tiers, hashdir and gpu, first match wins.
 // With osRules they are the only place where an error becomes an errno
 // (see toErrno).
 var errnoRules = []errnoRule{
@@ -46,6 +47,13 @@ var errnoRules = []errnoRule{
 	{tiers.ErrStalled, syscall.ETIMEDOUT},
 	{tiers.ErrClosed, syscall.ESHUTDOWN},
 	{tiers.ErrCorrupt, syscall.EIO},
+	{gpu.ErrBounds, syscall.EINVAL},
+	{gpu.ErrSize, syscall.EINVAL},
+	{gpu.ErrBadHandle, syscall.EINVAL},
+	{gpu.ErrMode, syscall.EINVAL},
+	{gpu.ErrNoDevice, syscall.ENODEV},
+	{gpu.ErrFault, syscall.EFAULT},
+	{gpu.ErrClosed, syscall.ESHUTDOWN},
 }
 
 // osRules apply after a syscall.Errno in the chain was looked for: they

@@ -126,6 +126,15 @@ var mountMetricDefs = []metricDef{
 	counter("flush_requests_total", "Flush requests.", func(m *mountStats) int64 { return m.Flushes }),
 	counter("flush_errors_total", "Flush requests that failed.", func(m *mountStats) int64 { return m.FlushErrors }),
 	counter("control_errors_total", "Control requests answered err.", func(m *mountStats) int64 { return m.ControlErrors }),
+	gauge("gpu_regions", "GPU memory regions registered through .ucm/gpu now.", func(m *mountStats) int64 { return m.GPURegions }),
+	counter("gpu_load_requests_total", "GPU load requests answered ok.", func(m *mountStats) int64 { return m.GPULoads }),
+	counter("gpu_load_blocks_total", "Blocks (or layer ranges) loaded into GPU memory.", func(m *mountStats) int64 { return m.GPULoadBlocks }),
+	counter("gpu_load_bytes_total", "Bytes loaded into GPU memory.", func(m *mountStats) int64 { return m.GPULoadBytes }),
+	counter("gpu_load_unmapped_blocks_total", "Blocks loaded from a file instead of a registered memory-tier mapping.", func(m *mountStats) int64 { return m.GPULoadUnmapped }),
+	counter("gpu_dump_requests_total", "GPU dump requests answered ok.", func(m *mountStats) int64 { return m.GPUDumps }),
+	counter("gpu_dump_blocks_total", "Blocks published from GPU memory.", func(m *mountStats) int64 { return m.GPUDumpBlocks }),
+	counter("gpu_dump_existing_total", "Dumped ids that were already stored.", func(m *mountStats) int64 { return m.GPUDumpExisting }),
+	counter("gpu_dump_bytes_total", "Bytes of the blocks published from GPU memory.", func(m *mountStats) int64 { return m.GPUDumpBytes }),
 }
 
 var tierMetricDefs = []tierMetricDef{

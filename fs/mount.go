@@ -13,6 +13,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -29,6 +30,11 @@ type Options struct {
 	// control files (mode 0660 with that group); by default they are 0600,
 	// for the mounting user (and root) only.
 	ControlGroup string
+	// GPU is the device .ucm/gpu moves blocks to and from (CUDA or the
+	// simulated one); nil: the mount has no .ucm/gpu. The caller opens it
+	// and closes it after the stack, since the memory tier registers its
+	// mappings with it (tiers.MemConfig.Host).
+	GPU gpu.Device
 }
 
 // Defaults of Options.
@@ -108,7 +114,9 @@ func Mount(mountpoint string, st *tiers.Stack, opts Options) (*Server, error) {
 	if !s.opts.Passthrough {
 		gopts.DisabledCapabilities = fuse.CAP_PASSTHROUGH
 	}
-	srv, err := gofs.Mount(mnt, newRoot(s), gopts)
+	root := newRoot(s)
+	s.root = &root.Inode
+	srv, err := gofs.Mount(mnt, root, gopts)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)
 	}

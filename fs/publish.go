@@ -37,33 +37,46 @@ func (h *writeHandle) publishOnce(ctx context.Context, durable bool) syscall.Err
 		return s.fail("close", path, err)
 	}
 	size := st.Size()
-	if size > s.opts.MaxFileSize {
-		s.stack.Abort(h.pw)
-		return s.fail("close", path, fmt.Errorf("%d bytes pass the %d-byte limit: %w", size, s.opts.MaxFileSize, errTooBig))
-	}
-	if err := s.admit(h.key.Model, size); err != nil {
-		s.stack.Abort(h.pw)
-		return s.fail("close", path, fmt.Errorf("model %s: %d more bytes pass its quota of %d: %w", h.key.Model, size, s.quotas.get(h.key.Model), err))
-	}
-	info, err := s.stack.Publish(h.pw, durable)
+	info, err := s.publishWrite(h.pw, size, durable)
 	switch {
 	case err == nil:
 		h.size, h.mtime = info.Size, info.MTime
-		s.countIn(h.key, info.Size)
-		s.models.add(h.key.Model)
-		s.listed(h.key, true)
 		return 0
 	case errors.Is(err, tiers.ErrExist):
-		s.unadmit(h.key.Model, size)
 		h.size, h.mtime = size, time.Now()
 		if durable {
 			return h.flushDurable(ctx)
 		}
 		return 0 // already present: one copy is kept
 	default:
-		s.unadmit(h.key.Model, size)
 		return s.fail("close", path, err)
 	}
+}
+
+// publishWrite publishes a pending write of size bytes the way close()
+// does: the size limit (errTooBig), the model's quota (errQuota), then
+// tiers.Stack.Publish, which validates the file. The pending write is
+// used up either way. tiers.ErrExist means the key was already published:
+// one copy is kept, which callers report as success.
+func (s *fsState) publishWrite(pw *tiers.PendingWrite, size int64, durable bool) (tiers.Info, error) {
+	key := pw.Key()
+	if size > s.opts.MaxFileSize {
+		s.stack.Abort(pw)
+		return tiers.Info{}, fmt.Errorf("%d bytes pass the %d-byte limit: %w", size, s.opts.MaxFileSize, errTooBig)
+	}
+	if err := s.admit(key.Model, size); err != nil {
+		s.stack.Abort(pw)
+		return tiers.Info{}, fmt.Errorf("model %s: %d more bytes pass its quota of %d: %w", key.Model, size, s.quotas.get(key.Model), err)
+	}
+	info, err := s.stack.Publish(pw, durable)
+	if err != nil {
+		s.unadmit(key.Model, size)
+		return info, err
+	}
+	s.countIn(key, info.Size)
+	s.models.add(key.Model)
+	s.listed(key, true)
+	return info, nil
 }
 
 // flushDurable makes the published block durable (fsync after publish).

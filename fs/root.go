@@ -130,7 +130,10 @@ func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if !r.s.modelEmpty(name) {
 		return r.s.fail("rmdir", name, fmt.Errorf("model still holds files: %w", syscall.ENOTEMPTY))
 	}
-	if err := r.s.stack.RemoveModel(name); err != nil {
+	done := r.s.modelRemoval(name) // after the GPU loads of its blocks
+	err := r.s.stack.RemoveModel(name)
+	done()
+	if err != nil {
 		return r.s.fail("rmdir", name, err)
 	}
 	r.s.models.remove(name)

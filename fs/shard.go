@@ -143,14 +143,18 @@ func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode 
 }
 
 // Unlink removes a block (and its sidecar) or a sidecar from every tier.
-// Open descriptors keep reading what they opened.
+// Open descriptors keep reading what they opened; a GPU load of the block
+// in flight finishes first.
 func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	key, err := d.key(name)
 	if err != nil {
 		d.s.debugFail("unlink", d.what+"/"+name, err)
 		return syscall.ENOENT
 	}
-	if err := d.s.stack.Remove(key); err != nil {
+	done := d.s.removal(tiers.Key{Model: key.Model, ID: key.ID}) // after the GPU loads of the block
+	err = d.s.stack.Remove(key)
+	done()
+	if err != nil {
 		if errors.Is(err, tiers.ErrNotFound) {
 			d.s.listed(key, false)
 		}

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
@@ -18,7 +19,10 @@ import (
 // Lock order: every mutex below is a leaf (models.mu, hits.mu,
 // pending.mu, quotas.mu, listings.mu, inoTable.mu): none is held while
 // another is taken or while the stack is called (the walks that quotas
-// and listings trigger run with their lock released).
+// and listings trigger run with their lock released). The exception is
+// pins.mu, held while the memory tier's pin flag of a key changes, so
+// that the flag and the table agree (control_gpu_pins.go); it is taken before
+// the stack's locks and never under another mutex of this package.
 type fsState struct {
 	stack   *tiers.Stack
 	opts    Options
@@ -39,6 +43,8 @@ type fsState struct {
 	tierIO   []tierIO        // bytes clients moved, per tier (0 memory, then dirs)
 	prefetch prefetcher      // the promotion pool of .ucm/prefetch
 	metrics  *mountMetrics   // latency histograms
+	pins     loadPins        // blocks pinned by GPU loads in flight
+	root     *gofs.Inode     // the root node, once mounted
 
 	seq          atomic.Uint64 // numbers of files being written
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)
@@ -67,6 +73,7 @@ func newState(st *tiers.Stack, opts Options) *fsState {
 	s.pending.init()
 	s.quotas.init()
 	s.listings.init()
+	s.pins.init()
 	return s
 }
 

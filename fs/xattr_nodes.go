@@ -50,6 +50,9 @@ func (n *storedFile) stackXattr(name string) (val string, ok bool, err error) {
 		}
 		return "clean", true, nil
 	case "pinned":
+		if user, loading := n.s.userPin(n.key); loading {
+			bi.Pinned = user // a GPU load pins it for now; this is the user's choice
+		}
 		if bi.Pinned {
 			return "1", true, nil
 		}
@@ -130,7 +133,7 @@ func (n *blockFile) setXattr(name, value string) error {
 	if err != nil {
 		return err
 	}
-	return n.s.stack.Pin(n.key, pin)
+	return n.s.setUserPin(n.key, pin)
 }
 
 // Getxattr serves user.ucm.* of a block.

@@ -27,6 +27,9 @@ type MemConfig struct {
 	MaxMappings int
 	// Logger receives warnings (default slog.Default()).
 	Logger *slog.Logger
+	// Host, when set, registers every mapping the tier locks (for GPU
+	// DMA) and unregisters it before unmapping; nil registers nothing.
+	Host HostRegistrar
 }
 
 // MemTier is the memory tier: each block is a file in a private directory
@@ -89,7 +92,7 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 		root:  root,
 		log:   log,
 		idx:   newIndex(cfg.Capacity),
-		pages: newPageLocker(cfg.MaxMappings, log),
+		pages: newPageLocker(cfg.MaxMappings, log, cfg.Host),
 		lockf: lockf,
 	}, nil
 }
@@ -266,8 +269,9 @@ func (t *MemTier) EvictClean(need int64) (freed int64, evicted []Key) {
 }
 
 // Mapping returns the locked read-only mapping of key's file, or nil when
-// the file is not mapped. It stays valid until the key is removed or
-// evicted, so a user (GPU DMA registration) must pin the key first.
+// the file is not mapped. With MemConfig.Host set, a mapping is also
+// registered with it. It stays valid until the key is removed or evicted,
+// so a user (a GPU copy) must pin the key first and not remove it.
 func (t *MemTier) Mapping(key Key) []byte { return t.idx.mapping(key) }
 
 // LockedBytes is the total size of the files mapped and locked in RAM.

@@ -21,19 +21,38 @@ const DefaultMaxMappings = 32768
 // total at which it refused. When it cannot lock it logs one warning and
 // the tier carries on with unlocked files.
 //
+// With a HostRegistrar, a mapping is registered right after it is locked
+// and unregistered right before it is unmapped; a mapping the registrar
+// refuses is not kept (the file stays unmapped, like one past the
+// budget), so every mapping the tier holds is registered.
+//
 // Its counters are atomics; it takes no lock of its own besides the
-// sync.Once of the warning.
+// sync.Once of the warnings.
 type pageLocker struct {
-	maxMaps int64
-	maps    atomic.Int64 // mappings held
-	locked  atomic.Int64 // bytes held in those mappings
-	ceiling atomic.Int64 // locked total at which mlock last failed
-	warn    sync.Once
-	log     *slog.Logger
+	maxMaps   int64
+	maps      atomic.Int64 // mappings held
+	locked    atomic.Int64 // bytes held in those mappings
+	ceiling   atomic.Int64 // locked total at which mlock last failed
+	warn      sync.Once
+	host      HostRegistrar // nil: no registration
+	regWarn   sync.Once
+	unregWarn sync.Once
+	log       *slog.Logger
 }
 
-func newPageLocker(maxMaps int, log *slog.Logger) *pageLocker {
-	p := &pageLocker{maxMaps: int64(maxMaps), log: log}
+// HostRegistrar registers host memory for DMA by a device (a GPU). The
+// memory tier calls Register with each mapping right after it maps and
+// locks a file, and Unregister with the same slice right before it
+// unmaps it. Implementations must be safe for concurrent use.
+type HostRegistrar interface {
+	// Register makes b usable for DMA; b is a read-only mapping.
+	Register(b []byte) error
+	// Unregister undoes Register(b).
+	Unregister(b []byte) error
+}
+
+func newPageLocker(maxMaps int, log *slog.Logger, host HostRegistrar) *pageLocker {
+	p := &pageLocker{maxMaps: int64(maxMaps), log: log, host: host}
 	p.ceiling.Store(math.MaxInt64)
 	return p
 }
@@ -45,9 +64,9 @@ func (p *pageLocker) warnOnce(msg string, args ...any) {
 	})
 }
 
-// lock maps and locks size bytes of the file fd. It returns nil, having
-// kept nothing, when the file is empty, the budget is spent, or the kernel
-// refuses.
+// lock maps and locks size bytes of the file fd, and registers them with
+// the HostRegistrar. It returns nil, having kept nothing, when the file is
+// empty, the budget is spent, or the kernel or the registrar refuses.
 func (p *pageLocker) lock(fd int, size int64) []byte {
 	if size <= 0 || p.maxMaps <= 0 || size > math.MaxInt {
 		return nil
@@ -77,15 +96,32 @@ func (p *pageLocker) lock(fd int, size int64) []byte {
 		p.warnOnce("mlock failed", "err", err, "locked_bytes", p.locked.Load())
 		return nil
 	}
+	if p.host != nil {
+		if err := p.host.Register(b); err != nil {
+			_ = unix.Munmap(b)
+			p.maps.Add(-1)
+			p.regWarn.Do(func() {
+				p.log.Warn("memory tier: a mapping could not be registered for DMA; such blocks stay unmapped", "err", err)
+			})
+			return nil
+		}
+	}
 	p.locked.Add(size)
 	return b
 }
 
-// unlock unmaps a mapping returned by lock (munmap also unlocks). nil is
-// allowed.
+// unlock unregisters and unmaps a mapping returned by lock (munmap also
+// unlocks). nil is allowed.
 func (p *pageLocker) unlock(b []byte) {
 	if b == nil {
 		return
+	}
+	if p.host != nil {
+		if err := p.host.Unregister(b); err != nil {
+			p.unregWarn.Do(func() {
+				p.log.Warn("memory tier: a mapping could not be unregistered for DMA before unmapping it", "err", err)
+			})
+		}
 	}
 	_ = unix.Munmap(b)
 	p.locked.Add(-int64(len(b)))

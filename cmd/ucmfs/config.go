@@ -36,6 +36,7 @@ type mountConfig struct {
 	ShutdownTimeout time.Duration // bound on the flush at SIGINT/SIGTERM
 	ControlGroup    string        // group (name or gid) that may use the control files; "": owner only
 	MetricsAddr     string        // HOST:PORT of the Prometheus metrics; "": off
+	GPU             string        // device of .ucm/gpu: auto, cuda, sim or off
 }
 
 // tierSpec is one directory tier: --tier KIND:DIR[:SIZE] or a tiers: entry.
@@ -63,6 +64,7 @@ func defaultMountConfig() mountConfig {
 		MaxFileSize:     1 << 30,
 		LogLevel:        slog.LevelInfo,
 		ShutdownTimeout: 30 * time.Second,
+		GPU:             "auto",
 	}
 }
 
@@ -94,6 +96,7 @@ type fileConfig struct {
 	ShutdownTimeout *time.Duration `yaml:"shutdown_timeout"`
 	ControlGroup    *string        `yaml:"control_group"`
 	MetricsAddr     *string        `yaml:"metrics_addr"`
+	GPU             *string        `yaml:"gpu"`
 }
 
 // fileTier is one entry of tiers: in the YAML file.
@@ -157,7 +160,7 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 		}
 	}
 	for dst, v := range map[*string]*string{&cfg.MemoryDir: fc.MemoryDir, &cfg.ControlGroup: fc.ControlGroup,
-		&cfg.MetricsAddr: fc.MetricsAddr} {
+		&cfg.MetricsAddr: fc.MetricsAddr, &cfg.GPU: fc.GPU} {
 		if v != nil {
 			*dst = *v
 		}

@@ -82,6 +82,7 @@ entry_ttl: 10m
 max_file_size: 64MiB
 log_level: debug
 shutdown_timeout: 1m
+gpu: sim
 `)
 	fc, err := loadConfigFile(p)
 	if err != nil {
@@ -95,7 +96,7 @@ shutdown_timeout: 1m
 		Memory: 8 << 30, MemoryDir: "/dev/shm", WriteThrough: true, AllowOther: true,
 		Tiers:    []tierSpec{{Kind: "nvme", Dir: "/nvme/kv", Size: 100 << 30}, {Kind: "nfs", Dir: "/shared/kv"}},
 		EntryTTL: 10 * time.Minute, NegativeTTL: 250 * time.Millisecond, MaxFileSize: 64 << 20,
-		LogLevel: slog.LevelDebug, ShutdownTimeout: time.Minute,
+		LogLevel: slog.LevelDebug, ShutdownTimeout: time.Minute, GPU: "sim",
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config\n got %+v\nwant %+v", cfg, want)

@@ -21,10 +21,11 @@ const catControl = "Control plane"
 func controlFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "control-group", Category: catControl,
-			Usage: "let members of `GROUP` (name or gid) use MNT/.ucm/lookup, prefetch and flush (mode 0660); " +
+			Usage: "let members of `GROUP` (name or gid) use MNT/.ucm/lookup, prefetch, flush and gpu (mode 0660); " +
 				"default: the mounting user only (0600)"},
 		&cli.StringFlag{Name: "metrics-addr", Category: catControl,
 			Usage: "serve Prometheus metrics on http://`HOST:PORT`/metrics (off by default; port 0 picks a free one)"},
+		gpuFlag(),
 	}
 }
 
@@ -36,11 +37,17 @@ func applyControlFlags(cmd *cli.Command, cfg *mountConfig) {
 	if cmd.IsSet("metrics-addr") {
 		cfg.MetricsAddr = cmd.String("metrics-addr")
 	}
+	if cmd.IsSet("gpu") {
+		cfg.GPU = cmd.String("gpu")
+	}
 }
 
-// checkControl checks the control plane settings: the group must exist
-// and the metrics address must be HOST:PORT.
+// checkControl checks the control plane settings: the group must exist,
+// the metrics address must be HOST:PORT and the gpu mode one of gpuModes.
 func checkControl(cfg mountConfig) error {
+	if err := checkGPU(cfg.GPU); err != nil {
+		return err
+	}
 	if g := cfg.ControlGroup; g != "" {
 		if _, err := strconv.ParseUint(g, 10, 32); err != nil {
 			if _, err := user.LookupGroup(g); err != nil {

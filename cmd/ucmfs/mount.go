@@ -196,14 +196,23 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		return err
 	}
 	defer metrics.close()
-	st, err := buildStack(cfg, log)
+	dev, err := openGPU(cfg.GPU, log)
+	if err != nil {
+		return err
+	}
+	defer closeGPU(dev, log) // after the stack, closed before runMount returns
+	var host tiers.HostRegistrar
+	if dev != nil {
+		host = fs.HostPages(dev)
+	}
+	st, err := buildStack(cfg, log, host)
 	if err != nil {
 		return err
 	}
 	srv, err := fs.Mount(cfg.Mountpoint, st, fs.Options{
 		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
 		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL, MaxFileSize: cfg.MaxFileSize,
-		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup,
+		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup, GPU: dev,
 	})
 	if err != nil {
 		closeStack(st, cfg.ShutdownTimeout, log)
@@ -217,9 +226,10 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 }
 
 // buildStack creates the memory tier, the directory tiers and the stack;
-// on failure it closes what it made.
-func buildStack(cfg mountConfig, log *slog.Logger) (*tiers.Stack, error) {
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: cfg.Memory, Dir: cfg.MemoryDir, Logger: log})
+// on failure it closes what it made. host, when not nil, registers the
+// memory tier's mappings for GPU DMA.
+func buildStack(cfg mountConfig, log *slog.Logger, host tiers.HostRegistrar) (*tiers.Stack, error) {
+	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: cfg.Memory, Dir: cfg.MemoryDir, Logger: log, Host: host})
 	if err != nil {
 		return nil, fmt.Errorf("memory tier in %s: %w (choose a tmpfs directory with --memory-dir)", cfg.MemoryDir, err)
 	}

@@ -74,7 +74,7 @@ write_through: false
 		"--tier", "nvme:/nvme/a,b:10G", "--tier", "ds3fs:/3fs/kv",
 		"--write-through", "--allow-other", "--negative-ttl", "100ms", "--entry-ttl", "2m",
 		"--log-level", "debug", "--no-passthrough", "--memory-dir", "/run/shm",
-		"--shutdown-timeout", "5s", "--max-file-size", "16M", "--debug", "/mnt/kv")
+		"--shutdown-timeout", "5s", "--max-file-size", "16M", "--debug", "--gpu", "off", "/mnt/kv")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, msg)
 	}
@@ -83,7 +83,7 @@ write_through: false
 		Tiers:        []tierSpec{{Kind: "nvme", Dir: "/nvme/a,b", Size: 10 << 30}, {Kind: "ds3fs", Dir: "/3fs/kv"}},
 		WriteThrough: true, AllowOther: true, Passthrough: false,
 		EntryTTL: 2 * time.Minute, NegativeTTL: 100 * time.Millisecond, MaxFileSize: 16 << 20,
-		LogLevel: slog.LevelDebug, Debug: true, ShutdownTimeout: 5 * time.Second,
+		LogLevel: slog.LevelDebug, Debug: true, ShutdownTimeout: 5 * time.Second, GPU: "off",
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("flags over file\n got %+v\nwant %+v", cfg, want)

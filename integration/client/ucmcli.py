@@ -19,6 +19,9 @@ caller can tell EINVAL from ENOSPC without parsing prose.
     ucmcli.py prefetch MNT MODEL ID...         # "queued=N missing=M"
     ucmcli.py flush MNT [MODEL]                # "flushed" once durable
     ucmcli.py ctl MNT FILE REQUEST             # one raw request line, its raw answer
+    ucmcli.py gpu --size N [--init FILE] [--save FILE] MNT REQUEST...
+                                               # a sim region of N bytes, registered; each raw
+                                               # request (%r = its number), each raw answer
     ucmcli.py xattrs PATH
     ucmcli.py crc FILE
 
@@ -152,6 +155,35 @@ def cmd_ctl(a: argparse.Namespace) -> None:
         raise _OSFailure("ctl %s" % a.file, e) from e
 
 
+def cmd_gpu(a: argparse.Namespace) -> None:
+    """A session on MNT/.ucm/gpu with one sim region, created by this process.
+
+    The region starts as the bytes of --init (zeros where it is shorter),
+    is registered (its number replaces %r in the requests), takes the
+    requests in order (their raw answers are printed, err lines too) and
+    is written to --save at the end.
+    """
+    try:
+        with uc.SimRegion(a.size) as region, uc.GPU(a.root) as gpu:
+            if a.init:
+                with open(a.init, "rb") as f:
+                    init = f.read(a.size)
+                region.mem[:len(init)] = init
+            r = gpu.register_sim(region)
+            for req in a.requests:
+                try:
+                    print(("ok " + gpu.ctl.request(req.replace("%r", str(r)))).rstrip())
+                except uc.ControlError as e:
+                    print("err %s %s" % (errno.errorcode.get(e.errno, "E?"), e.strerror))
+            if a.save:
+                with open(a.save, "wb") as f:
+                    f.write(region.mem[:])
+    except uc.ControlError as e:
+        raise _OSFailure("gpu", e) from e
+    except OSError as e:
+        raise _OSFailure("gpu", e) from e
+
+
 def cmd_xattrs(a: argparse.Namespace) -> None:
     try:
         attrs = uc.block_xattrs(a.path)
@@ -233,6 +265,13 @@ def _parser() -> argparse.ArgumentParser:
     ctl.add_argument("file", choices=["lookup", "prefetch", "flush"])
     ctl.add_argument("request")
     ctl.set_defaults(fn=cmd_ctl)
+    gp = sub.add_parser("gpu", help="raw .ucm/gpu requests on a sim region of this process")
+    gp.add_argument("root")
+    gp.add_argument("--size", type=int, required=True, help="region bytes")
+    gp.add_argument("--init", help="a file whose bytes the region starts with")
+    gp.add_argument("--save", help="write the region's bytes here at the end")
+    gp.add_argument("requests", nargs="*")
+    gp.set_defaults(fn=cmd_gpu)
     xa = sub.add_parser("xattrs", help="user.ucm.* attributes")
     xa.add_argument("path")
     xa.set_defaults(fn=cmd_xattrs)

@@ -17,7 +17,11 @@ plain POSIX calls; nothing here needs the daemon's internals:
     batch existence and prefix match of up to 100k ids per request,
     prefetch into the memory tier, flush until durable. A Control object is
     one session: os.open(O_RDWR), os.write of a request line, os.read of
-    its answer line.
+    its answer line;
+  * the GPU data path (MNT/.ucm/gpu): a GPU session registers engine
+    memory (a CUDA IPC handle, or on a mount without a GPU a SimRegion, a
+    shared-memory file this process maps) and loads blocks, or layer
+    ranges of them, into it, or dumps blocks from it.
 
 A tier directory has the same layout as the mount, so every read function
 but the control plane also works on a tier directory (for example after
@@ -29,9 +33,11 @@ Run ``python3 ucmclient.py demo MOUNTPOINT`` to see it all once, or
 
 import errno
 import hashlib
+import mmap
 import os
 import struct
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+import tempfile
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 HEADER_SIZE = 64
 MAGIC = b"UCMB"
@@ -353,6 +359,120 @@ def flush(mnt: str, model: Optional[str] = None) -> None:
         c.request("model %s" % model if model else "all")
 
 
+# ---------------------------------------------------------------- GPU data path
+
+#: What of a block a load copies: None the payload, (first, last) those
+#: layers of the payload (both included), "file" the whole file.
+Part = Union[None, Tuple[int, int], str]
+
+
+class SimRegion:
+    """Simulated device memory: a shared-memory file this process creates, sizes and maps.
+
+    On a mount whose GPU device is "sim" (no CUDA driver), .ucm/gpu copies
+    blocks into and out of this file; self.mem shows them at the offsets
+    asked for, as GPU memory would show DMA. close() unmaps and deletes it.
+    """
+
+    def __init__(self, size: int, directory: str = "/dev/shm"):
+        fd, self.path = tempfile.mkstemp(prefix="ucm-region-", dir=directory)  # mode 0600, ours
+        try:
+            os.ftruncate(fd, size)
+            self.mem = mmap.mmap(fd, size)
+        except BaseException:
+            os.close(fd)
+            os.unlink(self.path)
+            raise
+        os.close(fd)
+        self.size = size
+
+    def close(self) -> None:
+        self.mem.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def __enter__(self) -> "SimRegion":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _part(part: Part) -> str:
+    if part is None:
+        return ""
+    if part == "file":
+        return ":file"
+    first, last = part  # type: ignore[misc]
+    return ":%d-%d" % (first, last)
+
+
+class GPU:
+    """One session on MNT/.ucm/gpu (docs/control.md, section gpu).
+
+    Regions registered here belong to this session: unregister() or
+    close() releases them, and their numbers mean nothing to another
+    session. Each load or dump request is all or nothing as the daemon
+    checks it: an unknown id (ENOENT) or a range outside the region
+    (EINVAL) fails it before a byte moves. Longer lists are split into
+    requests of MAX_IDS items.
+    """
+
+    def __init__(self, mnt: str):
+        self.ctl = Control(mnt, "gpu")
+
+    def register_sim(self, region: SimRegion, size: Optional[int] = None, offset: int = 0) -> int:
+        """Register a SimRegion (or size bytes of it at offset); returns the region number."""
+        size = region.size - offset if size is None else size
+        return self._region("register sim %s %d offset=%d" % (region.path, size, offset))
+
+    def register_cuda(self, handle: bytes, size: int, offset: int = 0, device: int = 0) -> int:
+        """Register size bytes at offset of the allocation a CUDA IPC handle (64 bytes) names."""
+        return self._region("register cuda %s %d offset=%d device=%d" % (handle.hex(), size, offset, device))
+
+    def _region(self, line: str) -> int:
+        return int(self.ctl.request(line).partition("region=")[2])
+
+    def load(self, region: int, model: str,
+             items: Sequence[Tuple[bytes, int, Part]]) -> Tuple[int, int]:
+        """Copy each (block_id, offset, part) into the region; returns (blocks, bytes)."""
+        loaded = nbytes = 0
+        for i in range(0, len(items), MAX_IDS):
+            words = ["%s:%d%s" % (bid.hex(), off, _part(part)) for bid, off, part in items[i:i + MAX_IDS]]
+            fields = dict(f.split("=") for f in self.ctl.request(
+                "load %d %s %s" % (region, model, " ".join(words))).split())
+            loaded, nbytes = loaded + int(fields["loaded"]), nbytes + int(fields["bytes"])
+        return loaded, nbytes
+
+    def dump(self, region: int, model: str, items: Sequence[Tuple[bytes, int, int]]) -> Tuple[int, int]:
+        """Publish each (block_id, offset, length): the complete block file lying there.
+
+        Returns (dumped, existing): blocks published, and ids already stored.
+        """
+        dumped = existing = 0
+        for i in range(0, len(items), MAX_IDS):
+            words = ["%s:%d:%d" % (bid.hex(), off, n) for bid, off, n in items[i:i + MAX_IDS]]
+            fields = dict(f.split("=") for f in self.ctl.request(
+                "dump %d %s %s" % (region, model, " ".join(words))).split())
+            dumped, existing = dumped + int(fields["dumped"]), existing + int(fields["existing"])
+        return dumped, existing
+
+    def unregister(self, region: int) -> None:
+        self.ctl.request("unregister %d" % region)
+
+    def close(self) -> None:
+        """End the session; the daemon unregisters its regions."""
+        self.ctl.close()
+
+    def __enter__(self) -> "GPU":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def block_xattrs(path: str) -> Dict[str, str]:
     """Every user.ucm.* attribute of a block or model directory, by name."""
     out = {}
@@ -392,6 +512,17 @@ def demo(mnt: str) -> None:
     print("flushed: every block of %s is durable" % model)
     layer1 = read_layer(mnt, model, ids[0], 1)
     print("layer 1 of block 0: %d bytes, crc32c %08x" % (len(layer1), crc32c(layer1)))
+    if os.path.exists(os.path.join(mnt, ".ucm", "gpu")):
+        payload = test_payload(ids[3], 0, layers * 2 * block_size * heads * head_dim * 2)
+        block3 = make_header(ids[3], payload, layers, block_size, dtype, heads, head_dim).pack() + payload
+        with SimRegion(2 * 4096) as region, GPU(mnt) as gpu:
+            r = gpu.register_sim(region)
+            gpu.load(r, model, [(ids[0], 4096, (1, 1))])
+            same = region.mem[4096:4096 + len(layer1)] == layer1
+            print("layer 1 of block 0 loaded into a sim region: %s" % ("same bytes" if same else "DIFFERENT"))
+            region.mem[0:len(block3)] = block3  # the engine's own memory
+            dumped, existing = gpu.dump(r, model, [(ids[3], 0, len(block3))])
+            print("block 3 dumped from the region: %d published, %d already there" % (dumped, existing))
     for name, value in sorted(block_xattrs(block_path(mnt, model, ids[0])).items()):
         print("  %s=%s" % (name, value))
 
