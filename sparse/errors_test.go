@@ -1,0 +1,189 @@
+package sparse
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+func TestDeriveErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	good := randBlock(rng, shape{L: 2, T: 2, B: 4, H: 2, D: 8, dt: hashdir.Float32})
+	edit := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
+	setU32 := func(off int, v uint32) []byte {
+		return edit(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[off:], v); return b })
+	}
+	cases := []struct {
+		name  string
+		block []byte
+		kind  hashdir.ReprKind
+		param uint32
+		want  error
+	}{
+		{"empty", nil, hashdir.ReprMean, 0, hashdir.ErrFormat},
+		{"short header", good[:40], hashdir.ReprMean, 0, hashdir.ErrFormat},
+		{"short payload", good[:len(good)-4], hashdir.ReprMean, 0, hashdir.ErrFormat},
+		{"long payload", append(append([]byte(nil), good...), 0, 0, 0, 0), hashdir.ReprMean, 0, hashdir.ErrFormat},
+		{"bad magic", edit(func(b []byte) []byte { b[0] = 'X'; return b }), hashdir.ReprMean, 0, hashdir.ErrFormat},
+		{"bad version", setU32(4, 2), hashdir.ReprMean, 0, hashdir.ErrFormat},
+		{"zero layers", setU32(24, 0), hashdir.ReprMean, 0, hashdir.ErrFormat},
+		{"unknown dtype", setU32(32, 99), hashdir.ReprMean, 0, hashdir.ErrFormat},
+		{"int8", setU32(32, uint32(hashdir.Int8)), hashdir.ReprMean, 0, ErrUnsupported},
+		{"float8", setU32(32, uint32(hashdir.Float8E4M3FN)), hashdir.ReprMax, 0, ErrUnsupported},
+		{"heads not stated", setU32(36, 0), hashdir.ReprMean, 0, ErrUnsupported},
+		{"head_dim not stated", setU32(40, 0), hashdir.ReprSignHash, 0, ErrUnsupported},
+		{"unknown kind", good, hashdir.ReprKind(4), 0, ErrArgument},
+		{"mean with param", good, hashdir.ReprMean, 2, ErrArgument},
+		{"max with param", good, hashdir.ReprMax, 1, ErrArgument},
+		{"hash bits not multiple of 8", good, hashdir.ReprSignHash, 12, ErrArgument},
+		{"hash bits too many", good, hashdir.ReprSignHash, MaxHashBits + 8, ErrArgument},
+	}
+	for _, c := range cases {
+		if _, err := Derive(c.block, c.kind, c.param); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	wide := randBlock(rng, shape{L: 1, T: 1, B: 1, H: 1, D: MaxHashDim + 8, dt: hashdir.BFloat16})
+	if _, err := Derive(wide, hashdir.ReprSignHash, 0); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("sign-hash of head_dim %d: %v", MaxHashDim+8, err)
+	}
+	if _, err := Derive(wide, hashdir.ReprMean, 0); err != nil {
+		t.Errorf("mean of head_dim %d: %v", MaxHashDim+8, err)
+	}
+	// The header reports a larger payload than the shape: the shape rule.
+	if _, err := Derive(setU32(28, 5), hashdir.ReprMean, 0); hashdir.RuleOf(err) != hashdir.RulePayloadSize {
+		t.Errorf("block_size beyond the payload: %v", err)
+	}
+}
+
+func TestParseReprErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	id := randID(rng)
+	good := floatRepr(id, hashdir.ReprMean, 1, 2, 1, 4, 0, make([]float32, 8))
+	if _, err := ParseRepr(good); err != nil {
+		t.Fatal(err)
+	}
+	badCRC := append([]byte(nil), good...)
+	badCRC[len(badCRC)-1] ^= 1
+	cases := map[string][]byte{
+		"empty": nil, "short": good[:20], "truncated": good[:len(good)-1], "crc": badCRC,
+		"block magic": append([]byte("UCMB"), good[4:]...),
+	}
+	for name, file := range cases {
+		if _, err := ParseRepr(file); !errors.Is(err, hashdir.ErrFormat) {
+			t.Errorf("%s: %v, want ErrFormat", name, err)
+		}
+	}
+	u8 := hashdir.NewRepr(hashdir.ReprHeader{ID: id, Kind: hashdir.ReprMerged, Dtype: hashdir.Int8,
+		NumLayers: 1, NumKVHeads: 1, Rows: 1, Dim: 4, Param: 4}, make([]byte, 4))
+	r, err := ParseRepr(u8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Floats(nil); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Floats of int8: %v", err)
+	}
+	r.Data = r.Data[:2]
+	r.Header.Dtype = hashdir.Float16
+	if _, err := r.Floats(nil); !errors.Is(err, ErrArgument) {
+		t.Errorf("Floats of short data: %v", err)
+	}
+}
+
+func TestBuilderErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	a, b := randID(rng), randID(rng)
+	mean := func(id hashdir.ID, layers, heads, dim int) []byte {
+		return floatRepr(id, hashdir.ReprMean, layers, heads, 1, dim, 0, make([]float32, layers*heads*dim))
+	}
+	if _, err := NewBuilder(hashdir.ReprKind(7), 0); !errors.Is(err, ErrArgument) {
+		t.Errorf("unknown kind: %v", err)
+	}
+	if _, err := NewBuilder(hashdir.ReprMean, -2); !errors.Is(err, ErrArgument) {
+		t.Errorf("layer -2: %v", err)
+	}
+	bl, _ := NewBuilder(hashdir.ReprMean, 1)
+	if err := bl.Add(a, mean(a, 2, 2, 4)); err != nil {
+		t.Fatal(err)
+	}
+	i8 := hashdir.NewRepr(hashdir.ReprHeader{ID: b, Kind: hashdir.ReprMean, Dtype: hashdir.Int8,
+		NumLayers: 2, NumKVHeads: 2, Rows: 1, Dim: 4}, make([]byte, 16))
+	corrupt := mean(b, 2, 2, 4)
+	corrupt[len(corrupt)-1] ^= 0x80
+	cases := []struct {
+		name string
+		id   hashdir.ID
+		repr []byte
+		want error
+	}{
+		{"other id", b, mean(a, 2, 2, 4), ErrMismatch},
+		{"other kind", b, floatRepr(b, hashdir.ReprMax, 2, 2, 1, 4, 0, make([]float32, 16)), ErrMismatch},
+		{"other heads", b, mean(b, 2, 3, 4), ErrMismatch},
+		{"other dim", b, mean(b, 2, 2, 8), ErrMismatch},
+		{"other layers", b, mean(b, 3, 2, 4), ErrMismatch},
+		{"layer out of range", b, mean(b, 1, 2, 4), ErrMismatch},
+		{"int8 data", b, i8, ErrUnsupported},
+		{"corrupt", b, corrupt, hashdir.ErrFormat},
+		{"garbage", b, []byte("not a sidecar"), hashdir.ErrFormat},
+	}
+	for _, c := range cases {
+		if err := bl.Add(c.id, c.repr); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	x := bl.Index()
+	if x.Len() != 1 || len(x.Missing()) != 0 || x.QueryLen() != 8 || x.Layer() != 1 || x.Kind() != hashdir.ReprMean {
+		t.Fatalf("rejected sidecars changed the index: len %d missing %d querylen %d", x.Len(), len(x.Missing()), x.QueryLen())
+	}
+}
+
+func TestSearchErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	id := randID(rng)
+	bl, _ := NewBuilder(hashdir.ReprMean, AllLayers)
+	if err := bl.Add(id, floatRepr(id, hashdir.ReprMean, 2, 2, 1, 4, 0, make([]float32, 16))); err != nil {
+		t.Fatal(err)
+	}
+	x := bl.Index()
+	for _, k := range []int{0, -1} {
+		if _, err := x.Search(make([]float32, 16), k); !errors.Is(err, ErrArgument) {
+			t.Errorf("k %d: %v", k, err)
+		}
+	}
+	for _, n := range []int{0, 8, 15, 17, 32} {
+		if _, err := x.Search(make([]float32, n), 1); !errors.Is(err, ErrArgument) {
+			t.Errorf("query of %d values: %v", n, err)
+		}
+	}
+	if _, err := x.SearchCodes(make([]byte, 16), 1); !errors.Is(err, ErrArgument) {
+		t.Errorf("SearchCodes on a mean index: %v", err)
+	}
+
+	sh, _ := NewBuilder(hashdir.ReprSignHash, 0)
+	code := hashdir.NewRepr(hashdir.ReprHeader{ID: id, Kind: hashdir.ReprSignHash, Dtype: hashdir.Uint8,
+		NumLayers: 1, NumKVHeads: 2, Rows: 1, Dim: 2, Param: 16}, make([]byte, 4))
+	if err := sh.Add(id, code); err != nil {
+		t.Fatal(err)
+	}
+	xs := sh.Index()
+	for _, n := range []int{0, 3, 2 * (MaxHashDim + 1)} {
+		if _, err := xs.Search(make([]float32, n), 1); !errors.Is(err, ErrArgument) {
+			t.Errorf("sign-hash query of %d values: %v", n, err)
+		}
+	}
+	if _, err := xs.SearchCodes(make([]byte, 3), 1); !errors.Is(err, ErrArgument) {
+		t.Errorf("codes of 3 bytes: %v", err)
+	}
+	if _, err := xs.SearchCodes(make([]byte, 4), 0); !errors.Is(err, ErrArgument) {
+		t.Errorf("SearchCodes k 0: %v", err)
+	}
+	if _, err := TopK(hashdir.ReprMean, 0, []Candidate{{ID: id, Repr: code}}, nil, 1); !errors.Is(err, ErrMismatch) {
+		t.Errorf("TopK with a sidecar of another kind: %v", err)
+	}
+	if _, err := TopK(hashdir.ReprMean, -3, nil, nil, 1); !errors.Is(err, ErrArgument) {
+		t.Errorf("TopK layer -3: %v", err)
+	}
+}
