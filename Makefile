@@ -17,8 +17,24 @@ test:
 	$(GO) test -count=1 -timeout 20m ./...
 
 # Benchmarks: every ratio is against a baseline measured in the same run.
+# First every package's Go benchmarks (storage core, in-process FUSE),
+# then the mount benchmarks of package bench (the real binary in its own
+# process, beside tmpfs and the nvme directory, the targets in turn for
+# MOUNT_ROUNDS rounds, medians taken) and the 100k-block scale run;
+# internal/benchplot prints the table and draws docs/performance-mount.png.
+# Outputs in BENCHOUT.
+BENCHOUT     ?= bin/bench
+MOUNT_ROUNDS ?= 3
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 30m ./...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 30m $$($(GO) list ./... | grep -v '/bench$$')
+	mkdir -p $(BENCHOUT) && rm -f $(BENCHOUT)/mount.txt $(BENCHOUT)/scale.json $(BENCHOUT)/status
+	( UCMFS_BENCH_ROUNDS=$(MOUNT_ROUNDS) $(GO) test -count=1 -run '^$$' -bench . -benchtime $(BENCHTIME) \
+	  -timeout 30m ./bench/ 2>&1; \
+	  echo $$? > $(BENCHOUT)/status ) | tee $(BENCHOUT)/mount.txt; exit $$(cat $(BENCHOUT)/status)
+	UCMFS_SCALE=1 UCMFS_SCALE_OUT=$(CURDIR)/$(BENCHOUT)/scale.json UCMFS_BENCH_ROUNDS=$(MOUNT_ROUNDS) \
+	  $(GO) test -count=1 -run '^TestScale$$' -v -timeout 30m ./bench/
+	$(GO) run ./internal/benchplot -bench $(BENCHOUT)/mount.txt -scale $(BENCHOUT)/scale.json \
+	  -png docs/performance-mount.png -md $(BENCHOUT)/mount.md
 
 lint:
 	@test -z "$$(gofmt -l .)" || (echo "gofmt would change:"; gofmt -l .; exit 1)

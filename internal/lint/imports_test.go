@@ -22,6 +22,10 @@ var allowed = map[string][]string{
 	"internal/faultfs": {},
 	"internal/lint":    {},
 	"integration":      {"hashdir"},
+
+	// The mount benchmarks (test files and a doc) and their plotting tool.
+	"bench":              {"hashdir"},
+	"internal/benchplot": {},
 }
 
 // restricted third-party imports and the only packages that may use them.

@@ -1,0 +1,183 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// The four targets every benchmark compares, in the order they run.
+const (
+	passthrough = "passthrough" // the mount, FUSE passthrough on (the default as root)
+	fallback    = "fallback"    // the mount with --no-passthrough: the daemon serves the bytes
+	tmpfs       = "tmpfs"       // a plain directory on /dev/shm
+	nvme        = "nvme"        // a plain directory on the disk of the nvme tiers
+)
+
+// sharedMemory is the memory tier of the shared daemons: room for every
+// block the benchmarks keep (reads, stats) and a write batch.
+const sharedMemory = "2GiB"
+
+// target is where a benchmark does its file operations: a mount point or
+// a plain directory in the same <model>/<hh>/<id>.bin layout.
+type target struct {
+	name string
+	root string
+	d    *daemon // nil for a plain directory
+
+	mu   sync.Mutex
+	sets map[string][]string // see set
+}
+
+// mounted reports whether the target is a mount.
+func (t *target) mounted() bool { return t.d != nil }
+
+// prepare makes model's directories (the mount shows its shards itself).
+func (t *target) prepare(tb testing.TB, model string) {
+	tb.Helper()
+	if err := makeModelDirs(t.root, model, !t.mounted()); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// path is the path of model's block id on the target.
+func (t *target) path(model string, i uint64) string {
+	return blockPath(t.root, model, idAt(i))
+}
+
+// shared holds the targets, made once per process: a benchmark function
+// runs once per b.N round, and a daemon start costs far more than a round.
+var shared struct {
+	sync.Mutex
+	targets []*target
+	err     error
+}
+
+// sharedTargets returns the four targets, starting the two daemons (each
+// over its own nvme tier, with its own memory tier) on first use.
+func sharedTargets(tb testing.TB) []*target {
+	tb.Helper()
+	requireFUSE(tb)
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.targets == nil && shared.err == nil {
+		shared.targets, shared.err = makeTargets()
+	}
+	if shared.err != nil {
+		tb.Fatal(shared.err)
+	}
+	return shared.targets
+}
+
+func makeTargets() ([]*target, error) {
+	var ts []*target
+	for _, c := range []struct {
+		name  string
+		extra []string
+	}{{passthrough, nil}, {fallback, []string{"--no-passthrough"}}} {
+		mnt, tier := filepath.Join(diskDir, c.name+"-mnt"), filepath.Join(diskDir, c.name+"-tier")
+		if err := makeDirs(mnt); err != nil {
+			return nil, err
+		}
+		d := newDaemon(mnt, tier, sharedMemory, c.extra...)
+		if _, err := d.start(); err != nil {
+			return nil, err
+		}
+		ts = append(ts, &target{name: c.name, root: mnt, d: d})
+	}
+	for _, c := range []struct{ name, root string }{
+		{tmpfs, filepath.Join(shmDir, "plain")},
+		{nvme, filepath.Join(diskDir, "plain")},
+	} {
+		if err := makeDirs(c.root); err != nil {
+			return nil, err
+		}
+		ts = append(ts, &target{name: c.name, root: c.root})
+	}
+	return ts, nil
+}
+
+// runTargets runs fn as one sub-benchmark per target, all targets in
+// turn, rounds() times (the repeats are named target#01, #02, ...), so
+// that a change of the machine's load during the run reaches every target
+// alike. The passthrough target is skipped, with the reason, where the
+// kernel refused passthrough.
+func runTargets(b *testing.B, fn func(b *testing.B, t *target)) {
+	ts := sharedTargets(b)
+	for r := 0; r < rounds(); r++ {
+		for _, t := range ts {
+			b.Run(t.name, func(b *testing.B) {
+				if t.name == passthrough && !t.d.passthrough() {
+					b.Skipf("the daemon runs without passthrough here:\n%s", t.d.output())
+				}
+				fn(b, t)
+			})
+		}
+	}
+}
+
+// rounds is UCMFS_BENCH_ROUNDS, at least 1: how many times each
+// benchmark runs every target (make bench takes the median).
+func rounds() int {
+	n, err := strconv.Atoi(os.Getenv("UCMFS_BENCH_ROUNDS"))
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// modelFor names the model a benchmark uses on every target.
+func modelFor(b *testing.B) string {
+	return fmt.Sprintf("bench-%s", sanitize(b.Name()))
+}
+
+// set returns the paths of n blocks of size bytes written once per
+// process on the target (one set per name), written as an engine writes
+// them. On a mount it waits until the daemon's write-back is done, so the
+// benchmark that follows runs without it.
+func (t *target) set(tb testing.TB, name string, n, size int) []string {
+	tb.Helper()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if paths, ok := t.sets[name]; ok {
+		return paths
+	}
+	model := "bench-" + name
+	t.prepare(tb, model)
+	blk := newBlock(size)
+	paths := make([]string, n)
+	for i := range paths {
+		id := nextID()
+		paths[i] = blockPath(t.root, model, id)
+		if err := writeBlock(paths[i], blk.setID(id)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if t.mounted() {
+		if err := t.d.waitWriteBack(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if t.sets == nil {
+		t.sets = make(map[string][]string)
+	}
+	t.sets[name] = paths
+	return paths
+}
+
+// makeDirs creates dir and its parents.
+func makeDirs(dir string) error { return os.MkdirAll(dir, 0o755) }
+
+// sanitize turns a benchmark name into a valid model name.
+func sanitize(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
