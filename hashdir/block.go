@@ -96,16 +96,10 @@ func (h *BlockHeader) UnmarshalBinary(b []byte) error {
 // flag bit; any header it returns encodes back to the same 64 bytes. The
 // rules that need the file (size, name, CRC) are ValidateBlock's.
 func DecodeBlockHeader(b []byte) (BlockHeader, error) {
-	if len(b) < HeaderSize {
-		return BlockHeader{}, blockErr(RuleSize, "header needs %d bytes, have %d", HeaderSize, len(b))
-	}
-	if string(b[offMagic:offMagic+4]) != BlockMagic {
-		return BlockHeader{}, blockErr(RuleMagic, "magic is %q, want %q", b[offMagic:offMagic+4], BlockMagic)
+	if err := checkPrefix(b, BlockMagic, blockErr); err != nil {
+		return BlockHeader{}, err
 	}
 	le := binary.LittleEndian
-	if v := le.Uint32(b[offVersion:]); v != FormatVersion {
-		return BlockHeader{}, blockErr(RuleVersion, "version is %d, want %d", v, FormatVersion)
-	}
 	var h BlockHeader
 	copy(h.ID[:], b[offID:offID+IDLen])
 	h.NumLayers = le.Uint32(b[offNumLayers:])
@@ -229,4 +223,19 @@ func payloadOf(size int64) uint64 { return uint64(size - HeaderSize) }
 func (h BlockHeader) String() string {
 	return fmt.Sprintf("UCMB id=%s layers=%d block_size=%d dtype=%s heads=%d head_dim=%d T=%d crc=%08x flags=%#x payload_len=%d",
 		h.ID, h.NumLayers, h.BlockSize, h.Dtype, h.NumKVHeads, h.HeadDim, h.Tensors(), h.PayloadCRC, h.Flags, h.PayloadLen)
+}
+
+// checkPrefix checks what both headers share: at least 64 bytes, the
+// magic, and the format version. fail builds the error of the header kind.
+func checkPrefix(b []byte, magic string, fail func(Rule, string, ...any) error) error {
+	if len(b) < HeaderSize {
+		return fail(RuleSize, "header needs %d bytes, have %d", HeaderSize, len(b))
+	}
+	if string(b[offMagic:offMagic+4]) != magic {
+		return fail(RuleMagic, "magic is %q, want %q", b[offMagic:offMagic+4], magic)
+	}
+	if v := binary.LittleEndian.Uint32(b[offVersion:]); v != FormatVersion {
+		return fail(RuleVersion, "version is %d, want %d", v, FormatVersion)
+	}
+	return nil
 }

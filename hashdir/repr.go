@@ -77,16 +77,10 @@ func (h *ReprHeader) UnmarshalBinary(b []byte) error {
 // zero; any header it returns encodes back to the same 64 bytes. The
 // shape rules and those that need the file are ValidateRepr's.
 func DecodeReprHeader(b []byte) (ReprHeader, error) {
-	if len(b) < HeaderSize {
-		return ReprHeader{}, reprErr(RuleSize, "header needs %d bytes, have %d", HeaderSize, len(b))
-	}
-	if string(b[offMagic:offMagic+4]) != ReprMagic {
-		return ReprHeader{}, reprErr(RuleMagic, "magic is %q, want %q", b[offMagic:offMagic+4], ReprMagic)
+	if err := checkPrefix(b, ReprMagic, reprErr); err != nil {
+		return ReprHeader{}, err
 	}
 	le := binary.LittleEndian
-	if v := le.Uint32(b[offVersion:]); v != FormatVersion {
-		return ReprHeader{}, reprErr(RuleVersion, "version is %d, want %d", v, FormatVersion)
-	}
 	var h ReprHeader
 	copy(h.ID[:], b[offID:offID+IDLen])
 	h.Kind = ReprKind(le.Uint32(b[offReprKind:]))
