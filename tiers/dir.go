@@ -39,7 +39,11 @@ import (
 //   - OpTimeout: a local disk that does not answer in 10s is broken; an NFS
 //     server may take tens of seconds to fail over or leave its grace
 //     period; a large 3FS cluster may pause longer while it migrates
-//     chains. Past the timeout the tier is Down and fails fast.
+//     chains. Past the timeout the tier is Down and fails fast. On NFS and
+//     3FS, where stalls happen, every operation runs in its own goroutine
+//     so its caller gets ErrStalled at the timeout; on nvme operations run
+//     inline (cheaper) and a stalled one holds its caller until the disk
+//     answers, while the tier goes Down for the others.
 //   - Watermarks: eviction starts above 90% and frees down to 80%, leaving
 //     room for bursts of write-back between passes.
 //   - Shared: NFS and 3FS directories may be shared by several daemons, so
@@ -75,14 +79,15 @@ type DirConfig struct {
 // kindDefaults is one row of the table in DirConfig's doc comment.
 type kindDefaults struct {
 	directIO, syncOnCommit, shared bool
+	detach                         bool // operations in their own goroutine
 	timeout                        time.Duration
 	high, low                      float64
 }
 
 var dirKinds = map[string]kindDefaults{
-	"nvme":  {directIO: false, syncOnCommit: false, shared: false, timeout: 10 * time.Second, high: 0.90, low: 0.80},
-	"nfs":   {directIO: false, syncOnCommit: true, shared: true, timeout: 60 * time.Second, high: 0.90, low: 0.80},
-	"ds3fs": {directIO: false, syncOnCommit: true, shared: true, timeout: 120 * time.Second, high: 0.90, low: 0.80},
+	"nvme":  {directIO: false, syncOnCommit: false, shared: false, detach: false, timeout: 10 * time.Second, high: 0.90, low: 0.80},
+	"nfs":   {directIO: false, syncOnCommit: true, shared: true, detach: true, timeout: 60 * time.Second, high: 0.90, low: 0.80},
+	"ds3fs": {directIO: false, syncOnCommit: true, shared: true, detach: true, timeout: 120 * time.Second, high: 0.90, low: 0.80},
 }
 
 // DirTier is a directory tier: files in the <model>/<hh>/<id>.bin layout
@@ -110,6 +115,8 @@ type DirTier struct {
 	noXattr    atomic.Bool // the filesystem refused the CRC xattr
 
 	health    healthState
+	inline    bool    // operations run on the caller's goroutine (see do)
+	watch     opWatch // inline operations in flight
 	probeBusy atomic.Bool
 	stuck     atomic.Int32                    // operations abandoned after the timeout, still blocked
 	hook      atomic.Pointer[func(op string)] // runs before each operation (tests)
@@ -180,6 +187,9 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 		}
 		t.idx.setCapacity(t.idx.usage().Used + int64(st.Bavail)*bs)
 	}
+	// Start-up operations above ran detached, so a stalled directory
+	// fails the start instead of hanging it.
+	t.inline = !def.detach
 	t.wg.Add(1)
 	go t.probeLoop()
 	return t, nil

@@ -99,7 +99,8 @@ func TestHealthLateCreateCleansUp(t *testing.T) {
 	probeInterval = time.Hour
 	defer func() { probeInterval = old }()
 	dir := t.TempDir()
-	d, err := NewDirTier(DirConfig{Kind: "nvme", Dir: dir, Capacity: 1 << 20, OpTimeout: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	// nfs: its operations run detached, so a stalled one is abandoned.
+	d, err := NewDirTier(DirConfig{Kind: "nfs", Dir: dir, Capacity: 1 << 20, OpTimeout: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +124,67 @@ func TestHealthLateCreateCleansUp(t *testing.T) {
 	ents, _ := os.ReadDir(filepath.Join(dir, "h", healthKey(1).ID.Shard()))
 	for _, e := range ents {
 		t.Fatalf("%s left by an abandoned create", e.Name())
+	}
+}
+
+// TestHealthInlineStall: on nvme operations run inline; one that gets no
+// answer in time takes the tier Down through the watchdog, others fail
+// fast meanwhile, and the stalled caller gets its own answer once the
+// directory gives it.
+func TestHealthInlineStall(t *testing.T) {
+	old := probeInterval
+	probeInterval = time.Hour // the test probes by hand
+	defer func() { probeInterval = old }()
+	dir := t.TempDir()
+	d, err := NewDirTier(DirConfig{Kind: "nvme", Dir: dir, Capacity: 1 << 20, OpTimeout: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if !d.inline {
+		t.Fatal("nvme operations do not run inline")
+	}
+	w, err := d.Create(healthKey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("block"))
+	if _, err := w.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g := &gate{ops: map[string]bool{"open": true}, release: make(chan struct{})}
+	hook := g.hook
+	d.hook.Store(&hook)
+	opened := make(chan error, 1)
+	go func() {
+		f, err := d.Open(healthKey(1))
+		if err == nil {
+			f.Close()
+		}
+		opened <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for d.Health() != Down {
+		if time.Now().After(deadline) {
+			t.Fatal("the watchdog never took the stalled tier down")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	calls := g.calls.Load()
+	if _, err := d.Create(healthKey(2)); !errors.Is(err, ErrStalled) {
+		t.Fatalf("create while down: %v, want ErrStalled", err)
+	}
+	if n := g.calls.Load(); n != calls {
+		t.Fatal("an operation reached the directory while down")
+	}
+	close(g.release)
+	if err := <-opened; err != nil {
+		t.Fatalf("the stalled open, once answered: %v", err)
+	}
+	d.hook.Store(nil)
+	d.probe()
+	if d.Health() != Unstable {
+		t.Fatalf("health %v after a good probe, want unstable", d.Health())
 	}
 }
 

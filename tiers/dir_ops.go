@@ -11,34 +11,52 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Stat describes a published file from the index. The CRC of a file found
-// by a rebuild is read lazily from its xattr. In a shared directory a key
-// missing from the index is looked up on disk and, if present, adopted.
+// Stat describes a published file from the index, without touching the
+// directory: the CRC of a file found by a rebuild is not read here (HasCRC
+// stays unset until CRC has read it). In a shared directory a key missing
+// from the index is looked up on disk and, if present, adopted.
 func (t *DirTier) Stat(key Key) (Info, error) {
 	if t.closed.Load() {
 		return Info{}, t.errClosed("stat")
 	}
-	info, crcRead, ok := t.idx.get(key)
+	info, _, ok := t.idx.get(key)
 	if !ok {
 		if !t.shared || checkKey(key) != nil {
 			return Info{}, t.notFound(key)
 		}
 		return t.lookup(key)
 	}
-	if crcRead {
-		return info, nil
+	return info, nil
+}
+
+// CRC returns the payload CRC-32C the tier keeps for key: from the index,
+// or the first time it is asked for a file found by a rebuild or adopted,
+// from the file's xattr (then remembered). has is false when the file has
+// none; ErrNotFound when the tier does not hold key.
+func (t *DirTier) CRC(key Key) (crc uint32, has bool, err error) {
+	info, crcRead, ok := t.idx.get(key)
+	if !ok {
+		if info, err = t.Stat(key); err != nil {
+			return 0, false, err
+		}
+		info, crcRead, ok = t.idx.get(key)
+		if !ok {
+			return info.CRC, info.HasCRC, nil
+		}
 	}
-	crc, has, err := t.readCRC(key)
+	if crcRead {
+		return info.CRC, info.HasCRC, nil
+	}
+	crc, has, err = t.readCRC(key)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		t.idx.remove(key) // removed behind our back
-		return Info{}, err
+		return 0, false, err
 	case err != nil:
-		return info, nil // the index still knows the file; the CRC stays unknown
+		return 0, false, nil // the CRC stays unknown; the file is still there
 	}
 	t.idx.setCRC(key, crc, has)
-	info.CRC, info.HasCRC = crc, has
-	return info, nil
+	return crc, has, nil
 }
 
 func (t *DirTier) notFound(key Key) error {
@@ -78,9 +96,7 @@ func (t *DirTier) lookup(key Key) (Info, error) {
 		return Info{}, t.notFound(key)
 	}
 	info := Info{Key: key, Size: st.Size, MTime: statMTime(&st)}
-	crc, has, err := t.readCRC(key)
-	info.CRC, info.HasCRC = crc, has
-	t.idx.adopt(&entry{info: info, crcRead: err == nil})
+	t.idx.adopt(newEntry(info)) // its CRC is read when asked (CRC)
 	return info, nil
 }
 
@@ -101,7 +117,7 @@ func (t *DirTier) Open(key Key) (*os.File, error) {
 	var f *os.File
 	err := t.do("open", func() error {
 		var err error
-		f, err = os.OpenFile(p, os.O_RDONLY|unix.O_CLOEXEC, 0)
+		f, err = openFile(p, unix.O_RDONLY, 0)
 		return err
 	}, func() {
 		if f != nil {
@@ -116,7 +132,7 @@ func (t *DirTier) Open(key Key) (*os.File, error) {
 	}
 	if !known {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			t.idx.adopt(&entry{info: Info{Key: key, Size: fi.Size(), MTime: fi.ModTime()}})
+			t.idx.adopt(newEntry(Info{Key: key, Size: fi.Size(), MTime: fi.ModTime()}))
 		}
 	}
 	return f, nil

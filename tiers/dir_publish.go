@@ -199,3 +199,16 @@ func (c *dirCache) forget(model string) {
 		}
 	}
 }
+
+// openFile is os.OpenFile for regular files without its poller set-up:
+// os.OpenFile tries to register every descriptor with the runtime's
+// epoll (four fcntl and an epoll_ctl the kernel refuses for a regular
+// file); this opens with one openat, the descriptor blocking, as
+// os.NewFile leaves it. O_CLOEXEC is always added.
+func openFile(path string, flag int, perm uint32) (*os.File, error) {
+	fd, err := unix.Open(path, flag|unix.O_CLOEXEC, perm)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}

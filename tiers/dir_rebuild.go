@@ -95,7 +95,7 @@ func (t *DirTier) rebuild() error {
 	}
 	sort.Slice(s.found, func(i, j int) bool { return s.found[i].MTime.Before(s.found[j].MTime) })
 	for _, info := range s.found {
-		t.idx.adopt(&entry{info: info})
+		t.idx.adopt(newEntry(info))
 	}
 	u := t.idx.usage()
 	t.log.Info("tier index rebuilt", "kind", t.kind, "dir", t.root, "files", u.Files, "bytes", u.Used,

@@ -182,11 +182,21 @@ func TestDirReopenRebuilds(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(shard, "notes.txt")); err != nil {
 		t.Fatal("a file outside the layout was removed; it must only be skipped")
 	}
-	if info, _ := d.Stat(k0); !info.HasCRC || info.CRC != 0x0badf00d {
-		t.Fatalf("CRC not read back from the xattr: %+v", info)
+	// A rebuilt entry's CRC is read from the xattr when asked, not by Stat.
+	if info, _ := d.Stat(k0); info.HasCRC {
+		t.Fatalf("Stat read the CRC of a rebuilt file: %+v", info)
 	}
-	if info, _ := d.Stat(tiertest.Key("b", 1)); info.HasCRC {
-		t.Fatalf("a file without CRC got one: %+v", info)
+	if crc, has, err := d.CRC(k0); err != nil || !has || crc != 0x0badf00d {
+		t.Fatalf("CRC not read back from the xattr: %08x %v %v", crc, has, err)
+	}
+	if info, _ := d.Stat(k0); !info.HasCRC || info.CRC != 0x0badf00d {
+		t.Fatalf("the CRC read once is not kept: %+v", info)
+	}
+	if _, has, err := d.CRC(tiertest.Key("b", 1)); err != nil || has {
+		t.Fatalf("a file without CRC got one: %v %v", has, err)
+	}
+	if _, _, err := d.CRC(tiertest.Key("b", 99)); !errors.Is(err, tiers.ErrNotFound) {
+		t.Fatalf("CRC of an absent file: %v, want ErrNotFound", err)
 	}
 }
 

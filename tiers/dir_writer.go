@@ -43,7 +43,7 @@ func (t *DirTier) Create(key Key) (Writer, error) {
 			tmp := filepath.Join(dir, tmpPrefix+key.ID.String()+"-"+randomSuffix())
 			// 0644 until Commit: setting the CRC xattr needs write
 			// permission on the inode (for a daemon that is not root).
-			f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o644)
+			f, err := openFile(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o644)
 			switch {
 			case err == nil:
 				w.tmp, w.f = tmp, f
@@ -230,7 +230,9 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 	}
 	w.f.Close()
 	info = Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC}
-	info, _ = t.idx.add(&entry{info: info, crcRead: true})
+	e := newEntry(info)
+	e.set(flagCRCRead, true)
+	info, _ = t.idx.add(e)
 	added = true
 	if sync {
 		if err := syncDir(filepath.Dir(dst)); err != nil {

@@ -1,14 +1,20 @@
 package tiers
 
 import (
-	"container/list"
-	"sort"
 	"sync"
+
+	"github.com/ucmfs/ucmfs/hashdir"
 )
 
 // The index is the in-memory record of what one tier holds: one entry per
 // published file, an LRU order by the daemon's own accesses (never atime),
-// exact byte accounting, and the files of each model. Both tiers use it.
+// exact byte accounting, and the files of each model grouped by shard (so
+// a shard directory is listed without walking its model). Both tiers use
+// it.
+//
+// It is sized for millions of files: an entry is one small struct (the
+// model name shared with its model's set, the publish time as nanoseconds,
+// the LRU links inside it) and one slot in its shard's map.
 //
 // Lock order: index.mu is a leaf lock. Nothing else is locked and no
 // filesystem call is made while it is held; callers take their own locks
@@ -16,7 +22,8 @@ import (
 // other way round.
 //
 // Invariants, under index.mu:
-//   - entries, models and lru hold the same set of entries;
+//   - the shard maps of models and the lru list hold the same set of
+//     entries, and a model's set exists only while it holds one;
 //   - used is the sum of entries' sizes, files their count;
 //   - reserved is the sum of sizes of commits in flight (reserve called,
 //     add or unreserve not yet);
@@ -25,35 +32,26 @@ import (
 //     Files adopted from disk (adopt) are counted even past capacity: they
 //     exist, and honest accounting lets the stack evict them.
 
-// entry is the record of one published file.
-type entry struct {
-	info   Info
-	seq    uint64        // access sequence number: higher is more recent
-	pinned bool          // keep in the tier (MemTier)
-	dirty  bool          // not yet on a persistent tier (MemTier)
-	elem   *list.Element // in index.lru; Value is the *entry
-	// mapping is the MemTier's locked read-only mapping of the file, or
-	// nil. Once an entry leaves the index its remover owns the mapping.
-	mapping []byte
-	// crcRead is set when info.CRC/HasCRC are final: given at commit or
-	// read from the file's xattr (DirTier). Entries rebuilt from a
-	// directory listing start without it.
-	crcRead bool
+// slot is an entry's key within its model's shard map.
+type slot struct {
+	id   hashdir.ID
+	kind hashdir.Kind
 }
 
-// modelSet is the entries of one model.
+// modelSet is the entries of one model, by shard (the id's first byte).
 type modelSet struct {
-	entries map[Key]*entry
-	bytes   int64
+	name   string
+	shards [256]map[slot]*entry
+	files  int64
+	bytes  int64
 }
 
 // index is a concurrency-safe map of Key to entry; see the file comment.
 type index struct {
 	mu       sync.Mutex
-	entries  map[Key]*entry
 	models   map[string]*modelSet
-	lru      list.List // front: most recently used
-	seq      uint64
+	lru      entry // sentinel: lru.next is the most recently used
+	files    int64
 	capacity int64
 	used     int64
 	reserved int64
@@ -61,11 +59,18 @@ type index struct {
 
 // newIndex returns an empty index of the given capacity in bytes.
 func newIndex(capacity int64) *index {
-	return &index{
-		entries:  make(map[Key]*entry),
-		models:   make(map[string]*modelSet),
-		capacity: capacity,
+	x := &index{models: make(map[string]*modelSet), capacity: capacity}
+	x.lru.next, x.lru.prev = &x.lru, &x.lru
+	return x
+}
+
+// lookupLocked returns key's entry, or nil.
+func (x *index) lookupLocked(key Key) *entry {
+	m := x.models[key.Model]
+	if m == nil {
+		return nil
 	}
+	return m.shards[key.ID[0]][slot{key.ID, key.Kind}]
 }
 
 // setCapacity changes the capacity (DirTier sizes itself after a rebuild).
@@ -94,19 +99,19 @@ func (x *index) unreserve(size int64) {
 	x.mu.Unlock()
 }
 
-// add records a file published after reserve(e.info.Size), turning the
+// add records a file published after reserve(e.size), turning the
 // reservation into use. If the key is already recorded (a racing adopt),
 // the reservation is given back, the recorded entry is kept and add
 // reports false with the recorded Info.
 func (x *index) add(e *entry) (Info, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.reserved -= e.info.Size
-	if old, ok := x.entries[e.info.Key]; ok {
-		return old.info, false
+	x.reserved -= e.size
+	if old := x.lookupLocked(e.key()); old != nil {
+		return old.info(), false
 	}
 	x.insertLocked(e)
-	return e.info, true
+	return e.info(), true
 }
 
 // adopt records a file found on disk without a reservation (rebuild, or a
@@ -115,7 +120,7 @@ func (x *index) add(e *entry) (Info, bool) {
 func (x *index) adopt(e *entry) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if _, ok := x.entries[e.info.Key]; ok {
+	if x.lookupLocked(e.key()) != nil {
 		return false
 	}
 	x.insertLocked(e)
@@ -123,52 +128,123 @@ func (x *index) adopt(e *entry) bool {
 }
 
 func (x *index) insertLocked(e *entry) {
-	x.seq++
-	e.seq = x.seq
-	e.elem = x.lru.PushFront(e)
-	x.entries[e.info.Key] = e
-	m := x.models[e.info.Key.Model]
+	m := x.models[e.model]
 	if m == nil {
-		m = &modelSet{entries: make(map[Key]*entry)}
-		x.models[e.info.Key.Model] = m
+		m = &modelSet{name: e.model}
+		x.models[e.model] = m
 	}
-	m.entries[e.info.Key] = e
-	m.bytes += e.info.Size
-	x.used += e.info.Size
+	e.model = m.name // one copy of the name per model
+	sh := &m.shards[e.id[0]]
+	if *sh == nil {
+		*sh = make(map[slot]*entry)
+	}
+	(*sh)[slot{e.id, e.kind}] = e
+	m.files++
+	m.bytes += e.size
+	x.files++
+	x.used += e.size
+	x.pushFrontLocked(e)
 }
 
 func (x *index) deleteLocked(e *entry) {
-	x.lru.Remove(e.elem)
-	e.elem = nil
-	delete(x.entries, e.info.Key)
-	if m := x.models[e.info.Key.Model]; m != nil {
-		delete(m.entries, e.info.Key)
-		m.bytes -= e.info.Size
-		if len(m.entries) == 0 {
-			delete(x.models, e.info.Key.Model)
+	x.unlinkLocked(e)
+	if m := x.models[e.model]; m != nil {
+		sh := m.shards[e.id[0]]
+		delete(sh, slot{e.id, e.kind})
+		if len(sh) == 0 {
+			m.shards[e.id[0]] = nil
+		}
+		m.files--
+		m.bytes -= e.size
+		if m.files == 0 {
+			delete(x.models, e.model)
 		}
 	}
-	x.used -= e.info.Size
+	x.files--
+	x.used -= e.size
+}
+
+// pushFrontLocked puts e first (most recently used) in the LRU list.
+func (x *index) pushFrontLocked(e *entry) {
+	e.prev, e.next = &x.lru, x.lru.next
+	x.lru.next.prev = e
+	x.lru.next = e
+}
+
+// unlinkLocked takes e out of the LRU list.
+func (x *index) unlinkLocked(e *entry) {
+	if e.next == nil {
+		return
+	}
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
 }
 
 // get returns the Info of key and whether its CRC fields are final.
 func (x *index) get(key Key) (info Info, crcRead, ok bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	e, ok := x.entries[key]
-	if !ok {
+	e := x.lookupLocked(key)
+	if e == nil {
 		return Info{}, false, false
 	}
-	return e.info, e.crcRead, true
+	return e.info(), e.is(flagCRCRead), true
+}
+
+// describe returns the Info and the flags of key.
+func (x *index) describe(key Key) (info Info, pinned, dirty, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.lookupLocked(key)
+	if e == nil {
+		return Info{}, false, false, false
+	}
+	return e.info(), e.is(flagPinned), e.is(flagDirty), true
+}
+
+// touchSize marks key as just used and returns its size; ok is false if
+// key is not recorded.
+func (x *index) touchSize(key Key) (size int64, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.lookupLocked(key)
+	if e == nil {
+		return 0, false
+	}
+	x.unlinkLocked(e)
+	x.pushFrontLocked(e)
+	return e.size, true
+}
+
+// has reports whether key is recorded (an allocation-free get).
+func (x *index) has(key Key) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.lookupLocked(key) != nil
 }
 
 // setCRC records the CRC read lazily for key (if it is still recorded).
 func (x *index) setCRC(key Key, crc uint32, has bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if e, ok := x.entries[key]; ok && !e.crcRead {
-		e.info.CRC, e.info.HasCRC, e.crcRead = crc, has, true
+	if e := x.lookupLocked(key); e != nil && !e.is(flagCRCRead) {
+		e.crc = crc
+		e.set(flagHasCRC, has)
+		e.set(flagCRCRead, true)
 	}
+}
+
+// fillCRC records crc as key's CRC if the entry has none yet; it reports
+// whether key is recorded.
+func (x *index) fillCRC(key Key, crc uint32) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.lookupLocked(key)
+	if e != nil && !e.is(flagHasCRC) {
+		e.crc = crc
+		e.set(flagHasCRC, true)
+	}
+	return e != nil
 }
 
 // remove takes key out of the index and returns its entry, whose mapping
@@ -176,8 +252,8 @@ func (x *index) setCRC(key Key, crc uint32, has bool) {
 func (x *index) remove(key Key) (*entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	e, ok := x.entries[key]
-	if !ok {
+	e := x.lookupLocked(key)
+	if e == nil {
 		return nil, false
 	}
 	x.deleteLocked(e)
@@ -188,13 +264,12 @@ func (x *index) remove(key Key) (*entry, bool) {
 func (x *index) touch(key Key) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	e, ok := x.entries[key]
-	if !ok {
+	e := x.lookupLocked(key)
+	if e == nil {
 		return false
 	}
-	x.seq++
-	e.seq = x.seq
-	x.lru.MoveToFront(e.elem)
+	x.unlinkLocked(e)
+	x.pushFrontLocked(e)
 	return true
 }
 
@@ -203,159 +278,29 @@ func (x *index) touch(key Key) bool {
 func (x *index) setFlags(key Key, set func(*entry)) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	e, ok := x.entries[key]
-	if ok {
+	e := x.lookupLocked(key)
+	if e != nil {
 		set(e)
 	}
-	return ok
+	return e != nil
 }
 
 // flags returns the pinned and dirty flags of key (false for absent keys).
 func (x *index) flags(key Key) (pinned, dirty bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if e, ok := x.entries[key]; ok {
-		return e.pinned, e.dirty
+	if e := x.lookupLocked(key); e != nil {
+		return e.is(flagPinned), e.is(flagDirty)
 	}
 	return false, false
 }
 
-// mapping returns key's locked mapping, or nil.
+// mapping returns key's mapping, or nil.
 func (x *index) mapping(key Key) []byte {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if e, ok := x.entries[key]; ok {
-		return e.mapping
+	if e := x.lookupLocked(key); e != nil {
+		return e.mapping()
 	}
 	return nil
-}
-
-// evictClean removes least recently used entries that are neither dirty
-// nor pinned until capacity-used-reserved >= need or none is left, and
-// returns them (the caller deletes their files and owns their mappings).
-func (x *index) evictClean(need int64) []*entry {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	var out []*entry
-	for el := x.lru.Back(); el != nil && x.capacity-x.used-x.reserved < need; {
-		e := el.Value.(*entry)
-		el = el.Prev()
-		if e.dirty || e.pinned {
-			continue
-		}
-		x.deleteLocked(e)
-		out = append(out, e)
-	}
-	return out
-}
-
-// oldest returns up to n Infos, least recently used first.
-func (x *index) oldest(n int) []Info {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	out := make([]Info, 0, min(n, len(x.entries)))
-	for el := x.lru.Back(); el != nil && len(out) < n; el = el.Prev() {
-		out = append(out, el.Value.(*entry).info)
-	}
-	return out
-}
-
-// list returns a snapshot of the Infos of model.
-func (x *index) list(model string) []Info {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	m := x.models[model]
-	if m == nil {
-		return nil
-	}
-	out := make([]Info, 0, len(m.entries))
-	for _, e := range m.entries {
-		out = append(out, e.info)
-	}
-	return out
-}
-
-// modelNames returns the models that have at least one entry, sorted.
-func (x *index) modelNames() []string {
-	x.mu.Lock()
-	out := make([]string, 0, len(x.models))
-	for name := range x.models {
-		out = append(out, name)
-	}
-	x.mu.Unlock()
-	sort.Strings(out)
-	return out
-}
-
-// modelUsage returns the files and bytes of model.
-func (x *index) modelUsage(model string) (files, bytes int64) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if m := x.models[model]; m != nil {
-		return int64(len(m.entries)), m.bytes
-	}
-	return 0, 0
-}
-
-// each calls fn with snapshots of Infos, model by model, without holding
-// the lock while fn runs; it stops when fn returns false. model "" means
-// every model.
-func (x *index) each(model string, fn func(Info) bool) {
-	names := []string{model}
-	if model == "" {
-		names = x.modelNames()
-	}
-	for _, name := range names {
-		for _, info := range x.list(name) {
-			if !fn(info) {
-				return
-			}
-		}
-	}
-}
-
-// removeModel takes every entry of model out of the index and returns them.
-func (x *index) removeModel(model string) []*entry {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	m := x.models[model]
-	if m == nil {
-		return nil
-	}
-	out := make([]*entry, 0, len(m.entries))
-	for _, e := range m.entries {
-		out = append(out, e)
-	}
-	for _, e := range out {
-		x.deleteLocked(e)
-	}
-	return out
-}
-
-// drain empties the index and returns every entry (Close).
-func (x *index) drain() []*entry {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	out := make([]*entry, 0, len(x.entries))
-	for el := x.lru.Front(); el != nil; el = el.Next() {
-		out = append(out, el.Value.(*entry))
-	}
-	for _, e := range out {
-		x.deleteLocked(e)
-	}
-	return out
-}
-
-// usage reports capacity, bytes and files.
-func (x *index) usage() Usage {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return Usage{Capacity: x.capacity, Used: x.used, Files: int64(len(x.entries))}
-}
-
-// room is capacity minus used bytes and bytes reserved by commits in flight.
-func (x *index) room() int64 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.capacity - x.used - x.reserved
 }

@@ -2,6 +2,7 @@ package tiers
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/ucmfs/ucmfs/hashdir"
 )
@@ -14,7 +15,7 @@ func iadd(t *testing.T, x *index, k Key, size int64) {
 	if !x.reserve(size) {
 		t.Fatalf("no room for %s (%d bytes)", k, size)
 	}
-	if _, ok := x.add(&entry{info: Info{Key: k, Size: size}}); !ok {
+	if _, ok := x.add(newEntry(Info{Key: k, Size: size})); !ok {
 		t.Fatalf("%s already indexed", k)
 	}
 }
@@ -47,9 +48,9 @@ func TestIndexAccounting(t *testing.T) {
 		t.Fatalf("after remove %+v room %d", u, x.room())
 	}
 	// A racing adopt wins; add gives its reservation back.
-	x.adopt(&entry{info: Info{Key: ikey("c", 1), Size: 50}})
+	x.adopt(newEntry(Info{Key: ikey("c", 1), Size: 50}))
 	x.reserve(60)
-	if info, ok := x.add(&entry{info: Info{Key: ikey("c", 1), Size: 60}}); ok || info.Size != 50 {
+	if info, ok := x.add(newEntry(Info{Key: ikey("c", 1), Size: 60})); ok || info.Size != 50 {
 		t.Fatalf("add over an adopted entry: %+v %v", info, ok)
 	}
 	if u := x.usage(); u.Used != 350 || x.room() != 650 {
@@ -72,8 +73,8 @@ func TestIndexLRUAndEviction(t *testing.T) {
 		iadd(t, x, ikey("m", i), 100)
 	}
 	x.touch(ikey("m", 0))
-	x.setFlags(ikey("m", 1), func(e *entry) { e.dirty = true })
-	x.setFlags(ikey("m", 2), func(e *entry) { e.pinned = true })
+	x.setFlags(ikey("m", 1), func(e *entry) { e.set(flagDirty, true) })
+	x.setFlags(ikey("m", 2), func(e *entry) { e.set(flagPinned, true) })
 	want := []byte{1, 2, 3, 4, 0}
 	for i, info := range x.oldest(10) {
 		if info.Key != ikey("m", want[i]) {
@@ -84,10 +85,10 @@ func TestIndexLRUAndEviction(t *testing.T) {
 		t.Fatalf("oldest(2) gave %d", n)
 	}
 	got := x.evictClean(150)
-	if len(got) != 2 || got[0].info.Key != ikey("m", 3) || got[1].info.Key != ikey("m", 4) {
+	if len(got) != 2 || got[0].key() != ikey("m", 3) || got[1].key() != ikey("m", 4) {
 		t.Fatalf("evictClean(150) took %d entries", len(got))
 	}
-	if got := x.evictClean(1000); len(got) != 1 || got[0].info.Key != ikey("m", 0) {
+	if got := x.evictClean(1000); len(got) != 1 || got[0].key() != ikey("m", 0) {
 		t.Fatalf("evictClean(all) took %d entries", len(got))
 	}
 	if p, d := x.flags(ikey("m", 1)); p || !d {
@@ -119,5 +120,42 @@ func TestIndexEachStops(t *testing.T) {
 	})
 	if n != 10 {
 		t.Fatalf("each(b) gave %d", n)
+	}
+}
+
+func TestIndexShardKeys(t *testing.T) {
+	x := newIndex(1 << 20)
+	for i := byte(0); i < 6; i++ {
+		iadd(t, x, Key{Model: "m", ID: hashdir.ID{i % 3, i}}, 1)
+	}
+	iadd(t, x, Key{Model: "m", ID: hashdir.ID{1, 9}, Kind: hashdir.Repr}, 1)
+	iadd(t, x, Key{Model: "other", ID: hashdir.ID{1, 1}}, 1)
+	got := x.shardKeys("m", 1, nil)
+	if len(got) != 3 {
+		t.Fatalf("shard 01 of m: %v, want 3 keys", got)
+	}
+	for _, k := range got {
+		if k.Model != "m" || k.ID[0] != 1 {
+			t.Fatalf("shard 01 of m lists %s", k)
+		}
+	}
+	for i := byte(0); i < 6; i += 3 {
+		x.remove(Key{Model: "m", ID: hashdir.ID{0, i}})
+	}
+	if got := x.shardKeys("m", 0, nil); len(got) != 0 {
+		t.Fatalf("emptied shard lists %v", got)
+	}
+	if got := x.shardKeys("none", 1, nil); len(got) != 0 {
+		t.Fatalf("absent model lists %v", got)
+	}
+	if f, _ := x.modelUsage("m"); f != 5 {
+		t.Fatalf("model m holds %d files, want 5", f)
+	}
+}
+
+// TestIndexEntrySize: an entry stays small, since a tier holds millions.
+func TestIndexEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n > 80 {
+		t.Fatalf("an index entry is %d bytes, want at most 80", n)
 	}
 }

@@ -22,9 +22,14 @@ type MemConfig struct {
 	// AllowDisk lets Dir be on a filesystem other than tmpfs or ramfs.
 	// Only tests should set it.
 	AllowDisk bool
-	// MaxMappings is the most files kept mapped and locked in RAM at once
-	// (0: DefaultMaxMappings; negative: lock nothing).
+	// MaxMappings is the most files kept mapped (and locked) at once
+	// (0: DefaultMaxMappings; negative: map nothing).
 	MaxMappings int
+	// Lock says when mapped pages are also locked in RAM (mlock): LockAuto
+	// ("auto", the default: while swap is active), LockAlways or
+	// LockNever. Locking is done after commit, off the writer's close,
+	// unless Host is set.
+	Lock string
 	// Logger receives warnings (default slog.Default()).
 	Logger *slog.Logger
 	// Host, when set, registers every mapping the tier locks (for GPU
@@ -33,7 +38,8 @@ type MemConfig struct {
 }
 
 // MemTier is the memory tier: each block is a file in a private directory
-// on tmpfs, mapped and locked in RAM while the lock budget allows. Files do
+// on tmpfs, mapped (and locked in RAM, see MemConfig.Lock) while the
+// mapping budget allows. Files do
 // not survive the daemon. New files are dirty until the stack has written
 // them back (SetDirty); dirty and pinned files are never evicted.
 //
@@ -45,6 +51,7 @@ type MemTier struct {
 	log   *slog.Logger
 	idx   *index
 	pages *pageLocker
+	lockq *lockQueue // nil unless pages are locked after commit
 	pub   publisher
 	dirs  dirCache
 
@@ -76,6 +83,10 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 			return nil, err
 		}
 	}
+	mlock, why, err := resolveLock(cfg.Lock)
+	if err != nil {
+		return nil, err
+	}
 	root, lockf, err := makePrivateDir(cfg.Dir)
 	if err != nil {
 		return nil, err
@@ -88,13 +99,21 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 				"dir", cfg.Dir, "capacity", cfg.Capacity, "free", free)
 		}
 	}
-	return &MemTier{
+	if why != "" {
+		log.Info("memory tier: " + why)
+	}
+	t := &MemTier{
 		root:  root,
 		log:   log,
 		idx:   newIndex(cfg.Capacity),
-		pages: newPageLocker(cfg.MaxMappings, log, cfg.Host),
+		pages: newPageLocker(cfg.MaxMappings, mlock, log, cfg.Host),
 		lockf: lockf,
-	}, nil
+	}
+	if t.pages.deferred() {
+		t.lockq = newLockQueue()
+		go t.lockLoop(t.lockq)
+	}
+	return t, nil
 }
 
 // Name is "mem".
@@ -129,7 +148,7 @@ func (t *MemTier) Create(key Key) (Writer, error) {
 	defer t.life.RUnlock()
 	for {
 		tmp := filepath.Join(t.root, tmpPrefix+randomSuffix())
-		f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o444)
+		f, err := openFile(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o444)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
@@ -149,11 +168,29 @@ func (t *MemTier) Open(key Key) (*os.File, error) {
 	if !t.idx.touch(key) {
 		return nil, fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
-	f, err := os.Open(t.path(key))
+	f, err := openFile(t.path(key), unix.O_RDONLY, 0)
 	if err != nil {
 		return nil, notFound("memory tier: open", err)
 	}
 	return f, nil
+}
+
+// openHit is Open for the stack's read path: it reports a miss as false
+// (no error built) and returns the file's size from the index (no fstat).
+func (t *MemTier) openHit(key Key) (*os.File, int64, bool) {
+	if t.enter() != nil {
+		return nil, 0, false
+	}
+	defer t.life.RUnlock()
+	size, ok := t.idx.touchSize(key)
+	if !ok {
+		return nil, 0, false
+	}
+	f, err := openFile(t.path(key), unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, 0, false
+	}
+	return f, size, true
 }
 
 // Stat describes a published file.
@@ -181,9 +218,9 @@ func (t *MemTier) Remove(key Key) error {
 
 // drop releases a removed entry: unmaps it and unlinks its file.
 func (t *MemTier) drop(e *entry) error {
-	t.pages.unlock(e.mapping)
-	e.mapping = nil
-	if err := os.Remove(t.path(e.info.Key)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	t.pages.unlock(e.mapping())
+	e.setMapping(nil)
+	if err := os.Remove(t.path(e.key())); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return osErr("memory tier: remove", err)
 	}
 	return nil
@@ -208,8 +245,8 @@ func (t *MemTier) RemoveModel(model string) error {
 	}
 	defer t.life.RUnlock()
 	for _, e := range t.idx.removeModel(model) {
-		t.pages.unlock(e.mapping)
-		e.mapping = nil
+		t.pages.unlock(e.mapping())
+		e.setMapping(nil)
 	}
 	t.dirs.forget(model)
 	if err := os.RemoveAll(filepath.Join(t.root, model)); err != nil {
@@ -230,7 +267,17 @@ func (t *MemTier) Touch(key Key) { t.idx.touch(key) }
 
 // SetDirty marks key dirty (not yet on a persistent tier) or clean.
 func (t *MemTier) SetDirty(key Key, dirty bool) error {
-	if !t.idx.setFlags(key, func(e *entry) { e.dirty = dirty }) {
+	if !t.idx.setFlags(key, func(e *entry) { e.set(flagDirty, dirty) }) {
+		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
+	}
+	return nil
+}
+
+// SetCRC records crc as the payload CRC-32C of key when the tier has none
+// for it (a block published without a CRC in its header gets one from
+// the first copy that reads it). A CRC already known is kept.
+func (t *MemTier) SetCRC(key Key, crc uint32) error {
+	if !t.idx.fillCRC(key, crc) {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
 	return nil
@@ -238,7 +285,7 @@ func (t *MemTier) SetDirty(key Key, dirty bool) error {
 
 // SetPinned pins key in the tier (EvictClean skips it) or unpins it.
 func (t *MemTier) SetPinned(key Key, pinned bool) error {
-	if !t.idx.setFlags(key, func(e *entry) { e.pinned = pinned }) {
+	if !t.idx.setFlags(key, func(e *entry) { e.set(flagPinned, pinned) }) {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
 	return nil
@@ -260,26 +307,38 @@ func (t *MemTier) EvictClean(need int64) (freed int64, evicted []Key) {
 	defer t.life.RUnlock()
 	for _, e := range t.idx.evictClean(need) {
 		if err := t.drop(e); err != nil {
-			t.log.Warn("memory tier: evict", "key", e.info.Key, "err", err)
+			t.log.Warn("memory tier: evict", "key", e.key(), "err", err)
 		}
-		freed += e.info.Size
-		evicted = append(evicted, e.info.Key)
+		freed += e.size
+		evicted = append(evicted, e.key())
 	}
 	return freed, evicted
 }
 
-// Mapping returns the locked read-only mapping of key's file, or nil when
-// the file is not mapped. With MemConfig.Host set, a mapping is also
-// registered with it. It stays valid until the key is removed or evicted,
-// so a user (a GPU copy) must pin the key first and not remove it.
+// Mapping returns the read-only mapping of key's file (locked in RAM when
+// locking is on), or nil when the file is not mapped: past the budget, or
+// not yet, while the locking worker has it queued. With MemConfig.Host
+// set, a mapping is also registered with it, and made at commit. It
+// stays valid until the key is removed or evicted, so a user (a GPU copy)
+// must pin the key first and not remove it.
 func (t *MemTier) Mapping(key Key) []byte { return t.idx.mapping(key) }
 
-// LockedBytes is the total size of the files mapped and locked in RAM.
-func (t *MemTier) LockedBytes() int64 { return t.pages.locked.Load() }
+// LockedBytes is the total size of the files mapped and locked in RAM (0
+// when locking is off).
+func (t *MemTier) LockedBytes() int64 { return t.pages.lockedBytes() }
+
+// MappedBytes is the total size of the files mapped, locked or not.
+func (t *MemTier) MappedBytes() int64 { return t.pages.held.Load() }
+
+// PagesLocked reports whether the tier locks the pages it maps.
+func (t *MemTier) PagesLocked() bool { return t.pages.mlock }
 
 // Close unmaps every file and removes the private directory. Descriptors
 // returned by Open stay readable. Closing twice is harmless.
 func (t *MemTier) Close() error {
+	if t.lockq != nil {
+		t.lockq.stop() // before life: the worker takes life shared
+	}
 	t.life.Lock()
 	defer t.life.Unlock()
 	if t.closed {
@@ -287,8 +346,8 @@ func (t *MemTier) Close() error {
 	}
 	t.closed = true
 	for _, e := range t.idx.drain() {
-		t.pages.unlock(e.mapping)
-		e.mapping = nil
+		t.pages.unlock(e.mapping())
+		e.setMapping(nil)
 	}
 	t.dirs.forget("")
 	err := os.RemoveAll(t.root)

@@ -161,3 +161,27 @@ func TestMemHostRegistrarRefuses(t *testing.T) {
 	}
 	book.check(t)
 }
+
+// TestMemHostRegistrarLocked: with locking on, a registrar still gets each
+// mapping at commit, locked first.
+func TestMemHostRegistrarLocked(t *testing.T) {
+	book := newHostBook()
+	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Host: book, Lock: tiers.LockAlways})
+	key := tiertest.Key("m", 1)
+	data := tiertest.Payload(1, 300<<10)
+	tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+	mp := m.Mapping(key)
+	if mp == nil {
+		t.Skip("this host does not let the process lock memory")
+	}
+	if !bytes.Equal(mp, data) || !book.registered(mp) || m.LockedBytes() != int64(len(data)) {
+		t.Fatalf("mapping at commit: registered %v, %d bytes locked", book.registered(mp), m.LockedBytes())
+	}
+	if err := m.Remove(key); err != nil {
+		t.Fatal(err)
+	}
+	if book.count() != 0 || m.LockedBytes() != 0 {
+		t.Fatalf("after Remove %d ranges registered, %d bytes locked", book.count(), m.LockedBytes())
+	}
+	book.check(t)
+}

@@ -14,25 +14,33 @@ import (
 // the process (Go runtime, GPU driver) needs mappings too.
 const DefaultMaxMappings = 32768
 
-// pageLocker maps committed memory-tier files read-only (MAP_SHARED) and
-// mlocks them, so their pages stay in RAM and a GPU build can register them
-// for DMA. It stays within a budget of mappings and, when mlock refuses
+// pageLocker maps committed memory-tier files read-only (MAP_SHARED), so a
+// GPU build can register them for DMA and `.ucm/gpu` loads read them in
+// place, and, when locking is on, mlocks them so their pages stay in RAM.
+// Locking is on with MemConfig.Lock "always", and with "auto" (the
+// default) only while swap is active: tmpfs pages can leave RAM only for
+// swap, so without swap mlock keeps nothing more in RAM and only costs
+// time (faulting in and locking a fresh 2 MiB file takes ~0.3 ms). The
+// mapping itself is cheap: pages are not populated.
+//
+// It stays within a budget of mappings and, when mlock refuses
 // (RLIMIT_MEMLOCK without CAP_IPC_LOCK, or no memory), within the locked
 // total at which it refused. When it cannot lock it logs one warning and
 // the tier carries on with unlocked files.
 //
-// With a HostRegistrar, a mapping is registered right after it is locked
-// and unregistered right before it is unmapped; a mapping the registrar
-// refuses is not kept (the file stays unmapped, like one past the
-// budget), so every mapping the tier holds is registered.
+// With a HostRegistrar, a mapping is registered right after it is mapped
+// (and locked) and unregistered right before it is unmapped; a mapping
+// the registrar refuses is not kept (the file stays unmapped, like one
+// past the budget), so every mapping the tier holds is registered.
 //
 // Its counters are atomics; it takes no lock of its own besides the
 // sync.Once of the warnings.
 type pageLocker struct {
 	maxMaps   int64
+	mlock     bool         // lock mappings in RAM (fixed at construction)
 	maps      atomic.Int64 // mappings held
-	locked    atomic.Int64 // bytes held in those mappings
-	ceiling   atomic.Int64 // locked total at which mlock last failed
+	held      atomic.Int64 // bytes held in those mappings
+	ceiling   atomic.Int64 // held total at which mlock last failed
 	warn      sync.Once
 	host      HostRegistrar // nil: no registration
 	regWarn   sync.Once
@@ -51,22 +59,37 @@ type HostRegistrar interface {
 	Unregister(b []byte) error
 }
 
-func newPageLocker(maxMaps int, log *slog.Logger, host HostRegistrar) *pageLocker {
-	p := &pageLocker{maxMaps: int64(maxMaps), log: log, host: host}
+func newPageLocker(maxMaps int, mlock bool, log *slog.Logger, host HostRegistrar) *pageLocker {
+	p := &pageLocker{maxMaps: int64(maxMaps), mlock: mlock, log: log, host: host}
 	p.ceiling.Store(math.MaxInt64)
 	return p
+}
+
+// deferred reports whether mappings are made after commit, by the tier's
+// locking worker, rather than on the commit path: when pages are locked
+// and no registrar waits for them (a registrar's users, GPU loads, expect
+// a block's mapping as soon as it is published).
+func (p *pageLocker) deferred() bool { return p.mlock && p.host == nil && p.maxMaps > 0 }
+
+// lockedBytes is the size of the mappings locked in RAM.
+func (p *pageLocker) lockedBytes() int64 {
+	if !p.mlock {
+		return 0
+	}
+	return p.held.Load()
 }
 
 // warnOnce logs the first reason locking was not possible.
 func (p *pageLocker) warnOnce(msg string, args ...any) {
 	p.warn.Do(func() {
-		p.log.Warn("memory tier: "+msg+"; blocks stay in RAM-backed files but are not locked", args...)
+		p.log.Warn("memory tier: "+msg+"; blocks stay in RAM-backed files, unmapped and unlocked", args...)
 	})
 }
 
-// lock maps and locks size bytes of the file fd, and registers them with
-// the HostRegistrar. It returns nil, having kept nothing, when the file is
-// empty, the budget is spent, or the kernel or the registrar refuses.
+// lock maps size bytes of the file fd, locks them when locking is on,
+// and registers them with the HostRegistrar. It returns nil, having kept
+// nothing, when the file is empty, the budget is spent, or the kernel or
+// the registrar refuses.
 func (p *pageLocker) lock(fd int, size int64) []byte {
 	if size <= 0 || p.maxMaps <= 0 || size > math.MaxInt {
 		return nil
@@ -76,7 +99,7 @@ func (p *pageLocker) lock(fd int, size int64) []byte {
 		p.warnOnce("mapping budget reached", "max_mappings", p.maxMaps)
 		return nil
 	}
-	if p.locked.Load()+size > p.ceiling.Load() {
+	if p.mlock && p.held.Load()+size > p.ceiling.Load() {
 		p.maps.Add(-1)
 		return nil
 	}
@@ -86,15 +109,17 @@ func (p *pageLocker) lock(fd int, size int64) []byte {
 		p.warnOnce("mmap failed", "err", err)
 		return nil
 	}
-	if err := unix.Mlock(b); err != nil {
-		_ = unix.Munmap(b)
-		p.maps.Add(-1)
-		// EPERM (no CAP_IPC_LOCK, zero limit), ENOMEM (over
-		// RLIMIT_MEMLOCK), EAGAIN (pages could not be locked): do not
-		// try again until the locked total is below this point.
-		p.ceiling.Store(p.locked.Load())
-		p.warnOnce("mlock failed", "err", err, "locked_bytes", p.locked.Load())
-		return nil
+	if p.mlock {
+		if err := unix.Mlock(b); err != nil {
+			_ = unix.Munmap(b)
+			p.maps.Add(-1)
+			// EPERM (no CAP_IPC_LOCK, zero limit), ENOMEM (over
+			// RLIMIT_MEMLOCK), EAGAIN (pages could not be locked): do
+			// not try again until the locked total is below this point.
+			p.ceiling.Store(p.held.Load())
+			p.warnOnce("mlock failed", "err", err, "locked_bytes", p.held.Load())
+			return nil
+		}
 	}
 	if p.host != nil {
 		if err := p.host.Register(b); err != nil {
@@ -106,7 +131,7 @@ func (p *pageLocker) lock(fd int, size int64) []byte {
 			return nil
 		}
 	}
-	p.locked.Add(size)
+	p.held.Add(size)
 	return b
 }
 
@@ -124,6 +149,6 @@ func (p *pageLocker) unlock(b []byte) {
 		}
 	}
 	_ = unix.Munmap(b)
-	p.locked.Add(-int64(len(b)))
+	p.held.Add(-int64(len(b)))
 	p.maps.Add(-1)
 }

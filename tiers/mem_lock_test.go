@@ -34,15 +34,28 @@ func vmLocked(t *testing.T) int64 {
 	return 0
 }
 
+// putLocked commits data as key and waits for the locking worker.
+func putLocked(t *testing.T, m *tiers.MemTier, key tiers.Key, data []byte) {
+	t.Helper()
+	tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+	m.WaitLocked()
+}
+
+// TestMemLocksPages: with Lock "always" (what "auto" does while swap is
+// active) committed files are mapped and locked after commit, and
+// unlocked when they go.
 func TestMemLocksPages(t *testing.T) {
-	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20})
+	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Lock: tiers.LockAlways})
+	if !m.PagesLocked() {
+		t.Fatal("Lock always does not lock")
+	}
 	before := vmLocked(t)
 	sizes := []int{1 << 20, 2<<20 + 64, 4096}
 	var total int64
 	for i, size := range sizes {
 		key := tiertest.Key("m", i)
 		data := tiertest.Payload(uint64(i), size)
-		tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+		putLocked(t, m, key, data)
 		total += int64(size)
 		mp := m.Mapping(key)
 		if mp == nil {
@@ -78,35 +91,88 @@ func TestMemLocksPages(t *testing.T) {
 	}
 }
 
+// TestMemLockSkipsRemoved: a file removed before the locking worker got
+// to it is not left mapped.
+func TestMemLockSkipsRemoved(t *testing.T) {
+	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Lock: tiers.LockAlways})
+	for i := 0; i < 20; i++ {
+		key := tiertest.Key("m", i)
+		tiertest.Put(t, m, key, tiertest.Payload(uint64(i), 256<<10), tiers.CommitOptions{})
+		if err := m.Remove(key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.WaitLocked()
+	if m.MappedBytes() != 0 || m.LockedBytes() != 0 {
+		t.Fatalf("removed files left mapped: %d bytes, %d locked", m.MappedBytes(), m.LockedBytes())
+	}
+	// Close with files still queued closes them: nothing is left mapped.
+	for i := 0; i < 20; i++ {
+		tiertest.Put(t, m, tiertest.Key("n", i), tiertest.Payload(uint64(i), 256<<10), tiers.CommitOptions{})
+	}
+	m.Close()
+	if m.MappedBytes() != 0 {
+		t.Fatalf("after Close %d bytes mapped", m.MappedBytes())
+	}
+}
+
+// TestMemMapsWithoutLocking: with Lock "never" (what "auto" does without
+// swap) files are mapped at commit, not locked.
+func TestMemMapsWithoutLocking(t *testing.T) {
+	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Lock: tiers.LockNever})
+	if m.PagesLocked() {
+		t.Fatal("Lock never locks")
+	}
+	before := vmLocked(t)
+	key := tiertest.Key("m", 1)
+	data := tiertest.Payload(1, 2<<20)
+	tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+	mp := m.Mapping(key)
+	if mp == nil || !bytes.Equal(mp, data) {
+		t.Fatal("the file is not mapped at commit")
+	}
+	if m.LockedBytes() != 0 || m.MappedBytes() != int64(len(data)) {
+		t.Fatalf("LockedBytes %d, MappedBytes %d", m.LockedBytes(), m.MappedBytes())
+	}
+	if grew := vmLocked(t) - before; grew != 0 {
+		t.Fatalf("VmLck grew by %d bytes without locking", grew)
+	}
+	if _, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 1 << 20, Dir: shmDir(t), Lock: "sometimes", Logger: quiet}); err == nil {
+		t.Fatal("an unknown lock mode is accepted")
+	}
+}
+
 func TestMemMappingBudget(t *testing.T) {
-	m := newMem(t, tiers.MemConfig{Capacity: 1 << 20, MaxMappings: 2})
-	for i := 0; i < 3; i++ {
-		tiertest.Put(t, m, tiertest.Key("m", i), tiertest.Payload(uint64(i), 10000), tiers.CommitOptions{})
-	}
-	if m.Mapping(tiertest.Key("m", 0)) == nil {
-		t.Skip("this host does not let the process lock memory")
-	}
-	if m.Mapping(tiertest.Key("m", 2)) != nil || m.LockedBytes() != 20000 {
-		t.Fatalf("budget of 2 mappings exceeded: LockedBytes %d", m.LockedBytes())
-	}
-	// The unlocked file is still a normal file.
-	if !bytes.Equal(tiertest.Read(t, m, tiertest.Key("m", 2)), tiertest.Payload(2, 10000)) {
-		t.Fatal("unlocked file has other bytes")
-	}
-	// Freeing a mapping lets the next commit lock again.
-	m.Remove(tiertest.Key("m", 0))
-	tiertest.Put(t, m, tiertest.Key("m", 3), tiertest.Payload(3, 10000), tiers.CommitOptions{})
-	if m.Mapping(tiertest.Key("m", 3)) == nil || m.LockedBytes() != 20000 {
-		t.Fatalf("no mapping after one was freed: LockedBytes %d", m.LockedBytes())
-	}
-	// Empty files and a disabled budget map nothing.
-	tiertest.Put(t, m, tiertest.Key("m", 4), nil, tiers.CommitOptions{})
-	if m.Mapping(tiertest.Key("m", 4)) != nil {
-		t.Fatal("empty file mapped")
-	}
-	off := newMem(t, tiers.MemConfig{Capacity: 1 << 20, MaxMappings: -1})
-	tiertest.Put(t, off, tiertest.Key("m", 0), []byte("data"), tiers.CommitOptions{})
-	if off.Mapping(tiertest.Key("m", 0)) != nil || off.LockedBytes() != 0 {
-		t.Fatal("MaxMappings < 0 still locks")
+	for _, mode := range []string{tiers.LockNever, tiers.LockAlways} {
+		m := newMem(t, tiers.MemConfig{Capacity: 1 << 20, MaxMappings: 2, Lock: mode})
+		for i := 0; i < 3; i++ {
+			putLocked(t, m, tiertest.Key("m", i), tiertest.Payload(uint64(i), 10000))
+		}
+		if m.Mapping(tiertest.Key("m", 0)) == nil {
+			t.Skip("this host does not let the process lock memory")
+		}
+		if m.Mapping(tiertest.Key("m", 2)) != nil || m.MappedBytes() != 20000 {
+			t.Fatalf("%s: budget of 2 mappings exceeded: MappedBytes %d", mode, m.MappedBytes())
+		}
+		// The unmapped file is still a normal file.
+		if !bytes.Equal(tiertest.Read(t, m, tiertest.Key("m", 2)), tiertest.Payload(2, 10000)) {
+			t.Fatal("unmapped file has other bytes")
+		}
+		// Freeing a mapping lets the next commit map again.
+		m.Remove(tiertest.Key("m", 0))
+		putLocked(t, m, tiertest.Key("m", 3), tiertest.Payload(3, 10000))
+		if m.Mapping(tiertest.Key("m", 3)) == nil || m.MappedBytes() != 20000 {
+			t.Fatalf("%s: no mapping after one was freed: MappedBytes %d", mode, m.MappedBytes())
+		}
+		// Empty files and a disabled budget map nothing.
+		putLocked(t, m, tiertest.Key("m", 4), nil)
+		if m.Mapping(tiertest.Key("m", 4)) != nil {
+			t.Fatal("empty file mapped")
+		}
+		off := newMem(t, tiers.MemConfig{Capacity: 1 << 20, MaxMappings: -1, Lock: mode})
+		putLocked(t, off, tiertest.Key("m", 0), []byte("data"))
+		if off.Mapping(tiertest.Key("m", 0)) != nil || off.MappedBytes() != 0 {
+			t.Fatalf("%s: MaxMappings < 0 still maps", mode)
+		}
 	}
 }

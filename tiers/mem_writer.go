@@ -41,8 +41,9 @@ func (w *memWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// Commit publishes the file as a dirty entry, mapped and locked in RAM if
-// the lock budget allows. ErrFull (capacity, or the tmpfs itself full)
+// Commit publishes the file as a dirty entry, mapped (and locked) if the
+// budget allows; when pages are locked after commit (pageLocker.deferred)
+// the file goes to the locking worker instead. ErrFull (capacity, or the tmpfs itself full)
 // leaves the Writer usable; ErrExist and other errors discard the file.
 func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 	w.mu.Lock()
@@ -71,7 +72,10 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 		w.discard()
 		return Info{}, err
 	}
-	mapping := t.pages.lock(int(w.f.Fd()), size)
+	var mapping []byte
+	if !t.pages.deferred() {
+		mapping = t.pages.lock(int(w.f.Fd()), size)
+	}
 	err = t.publish(w.tmp, w.key)
 	if err != nil {
 		t.pages.unlock(mapping)
@@ -82,15 +86,16 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 		w.discard()
 		return Info{}, err
 	}
-	e := &entry{
-		info:    Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC},
-		dirty:   true,
-		mapping: mapping,
-		crcRead: true,
-	}
+	e := newEntry(Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC})
+	e.set(flagDirty, true)
+	e.set(flagCRCRead, true)
+	e.setMapping(mapping)
 	info, added := t.idx.add(e)
 	if !added {
 		t.pages.unlock(mapping)
+	} else if t.lockq != nil && size > 0 {
+		t.lockq.push(lockJob{e: e, f: w.f}) // the worker closes it
+		w.f = nil
 	}
 	w.finish()
 	return info, nil

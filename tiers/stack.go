@@ -70,7 +70,7 @@ type Stack struct {
 	seed  maphash.Seed
 
 	flights singleflight.Group
-	admit   *ristretto.Cache[string, struct{}]
+	admit   *ristretto.Cache[uint64, struct{}] // keyed by admitKey
 
 	mu       sync.Mutex
 	queue    []Key         // keys waiting for write-back
@@ -97,7 +97,7 @@ func NewStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 	if slots < 64 {
 		slots = 64
 	}
-	adm, err := ristretto.NewCache(&ristretto.Config[string, struct{}]{
+	adm, err := ristretto.NewCache(&ristretto.Config[uint64, struct{}]{
 		NumCounters: 10 * slots,
 		MaxCost:     slots,
 		BufferItems: 64,

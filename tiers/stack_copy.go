@@ -59,11 +59,28 @@ func payloadCRC(f *os.File) (int64, uint32, error) {
 	}
 }
 
+// knownCRC is the payload CRC-32C that t keeps for k, given its Stat
+// info: the index's, or for a directory tier the file's xattr (read once).
+func knownCRC(t Tier, k Key, info Info) (uint32, bool) {
+	if info.HasCRC {
+		return info.CRC, true
+	}
+	if d, ok := t.(*DirTier); ok {
+		if crc, has, err := d.CRC(k); err == nil && has {
+			return crc, true
+		}
+	}
+	return 0, false
+}
+
 // copyOut copies key from src into a new, uncommitted Writer of dst,
 // checking the payload CRC-32C on the way: against the CRC src keeps for
 // the file, else against the one its header states. On a mismatch it
-// returns ErrCorrupt and dst is left untouched. The caller commits or
-// aborts the returned Writer; the returned options carry the CRC.
+// returns ErrCorrupt and dst is left untouched. When neither is known
+// (a block published without a CRC in its header), the CRC computed here
+// becomes the block's: the returned options carry it to dst, and the
+// memory tier records it too when it is the source. The caller commits
+// or aborts the returned Writer.
 func (s *Stack) copyOut(src, dst Tier, key Key) (Writer, CommitOptions, error) {
 	info, err := src.Stat(key)
 	if err != nil {
@@ -109,7 +126,7 @@ func (s *Stack) copyOut(src, dst Tier, key Key) (Writer, CommitOptions, error) {
 			return nil, CommitOptions{}, fmt.Errorf("copy %s %s->%s: %w", key, src.Name(), dst.Name(), rerr)
 		}
 	}
-	want, known := info.CRC, info.HasCRC
+	want, known := knownCRC(src, key, info)
 	if !known {
 		want, known = flaggedCRC(hdr[:])
 	}
@@ -117,6 +134,9 @@ func (s *Stack) copyOut(src, dst Tier, key Key) (Writer, CommitOptions, error) {
 		w.Abort()
 		s.stats.crcErrors.Add(1)
 		return nil, CommitOptions{}, fmt.Errorf("%w: %s on %s: payload CRC-32C %08x, expected %08x", ErrCorrupt, key, src.Name(), crc, want)
+	}
+	if !info.HasCRC && src == Tier(s.mem) {
+		_ = s.mem.SetCRC(key, crc) // removed meanwhile: nothing to record
 	}
 	s.stats.bytesOut.Add(off)
 	return w, CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime}, nil

@@ -166,3 +166,31 @@ func (s *Stack) List(model string, fn func(Key) bool) {
 		}
 	}
 }
+
+// ShardKeys returns the keys of model whose id starts with the byte shard
+// (the files of one <model>/<hh> directory), held by any tier, each once,
+// in no particular order. It reads the tiers' indexes only: its cost is
+// that of the shard, not of the model.
+func (s *Stack) ShardKeys(model string, shard byte) []Key {
+	keys := s.mem.idx.shardKeys(model, shard, nil)
+	if len(s.dirs) == 0 {
+		return keys
+	}
+	inMem := len(keys)
+	for _, d := range s.dirs {
+		keys = d.idx.shardKeys(model, shard, keys)
+	}
+	if len(keys) == inMem {
+		return keys
+	}
+	// A block is usually in several tiers: keep the first of each key.
+	seen := make(map[Key]struct{}, len(keys))
+	out := keys[:0]
+	for _, k := range keys {
+		if _, dup := seen[k]; !dup {
+			seen[k] = struct{}{}
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package tiers
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"os"
 
 	"github.com/ucmfs/ucmfs/hashdir"
@@ -72,46 +73,16 @@ func (s *Stack) HasBlock(model string, id hashdir.ID) bool {
 	return false
 }
 
-// Stat describes k: size, CRC, which tiers hold it, dirty and pinned.
-func (s *Stack) Stat(k Key) (BlockInfo, error) {
-	var bi BlockInfo
-	found := false
-	if in, err := s.mem.Stat(k); err == nil {
-		bi.Info, found = in, true
-		bi.Holders = append(bi.Holders, s.mem.Name())
-		bi.Dirty = s.mem.Dirty(k)
-		bi.Pinned = s.mem.Pinned(k)
-	}
-	for _, d := range s.dirs {
-		in, err := d.Stat(k)
-		if err != nil {
-			continue
-		}
-		if !found {
-			bi.Info, found = in, true
-		}
-		if !bi.HasCRC && in.HasCRC {
-			bi.CRC, bi.HasCRC = in.CRC, true
-		}
-		bi.Holders = append(bi.Holders, d.Name())
-	}
-	if !found {
-		return bi, ErrNotFound
-	}
-	return bi, nil
-}
-
 // Open opens k for reading from the fastest tier that holds it. A file
 // found only on a lower tier is promoted into memory when it fits without
 // eviction or when the admission filter has seen it before; otherwise it
 // is served from where it is, after a one-time CRC check.
 func (s *Stack) Open(k Key) (*Handle, error) {
 	for attempt := 0; attempt < 3; attempt++ {
-		if f, err := s.mem.Open(k); err == nil {
-			s.mem.Touch(k)
-			s.admit.Get(admitKey(k))
+		if f, size, ok := s.mem.openHit(k); ok {
+			s.admit.Get(s.admitKey(k))
 			s.stats.memHits.Add(1)
-			return handle(f, s.mem.Name())
+			return &Handle{File: f, Tier: s.mem.Name(), Size: size}, nil
 		}
 		v, err, _ := s.flights.Do("rd\x00"+k.Path(), func() (any, error) { return s.locate(k, false) })
 		if err != nil {
@@ -203,7 +174,9 @@ func (s *Stack) locate(k Key, force bool) (Tier, error) {
 	return nil, lastErr
 }
 
-func admitKey(k Key) string { return k.Path() }
+// admitKey is k's key in the admission filter: a 64-bit hash (no string
+// built per read; a rare collision only blurs two keys' frequencies).
+func (s *Stack) admitKey(k Key) uint64 { return maphash.Comparable(s.seed, k) }
 
 // shouldPromote gates promotion: free room admits at once; otherwise the
 // TinyLFU filter must have seen the key before (ristretto is a shadow of
@@ -212,7 +185,7 @@ func (s *Stack) shouldPromote(k Key, size int64) bool {
 	if s.mem.Room() >= size {
 		return true
 	}
-	ak := admitKey(k)
+	ak := s.admitKey(k)
 	if _, ok := s.admit.Get(ak); ok {
 		return true
 	}
@@ -270,7 +243,7 @@ func (s *Stack) verifyOnce(d *DirTier, k Key, info Info) error {
 	if err != nil {
 		return err
 	}
-	want, known := info.CRC, info.HasCRC
+	want, known := knownCRC(d, k, info)
 	if !known {
 		want, known = flaggedCRC(hdr[:])
 	}

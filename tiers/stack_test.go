@@ -234,3 +234,31 @@ func TestStackPublishTimeSurvivesCopies(t *testing.T) {
 		t.Fatalf("after promotion: %+v %v, published %v", bi, err, info.MTime)
 	}
 }
+
+func TestStackShardKeys(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestStack(t, 8<<20, dir, StackConfig{})
+	want := map[byte]map[Key]bool{}
+	for i := 0; i < 64; i++ {
+		k, data := testBlock("m", i, 1024)
+		if _, err := s.Put(k, data, i%2 == 0); err != nil { // half also on disk
+			t.Fatal(err)
+		}
+		if want[k.ID[0]] == nil {
+			want[k.ID[0]] = map[Key]bool{}
+		}
+		want[k.ID[0]][k] = true
+	}
+	s.Mem().EvictClean(1 << 40) // the durable half now lives on disk only
+	for shard, keys := range want {
+		got := s.ShardKeys("m", shard)
+		if len(got) != len(keys) {
+			t.Fatalf("shard %02x: %d keys, want %d", shard, len(got), len(keys))
+		}
+		for _, k := range got {
+			if !keys[k] {
+				t.Fatalf("shard %02x lists %s", shard, k)
+			}
+		}
+	}
+}

@@ -71,7 +71,7 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 		p.w.Abort()
 		return Info{}, ErrClosed
 	}
-	size, crc, err := validate(key, p.w.File())
+	size, crc, hasCRC, err := validate(key, p.w.File())
 	if err != nil {
 		p.w.Abort()
 		s.stats.rejected.Add(1)
@@ -81,7 +81,9 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 		p.w.Abort()
 		return Info{}, fmt.Errorf("sidecar %s: %w: its block is not stored", key, ErrNotFound)
 	}
-	opts := CommitOptions{CRC: crc, HasCRC: true}
+	// Without a CRC in the header the payload is not read here: the
+	// write-back copy computes the CRC (copyOut), and Stat on demand.
+	opts := CommitOptions{CRC: crc, HasCRC: hasCRC}
 	info, err := s.commitToMemory(p, size, opts)
 	if errors.Is(err, ErrFull) {
 		info, err = s.directWrite(p, size, opts, durable)
@@ -184,7 +186,11 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 		}
 		w, err := d.Create(p.key)
 		if err == nil {
-			err = copyFile(w, p.w.File(), size)
+			var crc uint32
+			crc, err = copyFile(w, p.w.File(), size)
+			if err == nil && !opts.HasCRC {
+				opts.CRC, opts.HasCRC = crc, true
+			}
 		}
 		if err != nil {
 			if w != nil {
@@ -212,33 +218,63 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 	return Info{}, fmt.Errorf("%w: %s: %w", ErrNoSpace, p.key, lastErr)
 }
 
-// copyFile writes the first size bytes of src into w.
-func copyFile(w Writer, src *os.File, size int64) error {
+// copyFile writes the first size bytes of src into w and returns the
+// CRC-32C of the payload it copied.
+func copyFile(w Writer, src *os.File, size int64) (uint32, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
-	_, err := io.CopyBuffer(writerOnly{w}, io.NewSectionReader(src, 0, size), *bp)
-	return err
+	h := &crcWriter{w: w}
+	_, err := io.CopyBuffer(h, io.NewSectionReader(src, 0, size), *bp)
+	return h.crc, err
 }
 
-// writerOnly hides any ReadFrom of w so io.CopyBuffer uses the buffer.
-type writerOnly struct{ w Writer }
+// crcWriter passes bytes to a Writer (hiding any ReadFrom, so
+// io.CopyBuffer uses the buffer) and keeps the CRC-32C of those after
+// the 64-byte header.
+type crcWriter struct {
+	w   Writer
+	off int64
+	crc uint32
+}
 
-func (o writerOnly) Write(p []byte) (int, error) { return o.w.Write(p) }
-
-// validate checks f as key's file (SPEC §4-5) and returns its size and
-// payload CRC-32C; errors wrap ErrInvalid.
-func validate(key Key, f *os.File) (int64, uint32, error) {
-	size, crc, err := payloadCRC(f)
-	if err != nil {
-		return 0, 0, err
+func (c *crcWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if skip := max(0, hashdir.HeaderSize-c.off); skip < int64(n) {
+		c.crc = hashdir.UpdateCRC32C(c.crc, p[skip:n])
 	}
+	c.off += int64(n)
+	return n, err
+}
+
+// validate checks f as key's file (SPEC §4-5) from its header and size.
+// The payload is read, and its CRC-32C returned with hasCRC set, only
+// when the header states a CRC: then a mismatch rejects the file.
+// Errors wrap ErrInvalid.
+func validate(key Key, f *os.File) (size int64, crc uint32, hasCRC bool, err error) {
+	fi, err := fileStat(f)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	size = fi.Size()
 	var hdr [hashdir.HeaderSize]byte
 	if size >= hashdir.HeaderSize {
 		if _, err := f.ReadAt(hdr[:], 0); err != nil {
-			return 0, 0, err
+			return 0, 0, false, err
 		}
 	}
-	crcFn := func() (uint32, error) { return crc, nil }
+	var ioErr error // reading the payload failed: not the file's fault
+	crcFn := func() (uint32, error) {
+		n, c, err := payloadCRC(f)
+		if err != nil {
+			ioErr = err
+			return 0, err
+		}
+		if n != size {
+			return 0, fmt.Errorf("file changed size while validated: %d bytes, then %d", size, n)
+		}
+		crc, hasCRC = c, true
+		return c, nil
+	}
 	if size < hashdir.HeaderSize {
 		err = fmt.Errorf("file is %d bytes, shorter than the %d-byte header", size, hashdir.HeaderSize)
 	} else if key.Kind == hashdir.Repr {
@@ -252,8 +288,11 @@ func validate(key Key, f *os.File) (int64, uint32, error) {
 			err = hashdir.ValidateBlock(h, key.ID, size, crcFn)
 		}
 	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("%w: %s: %w", ErrInvalid, key, err)
+	if ioErr != nil {
+		return 0, 0, false, ioErr
 	}
-	return size, crc, nil
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("%w: %s: %w", ErrInvalid, key, err)
+	}
+	return size, crc, hasCRC, nil
 }

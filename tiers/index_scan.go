@@ -1,0 +1,172 @@
+package tiers
+
+import "sort"
+
+// The index's operations over many entries: LRU order, eviction, listings
+// by model and by shard, model removal.
+
+// holds reports whether e is its key's recorded entry.
+func (x *index) holds(e *entry) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return e.next != nil && x.lookupLocked(e.key()) == e
+}
+
+// attach sets the mapping of e if e is still recorded and has none; it
+// reports false otherwise (the caller keeps the mapping).
+func (x *index) attach(e *entry, b []byte) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e.next == nil || x.lookupLocked(e.key()) != e || e.mapped != nil {
+		return false
+	}
+	e.setMapping(b)
+	return true
+}
+
+// evictClean removes least recently used entries that are neither dirty
+// nor pinned until capacity-used-reserved >= need or none is left, and
+// returns them (the caller deletes their files and owns their mappings).
+func (x *index) evictClean(need int64) []*entry {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []*entry
+	for e := x.lru.prev; e != &x.lru && x.capacity-x.used-x.reserved < need; {
+		prev := e.prev
+		if !e.is(flagDirty) && !e.is(flagPinned) {
+			x.deleteLocked(e)
+			out = append(out, e)
+		}
+		e = prev
+	}
+	return out
+}
+
+// oldest returns up to n Infos, least recently used first.
+func (x *index) oldest(n int) []Info {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := make([]Info, 0, min(int64(n), x.files))
+	for e := x.lru.prev; e != &x.lru && len(out) < n; e = e.prev {
+		out = append(out, e.info())
+	}
+	return out
+}
+
+// list returns a snapshot of the Infos of model.
+func (x *index) list(model string) []Info {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	m := x.models[model]
+	if m == nil {
+		return nil
+	}
+	out := make([]Info, 0, m.files)
+	for _, sh := range m.shards {
+		for _, e := range sh {
+			out = append(out, e.info())
+		}
+	}
+	return out
+}
+
+// shardKeys appends the keys of model in shard to keys.
+func (x *index) shardKeys(model string, shard byte, keys []Key) []Key {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	m := x.models[model]
+	if m == nil {
+		return keys
+	}
+	for _, e := range m.shards[shard] {
+		keys = append(keys, e.key())
+	}
+	return keys
+}
+
+// modelNames returns the models that have at least one entry, sorted.
+func (x *index) modelNames() []string {
+	x.mu.Lock()
+	out := make([]string, 0, len(x.models))
+	for name := range x.models {
+		out = append(out, name)
+	}
+	x.mu.Unlock()
+	sort.Strings(out)
+	return out
+}
+
+// modelUsage returns the files and bytes of model.
+func (x *index) modelUsage(model string) (files, bytes int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if m := x.models[model]; m != nil {
+		return m.files, m.bytes
+	}
+	return 0, 0
+}
+
+// each calls fn with snapshots of Infos, model by model, without holding
+// the lock while fn runs; it stops when fn returns false. model "" means
+// every model.
+func (x *index) each(model string, fn func(Info) bool) {
+	names := []string{model}
+	if model == "" {
+		names = x.modelNames()
+	}
+	for _, name := range names {
+		for _, info := range x.list(name) {
+			if !fn(info) {
+				return
+			}
+		}
+	}
+}
+
+// removeModel takes every entry of model out of the index and returns them.
+func (x *index) removeModel(model string) []*entry {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	m := x.models[model]
+	if m == nil {
+		return nil
+	}
+	out := make([]*entry, 0, m.files)
+	for _, sh := range m.shards {
+		for _, e := range sh {
+			out = append(out, e)
+		}
+	}
+	for _, e := range out {
+		x.deleteLocked(e)
+	}
+	return out
+}
+
+// drain empties the index and returns every entry (Close).
+func (x *index) drain() []*entry {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := make([]*entry, 0, x.files)
+	for e := x.lru.next; e != &x.lru; e = e.next {
+		out = append(out, e)
+	}
+	for _, e := range out {
+		x.deleteLocked(e)
+	}
+	return out
+}
+
+// usage reports capacity, bytes and files.
+func (x *index) usage() Usage {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return Usage{Capacity: x.capacity, Used: x.used, Files: x.files}
+}
+
+// room is capacity minus used bytes and bytes reserved by commits in flight.
+func (x *index) room() int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.capacity - x.used - x.reserved
+}
