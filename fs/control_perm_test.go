@@ -70,7 +70,7 @@ func TestControlPermissions(t *testing.T) {
 	if err := openAs(m.path(".ucm", "stats"), otherUID, otherGID); err != nil {
 		t.Errorf("another user cannot read stats: %v", err)
 	}
-	for _, name := range []string{"lookup", "prefetch", "flush"} {
+	for _, name := range []string{"lookup", "prefetch", "flush", "topk"} {
 		if err := openAs(m.path(".ucm", name), otherUID, otherGID); err == nil {
 			t.Errorf("another user opened .ucm/%s", name)
 		}

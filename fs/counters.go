@@ -25,6 +25,11 @@ type controlCounters struct {
 	gpuLoadUnmapped                       atomic.Int64
 	gpuDumps, gpuDumpBlocks, gpuDumpBytes atomic.Int64
 	gpuDumpExisting                       atomic.Int64
+
+	reprDerived              atomic.Int64 // sidecars derived and stored
+	topks, topkCandidates    atomic.Int64
+	topkMissing, topkDerived atomic.Int64
+	topkReused               atomic.Int64
 }
 
 // tierIO counts the bytes clients moved through one tier.
@@ -58,6 +63,13 @@ type controlStats struct {
 	GPUDumpBlocks   int64  `json:"gpu_dump_blocks"`      // blocks published from regions
 	GPUDumpExisting int64  `json:"gpu_dump_existing"`    // dumped ids that were already stored
 	GPUDumpBytes    int64  `json:"gpu_dump_bytes"`       // bytes of the blocks published from regions
+
+	ReprDerived    int64 `json:"repr_derived"`    // sidecars derived from their block and stored
+	TopKs          int64 `json:"topks"`           // topk requests answered ok
+	TopKCandidates int64 `json:"topk_candidates"` // candidates of those requests
+	TopKMissing    int64 `json:"topk_missing"`    // candidates reported missing (no sidecar and none derivable)
+	TopKDerived    int64 `json:"topk_derived"`    // candidates whose sidecar was derived for a topk request
+	TopKReused     int64 `json:"topk_reused"`     // topk requests that reused their session's index
 }
 
 // tierStats is one tier in the stats snapshot: the stack's view, and the
@@ -98,6 +110,8 @@ func (s *fsState) snapshotStats() mountStats {
 		GPULoadBytes: c.gpuLoadBytes.Load(), GPULoadUnmapped: c.gpuLoadUnmapped.Load(),
 		GPUDumps: c.gpuDumps.Load(), GPUDumpBlocks: c.gpuDumpBlocks.Load(), GPUDumpBytes: c.gpuDumpBytes.Load(),
 		GPUDumpExisting: c.gpuDumpExisting.Load(),
+		ReprDerived:     c.reprDerived.Load(), TopKs: c.topks.Load(), TopKCandidates: c.topkCandidates.Load(),
+		TopKMissing: c.topkMissing.Load(), TopKDerived: c.topkDerived.Load(), TopKReused: c.topkReused.Load(),
 	}
 	if s.opts.GPU != nil {
 		m.GPUDevice = s.opts.GPU.Name()

@@ -8,10 +8,13 @@
 //	<mnt>/.ucm/flush             write-back until durable (control_flush.go)
 //	<mnt>/.ucm/gpu               loads into and dumps from GPU memory (control_gpu*.go),
 //	                             when Options.GPU names a device
+//	<mnt>/.ucm/topk              top-k of candidate blocks by their sidecars
+//	                             (control_topk*.go, topk_gather.go)
 //	<mnt>/<model>/               a model; always shows the 256 shards
 //	<mnt>/<model>/<hh>/          a shard directory 00..ff
 //	<mnt>/<model>/<hh>/<id>.bin  a published block (0444, immutable)
-//	<mnt>/<model>/<hh>/<id>.repr its sidecar
+//	<mnt>/<model>/<hh>/<id>.repr its sidecar: stored, or derived from the
+//	                             block on first read (repr_*.go)
 //
 // One node type per kind of file (root.go, model.go, shard.go, file.go,
 // pending.go, control.go, session.go) shares the mount's state by pointer
@@ -44,6 +47,18 @@
 // Passthrough is checked once at mount for every tier and is then used
 // for every file or for none: an inode cannot be open in passthrough and
 // in normal mode at once.
+//
+// # Sidecars
+//
+// A sidecar is stored (written by its engine, validated against its block
+// at close) or derivable: a block without one, of a layout package sparse
+// can derive from, in a model whose repr_kind (ReprSetting, per model or
+// Options.Repr) is not none. Lookup sizes a derivable sidecar from the
+// block's header alone; the first open derives and stores it through the
+// stack, so from then on it is an ordinary stored file (repr_derive.go,
+// repr_node.go). .ucm/topk gathers the candidates' sidecars the same way,
+// through a byte-bounded cache (repr_cache.go), and ranks them with a
+// sparse.Index that each session keeps while its candidates are unchanged.
 //
 // # Caching
 //

@@ -144,7 +144,8 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 	}
 	n.s.hit(n.key)
 	n.s.countOut(level, size)
-	return &readHandle{node: n, f: f}, n.s.openFlags(), 0
+	// A reader has nothing to flush: no FLUSH round trip at its close.
+	return &readHandle{node: n, f: f}, n.s.openFlags() | fuse.FOPEN_NOFLUSH, 0
 }
 
 // acquire returns the shared descriptor, opening it on first use, with

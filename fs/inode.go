@@ -10,7 +10,8 @@ package fs
 //	1                           root
 //	2 .. 255                    control: 2 .ucm, 3 .ucm/stats, 4 .ucm/lookup,
 //	                            5 .ucm/prefetch, 6 .ucm/flush, 7 .ucm/gpu,
-//	                            8 .. 255 reserved for more control files
+//	                            8 .ucm/topk,
+//	                            9 .. 255 reserved for more control files
 //	tag 1: 1<<60 | h60(model)   model directory
 //	tag 2: 2<<60 | h52(model)<<8 | shard
 //	                            shard directory 00..ff of a model
@@ -28,13 +29,20 @@ package fs
 // h60 and h52 are the low 60 and 52 bits of FNV-1a 64 over the kind tag and
 // the names, so a name gets the same number in every run. go-fuse merges
 // nodes with equal numbers, so a collision would make two names one file:
-// the table remembers which name holds each number while its node lives,
-// and a name whose number is held by another name probes upward (within
-// its tag) to the next free one. A collision needs ~2^30 live names of one
-// kind; only then may a number depend on the order of lookups.
+// the table remembers, for each number held by a live node, a 64-bit
+// fingerprint of the name holding it (a second, independent hash), and a
+// name whose number is held by another name probes upward (within its
+// tag) to the next free one; only such moved names are kept whole. A
+// collision needs ~2^30 live names of one kind; only then may a number
+// depend on the order of lookups. Two names would also need equal
+// fingerprints to be taken for one (~2^-64 per colliding pair).
+//
+// Per looked-up block this costs one 16-byte map slot, not a copy of the
+// name in two maps: `du` of a model makes the kernel look every block up.
 
 import (
 	"hash/fnv"
+	"hash/maphash"
 	"sync"
 
 	"github.com/ucmfs/ucmfs/hashdir"
@@ -50,6 +58,7 @@ const (
 	inoPrefetch = 5
 	inoFlush    = 6
 	inoGPU      = 7
+	inoTopK     = 8
 	// inoControlMax is the last number reserved for control files.
 	inoControlMax = 255
 )
@@ -115,32 +124,46 @@ func next(ino uint64) uint64 {
 // inoTable hands out numbers for names and keeps them unique among the
 // names whose nodes live. It is safe for concurrent use.
 type inoTable struct {
-	mu     sync.Mutex
-	byIno  map[uint64]inoName
-	byName map[inoName]uint64
+	mu    sync.Mutex
+	seed  maphash.Seed
+	taken map[uint64]uint64  // number held -> fingerprint of its holder
+	moved map[inoName]uint64 // holders of a number other than their home
 }
 
 func newInoTable() *inoTable {
-	return &inoTable{byIno: make(map[uint64]inoName), byName: make(map[inoName]uint64)}
+	return &inoTable{seed: maphash.MakeSeed(), taken: make(map[uint64]uint64), moved: make(map[inoName]uint64)}
 }
+
+// fingerprint is a 64-bit hash of name independent of its number.
+func (t *inoTable) fingerprint(name inoName) uint64 { return maphash.Comparable(t.seed, name) }
 
 // acquire returns name's number: the one it holds, else its home number,
 // else the next free one after it.
 func (t *inoTable) acquire(name inoName) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if ino, ok := t.byName[name]; ok {
-		return ino
+	if len(t.moved) > 0 {
+		if ino, ok := t.moved[name]; ok {
+			return ino
+		}
 	}
-	ino := name.home()
+	fp := t.fingerprint(name)
+	home := name.home()
+	ino := home
 	for {
-		if _, taken := t.byIno[ino]; !taken {
+		holder, taken := t.taken[ino]
+		if !taken {
 			break
+		}
+		if holder == fp {
+			return ino // name holds it already
 		}
 		ino = next(ino)
 	}
-	t.byIno[ino] = name
-	t.byName[name] = ino
+	t.taken[ino] = fp
+	if ino != home {
+		t.moved[name] = ino
+	}
 	return ino
 }
 
@@ -150,18 +173,20 @@ func (t *inoTable) acquire(name inoName) uint64 {
 func (t *inoTable) release(name inoName, ino uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.byName[name] != ino {
+	if holder, ok := t.taken[ino]; !ok || holder != t.fingerprint(name) {
 		return
 	}
-	delete(t.byName, name)
-	delete(t.byIno, ino)
+	delete(t.taken, ino)
+	if len(t.moved) > 0 && t.moved[name] == ino {
+		delete(t.moved, name)
+	}
 }
 
 // held is the number of names holding numbers (for tests).
 func (t *inoTable) held() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.byIno)
+	return len(t.taken)
 }
 
 // peek returns the number name holds, or its home number, without taking
@@ -169,7 +194,7 @@ func (t *inoTable) held() int {
 func (t *inoTable) peek(name inoName) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if ino, ok := t.byName[name]; ok {
+	if ino, ok := t.moved[name]; ok {
 		return ino
 	}
 	return name.home()

@@ -50,8 +50,8 @@ func TestInodeCollision(t *testing.T) {
 	b := inoName{tag: tagBlock, model: "b", id: hashdir.ID{2}}
 	home := a.home()
 	// Make b collide: pretend b's home is taken by a.
-	tab.byIno[b.home()] = a
-	tab.byName[a] = b.home()
+	tab.taken[b.home()] = tab.fingerprint(a)
+	tab.moved[a] = b.home()
 	ib := tab.acquire(b)
 	if ib == b.home() || tagOf(ib) != tagBlock {
 		t.Fatalf("colliding name got %#x (home %#x)", ib, b.home())
@@ -69,5 +69,15 @@ func TestInodeCollision(t *testing.T) {
 	}
 	if tab.peek(b) != b.home() {
 		t.Fatal("peek of a free name is not its home")
+	}
+	if tab.acquire(a) != b.home() || tab.peek(a) != b.home() {
+		t.Fatal("the moved name lost its number")
+	}
+	tab.release(a, b.home())
+	if tab.held() != 0 || len(tab.moved) != 0 {
+		t.Fatalf("after releasing every name: %d held, %d moved", tab.held(), len(tab.moved))
+	}
+	if tab.acquire(a) != home {
+		t.Fatal("a free name does not get its home number")
 	}
 }

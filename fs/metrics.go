@@ -22,6 +22,7 @@ type mountMetrics struct {
 	flush  prometheus.Histogram // a flush request, until durable
 	load   prometheus.Histogram // a GPU load request
 	dump   prometheus.Histogram // a GPU dump request
+	topk   prometheus.Histogram // a topk request
 }
 
 // latencyBuckets run from 10µs to about 40s, by factors of 4.
@@ -38,6 +39,7 @@ func newMountMetrics() *mountMetrics {
 		flush:  h("flush_seconds", "Time to answer one flush request: until the blocks are durable."),
 		load:   h("load_seconds", "Time to answer one GPU load request: until the bytes are in GPU memory."),
 		dump:   h("dump_seconds", "Time to answer one GPU dump request: until the blocks are published."),
+		topk:   h("topk_seconds", "Time to answer one topk request: gathering the sidecars and ranking."),
 	}
 }
 
@@ -51,7 +53,7 @@ func observeSince(h prometheus.Observer, start time.Time) {
 func (s *Server) MetricsHandler() http.Handler {
 	m := s.state.metrics
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(statsCollector{s: s.state}, m.lookup, m.flush, m.load, m.dump,
+	reg.MustRegister(statsCollector{s: s.state}, m.lookup, m.flush, m.load, m.dump, m.topk,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
@@ -135,6 +137,12 @@ var mountMetricDefs = []metricDef{
 	counter("gpu_dump_blocks_total", "Blocks published from GPU memory.", func(m *mountStats) int64 { return m.GPUDumpBlocks }),
 	counter("gpu_dump_existing_total", "Dumped ids that were already stored.", func(m *mountStats) int64 { return m.GPUDumpExisting }),
 	counter("gpu_dump_bytes_total", "Bytes of the blocks published from GPU memory.", func(m *mountStats) int64 { return m.GPUDumpBytes }),
+	counter("repr_derived_total", "Sidecars derived from their block and stored.", func(m *mountStats) int64 { return m.ReprDerived }),
+	counter("topk_requests_total", "Topk requests answered ok.", func(m *mountStats) int64 { return m.TopKs }),
+	counter("topk_candidates_total", "Candidates of the topk requests answered ok.", func(m *mountStats) int64 { return m.TopKCandidates }),
+	counter("topk_missing_total", "Topk candidates reported missing.", func(m *mountStats) int64 { return m.TopKMissing }),
+	counter("topk_derived_total", "Topk candidates whose sidecar was derived for the request.", func(m *mountStats) int64 { return m.TopKDerived }),
+	counter("topk_reused_total", "Topk requests that reused their session's index.", func(m *mountStats) int64 { return m.TopKReused }),
 }
 
 var tierMetricDefs = []tierMetricDef{

@@ -35,6 +35,13 @@ type Options struct {
 	// and closes it after the stack, since the memory tier registers its
 	// mappings with it (tiers.MemConfig.Host).
 	GPU gpu.Device
+	// Repr is the kind of sidecar derived for a block that has none
+	// stored, for every model without its own user.ucm.repr_kind (the
+	// zero value: kind 0, mean).
+	Repr ReprSetting
+	// ReprCache is how many bytes of sidecar files .ucm/topk keeps in
+	// memory across requests (default 256 MiB; negative: none).
+	ReprCache int64
 }
 
 // Defaults of Options.
@@ -42,6 +49,7 @@ const (
 	DefaultEntryTTL    = time.Hour
 	DefaultNegativeTTL = time.Second
 	DefaultMaxFileSize = 1 << 30
+	DefaultReprCache   = 256 << 20
 )
 
 func (o *Options) setDefaults() {
@@ -56,6 +64,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.ReprCache == 0 {
+		o.ReprCache = DefaultReprCache
 	}
 }
 
@@ -87,6 +98,9 @@ func Mount(mountpoint string, st *tiers.Stack, opts Options) (*Server, error) {
 		if _, err := resolveGroup(opts.ControlGroup); err != nil {
 			return nil, err
 		}
+	}
+	if err := opts.Repr.validate(); err != nil {
+		return nil, err
 	}
 	s := newState(st, opts)
 	s.seedModels()

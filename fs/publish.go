@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -54,15 +55,22 @@ func (h *writeHandle) publishOnce(ctx context.Context, durable bool) syscall.Err
 }
 
 // publishWrite publishes a pending write of size bytes the way close()
-// does: the size limit (errTooBig), the model's quota (errQuota), then
-// tiers.Stack.Publish, which validates the file. The pending write is
-// used up either way. tiers.ErrExist means the key was already published:
-// one copy is kept, which callers report as success.
+// does: the size limit (errTooBig), a sidecar's shape against its block
+// (checkSidecar), the model's quota (errQuota), then tiers.Stack.Publish,
+// which validates the file. The pending write is used up either way.
+// tiers.ErrExist means the key was already published: one copy is kept,
+// which callers report as success.
 func (s *fsState) publishWrite(pw *tiers.PendingWrite, size int64, durable bool) (tiers.Info, error) {
 	key := pw.Key()
 	if size > s.opts.MaxFileSize {
 		s.stack.Abort(pw)
 		return tiers.Info{}, fmt.Errorf("%d bytes pass the %d-byte limit: %w", size, s.opts.MaxFileSize, errTooBig)
+	}
+	if key.Kind == hashdir.Repr {
+		if err := s.checkSidecar(pw); err != nil {
+			s.stack.Abort(pw)
+			return tiers.Info{}, err
+		}
 	}
 	if err := s.admit(key.Model, size); err != nil {
 		s.stack.Abort(pw)

@@ -140,6 +140,7 @@ func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	r.s.forgetListing(name)
 	r.s.hits.forget(keyOfModel(name), true)
 	r.s.quotas.set(name, 0)
+	r.s.reprKinds.reset(name)
 	r.s.log.Info("model removed", "model", name)
 	return 0
 }

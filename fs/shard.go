@@ -67,7 +67,8 @@ func (d *shardNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.At
 	return 0
 }
 
-// Lookup finds a published block or sidecar. A bad name is ENOENT. A miss
+// Lookup finds a published block or sidecar, or a sidecar the mount can
+// derive from its block (repr_derive.go). A bad name is ENOENT. A miss
 // is cached for Options.NegativeTTL, except while this mount writes the
 // name (or just finished): then the kernel keeps nothing, so the file
 // shows up as soon as its writer's close publishes it.
@@ -79,6 +80,15 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	}
 	epoch := d.s.pending.epoch(key)
 	bi, err := d.s.stack.Stat(key)
+	if errors.Is(err, tiers.ErrNotFound) && key.Kind == hashdir.Repr {
+		size, mtime, ok, derr := d.s.derivable(key)
+		if derr != nil {
+			return nil, d.s.fail("lookup", key.Path(), derr)
+		}
+		if ok {
+			return d.derivedEntry(ctx, key, size, mtime, out), 0
+		}
+	}
 	if errors.Is(err, tiers.ErrNotFound) {
 		if d.s.pending.has(key) || d.s.pending.epoch(key) != epoch {
 			out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching the miss

@@ -10,6 +10,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/tiers"
+	"golang.org/x/sync/singleflight"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,9 +18,10 @@ import (
 // the options and the mount's tables.
 //
 // Lock order: every mutex below is a leaf (models.mu, hits.mu,
-// pending.mu, quotas.mu, listings.mu, inoTable.mu): none is held while
-// another is taken or while the stack is called (the walks that quotas
-// and listings trigger run with their lock released). The exception is
+// pending.mu, quotas.mu, listings.mu, inoTable.mu, reprKinds.mu,
+// reprCache.mu): none is held while another is taken or while the stack
+// is called (the walks that quotas and listings trigger run with their
+// lock released). The exception is
 // pins.mu, held while the memory tier's pin flag of a key changes, so
 // that the flag and the table agree (control_gpu_pins.go); it is taken before
 // the stack's locks and never under another mutex of this package.
@@ -45,6 +47,10 @@ type fsState struct {
 	metrics  *mountMetrics   // latency histograms
 	pins     loadPins        // blocks pinned by GPU loads in flight
 	root     *gofs.Inode     // the root node, once mounted
+
+	reprKinds reprSettings       // per-model sidecar kinds (user.ucm.repr_kind)
+	derives   singleflight.Group // sidecar derivations in flight, by path
+	reprCache *reprCache         // sidecar files .ucm/topk read or derived
 
 	seq          atomic.Uint64 // numbers of files being written
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)
@@ -74,6 +80,8 @@ func newState(st *tiers.Stack, opts Options) *fsState {
 	s.quotas.init()
 	s.listings.init()
 	s.pins.init()
+	s.reprKinds.init()
+	s.reprCache = newReprCache(opts.ReprCache)
 	return s
 }
 

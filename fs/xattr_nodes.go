@@ -19,7 +19,7 @@ var (
 		"tensors_per_layer", "payload_bytes", "crc32c", "tiers", "state", "hits", "repr", "pinned"}
 	reprXattrs = []string{"hash", "model", "kind", "dtype", "num_layers", "num_kv_heads", "rows", "dim",
 		"param", "payload_bytes", "crc32c", "tiers", "state", "hits"}
-	modelXattrs = []string{"blocks", "bytes", "quota"}
+	modelXattrs = []string{"blocks", "bytes", "quota", "repr_kind"}
 )
 
 // stackXattr answers the attributes every stored file has from the stack:
@@ -62,6 +62,10 @@ func (n *storedFile) stackXattr(name string) (val string, ok bool, err error) {
 	}
 	if bi.HasCRC {
 		return fmt.Sprintf("%08x", bi.CRC), true, nil
+	}
+	// The CRC is computed lazily (at write-back or on demand): ask for it.
+	if crc, has, err := n.s.stack.CRC(n.key); err == nil && has {
+		return fmt.Sprintf("%08x", crc), true, nil
 	}
 	return "", true, nil // crc32c of a file the stack has no CRC for (filled from the header below)
 }
@@ -162,6 +166,9 @@ func (n *reprFile) xattrs() *xattrSet {
 }
 
 func (n *reprFile) xattr(name string) (string, error) {
+	if errno := n.ensure("getxattr"); errno != 0 {
+		return "", errno
+	}
 	if v, ok, err := n.stackXattr(name); ok && (err != nil || v != "") {
 		return v, err
 	}
@@ -217,17 +224,22 @@ func (n *reprFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.
 
 // xattrs is the attribute table of a model directory.
 func (m *modelNode) xattrs() *xattrSet {
-	return &xattrSet{names: modelXattrs, rw: map[string]bool{"quota": true},
+	return &xattrSet{names: modelXattrs, rw: map[string]bool{"quota": true, "repr_kind": true},
 		get: func(name string) (string, error) {
 			switch name {
 			case "blocks":
 				return strconv.FormatInt(m.s.usage(m.model).Blocks, 10), nil
 			case "bytes":
 				return strconv.FormatInt(m.s.usage(m.model).Bytes, 10), nil
+			case "repr_kind":
+				return m.s.reprSetting(m.model).String(), nil
 			}
 			return strconv.FormatInt(m.s.quotas.get(m.model), 10), nil
 		},
 		set: func(name, value string) error {
+			if name == "repr_kind" {
+				return m.s.setReprKind(m.model, value)
+			}
 			n, err := parseBytes(value)
 			if err == nil {
 				m.s.quotas.set(m.model, n)
@@ -236,12 +248,13 @@ func (m *modelNode) xattrs() *xattrSet {
 		}}
 }
 
-// Getxattr serves user.ucm.blocks, bytes and quota of a model.
+// Getxattr serves user.ucm.blocks, bytes, quota and repr_kind of a model.
 func (m *modelNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	return m.s.getxattr(m.xattrs(), m.model, attr, dest)
 }
 
-// Setxattr writes user.ucm.quota (bytes, 0 = none).
+// Setxattr writes user.ucm.quota (bytes, 0 = none) and user.ucm.repr_kind
+// (the kind of sidecar derived; "default" takes the mount's).
 func (m *modelNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	return m.s.setxattr(m.xattrs(), m.model, attr, data)
 }

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"sort"
@@ -163,4 +164,28 @@ func TestQuota(t *testing.T) {
 			t.Fatalf("after lifting the quota: %v", err)
 		}
 	})
+}
+
+// TestXattrCRCWithoutHeaderCRC: a block whose writer stated no CRC still
+// shows its payload CRC-32C in user.ucm.crc32c, on a memory-only stack
+// where no write-back ever computes it.
+func TestXattrCRCWithoutHeaderCRC(t *testing.T) {
+	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 8 << 20, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	k, d := testBlock(testModel, 7, 4096)
+	binary.LittleEndian.PutUint32(d[48:], 0) // no payload_crc32c
+	binary.LittleEndian.PutUint32(d[52:], 0) // flag bit 0 cleared
+	put(t, st, k, d)
+	b := newStoredNode(newState(st, Options{Logger: testLogger()}), k, 0).(*blockFile)
+	crc, err := b.xattr("crc32c")
+	if want := fmt.Sprintf("%08x", hashdir.CRC32C(d[64:])); err != nil || crc != want {
+		t.Fatalf("crc32c = %q (%v), want %q", crc, err, want)
+	}
 }

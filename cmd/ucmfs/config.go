@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ucmfs/ucmfs/fs"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -32,11 +33,12 @@ type mountConfig struct {
 	NegativeTTL     time.Duration // kernel cache of misses
 	MaxFileSize     int64         // largest block file accepted, bytes
 	LogLevel        slog.Level
-	Debug           bool          // log every FUSE request
-	ShutdownTimeout time.Duration // bound on the flush at SIGINT/SIGTERM
-	ControlGroup    string        // group (name or gid) that may use the control files; "": owner only
-	MetricsAddr     string        // HOST:PORT of the Prometheus metrics; "": off
-	GPU             string        // device of .ucm/gpu: auto, cuda, sim or off
+	Debug           bool           // log every FUSE request
+	ShutdownTimeout time.Duration  // bound on the flush at SIGINT/SIGTERM
+	ControlGroup    string         // group (name or gid) that may use the control files; "": owner only
+	MetricsAddr     string         // HOST:PORT of the Prometheus metrics; "": off
+	GPU             string         // device of .ucm/gpu: auto, cuda, sim or off
+	Repr            fs.ReprSetting // sidecar kind derived for models without their own (zero: mean)
 }
 
 // tierSpec is one directory tier: --tier KIND:DIR[:SIZE] or a tiers: entry.
@@ -97,6 +99,7 @@ type fileConfig struct {
 	ControlGroup    *string        `yaml:"control_group"`
 	MetricsAddr     *string        `yaml:"metrics_addr"`
 	GPU             *string        `yaml:"gpu"`
+	ReprKind        *string        `yaml:"repr_kind"`
 }
 
 // fileTier is one entry of tiers: in the YAML file.
@@ -164,6 +167,13 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 		if v != nil {
 			*dst = *v
 		}
+	}
+	if fc.ReprKind != nil {
+		r, err := fs.ParseReprSetting(*fc.ReprKind)
+		if err != nil {
+			return fmt.Errorf("repr_kind: %w", err)
+		}
+		cfg.Repr = r
 	}
 	if fc.LogLevel != nil {
 		lvl, err := parseLogLevel(*fc.LogLevel)

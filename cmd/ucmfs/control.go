@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ucmfs/ucmfs/fs"
 	"github.com/urfave/cli/v3"
 )
 
@@ -21,16 +22,19 @@ const catControl = "Control plane"
 func controlFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "control-group", Category: catControl,
-			Usage: "let members of `GROUP` (name or gid) use MNT/.ucm/lookup, prefetch, flush and gpu (mode 0660); " +
+			Usage: "let members of `GROUP` (name or gid) use MNT/.ucm/lookup, prefetch, flush, gpu and topk (mode 0660); " +
 				"default: the mounting user only (0600)"},
 		&cli.StringFlag{Name: "metrics-addr", Category: catControl,
 			Usage: "serve Prometheus metrics on http://`HOST:PORT`/metrics (off by default; port 0 picks a free one)"},
 		gpuFlag(),
+		&cli.StringFlag{Name: "repr-kind", Category: catControl, Value: "mean",
+			Usage: "sidecar `KIND` derived for a block that has none stored: mean, max, merged[:N], signhash[:BITS] " +
+				"or none; a model's user.ucm.repr_kind overrides it"},
 	}
 }
 
 // applyControlFlags overlays the control plane flags the user set.
-func applyControlFlags(cmd *cli.Command, cfg *mountConfig) {
+func applyControlFlags(cmd *cli.Command, cfg *mountConfig) error {
 	if cmd.IsSet("control-group") {
 		cfg.ControlGroup = cmd.String("control-group")
 	}
@@ -40,6 +44,14 @@ func applyControlFlags(cmd *cli.Command, cfg *mountConfig) {
 	if cmd.IsSet("gpu") {
 		cfg.GPU = cmd.String("gpu")
 	}
+	if cmd.IsSet("repr-kind") {
+		r, err := fs.ParseReprSetting(cmd.String("repr-kind"))
+		if err != nil {
+			return fmt.Errorf("--repr-kind: %w", err)
+		}
+		cfg.Repr = r
+	}
+	return nil
 }
 
 // checkControl checks the control plane settings: the group must exist,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +26,13 @@ const (
 	catLifecycle = "Lifecycle"
 	catLogging   = "Logging"
 )
+
+// daemonGCPercent is the daemon's GOGC unless the environment sets one.
+// Its heap is mostly long-lived metadata (the tiers' indexes, a node for
+// every block the kernel has looked up), so the default of 100 lets RSS
+// reach twice that: with 100k blocks after `du -s` of them, 154 MiB at
+// 100 against 113 MiB at 30, and `du -s` 0.62 s against 0.76 s.
+const daemonGCPercent = 30
 
 // mountCommand is `ucmfs mount`: the daemon, in the foreground.
 func mountCommand() *cli.Command { return newMountCommand(runMount) }
@@ -158,7 +166,9 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 	if cmd.IsSet("memory-dir") {
 		cfg.MemoryDir = cmd.String("memory-dir")
 	}
-	applyControlFlags(cmd, cfg)
+	if err := applyControlFlags(cmd, cfg); err != nil {
+		return err
+	}
 	if cmd.IsSet("log-level") {
 		lvl, err := parseLogLevel(cmd.String("log-level"))
 		if err != nil {
@@ -187,6 +197,9 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 // runMount mounts cfg and serves until a signal (ctx is cancelled) or an
 // external unmount; see serve for the shutdown.
 func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(daemonGCPercent)
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	if err := checkMountpoint(cfg.Mountpoint); err != nil {
 		return err
@@ -212,7 +225,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	srv, err := fs.Mount(cfg.Mountpoint, st, fs.Options{
 		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
 		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL, MaxFileSize: cfg.MaxFileSize,
-		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup, GPU: dev,
+		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup, GPU: dev, Repr: cfg.Repr,
 	})
 	if err != nil {
 		closeStack(st, cfg.ShutdownTimeout, log)

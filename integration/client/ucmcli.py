@@ -22,6 +22,14 @@ caller can tell EINVAL from ENOSPC without parsing prose.
     ucmcli.py gpu --size N [--init FILE] [--save FILE] MNT REQUEST...
                                                # a sim region of N bytes, registered; each raw
                                                # request (%r = its number), each raw answer
+    ucmcli.py repr ROOT MODEL ID               # the sidecar's header (derived on first read)
+    ucmcli.py topk MNT MODEL ID... --heads H --dim D (--query V,V,... | --query-file FILE)
+                   [--kind mean] [--layer 0|all] [--k 8]
+                                               # "<id> <score>" per hit, best first; "missing <id>"
+    ucmcli.py sparse-check MNT MODEL [--blocks 12 --layers 2 --block-size 4 --heads 2
+                                      --head-dim 8 --k 5 --seed 1]
+                                               # float32 blocks in, derived means and top-k
+                                               # checked against Python's own computation
     ucmcli.py xattrs PATH
     ucmcli.py crc FILE
 
@@ -30,11 +38,15 @@ ID arguments may also come one per line from a file: --ids-from FILE.
 
 import argparse
 import errno
+import hashlib
 import os
+import random
+import struct
 import sys
 from typing import List, Optional
 
 import ucmclient as uc
+import ucmsparse as us
 
 
 class BlockError(Exception):
@@ -184,6 +196,132 @@ def cmd_gpu(a: argparse.Namespace) -> None:
         raise _OSFailure("gpu", e) from e
 
 
+def cmd_repr(a: argparse.Namespace) -> None:
+    try:
+        r = us.read_repr(a.root, a.model, a.id)
+    except OSError as e:
+        raise _OSFailure("repr %s" % a.id.hex(), e) from e
+    except ValueError as e:
+        raise BlockError("%s: %s" % (a.id.hex(), e)) from e
+    h = r.header
+    print("kind=%s dtype=%s layers=%d heads=%d rows=%d dim=%d param=%d crc32c=%08x" % (
+        h.kind, h.dtype, h.num_layers, h.num_kv_heads, h.rows, h.dim, h.param, h.payload_crc32c))
+
+
+def cmd_topk(a: argparse.Namespace) -> None:
+    if a.query_file:
+        with open(a.query_file, "rb") as f:
+            raw = f.read()
+        query = list(struct.unpack("<%df" % (len(raw) // 4), raw[:len(raw) // 4 * 4]))
+    else:
+        query = [float(v) for v in a.query.split(",")]
+    hits, missing = _control("topk", us.topk, a.root, a.model, query, _ids(a), a.k,
+                             a.heads, a.dim, a.kind, a.layer)
+    for bid, score in hits:
+        print("%s %s" % (bid.hex(), score))
+    for bid in missing:
+        print("missing %s" % bid.hex())
+
+
+def _f32(x: float) -> float:
+    """x rounded to float32."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def _check_ranking(what: str, hits, scores, k: int) -> None:
+    """hits (id, score) against Python's scores by id: the k best, best first, up to rounding."""
+    ranked = sorted(scores, key=lambda bid: (-scores[bid], bid))
+    if len(hits) != min(k, len(ranked)) or len({bid for bid, _ in hits}) != len(hits):
+        raise BlockError("%s: %d hits, want %d distinct" % (what, len(hits), min(k, len(ranked))))
+    for i, (bid, score) in enumerate(hits):
+        want = scores[ranked[i]]
+        tol = 1e-4 * (1 + abs(want))
+        if bid not in scores or abs(scores[bid] - want) > tol or abs(score - scores[bid]) > tol:
+            raise BlockError("%s: hit %d is %s (score %r, Python's %r), want %s (%r)" % (
+                what, i, bid.hex(), score, scores.get(bid), ranked[i].hex(), want))
+
+
+def cmd_sparse_check(a: argparse.Namespace) -> None:
+    """Derived sidecars and top-k, checked by Python alone.
+
+    Writes --blocks float32 blocks of random normal keys and values (and
+    one float8 block, which allows no derivation), reads each block's
+    derived sidecar and compares it with the mean of the block's K vectors
+    computed here, then ranks the blocks (with the float8 one and an
+    absent id) through MNT/.ucm/topk, by mean on layer 0 and by max on
+    all layers, and compares with a brute-force ranking computed here.
+    """
+    rng = random.Random(a.seed)
+    L, B, H, D = a.layers, a.block_size, a.heads, a.head_dim
+    keys = {}  # id -> K values [layer][token][head][dim] flattened
+    for i in range(a.blocks):
+        bid = hashlib.md5(("sparse-check/%d/%d" % (a.seed, i)).encode()).digest()
+        vals = [_f32(rng.gauss(0, 1)) for _ in range(L * 2 * B * H * D)]
+        payload = us.pack_floats(vals)
+        try:
+            uc.write_block(a.root, a.model, uc.make_header(bid, payload, L, B, "float32", H, D), payload)
+        except OSError as e:
+            raise _OSFailure("put %s" % bid.hex(), e) from e
+        per = B * H * D
+        keys[bid] = [vals[(l * 2) * per + j] for l in range(L) for j in range(per)]
+    fp8 = hashlib.md5(("sparse-check/%d/fp8" % a.seed).encode()).digest()
+    fp8_payload = bytes(rng.randrange(256) for _ in range(L * 2 * B * H * D))
+    uc.write_block(a.root, a.model, uc.make_header(fp8, fp8_payload, L, B, "float8_e4m3fn", H, D), fp8_payload)
+    absent = hashlib.md5(("sparse-check/%d/absent" % a.seed).encode()).digest()
+
+    def k_at(bid, l, t, h, d):
+        return keys[bid][((l * B + t) * H + h) * D + d]
+
+    means = {bid: [[[sum(k_at(bid, l, t, h, d) for t in range(B)) / B for d in range(D)]
+                    for h in range(H)] for l in range(L)] for bid in keys}
+    maxes = {bid: [[[max(k_at(bid, l, t, h, d) for t in range(B)) for d in range(D)]
+                    for h in range(H)] for l in range(L)] for bid in keys}
+    for bid in keys:
+        try:
+            r = us.read_repr(a.root, a.model, bid)
+        except (OSError, ValueError) as e:
+            raise BlockError("sidecar of %s: %s" % (bid.hex(), e)) from e
+        h = r.header
+        if (h.kind, h.dtype, h.num_layers, h.num_kv_heads, h.rows, h.dim) != ("mean", "float32", L, H, 1, D):
+            raise BlockError("sidecar of %s: header %r" % (bid.hex(), h))
+        for l in range(L):
+            for hd in range(H):
+                for d, got in enumerate(r.vector(l, hd)):
+                    want = means[bid][l][hd][d]
+                    if abs(got - want) > 1e-6 * max(1.0, abs(want)):
+                        raise BlockError("sidecar of %s: layer %d head %d dim %d is %r, the mean is %r" % (
+                            bid.hex(), l, hd, d, got, want))
+    print("derived %d sidecars: each the mean of its block's keys" % len(keys))
+    try:
+        us.read_repr(a.root, a.model, fp8)
+        raise BlockError("the float8 block has a sidecar")
+    except FileNotFoundError:
+        pass
+
+    ids = list(keys) + [fp8, absent]
+    rng.shuffle(ids)
+    want_missing = [bid for bid in ids if bid not in keys]
+    q0 = [_f32(rng.gauss(0, 1)) for _ in range(H * D)]
+    qall = [_f32(rng.gauss(0, 1)) for _ in range(L * H * D)]
+    mean_scores = {bid: sum(q0[hd * D + d] * means[bid][0][hd][d] for hd in range(H) for d in range(D))
+                   for bid in keys}
+    max_scores = {bid: sum(qall[(l * H + hd) * D + d] * maxes[bid][l][hd][d]
+                           for l in range(L) for hd in range(H) for d in range(D)) for bid in keys}
+    with us.TopK(a.root) as session:
+        for what, kind, layer, query, scores in (("mean, layer 0", "mean", 0, q0, mean_scores),
+                                                  ("max, all layers", "max", "all", qall, max_scores)):
+            for attempt in range(2):  # the second request reuses the session's index
+                try:
+                    hits, missing = session.query(a.model, query, ids, a.k, H, D, kind, layer)
+                except OSError as e:
+                    raise _OSFailure("topk", e) from e
+                if missing != want_missing:
+                    raise BlockError("%s: missing %s, want %s" % (
+                        what, [b.hex() for b in missing], [b.hex() for b in want_missing]))
+                _check_ranking(what, hits, scores, a.k)
+            print("topk %s: %d hits as Python ranks them, %d missing" % (what, len(hits), len(missing)))
+
+
 def cmd_xattrs(a: argparse.Namespace) -> None:
     try:
         attrs = uc.block_xattrs(a.path)
@@ -262,7 +400,7 @@ def _parser() -> argparse.ArgumentParser:
     fl.set_defaults(fn=cmd_flush)
     ctl = sub.add_parser("ctl", help="one raw control request")
     ctl.add_argument("root")
-    ctl.add_argument("file", choices=["lookup", "prefetch", "flush"])
+    ctl.add_argument("file", choices=["lookup", "prefetch", "flush", "topk"])
     ctl.add_argument("request")
     ctl.set_defaults(fn=cmd_ctl)
     gp = sub.add_parser("gpu", help="raw .ucm/gpu requests on a sim region of this process")
@@ -272,6 +410,32 @@ def _parser() -> argparse.ArgumentParser:
     gp.add_argument("--save", help="write the region's bytes here at the end")
     gp.add_argument("requests", nargs="*")
     gp.set_defaults(fn=cmd_gpu)
+    rp = sub.add_parser("repr", help="a block's sidecar header")
+    rp.add_argument("root")
+    rp.add_argument("model")
+    rp.add_argument("id", type=_id)
+    rp.set_defaults(fn=cmd_repr)
+    tk = sub.add_parser("topk", help="rank blocks via .ucm/topk")
+    tk.add_argument("root")
+    tk.add_argument("model")
+    tk.add_argument("ids", nargs="*", type=_id)
+    tk.add_argument("--ids-from", help="a file of ids, one per line")
+    tk.add_argument("--heads", type=int, required=True)
+    tk.add_argument("--dim", type=int, required=True)
+    tk.add_argument("--kind", default="mean")
+    tk.add_argument("--layer", default="0")
+    tk.add_argument("--k", type=int, default=8)
+    qg = tk.add_mutually_exclusive_group(required=True)
+    qg.add_argument("--query", help="comma-separated float values [layers][heads][dim]")
+    qg.add_argument("--query-file", help="a file of float32 little-endian values")
+    tk.set_defaults(fn=cmd_topk)
+    sc = sub.add_parser("sparse-check", help="check derived sidecars and top-k against Python")
+    sc.add_argument("root")
+    sc.add_argument("model")
+    for name, default in (("blocks", 12), ("layers", 2), ("block-size", 4), ("heads", 2),
+                          ("head-dim", 8), ("k", 5), ("seed", 1)):
+        sc.add_argument("--" + name, type=int, default=default)
+    sc.set_defaults(fn=cmd_sparse_check)
     xa = sub.add_parser("xattrs", help="user.ucm.* attributes")
     xa.add_argument("path")
     xa.set_defaults(fn=cmd_xattrs)

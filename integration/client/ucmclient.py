@@ -18,6 +18,11 @@ plain POSIX calls; nothing here needs the daemon's internals:
     prefetch into the memory tier, flush until durable. A Control object is
     one session: os.open(O_RDWR), os.write of a request line, os.read of
     its answer line;
+  * sparse-attention sidecars (SPEC section 5, docs/sparse.md): read a
+    block's <id>.repr (stored, or derived by the daemon from the block's
+    keys on first read) and rank candidate blocks against a query
+    through MNT/.ucm/topk (read_repr and topk here; the rest, with TopK
+    sessions, in ucmsparse.py next to this file);
   * the GPU data path (MNT/.ucm/gpu): a GPU session registers engine
     memory (a CUDA IPC handle, or on a mount without a GPU a SimRegion, a
     shared-memory file this process maps) and loads blocks, or layer
@@ -36,6 +41,7 @@ import hashlib
 import mmap
 import os
 import struct
+import sys
 import tempfile
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -359,6 +365,34 @@ def flush(mnt: str, model: Optional[str] = None) -> None:
         c.request("model %s" % model if model else "all")
 
 
+# ---------------------------------------------------------------- sidecars and top-k
+# The sparse-attention part of the client is ucmsparse.py, next to this
+# file (sidecar headers, decoding, TopK sessions); these two are its main
+# entry points.
+
+
+def _ucmsparse():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import ucmsparse  # the sparse-attention client, next to this file
+
+    return ucmsparse
+
+
+def read_repr(root: str, model: str, block_id: bytes):
+    """A block's sidecar <id>.repr, decoded and checked: ucmsparse.read_repr.
+
+    On a mount, a block without a stored sidecar gets one derived from its
+    keys at this first read (the model's user.ucm.repr_kind, mean by default).
+    """
+    return _ucmsparse().read_repr(root, model, block_id)
+
+
+def topk(mnt: str, model: str, query: Sequence[float], ids: Sequence[bytes], k: int,
+         heads: int, dim: int, kind: str = "mean", layer: Union[int, str] = 0):
+    """Rank ids against query through MNT/.ucm/topk: ucmsparse.topk, (hits, missing)."""
+    return _ucmsparse().topk(mnt, model, query, ids, k, heads, dim, kind, layer)
+
+
 # ---------------------------------------------------------------- GPU data path
 
 #: What of a block a load copies: None the payload, (first, last) those
@@ -512,6 +546,13 @@ def demo(mnt: str) -> None:
     print("flushed: every block of %s is durable" % model)
     layer1 = read_layer(mnt, model, ids[0], 1)
     print("layer 1 of block 0: %d bytes, crc32c %08x" % (len(layer1), crc32c(layer1)))
+    rep = read_repr(mnt, model, ids[0])  # derived from the block's keys at this first read
+    h = rep.header
+    print("sidecar of block 0: %s, %d layers x %d heads x %d rows x %d %s values" % (
+        h.kind, h.num_layers, h.num_kv_heads, h.rows, h.dim, h.dtype))
+    hits, missing = topk(mnt, model, [1.0] * (heads * head_dim), ids, 2, heads, head_dim)
+    print("top 2 of %d blocks for a query of ones on layer 0: %s; missing %d" % (
+        len(ids), " ".join(bid.hex()[:8] for bid, _ in hits), len(missing)))
     if os.path.exists(os.path.join(mnt, ".ucm", "gpu")):
         payload = test_payload(ids[3], 0, layers * 2 * block_size * heads * head_dim * 2)
         block3 = make_header(ids[3], payload, layers, block_size, dtype, heads, head_dim).pack() + payload
@@ -529,8 +570,6 @@ def demo(mnt: str) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """``demo MOUNTPOINT`` runs demo(); other commands are ucmcli.py's."""
-    import sys
-
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 2 and argv[0] == "demo":
         demo(argv[1])
