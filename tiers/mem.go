@@ -35,7 +35,18 @@ type MemConfig struct {
 	// Host, when set, registers every mapping the tier locks (for GPU
 	// DMA) and unregisters it before unmapping; nil registers nothing.
 	Host HostRegistrar
+	// Private chooses where the files live: PrivateAuto ("" or "auto",
+	// the default) mounts a tmpfs of the tier's own with transparent huge
+	// pages when the process may mount, falling back to a directory under
+	// Dir; PrivateOff always uses the directory under Dir.
+	Private string
 }
+
+// Values of MemConfig.Private.
+const (
+	PrivateAuto = "auto"
+	PrivateOff  = "off"
+)
 
 // MemTier is the memory tier: each block is a file in a private directory
 // on tmpfs, mapped (and locked in RAM, see MemConfig.Lock) while the
@@ -56,8 +67,10 @@ type MemTier struct {
 	dirs  dirCache
 
 	life   sync.RWMutex
-	closed bool // under life
-	lockf  *os.File
+	closed bool     // under life
+	lockf  *os.File // the held lock file, or the root of the private tmpfs
+	// private: root is a detached tmpfs of the tier's own (privateTmpfs).
+	private bool
 }
 
 var _ Tier = (*MemTier)(nil)
@@ -78,20 +91,34 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	if !cfg.AllowDisk {
-		if err := checkRAM(cfg.Dir); err != nil {
-			return nil, err
-		}
+	if cfg.Private != "" && cfg.Private != PrivateAuto && cfg.Private != PrivateOff {
+		return nil, fmt.Errorf("memory tier: private must be %q or %q, got %q", PrivateAuto, PrivateOff, cfg.Private)
 	}
 	mlock, why, err := resolveLock(cfg.Lock)
 	if err != nil {
 		return nil, err
 	}
-	root, lockf, err := makePrivateDir(cfg.Dir)
-	if err != nil {
-		return nil, err
+	var root string
+	var lockf *os.File
+	if cfg.Private != PrivateOff {
+		root, lockf, err = privateTmpfs(cfg.Dir)
+		if err != nil {
+			log.Info("memory tier: no private tmpfs, using a directory instead", "dir", cfg.Dir, "reason", err)
+		} else {
+			log.Info("memory tier: private tmpfs with transparent huge pages (huge=within_size)")
+		}
 	}
-	cleanStale(cfg.Dir, root, log)
+	if lockf == nil {
+		if !cfg.AllowDisk {
+			if err := checkRAM(cfg.Dir); err != nil {
+				return nil, err
+			}
+		}
+		if root, lockf, err = makePrivateDir(cfg.Dir); err != nil {
+			return nil, err
+		}
+		cleanStale(cfg.Dir, root, log)
+	}
 	var st unix.Statfs_t
 	if unix.Statfs(root, &st) == nil {
 		if free := int64(st.Bavail) * st.Bsize; free < cfg.Capacity {
@@ -103,11 +130,12 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 		log.Info("memory tier: " + why)
 	}
 	t := &MemTier{
-		root:  root,
-		log:   log,
-		idx:   newIndex(cfg.Capacity),
-		pages: newPageLocker(cfg.MaxMappings, mlock, log, cfg.Host),
-		lockf: lockf,
+		root:    root,
+		private: isProcFd(root),
+		log:     log,
+		idx:     newIndex(cfg.Capacity),
+		pages:   newPageLocker(cfg.MaxMappings, mlock, log, cfg.Host),
+		lockf:   lockf,
 	}
 	if t.pages.deferred() {
 		t.lockq = newLockQueue()
@@ -350,8 +378,11 @@ func (t *MemTier) Close() error {
 		e.setMapping(nil)
 	}
 	t.dirs.forget("")
-	err := os.RemoveAll(t.root)
-	t.lockf.Close()
+	var err error
+	if !t.private {
+		err = os.RemoveAll(t.root)
+	}
+	t.lockf.Close() // for a private tmpfs, this frees the whole filesystem
 	if err != nil {
 		return osErr("memory tier: close", err)
 	}

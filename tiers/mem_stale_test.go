@@ -52,10 +52,10 @@ func TestMemRemovesStaleDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A live tier in the same parent keeps its directory too.
-	first := newMem(t, tiers.MemConfig{Capacity: 1 << 20, Dir: parent})
+	first := newMem(t, tiers.MemConfig{Capacity: 1 << 20, Dir: parent, Private: tiers.PrivateOff})
 	tiertest.Put(t, first, tiertest.Key("m", 1), []byte("keep"), tiers.CommitOptions{})
 
-	newMem(t, tiers.MemConfig{Capacity: 1 << 20, Dir: parent})
+	newMem(t, tiers.MemConfig{Capacity: 1 << 20, Dir: parent, Private: tiers.PrivateOff})
 	for _, d := range []string{dead, noLock, deadNew} {
 		if exists(d) {
 			t.Errorf("stale directory %s not removed", d)
@@ -78,7 +78,7 @@ func TestMemHelperProcess(t *testing.T) {
 	if parent == "" {
 		t.Skip("run as a child of TestMemKill9")
 	}
-	m, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 1 << 20, Dir: parent})
+	m, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 1 << 20, Dir: parent, Private: tiers.PrivateOff})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -113,7 +113,7 @@ func TestMemKill9(t *testing.T) {
 	if !exists(filepath.Join(line, "m")) {
 		t.Fatal("the killed daemon's directory is not there to clean")
 	}
-	newMem(t, tiers.MemConfig{Capacity: 1 << 20, Dir: parent})
+	newMem(t, tiers.MemConfig{Capacity: 1 << 20, Dir: parent, Private: tiers.PrivateOff})
 	if _, err := os.Stat(line); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("directory of the killed daemon %s left behind: %v", line, err)
 	}

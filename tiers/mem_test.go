@@ -78,10 +78,10 @@ func TestMemLayout(t *testing.T) {
 
 func TestMemRejectsDisk(t *testing.T) {
 	dir := t.TempDir() // on the root filesystem, not tmpfs
-	if _, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 1 << 20, Dir: dir, Logger: quiet}); err == nil {
+	if _, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 1 << 20, Dir: dir, Logger: quiet, Private: tiers.PrivateOff}); err == nil {
 		t.Fatal("memory tier accepted a directory that is not RAM-backed")
 	}
-	m := newMem(t, tiers.MemConfig{Capacity: 1 << 20, Dir: dir, AllowDisk: true})
+	m := newMem(t, tiers.MemConfig{Capacity: 1 << 20, Dir: dir, AllowDisk: true, Private: tiers.PrivateOff})
 	tiertest.Put(t, m, tiertest.Key("m", 1), []byte("x"), tiers.CommitOptions{})
 	if _, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 0, Dir: shmDir(t), Logger: quiet}); err == nil {
 		t.Fatal("memory tier accepted capacity 0")
