@@ -2,6 +2,7 @@ package fs
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -170,9 +171,28 @@ func TestGoneBehindTheKernel(t *testing.T) {
 
 // TestStatfs: statfs sums the tiers' capacity and use.
 func TestStatfs(t *testing.T) {
-	m := newMount(t, Options{Passthrough: true})
+	// A directory tier of a fixed size, so its capacity does not follow the
+	// disk's free space while the test runs, and a flush before statfs, so
+	// no write-back changes the use between the two readings.
+	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 64 << 20, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := tiers.NewDirTier(tiers.DirConfig{Kind: "nvme", Dir: t.TempDir(), Capacity: 1 << 30, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, []*tiers.DirTier{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	m := newMountWith(t, st, Options{Passthrough: true})
 	k, d := testBlock(testModel, 1, 1<<20)
 	put(t, m.st, k, d)
+	if err := m.st.FlushAll(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
 	var sf unix.Statfs_t
 	if err := unix.Statfs(m.mnt, &sf); err != nil {
 		t.Fatal(err)
