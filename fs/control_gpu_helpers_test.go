@@ -2,7 +2,6 @@ package fs
 
 import (
 	"bytes"
-	"context"
 	"crypto/md5"
 	"encoding/binary"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
@@ -36,24 +34,7 @@ func newGPUMount(t testing.TB, dev gpu.Device, opts Options) *testMount {
 		}
 	}
 	t.Cleanup(func() { dev.Close() }) // runs last: after the unmount and the stack's close
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 64 << 20, Logger: testLogger(), Host: HostPages(dev)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := tiers.NewDirTier(tiers.DirConfig{Kind: "nvme", Dir: t.TempDir(), Logger: testLogger()})
-	if err != nil {
-		mem.Close()
-		t.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, []*tiers.DirTier{d})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = st.Close(ctx)
-	})
+	st := newTestStackWith(t, tiers.MemConfig{Capacity: 64 << 20, Host: HostPages(dev)}, tiers.DirConfig{Kind: "nvme"})
 	opts.GPU = dev
 	m := newMountWith(t, st, opts)
 	if err := os.Mkdir(m.path(gpuModel), 0o755); err != nil {

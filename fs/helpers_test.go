@@ -34,11 +34,23 @@ const testModel = "meta-llama--Llama-3.1-8B"
 // directory tier in a temporary directory.
 func newTestStack(t testing.TB) *tiers.Stack {
 	t.Helper()
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 64 << 20, Logger: testLogger()})
+	return newTestStackWith(t, tiers.MemConfig{Capacity: 64 << 20}, tiers.DirConfig{Kind: "nvme"})
+}
+
+// newTestStackWith builds a stack of one memory tier and one directory
+// tier from the given configurations (Logger and an empty Dir filled in),
+// closed when the test ends.
+func newTestStackWith(t testing.TB, mc tiers.MemConfig, dc tiers.DirConfig) *tiers.Stack {
+	t.Helper()
+	mc.Logger, dc.Logger = testLogger(), testLogger()
+	if dc.Dir == "" {
+		dc.Dir = t.TempDir()
+	}
+	mem, err := tiers.NewMemTier(mc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := tiers.NewDirTier(tiers.DirConfig{Kind: "nvme", Dir: t.TempDir(), Logger: testLogger()})
+	d, err := tiers.NewDirTier(dc)
 	if err != nil {
 		mem.Close()
 		t.Fatal(err)

@@ -174,19 +174,7 @@ func TestStatfs(t *testing.T) {
 	// A directory tier of a fixed size, so its capacity does not follow the
 	// disk's free space while the test runs, and a flush before statfs, so
 	// no write-back changes the use between the two readings.
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 64 << 20, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := tiers.NewDirTier(tiers.DirConfig{Kind: "nvme", Dir: t.TempDir(), Capacity: 1 << 30, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, []*tiers.DirTier{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	st := newTestStackWith(t, tiers.MemConfig{Capacity: 64 << 20}, tiers.DirConfig{Kind: "nvme", Capacity: 1 << 30})
 	m := newMountWith(t, st, Options{Passthrough: true})
 	k, d := testBlock(testModel, 1, 1<<20)
 	put(t, m.st, k, d)
