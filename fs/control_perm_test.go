@@ -28,21 +28,7 @@ func newOpenMount(t *testing.T, opts Options) *testMount {
 		t.Fatal(err)
 	}
 	opts.AllowOther = true
-	opts.Logger = testLogger()
-	st := newTestStack(t)
-	srv, err := Mount(mnt, st, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mounted.Lock()
-	mounted.dirs = append(mounted.dirs, srv.Mountpoint())
-	mounted.Unlock()
-	t.Cleanup(func() {
-		if err := srv.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
-		}
-	})
-	return &testMount{mnt: mnt, st: st, srv: srv}
+	return mountAt(t, mnt, newTestStack(t), opts)
 }
 
 // openAs runs `cat FILE` as uid:gid with supplementary groups and reports

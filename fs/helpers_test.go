@@ -149,7 +149,13 @@ func requireFUSE(t testing.TB) {
 func newMountWith(t testing.TB, st *tiers.Stack, opts Options) *testMount {
 	t.Helper()
 	requireFUSE(t)
-	mnt := t.TempDir()
+	return mountAt(t, t.TempDir(), st, opts)
+}
+
+// mountAt mounts st on mnt, records the mount for TestMain's leak check
+// and unmounts it when the test ends.
+func mountAt(t testing.TB, mnt string, st *tiers.Stack, opts Options) *testMount {
+	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = testLogger()
 	}
