@@ -1,5 +1,5 @@
 // Package gpu moves bytes between host memory and an inference engine's
-// device memory: the device side of the `.ucm/gpu` control file (SPEC §8).
+// device memory: the device side of the `.ucm/gpu` control file (docs/spec.md §8).
 //
 // A Device is opened once per daemon (Open). It is either the CUDA driver,
 // loaded at run time from libcuda.so.1 through purego (no cgo and no CUDA

@@ -24,7 +24,7 @@ const (
 // flag bit is defined; a header with another bit set is invalid.
 const FlagCRC uint32 = 1
 
-// Byte offsets of the UCMB header fields (SPEC §4, docs/format.md).
+// Byte offsets of the UCMB header fields (docs/spec.md §4, docs/format.md).
 const (
 	offMagic           = 0
 	offVersion         = 4

@@ -7,7 +7,7 @@ import (
 )
 
 // SeedPrefix is prepended to the meta string to form the chain's seed
-// (SPEC §3): parent_0 = MD5("UCMHASHSEED" || meta).
+// (docs/spec.md §3): parent_0 = MD5("UCMHASHSEED" || meta).
 const SeedPrefix = "UCMHASHSEED"
 
 // Meta builds the meta string "<model>:<world_size>:<dtype>:<rank>" that

@@ -6,5 +6,5 @@
 //
 // It imports only the standard library, so every other package of ucmfs
 // (and any tool) can depend on it. The byte layouts are documented in
-// docs/format.md; the rules are those of SPEC §2-5.
+// docs/format.md; the rules are those of docs/spec.md §2-5.
 package hashdir

@@ -6,7 +6,7 @@ import "fmt"
 // sidecar's vectors (UCMR offset 28).
 type Dtype uint32
 
-// The dtype enum of SPEC §4.
+// The dtype enum of docs/spec.md §4.
 const (
 	Float16      Dtype = 0 // IEEE half, 2 bytes
 	BFloat16     Dtype = 1 // bfloat16, 2 bytes
@@ -63,7 +63,7 @@ func ParseDtype(s string) (Dtype, error) {
 // ReprKind is the kind of representation a sidecar holds (UCMR offset 24).
 type ReprKind uint32
 
-// The sidecar kinds of SPEC §5.
+// The sidecar kinds of docs/spec.md §5.
 const (
 	// ReprMean holds mean-pooled keys: one vector per head (rows = 1).
 	ReprMean ReprKind = 0

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// ErrFormat reports a block or sidecar file that breaks a rule of SPEC §4-5.
+// ErrFormat reports a block or sidecar file that breaks a rule of docs/spec.md §4-5.
 // Every validation error of this package wraps it, as a *FormatError that
 // names the rule.
 var ErrFormat = errors.New("invalid format")

@@ -11,10 +11,10 @@ import (
 // IDLen is the length in bytes of a block id (an MD5 digest).
 const IDLen = 16
 
-// ID is a block id: the 16-byte MD5 value of the hash chain (SPEC §3).
+// ID is a block id: the 16-byte MD5 value of the hash chain (docs/spec.md §3).
 type ID [IDLen]byte
 
-// ErrName reports a name (model, id, file) that breaks the rules of SPEC §2.
+// ErrName reports a name (model, id, file) that breaks the rules of docs/spec.md §2.
 var ErrName = errors.New("invalid name")
 
 // ParseID parses 32 lowercase hex characters.
@@ -97,7 +97,7 @@ func EscapeModel(engineName string) (string, error) {
 }
 
 // UnescapeModel is the inverse of EscapeModel: every "--" becomes "/".
-// Names whose engine form contained "--" do not round-trip; SPEC §2 accepts
+// Names whose engine form contained "--" do not round-trip; docs/spec.md §2 accepts
 // that, since the directory name, not the engine name, is the key.
 func UnescapeModel(dirName string) string { return strings.ReplaceAll(dirName, "--", "/") }
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Byte offsets of the UCMR header fields (SPEC §5, docs/format.md); magic,
+// Byte offsets of the UCMR header fields (docs/spec.md §5, docs/format.md); magic,
 // version and id share the UCMB offsets.
 const (
 	offReprKind       = 24

@@ -2,7 +2,7 @@ package hashdir
 
 import "fmt"
 
-// ValidateRepr applies every sidecar rule (SPEC §5 and docs/format.md) to
+// ValidateRepr applies every sidecar rule (docs/spec.md §5 and docs/format.md) to
 // the decoded header h of a sidecar named name.repr that is size bytes
 // long, in this order: size >= 64; kind and dtype known; no unknown flag
 // bit; num_layers, num_kv_heads, rows, dim >= 1; the kind's own rules

@@ -2,7 +2,7 @@ package hashdir
 
 import "fmt"
 
-// ValidateBlock applies every rule of SPEC §4 to the decoded header h of a
+// ValidateBlock applies every rule of docs/spec.md §4 to the decoded header h of a
 // block file named name.bin that is size bytes long, in the order listed in
 // docs/format.md: size >= 64, num_layers and block_size >= 1, dtype
 // known, no unknown flag bit, id equals name, payload_len (if stated) equals

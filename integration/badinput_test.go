@@ -57,7 +57,7 @@ func serving(t *testing.T, d *daemon, after string) {
 }
 
 // TestBadInput sends bad names, bad headers and refused operations; each
-// gets its errno (SPEC §2, §4, §6, §7) and the daemon keeps serving.
+// gets its errno (docs/spec.md §2, §4, §6, §7) and the daemon keeps serving.
 func TestBadInput(t *testing.T) {
 	d := mountUCM(t, mountOpts{Args: []string{"--max-file-size", "1MiB"}})
 	if err := os.Mkdir(d.path("m"), 0o755); err != nil {

@@ -1,6 +1,6 @@
 // Package sparse derives sparse-attention representations from the K
 // tensors of UCMB blocks, encodes and decodes them as UCMR sidecars
-// (<id>.repr, SPEC §5), and ranks candidate blocks against a query by
+// (<id>.repr, docs/spec.md §5), and ranks candidate blocks against a query by
 // their representations (top-k retrieval), the block selection step of the
 // ESA, GSA and KVStar sparse-attention algorithms.
 //

@@ -10,7 +10,7 @@ import (
 )
 
 // The reference implementation: plain loops over the bytes, written from
-// SPEC §4-5 and docs/sparse.md without the package's fast paths, against
+// docs/spec.md §4-5 and docs/sparse.md without the package's fast paths, against
 // which the tests compare every kind.
 
 // refF16 converts binary16 with math.Ldexp, independently of f16ToF32.

@@ -246,7 +246,7 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// validate checks f as key's file (SPEC §4-5) from its header and size.
+// validate checks f as key's file (docs/spec.md §4-5) from its header and size.
 // The payload is read, and its CRC-32C returned with hasCRC set, only
 // when the header states a CRC: then a mismatch rejects the file.
 // Errors wrap ErrInvalid.

@@ -28,8 +28,8 @@ func fsckCommand() *cli.Command {
 		Name:      "fsck",
 		Usage:     "verify a tier directory <DIR>/<model>/<hh>/<id>.bin|.repr",
 		ArgsUsage: "DIR",
-		Description: "Checks every entry of a tier directory: names and layout (SPEC §2), headers and\n" +
-			"payload CRC-32C (SPEC §4-5), the user.ucm.crc32c xattr when present, and that every\n" +
+		Description: "Checks every entry of a tier directory: names and layout (docs/spec.md §2), headers and\n" +
+			"payload CRC-32C (docs/spec.md §4-5), the user.ucm.crc32c xattr when present, and that every\n" +
 			"sidecar has a valid block. Files whose name starts with '.' are leftover temporary\n" +
 			"files: reported, not errors. Run it on a directory no daemon is using.\n" +
 			"Exits 1 if anything is bad. With --repair, bad entries are moved to\n" +

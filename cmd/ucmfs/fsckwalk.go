@@ -13,7 +13,7 @@ import (
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 
-// fscker walks one tier directory. Layout rules (SPEC §2, §9):
+// fscker walks one tier directory. Layout rules (docs/spec.md §2, §9):
 //   - <root>/<model>/<hh>/<id>.bin and <id>.repr are the only regular
 //     entries; anything else with a name not starting with '.' is bad.
 //   - Names starting with '.' below the root are leftovers of interrupted

@@ -22,13 +22,13 @@ type hashConfig struct {
 	Tokens    []uint32
 }
 
-// hashCommand is `ucmfs hash`: block ids and paths from token ids (SPEC §3).
+// hashCommand is `ucmfs hash`: block ids and paths from token ids (docs/spec.md §3).
 func hashCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "hash",
 		Usage:     "print the block ids and paths of a token sequence",
 		ArgsUsage: "TOKEN...",
-		Description: "Computes the hash chain of SPEC §3: parent_0 = MD5(\"UCMHASHSEED\" || meta),\n" +
+		Description: "Computes the hash chain of docs/spec.md §3: parent_0 = MD5(\"UCMHASHSEED\" || meta),\n" +
 			"id_i = MD5(parent_i || block i as little-endian uint32s). Prints one line per full\n" +
 			"block: <index> <id> <hh>/<id>.bin. The meta string is --meta, or is built as\n" +
 			"<model>:<world-size>:<dtype>:<rank> from the engine's own model and dtype strings.",

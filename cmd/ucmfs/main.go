@@ -1,6 +1,6 @@
 // Command ucmfs is the ucmfs daemon and its tools: it mounts the KV-cache
 // block filesystem and computes, inspects and checks block files. See
-// SPEC §9 and docs/operations.md.
+// docs/spec.md §9 and docs/operations.md.
 package main
 
 import (
