@@ -9,6 +9,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Mapping returns the read-only mapping of key's file (locked in RAM when
+// locking is on), or nil when the file is not mapped: past the budget, or
+// not yet, while the locking worker has it queued. With MemConfig.Host
+// set, a mapping is also registered with it, and made at commit. It
+// stays valid until the key is removed or evicted, so a user (a GPU copy)
+// must pin the key first and not remove it.
+func (t *MemTier) Mapping(key Key) []byte { return t.idx.mapping(key) }
+
+// LockedBytes is the total size of the files mapped and locked in RAM (0
+// when locking is off).
+func (t *MemTier) LockedBytes() int64 { return t.pages.lockedBytes() }
+
+// MappedBytes is the total size of the files mapped, locked or not.
+func (t *MemTier) MappedBytes() int64 { return t.pages.held.Load() }
+
+// PagesLocked reports whether the tier locks the pages it maps.
+func (t *MemTier) PagesLocked() bool { return t.pages.mlock }
+
 // DefaultMaxMappings is the most block files the memory tier keeps mapped
 // and locked at once. vm.max_map_count is 65530 by default and the rest of
 // the process (Go runtime, GPU driver) needs mappings too.
