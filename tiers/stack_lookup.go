@@ -1,6 +1,8 @@
 package tiers
 
 import (
+	"fmt"
+	"io"
 	"os"
 
 	"github.com/ucmfs/ucmfs/hashdir"
@@ -9,9 +11,10 @@ import (
 
 // Handle is a published file opened for reading, and where it was found.
 type Handle struct {
-	File *os.File // read-only; the caller closes it
-	Tier string   // name of the tier the descriptor reads from
-	Size int64
+	File   *os.File // read-only; the caller closes it
+	Tier   string   // name of the tier the descriptor reads from
+	TierID TierID   // that tier's place in the stack
+	Size   int64
 }
 
 // BlockInfo describes a published key across the stack.
@@ -133,7 +136,7 @@ func (s *Stack) Stat(k Key) (BlockInfo, error) {
 		bi.Holders = append(bi.Holders, s.mem.Name())
 		bi.Dirty, bi.Pinned = dirty, pinned
 	}
-	for _, d := range s.dirs {
+	for i, d := range s.dirs {
 		in, _, ok := d.idx.get(k) // no error built for a miss
 		if !ok {
 			var err error
@@ -146,6 +149,7 @@ func (s *Stack) Stat(k Key) (BlockInfo, error) {
 		}
 		if !found {
 			bi.Info, found = in, true
+			bi.Tier = TierID(i + 1)
 		}
 		if !bi.HasCRC && in.HasCRC {
 			bi.CRC, bi.HasCRC = in.CRC, true
@@ -201,4 +205,49 @@ func (s *Stack) memCRC(k Key) (uint32, bool) {
 		return in.CRC, true // a copy recorded it first; the same bytes
 	}
 	return crc, true
+}
+
+// ReadFile reads n bytes (all of it when n < 0) of k's file from the
+// fastest tier holding it, with that tier's description of the file
+// (Info.Tier says which). Unlike Open it neither promotes the file nor
+// counts a hit, and it checks no CRC: it is for reading a header or a
+// small file (a sidecar) where it lies. A file removed or moved between
+// tiers meanwhile is looked for in the next tier. ErrNotFound when no
+// tier holds k.
+func (s *Stack) ReadFile(k Key, n int64) ([]byte, Info, error) {
+	for id := Memory; int(id) <= len(s.dirs); id++ {
+		t := s.tierAt(id)
+		info, err := t.Stat(k)
+		if err != nil {
+			continue
+		}
+		info.Tier = id
+		f, err := t.Open(k)
+		if err != nil {
+			continue // removed or moved meanwhile: the next tier may hold it
+		}
+		b, err := readPrefix(f, n)
+		f.Close()
+		if err != nil {
+			return nil, info, fmt.Errorf("%s: reading the %s tier: %w", k, t.Name(), err)
+		}
+		return b, info, nil
+	}
+	return nil, Info{}, fmt.Errorf("%s: %w", k, ErrNotFound)
+}
+
+// readPrefix reads the first n bytes of f (all of f when n < 0).
+func readPrefix(f *os.File, n int64) ([]byte, error) {
+	if n < 0 {
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		n = fi.Size()
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(io.NewSectionReader(f, 0, n), b); err != nil {
+		return nil, fmt.Errorf("%d bytes: %w", n, err)
+	}
+	return b, nil
 }

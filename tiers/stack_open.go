@@ -18,7 +18,7 @@ func (s *Stack) Open(k Key) (*Handle, error) {
 		if f, size, ok := s.mem.openHit(k); ok {
 			s.admit.Get(s.admitKey(k))
 			s.stats.memHits.Add(1)
-			return &Handle{File: f, Tier: s.mem.Name(), Size: size}, nil
+			return &Handle{File: f, Tier: s.mem.Name(), TierID: Memory, Size: size}, nil
 		}
 		v, err, _ := s.flights.Do("rd\x00"+k.Path(), func() (any, error) { return s.locate(k, false) })
 		if err != nil {
@@ -27,7 +27,8 @@ func (s *Stack) Open(k Key) (*Handle, error) {
 			}
 			return nil, err
 		}
-		t := v.(Tier)
+		id := v.(TierID)
+		t := s.tierAt(id)
 		f, err := t.Open(k)
 		if errors.Is(err, ErrNotFound) {
 			continue // moved between tiers meanwhile: look again
@@ -35,21 +36,21 @@ func (s *Stack) Open(k Key) (*Handle, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t != Tier(s.mem) {
+		if id != Memory {
 			s.stats.lowerHits.Add(1)
 		}
-		return handle(f, t.Name())
+		return handle(f, t.Name(), id)
 	}
 	return nil, fmt.Errorf("%s: %w: kept moving between tiers", k, ErrNotFound)
 }
 
-func handle(f *os.File, tier string) (*Handle, error) {
+func handle(f *os.File, tier string, id TierID) (*Handle, error) {
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &Handle{File: f, Tier: tier, Size: st.Size()}, nil
+	return &Handle{File: f, Tier: tier, TierID: id, Size: st.Size()}, nil
 }
 
 // Promote brings k into the memory tier (for prefetch). It returns nil
@@ -59,7 +60,7 @@ func (s *Stack) Promote(k Key) error {
 	if err != nil {
 		return err
 	}
-	if v.(Tier) != Tier(s.mem) {
+	if v.(TierID) != Memory {
 		return fmt.Errorf("promote %s: %w", k, ErrFull)
 	}
 	return nil
@@ -67,12 +68,12 @@ func (s *Stack) Promote(k Key) error {
 
 // locate finds the tier to read k from, promoting it on the way (always
 // when force is set). It runs inside a singleflight per key.
-func (s *Stack) locate(k Key, force bool) (Tier, error) {
+func (s *Stack) locate(k Key, force bool) (TierID, error) {
 	if _, err := s.mem.Stat(k); err == nil {
-		return s.mem, nil
+		return Memory, nil
 	}
 	var lastErr error = fmt.Errorf("%s: %w", k, ErrNotFound)
-	for _, d := range s.dirs {
+	for i, d := range s.dirs {
 		info, err := d.Stat(k)
 		if errors.Is(err, ErrNotFound) {
 			continue
@@ -85,7 +86,7 @@ func (s *Stack) locate(k Key, force bool) (Tier, error) {
 		if force || s.shouldPromote(k, info.Size) {
 			err := s.promote(d, k)
 			if err == nil {
-				return s.mem, nil
+				return Memory, nil
 			}
 			if errors.Is(err, ErrCorrupt) {
 				s.quarantine(d, k, err)
@@ -93,7 +94,7 @@ func (s *Stack) locate(k Key, force bool) (Tier, error) {
 				continue
 			}
 			if force {
-				return d, err
+				return TierID(i + 1), err
 			}
 		}
 		if err := s.verifyOnce(d, k, info); err != nil {
@@ -105,9 +106,9 @@ func (s *Stack) locate(k Key, force bool) (Tier, error) {
 			lastErr = err
 			continue
 		}
-		return d, nil
+		return TierID(i + 1), nil
 	}
-	return nil, lastErr
+	return 0, lastErr
 }
 
 // admitKey is k's key in the admission filter: a 64-bit hash (no string

@@ -61,7 +61,9 @@ func (s *Stack) Put(key Key, data []byte, durable bool) (Info, error) {
 // ErrInvalid (wrapping the rule broken) and discards the data when the file
 // is not a valid block or sidecar; ErrNotFound for a sidecar whose block is
 // absent; ErrExist when the key was published meanwhile (this copy is
-// discarded, the first kept); ErrNoSpace when no tier has room. With
+// discarded, the first kept); ErrNoSpace when no tier has room. The
+// returned Info's Tier is the tier that took the file: memory, or a
+// directory tier when memory had no room. With
 // durable set, or in write-through mode, it returns once the block is on
 // the first persistent tier (durable: fsynced there).
 func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
@@ -179,7 +181,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 	defer p.w.Abort()
 	opts.Sync = durable
 	var lastErr error = ErrNoSpace
-	for _, d := range s.dirs {
+	for i, d := range s.dirs {
 		if d.Health() == Down {
 			continue
 		}
@@ -204,6 +206,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 		mu.Unlock()
 		if err == nil {
 			s.stats.directWrites.Add(1)
+			info.Tier = TierID(i + 1)
 			return info, nil
 		}
 		w.Abort()
