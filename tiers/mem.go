@@ -31,7 +31,8 @@ type MemConfig struct {
 	// Logger receives warnings (default slog.Default()).
 	Logger *slog.Logger
 	// Host, when set, registers every mapping the tier locks (for GPU
-	// DMA) and unregisters it before unmapping; nil registers nothing.
+	// DMA) and unregisters it before unmapping; a mapping it fails to
+	// unregister stays mapped (LeakedBytes). nil registers nothing.
 	Host HostRegistrar
 	// Private chooses where the files live: PrivateAuto ("" or "auto",
 	// the default) mounts a tmpfs of the tier's own with transparent huge
@@ -179,6 +180,7 @@ func (t *MemTier) Close() error {
 		t.pages.unlock(e.mapping())
 		e.setMapping(nil)
 	}
+	t.pages.close()
 	t.dirs.forget("")
 	var err error
 	if !t.private {
