@@ -1,10 +1,11 @@
-package fs
+package control
 
 import (
 	"context"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/ucmfs/ucmfs/store"
 
 	"github.com/ucmfs/ucmfs/hashdir"
 )
@@ -21,7 +22,7 @@ import (
 // few milliseconds and no allocation per id.
 
 func init() {
-	registerControl(controlSpec{name: "lookup", ino: inoLookup, open: func(s *fsState) controlHandler {
+	register(File{Name: "lookup", open: func(s *Env) handler {
 		return &lookupSession{s: s}
 	}})
 }
@@ -29,7 +30,7 @@ func init() {
 // lookupSession answers lookup requests; its buffers serve every request
 // of the session.
 type lookupSession struct {
-	s      *fsState
+	s      *Env
 	ids    []hashdir.ID
 	bitmap []byte
 }
@@ -45,7 +46,7 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 	case "prefix":
 		prefix = true
 	default:
-		return out, reqErr(syscall.EINVAL, "unknown lookup command %q: want exists or prefix", clip(verb))
+		return out, reqErr(ErrInvalid, "unknown lookup command %q: want exists or prefix", clip(verb))
 	}
 	model, err := l.s.controlModel(&t)
 	if err != nil {
@@ -56,18 +57,18 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 	if err != nil {
 		return out, err
 	}
-	st := l.s.stack
-	c := &l.s.ctl
-	c.lookups.Add(1)
-	defer observeSince(l.s.metrics.lookup, start)
+	st := l.s.Stack()
+	c := &l.s.Counters
+	c.Lookups.Add(1)
+	defer store.ObserveSince(l.s.Latency.Lookup, start)
 	out = append(out, "ok "...)
 	if prefix {
 		n := 0
 		for n < len(ids) && st.HasBlock(model, ids[n]) {
 			n++
 		}
-		c.lookupIDs.Add(int64(min(n+1, len(ids))))
-		c.lookupHits.Add(int64(n))
+		c.LookupIDs.Add(int64(min(n+1, len(ids))))
+		c.LookupHits.Add(int64(n))
 		out = strconv.AppendInt(out, int64(n), 10)
 		return append(out, '\n'), nil
 	}
@@ -82,8 +83,8 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 		}
 	}
 	l.bitmap = bm[:0]
-	c.lookupIDs.Add(int64(len(ids)))
-	c.lookupHits.Add(int64(present))
+	c.LookupIDs.Add(int64(len(ids)))
+	c.LookupHits.Add(int64(present))
 	out = strconv.AppendInt(out, int64(present), 10)
 	out = append(out, ' ')
 	out = append(out, bm...)

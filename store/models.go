@@ -1,6 +1,8 @@
-package fs
+package store
 
 import (
+	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -53,7 +55,7 @@ func (m *modelSet) list() []string {
 }
 
 // tierModels returns the names of the models any tier holds files of.
-func (s *fsState) tierModels() []string {
+func (s *Store) tierModels() []string {
 	names := s.stack.Mem().Models()
 	for _, d := range s.stack.Dirs() {
 		names = append(names, d.Models()...)
@@ -64,7 +66,7 @@ func (s *fsState) tierModels() []string {
 // seedModels fills the registry at mount: models in the tiers' indexes,
 // and the valid model names among the top-level directories of the
 // directory tiers (a model made empty stays a model).
-func (s *fsState) seedModels() {
+func (s *Store) seedModels() {
 	for _, n := range s.tierModels() {
 		s.models.add(n)
 	}
@@ -77,16 +79,16 @@ func (s *fsState) seedModels() {
 	}
 }
 
-// refreshModels adds to the registry the models tiers hold now.
-func (s *fsState) refreshModels() {
+// RefreshModels adds to the registry the models tiers hold now.
+func (s *Store) RefreshModels() {
 	for _, n := range s.tierModels() {
 		s.models.add(n)
 	}
 }
 
-// modelExists reports whether model is registered or held by a tier
+// ModelExists reports whether model is registered or held by a tier
 // (registering it then).
-func (s *fsState) modelExists(model string) bool {
+func (s *Store) ModelExists(model string) bool {
 	if s.models.has(model) {
 		return true
 	}
@@ -107,8 +109,8 @@ type modelUsage struct {
 	Bytes  int64
 }
 
-// usage walks the model's keys across the stack.
-func (s *fsState) usage(model string) modelUsage {
+// Usage walks the model's keys across the stack.
+func (s *Store) Usage(model string) modelUsage {
 	var keys []tiers.Key
 	s.stack.List(model, func(k tiers.Key) bool { keys = append(keys, k); return true })
 	var u modelUsage
@@ -168,9 +170,9 @@ func (q *quotaTable) get(model string) int64 {
 	return q.limit[model]
 }
 
-// admit checks that size more bytes fit in model's quota (errQuota when
+// admit checks that size more bytes fit in model's quota (ErrQuota when
 // not) and counts them in, ahead of the publish.
-func (s *fsState) admit(model string, size int64) error {
+func (s *Store) admit(model string, size int64) error {
 	q := &s.quotas
 	q.mu.Lock()
 	limit, ok := q.limit[model]
@@ -180,10 +182,10 @@ func (s *fsState) admit(model string, size int64) error {
 		return nil
 	}
 	if !fresh || time.Since(m.at) > quotaRecheck {
-		m = measured{bytes: s.usage(model).Bytes, at: time.Now()}
+		m = measured{bytes: s.Usage(model).Bytes, at: time.Now()}
 	}
 	if m.bytes+size > limit {
-		return errQuota
+		return ErrQuota
 	}
 	m.bytes += size
 	q.mu.Lock()
@@ -193,7 +195,7 @@ func (s *fsState) admit(model string, size int64) error {
 }
 
 // unadmit takes back what admit counted for a publish that did not happen.
-func (s *fsState) unadmit(model string, size int64) {
+func (s *Store) unadmit(model string, size int64) {
 	q := &s.quotas
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -203,9 +205,66 @@ func (s *fsState) unadmit(model string, size int64) {
 	}
 }
 
-// forgetUsage drops model's measured use so the next check measures it.
-func (s *fsState) forgetUsage(model string) {
+// ForgetUsage drops model's measured use so the next check measures it.
+func (s *Store) ForgetUsage(model string) {
 	s.quotas.mu.Lock()
 	delete(s.quotas.used, model)
 	s.quotas.mu.Unlock()
+}
+
+// Models returns the registered model names, sorted.
+func (s *Store) Models() []string { return s.models.list() }
+
+// AddModel registers an empty model (mkdir).
+func (s *Store) AddModel(name string) { s.models.add(name) }
+
+// ModelEmpty reports whether no tier holds a file of model.
+func (s *Store) ModelEmpty(model string) bool {
+	empty := true
+	s.stack.List(model, func(tiers.Key) bool { empty = false; return false })
+	return empty
+}
+
+// RemoveModel drops an empty model (ErrNotEmpty while a tier holds a
+// file of it): its directories go from every tier (after the GPU loads of
+// its blocks), and it leaves the registry with its hits, quota and sidecar
+// setting.
+func (s *Store) RemoveModel(model string) error {
+	if !s.ModelEmpty(model) {
+		return fmt.Errorf("model %s still holds files: %w", model, ErrNotEmpty)
+	}
+	done := s.ModelRemoval(model)
+	err := s.stack.RemoveModel(model)
+	done()
+	if err != nil {
+		return err
+	}
+	s.models.remove(model)
+	s.ForgetHits(tiers.Key{Model: model}, true)
+	s.quotas.set(model, 0)
+	s.reprKinds.reset(model)
+	s.log.Info("model removed", "model", model)
+	return nil
+}
+
+// Quota is model's quota in bytes, 0 when none is set.
+func (s *Store) Quota(model string) int64 { return s.quotas.get(model) }
+
+// SetQuota sets model's quota in bytes (for the life of the mount); 0
+// removes it.
+func (s *Store) SetQuota(model string, limit int64) { s.quotas.set(model, limit) }
+
+// dirNames lists the names of the directories in dir (nil on any error).
+func dirNames(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package fs
+package control
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
-	"syscall"
 
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/sparse"
@@ -55,7 +54,7 @@ var optNames = []string{"kind", "layer", "k", "heads", "dim", "q"}
 func (t *topkSession) parse(req []byte) (*topkRequest, error) {
 	tk := tokens{b: req}
 	if verb := tk.next(); string(verb) != "topk" {
-		return nil, reqErr(syscall.EINVAL, "unknown topk command %q: want topk", clip(verb))
+		return nil, reqErr(ErrInvalid, "unknown topk command %q: want topk", clip(verb))
 	}
 	model, err := t.s.controlModel(&tk)
 	if err != nil {
@@ -77,13 +76,13 @@ func (t *topkSession) parse(req []byte) (*topkRequest, error) {
 			return nil, err
 		}
 		if given&bit != 0 {
-			return nil, reqErr(syscall.EINVAL, "option %s given twice", name)
+			return nil, reqErr(ErrInvalid, "option %s given twice", name)
 		}
 		given |= bit
 	}
 	for i, n := range optNames {
 		if given&(1<<i) == 0 {
-			return nil, reqErr(syscall.EINVAL, "missing option %s=", n)
+			return nil, reqErr(ErrInvalid, "missing option %s=", n)
 		}
 	}
 	if r.ids, err = parseIDs(&tk, r.ids); err != nil {
@@ -119,7 +118,7 @@ func (r *topkRequest) option(t *topkSession, name string, val []byte) (int, erro
 		r.q, err = t.decodeQuery(val)
 		return optQ, err
 	}
-	return 0, reqErr(syscall.EINVAL, "unknown option %q: want kind, layer, k, heads, dim, q, then the ids", clip([]byte(name)))
+	return 0, reqErr(ErrInvalid, "unknown option %q: want kind, layer, k, heads, dim, q, then the ids", clip([]byte(name)))
 }
 
 // parseTopKKind parses kind=<name>[:<param>]; the name may also be the
@@ -130,7 +129,7 @@ func parseTopKKind(val []byte) (hashdir.ReprKind, uint32, error) {
 	if err != nil {
 		n, nerr := strconv.ParseUint(string(name), 10, 32)
 		if nerr != nil || !hashdir.ReprKind(n).Valid() {
-			return 0, 0, reqErr(syscall.EINVAL, "unknown kind %q: want mean, max, merged[:N] or signhash[:BITS]", clip(val))
+			return 0, 0, reqErr(ErrInvalid, "unknown kind %q: want mean, max, merged[:N] or signhash[:BITS]", clip(val))
 		}
 		kind = hashdir.ReprKind(n)
 	}
@@ -138,12 +137,12 @@ func parseTopKKind(val []byte) (hashdir.ReprKind, uint32, error) {
 	if hasArg {
 		n, err := strconv.ParseUint(string(arg), 10, 32)
 		if err != nil || n == 0 || kind == hashdir.ReprMean || kind == hashdir.ReprMax {
-			return 0, 0, reqErr(syscall.EINVAL, "kind %q: bad parameter (merged:N with N >= 1, signhash:BITS)", clip(val))
+			return 0, 0, reqErr(ErrInvalid, "kind %q: bad parameter (merged:N with N >= 1, signhash:BITS)", clip(val))
 		}
 		param = uint32(n)
 	}
 	if _, err := sparse.ResolveParam(kind, param); err != nil {
-		return 0, 0, reqErr(syscall.EINVAL, "kind %q: %v", clip(val), err)
+		return 0, 0, reqErr(ErrInvalid, "kind %q: %v", clip(val), err)
 	}
 	return kind, param, nil
 }
@@ -152,7 +151,7 @@ func parseTopKKind(val []byte) (hashdir.ReprKind, uint32, error) {
 func optInt(name string, val []byte, lo, hi int) (int, error) {
 	n, err := strconv.Atoi(string(val))
 	if err != nil || n < lo || n > hi {
-		return 0, reqErr(syscall.EINVAL, "%s=%q: want an integer from %d to %d", name, clip(val), lo, hi)
+		return 0, reqErr(ErrInvalid, "%s=%q: want an integer from %d to %d", name, clip(val), lo, hi)
 	}
 	return n, nil
 }
@@ -168,10 +167,10 @@ func (t *topkSession) decodeQuery(val []byte) ([]float32, error) {
 	b = b[:max(n, 0)]
 	t.b64 = b[:0]
 	if err != nil {
-		return nil, reqErr(syscall.EINVAL, "q: not standard base64: %v", err)
+		return nil, reqErr(ErrInvalid, "q: not standard base64: %v", err)
 	}
 	if n == 0 || n%4 != 0 {
-		return nil, reqErr(syscall.EINVAL, "q: %d bytes, not a whole number of float32 values", n)
+		return nil, reqErr(ErrInvalid, "q: %d bytes, not a whole number of float32 values", n)
 	}
 	q := t.req.q[:0]
 	for i := 0; i < n; i += 4 {
@@ -186,11 +185,11 @@ func (r *topkRequest) checkShape() error {
 	per := r.heads * r.dim
 	switch {
 	case r.layer != sparse.AllLayers && len(r.q) != per:
-		return reqErr(syscall.EINVAL, "q has %d values, want heads %d * dim %d = %d", len(r.q), r.heads, r.dim, per)
+		return reqErr(ErrInvalid, "q has %d values, want heads %d * dim %d = %d", len(r.q), r.heads, r.dim, per)
 	case r.layer == sparse.AllLayers && len(r.q)%per != 0:
-		return reqErr(syscall.EINVAL, "q has %d values, not a whole number of layers of heads %d * dim %d", len(r.q), r.heads, r.dim)
+		return reqErr(ErrInvalid, "q has %d values, not a whole number of layers of heads %d * dim %d", len(r.q), r.heads, r.dim)
 	case r.layer == sparse.AllLayers && len(r.q)/per > topkMaxLayers:
-		return reqErr(syscall.EINVAL, "q has %d layers, more than %d", len(r.q)/per, topkMaxLayers)
+		return reqErr(ErrInvalid, "q has %d layers, more than %d", len(r.q)/per, topkMaxLayers)
 	}
 	r.layers = len(r.q) / per
 	return nil

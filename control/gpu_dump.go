@@ -1,12 +1,13 @@
-package fs
+package control
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/ucmfs/ucmfs/store"
 
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -49,14 +50,14 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 	if err != nil {
 		return out, err
 	}
-	if g.s.stopped.Load() {
-		return out, fmt.Errorf("dump: shutting down: %w", errStopped)
+	if g.s.Stopped() {
+		return out, fmt.Errorf("dump: shutting down: %w", store.ErrStopped)
 	}
-	defer observeSince(g.s.metrics.dump, start)
+	defer store.ObserveSince(g.s.Latency.Dump, start)
 	existing := 0
 	for i := range items {
 		it := &items[i]
-		pw, err := g.s.stack.Create(it.key)
+		pw, err := g.s.Stack().Create(it.key)
 		if errors.Is(err, tiers.ErrExist) {
 			existing++
 			continue
@@ -65,7 +66,7 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 			return out, fmt.Errorf("item %d %s: %w", i+1, it.key.ID, err)
 		}
 		it.pw = pw
-		g.s.pending.add(it.key)
+		g.s.WriteStarted(it.key)
 		if err := g.stage(reg, it); err != nil {
 			return out, fmt.Errorf("item %d %s: %w; nothing published", i+1, it.key.ID, err)
 		}
@@ -78,8 +79,8 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 		}
 		pw := it.pw
 		it.pw = nil
-		_, err := g.s.publishWrite(pw, it.n, false)
-		g.s.pending.done(it.key)
+		_, err := g.s.Publish(pw, it.n, false)
+		g.s.WriteEnded(it.key)
 		switch {
 		case errors.Is(err, tiers.ErrExist):
 			existing++
@@ -88,14 +89,14 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 		default:
 			dumped++
 			bytes += it.n
-			g.s.notifyPublished(it.key)
+			g.s.NotifyPublished(it.key)
 		}
 	}
-	c := &g.s.ctl
-	c.gpuDumps.Add(1)
-	c.gpuDumpBlocks.Add(int64(dumped))
-	c.gpuDumpExisting.Add(int64(existing))
-	c.gpuDumpBytes.Add(bytes)
+	c := &g.s.Counters
+	c.GPUDumps.Add(1)
+	c.GPUDumpBlocks.Add(int64(dumped))
+	c.GPUDumpExisting.Add(int64(existing))
+	c.GPUDumpBytes.Add(bytes)
 	out = append(out, "ok dumped="...)
 	out = strconv.AppendInt(out, int64(dumped), 10)
 	out = append(out, " existing="...)
@@ -110,11 +111,11 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dumpItem, error) {
 	var items []dumpItem
 	var total int64
-	room := g.s.stack.Mem().Usage().Capacity
+	room := g.s.Stack().Mem().Usage().Capacity
 	for tok := t.next(); tok != nil; tok = t.next() {
 		i := len(items) + 1
-		if i > maxIDs {
-			return items, reqErr(syscall.E2BIG, "more than %d blocks in one request", maxIDs)
+		if i > MaxIDs {
+			return items, reqErr(ErrTooMany, "more than %d blocks in one request", MaxIDs)
 		}
 		idTok, rest, _ := cutByte(tok, ':')
 		offTok, lenTok, _ := cutByte(rest, ':')
@@ -123,21 +124,21 @@ func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dump
 		n, ok3 := parseCount(lenTok)
 		switch {
 		case !ok1 || !ok2 || !ok3:
-			return items, reqErr(syscall.EINVAL, "item %d %q: want <id>:<offset>:<length>", i, clip(tok))
+			return items, reqErr(ErrInvalid, "item %d %q: want <id>:<offset>:<length>", i, clip(tok))
 		case n < hashdir.HeaderSize:
-			return items, reqErr(syscall.EINVAL, "item %d %s: %d bytes cannot hold a block (at least the %d-byte header)", i, id, n, hashdir.HeaderSize)
-		case n > g.s.opts.MaxFileSize:
-			return items, reqErr(syscall.EFBIG, "item %d %s: %d bytes pass the %d-byte limit", i, id, n, g.s.opts.MaxFileSize)
+			return items, reqErr(ErrInvalid, "item %d %s: %d bytes cannot hold a block (at least the %d-byte header)", i, id, n, hashdir.HeaderSize)
+		case n > g.s.MaxFileSize():
+			return items, reqErr(store.ErrTooBig, "item %d %s: %d bytes pass the %d-byte limit", i, id, n, g.s.MaxFileSize())
 		case off > size || n > size-off:
-			return items, reqErr(syscall.EINVAL, "item %d %s: %d bytes at offset %d pass the end of region (%d bytes); nothing published", i, id, n, off, size)
+			return items, reqErr(ErrInvalid, "item %d %s: %d bytes at offset %d pass the end of region (%d bytes); nothing published", i, id, n, off, size)
 		}
 		if total += n; total > room {
-			return items, reqErr(syscall.E2BIG, "the blocks of this request take more than the memory tier's %d bytes: split it", room)
+			return items, reqErr(ErrTooMany, "the blocks of this request take more than the memory tier's %d bytes: split it", room)
 		}
 		items = append(items, dumpItem{key: tiers.Key{Model: model, ID: id}, off: off, n: n})
 	}
 	if len(items) == 0 {
-		return items, reqErr(syscall.EINVAL, "no blocks to dump")
+		return items, reqErr(ErrInvalid, "no blocks to dump")
 	}
 	return items, nil
 }
@@ -169,26 +170,12 @@ func (g *gpuSession) stage(reg *gpuRegion, it *dumpItem) error {
 func (g *gpuSession) abortDumps(items []dumpItem) {
 	for i := range items {
 		if it := &items[i]; it.pw != nil {
-			g.s.stack.Abort(it.pw)
-			g.s.pending.done(it.key)
+			g.s.Stack().Abort(it.pw)
+			g.s.WriteEnded(it.key)
 			it.pw = nil
 		}
 	}
 	if cap(g.buf) > gpuKeepBuffer {
 		g.buf = nil
 	}
-}
-
-// notifyPublished drops the kernel's cached miss of a block published
-// behind its back (by a dump, not through a file it created), so that a
-// lookup made before the dump does not hide it for the negative TTL.
-func (s *fsState) notifyPublished(k tiers.Key) {
-	if s.root == nil {
-		return
-	}
-	model := s.root.GetChild(k.Model)
-	if model == nil {
-		return
-	}
-	s.notifyGone(model.GetChild(k.ID.Shard()), k.FileName())
 }

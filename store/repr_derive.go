@@ -1,4 +1,4 @@
-package fs
+package store
 
 // Sidecars in the mount
 //
@@ -15,14 +15,13 @@ package fs
 // Files are read here straight from the tiers (the fastest holding the
 // file), not through tiers.Stack.Open: reading a block to derive its
 // sidecar, or a sidecar to rank it, neither promotes it nor counts as a
-// hit. A block's payload CRC is checked against the one the stack keeps
+// Hit. A block's payload CRC is checked against the one the stack keeps
 // before anything is derived from it.
 
 import (
 	"errors"
 	"fmt"
 	"io"
-	"syscall"
 	"time"
 
 	"github.com/ucmfs/ucmfs/hashdir"
@@ -37,7 +36,7 @@ func blockOf(k tiers.Key) tiers.Key { return tiers.Key{Model: k.Model, ID: k.ID,
 func sidecarOf(k tiers.Key) tiers.Key { return tiers.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr} }
 
 // tierList is the stack's tiers, fastest first.
-func (s *fsState) tierList() []tiers.Tier {
+func (s *Store) tierList() []tiers.Tier {
 	ts := []tiers.Tier{s.stack.Mem()}
 	for _, d := range s.stack.Dirs() {
 		ts = append(ts, d)
@@ -47,7 +46,7 @@ func (s *fsState) tierList() []tiers.Tier {
 
 // readTierFile reads n bytes (all when n < 0) of k's file from the
 // fastest tier holding it, with that tier's description of the file.
-func (s *fsState) readTierFile(k tiers.Key, n int64) ([]byte, tiers.Info, error) {
+func (s *Store) readTierFile(k tiers.Key, n int64) ([]byte, tiers.Info, error) {
 	for _, t := range s.tierList() {
 		info, err := t.Stat(k)
 		if err != nil {
@@ -78,7 +77,7 @@ func (s *fsState) readTierFile(k tiers.Key, n int64) ([]byte, tiers.Info, error)
 }
 
 // blockHeader reads and decodes the header of a stored block.
-func (s *fsState) blockHeader(k tiers.Key) (hashdir.BlockHeader, tiers.Info, error) {
+func (s *Store) blockHeader(k tiers.Key) (hashdir.BlockHeader, tiers.Info, error) {
 	b, info, err := s.readTierFile(k, hashdir.HeaderSize)
 	if err != nil {
 		return hashdir.BlockHeader{}, info, err
@@ -91,18 +90,18 @@ func (s *fsState) blockHeader(k tiers.Key) (hashdir.BlockHeader, tiers.Info, err
 }
 
 // underivable marks a block whose layout does not allow derivation: the
-// sidecar does not exist (ENOENT), and the refusal is logged.
+// sidecar does not exist (ErrNoSidecar), and the refusal is logged.
 func underivable(k tiers.Key, err error) error {
-	return fmt.Errorf("%s: no sidecar stored, and none can be derived: %w (%w)", k, err, syscall.ENOENT)
+	return fmt.Errorf("%s: no sidecar stored, and none can be derived: %w (%w)", k, err, ErrNoSidecar)
 }
 
-// derivable describes the sidecar key (Kind Repr) as the mount would
+// Derivable describes the sidecar key (Kind Repr) as the mount would
 // derive it now: its size, and its block's publish time. ok is false,
 // with a nil error, when derivation is off for the model or the block is
 // not stored; an error means the block's layout does not allow it
 // (underivable) or its header could not be read.
-func (s *fsState) derivable(key tiers.Key) (size int64, mtime time.Time, ok bool, err error) {
-	set := s.reprSetting(key.Model)
+func (s *Store) Derivable(key tiers.Key) (size int64, mtime time.Time, ok bool, err error) {
+	set := s.ModelRepr(key.Model)
 	if set.Off {
 		return 0, time.Time{}, false, nil
 	}
@@ -124,7 +123,7 @@ func (s *fsState) derivable(key tiers.Key) (size int64, mtime time.Time, ok bool
 // deriveBytes reads block (a block key), checks its payload CRC against
 // the stack's, and derives its sidecar of kind and param in memory.
 // A layout that does not allow it is underivable.
-func (s *fsState) deriveBytes(block tiers.Key, kind hashdir.ReprKind, param uint32) ([]byte, error) {
+func (s *Store) deriveBytes(block tiers.Key, kind hashdir.ReprKind, param uint32) ([]byte, error) {
 	data, _, err := s.readTierFile(block, -1)
 	if err != nil {
 		return nil, err
@@ -149,7 +148,7 @@ func (s *fsState) deriveBytes(block tiers.Key, kind hashdir.ReprKind, param uint
 // is not an error. Derived sidecars are not held to the model's quota:
 // they are a small fraction of their block, and a read must not fail for
 // want of quota; they count in its use like any file.
-func (s *fsState) storeDerived(key tiers.Key, data []byte) error {
+func (s *Store) storeDerived(key tiers.Key, data []byte) error {
 	info, err := s.stack.Put(key, data, false)
 	if errors.Is(err, tiers.ErrExist) {
 		return nil
@@ -157,23 +156,22 @@ func (s *fsState) storeDerived(key tiers.Key, data []byte) error {
 	if err != nil {
 		return err
 	}
-	s.ctl.reprDerived.Add(1)
+	s.Counters.ReprDerived.Add(1)
 	s.countIn(key, info.Size)
-	s.listed(key, true)
 	return nil
 }
 
-// deriveSidecar makes sure key (Kind Repr) is stored: when it is not,
+// DeriveSidecar makes sure key (Kind Repr) is stored: when it is not,
 // it derives the model's kind from the block and stores it. Concurrent
 // calls for one key derive once. It fails with tiers.ErrNotFound when
 // derivation is off or the block is not stored, and with an underivable
 // error when the block's layout does not allow it.
-func (s *fsState) deriveSidecar(key tiers.Key) error {
+func (s *Store) DeriveSidecar(key tiers.Key) error {
 	_, err, _ := s.derives.Do(key.Path(), func() (any, error) {
 		if s.stack.Has(key) {
 			return nil, nil
 		}
-		set := s.reprSetting(key.Model)
+		set := s.ModelRepr(key.Model)
 		if set.Off {
 			return nil, fmt.Errorf("%s: not stored, and repr_kind is none: %w", key, tiers.ErrNotFound)
 		}
@@ -190,7 +188,7 @@ func (s *fsState) deriveSidecar(key tiers.Key) error {
 // its block: same layers, heads and dim (hashdir.CheckReprForBlock). A
 // header that does not decode, or a block not stored, is left to the
 // stack's own validation, which refuses them.
-func (s *fsState) checkSidecar(pw *tiers.PendingWrite) error {
+func (s *Store) checkSidecar(pw *tiers.PendingWrite) error {
 	key := pw.Key()
 	var b [hashdir.HeaderSize]byte
 	if _, err := pw.File().ReadAt(b[:], 0); err != nil {

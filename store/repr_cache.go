@@ -1,4 +1,4 @@
-package fs
+package store
 
 import (
 	"container/list"
@@ -58,7 +58,7 @@ func tokenOf(bi tiers.BlockInfo) fileToken {
 }
 
 // statToken is the token of k now; ok is false when no tier holds it.
-func (s *fsState) statToken(k tiers.Key) (tok fileToken, ok bool) {
+func (s *Store) statToken(k tiers.Key) (tok fileToken, ok bool) {
 	bi, err := s.stack.Stat(k)
 	if err != nil {
 		return fileToken{}, false

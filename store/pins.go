@@ -1,4 +1,4 @@
-package fs
+package store
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 // which is unmapped when the block leaves the memory tier. So while a
 // load runs, its blocks are pinned (no eviction), and an unlink of one of
 // them, or an rm -r of its model, waits until the load is done (no
-// removal). The memory tier's pin flag is one bit, which the user's
+// Removal). The memory tier's pin flag is one bit, which the user's
 // user.ucm.pinned attribute sets too; loadPins counts the loads of each
 // key and keeps the user's choice aside while any runs, to apply it when
 // the last one ends.
@@ -53,11 +53,11 @@ func (p *loadPins) blocked(k tiers.Key) bool {
 // evicted between its promotion and its pin is promoted again.
 const pinRetries = 3
 
-// acquirePin brings block k into the memory tier (tiers.Stack.Promote)
+// AcquirePin brings block k into the memory tier (tiers.Stack.Promote)
 // and pins it there for a load; releasePin undoes it. It waits while k
 // or its model is being removed. Errors: tiers.ErrNotFound (no tier holds
 // k), tiers.ErrFull (memory cannot take it), others from the stack.
-func (s *fsState) acquirePin(k tiers.Key) error {
+func (s *Store) AcquirePin(k tiers.Key) error {
 	p, mem := &s.pins, s.stack.Mem()
 	for range pinRetries {
 		if err := s.stack.Promote(k); err != nil {
@@ -85,9 +85,9 @@ func (s *fsState) acquirePin(k tiers.Key) error {
 	return fmt.Errorf("%s: evicted from memory while being pinned, %d times: %w", k, pinRetries, tiers.ErrFull)
 }
 
-// releasePin ends one load's pin of k; the last one leaves the pin flag
+// ReleasePin ends one load's pin of k; the last one leaves the pin flag
 // as the user set it.
-func (s *fsState) releasePin(k tiers.Key) {
+func (s *Store) ReleasePin(k tiers.Key) {
 	p := &s.pins
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -107,10 +107,10 @@ func (s *fsState) releasePin(k tiers.Key) {
 	p.cond.Broadcast()
 }
 
-// setUserPin applies user.ucm.pinned: pin keeps k in memory (promoting
+// SetUserPin applies user.ucm.pinned: pin keeps k in memory (promoting
 // it first), unpin lets it go. While loads pin k, the choice is kept
 // aside and applied when the last one ends.
-func (s *fsState) setUserPin(k tiers.Key, pin bool) error {
+func (s *Store) SetUserPin(k tiers.Key, pin bool) error {
 	if pin {
 		if err := s.stack.Promote(k); err != nil {
 			return err
@@ -126,9 +126,9 @@ func (s *fsState) setUserPin(k tiers.Key, pin bool) error {
 	return s.stack.Pin(k, pin)
 }
 
-// userPin is the pin flag the user chose for k while loads pin it; ok is
+// UserPin is the pin flag the user chose for k while loads pin it; ok is
 // false when no load does (the memory tier's flag is the answer then).
-func (s *fsState) userPin(k tiers.Key) (pinned, ok bool) {
+func (s *Store) UserPin(k tiers.Key) (pinned, ok bool) {
 	p := &s.pins
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -138,9 +138,9 @@ func (s *fsState) userPin(k tiers.Key) (pinned, ok bool) {
 	return false, false
 }
 
-// removal waits until no load pins k, then keeps new loads of k waiting
+// Removal waits until no load pins k, then keeps new loads of k waiting
 // until the returned function is called: around a removal of k.
-func (s *fsState) removal(k tiers.Key) (done func()) {
+func (s *Store) Removal(k tiers.Key) (done func()) {
 	p := &s.pins
 	p.mu.Lock()
 	for p.loads[k] != nil {
@@ -158,8 +158,8 @@ func (s *fsState) removal(k tiers.Key) (done func()) {
 	}
 }
 
-// modelRemoval is removal for every block of model.
-func (s *fsState) modelRemoval(model string) (done func()) {
+// ModelRemoval is removal for every block of model.
+func (s *Store) ModelRemoval(model string) (done func()) {
 	p := &s.pins
 	p.mu.Lock()
 	for p.pinsModel(model) {

@@ -1,9 +1,8 @@
-package fs
+package control
 
 import (
-	"syscall"
-
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // Request parsing for the control files: tokens are separated by spaces
@@ -75,23 +74,23 @@ func parseID(tok []byte) (id hashdir.ID, ok bool) {
 
 // controlModel reads the model token of a request: a valid name (EINVAL)
 // of a model the mount knows (ENOENT).
-func (s *fsState) controlModel(t *tokens) (string, error) {
+func (s *Env) controlModel(t *tokens) (string, error) {
 	tok := t.next()
 	if tok == nil {
-		return "", reqErr(syscall.EINVAL, "missing model name")
+		return "", reqErr(ErrInvalid, "missing model name")
 	}
 	model := string(tok)
 	if err := hashdir.ValidateModel(model); err != nil {
-		return "", reqErr(syscall.EINVAL, "model %q: not a valid model directory name", clip(tok))
+		return "", reqErr(ErrInvalid, "model %q: not a valid model directory name", clip(tok))
 	}
-	if !s.modelExists(model) {
-		return "", reqErr(syscall.ENOENT, "model %q does not exist", model)
+	if !s.ModelExists(model) {
+		return "", reqErr(tiers.ErrNotFound, "model %q does not exist", model)
 	}
 	return model, nil
 }
 
 // parseIDs appends the remaining tokens of t, block ids, to ids: at
-// least one (EINVAL), at most maxIDs (E2BIG), each 32 lowercase hex
+// least one (EINVAL), at most MaxIDs (E2BIG), each 32 lowercase hex
 // digits (EINVAL, naming the first bad one by its position, from 1).
 func parseIDs(t *tokens, ids []hashdir.ID) ([]hashdir.ID, error) {
 	for {
@@ -99,17 +98,17 @@ func parseIDs(t *tokens, ids []hashdir.ID) ([]hashdir.ID, error) {
 		if tok == nil {
 			break
 		}
-		if len(ids) == maxIDs {
-			return ids, reqErr(syscall.E2BIG, "more than %d ids in one request", maxIDs)
+		if len(ids) == MaxIDs {
+			return ids, reqErr(ErrTooMany, "more than %d ids in one request", MaxIDs)
 		}
 		id, ok := parseID(tok)
 		if !ok {
-			return ids, reqErr(syscall.EINVAL, "id %d %q: not 32 lowercase hex digits", len(ids)+1, clip(tok))
+			return ids, reqErr(ErrInvalid, "id %d %q: not 32 lowercase hex digits", len(ids)+1, clip(tok))
 		}
 		ids = append(ids, id)
 	}
 	if len(ids) == 0 {
-		return ids, reqErr(syscall.EINVAL, "no block ids")
+		return ids, reqErr(ErrInvalid, "no block ids")
 	}
 	return ids, nil
 }

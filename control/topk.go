@@ -1,4 +1,4 @@
-package fs
+package control
 
 import (
 	"context"
@@ -6,8 +6,9 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/ucmfs/ucmfs/store"
 
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/sparse"
@@ -32,18 +33,18 @@ import (
 // all unchanged (sidecarToken), reuses it and only scans.
 
 func init() {
-	registerControl(controlSpec{name: "topk", ino: inoTopK, open: func(s *fsState) controlHandler {
+	register(File{Name: "topk", open: func(s *Env) handler {
 		return &topkSession{s: s}
 	}})
 }
 
 // topkSession answers the topk requests of one session.
 type topkSession struct {
-	s    *fsState
+	s    *Env
 	req  topkRequest
-	b64  []byte      // the decoded query's bytes
-	toks []candToken // the candidates' tokens now, for reuse
-	last *topkIndex  // the index of the last request
+	b64  []byte              // the decoded query's bytes
+	toks []store.SourceToken // the candidates' tokens now, for reuse
+	last *topkIndex          // the index of the last request
 }
 
 // topkIndex is the index built for a request, with what it was built
@@ -54,7 +55,7 @@ type topkIndex struct {
 	param                     uint32
 	layer, layers, heads, dim int
 	ids                       []hashdir.ID
-	toks                      []candToken
+	toks                      []store.SourceToken
 	idx                       *sparse.Index
 }
 
@@ -72,16 +73,16 @@ func (t *topkSession) answer(ctx context.Context, req []byte, out []byte) ([]byt
 	}
 	res, err := idx.Search(r.q, r.k)
 	if errors.Is(err, sparse.ErrArgument) {
-		return out, reqErr(syscall.EINVAL, "query: %v", err)
+		return out, reqErr(ErrInvalid, "query: %v", err)
 	}
 	if err != nil {
 		return out, err
 	}
-	c := &t.s.ctl
-	c.topks.Add(1)
-	c.topkCandidates.Add(int64(len(r.ids)))
-	c.topkMissing.Add(int64(len(res.Missing)))
-	defer observeSince(t.s.metrics.topk, start)
+	c := &t.s.Counters
+	c.TopKs.Add(1)
+	c.TopKCandidates.Add(int64(len(r.ids)))
+	c.TopKMissing.Add(int64(len(res.Missing)))
+	defer store.ObserveSince(t.s.Latency.TopK, start)
 	return appendTopK(out, res, r.kind), nil
 }
 
@@ -113,11 +114,11 @@ func appendTopK(out []byte, res sparse.Result, kind hashdir.ReprKind) []byte {
 
 // topkParam is the param a request ranks with: the one given, else the
 // model's when it derives the request's kind, else the kind's default.
-func (s *fsState) topkParam(r *topkRequest) uint32 {
+func (s *Env) topkParam(r *topkRequest) uint32 {
 	if r.param != 0 {
 		return r.param
 	}
-	if set := s.reprSetting(r.model); !set.Off && set.Kind == r.kind {
+	if set := s.ModelRepr(r.model); !set.Off && set.Kind == r.kind {
 		return set.Param
 	}
 	p, _ := sparse.ResolveParam(r.kind, 0)
@@ -132,26 +133,26 @@ func (t *topkSession) index(r *topkRequest, param uint32) (*sparse.Index, error)
 		l.layer == r.layer && l.layers == r.layers && l.heads == r.heads && l.dim == r.dim && slices.Equal(l.ids, r.ids) {
 		toks := t.toks[:0]
 		for _, id := range r.ids {
-			toks = append(toks, t.s.candidateToken(r.model, id))
+			toks = append(toks, t.s.CandidateToken(r.model, id))
 		}
 		t.toks = toks[:0]
 		if slices.Equal(toks, l.toks) {
-			t.s.ctl.topkReused.Add(1)
+			t.s.Counters.TopKReused.Add(1)
 			return l.idx, nil
 		}
 	}
 	t.last = nil // free the old index before building the next
 	b, err := sparse.NewBuilder(r.kind, r.layer)
 	if err != nil {
-		return nil, reqErr(syscall.EINVAL, "%v", err)
+		return nil, reqErr(ErrInvalid, "%v", err)
 	}
-	toks := make([]candToken, len(r.ids))
+	toks := make([]store.SourceToken, len(r.ids))
 	grown := false
 	for i, id := range r.ids {
-		data, tok, derived := t.s.topkSidecar(r.model, id, r.kind, param)
+		data, tok, derived := t.s.TopkSidecar(r.model, id, r.kind, param)
 		toks[i] = tok
 		if derived {
-			t.s.ctl.topkDerived.Add(1)
+			t.s.Counters.TopKDerived.Add(1)
 		}
 		if data != nil && r.fits(data) {
 			err := b.Add(id, data)
@@ -162,7 +163,7 @@ func (t *topkSession) index(r *topkRequest, param uint32) (*sparse.Index, error)
 				}
 				continue
 			}
-			t.s.log.Debug("topk: candidate not ranked", "model", r.model, "id", id.String(), "err", err)
+			t.s.Log.Debug("topk: candidate not ranked", "model", r.model, "id", id.String(), "err", err)
 		}
 		_ = b.Add(id, nil) // missing: reported, never dropped
 	}

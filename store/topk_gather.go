@@ -1,8 +1,7 @@
-package fs
+package store
 
 import (
 	"errors"
-	"syscall"
 
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -13,18 +12,18 @@ import (
 // derived from the block, from the cache or computed now (and stored
 // when the request's kind and param are the model's own).
 
-// candToken is what a candidate's sidecar was gathered from: the tokens
+// SourceToken is what a candidate's sidecar was gathered from: the tokens
 // of its stored sidecar and of its block, each absent or not. Equal
 // tokens gather the same sidecar, so an index built from them still
 // holds.
-type candToken struct {
+type SourceToken struct {
 	repr, block       fileToken
 	hasRepr, hasBlock bool
 }
 
-// candidateToken is the token of candidate id of model now.
-func (s *fsState) candidateToken(model string, id hashdir.ID) candToken {
-	var t candToken
+// CandidateToken is the token of candidate id of model now.
+func (s *Store) CandidateToken(model string, id hashdir.ID) SourceToken {
+	var t SourceToken
 	t.repr, t.hasRepr = s.statToken(tiers.Key{Model: model, ID: id, Kind: hashdir.Repr})
 	t.block, t.hasBlock = s.statToken(tiers.Key{Model: model, ID: id, Kind: hashdir.Block})
 	return t
@@ -40,12 +39,12 @@ func reprIs(data []byte, kind hashdir.ReprKind, param uint32) bool {
 	return kind == hashdir.ReprMean || kind == hashdir.ReprMax || h.Param == param
 }
 
-// topkSidecar gathers the sidecar file of candidate id of model, of kind
+// TopkSidecar gathers the sidecar file of candidate id of model, of kind
 // and param, with the token of what it came from; nil when the block is
 // not stored or allows no derivation. derived tells whether it was
 // derived for this call.
-func (s *fsState) topkSidecar(model string, id hashdir.ID, kind hashdir.ReprKind, param uint32) (data []byte, tok candToken, derived bool) {
-	tok = s.candidateToken(model, id)
+func (s *Store) TopkSidecar(model string, id hashdir.ID, kind hashdir.ReprKind, param uint32) (data []byte, tok SourceToken, derived bool) {
+	tok = s.CandidateToken(model, id)
 	rk := tiers.Key{Model: model, ID: id, Kind: hashdir.Repr}
 	bk := blockOf(rk)
 	if !tok.hasBlock {
@@ -70,14 +69,14 @@ func (s *fsState) topkSidecar(model string, id hashdir.ID, kind hashdir.ReprKind
 	}
 	data, err := s.deriveBytes(bk, kind, param)
 	if err != nil {
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, tiers.ErrNotFound) {
+		if errors.Is(err, ErrNoSidecar) || errors.Is(err, tiers.ErrNotFound) {
 			s.log.Debug("topk: no sidecar for a candidate", "key", rk.Path(), "err", err)
 		} else {
 			s.log.Warn("topk: deriving a candidate's sidecar failed", "key", rk.Path(), "err", err)
 		}
 		return nil, tok, false
 	}
-	if set := s.reprSetting(model); !tok.hasRepr && !set.Off && set.Kind == kind && set.Param == param {
+	if set := s.ModelRepr(model); !tok.hasRepr && !set.Off && set.Kind == kind && set.Param == param {
 		if err := s.storeDerived(rk, data); err != nil {
 			s.log.Warn("topk: storing a derived sidecar failed", "key", rk.Path(), "err", err)
 		} else if t, ok := s.statToken(rk); ok && sameFile(t, data) {

@@ -1,11 +1,10 @@
-package fs
+package store
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/sparse"
@@ -28,7 +27,7 @@ type ReprSetting struct {
 // ParseReprSetting parses the text form of a setting: "mean", "max",
 // "merged" or "merged:N" (N >= 1 tokens per row), "signhash" or
 // "signhash:BITS" (a multiple of 8 up to sparse.MaxHashBits), or "none".
-// Errors wrap syscall.EINVAL.
+// Errors wrap ErrInvalid.
 func ParseReprSetting(s string) (ReprSetting, error) {
 	s = strings.TrimSpace(s)
 	if s == "none" {
@@ -37,34 +36,34 @@ func ParseReprSetting(s string) (ReprSetting, error) {
 	name, arg, hasArg := strings.Cut(s, ":")
 	kind, err := hashdir.ParseReprKind(name)
 	if err != nil {
-		return ReprSetting{}, fmt.Errorf("sidecar kind %q: want mean, max, merged[:N], signhash[:BITS] or none: %w", s, syscall.EINVAL)
+		return ReprSetting{}, fmt.Errorf("sidecar kind %q: want mean, max, merged[:N], signhash[:BITS] or none: %w", s, ErrInvalid)
 	}
 	var param uint32
 	if hasArg {
 		if kind == hashdir.ReprMean || kind == hashdir.ReprMax {
-			return ReprSetting{}, fmt.Errorf("sidecar kind %q: %s takes no parameter: %w", s, kind, syscall.EINVAL)
+			return ReprSetting{}, fmt.Errorf("sidecar kind %q: %s takes no parameter: %w", s, kind, ErrInvalid)
 		}
 		n, err := strconv.ParseUint(arg, 10, 32)
 		if err != nil || n == 0 {
-			return ReprSetting{}, fmt.Errorf("sidecar kind %q: parameter %q is not a positive integer: %w", s, arg, syscall.EINVAL)
+			return ReprSetting{}, fmt.Errorf("sidecar kind %q: parameter %q is not a positive integer: %w", s, arg, ErrInvalid)
 		}
 		param = uint32(n)
 	}
 	param, err = sparse.ResolveParam(kind, param)
 	if err != nil {
-		return ReprSetting{}, fmt.Errorf("sidecar kind %q: %v: %w", s, err, syscall.EINVAL)
+		return ReprSetting{}, fmt.Errorf("sidecar kind %q: %v: %w", s, err, ErrInvalid)
 	}
 	return ReprSetting{Kind: kind, Param: param}, nil
 }
 
 // validate checks a setting made in code (Options.Repr): a known kind
-// and a param it takes. Errors wrap syscall.EINVAL.
+// and a param it takes. Errors wrap ErrInvalid.
 func (r ReprSetting) validate() error {
 	if r.Off {
 		return nil
 	}
 	if _, err := sparse.ResolveParam(r.Kind, r.Param); err != nil {
-		return fmt.Errorf("sidecar kind: %v: %w", err, syscall.EINVAL)
+		return fmt.Errorf("sidecar kind: %v: %w", err, ErrInvalid)
 	}
 	return nil
 }
@@ -117,8 +116,8 @@ func (r *reprSettings) reset(model string) {
 	r.mu.Unlock()
 }
 
-// reprSetting is the setting model derives with, its param resolved.
-func (s *fsState) reprSetting(model string) ReprSetting {
+// ModelRepr is the setting model derives with, its param resolved.
+func (s *Store) ModelRepr(model string) ReprSetting {
 	s.reprKinds.mu.Lock()
 	v, ok := s.reprKinds.m[model]
 	s.reprKinds.mu.Unlock()
@@ -128,9 +127,9 @@ func (s *fsState) reprSetting(model string) ReprSetting {
 	return v.resolved()
 }
 
-// setReprKind writes the repr_kind attribute of model: a setting, or
+// SetReprKind writes the repr_kind attribute of model: a setting, or
 // "default" to take the mount's again.
-func (s *fsState) setReprKind(model, value string) error {
+func (s *Store) SetReprKind(model, value string) error {
 	if value == "default" {
 		s.reprKinds.reset(model)
 		return nil

@@ -1,4 +1,4 @@
-package fs
+package store
 
 import (
 	"strings"
@@ -9,27 +9,28 @@ import (
 
 // The mount's own counters, next to the stack's (tiers.Stats): what
 // clients moved through each tier, and the control plane's requests.
-// .ucm/stats and the metrics both read them through mountStats, so every
+// .ucm/stats and the metrics both read them through Snapshot, so every
 // number has one source.
 
-// controlCounters count the control plane's requests.
-type controlCounters struct {
-	lookups, lookupIDs, lookupHits              atomic.Int64
-	prefetches, prefetchQueued, prefetchMissing atomic.Int64
-	prefetchPromoted, prefetchFailed            atomic.Int64
-	flushes, flushErrors                        atomic.Int64
-	errors                                      atomic.Int64
+// Counters count the control plane's requests; the control package adds
+// to them.
+type Counters struct {
+	Lookups, LookupIDs, LookupHits              atomic.Int64
+	Prefetches, PrefetchQueued, PrefetchMissing atomic.Int64
+	PrefetchPromoted, PrefetchFailed            atomic.Int64
+	Flushes, FlushErrors                        atomic.Int64
+	Errors                                      atomic.Int64
 
-	gpuRegions                            atomic.Int64 // open now
-	gpuLoads, gpuLoadBlocks, gpuLoadBytes atomic.Int64
-	gpuLoadUnmapped                       atomic.Int64
-	gpuDumps, gpuDumpBlocks, gpuDumpBytes atomic.Int64
-	gpuDumpExisting                       atomic.Int64
+	GPURegions                            atomic.Int64 // open now
+	GPULoads, GPULoadBlocks, GPULoadBytes atomic.Int64
+	GPULoadUnmapped                       atomic.Int64
+	GPUDumps, GPUDumpBlocks, GPUDumpBytes atomic.Int64
+	GPUDumpExisting                       atomic.Int64
 
-	reprDerived              atomic.Int64 // sidecars derived and stored
-	topks, topkCandidates    atomic.Int64
-	topkMissing, topkDerived atomic.Int64
-	topkReused               atomic.Int64
+	ReprDerived              atomic.Int64 // sidecars derived and stored
+	TopKs, TopKCandidates    atomic.Int64
+	TopKMissing, TopKDerived atomic.Int64
+	TopKReused               atomic.Int64
 }
 
 // tierIO counts the bytes clients moved through one tier.
@@ -38,8 +39,8 @@ type tierIO struct {
 	out atomic.Int64 // bytes of files opened for reading from the tier
 }
 
-// controlStats is the control plane's part of the stats snapshot.
-type controlStats struct {
+// ControlStats is the control plane's part of the stats snapshot.
+type ControlStats struct {
 	Lookups          int64 `json:"lookups"`           // lookup requests answered ok
 	LookupIDs        int64 `json:"lookup_ids"`        // ids looked up (prefix: up to the first absent one)
 	LookupHits       int64 `json:"lookup_hits"`       // ids found present
@@ -72,26 +73,26 @@ type controlStats struct {
 	TopKReused     int64 `json:"topk_reused"`     // topk requests that reused their session's index
 }
 
-// tierStats is one tier in the stats snapshot: the stack's view, and the
+// TierStats is one tier in the stats snapshot: the stack's view, and the
 // bytes clients moved through it.
-type tierStats struct {
+type TierStats struct {
 	tiers.TierStats
 	BytesIn  int64 `json:"bytes_in"`
 	BytesOut int64 `json:"bytes_out"`
 }
 
-// mountStats is the content of .ucm/stats: the stack's snapshot with its
+// Stats is the content of .ucm/stats: the stack's snapshot with its
 // tiers extended, and the control plane's counters.
-type mountStats struct {
-	Tiers []tierStats `json:"tiers"`
+type Stats struct {
+	Tiers []TierStats `json:"tiers"`
 	tiers.Stats
-	controlStats
+	ControlStats
 }
 
-// snapshotStats takes the counters now.
-func (s *fsState) snapshotStats() mountStats {
+// Snapshot takes the counters now.
+func (s *Store) Snapshot() Stats {
 	st := s.stack.Stats()
-	m := mountStats{Stats: st, Tiers: make([]tierStats, len(st.Tiers))}
+	m := Stats{Stats: st, Tiers: make([]TierStats, len(st.Tiers))}
 	for i, t := range st.Tiers {
 		m.Tiers[i].TierStats = t
 		if i < len(s.tierIO) {
@@ -99,19 +100,19 @@ func (s *fsState) snapshotStats() mountStats {
 			m.Tiers[i].BytesOut = s.tierIO[i].out.Load()
 		}
 	}
-	c := &s.ctl
-	m.controlStats = controlStats{
-		Lookups: c.lookups.Load(), LookupIDs: c.lookupIDs.Load(), LookupHits: c.lookupHits.Load(),
-		Prefetches: c.prefetches.Load(), PrefetchQueued: c.prefetchQueued.Load(),
-		PrefetchMissing: c.prefetchMissing.Load(), PrefetchPromoted: c.prefetchPromoted.Load(),
-		PrefetchFailed: c.prefetchFailed.Load(), PrefetchPending: s.prefetch.pending.Load(),
-		Flushes: c.flushes.Load(), FlushErrors: c.flushErrors.Load(), ControlErrors: c.errors.Load(),
-		GPURegions: c.gpuRegions.Load(), GPULoads: c.gpuLoads.Load(), GPULoadBlocks: c.gpuLoadBlocks.Load(),
-		GPULoadBytes: c.gpuLoadBytes.Load(), GPULoadUnmapped: c.gpuLoadUnmapped.Load(),
-		GPUDumps: c.gpuDumps.Load(), GPUDumpBlocks: c.gpuDumpBlocks.Load(), GPUDumpBytes: c.gpuDumpBytes.Load(),
-		GPUDumpExisting: c.gpuDumpExisting.Load(),
-		ReprDerived:     c.reprDerived.Load(), TopKs: c.topks.Load(), TopKCandidates: c.topkCandidates.Load(),
-		TopKMissing: c.topkMissing.Load(), TopKDerived: c.topkDerived.Load(), TopKReused: c.topkReused.Load(),
+	c := &s.Counters
+	m.ControlStats = ControlStats{
+		Lookups: c.Lookups.Load(), LookupIDs: c.LookupIDs.Load(), LookupHits: c.LookupHits.Load(),
+		Prefetches: c.Prefetches.Load(), PrefetchQueued: c.PrefetchQueued.Load(),
+		PrefetchMissing: c.PrefetchMissing.Load(), PrefetchPromoted: c.PrefetchPromoted.Load(),
+		PrefetchFailed: c.PrefetchFailed.Load(), PrefetchPending: s.prefetch.pending.Load(),
+		Flushes: c.Flushes.Load(), FlushErrors: c.FlushErrors.Load(), ControlErrors: c.Errors.Load(),
+		GPURegions: c.GPURegions.Load(), GPULoads: c.GPULoads.Load(), GPULoadBlocks: c.GPULoadBlocks.Load(),
+		GPULoadBytes: c.GPULoadBytes.Load(), GPULoadUnmapped: c.GPULoadUnmapped.Load(),
+		GPUDumps: c.GPUDumps.Load(), GPUDumpBlocks: c.GPUDumpBlocks.Load(), GPUDumpBytes: c.GPUDumpBytes.Load(),
+		GPUDumpExisting: c.GPUDumpExisting.Load(),
+		ReprDerived:     c.ReprDerived.Load(), TopKs: c.TopKs.Load(), TopKCandidates: c.TopKCandidates.Load(),
+		TopKMissing: c.TopKMissing.Load(), TopKDerived: c.TopKDerived.Load(), TopKReused: c.TopKReused.Load(),
 	}
 	if s.opts.GPU != nil {
 		m.GPUDevice = s.opts.GPU.Name()
@@ -119,9 +120,9 @@ func (s *fsState) snapshotStats() mountStats {
 	return m
 }
 
-// tierOf returns the position in the stack (0 memory, then the directory
+// TierOf returns the position in the stack (0 memory, then the directory
 // tiers in order) of the tier whose directory holds path, or -1.
-func (s *fsState) tierOf(path string) int {
+func (s *Store) TierOf(path string) int {
 	if within(path, s.stack.Mem().Dir()) {
 		return 0
 	}
@@ -140,7 +141,7 @@ func within(path, dir string) bool {
 
 // countIn counts a publish of size bytes of k into the tier that took it:
 // memory, or the first directory tier holding it (a direct write).
-func (s *fsState) countIn(k tiers.Key, size int64) {
+func (s *Store) countIn(k tiers.Key, size int64) {
 	level := 0
 	if _, err := s.stack.Mem().Stat(k); err != nil {
 		level = -1
@@ -156,8 +157,8 @@ func (s *fsState) countIn(k tiers.Key, size int64) {
 	}
 }
 
-// countOut counts an open for reading of size bytes from tier level.
-func (s *fsState) countOut(level int, size int64) {
+// CountOut counts an open for reading of size bytes from tier level.
+func (s *Store) CountOut(level int, size int64) {
 	if level >= 0 && level < len(s.tierIO) {
 		s.tierIO[level].out.Add(size)
 	}

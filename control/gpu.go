@@ -1,4 +1,4 @@
-package fs
+package control
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -25,19 +24,19 @@ import (
 // the descriptor is released. load is in control_gpu_load.go, dump in
 // control_gpu_dump.go; docs/control.md has the grammar for engines.
 
-// maxRegions is the most regions one session may hold.
-const maxRegions = 256
+// MaxRegions is the most regions one session may hold.
+const MaxRegions = 256
 
 func init() {
-	registerControl(controlSpec{name: "gpu", ino: inoGPU,
-		open:    func(s *fsState) controlHandler { return &gpuSession{s: s, regions: make(map[uint64]*gpuRegion)} },
-		enabled: func(s *fsState) bool { return s.opts.GPU != nil },
+	register(File{Name: "gpu",
+		open:    func(s *Env) handler { return &gpuSession{s: s, regions: make(map[uint64]*gpuRegion)} },
+		enabled: func(s *Env) bool { return s.GPU != nil },
 	})
 }
 
 // gpuSession answers the requests of one descriptor of .ucm/gpu.
 type gpuSession struct {
-	s       *fsState
+	s       *Env
 	regions map[uint64]*gpuRegion
 	last    uint64 // the number of the last region registered
 
@@ -69,12 +68,12 @@ func (g *gpuSession) answer(ctx context.Context, req []byte, out []byte) ([]byte
 			return out, err
 		}
 		if !t.done() {
-			return out, reqErr(syscall.EINVAL, "unexpected %q after the request", clip(t.next()))
+			return out, reqErr(ErrInvalid, "unexpected %q after the request", clip(t.next()))
 		}
 		g.drop(id)
 		return append(out, "ok\n"...), nil
 	default:
-		return out, reqErr(syscall.EINVAL, "unknown gpu command %q: want register, load, dump or unregister", clip(verb))
+		return out, reqErr(ErrInvalid, "unknown gpu command %q: want register, load, dump or unregister", clip(verb))
 	}
 }
 
@@ -90,9 +89,9 @@ func (g *gpuSession) close() {
 func (g *gpuSession) drop(id uint64) {
 	r := g.regions[id]
 	delete(g.regions, id)
-	g.s.ctl.gpuRegions.Add(-1)
+	g.s.Counters.GPURegions.Add(-1)
 	if err := r.r.Close(); err != nil {
-		g.s.log.Warn("gpu: closing a region", "region", r.what, "err", err)
+		g.s.Log.Warn("gpu: closing a region", "region", r.what, "err", err)
 	}
 }
 
@@ -101,38 +100,38 @@ func (g *gpuSession) drop(id uint64) {
 func (g *gpuSession) region(t *tokens) (uint64, *gpuRegion, error) {
 	tok := t.next()
 	if tok == nil {
-		return 0, nil, reqErr(syscall.EINVAL, "missing region number")
+		return 0, nil, reqErr(ErrInvalid, "missing region number")
 	}
 	id, err := strconv.ParseUint(string(tok), 10, 64)
 	if err != nil {
-		return 0, nil, reqErr(syscall.EINVAL, "region %q: not a region number", clip(tok))
+		return 0, nil, reqErr(ErrInvalid, "region %q: not a region number", clip(tok))
 	}
 	r := g.regions[id]
 	if r == nil {
-		return 0, nil, reqErr(syscall.EBADF, "region %d is not registered in this session", id)
+		return 0, nil, reqErr(ErrBadRegion, "region %d is not registered in this session", id)
 	}
 	return id, r, nil
 }
 
 // simDevice reports whether the mount's device is the simulated one.
-func (g *gpuSession) simDevice() bool { return g.s.opts.GPU.Name() == "sim" }
+func (g *gpuSession) simDevice() bool { return g.s.GPU.Name() == "sim" }
 
 // register opens a region and gives it the next number.
 func (g *gpuSession) register(ctx context.Context, t *tokens, out []byte) ([]byte, error) {
-	if len(g.regions) >= maxRegions {
-		return out, reqErr(syscall.EMFILE, "this session holds %d regions, the most it may: unregister one", maxRegions)
+	if len(g.regions) >= MaxRegions {
+		return out, reqErr(ErrTooManyRegions, "this session holds %d regions, the most it may: unregister one", MaxRegions)
 	}
-	dev := g.s.opts.GPU
+	dev := g.s.GPU
 	var spec gpu.RegionSpec
 	var what string
 	switch kind := t.next(); string(kind) {
 	case "sim":
 		if !g.simDevice() {
-			return out, reqErr(syscall.ENODEV, "this mount's device is %s: register cuda <handle> <size>", dev.Name())
+			return out, reqErr(gpu.ErrNoDevice, "this mount's device is %s: register cuda <handle> <size>", dev.Name())
 		}
 		path := t.next()
 		if path == nil {
-			return out, reqErr(syscall.EINVAL, "missing the path of the shared-memory file")
+			return out, reqErr(ErrInvalid, "missing the path of the shared-memory file")
 		}
 		what = "sim " + string(path)
 		var err error
@@ -147,11 +146,11 @@ func (g *gpuSession) register(ctx context.Context, t *tokens, out []byte) ([]byt
 		spec.Path = "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) // the file checked, not what the path names now
 	case "cuda":
 		if g.simDevice() {
-			return out, reqErr(syscall.ENODEV, "this mount's device is sim (no CUDA driver): register sim <path> <size>")
+			return out, reqErr(gpu.ErrNoDevice, "this mount's device is sim (no CUDA driver): register sim <path> <size>")
 		}
 		handle := t.next()
 		if handle == nil {
-			return out, reqErr(syscall.EINVAL, "missing the CUDA IPC handle (128 hex digits)")
+			return out, reqErr(ErrInvalid, "missing the CUDA IPC handle (128 hex digits)")
 		}
 		var err error
 		if spec, err = regionOptions(t, true); err != nil {
@@ -160,7 +159,7 @@ func (g *gpuSession) register(ctx context.Context, t *tokens, out []byte) ([]byt
 		spec.Handle = handle
 		what = "cuda device " + strconv.Itoa(spec.DeviceIndex)
 	default:
-		return out, reqErr(syscall.EINVAL, "register %q: want register sim <path> <size> or register cuda <handle> <size>", clip(kind))
+		return out, reqErr(ErrInvalid, "register %q: want register sim <path> <size> or register cuda <handle> <size>", clip(kind))
 	}
 	r, err := dev.OpenRegion(spec)
 	if err != nil {
@@ -168,7 +167,7 @@ func (g *gpuSession) register(ctx context.Context, t *tokens, out []byte) ([]byt
 	}
 	g.last++
 	g.regions[g.last] = &gpuRegion{r: r, what: what}
-	g.s.ctl.gpuRegions.Add(1)
+	g.s.Counters.GPURegions.Add(1)
 	out = append(out, "ok region="...)
 	out = strconv.AppendUint(out, g.last, 10)
 	return append(out, '\n'), nil
@@ -179,11 +178,11 @@ func regionOptions(t *tokens, cuda bool) (gpu.RegionSpec, error) {
 	var spec gpu.RegionSpec
 	tok := t.next()
 	if tok == nil {
-		return spec, reqErr(syscall.EINVAL, "missing the region size")
+		return spec, reqErr(ErrInvalid, "missing the region size")
 	}
 	size, ok := parseCount(tok)
 	if !ok {
-		return spec, reqErr(syscall.EINVAL, "size %q: not a decimal byte count", clip(tok))
+		return spec, reqErr(ErrInvalid, "size %q: not a decimal byte count", clip(tok))
 	}
 	spec.Size = size
 	for tok := t.next(); tok != nil; tok = t.next() {
@@ -195,9 +194,9 @@ func regionOptions(t *tokens, cuda bool) (gpu.RegionSpec, error) {
 		case string(name) == "device" && cuda && ok && n <= 1<<20:
 			spec.DeviceIndex = int(n)
 		case cuda:
-			return spec, reqErr(syscall.EINVAL, "option %q: want offset=N or device=N", clip(tok))
+			return spec, reqErr(ErrInvalid, "option %q: want offset=N or device=N", clip(tok))
 		default:
-			return spec, reqErr(syscall.EINVAL, "option %q: want offset=N", clip(tok))
+			return spec, reqErr(ErrInvalid, "option %q: want offset=N", clip(tok))
 		}
 	}
 	return spec, nil
@@ -212,9 +211,9 @@ func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.Fil
 	if err != nil {
 		return nil, fmt.Errorf("register sim %s: %w", path, err)
 	}
-	fail := func(errno syscall.Errno, format string, args ...any) (*os.File, error) {
+	fail := func(code error, format string, args ...any) (*os.File, error) {
 		f.Close()
-		return nil, reqErr(errno, "register sim %s: "+format, append([]any{path}, args...)...)
+		return nil, reqErr(code, "register sim %s: "+format, append([]any{path}, args...)...)
 	}
 	var st syscall.Stat_t
 	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
@@ -222,13 +221,13 @@ func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.Fil
 		return nil, fmt.Errorf("register sim %s: %w", path, err)
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return fail(syscall.EINVAL, "not a regular file")
+		return fail(ErrInvalid, "not a regular file")
 	}
-	if c, ok := fuse.FromContext(ctx); ok && c.Uid != 0 && c.Uid != st.Uid {
-		return fail(syscall.EACCES, "owned by uid %d, not by the caller (uid %d)", st.Uid, c.Uid)
+	if c, ok := CallerOf(ctx); ok && c.Uid != 0 && c.Uid != st.Uid {
+		return fail(ErrAccess, "owned by uid %d, not by the caller (uid %d)", st.Uid, c.Uid)
 	}
 	if spec.Offset > st.Size || spec.Size > st.Size-spec.Offset {
-		return fail(syscall.EINVAL, "the file holds %d bytes, the region is %d bytes at offset %d", st.Size, spec.Size, spec.Offset)
+		return fail(ErrInvalid, "the file holds %d bytes, the region is %d bytes at offset %d", st.Size, spec.Size, spec.Offset)
 	}
 	return f, nil
 }

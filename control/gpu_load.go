@@ -1,4 +1,4 @@
-package fs
+package control
 
 import (
 	"context"
@@ -7,8 +7,9 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/ucmfs/ucmfs/store"
 
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
@@ -73,18 +74,18 @@ func (g *gpuSession) load(ctx context.Context, t *tokens, out []byte) ([]byte, e
 	if err != nil {
 		return out, err
 	}
-	defer observeSince(g.s.metrics.load, start)
+	defer store.ObserveSince(g.s.Latency.Load, start)
 	size := reg.r.Size()
 	for i := range items {
 		it := &items[i]
 		if err := g.resolve(it); err != nil {
 			if errors.Is(err, tiers.ErrNotFound) {
-				return out, reqErr(syscall.ENOENT, "%s: not stored in %s (item %d)", it.key.ID, model, i+1)
+				return out, reqErr(tiers.ErrNotFound, "%s: not stored in %s (item %d)", it.key.ID, model, i+1)
 			}
 			return out, fmt.Errorf("item %d %s: %w", i+1, it.key.ID, err)
 		}
 		if it.dst > size || it.n > size-it.dst {
-			return out, reqErr(syscall.EINVAL, "item %d %s: %d bytes at offset %d pass the end of region (%d bytes); nothing copied",
+			return out, reqErr(ErrInvalid, "item %d %s: %d bytes at offset %d pass the end of region (%d bytes); nothing copied",
 				i+1, it.key.ID, it.n, it.dst, size)
 		}
 	}
@@ -92,16 +93,16 @@ func (g *gpuSession) load(ctx context.Context, t *tokens, out []byte) ([]byte, e
 	if err != nil {
 		return out, fmt.Errorf("load into %s: %w", reg.what, err)
 	}
-	c := &g.s.ctl
-	c.gpuLoads.Add(1)
-	c.gpuLoadBlocks.Add(int64(len(items)))
-	c.gpuLoadBytes.Add(total)
+	c := &g.s.Counters
+	c.GPULoads.Add(1)
+	c.GPULoadBlocks.Add(int64(len(items)))
+	c.GPULoadBytes.Add(total)
 	for i := range items {
 		it := &items[i]
-		g.s.countOut(it.level, it.n)
-		g.s.hit(it.key)
+		g.s.CountOut(it.level, it.n)
+		g.s.Hit(it.key)
 		if it.src == nil {
-			c.gpuLoadUnmapped.Add(1)
+			c.GPULoadUnmapped.Add(1)
 		}
 	}
 	out = append(out, "ok loaded="...)
@@ -112,22 +113,22 @@ func (g *gpuSession) load(ctx context.Context, t *tokens, out []byte) ([]byte, e
 }
 
 // parseLoadItems appends the items of a load request to items: at least
-// one, at most maxIDs, each <id>:<offset>[:<part>].
+// one, at most MaxIDs, each <id>:<offset>[:<part>].
 func parseLoadItems(t *tokens, model string, items []loadItem) ([]loadItem, error) {
 	for tok := t.next(); tok != nil; tok = t.next() {
-		if len(items) == maxIDs {
-			return items, reqErr(syscall.E2BIG, "more than %d blocks in one request", maxIDs)
+		if len(items) == MaxIDs {
+			return items, reqErr(ErrTooMany, "more than %d blocks in one request", MaxIDs)
 		}
 		it, ok := parseLoadItem(tok)
 		if !ok {
-			return items, reqErr(syscall.EINVAL, "item %d %q: want <id>:<offset>, <id>:<offset>:<first>-<last> or <id>:<offset>:file",
+			return items, reqErr(ErrInvalid, "item %d %q: want <id>:<offset>, <id>:<offset>:<first>-<last> or <id>:<offset>:file",
 				len(items)+1, clip(tok))
 		}
 		it.key.Model = model
 		items = append(items, it)
 	}
 	if len(items) == 0 {
-		return items, reqErr(syscall.EINVAL, "no blocks to load")
+		return items, reqErr(ErrInvalid, "no blocks to load")
 	}
 	return items, nil
 }
@@ -169,28 +170,28 @@ func parseLoadItem(tok []byte) (loadItem, bool) {
 // in the memory tier, or else in its file (memory full, or not mapped).
 func (g *gpuSession) resolve(it *loadItem) error {
 	s, k := g.s, it.key
-	err := s.acquirePin(k)
+	err := s.AcquirePin(k)
 	switch {
 	case err == nil:
-		if m := s.stack.Mem().Mapping(k); m != nil {
+		if m := s.Stack().Mem().Mapping(k); m != nil {
 			it.pinned = true
 			if err := it.span(m[:min(len(m), hashdir.HeaderSize)], int64(len(m))); err != nil {
 				return err
 			}
 			it.src, it.level = m[it.off:it.off+it.n], 0
-			s.stack.Mem().Touch(k)
+			s.Stack().Mem().Touch(k)
 			return nil
 		}
-		s.releasePin(k) // in memory but not mapped: read its file
+		s.ReleasePin(k) // in memory but not mapped: read its file
 	case errors.Is(err, tiers.ErrFull): // memory cannot take it: read it where it is
 	default:
 		return err
 	}
-	h, err := s.stack.Open(k)
+	h, err := s.Stack().Open(k)
 	if err != nil {
 		return err
 	}
-	it.f, it.level = h.File, s.tierOf(h.File.Name())
+	it.f, it.level = h.File, s.TierOf(h.File.Name())
 	hdr := make([]byte, hashdir.HeaderSize)
 	n, err := h.File.ReadAt(hdr, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -214,7 +215,7 @@ func (it *loadItem) span(hdr []byte, size int64) error {
 		it.off, it.n = hashdir.HeaderSize, payload
 	case partLayers:
 		if it.last >= h.NumLayers {
-			return reqErr(syscall.EINVAL, "layers %d-%d: the block has %d layers", it.first, it.last, h.NumLayers)
+			return reqErr(ErrInvalid, "layers %d-%d: the block has %d layers", it.first, it.last, h.NumLayers)
 		}
 		per := payload / int64(h.NumLayers)
 		it.off = hashdir.HeaderSize + int64(it.first)*per
@@ -274,7 +275,7 @@ func (g *gpuSession) release(items []loadItem) {
 	for i := range items {
 		it := &items[i]
 		if it.pinned {
-			g.s.releasePin(it.key)
+			g.s.ReleasePin(it.key)
 		}
 		if it.f != nil {
 			it.f.Close()
