@@ -77,12 +77,3 @@ func TestNoSpace(t *testing.T) {
 		t.Fatal("stored without room")
 	}
 }
-
-// TestUnescapeMount undoes the octal escapes of /proc/self/mountinfo.
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/x\134y`: `/x\y`, "/plain": "/plain", `/bad\04`: `/bad\04`} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
