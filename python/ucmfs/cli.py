@@ -1,5 +1,4 @@
-#!/usr/bin/env python3
-"""ucmcli: a command line over ucmclient, for shells and for the integration tests.
+"""ucmcli: a command line over ucmfs.client, for shells and for the integration tests.
 
 Every command takes a ROOT, which is a ucmfs mount point or a tier
 directory (they share the <model>/<hh>/<id>.bin layout). Exit status:
@@ -7,31 +6,32 @@ directory (they share the <model>/<hh>/<id>.bin layout). Exit status:
 is reported on stderr as ``ucmcli: <what>: <ERRNO_NAME>: <message>`` so a
 caller can tell EINVAL from ENOSPC without parsing prose.
 
-    ucmcli.py hash --meta 'org/M:1:bfloat16:0' --block-size 16 --range 0:64
-    ucmcli.py put MNT MODEL ID... [--layers 4 --block-size 16 --dtype float16
+    ucmcli hash --meta 'org/M:1:bfloat16:0' --block-size 16 --range 0:64
+    ucmcli put MNT MODEL ID... [--layers 4 --block-size 16 --dtype float16
                                    --heads 2 --head-dim 64 --seed 0 --fsync --no-crc]
-    ucmcli.py put-raw PATH FILE [--fsync]      # arbitrary bytes: the close verdict
-    ucmcli.py verify ROOT MODEL ID... [--seed 0]
-    ucmcli.py layer ROOT MODEL ID LAYER
-    ucmcli.py lookup ROOT MODEL ID...          # prefix by stat (mount or tier directory)
-    ucmcli.py exists MNT MODEL ID...           # "<present> <bitmap>" through MNT/.ucm/lookup
-    ucmcli.py prefix MNT MODEL ID...           # prefix length through MNT/.ucm/lookup
-    ucmcli.py prefetch MNT MODEL ID...         # "queued=N missing=M"
-    ucmcli.py flush MNT [MODEL]                # "flushed" once durable
-    ucmcli.py ctl MNT FILE REQUEST             # one raw request line, its raw answer
-    ucmcli.py gpu --size N [--init FILE] [--save FILE] MNT REQUEST...
+    ucmcli put-raw PATH FILE [--fsync]      # arbitrary bytes: the close verdict
+    ucmcli verify ROOT MODEL ID... [--seed 0]
+    ucmcli layer ROOT MODEL ID LAYER
+    ucmcli lookup ROOT MODEL ID...          # prefix by stat (mount or tier directory)
+    ucmcli exists MNT MODEL ID...           # "<present> <bitmap>" through MNT/.ucm/lookup
+    ucmcli prefix MNT MODEL ID...           # prefix length through MNT/.ucm/lookup
+    ucmcli prefetch MNT MODEL ID...         # "queued=N missing=M"
+    ucmcli flush MNT [MODEL]                # "flushed" once durable
+    ucmcli ctl MNT FILE REQUEST             # one raw request line, its raw answer
+    ucmcli gpu --size N [--init FILE] [--save FILE] MNT REQUEST...
                                                # a sim region of N bytes, registered; each raw
                                                # request (%r = its number), each raw answer
-    ucmcli.py repr ROOT MODEL ID               # the sidecar's header (derived on first read)
-    ucmcli.py topk MNT MODEL ID... --heads H --dim D (--query V,V,... | --query-file FILE)
+    ucmcli repr ROOT MODEL ID               # the sidecar's header (derived on first read)
+    ucmcli topk MNT MODEL ID... --heads H --dim D (--query V,V,... | --query-file FILE)
                    [--kind mean] [--layer 0|all] [--k 8]
                                                # "<id> <score>" per hit, best first; "missing <id>"
-    ucmcli.py sparse-check MNT MODEL [--blocks 12 --layers 2 --block-size 4 --heads 2
+    ucmcli sparse-check MNT MODEL [--blocks 12 --layers 2 --block-size 4 --heads 2
                                       --head-dim 8 --k 5 --seed 1]
                                                # float32 blocks in, derived means and top-k
                                                # checked against Python's own computation
-    ucmcli.py xattrs PATH
-    ucmcli.py crc FILE
+    ucmcli xattrs PATH
+    ucmcli crc FILE
+    ucmcli demo MNT                            # what an engine does, once (ucmfs.demo)
 
 ID arguments may also come one per line from a file: --ids-from FILE.
 """
@@ -45,8 +45,9 @@ import struct
 import sys
 from typing import List, Optional
 
-import ucmclient as uc
-import ucmsparse as us
+from . import client as uc
+from . import demo as _demo
+from . import sparse as us
 
 
 class BlockError(Exception):
@@ -343,7 +344,7 @@ class _OSFailure(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ucmcli.py", description=__doc__,
+    p = argparse.ArgumentParser(prog="ucmcli", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     h = sub.add_parser("hash", help="block ids of a token list")
@@ -442,6 +443,9 @@ def _parser() -> argparse.ArgumentParser:
     crc = sub.add_parser("crc", help="CRC-32C of a file")
     crc.add_argument("file")
     crc.set_defaults(fn=cmd_crc)
+    dm = sub.add_parser("demo", help="what an engine does with a mount, once")
+    dm.add_argument("mnt")
+    dm.set_defaults(fn=lambda a: _demo.demo(a.mnt))
     return p
 
 

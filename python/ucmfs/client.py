@@ -1,39 +1,36 @@
-#!/usr/bin/env python3
-"""ucmclient: the reference engine client for ucmfs (Python standard library only).
+"""ucmfs.client: the engine side of the ucmfs contract, with plain POSIX calls.
 
-Copy this file into an inference engine. It speaks the ucmfs contract with
-plain POSIX calls; nothing here needs the daemon's internals:
+Nothing here needs the daemon's internals (Python standard library only):
 
-  * block ids: the hash chain of SPEC section 3 (MD5, 4-byte little-endian tokens);
-  * the 64-byte UCMB header (SPEC section 4), built and parsed strictly, with a
-    table-driven CRC-32C (Castagnoli) in pure Python;
+  * block ids: the hash chain of docs/format.md (MD5, 4-byte little-endian
+    tokens): meta, chain_seed, next_id, chain;
+  * the 64-byte UCMB header, built and parsed strictly (BlockHeader,
+    make_header), with CRC-32C from ucmfs.crc (a native module when one is
+    installed, else fast pure Python). make_header(..., with_crc=False)
+    states no CRC and leaves it to the daemon, which computes it at publish;
   * write a block: open(O_CREAT|O_EXCL|O_WRONLY), write, optional fsync,
-    close. close() is the verdict: it returns (published) or raises OSError
-    (EINVAL rejected, ENOSPC no room). EEXIST on open means "already there";
-  * read a whole block, or one layer of it with pread;
-  * lookup: the longest present prefix of a chain, by os.stat;
-  * the user.ucm.* extended attributes, by os.getxattr;
+    close (write_block, write_file). close() is the verdict: it returns
+    (published) or raises OSError (EINVAL rejected, ENOSPC no room). EEXIST
+    on open means "already there";
+  * read a whole block (read_block), or one layer of it with pread
+    (read_layer);
+  * lookup_prefix: the longest present prefix of a chain, by os.stat;
+  * block_xattrs: the user.ucm.* extended attributes (docs/xattrs.md);
   * the control plane (MNT/.ucm/lookup, prefetch, flush; docs/control.md):
-    batch existence and prefix match of up to 100k ids per request,
-    prefetch into the memory tier, flush until durable. A Control object is
-    one session: os.open(O_RDWR), os.write of a request line, os.read of
-    its answer line;
-  * sparse-attention sidecars (SPEC section 5, docs/sparse.md): read a
-    block's <id>.repr (stored, or derived by the daemon from the block's
-    keys on first read) and rank candidate blocks against a query
-    through MNT/.ucm/topk (read_repr and topk here; the rest, with TopK
-    sessions, in ucmsparse.py next to this file);
-  * the GPU data path (MNT/.ucm/gpu): a GPU session registers engine
-    memory (a CUDA IPC handle, or on a mount without a GPU a SimRegion, a
-    shared-memory file this process maps) and loads blocks, or layer
-    ranges of them, into it, or dumps blocks from it.
+    exists and prefix of up to 100k ids per request, prefetch into the
+    memory tier, flush until durable. A Control object is one session:
+    os.open(O_RDWR), os.write of a request line, os.read of its answer;
+  * sparse-attention sidecars (docs/sparse.md): read_repr and topk here,
+    the rest (TopK sessions, write_repr) in ucmfs.sparse;
+  * the GPU data path (MNT/.ucm/gpu, docs/gpu.md): a GPU session registers
+    engine memory (a CUDA IPC handle, or on a mount without a GPU a
+    SimRegion, a shared-memory file this process maps) and loads blocks,
+    or layer ranges of them, into it, or dumps blocks from it.
 
 A tier directory has the same layout as the mount, so every read function
 but the control plane also works on a tier directory (for example after
-the daemon stopped).
-
-Run ``python3 ucmclient.py demo MOUNTPOINT`` to see it all once, or
-``python3 ucmclient.py --help`` for the command line used by the tests.
+the daemon stopped). ``ucmcli demo MOUNTPOINT`` runs ucmfs.demo, which
+shows it all once.
 """
 
 import errno
@@ -41,9 +38,18 @@ import hashlib
 import mmap
 import os
 import struct
-import sys
 import tempfile
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+from .crc import crc32c
+
+__all__ = [
+    "BlockHeader", "Control", "ControlError", "DTYPES", "FLAG_CRC", "GPU", "HEADER_SIZE",
+    "MAGIC", "MAX_IDS", "Part", "SEED_PREFIX", "SimRegion", "VERSION", "block_path",
+    "block_xattrs", "chain", "chain_seed", "crc32c", "escape_model", "exists", "flush",
+    "lookup_prefix", "make_header", "meta", "next_id", "prefetch", "prefix", "read_block",
+    "read_layer", "read_repr", "test_payload", "topk", "write_block", "write_file",
+]
 
 HEADER_SIZE = 64
 MAGIC = b"UCMB"
@@ -62,32 +68,6 @@ DTYPES: Dict[str, Tuple[int, int]] = {
     "uint8": (6, 1),
 }
 _DTYPE_BY_VALUE = {v: (name, size) for name, (v, size) in DTYPES.items()}
-
-# ---------------------------------------------------------------- CRC-32C
-
-
-def _crc32c_table() -> List[int]:
-    poly = 0x82F63B78  # Castagnoli, reflected
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ poly if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_CRC_TABLE = _crc32c_table()
-
-
-def crc32c(data: bytes, crc: int = 0) -> int:
-    """CRC-32C (Castagnoli) of data, continuing from crc (0 to start)."""
-    table = _CRC_TABLE
-    c = crc ^ 0xFFFFFFFF
-    for b in data:
-        c = table[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
 
 # ---------------------------------------------------------------- hash chain
 
@@ -366,20 +346,19 @@ def flush(mnt: str, model: Optional[str] = None) -> None:
 
 
 # ---------------------------------------------------------------- sidecars and top-k
-# The sparse-attention part of the client is ucmsparse.py, next to this
-# file (sidecar headers, decoding, TopK sessions); these two are its main
+# The sparse-attention part of the client is ucmfs.sparse
+# (sidecar headers, decoding, TopK sessions); these two are its main
 # entry points.
 
 
 def _ucmsparse():
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import ucmsparse  # the sparse-attention client, next to this file
+    from . import sparse  # imported late: sparse imports this module
 
-    return ucmsparse
+    return sparse
 
 
 def read_repr(root: str, model: str, block_id: bytes):
-    """A block's sidecar <id>.repr, decoded and checked: ucmsparse.read_repr.
+    """A block's sidecar <id>.repr, decoded and checked: ucmfs.sparse.read_repr.
 
     On a mount, a block without a stored sidecar gets one derived from its
     keys at this first read (the model's user.ucm.repr_kind, mean by default).
@@ -389,7 +368,7 @@ def read_repr(root: str, model: str, block_id: bytes):
 
 def topk(mnt: str, model: str, query: Sequence[float], ids: Sequence[bytes], k: int,
          heads: int, dim: int, kind: str = "mean", layer: Union[int, str] = 0):
-    """Rank ids against query through MNT/.ucm/topk: ucmsparse.topk, (hits, missing)."""
+    """Rank ids against query through MNT/.ucm/topk: ucmfs.sparse.topk, (hits, missing)."""
     return _ucmsparse().topk(mnt, model, query, ids, k, heads, dim, kind, layer)
 
 
@@ -523,62 +502,3 @@ def block_xattrs(path: str) -> Dict[str, str]:
 def test_payload(block_id: bytes, seed: int, size: int) -> bytes:
     """Deterministic test bytes for a block (the same id and seed give the same bytes)."""
     return hashlib.shake_128(block_id + struct.pack("<Q", seed)).digest(size)
-
-
-def demo(mnt: str) -> None:
-    """What an engine does with ucmfs, once: hash, store, match, load a layer."""
-    model_name, dtype, block_size = "demo-org/Demo-1B", "bfloat16", 16
-    model = escape_model(model_name)
-    os.makedirs(os.path.join(mnt, model), exist_ok=True)  # mkdir creates a namespace
-    tokens = list(range(1000, 1000 + 4 * block_size + 5))  # 4 full blocks + 5 tokens
-    ids = chain(meta(model_name, 1, dtype, 0), block_size, tokens)
-    layers, heads, head_dim = 2, 2, 8
-    for i, block_id in enumerate(ids[:3]):  # store the first 3 blocks only
-        payload = test_payload(block_id, 0, layers * 2 * block_size * heads * head_dim * 2)
-        hdr = make_header(block_id, payload, layers, block_size, dtype, heads, head_dim)
-        new = write_block(mnt, model, hdr, payload, fsync=(i == 0))
-        print("block %d %s: %s" % (i, block_id.hex(), "published" if new else "already present"))
-    print("longest present prefix: %d of %d blocks" % (lookup_prefix(mnt, model, ids), len(ids)))
-    print("the same through .ucm/lookup: %d; present: %s" % (
-        prefix(mnt, model, ids), "".join("1" if p else "0" for p in exists(mnt, model, ids))))
-    print("prefetch: queued %d, missing %d" % prefetch(mnt, model, ids))
-    flush(mnt, model)
-    print("flushed: every block of %s is durable" % model)
-    layer1 = read_layer(mnt, model, ids[0], 1)
-    print("layer 1 of block 0: %d bytes, crc32c %08x" % (len(layer1), crc32c(layer1)))
-    rep = read_repr(mnt, model, ids[0])  # derived from the block's keys at this first read
-    h = rep.header
-    print("sidecar of block 0: %s, %d layers x %d heads x %d rows x %d %s values" % (
-        h.kind, h.num_layers, h.num_kv_heads, h.rows, h.dim, h.dtype))
-    hits, missing = topk(mnt, model, [1.0] * (heads * head_dim), ids, 2, heads, head_dim)
-    print("top 2 of %d blocks for a query of ones on layer 0: %s; missing %d" % (
-        len(ids), " ".join(bid.hex()[:8] for bid, _ in hits), len(missing)))
-    if os.path.exists(os.path.join(mnt, ".ucm", "gpu")):
-        payload = test_payload(ids[3], 0, layers * 2 * block_size * heads * head_dim * 2)
-        block3 = make_header(ids[3], payload, layers, block_size, dtype, heads, head_dim).pack() + payload
-        with SimRegion(2 * 4096) as region, GPU(mnt) as gpu:
-            r = gpu.register_sim(region)
-            gpu.load(r, model, [(ids[0], 4096, (1, 1))])
-            same = region.mem[4096:4096 + len(layer1)] == layer1
-            print("layer 1 of block 0 loaded into a sim region: %s" % ("same bytes" if same else "DIFFERENT"))
-            region.mem[0:len(block3)] = block3  # the engine's own memory
-            dumped, existing = gpu.dump(r, model, [(ids[3], 0, len(block3))])
-            print("block 3 dumped from the region: %d published, %d already there" % (dumped, existing))
-    for name, value in sorted(block_xattrs(block_path(mnt, model, ids[0])).items()):
-        print("  %s=%s" % (name, value))
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """``demo MOUNTPOINT`` runs demo(); other commands are ucmcli.py's."""
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) == 2 and argv[0] == "demo":
-        demo(argv[1])
-        return 0
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import ucmcli  # the command line the tests and admins use, next to this file
-
-    return ucmcli.main(argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,5 +1,4 @@
-#!/usr/bin/env python3
-"""ucmsparse: the sparse-attention part of the reference ucmfs client (standard library only).
+"""ucmfs.sparse: the sparse-attention part of the ucmfs client (standard library only).
 
 Sparse attention keeps a small representation of each KV block and, at
 each decode step, loads only the blocks whose representation scores
@@ -16,7 +15,7 @@ blocks by them itself (docs/control.md, section topk):
     request, so asking every decode step over the same candidates only
     scans; topk: one request.
 
-It builds on ucmclient.py, next to this file.
+It builds on ucmfs.client.
 """
 
 import base64
@@ -24,7 +23,7 @@ import os
 import struct
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-import ucmclient as uc
+from . import client as uc
 
 REPR_MAGIC = b"UCMR"
 
