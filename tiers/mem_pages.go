@@ -92,20 +92,6 @@ type HostRegistrar interface {
 	Unregister(b []byte) error
 }
 
-// HostFuncs makes a HostRegistrar of two functions: a device's
-// registration calls, wired without an adapter type of its own. For a
-// GPU (package gpu) that is
-//
-//	tiers.HostFuncs(func(b []byte) error { return dev.RegisterHost(b, gpu.HostReadOnly) }, dev.UnregisterHost)
-func HostFuncs(register, unregister func(b []byte) error) HostRegistrar {
-	return hostFuncs{register, unregister}
-}
-
-type hostFuncs struct{ reg, unreg func([]byte) error }
-
-func (h hostFuncs) Register(b []byte) error   { return h.reg(b) }
-func (h hostFuncs) Unregister(b []byte) error { return h.unreg(b) }
-
 func newPageLocker(maxMaps int, mlock bool, log *slog.Logger, host HostRegistrar) *pageLocker {
 	p := &pageLocker{maxMaps: int64(maxMaps), mlock: mlock, log: log, host: host}
 	p.ceiling.Store(math.MaxInt64)
