@@ -20,17 +20,6 @@ func fsckPath(id hashdir.ID, ext string) string {
 	return fsckModel + "/" + id.Shard() + "/" + id.String() + ext
 }
 
-func writeRel(t *testing.T, dir, rel string, data []byte) {
-	t.Helper()
-	p := filepath.Join(dir, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, data, 0o444); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // fsck runs Fsck and returns its report and findings by path.
 func fsck(t *testing.T, dir string, repair bool) (tiers.FsckReport, map[string]tiers.Finding) {
 	t.Helper()
@@ -54,19 +43,19 @@ func fsck(t *testing.T, dir string, repair bool) (tiers.FsckReport, map[string]t
 func TestFsckFindings(t *testing.T) {
 	dir := t.TempDir()
 	good, badCRC, wrongID, orphan, claimed := fsckIDs[0], fsckIDs[1], fsckIDs[2], fsckIDs[3], fsckIDs[4]
-	writeRel(t, dir, fsckPath(good, ".bin"), tiertest.BlockFile(good))
-	writeRel(t, dir, fsckPath(good, ".repr"), tiertest.ReprFile(good))
+	tiertest.WriteFile(t, dir, fsckPath(good, ".bin"), tiertest.BlockFile(good))
+	tiertest.WriteFile(t, dir, fsckPath(good, ".repr"), tiertest.ReprFile(good))
 	corrupt := tiertest.BlockFile(badCRC)
 	corrupt[hashdir.HeaderSize+5] ^= 0x40
-	writeRel(t, dir, fsckPath(badCRC, ".bin"), corrupt)
-	writeRel(t, dir, fsckPath(badCRC, ".repr"), tiertest.ReprFile(badCRC))
-	writeRel(t, dir, fsckPath(wrongID, ".bin"), tiertest.BlockFile(claimed))
-	writeRel(t, dir, fsckPath(orphan, ".repr"), tiertest.ReprFile(orphan))
+	tiertest.WriteFile(t, dir, fsckPath(badCRC, ".bin"), corrupt)
+	tiertest.WriteFile(t, dir, fsckPath(badCRC, ".repr"), tiertest.ReprFile(badCRC))
+	tiertest.WriteFile(t, dir, fsckPath(wrongID, ".bin"), tiertest.BlockFile(claimed))
+	tiertest.WriteFile(t, dir, fsckPath(orphan, ".repr"), tiertest.ReprFile(orphan))
 	leftover := fsckModel + "/" + good.Shard() + "/.tmp-" + good.String() + "-1234"
-	writeRel(t, dir, leftover, []byte("half a block"))
-	writeRel(t, dir, fsckModel+"/"+good.Shard()+"/notes.txt", []byte("x"))
-	writeRel(t, dir, "Bad Model/00/x.bin", []byte("x"))
-	writeRel(t, dir, tiers.LockFileName, nil)
+	tiertest.WriteFile(t, dir, leftover, []byte("half a block"))
+	tiertest.WriteFile(t, dir, fsckModel+"/"+good.Shard()+"/notes.txt", []byte("x"))
+	tiertest.WriteFile(t, dir, "Bad Model/00/x.bin", []byte("x"))
+	tiertest.WriteFile(t, dir, tiers.LockFileName, nil)
 
 	rep, found := fsck(t, dir, false)
 	want := tiers.FsckReport{Entries: 9, Blocks: 3, Reprs: 3, OK: 2, Bad: 6, Leftovers: 1}
@@ -111,8 +100,8 @@ func TestFsckRebuildAgree(t *testing.T) {
 		tiertestPut(d, tiers.Key{Model: fsckModel, ID: id}, tiertest.BlockFile(id))
 	}
 	d.Close()
-	writeRel(t, dir, fsckModel+"/"+fsckIDs[0].Shard()+"/.tmp-x", []byte("half"))
-	writeRel(t, dir, fsckModel+"/zz/x.bin", []byte("x"))
+	tiertest.WriteFile(t, dir, fsckModel+"/"+fsckIDs[0].Shard()+"/.tmp-x", []byte("half"))
+	tiertest.WriteFile(t, dir, fsckModel+"/zz/x.bin", []byte("x"))
 	rep, _ := fsck(t, dir, false)
 	if rep.OK != 3 || rep.Bad != 1 || rep.Leftovers != 1 {
 		t.Fatalf("fsck of a tier: %+v", rep)
@@ -128,7 +117,7 @@ func TestFsckRebuildAgree(t *testing.T) {
 func TestFsckRepairRefusedWhileHeld(t *testing.T) {
 	dir := t.TempDir()
 	d := newDir(t, tiers.DirConfig{Kind: "nvme", Dir: dir})
-	writeRel(t, dir, fsckModel+"/00/.tmp-x", []byte("half"))
+	tiertest.WriteFile(t, dir, fsckModel+"/00/.tmp-x", []byte("half"))
 	if _, err := tiers.Fsck(dir, tiers.FsckOptions{Repair: true}); !errors.Is(err, tiers.ErrLocked) {
 		t.Fatalf("repair of a held tier: %v, want ErrLocked", err)
 	}

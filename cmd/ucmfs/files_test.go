@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/hashdir"
@@ -20,15 +19,7 @@ func reprFile(id hashdir.ID) []byte { return tiertest.ReprFile(id) }
 
 // writeAt writes data at dir/rel, creating directories.
 func writeAt(t *testing.T, dir, rel string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, data, 0o444); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return tiertest.WriteFile(t, dir, rel, data)
 }
 
 func pathExists(path string) bool {

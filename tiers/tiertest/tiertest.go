@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/hashdir"
@@ -204,4 +206,18 @@ func BlockFile(id hashdir.ID) []byte {
 func ReprFile(id hashdir.ID) []byte {
 	h := hashdir.ReprHeader{ID: id, Kind: hashdir.ReprMean, Dtype: hashdir.Float16, NumLayers: 2, NumKVHeads: 2, Rows: 1, Dim: 8}
 	return hashdir.NewRepr(h, make([]byte, 2*2*1*8*2))
+}
+
+// WriteFile writes data read-only at dir/rel, creating the directories,
+// and returns its path: a file put into a tier directory by hand.
+func WriteFile(t testing.TB, dir, rel string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
