@@ -111,7 +111,7 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dumpItem, error) {
 	var items []dumpItem
 	var total int64
-	room := g.s.Stack().Mem().Usage().Capacity
+	room := g.s.Stack().Tiers()[tiers.Memory].Usage.Capacity
 	for tok := t.next(); tok != nil; tok = t.next() {
 		i := len(items) + 1
 		if i > MaxIDs {

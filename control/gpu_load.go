@@ -173,13 +173,13 @@ func (g *gpuSession) resolve(it *loadItem) error {
 	err := s.AcquirePin(k)
 	switch {
 	case err == nil:
-		if m := s.Stack().Mem().Mapping(k); m != nil {
+		if m := s.Stack().Mapping(k); m != nil {
 			it.pinned = true
 			if err := it.span(m[:min(len(m), hashdir.HeaderSize)], int64(len(m))); err != nil {
 				return err
 			}
 			it.src, it.level = m[it.off:it.off+it.n], 0
-			s.Stack().Mem().Touch(k)
+			s.Stack().Touch(k)
 			return nil
 		}
 		s.ReleasePin(k) // in memory but not mapped: read its file
@@ -191,7 +191,7 @@ func (g *gpuSession) resolve(it *loadItem) error {
 	if err != nil {
 		return err
 	}
-	it.f, it.level = h.File, s.TierOf(h.File.Name())
+	it.f, it.level = h.File, int(h.TierID)
 	hdr := make([]byte, hashdir.HeaderSize)
 	n, err := h.File.ReadAt(hdr, 0)
 	if err != nil && !errors.Is(err, io.EOF) {

@@ -12,7 +12,7 @@ import (
 func TestLoadPins(t *testing.T) {
 	st := newTestStack(t)
 	s := testState(t, st, Options{Logger: testLogger()})
-	mem := st.Mem()
+	mem := st
 	k, b := gpuBlock(1, 1000)
 	put(t, st, k, b)
 
@@ -54,7 +54,7 @@ func TestLoadPins(t *testing.T) {
 	if err := st.FlushAll(t.Context(), ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := mem.Remove(k); err != nil {
+	if err := st.Evict(k); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AcquirePin(k); err != nil || !mem.Pinned(k) {

@@ -117,7 +117,7 @@ func TestGPULoadWhileRemoving(t *testing.T) {
 	}
 	region.check("after the race")
 	for _, k := range keys {
-		if m.st.Mem().Pinned(k) {
+		if m.st.Pinned(k) {
 			t.Errorf("%s left pinned", k)
 		}
 	}

@@ -41,7 +41,7 @@ func TestPrefetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range keys {
-		if err := m.st.Mem().Remove(k); err != nil {
+		if err := m.st.Evict(k); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,7 +52,7 @@ func TestPrefetch(t *testing.T) {
 	}
 	st := waitPrefetched(t, m)
 	for _, k := range keys {
-		if _, err := m.st.Mem().Stat(k); err != nil {
+		if bi, err := m.st.Stat(k); err != nil || bi.Tier != tiers.Memory {
 			t.Errorf("%s not in memory after prefetch: %v", k, err)
 		}
 	}
@@ -100,10 +100,10 @@ func TestFlush(t *testing.T) {
 		if k.Model != testModel {
 			continue
 		}
-		if m.st.Mem().Dirty(k) {
+		if isDirty(m.st, k) {
 			t.Errorf("%s still dirty after its model's flush", k)
 		}
-		if _, err := m.st.Dirs()[0].Stat(k); err != nil {
+		if _, err := onDisk(m.st, k); err != nil {
 			t.Errorf("%s not on the directory tier: %v", k, err)
 		}
 	}
@@ -111,8 +111,8 @@ func TestFlush(t *testing.T) {
 		t.Fatalf("flush all: %q", a)
 	}
 	for _, k := range keys {
-		if _, err := m.st.Dirs()[0].Stat(k); err != nil || m.st.Mem().Dirty(k) {
-			t.Errorf("%s after flush all: dirty %v, %v", k, m.st.Mem().Dirty(k), err)
+		if _, err := onDisk(m.st, k); err != nil || isDirty(m.st, k) {
+			t.Errorf("%s after flush all: dirty %v, %v", k, isDirty(m.st, k), err)
 		}
 	}
 	if st := readStats(t, m); st.Flushes != 2 || st.FlushErrors != 0 {
@@ -127,11 +127,7 @@ func TestFlush(t *testing.T) {
 // make durable.
 func TestFlushMemoryOnly(t *testing.T) {
 	requireFUSE(t)
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 8 << 20, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, nil)
+	st, err := tiers.New(tiers.StackConfig{Logger: testLogger()}, tiers.MemConfig{Capacity: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,15 +144,7 @@ func TestFlushMemoryOnly(t *testing.T) {
 func TestFlushEIO(t *testing.T) {
 	requireFUSE(t)
 	ffs := faultfs.Mount(t, t.TempDir())
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 8 << 20, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := tiers.NewDirTier(tiers.DirConfig{Kind: "nvme", Dir: ffs.Dir(), Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger(), RetryDelay: 20 * time.Millisecond}, mem, []*tiers.DirTier{d})
+	st, err := tiers.New(tiers.StackConfig{Logger: testLogger(), RetryDelay: 20 * time.Millisecond}, tiers.MemConfig{Capacity: 8 << 20}, tiers.DirConfig{Kind: "nvme", Dir: ffs.Dir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +169,7 @@ func TestFlushEIO(t *testing.T) {
 		t.Fatalf("flush after the fault cleared: %q", a)
 	}
 	for _, k := range keys {
-		if st.Mem().Dirty(k) {
+		if isDirty(st, k) {
 			t.Errorf("%s still dirty", k)
 		}
 	}

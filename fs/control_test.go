@@ -55,7 +55,7 @@ func TestLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range keys[4:] {
-		if err := m.st.Mem().Remove(k); err != nil {
+		if err := m.st.Evict(k); err != nil {
 			t.Fatal(err)
 		}
 	}

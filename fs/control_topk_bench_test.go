@@ -31,11 +31,7 @@ const (
 // values; it returns the ids and the sidecar files.
 func benchTopKStack(b *testing.B) (*tiers.Stack, []hashdir.ID, [][]byte) {
 	b.Helper()
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 1 << 30, Logger: testLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, nil)
+	st, err := tiers.New(tiers.StackConfig{Logger: testLogger()}, tiers.MemConfig{Capacity: 1 << 30})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -33,7 +33,7 @@ type storedFile struct {
 
 	mu      sync.Mutex
 	backing *os.File // under mu; nil when refs is 0
-	level   int      // under mu; the tier backing was opened from (tierOf)
+	level   int      // under mu; the tier backing was opened from (Handle.TierID)
 	size    int64    // under mu; backing's size
 	refs    int      // open handles
 	header  []byte   // under mu; the first 64 bytes, once read
@@ -163,7 +163,7 @@ func (n *storedFile) acquire() (f *os.File, level int, size int64, err error) {
 		return nil, 0, 0, err
 	}
 	n.backing, n.refs = h.File, 1
-	n.level, n.size = n.s.TierOf(h.File.Name()), h.Size
+	n.level, n.size = int(h.TierID), h.Size
 	return h.File, n.level, n.size, nil
 }
 

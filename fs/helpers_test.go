@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -221,3 +222,15 @@ func testState(t testing.TB, st *tiers.Stack, opts Options) *fsState {
 	t.Helper()
 	return newState(testStore(t, st, store.Options{Logger: opts.Logger}), opts)
 }
+
+func isDirty(st *tiers.Stack, k tiers.Key) bool { bi, _ := st.Stat(k); return bi.Dirty }
+
+func onDisk(st *tiers.Stack, k tiers.Key) (tiers.BlockInfo, error) {
+	bi, err := st.Stat(k)
+	if err == nil && !slices.Contains(bi.Holders, "nvme") {
+		err = tiers.ErrNotFound
+	}
+	return bi, err
+}
+
+func memRoom(st *tiers.Stack) int64 { u := st.Tiers()[tiers.Memory].Usage; return u.Capacity - u.Used }

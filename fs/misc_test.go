@@ -53,11 +53,7 @@ func TestOneLogLinePerRefusal(t *testing.T) {
 
 // TestNoSpace: close returns ENOSPC when no tier has room.
 func TestNoSpace(t *testing.T) {
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 64 << 10, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, nil)
+	st, err := tiers.New(tiers.StackConfig{Logger: testLogger()}, tiers.MemConfig{Capacity: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

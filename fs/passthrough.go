@@ -24,9 +24,9 @@ func (s *Server) probePassthrough() error {
 	if s.srv.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH == 0 {
 		return errNoPassthrough
 	}
-	dirs := []string{s.state.stack.Mem().Dir()}
-	for _, d := range s.state.stack.Dirs() {
-		dirs = append(dirs, d.Dir())
+	var dirs []string
+	for _, t := range s.state.stack.Tiers() {
+		dirs = append(dirs, t.Dir)
 	}
 	for _, dir := range dirs {
 		if err := s.probeDir(dir); err != nil {

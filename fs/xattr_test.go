@@ -170,11 +170,7 @@ func TestQuota(t *testing.T) {
 // shows its payload CRC-32C in user.ucm.crc32c, on a memory-only stack
 // where no write-back ever computes it.
 func TestXattrCRCWithoutHeaderCRC(t *testing.T) {
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 8 << 20, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, nil)
+	st, err := tiers.New(tiers.StackConfig{Logger: testLogger()}, tiers.MemConfig{Capacity: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

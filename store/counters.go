@@ -1,7 +1,6 @@
 package store
 
 import (
-	"strings"
 	"sync/atomic"
 
 	"github.com/ucmfs/ucmfs/tiers"
@@ -120,39 +119,10 @@ func (s *Store) Snapshot() Stats {
 	return m
 }
 
-// TierOf returns the position in the stack (0 memory, then the directory
-// tiers in order) of the tier whose directory holds path, or -1.
-func (s *Store) TierOf(path string) int {
-	if within(path, s.stack.Mem().Dir()) {
-		return 0
-	}
-	for i, d := range s.stack.Dirs() {
-		if within(path, d.Dir()) {
-			return i + 1
-		}
-	}
-	return -1
-}
-
-// within reports whether path lies under dir.
-func within(path, dir string) bool {
-	return len(path) > len(dir) && strings.HasPrefix(path, dir) && path[len(dir)] == '/'
-}
-
-// countIn counts a publish of size bytes of k into the tier that took it:
-// memory, or the first directory tier holding it (a direct write).
-func (s *Store) countIn(k tiers.Key, size int64) {
-	level := 0
-	if _, err := s.stack.Mem().Stat(k); err != nil {
-		level = -1
-		for i, d := range s.stack.Dirs() {
-			if _, err := d.Stat(k); err == nil {
-				level = i + 1
-				break
-			}
-		}
-	}
-	if level >= 0 && level < len(s.tierIO) {
+// countIn counts a publish of size bytes into tier level, the one that
+// took it (tiers.Info.Tier).
+func (s *Store) countIn(level tiers.TierID, size int64) {
+	if level >= 0 && int(level) < len(s.tierIO) {
 		s.tierIO[level].in.Add(size)
 	}
 }

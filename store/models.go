@@ -56,11 +56,7 @@ func (m *modelSet) list() []string {
 
 // tierModels returns the names of the models any tier holds files of.
 func (s *Store) tierModels() []string {
-	names := s.stack.Mem().Models()
-	for _, d := range s.stack.Dirs() {
-		names = append(names, d.Models()...)
-	}
-	return names
+	return s.stack.Models()
 }
 
 // seedModels fills the registry at mount: models in the tiers' indexes,
@@ -70,8 +66,11 @@ func (s *Store) seedModels() {
 	for _, n := range s.tierModels() {
 		s.models.add(n)
 	}
-	for _, d := range s.stack.Dirs() {
-		for _, n := range dirNames(d.Dir()) {
+	for _, t := range s.stack.Tiers() {
+		if !t.Persistent {
+			continue
+		}
+		for _, n := range dirNames(t.Dir) {
 			if hashdir.ValidateModel(n) == nil {
 				s.models.add(n)
 			}

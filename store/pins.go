@@ -58,7 +58,7 @@ const pinRetries = 3
 // or its model is being removed. Errors: tiers.ErrNotFound (no tier holds
 // k), tiers.ErrFull (memory cannot take it), others from the stack.
 func (s *Store) AcquirePin(k tiers.Key) error {
-	p, mem := &s.pins, s.stack.Mem()
+	p := &s.pins
 	for range pinRetries {
 		if err := s.stack.Promote(k); err != nil {
 			return err
@@ -72,8 +72,8 @@ func (s *Store) AcquirePin(k tiers.Key) error {
 			p.mu.Unlock()
 			return nil
 		}
-		keep := mem.Pinned(k)
-		err := mem.SetPinned(k, true)
+		keep := s.stack.Pinned(k)
+		err := s.stack.SetPinned(k, true)
 		if err == nil {
 			p.loads[k] = &pinEntry{loads: 1, keep: keep}
 		}
@@ -100,7 +100,7 @@ func (s *Store) ReleasePin(k tiers.Key) {
 	}
 	delete(p.loads, k)
 	if !e.keep {
-		if err := s.stack.Mem().SetPinned(k, false); err != nil && !errors.Is(err, tiers.ErrNotFound) {
+		if err := s.stack.SetPinned(k, false); err != nil && !errors.Is(err, tiers.ErrNotFound) {
 			s.log.Warn("gpu load: unpinning", "key", k.String(), "err", err)
 		}
 	}

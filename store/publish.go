@@ -34,7 +34,7 @@ func (s *Store) Publish(pw *tiers.PendingWrite, size int64, durable bool) (tiers
 		s.unadmit(key.Model, size)
 		return info, err
 	}
-	s.countIn(key, info.Size)
+	s.countIn(info.Tier, info.Size)
 	s.models.add(key.Model)
 	return info, nil
 }

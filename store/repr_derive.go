@@ -21,7 +21,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/ucmfs/ucmfs/hashdir"
@@ -35,50 +34,9 @@ func blockOf(k tiers.Key) tiers.Key { return tiers.Key{Model: k.Model, ID: k.ID,
 // sidecarOf is the key of a block's sidecar.
 func sidecarOf(k tiers.Key) tiers.Key { return tiers.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr} }
 
-// tierList is the stack's tiers, fastest first.
-func (s *Store) tierList() []tiers.Tier {
-	ts := []tiers.Tier{s.stack.Mem()}
-	for _, d := range s.stack.Dirs() {
-		ts = append(ts, d)
-	}
-	return ts
-}
-
-// readTierFile reads n bytes (all when n < 0) of k's file from the
-// fastest tier holding it, with that tier's description of the file.
-func (s *Store) readTierFile(k tiers.Key, n int64) ([]byte, tiers.Info, error) {
-	for _, t := range s.tierList() {
-		info, err := t.Stat(k)
-		if err != nil {
-			continue
-		}
-		f, err := t.Open(k)
-		if err != nil {
-			continue // removed or moved meanwhile: the next tier may hold it
-		}
-		size := n
-		if size < 0 {
-			fi, err := f.Stat()
-			if err != nil {
-				f.Close()
-				return nil, info, err
-			}
-			size = fi.Size()
-		}
-		b := make([]byte, size)
-		_, err = io.ReadFull(io.NewSectionReader(f, 0, size), b)
-		f.Close()
-		if err != nil {
-			return nil, info, fmt.Errorf("%s: reading %d bytes from the %s tier: %w", k, size, t.Name(), err)
-		}
-		return b, info, nil
-	}
-	return nil, tiers.Info{}, fmt.Errorf("%s: %w", k, tiers.ErrNotFound)
-}
-
 // blockHeader reads and decodes the header of a stored block.
 func (s *Store) blockHeader(k tiers.Key) (hashdir.BlockHeader, tiers.Info, error) {
-	b, info, err := s.readTierFile(k, hashdir.HeaderSize)
+	b, info, err := s.stack.ReadFile(k, hashdir.HeaderSize)
 	if err != nil {
 		return hashdir.BlockHeader{}, info, err
 	}
@@ -124,7 +82,7 @@ func (s *Store) Derivable(key tiers.Key) (size int64, mtime time.Time, ok bool, 
 // the stack's, and derives its sidecar of kind and param in memory.
 // A layout that does not allow it is underivable.
 func (s *Store) deriveBytes(block tiers.Key, kind hashdir.ReprKind, param uint32) ([]byte, error) {
-	data, _, err := s.readTierFile(block, -1)
+	data, _, err := s.stack.ReadFile(block, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +115,7 @@ func (s *Store) storeDerived(key tiers.Key, data []byte) error {
 		return err
 	}
 	s.Counters.ReprDerived.Add(1)
-	s.countIn(key, info.Size)
+	s.countIn(info.Tier, info.Size)
 	return nil
 }
 

@@ -32,14 +32,19 @@ const syncTimeout = 2 * time.Minute
 // tier that is Down cannot be synced: its blocks are not known to be
 // durable (ETIMEDOUT).
 func (s *Store) syncTiers(ctx context.Context) error {
-	dirs := s.stack.Dirs()
+	var dirs []tiers.TierInfo
+	for _, t := range s.stack.Tiers() {
+		if t.Persistent {
+			dirs = append(dirs, t)
+		}
+	}
 	errs := make(chan error, len(dirs))
 	for _, d := range dirs {
-		if d.Health() == tiers.Down {
-			errs <- fmt.Errorf("%s tier %s is down: %w", d.Name(), d.Dir(), tiers.ErrStalled)
+		if d.Health == tiers.Down {
+			errs <- fmt.Errorf("%s tier %s is down: %w", d.Name, d.Dir, tiers.ErrStalled)
 			continue
 		}
-		go func() { errs <- syncfs(d.Dir()) }()
+		go func() { errs <- syncfs(d.Dir) }()
 	}
 	timer := time.NewTimer(syncTimeout)
 	defer timer.Stop()

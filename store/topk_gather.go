@@ -54,7 +54,7 @@ func (s *Store) TopkSidecar(model string, id hashdir.ID, kind hashdir.ReprKind, 
 		ck := reprCacheKey{key: rk}
 		data = s.reprCache.get(ck, tok.repr)
 		if data == nil {
-			if d, _, err := s.readTierFile(rk, -1); err == nil {
+			if d, _, err := s.stack.ReadFile(rk, -1); err == nil {
 				data = d
 				s.reprCache.put(ck, tok.repr, d)
 			}

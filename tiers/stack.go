@@ -137,15 +137,6 @@ func (e *TierError) Error() string { return e.Err.Error() }
 // Unwrap returns the tier's error.
 func (e *TierError) Unwrap() error { return e.Err }
 
-// NewStack builds a stack over mem and dirs (in order, fastest first) and
-// starts its write-back pool and demotion loop. The stack owns the tiers
-// from then on.
-//
-// Deprecated: use New, which builds the tiers from their configuration.
-func NewStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
-	return newStack(cfg, mem, dirs)
-}
-
 // newStack is New once the tiers are built.
 func newStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 	cfg.setDefaults()

@@ -49,16 +49,3 @@ func (s *Stack) Models() []string {
 	slices.Sort(names)
 	return slices.Compact(names)
 }
-
-// Mem is the stack's memory tier.
-//
-// Deprecated: use the Stack's own methods: Tiers for its description,
-// Pinned, SetPinned, Mapping and Touch for pins and mappings, Evict to
-// drop a clean copy from memory, Stat for residency.
-func (s *Stack) Mem() *MemTier { return s.mem }
-
-// Dirs are the stack's directory tiers, in order.
-//
-// Deprecated: use Tiers (the entries with Persistent set), Models, and
-// Handle.TierID or Info.Tier to learn which tier holds a file.
-func (s *Stack) Dirs() []*DirTier { return s.dirs }
