@@ -58,6 +58,17 @@ func registerScenario(t *testing.T, dev Device) {
 	if err := dev.RegisterHost(ro, HostReadOnly); err != nil {
 		t.Fatalf("RegisterHost(read-only mapping, HostReadOnly): %v", err)
 	}
+	// Unregister before unmap, always: pinned pages must not outlive
+	// their mapping.
+	defer func() {
+		if err := dev.UnregisterHost(ro); err != nil {
+			t.Errorf("UnregisterHost(read-only mapping): %v", err)
+		}
+	}()
+	// Go memory (never unmapped) left registered: Close must unregister it.
+	if err := dev.RegisterHost(make([]byte, 1<<16), HostReadWrite); err != nil {
+		t.Fatal(err)
+	}
 	if err := dev.UnregisterHost(arena[4096:]); !errors.Is(err, ErrNotRegistered) {
 		t.Errorf("UnregisterHost(not a registered start) = %v, want ErrNotRegistered", err)
 	}
@@ -67,7 +78,6 @@ func registerScenario(t *testing.T, dev Device) {
 	if err := dev.UnregisterHost(arena); !errors.Is(err, ErrNotRegistered) {
 		t.Errorf("second UnregisterHost = %v, want ErrNotRegistered", err)
 	}
-	// ro stays registered: Close must unregister it.
 }
 
 // badSpecScenario: specs that cannot be opened fail with the right

@@ -163,7 +163,7 @@ func TestFakeCUDARegionAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := dev.Name(), "cuda:0 Fake CUDA Device"; got != want {
+	if got, want := dev.Name(), "cuda:0 Fake CUDA Device (4 devices)"; got != want {
 		t.Errorf("Name() = %q, want %q", got, want)
 	}
 	regionScenario(t, dev, startEngine(t, "cuda", regionSize, lib))
