@@ -7,14 +7,16 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/ucmfs/ucmfs/gpu/engine"
 )
 
 // TestMain lets the test binary double as the engine process of the
-// cross-process tests: when UCMFS_GPU_ENGINE names a kind of memory, it
-// runs engineMain (see engine_test.go) instead of the tests.
+// cross-process tests: when UCMFS_ENGINE names a kind of memory, it runs
+// engine.Main instead of the tests.
 func TestMain(m *testing.M) {
-	if kind := os.Getenv(envEngine); kind != "" {
-		os.Exit(engineMain(kind))
+	if os.Getenv(engine.EnvKind) != "" {
+		os.Exit(engine.Main(os.Getenv, os.Stdin, os.Stdout))
 	}
 	code := m.Run()
 	if fakeDir != "" {
@@ -35,7 +37,7 @@ func shmDir(t testing.TB) string {
 	return dir
 }
 
-// shmFile creates a file of size bytes, each byte guardByte(offset).
+// shmFile creates a file of size bytes, each byte engine.Guard(offset).
 func shmFile(t testing.TB, size int64) string {
 	t.Helper()
 	p := filepath.Join(shmDir(t), "region")
