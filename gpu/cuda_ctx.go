@@ -19,13 +19,14 @@ type devCtx struct {
 
 	streams []uintptr
 	regions map[*cudaRegion]struct{}
+	ipcMaps map[ipcHandle]*ipcMap
 	lost    error // the context could not be recovered after a sticky error
 }
 
 // startCtx starts GPU ord's thread, which retains and makes current the
 // primary context and creates the streams.
 func startCtx(d *cudaDevice, ord int) (*devCtx, error) {
-	c := &devCtx{d: d, ord: ord, regions: make(map[*cudaRegion]struct{})}
+	c := &devCtx{d: d, ord: ord, regions: make(map[*cudaRegion]struct{}), ipcMaps: make(map[ipcHandle]*ipcMap)}
 	th, err := startThread(c.init)
 	if err != nil {
 		return nil, fmt.Errorf("gpu: %s: %w", d.describe(ord), err)
@@ -132,7 +133,8 @@ func (c *devCtx) recoverFrom(cause error) error {
 		r.closed = true
 		delete(c.regions, r)
 	}
-	c.streams = nil // destroyed by the reset
+	c.streams = nil // destroyed by the reset, with the IPC mappings
+	clear(c.ipcMaps)
 	err := l.check("cuDevicePrimaryCtxReset_v2", l.cuDevicePrimaryCtxReset(c.dev))
 	var ctx uintptr
 	if err == nil {

@@ -20,9 +20,10 @@ type cudaRegion struct {
 	size int64
 	dptr uint64 // device address of the region's first byte
 
-	mapped uint64  // IPC: the address cuIpcOpenMemHandle returned; VMM: the reservation
-	alloc  uintptr // VMM: bytes mapped (the whole allocation)
-	handle uint64  // VMM: the imported allocation handle
+	ipc    ipcHandle // IPC: the handle (key of devCtx.ipcMaps)
+	mapped uint64    // IPC: the address cuIpcOpenMemHandle returned; VMM: the reservation
+	alloc  uintptr   // VMM: bytes mapped (the whole allocation)
+	handle uint64    // VMM: the imported allocation handle
 
 	aborted atomic.Bool
 	closed  bool
@@ -85,19 +86,49 @@ func (d *cudaDevice) OpenRegion(spec RegionSpec) (Region, error) {
 	return r, nil
 }
 
-// openIPC maps the handle and checks where the memory is. Thread only.
+// ipcMap is one IPC handle opened in a context, shared by the regions
+// that name it: an engine registers each tensor of a segment with the
+// segment's handle, and drivers differ on opening one handle twice.
+type ipcMap struct {
+	addr uint64
+	refs int
+}
+
+// openIPC maps the handle (or shares its mapping) and checks where the
+// memory is. Thread only.
 func (r *cudaRegion) openIPC(h ipcHandle, spec RegionSpec) error {
-	l := r.c.d.lib
-	if err := l.check("cuIpcOpenMemHandle_v2", l.cuIpcOpenMemHandle(&r.mapped, h, cuIpcMemLazyEnablePeerAccess)); err != nil {
-		return fmt.Errorf("gpu: open IPC handle on %s: %w: %w", r.c.d.describe(r.c.ord), ErrBadHandle, err)
+	l, c := r.c.d.lib, r.c
+	m := c.ipcMaps[h]
+	if m == nil {
+		m = &ipcMap{}
+		if err := l.check("cuIpcOpenMemHandle_v2", l.cuIpcOpenMemHandle(&m.addr, h, cuIpcMemLazyEnablePeerAccess)); err != nil {
+			return fmt.Errorf("gpu: open IPC handle on %s: %w: %w", c.d.describe(c.ord), ErrBadHandle, err)
+		}
+		c.ipcMaps[h] = m
 	}
-	err := r.checkPlace(r.mapped, spec)
-	if err != nil {
-		_ = l.cuIpcCloseMemHandle(r.mapped)
+	m.refs++
+	r.mapped, r.ipc = m.addr, h
+	if err := r.checkPlace(r.mapped, spec); err != nil {
+		r.closeIPC()
 		return err
 	}
 	r.dptr = r.mapped + uint64(spec.Offset)
 	return nil
+}
+
+// closeIPC drops the region's reference to its mapping, closing it with
+// the last one. Thread only.
+func (r *cudaRegion) closeIPC() error {
+	c := r.c
+	m := c.ipcMaps[r.ipc]
+	if m == nil {
+		return nil
+	}
+	if m.refs--; m.refs > 0 {
+		return nil
+	}
+	delete(c.ipcMaps, r.ipc)
+	return c.d.lib.check("cuIpcCloseMemHandle", c.d.lib.cuIpcCloseMemHandle(m.addr))
 }
 
 // openVMM imports the fd and maps the whole allocation read-write for
@@ -233,8 +264,7 @@ func (r *cudaRegion) release() error {
 	if r.vmm {
 		return r.releaseVMM(true)
 	}
-	l := r.c.d.lib
-	return l.check("cuIpcCloseMemHandle", l.cuIpcCloseMemHandle(r.mapped))
+	return r.closeIPC()
 }
 
 // parseHandle accepts a CUDA IPC handle as 64 raw bytes or 128 hex digits.

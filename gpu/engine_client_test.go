@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -140,5 +141,18 @@ func (e *engineProc) stop() {
 	e.in.Close()
 	if err := e.cmd.Wait(); err != nil {
 		e.t.Errorf("engine exit: %v (stderr: %s)", err, e.stderr.String())
+	}
+}
+
+// die makes the engine exit at once, freeing nothing, and waits for it
+// (so the driver sees the owner gone).
+func (e *engineProc) die() {
+	e.t.Helper()
+	fmt.Fprintln(e.in, "die")
+	e.in.Close()
+	err := e.cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		e.t.Fatalf("engine die: %v (stderr: %s)", err, e.stderr.String())
 	}
 }

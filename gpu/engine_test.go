@@ -12,8 +12,8 @@ import (
 // (see TestMain); these are its helpers under the names the tests use.
 type write = engine.Write
 
-func guardImage(size int64) []byte                     { return engine.GuardImage(size) }
-func blockData(seed uint64, n int) []byte              { return engine.Pattern(seed, n) }
+func guardImage(size int64) []byte                    { return engine.GuardImage(size) }
+func blockData(seed uint64, n int) []byte             { return engine.Pattern(seed, n) }
 func expectedImage(size int64, writes []write) []byte { return engine.Image(size, writes) }
 func firstDiff(got, want []byte) string               { return engine.FirstDiff(got, want) }
 
