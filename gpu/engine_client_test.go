@@ -19,7 +19,7 @@ import (
 
 // engineProc is the test's handle on an engine process (package engine).
 type engineProc struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
@@ -35,7 +35,7 @@ type engineProc struct {
 // given kind ("sim", "ipc" or "vmm", the last two with the driver library
 // lib); env adds variables (engine.EnvDevice, FAKECUDA_VISIBLE_DEVICES,
 // engine.EnvSocket).
-func startEngine(t *testing.T, kind string, size int64, lib string, env ...string) *engineProc {
+func startEngine(t testing.TB, kind string, size int64, lib string, env ...string) *engineProc {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
