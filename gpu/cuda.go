@@ -35,6 +35,7 @@ type cudaDevice struct {
 	home   *devCtx         // the context current on the host thread
 	closed bool
 
+	adopted   bool    // the home context is current on the host thread; host thread only
 	hosts     hostSet // driver side touched on the host thread only
 	resets    atomic.Int64
 	lastReset atomic.Pointer[string]
@@ -133,20 +134,27 @@ func (d *cudaDevice) describe(ord int) string {
 // home context of host registration.
 func (d *cudaDevice) ctxFor(ord int) (*devCtx, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.closed {
+		d.mu.Unlock()
 		return nil, fmt.Errorf("gpu: device: %w", ErrClosed)
 	}
 	if c := d.ctxs[ord]; c != nil {
+		d.mu.Unlock()
 		return c, nil
 	}
 	c, err := startCtx(d, ord)
 	if err != nil {
+		d.mu.Unlock()
 		return nil, err
 	}
 	d.ctxs[ord] = c
-	if d.home == nil {
+	home := d.home == nil
+	if home {
 		d.home = c
+	}
+	d.mu.Unlock()
+	// Outside mu: the host thread may be waiting for it (RegisterHost).
+	if home {
 		d.host.post(func() { d.adopt(c) })
 	}
 	return c, nil

@@ -13,9 +13,7 @@ import (
 // when the first one is.
 func (d *cudaDevice) RegisterHost(b []byte, access HostAccess) error {
 	return d.host.do(func() error {
-		d.mu.Lock()
-		pending := d.home == nil
-		d.mu.Unlock()
+		pending := !d.adopted
 		return d.hosts.add(b, access, func(r *hostRange) error {
 			if pending {
 				return nil
@@ -66,6 +64,7 @@ func (d *cudaDevice) adopt(c *devCtx) {
 	if d.lib.cuCtxSetCurrent(c.ctx.Load()) != cudaSuccess {
 		return
 	}
+	d.adopted = true
 	d.hosts.each(func(r *hostRange) {
 		if !r.pinned {
 			_ = d.register(r)
