@@ -2,27 +2,24 @@ package main
 
 import (
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/gpu"
+	"github.com/ucmfs/ucmfs/gpu/engine"
 )
 
 // fakeCUDA builds the gpu package's stand-in CUDA driver and returns its
 // path; it skips where no C compiler is installed.
 func fakeCUDA(t *testing.T) string {
 	t.Helper()
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		if cc, err = exec.LookPath("gcc"); err != nil {
-			t.Skip("no C compiler (cc or gcc) to build the stand-in CUDA driver gpu/testdata/fakecuda.c")
-		}
+	lib, err := engine.BuildStandIn("../../gpu/testdata/fakecuda.c", t.TempDir())
+	if errors.Is(err, engine.ErrNoCompiler) {
+		t.Skip("no C compiler (cc or gcc) to build the stand-in CUDA driver gpu/testdata/fakecuda.c")
 	}
-	lib := filepath.Join(t.TempDir(), "libfakecuda.so")
-	if out, err := exec.Command(cc, "-shared", "-fPIC", "-pthread", "-O1", "-o", lib, "../../gpu/testdata/fakecuda.c").CombinedOutput(); err != nil {
-		t.Fatalf("build fakecuda.c: %v\n%s", err, out)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return lib
 }
