@@ -115,3 +115,47 @@ func TestSessionClose(t *testing.T) {
 		t.Fatalf("after Close the driver still holds %d objects", n)
 	}
 }
+
+// TestFakeCUDAEngineDiesMidLoad: the engine dies while the daemon is
+// copying into its memory in a loop; the copies end with ErrReset (never
+// a crash), and a new engine is served afterwards.
+func TestFakeCUDAEngineDiesMidLoad(t *testing.T) {
+	d, _ := openFakeWith(t, Config{Streams: 2})
+	lib := fakeCUDA(t)
+	e := startEngine(t, "ipc", kv.SegmentSize(), lib)
+	r, err := d.OpenRegion(e.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ops := blockOps(r, 0, payloadOf(1))
+	done := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		for i := 0; ; i++ {
+			if i == 1 {
+				close(started)
+			}
+			if err := r.CopyInBatch(ops); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	<-started
+	e.die()
+	if err := <-done; !errors.Is(err, ErrReset) {
+		t.Fatalf("loads while the engine died ended with %v, want ErrReset", err)
+	}
+	next := startEngine(t, "ipc", 64<<10, lib)
+	r2, err := d.OpenRegion(next.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if err := r2.CopyIn(0, blockData(2, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	next.wrote(write{Len: 4096, Seed: 2})
+	next.verify("a new engine after one died mid-load")
+}
