@@ -54,7 +54,7 @@ func TestCheckRange(t *testing.T) {
 // outOfBounds tries every out-of-range copy, single and batched, in and
 // out: each must fail with ErrBounds, leave the host buffer untouched (out)
 // and the engine's memory untouched (in, checked by the engine).
-func outOfBounds(t *testing.T, r Region, e *engine) {
+func outOfBounds(t *testing.T, r Region, e *engineProc) {
 	t.Helper()
 	size := r.Size()
 	for _, c := range oobCases(size) {
@@ -88,7 +88,7 @@ func outOfBounds(t *testing.T, r Region, e *engine) {
 
 // badBatch sends batches of good ops with one bad op among them: nothing
 // may move, in either direction.
-func badBatch(t *testing.T, r Region, e *engine) {
+func badBatch(t *testing.T, r Region, e *engineProc) {
 	t.Helper()
 	size := r.Size()
 	ops := []CopyOp{

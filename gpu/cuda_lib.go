@@ -18,6 +18,7 @@ const (
 	cudaErrorNoDevice          cuResult = 100
 	cudaErrorInvalidDevice     cuResult = 101
 	cudaErrorInvalidHandle     cuResult = 400
+	cudaErrorIllegalAddress    cuResult = 700
 	cudaErrorAlreadyRegistered cuResult = 712 // CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
 	cudaErrorNotRegistered     cuResult = 713 // CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED
 )
@@ -28,7 +29,37 @@ const (
 	cuMemHostRegisterReadOnly    = 0x08 // CU_MEMHOSTREGISTER_READ_ONLY
 	cuIpcMemLazyEnablePeerAccess = 0x01 // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
 	cuStreamNonBlocking          = 0x01 // CU_STREAM_NON_BLOCKING
+	cuCtxSchedBlockingSync       = 0x04 // CU_CTX_SCHED_BLOCKING_SYNC
+	cuPointerAttrDeviceOrdinal   = 9    // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+	cuMemHandlePosixFD           = 1    // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+	cuMemLocationDevice          = 1    // CU_MEM_LOCATION_TYPE_DEVICE
+	cuMemAccessReadWrite         = 3    // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+	cuMemcpySrcAccessOrderStream = 1    // CU_MEMCPY_SRC_ACCESS_ORDER_STREAM
 )
+
+// memLocation is CUmemLocation.
+type memLocation struct{ Type, ID int32 }
+
+// memAccessDesc is CUmemAccessDesc.
+type memAccessDesc struct {
+	Loc   memLocation
+	Flags int32
+}
+
+// memAllocProp is CUmemAllocationProp (32 bytes on 64-bit Linux).
+type memAllocProp struct {
+	Type, HandleTypes int32
+	Loc               memLocation
+	Win32             uintptr
+	AllocFlags        [8]byte
+}
+
+// memcpyAttrs is CUmemcpyAttributes (CUDA 12.8).
+type memcpyAttrs struct {
+	SrcAccessOrder int32
+	SrcLoc, DstLoc memLocation
+	Flags          uint32
+}
 
 // ipcHandle is CUipcMemHandle: a 64-byte struct the driver takes by value.
 type ipcHandle struct {
@@ -43,25 +74,45 @@ type ipcHandle struct {
 type cudaLib struct {
 	handle uintptr
 
-	cuInit                    func(flags uint32) cuResult
-	cuDeviceGetCount          func(count *int32) cuResult
-	cuDeviceGet               func(dev *int32, ordinal int32) cuResult
-	cuDeviceGetName           func(name *byte, n int32, dev int32) cuResult
-	cuDevicePrimaryCtxRetain  func(ctx *uintptr, dev int32) cuResult
-	cuDevicePrimaryCtxRelease func(dev int32) cuResult
-	cuCtxSetCurrent           func(ctx uintptr) cuResult
-	cuMemHostRegister         func(p uintptr, n uintptr, flags uint32) cuResult
-	cuMemHostUnregister       func(p uintptr) cuResult
-	cuIpcOpenMemHandle        func(dptr *uint64, h ipcHandle, flags uint32) cuResult
-	cuIpcCloseMemHandle       func(dptr uint64) cuResult
-	cuMemGetAddressRange      func(base *uint64, size *uintptr, dptr uint64) cuResult
-	cuMemcpyHtoDAsync         func(dst uint64, src uintptr, n uintptr, stream uintptr) cuResult
-	cuMemcpyDtoHAsync         func(dst uintptr, src uint64, n uintptr, stream uintptr) cuResult
-	cuStreamCreate            func(stream *uintptr, flags uint32) cuResult
-	cuStreamSynchronize       func(stream uintptr) cuResult
-	cuStreamDestroy           func(stream uintptr) cuResult
-	cuGetErrorName            func(code cuResult, name **byte) cuResult
+	cuInit                      func(flags uint32) cuResult
+	cuDriverGetVersion          func(v *int32) cuResult
+	cuDeviceGetCount            func(count *int32) cuResult
+	cuDeviceGet                 func(dev *int32, ordinal int32) cuResult
+	cuDeviceGetName             func(name *byte, n int32, dev int32) cuResult
+	cuDeviceGetUuid             func(uuid *[16]byte, dev int32) cuResult
+	cuDeviceGetAttribute        func(v *int32, attr int32, dev int32) cuResult
+	cuDeviceGetPCIBusID         func(id *byte, n int32, dev int32) cuResult
+	cuDeviceTotalMem            func(n *uintptr, dev int32) cuResult
+	cuDevicePrimaryCtxSetFlags  func(dev int32, flags uint32) cuResult
+	cuDevicePrimaryCtxRetain    func(ctx *uintptr, dev int32) cuResult
+	cuDevicePrimaryCtxRelease   func(dev int32) cuResult
+	cuDevicePrimaryCtxReset     func(dev int32) cuResult
+	cuPointerGetAttribute       func(data unsafe.Pointer, attr int32, dptr uint64) cuResult
+	cuMemImportFromShareable    func(h *uint64, os uintptr, typ int32) cuResult
+	cuMemGetAllocationPropsFrom func(p *memAllocProp, h uint64) cuResult
+	cuMemAddressReserve         func(p *uint64, n uintptr, align uintptr, addr uint64, flags uint64) cuResult
+	cuMemAddressFree            func(p uint64, n uintptr) cuResult
+	cuMemMap                    func(p uint64, n uintptr, off uintptr, h uint64, flags uint64) cuResult
+	cuMemSetAccess              func(p uint64, n uintptr, desc *memAccessDesc, count uintptr) cuResult
+	cuMemUnmap                  func(p uint64, n uintptr) cuResult
+	cuMemRelease                func(h uint64) cuResult
+	cuCtxSetCurrent             func(ctx uintptr) cuResult
+	cuMemHostRegister           func(p uintptr, n uintptr, flags uint32) cuResult
+	cuMemHostUnregister         func(p uintptr) cuResult
+	cuIpcOpenMemHandle          func(dptr *uint64, h ipcHandle, flags uint32) cuResult
+	cuIpcCloseMemHandle         func(dptr uint64) cuResult
+	cuMemGetAddressRange        func(base *uint64, size *uintptr, dptr uint64) cuResult
+	cuMemcpyHtoDAsync           func(dst uint64, src uintptr, n uintptr, stream uintptr) cuResult
+	cuMemcpyDtoHAsync           func(dst uintptr, src uint64, n uintptr, stream uintptr) cuResult
+	cuStreamCreate              func(stream *uintptr, flags uint32) cuResult
+	cuStreamSynchronize         func(stream uintptr) cuResult
+	cuStreamDestroy             func(stream uintptr) cuResult
+	cuGetErrorName              func(code cuResult, name **byte) cuResult
 }
+
+// batchFn is cuMemcpyBatchAsync as CUDA 12.8 declares it (with failIdx).
+type batchFn func(dsts, srcs, sizes unsafe.Pointer, count uintptr, attrs *memcpyAttrs,
+	attrIdxs *uintptr, numAttrs uintptr, failIdx *uintptr, stream uintptr) cuResult
 
 // symbols maps each entry point to the exported name it is resolved by.
 func (l *cudaLib) symbols() []struct {
@@ -73,11 +124,27 @@ func (l *cudaLib) symbols() []struct {
 		name string
 	}{
 		{&l.cuInit, "cuInit"},
+		{&l.cuDriverGetVersion, "cuDriverGetVersion"},
 		{&l.cuDeviceGetCount, "cuDeviceGetCount"},
 		{&l.cuDeviceGet, "cuDeviceGet"},
 		{&l.cuDeviceGetName, "cuDeviceGetName"},
+		{&l.cuDeviceGetUuid, "cuDeviceGetUuid_v2"},
+		{&l.cuDeviceGetAttribute, "cuDeviceGetAttribute"},
+		{&l.cuDeviceGetPCIBusID, "cuDeviceGetPCIBusId"},
+		{&l.cuDeviceTotalMem, "cuDeviceTotalMem_v2"},
+		{&l.cuDevicePrimaryCtxSetFlags, "cuDevicePrimaryCtxSetFlags_v2"},
 		{&l.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
 		{&l.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"},
+		{&l.cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset_v2"},
+		{&l.cuPointerGetAttribute, "cuPointerGetAttribute"},
+		{&l.cuMemImportFromShareable, "cuMemImportFromShareableHandle"},
+		{&l.cuMemGetAllocationPropsFrom, "cuMemGetAllocationPropertiesFromHandle"},
+		{&l.cuMemAddressReserve, "cuMemAddressReserve"},
+		{&l.cuMemAddressFree, "cuMemAddressFree"},
+		{&l.cuMemMap, "cuMemMap"},
+		{&l.cuMemSetAccess, "cuMemSetAccess"},
+		{&l.cuMemUnmap, "cuMemUnmap"},
+		{&l.cuMemRelease, "cuMemRelease"},
 		{&l.cuCtxSetCurrent, "cuCtxSetCurrent"},
 		{&l.cuMemHostRegister, "cuMemHostRegister_v2"},
 		{&l.cuMemHostUnregister, "cuMemHostUnregister"},
@@ -181,4 +248,26 @@ func cString(p *byte, limit int) string {
 		b = append(b, c)
 	}
 	return string(b)
+}
+
+// batchFunc looks up cuMemcpyBatchAsync through cuGetProcAddress_v2,
+// asking for the CUDA 12.8 ABI (the one with failIdx), so the signature
+// called is the one the driver hands out whatever its own version. A
+// driver without either gives nil. Call it after cuInit.
+func (l *cudaLib) batchFunc() batchFn {
+	sym, err := purego.Dlsym(l.handle, "cuGetProcAddress_v2")
+	if err != nil {
+		return nil
+	}
+	var getProc func(name *byte, pfn *uintptr, version int32, flags uint64, status *int32) cuResult
+	purego.RegisterFunc(&getProc, sym)
+	name := []byte("cuMemcpyBatchAsync\x00")
+	var pfn uintptr
+	var status int32
+	if getProc(&name[0], &pfn, 12080, 0, &status) != cudaSuccess || status != 0 || pfn == 0 {
+		return nil
+	}
+	var f batchFn
+	purego.RegisterFunc(&f, pfn)
+	return f
 }

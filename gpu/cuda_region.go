@@ -1,48 +1,84 @@
 package gpu
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 )
 
-// cudaRegion is engine GPU memory opened from a CUDA IPC handle, with a
-// stream of its own for its copies. dev, ord, size and dptr do not change
-// after open; closed and the driver handles are touched only on the
-// device's thread, where every copy and Close runs.
+// cudaRegion is engine GPU memory opened in one GPU's context, from a
+// CUDA IPC handle or from a VMM shareable handle (a POSIX fd). c, vmm,
+// size and dptr do not change after open; aborted is set from any
+// goroutine; closed, dead and the driver handles are touched only on the
+// GPU's thread, where every copy and Close runs.
 type cudaRegion struct {
-	dev    *cudaDevice
-	ord    int
-	mapped uint64 // device address cuIpcOpenMemHandle returned
-	dptr   uint64 // device address of the region's first byte (mapped+Offset)
-	size   int64
-	stream uintptr
-	closed bool
+	c    *devCtx
+	vmm  bool
+	size int64
+	dptr uint64 // device address of the region's first byte
+
+	ipc    ipcHandle // IPC: the handle (key of devCtx.ipcMaps)
+	mapped uint64    // IPC: the address cuIpcOpenMemHandle returned; VMM: the reservation
+	alloc  uintptr   // VMM: bytes mapped (the whole allocation)
+	handle uint64    // VMM: the imported allocation handle
+
+	aborted atomic.Bool
+	closed  bool
+	dead    error // why a reset closed it
 }
 
-// OpenRegion implements Device: cuIpcOpenMemHandle_v2 (with
-// CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) in device spec.DeviceIndex's primary
-// context, then a check (cuMemGetAddressRange_v2) that the allocation
-// behind the handle holds spec.Offset+spec.Size bytes, then a non-blocking
-// stream for the region's copies.
+// OpenRegion implements Device. The GPU is the one spec names (by UUID,
+// else by index); the memory is opened in its primary context, from the
+// IPC handle (cuIpcOpenMemHandle_v2 with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
+// or the VMM fd (cuMemImportFromShareableHandle, cuMemAddressReserve,
+// cuMemMap, cuMemSetAccess). Then the GPU the memory really lives on
+// (cuPointerGetAttribute CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) must be the
+// one named (ErrWrongDevice otherwise: the copy would cross GPUs over
+// NVLink, or fail on PCIe), and the allocation must hold Offset+Size
+// bytes (cuMemGetAddressRange_v2; ErrSize).
 func (d *cudaDevice) OpenRegion(spec RegionSpec) (Region, error) {
-	if len(spec.Handle) == 0 {
-		return nil, fmt.Errorf("gpu: the CUDA device takes an IPC handle, not a path: %w", ErrBadHandle)
-	}
-	h, err := parseHandle(spec.Handle)
-	if err != nil {
-		return nil, err
+	var h ipcHandle
+	switch {
+	case spec.FD != nil:
+		if len(spec.Handle) != 0 {
+			return nil, fmt.Errorf("gpu: a region takes an IPC handle or a VMM fd, not both: %w", ErrBadHandle)
+		}
+	case len(spec.Handle) == 0:
+		return nil, fmt.Errorf("gpu: the CUDA device takes an IPC handle or a VMM fd, not a path: %w", ErrBadHandle)
+	default:
+		var err error
+		if h, err = parseHandle(spec.Handle); err != nil {
+			return nil, err
+		}
 	}
 	if spec.Offset < 0 || spec.Size < 0 {
 		return nil, checkSpan(spec, 0)
 	}
-	r := &cudaRegion{dev: d, ord: spec.DeviceIndex, size: spec.Size}
-	err = d.th.do(func() error {
-		if err := d.use(r.ord); err != nil {
-			return err
+	ord, err := d.ordinal(spec)
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.ctxFor(ord)
+	if err != nil {
+		return nil, err
+	}
+	r := &cudaRegion{c: c, vmm: spec.FD != nil, size: spec.Size}
+	err = c.th.do(func() error {
+		if c.lost != nil {
+			return c.lost
 		}
-		return r.open(h, spec)
+		if r.vmm {
+			err = r.openVMM(spec)
+		} else {
+			err = r.openIPC(h, spec)
+		}
+		if err == nil {
+			c.regions[r] = struct{}{}
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -50,101 +86,166 @@ func (d *cudaDevice) OpenRegion(spec RegionSpec) (Region, error) {
 	return r, nil
 }
 
-// open maps the handle, checks the region fits in the allocation behind
-// it, and creates the stream. Thread only.
-func (r *cudaRegion) open(h ipcHandle, spec RegionSpec) error {
-	l := r.dev.lib
-	if err := l.check("cuIpcOpenMemHandle_v2", l.cuIpcOpenMemHandle(&r.mapped, h, cuIpcMemLazyEnablePeerAccess)); err != nil {
-		return fmt.Errorf("gpu: open IPC handle: %w: %w", ErrBadHandle, err)
+// ipcMap is one IPC handle opened in a context, shared by the regions
+// that name it: an engine registers each tensor of a segment with the
+// segment's handle, and drivers differ on opening one handle twice.
+type ipcMap struct {
+	addr uint64
+	refs int
+}
+
+// openIPC maps the handle (or shares its mapping) and checks where the
+// memory is. Thread only.
+func (r *cudaRegion) openIPC(h ipcHandle, spec RegionSpec) error {
+	l, c := r.c.d.lib, r.c
+	m := c.ipcMaps[h]
+	if m == nil {
+		m = &ipcMap{}
+		if err := l.check("cuIpcOpenMemHandle_v2", l.cuIpcOpenMemHandle(&m.addr, h, cuIpcMemLazyEnablePeerAccess)); err != nil {
+			return fmt.Errorf("gpu: open IPC handle on %s: %w: %w", c.d.describe(c.ord), ErrBadHandle, err)
+		}
+		c.ipcMaps[h] = m
 	}
-	var base uint64
-	var alloc uintptr
-	err := l.check("cuMemGetAddressRange_v2", l.cuMemGetAddressRange(&base, &alloc, r.mapped))
-	if err == nil {
-		err = checkSpan(spec, int64(uint64(alloc)-(r.mapped-base)))
-	}
-	if err == nil {
-		err = l.check("cuStreamCreate", l.cuStreamCreate(&r.stream, cuStreamNonBlocking))
-	}
-	if err != nil {
-		_ = l.cuIpcCloseMemHandle(r.mapped)
+	m.refs++
+	r.mapped, r.ipc = m.addr, h
+	if err := r.checkPlace(r.mapped, spec); err != nil {
+		r.closeIPC()
 		return err
 	}
 	r.dptr = r.mapped + uint64(spec.Offset)
-	r.dev.regions[r] = struct{}{}
 	return nil
+}
+
+// closeIPC drops the region's reference to its mapping, closing it with
+// the last one. Thread only.
+func (r *cudaRegion) closeIPC() error {
+	c := r.c
+	m := c.ipcMaps[r.ipc]
+	if m == nil {
+		return nil
+	}
+	if m.refs--; m.refs > 0 {
+		return nil
+	}
+	delete(c.ipcMaps, r.ipc)
+	return c.d.lib.check("cuIpcCloseMemHandle", c.d.lib.cuIpcCloseMemHandle(m.addr))
+}
+
+// openVMM imports the fd and maps the whole allocation read-write for
+// this GPU. Thread only.
+func (r *cudaRegion) openVMM(spec RegionSpec) error {
+	l, d := r.c.d.lib, r.c.d
+	alloc := spec.AllocSize
+	if alloc == 0 {
+		alloc = spec.Offset + spec.Size
+	}
+	if err := checkSpan(spec, alloc); err != nil || alloc == 0 {
+		return fmt.Errorf("gpu: VMM region: %w", ErrSize)
+	}
+	r.alloc = uintptr(alloc)
+	fd := spec.FD.Fd()
+	res := l.cuMemImportFromShareable(&r.handle, fd, cuMemHandlePosixFD)
+	runtime.KeepAlive(spec.FD)
+	if err := l.check("cuMemImportFromShareableHandle", res); err != nil {
+		return fmt.Errorf("gpu: import VMM fd on %s: %w: %w", d.describe(r.c.ord), ErrBadHandle, err)
+	}
+	var prop memAllocProp
+	err := l.check("cuMemGetAllocationPropertiesFromHandle", l.cuMemGetAllocationPropsFrom(&prop, r.handle))
+	if err == nil && int(prop.Loc.ID) != r.c.ord {
+		err = fmt.Errorf("gpu: the engine's memory is on %s, not on %s as named: %w",
+			d.describe(int(prop.Loc.ID)), d.describe(r.c.ord), ErrWrongDevice)
+	}
+	if err == nil {
+		err = l.check("cuMemAddressReserve", l.cuMemAddressReserve(&r.mapped, r.alloc, 0, 0, 0))
+		if err != nil {
+			r.mapped = 0
+		}
+	}
+	mappedOK := false
+	if err == nil {
+		if err = l.check("cuMemMap", l.cuMemMap(r.mapped, r.alloc, 0, r.handle, 0)); err != nil {
+			err = fmt.Errorf("gpu: map VMM memory of %d bytes (is that the allocation's size?): %w: %w", alloc, ErrSize, err)
+		}
+		mappedOK = err == nil
+	}
+	if err == nil {
+		desc := memAccessDesc{Loc: memLocation{Type: cuMemLocationDevice, ID: int32(r.c.ord)}, Flags: cuMemAccessReadWrite}
+		err = l.check("cuMemSetAccess", l.cuMemSetAccess(r.mapped, r.alloc, &desc, 1))
+	}
+	if err == nil {
+		err = r.checkPlace(r.mapped, spec)
+	}
+	if err != nil {
+		r.releaseVMM(mappedOK)
+		return err
+	}
+	r.dptr = r.mapped + uint64(spec.Offset)
+	return nil
+}
+
+// checkPlace checks that the memory at p is on this region's GPU and
+// holds spec's span. Thread only.
+func (r *cudaRegion) checkPlace(p uint64, spec RegionSpec) error {
+	l, d := r.c.d.lib, r.c.d
+	var ord int32 = -1
+	if err := l.check("cuPointerGetAttribute", l.cuPointerGetAttribute(unsafe.Pointer(&ord), cuPointerAttrDeviceOrdinal, p)); err != nil {
+		return fmt.Errorf("gpu: which GPU holds the engine's memory: %w", err)
+	}
+	if int(ord) != r.c.ord {
+		return fmt.Errorf("gpu: the engine's memory is on %s, not on %s as named (name the GPU by its UUID): %w",
+			d.describe(int(ord)), d.describe(r.c.ord), ErrWrongDevice)
+	}
+	var base uint64
+	var alloc uintptr
+	if err := l.check("cuMemGetAddressRange_v2", l.cuMemGetAddressRange(&base, &alloc, p)); err != nil {
+		return err
+	}
+	return checkSpan(spec, int64(uint64(alloc)-(p-base)))
+}
+
+// releaseVMM undoes what openVMM did; mapped says whether cuMemMap ran.
+func (r *cudaRegion) releaseVMM(mapped bool) error {
+	l := r.c.d.lib
+	var first error
+	keep := func(fn string, res cuResult) {
+		if err := l.check(fn, res); err != nil && first == nil {
+			first = err
+		}
+	}
+	if mapped {
+		keep("cuMemUnmap", l.cuMemUnmap(r.mapped, r.alloc))
+	}
+	if r.mapped != 0 {
+		keep("cuMemAddressFree", l.cuMemAddressFree(r.mapped, r.alloc))
+	}
+	if r.handle != 0 {
+		keep("cuMemRelease", l.cuMemRelease(r.handle))
+	}
+	return first
 }
 
 // Size implements Region.
 func (r *cudaRegion) Size() int64 { return r.size }
 
-// CopyIn implements Region.
-func (r *cudaRegion) CopyIn(off int64, src []byte) error {
-	return r.CopyInBatch([]CopyOp{{Off: off, Host: src}})
-}
+// abort refuses every later copy at once, queued ones included.
+func (r *cudaRegion) abort() { r.aborted.Store(true) }
 
-// CopyOut implements Region.
-func (r *cudaRegion) CopyOut(off int64, dst []byte) error {
-	return r.CopyOutBatch([]CopyOp{{Off: off, Host: dst}})
-}
-
-// CopyInBatch implements Region: every op is queued on the region's stream
-// with cuMemcpyHtoDAsync_v2, then the stream is synchronized once.
-func (r *cudaRegion) CopyInBatch(ops []CopyOp) error {
-	return r.batch(ops, true)
-}
-
-// CopyOutBatch implements Region, with cuMemcpyDtoHAsync_v2.
-func (r *cudaRegion) CopyOutBatch(ops []CopyOp) error {
-	return r.batch(ops, false)
-}
-
-// batch checks every op, then submits and waits on the thread. A failed
-// submission stops the queueing, but the stream is still synchronized
-// before returning, so no copy touches the host buffers afterwards.
-func (r *cudaRegion) batch(ops []CopyOp, in bool) error {
-	if err := checkOps(r.size, ops); err != nil {
-		return err
+// usable says why the region cannot copy, or nil. Thread only.
+func (r *cudaRegion) usable() error {
+	switch {
+	case r.dead != nil:
+		return r.dead
+	case r.closed || r.aborted.Load():
+		return fmt.Errorf("gpu: region: %w", ErrClosed)
 	}
-	l := r.dev.lib
-	err := r.dev.th.do(func() error {
-		if r.closed {
-			return fmt.Errorf("gpu: region: %w", ErrClosed)
-		}
-		if err := r.dev.use(r.ord); err != nil {
-			return err
-		}
-		var err error
-		for _, op := range ops {
-			n := len(op.Host)
-			if n == 0 {
-				continue
-			}
-			host := uintptr(unsafe.Pointer(&op.Host[0]))
-			dev := r.dptr + uint64(op.Off)
-			if in {
-				err = l.check("cuMemcpyHtoDAsync_v2", l.cuMemcpyHtoDAsync(dev, host, uintptr(n), r.stream))
-			} else {
-				err = l.check("cuMemcpyDtoHAsync_v2", l.cuMemcpyDtoHAsync(host, dev, uintptr(n), r.stream))
-			}
-			if err != nil {
-				err = fmt.Errorf("gpu: copy of %d bytes at offset %d: %w", n, op.Off, err)
-				break
-			}
-		}
-		if serr := l.check("cuStreamSynchronize", l.cuStreamSynchronize(r.stream)); serr != nil && err == nil {
-			err = serr
-		}
-		return err
-	})
-	runtime.KeepAlive(ops)
-	return err
+	return nil
 }
 
-// Close implements Region.
-// Closing a region of a closed device is a no-op: the device closed it.
+// Close implements Region. Closing a region of a closed device, or one a
+// reset closed, is a no-op.
 func (r *cudaRegion) Close() error {
-	err := r.dev.th.do(func() error {
+	r.abort()
+	err := r.c.th.do(func() error {
 		if r.closed {
 			return nil
 		}
@@ -156,17 +257,29 @@ func (r *cudaRegion) Close() error {
 	return err
 }
 
-// release destroys the stream and closes the IPC mapping. Thread only.
+// release unmaps the memory. Thread only.
 func (r *cudaRegion) release() error {
 	r.closed = true
-	delete(r.dev.regions, r)
-	l := r.dev.lib
-	err := r.dev.use(r.ord)
-	if err == nil {
-		err = l.check("cuStreamDestroy_v2", l.cuStreamDestroy(r.stream))
+	delete(r.c.regions, r)
+	if r.vmm {
+		return r.releaseVMM(true)
 	}
-	if cerr := l.check("cuIpcCloseMemHandle", l.cuIpcCloseMemHandle(r.mapped)); cerr != nil && err == nil {
-		err = cerr
+	return r.closeIPC()
+}
+
+// parseHandle accepts a CUDA IPC handle as 64 raw bytes or 128 hex digits.
+func parseHandle(b []byte) (ipcHandle, error) {
+	var h ipcHandle
+	switch len(b) {
+	case IPCHandleSize:
+		copy(h.Reserved[:], b)
+	case 2 * IPCHandleSize:
+		if _, err := hex.Decode(h.Reserved[:], b); err != nil {
+			return h, fmt.Errorf("gpu: IPC handle: %w: %w", ErrBadHandle, err)
+		}
+	default:
+		return h, fmt.Errorf("gpu: IPC handle of %d bytes (want %d raw or %d hex digits): %w",
+			len(b), IPCHandleSize, 2*IPCHandleSize, ErrBadHandle)
 	}
-	return err
+	return h, nil
 }

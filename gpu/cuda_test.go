@@ -58,6 +58,17 @@ func registerScenario(t *testing.T, dev Device) {
 	if err := dev.RegisterHost(ro, HostReadOnly); err != nil {
 		t.Fatalf("RegisterHost(read-only mapping, HostReadOnly): %v", err)
 	}
+	// Unregister before unmap, always: pinned pages must not outlive
+	// their mapping.
+	defer func() {
+		if err := dev.UnregisterHost(ro); err != nil {
+			t.Errorf("UnregisterHost(read-only mapping): %v", err)
+		}
+	}()
+	// Go memory (never unmapped) left registered: Close must unregister it.
+	if err := dev.RegisterHost(make([]byte, 1<<16), HostReadWrite); err != nil {
+		t.Fatal(err)
+	}
 	if err := dev.UnregisterHost(arena[4096:]); !errors.Is(err, ErrNotRegistered) {
 		t.Errorf("UnregisterHost(not a registered start) = %v, want ErrNotRegistered", err)
 	}
@@ -67,12 +78,11 @@ func registerScenario(t *testing.T, dev Device) {
 	if err := dev.UnregisterHost(arena); !errors.Is(err, ErrNotRegistered) {
 		t.Errorf("second UnregisterHost = %v, want ErrNotRegistered", err)
 	}
-	// ro stays registered: Close must unregister it.
 }
 
 // badSpecScenario: specs that cannot be opened fail with the right
 // sentinel and leave nothing open. e's memory is 64 KiB.
-func badSpecScenario(t *testing.T, dev Device, e *engine) {
+func badSpecScenario(t *testing.T, dev Device, e *engineProc) {
 	zero := make([]byte, IPCHandleSize)
 	cases := []struct {
 		name string
@@ -123,7 +133,7 @@ func badSpecScenario(t *testing.T, dev Device, e *engine) {
 // regionAtOffset opens spec, a region at an offset inside e's memory, and
 // checks that region offset 0 is memory offset spec.Offset and that the
 // region ends where it should.
-func regionAtOffset(t *testing.T, dev Device, spec RegionSpec, e *engine) {
+func regionAtOffset(t *testing.T, dev Device, spec RegionSpec, e *engineProc) {
 	t.Helper()
 	r, err := dev.OpenRegion(spec)
 	if err != nil {
@@ -149,8 +159,8 @@ func regionAtOffset(t *testing.T, dev Device, spec RegionSpec, e *engine) {
 func TestFakeCUDADevice(t *testing.T) {
 	dev, lib := openFake(t)
 	registerScenario(t, dev)
-	badSpecScenario(t, dev, startEngine(t, "cuda", 64<<10, lib))
-	e := startEngine(t, "cuda", 64<<10, lib)
+	badSpecScenario(t, dev, startEngine(t, "ipc", 64<<10, lib))
+	e := startEngine(t, "ipc", 64<<10, lib)
 	r, err := dev.OpenRegion(e.spec)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +211,7 @@ func TestFakeCUDAThreadModel(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Name != "CUDA_ERROR_INVALID_CONTEXT" || !strings.Contains(err.Error(), "cuStreamCreate") {
 		t.Fatalf("driver call off the device thread: %v, want CUDA_ERROR_INVALID_CONTEXT", err)
 	}
-	e := startEngine(t, "cuda", 8*slotSize, lib)
+	e := startEngine(t, "ipc", 8*slotSize, lib)
 	r, err := dev.OpenRegion(e.spec)
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +241,7 @@ func TestCUDADevice(t *testing.T) {
 		t.Errorf("Name() = %q, want cuda:0 <name>", dev.Name())
 	}
 	registerScenario(t, dev)
-	badSpecScenario(t, dev, startEngine(t, "cuda", 64<<10, DefaultLibrary))
+	badSpecScenario(t, dev, startEngine(t, "ipc", 64<<10, DefaultLibrary))
 }
 
 func TestOpenCUDAWithoutDriver(t *testing.T) {

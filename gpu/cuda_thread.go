@@ -11,9 +11,9 @@ import (
 // between threads at will, so every driver call of a device goes through
 // its thread, which made the context current once and keeps it.
 //
-// Requests are served one at a time, in order. A long batch therefore
-// delays the next request; the DMA engine, not the calling thread, is the
-// limit of a copy, so one submitting thread is enough.
+// Requests are served one at a time, in order. A CUDA device runs one
+// thread per GPU in use and one for host registration (see cudaDevice),
+// so a long batch delays only later requests on the same GPU.
 type thread struct {
 	reqs chan func()
 
@@ -55,6 +55,16 @@ func (t *thread) do(f func() error) error {
 	errc := make(chan error, 1)
 	t.reqs <- func() { errc <- f() }
 	return <-errc
+}
+
+// post queues f on the thread without waiting for it; after stop it is
+// dropped.
+func (t *thread) post(f func()) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if !t.closed {
+		t.reqs <- f
+	}
 }
 
 // stop runs final on the thread after every request in flight, then ends

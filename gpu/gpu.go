@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 )
 
 // Errors returned by devices and regions. Callers test them with
@@ -35,6 +36,17 @@ var (
 	ErrClosed = errors.New("closed")
 	// ErrMode: Config.Mode is not auto, cuda or sim.
 	ErrMode = errors.New("unknown gpu mode")
+	// ErrWrongDevice: the engine's memory lives on another GPU than the
+	// one the spec names.
+	ErrWrongDevice = errors.New("engine memory is on another GPU")
+	// ErrReset: a sticky error (a fault during a copy: the engine died,
+	// or its memory went away) made the GPU's context unusable; it was
+	// reset, which closed every region on that GPU. The engine must
+	// register again.
+	ErrReset = errors.New("GPU context reset: register again")
+	// ErrDeviceLost: the GPU's context could not be recovered after a
+	// sticky error; the daemon must be restarted to use that GPU again.
+	ErrDeviceLost = errors.New("GPU lost")
 )
 
 // Device moves bytes between host memory and device memory regions. Its
@@ -50,9 +62,28 @@ type Device interface {
 	UnregisterHost(b []byte) error
 	// OpenRegion maps engine memory into this process.
 	OpenRegion(spec RegionSpec) (Region, error)
+	// Stats says which device this is, why it was chosen, and the state
+	// of its contexts and registrations (for .ucm/stats).
+	Stats() Stats
 	// Close closes every open region, unregisters all host memory and
 	// releases the device; later calls fail with ErrClosed.
 	Close() error
+}
+
+// Stats is a snapshot of a device's state.
+type Stats struct {
+	Device           string `json:"device"`               // Name()
+	Fallback         string `json:"fallback,omitempty"`   // why auto chose sim, "" otherwise
+	DriverVersion    int    `json:"driver_version"`       // cuDriverGetVersion, e.g. 12080; 0 for sim
+	Contexts         []int  `json:"contexts"`             // ordinals of the GPUs in use
+	Streams          int    `json:"streams"`              // streams per GPU
+	BatchAPI         bool   `json:"batch_api"`            // cuMemcpyBatchAsync is used
+	ReadOnlyRegister bool   `json:"read_only_register"`   // CU_MEMHOSTREGISTER_READ_ONLY is used
+	HostRanges       int    `json:"host_ranges"`          // registered host ranges
+	HostBytes        int64  `json:"host_bytes"`           // their bytes
+	HostPending      int    `json:"host_pending"`         // ranges recorded but not (yet) registered with the driver
+	Resets           int64  `json:"resets"`               // contexts reset after a sticky error
+	LastReset        string `json:"last_reset,omitempty"` // the GPU and error of the last reset
 }
 
 // HostAccess says how the device may use a registered host range.
@@ -69,19 +100,29 @@ const (
 // IPCHandleSize is the size of a CUDA IPC memory handle (cudaIpcMemHandle_t).
 const IPCHandleSize = 64
 
-// RegionSpec names engine memory. A CUDA device takes Handle (64 raw bytes
-// or 128 hex digits); the simulated device takes Path (a shared-memory
-// file the engine created and sized). The region is the Size bytes at
-// Offset inside the memory behind the handle: an IPC handle names a whole
-// allocation, and an engine's caching allocator (PyTorch's) places a
-// tensor at an offset inside one. Offset+Size may not pass the end of
-// that memory.
+// RegionSpec names engine memory. A CUDA device takes Handle (a
+// cuIpcGetMemHandle handle: 64 raw bytes or 128 hex digits) or FD (VMM
+// memory); the simulated device takes Path (a shared-memory file the
+// engine created and sized) or FD (a descriptor of such a file). The
+// region is the Size bytes at Offset inside the memory behind the handle:
+// an IPC handle names a whole allocation, and an engine's caching
+// allocator (PyTorch's) places a tensor at an offset inside one.
+// Offset+Size may not pass the end of that memory.
+//
+// The GPU is named by DeviceUUID when set ("GPU-<8>-<4>-<4>-<4>-<12>" as
+// nvidia-smi prints it, or the 32 hex digits): an engine knows its GPU's
+// UUID whatever its CUDA_VISIBLE_DEVICES, while its ordinals may differ
+// from the daemon's. Otherwise DeviceIndex, in the daemon's numbering.
+// Either way the memory must be on that GPU (ErrWrongDevice).
 type RegionSpec struct {
-	Handle      []byte // CUDA IPC memory handle
-	Path        string // simulated device: the engine's shared-memory file
-	Offset      int64  // where the region starts inside that memory
-	Size        int64  // bytes the region spans
-	DeviceIndex int    // CUDA device ordinal, as this process numbers them (sim: ignored)
+	Handle      []byte   // CUDA IPC memory handle
+	Path        string   // simulated device: the engine's shared-memory file
+	FD          *os.File // VMM: the engine's cuMemExportToShareableHandle fd (POSIX_FILE_DESCRIPTOR); not kept open
+	AllocSize   int64    // VMM: bytes of the exported allocation (0: Offset+Size)
+	Offset      int64    // where the region starts inside that memory
+	Size        int64    // bytes the region spans
+	DeviceUUID  string   // the GPU holding the memory (CUDA; sim: ignored)
+	DeviceIndex int      // CUDA device ordinal, as this process numbers them, when DeviceUUID is empty
 }
 
 // checkSpan checks a spec's offset and size against the bytes the memory
@@ -122,8 +163,14 @@ type CopyOp struct {
 	Host []byte
 }
 
+// DefaultStreams is the number of streams per GPU when Config.Streams is 0.
+const DefaultStreams = 4
+
 // Config chooses the device.
 type Config struct {
+	// Streams is the number of CUDA streams per GPU a batch is spread
+	// over (0: DefaultStreams).
+	Streams int
 	// Mode is "auto" (CUDA when the driver loads, cuInit succeeds and a
 	// device exists, else sim), "cuda" (fail with ErrNoDevice otherwise)
 	// or "sim". Empty means auto.
@@ -139,36 +186,56 @@ type Config struct {
 // DefaultLibrary is the CUDA driver library Open loads by default.
 const DefaultLibrary = "libcuda.so.1"
 
-// Open opens the device cfg asks for.
+// Open opens the device cfg asks for and logs which one and why: one
+// Info line, or, when auto falls back to the simulated device, one Warn
+// line with the reason (which the device's Stats().Fallback keeps too).
 func Open(cfg Config) (Device, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	lib := cfg.Library
-	if lib == "" {
-		lib = DefaultLibrary
+	dev, fallback, err := Select(cfg)
+	switch {
+	case err != nil:
+		return nil, err
+	case fallback != nil:
+		log.Warn("gpu device: no usable CUDA driver or GPU, falling back to the simulated device",
+			"device", dev.Name(), "reason", fallback.Error())
+	default:
+		log.Info("gpu device", "device", dev.Name(), "mode", orDefault(cfg.Mode, "auto"))
 	}
+	return dev, nil
+}
+
+// Select opens the device cfg asks for without logging. When auto falls
+// back to the simulated device, fallback says why (the CUDA error, which
+// wraps ErrNoDevice); it is nil otherwise.
+func Select(cfg Config) (dev Device, fallback error, err error) {
+	lib := orDefault(cfg.Library, DefaultLibrary)
 	switch cfg.Mode {
 	case "sim":
-		log.Info("gpu device", "device", "sim", "reason", "mode sim")
-		return newSim(), nil
+		return newSim(""), nil, nil
 	case "cuda":
-		d, err := openCUDA(lib)
+		d, err := openCUDA(lib, cfg.Streams)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		log.Info("gpu device", "device", d.Name(), "reason", "mode cuda")
-		return d, nil
+		return d, nil, nil
 	case "", "auto":
-		d, err := openCUDA(lib)
+		d, err := openCUDA(lib, cfg.Streams)
 		if err != nil {
-			log.Info("gpu device", "device", "sim", "reason", err.Error())
-			return newSim(), nil
+			return newSim(err.Error()), err, nil
 		}
-		log.Info("gpu device", "device", d.Name(), "reason", "mode auto: CUDA driver and device found")
-		return d, nil
+		return d, nil, nil
 	default:
-		return nil, fmt.Errorf("gpu: mode %q (want auto, cuda or sim): %w", cfg.Mode, ErrMode)
+		return nil, nil, fmt.Errorf("gpu: mode %q (want auto, cuda or sim): %w", cfg.Mode, ErrMode)
 	}
+}
+
+// orDefault returns s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

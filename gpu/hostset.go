@@ -13,6 +13,7 @@ type hostRange struct {
 	start, end uintptr
 	b          []byte
 	access     HostAccess
+	pinned     bool // registered with the driver (CUDA), not only recorded
 }
 
 // hostSet is the bookkeeping of registered host memory, shared by both
@@ -21,7 +22,7 @@ type hostRange struct {
 // Close unregister what callers left registered.
 type hostSet struct {
 	mu     sync.Mutex
-	ranges []hostRange // sorted by start, non-overlapping
+	ranges []*hostRange // sorted by start, non-overlapping
 }
 
 // bounds returns the address range of b, or an error for an empty slice.
@@ -36,7 +37,7 @@ func bounds(b []byte) (start, end uintptr, err error) {
 // add records b, failing with ErrRegistered when it overlaps a recorded
 // range. register runs with the set locked and b recorded only when it
 // succeeds (the driver call for CUDA).
-func (s *hostSet) add(b []byte, access HostAccess, register func(hostRange) error) error {
+func (s *hostSet) add(b []byte, access HostAccess, register func(*hostRange) error) error {
 	start, end, err := bounds(b)
 	if err != nil {
 		return err
@@ -47,20 +48,23 @@ func (s *hostSet) add(b []byte, access HostAccess, register func(hostRange) erro
 	if i < len(s.ranges) && s.ranges[i].start < end || i > 0 && s.ranges[i-1].end > start {
 		return fmt.Errorf("gpu: host range %#x+%d: %w", start, len(b), ErrRegistered)
 	}
-	r := hostRange{start: start, end: end, b: b, access: access}
+	r := &hostRange{start: start, end: end, b: b, access: access}
 	if register != nil {
 		if err := register(r); err != nil {
 			return err
 		}
 	}
-	s.ranges = append(s.ranges, hostRange{})
+	s.ranges = append(s.ranges, nil)
 	copy(s.ranges[i+1:], s.ranges[i:])
 	s.ranges[i] = r
 	return nil
 }
 
-// remove forgets the range that starts at &b[0]; unregister runs with the
-// set locked, and the range is forgotten only when it succeeds.
+// remove forgets the range that starts at &b[0] and runs unregister on
+// it, with the set locked. The range is forgotten whatever unregister
+// returns: the caller unmaps the memory next, and a range kept after that
+// would be registered again (after a context reset) at an address that
+// holds nothing.
 func (s *hostSet) remove(b []byte, unregister func(hostRange) error) error {
 	start, _, err := bounds(b)
 	if err != nil {
@@ -72,20 +76,45 @@ func (s *hostSet) remove(b []byte, unregister func(hostRange) error) error {
 	if i == len(s.ranges) || s.ranges[i].start != start {
 		return fmt.Errorf("gpu: host range %#x: %w", start, ErrNotRegistered)
 	}
+	r := s.ranges[i]
+	s.ranges = append(s.ranges[:i], s.ranges[i+1:]...)
 	if unregister != nil {
-		if err := unregister(s.ranges[i]); err != nil {
-			return err
+		return unregister(*r)
+	}
+	return nil
+}
+
+// each calls f on every range, with the set locked.
+func (s *hostSet) each(f func(*hostRange)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.ranges {
+		f(r)
+	}
+}
+
+// counts returns how many ranges are recorded, their bytes, and how many
+// of them are not registered with the driver.
+func (s *hostSet) counts() (ranges int, bytes int64, pending int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.ranges {
+		bytes += int64(r.end - r.start)
+		if !r.pinned {
+			pending++
 		}
 	}
-	s.ranges = append(s.ranges[:i], s.ranges[i+1:]...)
-	return nil
+	return len(s.ranges), bytes, pending
 }
 
 // drain forgets every range and returns them (for Close).
 func (s *hostSet) drain() []hostRange {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := s.ranges
+	out := make([]hostRange, len(s.ranges))
+	for i, r := range s.ranges {
+		out[i] = *r
+	}
 	s.ranges = nil
 	return out
 }

@@ -3,18 +3,19 @@ package gpu
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/ucmfs/ucmfs/gpu/engine"
 )
 
 // TestMain lets the test binary double as the engine process of the
-// cross-process tests: when UCMFS_GPU_ENGINE names a kind of memory, it
-// runs engineMain (see engine_test.go) instead of the tests.
+// cross-process tests: when UCMFS_ENGINE names a kind of memory, it runs
+// engine.Main instead of the tests.
 func TestMain(m *testing.M) {
-	if kind := os.Getenv(envEngine); kind != "" {
-		os.Exit(engineMain(kind))
+	if os.Getenv(engine.EnvKind) != "" {
+		os.Exit(engine.Main(os.Getenv, os.Stdin, os.Stdout))
 	}
 	code := m.Run()
 	if fakeDir != "" {
@@ -35,7 +36,7 @@ func shmDir(t testing.TB) string {
 	return dir
 }
 
-// shmFile creates a file of size bytes, each byte guardByte(offset).
+// shmFile creates a file of size bytes, each byte engine.Guard(offset).
 func shmFile(t testing.TB, size int64) string {
 	t.Helper()
 	p := filepath.Join(shmDir(t), "region")
@@ -58,25 +59,11 @@ var (
 func fakeCUDA(t testing.TB) string {
 	t.Helper()
 	fakeOnce.Do(func() {
-		cc, err := exec.LookPath("cc")
-		if err != nil {
-			if cc, err = exec.LookPath("gcc"); err != nil {
-				fakeErr = errNoCompiler
-				return
-			}
+		if fakeDir, fakeErr = os.MkdirTemp("", "ucmfs-fakecuda-"); fakeErr == nil {
+			fakeLib, fakeErr = engine.BuildStandIn("testdata/fakecuda.c", fakeDir)
 		}
-		if fakeDir, fakeErr = os.MkdirTemp("", "ucmfs-fakecuda-"); fakeErr != nil {
-			return
-		}
-		lib := filepath.Join(fakeDir, "libfakecuda.so")
-		out, err := exec.Command(cc, "-shared", "-fPIC", "-pthread", "-O1", "-o", lib, "testdata/fakecuda.c").CombinedOutput()
-		if err != nil {
-			fakeErr = errors.New("build fakecuda.c: " + err.Error() + "\n" + string(out))
-			return
-		}
-		fakeLib = lib
 	})
-	if errors.Is(fakeErr, errNoCompiler) {
+	if errors.Is(fakeErr, engine.ErrNoCompiler) {
 		t.Skip("no C compiler (cc or gcc) to build the stand-in CUDA driver testdata/fakecuda.c")
 	}
 	if fakeErr != nil {
@@ -84,8 +71,6 @@ func fakeCUDA(t testing.TB) string {
 	}
 	return fakeLib
 }
-
-var errNoCompiler = errors.New("no C compiler")
 
 // realCUDA opens the NVIDIA driver's device, or skips the test: the real
 // CUDA path needs libcuda.so.1 and a GPU, which CI machines lack.

@@ -27,9 +27,18 @@ func TestOpenAuto(t *testing.T) {
 		t.Errorf("Open(auto) without a driver: %q, want sim", dev.Name())
 	}
 	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
-	if len(lines) != 1 || !strings.Contains(lines[0], "device=sim") || !strings.Contains(lines[0], "nonexistent") {
-		t.Errorf("Open(auto) logged %q, want one line naming sim and why", log.String())
+	if len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "device=sim") ||
+		!strings.Contains(lines[0], "nonexistent") {
+		t.Errorf("Open(auto) logged %q, want one warning naming sim and why", log.String())
 	}
+	if st := dev.Stats(); !strings.Contains(st.Fallback, "nonexistent") {
+		t.Errorf("Stats().Fallback = %q, want the reason", st.Fallback)
+	}
+	sel, fallback, err := Select(Config{Library: "libc.so.6"})
+	if err != nil || sel.Name() != "sim" || !errors.Is(fallback, ErrNoDevice) || !strings.Contains(fallback.Error(), "cuInit") {
+		t.Errorf("Select(auto) with a library that is no driver: %v, fallback %v, %v", sel, fallback, err)
+	}
+	sel.Close()
 
 	def, err := Open(Config{Logger: quietLog()})
 	if err != nil {
@@ -52,6 +61,9 @@ func TestOpenAutoPicksCUDA(t *testing.T) {
 	defer dev.Close()
 	if !strings.HasPrefix(dev.Name(), "cuda:0 ") || !strings.Contains(log.String(), "cuda:0") {
 		t.Errorf("Open(auto) with a driver: %q (log %q), want the CUDA device", dev.Name(), log.String())
+	}
+	if st := dev.Stats(); st.Fallback != "" || st.DriverVersion != 12080 || !st.BatchAPI || st.Streams != DefaultStreams {
+		t.Errorf("CUDA stats: %+v", st)
 	}
 }
 

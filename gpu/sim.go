@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -15,10 +16,11 @@ import (
 // Lock order: simDevice.mu, then hostSet.mu; simRegion.mu is never held
 // together with simDevice.mu.
 type simDevice struct {
-	hosts   hostSet
-	mu      sync.Mutex
-	closed  bool
-	regions map[*simRegion]struct{}
+	fallback string // why auto chose this device; "" when asked for
+	hosts    hostSet
+	mu       sync.Mutex
+	closed   bool
+	regions  map[*simRegion]struct{}
 }
 
 // The simulated device and its regions implement the interfaces.
@@ -27,12 +29,19 @@ var (
 	_ Region = (*simRegion)(nil)
 )
 
-func newSim() *simDevice {
-	return &simDevice{regions: make(map[*simRegion]struct{})}
+func newSim(fallback string) *simDevice {
+	return &simDevice{fallback: fallback, regions: make(map[*simRegion]struct{})}
 }
 
 // Name implements Device.
 func (d *simDevice) Name() string { return "sim" }
+
+// Stats implements Device.
+func (d *simDevice) Stats() Stats {
+	st := Stats{Device: "sim", Fallback: d.fallback}
+	st.HostRanges, st.HostBytes, st.HostPending = d.hosts.counts()
+	return st
+}
 
 // RegisterHost implements Device: bookkeeping only.
 func (d *simDevice) RegisterHost(b []byte, access HostAccess) error {
@@ -41,7 +50,7 @@ func (d *simDevice) RegisterHost(b []byte, access HostAccess) error {
 	if d.closed {
 		return fmt.Errorf("gpu: register host memory: %w", ErrClosed)
 	}
-	return d.hosts.add(b, access, nil)
+	return d.hosts.add(b, access, func(r *hostRange) error { r.pinned = true; return nil })
 }
 
 // UnregisterHost implements Device.
@@ -62,13 +71,16 @@ func (d *simDevice) isClosed() bool {
 }
 
 // OpenRegion implements Device: it maps spec.Size bytes at spec.Offset of
-// the file at spec.Path.
+// the file at spec.Path, or of the file spec.FD is open on.
 func (d *simDevice) OpenRegion(spec RegionSpec) (Region, error) {
 	if d.isClosed() {
 		return nil, fmt.Errorf("gpu: open region: %w", ErrClosed)
 	}
-	if spec.Path == "" {
-		return nil, fmt.Errorf("gpu: the sim device takes the path of a shared-memory file, not an IPC handle: %w", ErrBadHandle)
+	if spec.Path == "" && spec.FD == nil {
+		return nil, fmt.Errorf("gpu: the sim device takes the path or an fd of a shared-memory file, not an IPC handle: %w", ErrBadHandle)
+	}
+	if spec.FD != nil {
+		spec.Path = "/proc/self/fd/" + strconv.Itoa(int(spec.FD.Fd()))
 	}
 	if spec.Offset < 0 || spec.Size < 0 {
 		return nil, checkSpan(spec, 0)

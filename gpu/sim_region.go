@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,6 +15,8 @@ type simRegion struct {
 	dev  *simDevice
 	path string
 	size int64
+
+	aborted atomic.Bool // refuses copies at once, before Close takes mu
 
 	mu      sync.RWMutex
 	mapping []byte // the whole mapping, page-aligned; nil once closed, and for an empty region
@@ -52,7 +55,7 @@ func (r *simRegion) batch(ops []CopyOp, in bool) error {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if r.closed {
+	if r.closed || r.aborted.Load() {
 		return fmt.Errorf("gpu: region %s: %w", r.path, ErrClosed)
 	}
 	for _, op := range ops {
@@ -72,6 +75,9 @@ func (r *simRegion) batch(ops []CopyOp, in bool) error {
 	}
 	return nil
 }
+
+// abort refuses every later copy at once.
+func (r *simRegion) abort() { r.aborted.Store(true) }
 
 // Close implements Region.
 func (r *simRegion) Close() error {

@@ -56,7 +56,7 @@ func hostArena(t *testing.T, size int) []byte {
 	return b
 }
 
-func regionScenario(t *testing.T, dev Device, e *engine) {
+func regionScenario(t *testing.T, dev Device, e *engineProc) {
 	r, err := dev.OpenRegion(e.spec)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func regionScenario(t *testing.T, dev Device, e *engine) {
 
 // checkWhole copies the whole region out and compares it with what the
 // engine's memory must hold.
-func checkWhole(t *testing.T, r Region, e *engine, what string) {
+func checkWhole(t *testing.T, r Region, e *engineProc, what string) {
 	t.Helper()
 	got := make([]byte, r.Size())
 	if err := r.CopyOut(0, got); err != nil {
@@ -163,10 +163,10 @@ func TestFakeCUDARegionAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := dev.Name(), "cuda:0 Fake CUDA Device"; got != want {
+	if got, want := dev.Name(), "cuda:0 Fake CUDA Device (4 devices)"; got != want {
 		t.Errorf("Name() = %q, want %q", got, want)
 	}
-	regionScenario(t, dev, startEngine(t, "cuda", regionSize, lib))
+	regionScenario(t, dev, startEngine(t, "ipc", regionSize, lib))
 	if err := dev.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -177,5 +177,5 @@ func TestFakeCUDARegionAcrossProcesses(t *testing.T) {
 
 func TestCUDARegionAcrossProcesses(t *testing.T) {
 	dev := realCUDA(t)
-	regionScenario(t, dev, startEngine(t, "cuda", regionSize, DefaultLibrary))
+	regionScenario(t, dev, startEngine(t, "ipc", regionSize, DefaultLibrary))
 }

@@ -17,7 +17,8 @@ var gpuModes = []string{"auto", "cuda", "sim", "off"}
 func gpuFlag() cli.Flag {
 	return &cli.StringFlag{Name: "gpu", Category: catControl, Value: "auto",
 		Usage: "device of MNT/.ucm/gpu: `MODE` auto (CUDA when libcuda.so.1 loads and a GPU is there, " +
-			"else the simulated device), cuda (fail without one), sim, or off (no .ucm/gpu)"}
+			"else the simulated device, with a warning saying why; 'ucmfs gpu probe' shows what the driver offers), " +
+			"cuda (fail without one), sim, or off (no .ucm/gpu)"}
 }
 
 // checkGPU checks the gpu setting.

@@ -19,11 +19,13 @@ var allowed = map[string][]string{
 	"tiers/tiertest":   {"hashdir", "tiers"},
 	"sparse":           {"hashdir"},
 	"gpu":              {"hashdir"},
+	"gpu/fdpass":       {},
+	"gpu/engine":       {"gpu/fdpass"},
 	"store":            {"hashdir", "tiers", "sparse", "gpu"},
-	"control":          {"hashdir", "tiers", "sparse", "gpu", "store"},
+	"control":          {"hashdir", "tiers", "sparse", "gpu", "gpu/fdpass", "store"},
 	"metrics":          {"tiers", "store"},
-	"fs":               {"hashdir", "tiers", "gpu", "store", "control"}, // gpu: its sentinels in the errno table
-	"cmd/ucmfs":        {"hashdir", "tiers", "sparse", "gpu", "store", "control", "metrics", "fs"},
+	"fs":               {"hashdir", "tiers", "gpu", "gpu/fdpass", "store", "control"}, // gpu: its sentinels in the errno table
+	"cmd/ucmfs":        {"hashdir", "tiers", "sparse", "gpu", "gpu/engine", "store", "control", "metrics", "fs"},
 	"internal/faultfs": {},
 	"internal/lint":    {},
 	"integration":      {"hashdir"},
