@@ -36,7 +36,7 @@ func (e *caseEnv) p(k tiers.Key) string         { return e.m.keyPath(k) }
 // nodeWrite writes data through a write handle without a kernel and
 // returns the close verdict.
 func (e *caseEnv) nodeWrite(k tiers.Key, data []byte) syscall.Errno {
-	h, errno := e.s.startWrite(k, syscall.O_CREAT|syscall.O_WRONLY|syscall.O_EXCL)
+	_, h, errno := e.s.beginWrite(callerProc(context.Background()), k, k.FileName(), false, syscall.O_CREAT|syscall.O_WRONLY|syscall.O_EXCL)
 	if errno != 0 {
 		return errno
 	}
@@ -79,12 +79,15 @@ var errCases = []struct {
 		}},
 	{"create published, O_EXCL", syscall.EEXIST,
 		func(e *caseEnv) syscall.Errno {
-			_, x := e.s.startWrite(e.key, syscall.O_WRONLY|syscall.O_EXCL)
+			_, _, x := e.s.beginWrite(callerProc(bg), e.key, e.key.FileName(), false, syscall.O_WRONLY|syscall.O_EXCL)
 			return x
 		},
 		func(e *caseEnv) error { return writeFile(e.p(e.key), e.data) }},
 	{"create published, no O_EXCL", syscall.EACCES,
-		func(e *caseEnv) syscall.Errno { _, x := e.s.startWrite(e.key, syscall.O_WRONLY); return x },
+		func(e *caseEnv) syscall.Errno {
+			_, _, x := e.s.beginWrite(callerProc(bg), e.key, e.key.FileName(), false, syscall.O_WRONLY)
+			return x
+		},
 		func(e *caseEnv) error { _, err := os.OpenFile(e.p(e.key), os.O_CREATE|os.O_WRONLY, 0o644); return err }},
 	{"open published for writing", syscall.EACCES,
 		func(e *caseEnv) syscall.Errno { _, _, x := e.block().Open(bg, syscall.O_WRONLY); return x },

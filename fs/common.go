@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"fmt"
 	"syscall"
 	"time"
 
@@ -101,9 +102,25 @@ func (d dirCommon) Unlink(ctx context.Context, name string) syscall.Errno {
 	return d.s.fail("unlink", d.what+"/"+name, store.ErrImmutable)
 }
 
-// Setattr of a directory (chmod, chown, utimes) is refused.
+// Setattr of a directory: new times are accepted and change nothing
+// (directories are virtual; rsync -a and tar -x restore them), and so is
+// a chmod or chown to what the directory already is; any other change is
+// EPERM.
 func (d dirCommon) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return d.s.fail("setattr", d.what, store.ErrImmutable)
+	if _, ok := in.GetSize(); ok {
+		return d.s.fail("setattr", d.what, store.ErrImmutable)
+	}
+	if mode, ok := in.GetMode(); ok && mode&0o7777 != dirPerm {
+		return d.s.fail("chmod", d.what, fmt.Errorf("directories are %o: %w", dirPerm, store.ErrImmutable))
+	}
+	if uid, ok := in.GetUID(); ok && uid != d.s.uid {
+		return d.s.fail("chown", d.what, store.ErrImmutable)
+	}
+	if gid, ok := in.GetGID(); ok && gid != d.s.gid {
+		return d.s.fail("chgrp", d.what, store.ErrImmutable)
+	}
+	d.s.dirAttr(&out.Attr, 2)
+	return 0
 }
 
 // newChild returns the node for a child of parent: the one parent has

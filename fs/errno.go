@@ -23,6 +23,8 @@ var (
 	errNoAttr = errors.New("no such attribute")
 	// errOtherNS: a name outside user.ucm.* (ENOTSUP).
 	errOtherNS = errors.New("attribute namespace not served")
+	// errCrossDir: a rename out of its directory (EXDEV: tools copy then).
+	errCrossDir = errors.New("rename across directories")
 )
 
 // The plain answers nodes give with no error to log (a lookup's miss, an
@@ -49,6 +51,7 @@ var errnoRules = []errnoRule{
 	{errReadOnly, syscall.EACCES},
 	{errNoAttr, syscall.ENODATA},
 	{errOtherNS, syscall.ENOTSUP},
+	{errCrossDir, syscall.EXDEV},
 	{store.ErrImmutable, syscall.EPERM},
 	{store.ErrQuota, syscall.EDQUOT},
 	{store.ErrTooBig, syscall.EFBIG},

@@ -32,11 +32,12 @@ type storedFile struct {
 	ino uint64
 
 	mu      sync.Mutex
-	backing *os.File // under mu; nil when refs is 0
-	level   int      // under mu; the tier backing was opened from (Handle.TierID)
-	size    int64    // under mu; backing's size
-	refs    int      // open handles
-	header  []byte   // under mu; the first 64 bytes, once read
+	backing *os.File    // under mu; nil when refs is 0
+	level   int         // under mu; the tier backing was opened from (Handle.TierID)
+	size    int64       // under mu; backing's size
+	refs    int         // open handles
+	header  []byte      // under mu; the first 64 bytes, once read
+	writing *inProgress // under mu; a write opened on this node (the file was absent)
 }
 
 // blockFile is a published <id>.bin.
@@ -89,7 +90,7 @@ func (n *storedFile) OnForget() {
 // name reopened for writing after its block went away) it describes that.
 func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if wh, ok := f.(*writeHandle); ok {
-		wh.fillAttr(&out.Attr)
+		wh.ip.fillAttr(&out.Attr)
 		return 0
 	}
 	bi, err := n.s.stack.Stat(n.key)
@@ -110,13 +111,46 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 	return 0
 }
 
-// Setattr is refused on a published file (truncate, chmod, chown, utimes:
-// EPERM); on a descriptor being written it applies there.
+// Setattr of a published file: new times are a use (the mtime moves to
+// the time given, which is what UCM's hotness and GC and rsync read); a
+// chmod or chown that changes nothing is accepted (tar and rsync restore
+// what they listed); a truncate or a real change of mode or owner is
+// EPERM. On a descriptor being written it applies there.
 func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if wh, ok := f.(*writeHandle); ok {
-		return wh.setattr(in, out)
+		return wh.ip.setattr(in, out)
 	}
-	return n.s.fail("setattr", n.key.Path(), fmt.Errorf("published files are immutable: %w", store.ErrImmutable))
+	if ip := n.writer(); ip != nil {
+		// The kernel truncates an O_TRUNC open by path, without its handle.
+		return ip.setattr(in, out)
+	}
+	if err := n.s.checkSetattr(in); err != nil {
+		return n.s.fail("setattr", n.key.Path(), err)
+	}
+	if mtime, ok := in.GetMTime(); ok {
+		if err := n.s.stack.SetMTime(n.key, mtime); err != nil {
+			return n.s.fail("utimes", n.key.Path(), err)
+		}
+	}
+	return n.Getattr(ctx, f, out)
+}
+
+// checkSetattr refuses a change of a published file's size, mode or
+// owner (a chmod or chown to what it already is passes).
+func (s *fsState) checkSetattr(in *fuse.SetAttrIn) error {
+	if _, ok := in.GetSize(); ok {
+		return fmt.Errorf("truncate: published files are immutable: %w", store.ErrImmutable)
+	}
+	if mode, ok := in.GetMode(); ok && mode&0o7777 != publishedPerm {
+		return fmt.Errorf("chmod %o: published files are 0444: %w", mode&0o7777, store.ErrImmutable)
+	}
+	if uid, ok := in.GetUID(); ok && uid != s.uid {
+		return fmt.Errorf("chown: published files belong to uid %d: %w", s.uid, store.ErrImmutable)
+	}
+	if gid, ok := in.GetGID(); ok && gid != s.gid {
+		return fmt.Errorf("chgrp: published files belong to gid %d: %w", s.gid, store.ErrImmutable)
+	}
+	return nil
 }
 
 // Open opens the file for reading from the fastest tier holding it. An
@@ -128,10 +162,13 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		if n.s.stack.Has(n.key) || n.readers() > 0 {
 			return nil, 0, n.s.fail("open", n.key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
 		}
-		h, errno := n.s.startWrite(n.key, flags)
+		ip, h, errno := n.s.beginWrite(callerProc(ctx), n.key, n.key.FileName(), false, flags)
 		if errno != 0 {
 			return nil, 0, errno
 		}
+		n.mu.Lock()
+		n.writing = ip
+		n.mu.Unlock()
 		return h, n.s.openFlags(), 0
 	}
 	f, level, size, err := n.acquire()
@@ -165,6 +202,17 @@ func (n *storedFile) acquire() (f *os.File, level int, size int64, err error) {
 	n.backing, n.refs = h.File, 1
 	n.level, n.size = int(h.TierID), h.Size
 	return h.File, n.level, n.size, nil
+}
+
+// writer returns the write opened on this node while it is not done.
+func (n *storedFile) writer() *inProgress {
+	n.mu.Lock()
+	ip := n.writing
+	n.mu.Unlock()
+	if ip == nil || !ip.writable() {
+		return nil
+	}
+	return ip
 }
 
 // readers is the number of open read handles.

@@ -14,39 +14,50 @@ import (
 
 // publish validates and publishes the file once; later calls return the
 // first verdict (and, for fsync, make the block durable).
-func (h *writeHandle) publish(ctx context.Context, durable bool) syscall.Errno {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.done {
-		if durable && h.verdict == 0 {
-			return h.flushDurable(ctx)
+func (ip *inProgress) publish(ctx context.Context, durable bool) syscall.Errno {
+	ip.mu.Lock()
+	defer ip.mu.Unlock()
+	if ip.done {
+		if durable && ip.verdict == 0 {
+			return ip.flushDurable(ctx)
 		}
-		return h.verdict
+		return ip.verdict
 	}
-	h.done = true
-	h.verdict = h.publishOnce(ctx, durable)
-	return h.verdict
+	ip.done = true
+	ip.verdict = ip.publishOnce(ctx, durable)
+	ip.end()
+	return ip.verdict
 }
 
-// publishOnce is publish's work, under h.mu.
+// publishOnce is publish's work, under ip.mu.
 // With durable set the block is durable when it returns 0.
-func (h *writeHandle) publishOnce(ctx context.Context, durable bool) syscall.Errno {
-	s, path := h.s, h.key.Path()
-	st, err := h.f.Stat()
+func (ip *inProgress) publishOnce(ctx context.Context, durable bool) syscall.Errno {
+	s, path := ip.s, ip.key.Path()
+	st, err := ip.f.Stat()
 	if err != nil {
-		s.stack.Abort(h.pw)
+		s.stack.Abort(ip.pw)
 		return s.fail("close", path, err)
 	}
 	size := st.Size()
-	info, err := s.Publish(h.pw, size, durable)
+	if !ip.setMTime.IsZero() {
+		ip.pw.SetMTime(ip.setMTime)
+	}
+	info, err := s.Publish(ip.pw, size, durable)
 	switch {
 	case err == nil:
-		h.size, h.mtime = info.Size, info.MTime
+		ip.size, ip.mtime = info.Size, info.MTime
 		return 0
 	case errors.Is(err, tiers.ErrExist):
-		h.size, h.mtime = size, time.Now()
+		ip.size, ip.mtime = size, time.Now()
+		if !ip.setMTime.IsZero() {
+			// Written again (rsync after a change of times): the copy
+			// kept takes the times the writer set.
+			if err := s.stack.SetMTime(ip.key, ip.setMTime); err == nil {
+				ip.mtime = ip.setMTime
+			}
+		}
 		if durable {
-			return h.flushDurable(ctx)
+			return ip.flushDurable(ctx)
 		}
 		return 0 // already present: one copy is kept
 	default:
@@ -55,56 +66,44 @@ func (h *writeHandle) publishOnce(ctx context.Context, durable bool) syscall.Err
 }
 
 // flushDurable makes the published block durable (fsync after publish).
-func (h *writeHandle) flushDurable(ctx context.Context) syscall.Errno {
-	if err := h.s.stack.Flush(ctx, h.key); err != nil {
-		return h.s.fail("fsync", h.key.Path(), err)
+func (ip *inProgress) flushDurable(ctx context.Context) syscall.Errno {
+	if err := ip.s.stack.Flush(ctx, ip.key); err != nil {
+		return ip.s.fail("fsync", ip.key.Path(), err)
 	}
 	return 0
 }
 
-// fillAttr describes the file as its writer sees it: mode 0644 while it
-// is written, 0444 once published.
-func (h *writeHandle) fillAttr(a *fuse.Attr) {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	if h.done {
-		h.s.fileAttr(a, h.size, h.mtime, publishedPerm)
-		return
-	}
-	var size int64
-	mtime := time.Now()
-	if st, err := h.f.Stat(); err == nil {
-		size, mtime = st.Size(), st.ModTime()
-	}
-	h.s.fileAttr(a, size, mtime, 0o644)
-}
-
 // setattr applies a change to the file being written: a new size (within
-// Options.MaxFileSize; ftruncate); chmod, chown and utimes are accepted and
-// change nothing (a published file is always 0444, owned by the mounting
-// user, with its publish time). After publish every change is EPERM.
-func (h *writeHandle) setattr(in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+// Options.MaxFileSize; ftruncate) and new times (kept: the published file
+// takes the mtime its writer set last, so rsync's second run finds it
+// unchanged); chmod and chown are accepted and change nothing (a
+// published file is always 0444, owned by the mounting user). After
+// publish every change is EPERM.
+func (ip *inProgress) setattr(in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	errno := func() syscall.Errno {
-		h.mu.RLock()
-		defer h.mu.RUnlock()
-		if h.done {
-			return h.s.fail("setattr", h.key.Path(), fmt.Errorf("already published: %w", store.ErrImmutable))
+		ip.mu.Lock()
+		defer ip.mu.Unlock()
+		if ip.done {
+			return ip.s.fail("setattr", ip.key.Path(), fmt.Errorf("already published: %w", store.ErrImmutable))
+		}
+		if mtime, ok := in.GetMTime(); ok {
+			ip.setMTime = mtime
 		}
 		sz, ok := in.GetSize()
 		if !ok {
 			return 0
 		}
-		if int64(sz) > h.s.MaxFileSize() {
-			return h.s.fail("truncate", h.key.Path(), store.ErrTooBig)
+		if int64(sz) > ip.s.MaxFileSize() {
+			return ip.s.fail("truncate", ip.key.Path(), store.ErrTooBig)
 		}
-		if err := h.f.Truncate(int64(sz)); err != nil {
-			return h.s.fail("truncate", h.key.Path(), err)
+		if err := ip.f.Truncate(int64(sz)); err != nil {
+			return ip.s.fail("truncate", ip.key.Path(), err)
 		}
 		return 0
 	}()
 	if errno != 0 {
 		return errno
 	}
-	h.fillAttr(&out.Attr)
+	ip.fillAttr(&out.Attr)
 	return 0
 }

@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"syscall"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
+	"golang.org/x/sys/unix"
 )
 
 // shardNode is a shard directory <model>/<hh>: the published blocks and
@@ -74,6 +76,9 @@ func (d *shardNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.At
 // name (or just finished): then the kernel keeps nothing, so the file
 // shows up as soon as its writer's close publishes it.
 func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if ip := d.inProgress(ctx, name); ip != nil {
+		return d.pendingInode(ctx, ip, out), 0
+	}
 	key, err := d.key(name)
 	if err != nil {
 		d.s.debugFail("lookup", d.what+"/"+name, err)
@@ -130,33 +135,100 @@ func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno)
 	for _, k := range keys {
 		ents = append(ents, fuse.DirEntry{Name: k.FileName(), Mode: syscall.S_IFREG, Ino: d.s.inos.peek(fileInoName(k))})
 	}
+	if d.s.progress.anyStaging() {
+		for _, ip := range d.s.progress.staging(d.model, d.shard, callerProc(ctx).uid) {
+			ents = append(ents, fuse.DirEntry{Name: ip.tk.name, Mode: syscall.S_IFREG, Ino: ip.ino})
+		}
+	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
 	return gofs.NewListDirStream(ents), 0
 }
 
-// Create starts writing a block or sidecar: a private file no other
-// process sees until close publishes it. A bad name is EINVAL; an id
-// already published is EEXIST with O_EXCL, EACCES without.
+// Create starts writing a block or sidecar under its final name, or a
+// staging file (progress.go): a private file that only its writer sees
+// until close (or rename) publishes it. A bad name is EINVAL; an id
+// already published is EEXIST with O_EXCL, EACCES without (a staging file
+// of it is fine: publishing it keeps one copy).
 func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	key, err := d.key(name)
+	key, staging, err := d.parseName(name)
 	if err != nil {
 		return nil, nil, 0, d.s.fail("create", d.what+"/"+name, err)
 	}
-	h, errno := d.s.startWrite(key, flags)
+	ip, h, errno := d.s.beginWrite(callerProc(ctx), key, name, staging, flags)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	ino := uint64(tagPending)<<tagShift | d.s.seq.Add(1)&lowMask
-	ch := d.NewInode(ctx, &pendingNode{common: common{s: d.s}, h: h}, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino})
-	h.fillAttr(&out.Attr)
-	ttl(out, 0) // the writer's own view: never cached, never seen by others
-	return ch, h, d.s.openFlags(), 0
+	return d.pendingInode(ctx, ip, out), h, d.s.openFlags(), 0
+}
+
+// parseName parses a final or a staging name of this shard: the key it
+// stands for, and whether it is a staging name.
+func (d *shardNode) parseName(name string) (tiers.Key, bool, error) {
+	if final, ok := hashdir.ParseStagingName(hashdir.ShardName(d.shard), name); ok {
+		key, err := d.key(final)
+		return key, true, err
+	}
+	key, err := d.key(name)
+	return key, false, err
+}
+
+// inProgress returns the staging file name is in this shard for the
+// caller, or nil. A file being written under its final name is never
+// found by name: no process, its writer included, reads or stats a block
+// before it is published (a second descriptor of it comes from a create
+// by the same process, see beginWrite).
+func (d *shardNode) inProgress(ctx context.Context, name string) *inProgress {
+	if !d.s.progress.has(d.model, d.shard, name) {
+		return nil
+	}
+	key, staging, err := d.parseName(name)
+	if err != nil || !staging {
+		return nil
+	}
+	return d.s.progress.get(progressKeyOf(key, name, staging, callerProc(ctx)))
+}
+
+// pendingInode returns the node of an in-progress file and fills out;
+// nothing is cached by the kernel, so other processes never see it.
+func (d *shardNode) pendingInode(ctx context.Context, ip *inProgress, out *fuse.EntryOut) *gofs.Inode {
+	ch := newChild(ctx, &d.Inode, ip.tk.name, ip.ino, syscall.S_IFREG, func() gofs.InodeEmbedder {
+		return &pendingNode{common: common{s: d.s}, ip: ip}
+	})
+	ip.fillAttr(&out.Attr)
+	ttl(out, 0)
+	return ch
+}
+
+// beginWrite opens a descriptor on the in-progress file name (key, a
+// staging name when staging is set) of process p, starting it if there
+// is none.
+func (s *fsState) beginWrite(p proc, key tiers.Key, name string, staging bool, flags uint32) (*inProgress, *writeHandle, syscall.Errno) {
+	tk := progressKeyOf(key, name, staging, p)
+	ip := s.progress.get(tk)
+	if ip != nil && flags&syscall.O_EXCL != 0 {
+		return nil, nil, errnoExists
+	}
+	if ip == nil {
+		fresh, errno := s.startWrite(key, name, staging, p, flags)
+		if errno != 0 {
+			return nil, nil, errno
+		}
+		if ip = s.progress.put(tk, fresh); ip != fresh { // another thread won
+			fresh.discard()
+		}
+	}
+	h, errno := ip.open(flags)
+	return ip, h, errno
 }
 
 // Unlink removes a block (and its sidecar) or a sidecar from every tier.
 // Open descriptors keep reading what they opened; a GPU load of the block
 // in flight finishes first.
 func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	if ip := d.inProgress(ctx, name); ip != nil {
+		ip.discard() // a staging file: removed before its rename
+		return 0
+	}
 	key, err := d.key(name)
 	if err != nil {
 		d.s.debugFail("unlink", d.what+"/"+name, err)
@@ -178,6 +250,37 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 			// until UNLINK is answered, and the notification takes it.
 			go d.s.notifyGone(&d.Inode, side.FileName())
 		}
+	}
+	return 0
+}
+
+// Rename publishes a staging file under the final name it stands for
+// (progress.go): at once when no descriptor of it is open (the errno is
+// the verdict), else when its writer has closed them all. Every other
+// rename is refused: published names are immutable.
+func (d *shardNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	ip := d.inProgress(ctx, name)
+	if ip == nil || !ip.isStaging() {
+		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, store.ErrImmutable)
+	}
+	if newParent.EmbeddedInode() != &d.Inode {
+		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, errCrossDir)
+	}
+	key, err := d.key(newName)
+	if err == nil && key != ip.key {
+		err = fmt.Errorf("%w: staging file %s publishes as %s, not %s", hashdir.ErrName, name, ip.key.FileName(), newName)
+	}
+	if err != nil {
+		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, err)
+	}
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, fmt.Errorf("exchange: %w", store.ErrImmutable))
+	}
+	if flags&unix.RENAME_NOREPLACE != 0 && d.s.stack.Has(key) {
+		return errnoExists
+	}
+	if ip.commitRename() {
+		return ip.publish(ctx, false)
 	}
 	return 0
 }

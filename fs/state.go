@@ -30,9 +30,10 @@ type fsState struct {
 	gid     uint32
 	mounted time.Time
 
-	inos    *inoTable
-	control controlAccess // who may open the session control files
-	root    *gofs.Inode   // the root node, once mounted
+	inos     *inoTable
+	progress progressTable // files being written, by name
+	control  controlAccess // who may open the session control files
+	root     *gofs.Inode   // the root node, once mounted
 
 	seq          atomic.Uint64 // numbers of files being written
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)
@@ -80,11 +81,14 @@ func (s *fsState) debugFail(op, path string, err error) syscall.Errno {
 	return errno
 }
 
+// dirPerm is the mode of every directory.
+const dirPerm = 0o755
+
 // dirAttr fills the attributes of a directory. Directories are virtual
 // and occupy no blocks, so `du -s` of a model is exactly the sum of its
 // files' st_blocks.
 func (s *fsState) dirAttr(a *fuse.Attr, nlink uint32) {
-	a.Mode = syscall.S_IFDIR | 0o755
+	a.Mode = syscall.S_IFDIR | dirPerm
 	a.Nlink = nlink
 	a.Size = 4096
 	a.Blocks = 0

@@ -15,8 +15,9 @@ var ErrInvalid = errors.New("invalid block")
 // PendingWrite is a block or sidecar being written: a private temp file in
 // the memory tier that no reader can see until Publish.
 type PendingWrite struct {
-	key Key
-	w   Writer
+	key   Key
+	w     Writer
+	mtime time.Time // the publish time to keep (SetMTime); zero: now
 }
 
 // Key is the key being written.
@@ -84,7 +85,7 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 	}
 	// Without a CRC in the header the payload is not read here: the
 	// write-back copy computes the CRC (copyOut), and Stat on demand.
-	opts := CommitOptions{CRC: crc, HasCRC: hasCRC}
+	opts := CommitOptions{CRC: crc, HasCRC: hasCRC, MTime: p.mtime}
 	info, err := s.commitToMemory(p, size, opts)
 	if errors.Is(err, ErrFull) {
 		info, err = s.directWrite(p, size, opts, durable)

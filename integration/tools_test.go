@@ -1,0 +1,160 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// Everyday tools write into a model unmodified (docs/semantics.md,
+// "Writing"): rsync through its staging names and rename, tar -x and
+// cp -r through final names, with the times and modes they restore.
+
+// sourceModel writes n blocks of model into a plain directory and returns
+// it with their ids.
+func sourceModel(t *testing.T, model, salt string, n int) (string, []string) {
+	t.Helper()
+	src := filepath.Join(testDir(t), "src")
+	ids := testIDs(salt, n)
+	makeShards(t, src, model, ids)
+	mustPy(t, append([]string{"put", src, model, "--seed", "9"}, ids...)...)
+	return src, ids
+}
+
+// TestRsyncInto: rsync -a into a model publishes every block with the
+// source's mtime, so a second run transfers nothing; a tampered source
+// block is refused at its rename and never visible.
+func TestRsyncInto(t *testing.T) {
+	requireTool(t, "rsync")
+	d := mountUCM(t, mountOpts{})
+	const model = "org--Rsync-1B"
+	src, ids := sourceModel(t, model, "rsync", 20)
+	sh(t, "mkdir", d.path(model))
+	sh(t, "rsync", "-a", filepath.Join(src, model)+"/", d.path(model)+"/")
+	mustPy(t, append([]string{"verify", d.Mnt, model, "--seed", "9"}, ids...)...)
+	if got := listBlocks(t, d.Mnt, model); len(got) != len(ids) {
+		t.Fatalf("rsync published %d blocks, want %d", len(got), len(ids))
+	}
+	for _, id := range ids[:3] {
+		s1, _ := os.Stat(blockPath(src, model, id))
+		s2, err := os.Stat(blockPath(d.Mnt, model, id))
+		if err != nil || !s1.ModTime().Equal(s2.ModTime()) {
+			t.Errorf("%s: mtime %v, want the source's %v (%v)", id, s2.ModTime(), s1.ModTime(), err)
+		}
+	}
+	out := sh(t, "rsync", "-a", "--itemize-changes", filepath.Join(src, model)+"/", d.path(model)+"/")
+	if strings.Contains(out, ">f") {
+		t.Errorf("the second rsync transferred files:\n%s", out)
+	}
+	// A bad block: refused at the rename (rsync exits 23), never listed.
+	bad := testIDs("rsync-bad", 1)[0]
+	makeShards(t, src, model, []string{bad})
+	raw, err := os.ReadFile(blockPath(src, model, ids[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(blockPath(src, model, bad), raw, 0o644) // a header naming another id
+	cmd := exec.Command("rsync", "-a", filepath.Join(src, model)+"/", d.path(model)+"/")
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Errorf("rsync of an invalid block succeeded:\n%s", out)
+	}
+	if _, err := os.Stat(blockPath(d.Mnt, model, bad)); err == nil {
+		t.Error("an invalid block became visible")
+	}
+	if ents, _ := os.ReadDir(d.path(model, bad[:2])); len(ents) > 0 {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".") {
+				t.Errorf("a staging file was left: %s", e.Name())
+			}
+		}
+	}
+}
+
+// TestTarAndCpInto: tar -x and cp -r into a model exit 0 and publish
+// every block (tar restores the times and modes it archived).
+func TestTarAndCpInto(t *testing.T) {
+	d := mountUCM(t, mountOpts{})
+	const model = "org--Tar-1B"
+	src, ids := sourceModel(t, model, "tar", 12)
+	tarball := filepath.Join(testDir(t), "m.tar")
+	sh(t, "tar", "-C", src, "-cf", tarball, model)
+	sh(t, "tar", "-C", d.Mnt, "-xf", tarball)
+	mustPy(t, append([]string{"verify", d.Mnt, model, "--seed", "9"}, ids...)...)
+
+	const model2 = "org--Cp-1B"
+	src2, ids2 := sourceModel(t, model2, "cp", 12)
+	sh(t, "mkdir", d.path(model2))
+	sh(t, "cp", "-r", filepath.Join(src2, model2)+"/.", d.path(model2)+"/")
+	mustPy(t, append([]string{"verify", d.Mnt, model2, "--seed", "9"}, ids2...)...)
+}
+
+// TestForkMidWrite: a writer that runs a child process while a block is
+// open (the child's close of the inherited descriptor sends FLUSH) goes
+// on writing, and its own close publishes the whole block.
+func TestForkMidWrite(t *testing.T) {
+	requireTool(t, "python3")
+	d := mountUCM(t, mountOpts{})
+	const model = "org--Fork-1B"
+	src, ids := sourceModel(t, model, "fork", 2)
+	sh(t, "mkdir", d.path(model))
+	for i, id := range ids {
+		dst := blockPath(d.Mnt, model, id)
+		script := `
+import os, subprocess, sys
+src, dst, inherit = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+data = open(src, "rb").read()
+fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+if inherit:
+    os.set_inheritable(fd, True)
+os.write(fd, data[: len(data) // 2])
+subprocess.run(["true"], close_fds=not inherit)
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+os.write(fd, data[len(data) // 2 :])
+os.close(fd)
+`
+		cmd := exec.Command("python3", "-c", script, blockPath(src, model, id), dst, []string{"0", "1"}[i%2])
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("writer: %v\n%s", err, out)
+		}
+	}
+	mustPy(t, append([]string{"verify", d.Mnt, model, "--seed", "9"}, ids...)...)
+}
+
+// TestEngineRepr: an engine's own sidecar replaces the derived one that
+// was never stored (open O_WRONLY|O_CREAT|O_TRUNC), and is immutable once
+// stored.
+func TestEngineRepr(t *testing.T) {
+	d := mountUCM(t, mountOpts{})
+	const model = "org--Repr-1B"
+	src, ids := sourceModel(t, model, "repr", 1)
+	sh(t, "mkdir", d.path(model))
+	sh(t, "cp", "-r", filepath.Join(src, model)+"/.", d.path(model)+"/")
+	id, err := hashdir.ParseID(ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test blocks: 4 layers, 2 K/V heads of 64 dims (see testPayload).
+	h := hashdir.ReprHeader{ID: id, Kind: hashdir.ReprMax, Dtype: hashdir.Float16, NumLayers: 4, NumKVHeads: 2, Rows: 1, Dim: 64}
+	repr := hashdir.NewRepr(h, make([]byte, 4*2*1*64*2))
+	p := filepath.Join(d.path(model, ids[0][:2]), ids[0]+".repr")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the derivable sidecar: %v", err)
+	}
+	if err := os.WriteFile(p, repr, 0o644); err != nil {
+		t.Fatalf("writing the engine's sidecar: %v", err)
+	}
+	got, err := os.ReadFile(p)
+	if err != nil || string(got) != string(repr) {
+		t.Fatalf("read back: %d bytes, %v", len(got), err)
+	}
+	if err := os.WriteFile(p, repr, 0o644); err == nil {
+		t.Error("a stored sidecar was written again")
+	}
+}

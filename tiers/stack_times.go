@@ -1,0 +1,77 @@
+package tiers
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// Times and staging writes: what a writer that restores times (rsync,
+// tar) or rewrites a published block needs from the stack.
+
+// CreateStaging starts writing key like Create, also when key is already
+// published: the writer (a staging file, rsync writing a block again)
+// learns at Publish, which keeps the first copy (ErrExist).
+func (s *Stack) CreateStaging(key Key) (*PendingWrite, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	w, err := s.mem.Create(key)
+	if err != nil {
+		return nil, err
+	}
+	return &PendingWrite{key: key, w: w}, nil
+}
+
+// SetMTime sets the publish time the file takes (its mtime in every
+// tier); zero keeps the time of Publish.
+func (p *PendingWrite) SetMTime(t time.Time) { p.mtime = t }
+
+// SetMTime sets k's mtime in every tier that holds it, as utimes does to
+// a file, and marks it as just used: for UCM's hotness (utime on a hit)
+// and GC (oldest mtime first), and rsync's comparison of times. It fails
+// with ErrNotFound when no tier holds k.
+func (s *Stack) SetMTime(k Key, t time.Time) error {
+	mu := s.keyLock(k)
+	mu.Lock()
+	defer mu.Unlock()
+	found := false
+	set := func(ix *index, path string) error {
+		if !ix.setMTime(k, t) {
+			return nil
+		}
+		found = true
+		if err := os.Chtimes(path, t, t); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("utimes %s: %w", path, err)
+		}
+		return nil
+	}
+	if err := set(s.mem.idx, s.mem.path(k)); err != nil {
+		return err
+	}
+	s.mem.Touch(k)
+	for _, d := range s.dirs {
+		if err := set(d.idx, d.path(k)); err != nil {
+			return err
+		}
+	}
+	if !found {
+		return fmt.Errorf("%s: %w", k, ErrNotFound)
+	}
+	return nil
+}
+
+// setMTime records t as key's mtime and marks it used; it reports whether
+// key is recorded.
+func (x *index) setMTime(key Key, t time.Time) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.lookupLocked(key)
+	if e == nil {
+		return false
+	}
+	e.mtime = t.UnixNano()
+	x.unlinkLocked(e)
+	x.pushFrontLocked(e)
+	return true
+}
