@@ -10,18 +10,19 @@ const mod = "github.com/ucmfs/ucmfs/"
 
 // allowed lists, for each package of ours, the packages of ours it may
 // import (non-test code). Dependencies flow one way:
-// hashdir <- tiers, sparse, gpu <- fs <- cmd/ucmfs.
+// hashdir <- tiers, sparse, gpu, hybrid <- fs <- cmd/ucmfs.
 var allowed = map[string][]string{
 	"hashdir":          {},
 	"tiers":            {"hashdir"},
 	"tiers/tiertest":   {"hashdir", "tiers"},
 	"sparse":           {"hashdir"},
+	"hybrid":           {"hashdir"},
 	"gpu":              {"hashdir"},
 	"fs":               {"hashdir", "tiers", "sparse", "gpu"},
 	"cmd/ucmfs":        {"hashdir", "tiers", "sparse", "gpu", "fs"},
 	"internal/faultfs": {},
 	"internal/lint":    {},
-	"integration":      {"hashdir"},
+	"integration":      {"hashdir", "hybrid"},
 
 	// The mount benchmarks (test files and a doc) and their plotting tool.
 	"bench":              {"hashdir"},
