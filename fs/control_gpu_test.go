@@ -73,7 +73,7 @@ func TestGPULoad(t *testing.T) {
 	}
 	st := readStats(t, m)
 	if st.GPUDevice != "sim" || st.GPURegions != 1 || st.GPULoads != 1 || st.GPULoadBlocks != 12 || st.GPULoadBytes != int64(total) {
-		t.Errorf("stats: %+v", st.controlStats)
+		t.Errorf("stats: %+v", st.ControlStats)
 	}
 	if m.st.Mem().Mapping(keys[0]) != nil && st.GPULoadUnmapped != 0 {
 		t.Errorf("%d blocks loaded from files while the memory tier maps them", st.GPULoadUnmapped)
@@ -184,7 +184,7 @@ func TestGPUDump(t *testing.T) {
 	region.check("dumps read the region only")
 	st := readStats(t, m)
 	if st.GPUDumps != 2 || st.GPUDumpBlocks != 4 || st.GPUDumpExisting != 1 || st.GPUDumpBytes != 4*int64(len(blocks[0])) {
-		t.Errorf("stats: %+v", st.controlStats)
+		t.Errorf("stats: %+v", st.ControlStats)
 	}
 	if st.Published != 4 || st.Tiers[0].BytesIn != 4*int64(len(blocks[0])) {
 		t.Errorf("published %d, memory bytes_in %d", st.Published, st.Tiers[0].BytesIn)

@@ -8,14 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/ucmfs/ucmfs/internal/faultfs"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // waitPrefetched waits until no promotion is queued or running (bounded:
 // a stuck pool fails the test instead of hanging it).
-func waitPrefetched(t *testing.T, m *testMount) mountStats {
+func waitPrefetched(t *testing.T, m *testMount) store.Stats {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -24,7 +26,7 @@ func waitPrefetched(t *testing.T, m *testMount) mountStats {
 			return st
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("prefetch still pending: %+v", st.controlStats)
+			t.Fatalf("prefetch still pending: %+v", st.ControlStats)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -56,7 +58,7 @@ func TestPrefetch(t *testing.T) {
 	}
 	if st.Prefetches != 1 || st.PrefetchQueued != 10 || st.PrefetchMissing != 2 || st.PrefetchPromoted != 10 ||
 		st.PrefetchFailed != 0 || st.Promotions < 10 {
-		t.Errorf("stats after prefetch: %+v, promotions %d", st.controlStats, st.Promotions)
+		t.Errorf("stats after prefetch: %+v, promotions %d", st.ControlStats, st.Promotions)
 	}
 	// Blocks already in memory are queued too, and promote at once.
 	if a := c.ask(testModel + " " + idList(keys[:3])); a != "ok queued=3 missing=0" {
@@ -116,7 +118,7 @@ func TestFlush(t *testing.T) {
 	if st := readStats(t, m); st.Flushes != 2 || st.FlushErrors != 0 {
 		t.Errorf("stats: flushes %d errors %d", st.Flushes, st.FlushErrors)
 	}
-	if n := testutil.CollectAndCount(m.srv.state.metrics.flush); n != 1 {
+	if n := testutil.CollectAndCount(m.srv.state.Latency.Flush.(prometheus.Collector)); n != 1 {
 		t.Errorf("flush histogram: %d series", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/sparse"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -83,7 +84,7 @@ func BenchmarkTopK10k(b *testing.B) {
 	requireFUSE(b)
 	st, ids, reprs := benchTopKStack(b)
 	m := newMountWith(b, st, Options{Passthrough: true})
-	cold := newMountWith(b, st, Options{Passthrough: true, ReprCache: -1})
+	cold := newMountWith(b, st, Options{Passthrough: true}, store.Options{ReprCache: -1})
 	q := randomQuery(rand.New(rand.NewPCG(11, 11)), benchHeads*benchDim)
 	cands := make([]sparse.Candidate, len(ids))
 	for i := range ids {

@@ -15,7 +15,7 @@ import (
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 
-// Shape of the blocks `ucmclient.py put` writes by default: 4 layers,
+// Shape of the blocks `ucmcli put` writes by default: 4 layers,
 // K and V, 16 tokens, 2 heads of 64 float16 values.
 const (
 	testPayload = 4 * 2 * 16 * 2 * 64 * 2
@@ -48,7 +48,7 @@ func mustPy(t *testing.T, args ...string) string {
 	t.Helper()
 	r := py(t, args...)
 	if r.Code != 0 {
-		t.Fatalf("ucmclient.py %s: exit %d\n%s%s", strings.Join(args, " "), r.Code, r.Out, r.Err)
+		t.Fatalf("ucmcli %s: exit %d\n%s%s", strings.Join(args, " "), r.Code, r.Out, r.Err)
 	}
 	return r.Out
 }

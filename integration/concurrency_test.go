@@ -86,10 +86,16 @@ func TestConcurrentProcesses(t *testing.T) {
 	}
 }
 
+// pythonEnv is the environment of a client process: the package from
+// the tree, and no __pycache__ written into it.
+func pythonEnv() []string {
+	return append(os.Environ(), "PYTHONPATH="+pythonDir, "PYTHONDONTWRITEBYTECODE=1")
+}
+
 // runPy runs the client without a *testing.T (for goroutines).
 func runPy(args ...string) pyResult {
-	cmd := exec.Command("python3", append([]string{clientPy}, args...)...)
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // no __pycache__ in the tree
+	cmd := exec.Command("python3", append([]string{"-m", "ucmfs"}, args...)...)
+	cmd.Env = pythonEnv()
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	code := 0

@@ -2,8 +2,8 @@
 // each test mounts it in a subprocess on a temporary mount point (with a
 // temporary tier directory and a small memory tier), waits until
 // MNT/.ucm/stats reads, and drives the mount from other processes: the
-// reference Python client (client/ucmclient.py, with client/ucmsparse.py
-// for sidecars and top-k), shell tools (ls, du, stat, getfattr, rm, cp,
+// Python client (package ucmfs in python/, run as `python3 -m ucmfs`;
+// its own unit tests run against a mount too), shell tools (ls, du, stat, getfattr, rm, cp,
 // tar) and plain Go file operations.
 //
 // Mount tests skip when /dev/fuse cannot be opened, unless the environment

@@ -28,7 +28,7 @@ func guardImage(size int) []byte {
 // guardAt is the guard byte at offset i of a region.
 func guardAt(i int) byte { return byte(i*131 + 7) }
 
-// gpuRun runs `ucmcli.py gpu` once: a separate process that creates a
+// gpuRun runs `ucmcli gpu` once: a separate process that creates a
 // sim region of len(init) bytes in /dev/shm, fills it with init,
 // registers it with the daemon, sends requests (%r: the region number),
 // and saves the region. It returns the answers, one per request, and
@@ -130,7 +130,7 @@ func TestGPUSimRegionAcrossProcesses(t *testing.T) {
 		{"register sim /dev/shm/ucmfs-no-such-region 4096", "ENOENT"},
 		{"register sim /dev/shm 4096", "EISDIR"},
 		{"register cuda " + strings.Repeat("ab", 64) + " 4096", "ENODEV"},
-		{"register sim " + clientPy + " 99999999999", "EINVAL"},
+		{"register sim " + filepath.Join(pythonDir, "pyproject.toml") + " 99999999999", "EINVAL"},
 		{"unregister 42", "EBADF"},
 	}
 	for _, r := range refused {

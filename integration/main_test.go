@@ -20,8 +20,9 @@ var (
 	// memDir is every daemon's --memory-dir: a private directory on
 	// /dev/shm, removed at the end.
 	memDir string
-	// clientPy is the reference Python client.
-	clientPy string
+	// pythonDir is the Python client's project (python/ in the
+	// repository): its package ucmfs runs as `python3 -m ucmfs`.
+	pythonDir string
 )
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
@@ -38,7 +39,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(memDir)
-	if clientPy, err = filepath.Abs(filepath.Join("client", "ucmclient.py")); err != nil {
+	if pythonDir, err = filepath.Abs(filepath.Join("..", "python")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

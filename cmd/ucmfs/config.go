@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ucmfs/ucmfs/fs"
+	"github.com/ucmfs/ucmfs/store"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -33,12 +33,12 @@ type mountConfig struct {
 	NegativeTTL     time.Duration // kernel cache of misses
 	MaxFileSize     int64         // largest block file accepted, bytes
 	LogLevel        slog.Level
-	Debug           bool           // log every FUSE request
-	ShutdownTimeout time.Duration  // bound on the flush at SIGINT/SIGTERM
-	ControlGroup    string         // group (name or gid) that may use the control files; "": owner only
-	MetricsAddr     string         // HOST:PORT of the Prometheus metrics; "": off
-	GPU             string         // device of .ucm/gpu: auto, cuda, sim or off
-	Repr            fs.ReprSetting // sidecar kind derived for models without their own (zero: mean)
+	Debug           bool              // log every FUSE request
+	ShutdownTimeout time.Duration     // bound on the flush at SIGINT/SIGTERM
+	ControlGroup    string            // group (name or gid) that may use the control files; "": owner only
+	MetricsAddr     string            // HOST:PORT of the Prometheus metrics; "": off
+	GPU             string            // device of .ucm/gpu: auto, cuda, sim or off
+	Repr            store.ReprSetting // sidecar kind derived for models without their own (zero: mean)
 }
 
 // tierSpec is one directory tier: --tier KIND:DIR[:SIZE] or a tiers: entry.
@@ -169,7 +169,7 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 		}
 	}
 	if fc.ReprKind != nil {
-		r, err := fs.ParseReprSetting(*fc.ReprKind)
+		r, err := store.ParseReprSetting(*fc.ReprKind)
 		if err != nil {
 			return fmt.Errorf("repr_kind: %w", err)
 		}

@@ -12,6 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ucmfs/ucmfs/control"
+	ucmmetrics "github.com/ucmfs/ucmfs/metrics"
+	"github.com/ucmfs/ucmfs/store"
+
 	"github.com/ucmfs/ucmfs/fs"
 	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/urfave/cli/v3"
@@ -216,23 +220,32 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	defer closeGPU(dev, log) // after the stack, closed before runMount returns
 	var host tiers.HostRegistrar
 	if dev != nil {
-		host = fs.HostPages(dev)
+		host = control.HostPages(dev)
 	}
 	st, err := buildStack(cfg, log, host)
 	if err != nil {
 		return err
 	}
-	srv, err := fs.Mount(cfg.Mountpoint, st, fs.Options{
-		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
-		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL, MaxFileSize: cfg.MaxFileSize,
-		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup, GPU: dev, Repr: cfg.Repr,
+	core, err := store.New(st, store.Options{
+		MaxFileSize: cfg.MaxFileSize, Logger: log, Repr: cfg.Repr, GPU: dev,
 	})
 	if err != nil {
+		closeStack(st, cfg.ShutdownTimeout, log)
+		return err
+	}
+	exported := ucmmetrics.New(core) // before the mount: it installs the latency histograms
+	srv, err := fs.Mount(cfg.Mountpoint, core, fs.Options{
+		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
+		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL,
+		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup,
+	})
+	if err != nil {
+		core.Close()
 		closeStack(st, cfg.ShutdownTimeout, log)
 		return fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
 	}
 	if metrics != nil {
-		metrics.start(srv.MetricsHandler(), log)
+		metrics.start(exported.Handler(), log)
 		fmt.Fprintf(stderr, "ucmfs: metrics on %s\n", metrics.URL())
 	}
 	return serve(ctx, cfg, srv, st, log, stderr)

@@ -1,0 +1,22 @@
+"""ucmfs: the Python client of the ucmfs KV-cache block filesystem.
+
+Standard library only. The names of ucmfs.client are re-exported here, so
+``import ucmfs as uc`` then ``uc.chain(...)``, ``uc.write_block(...)``,
+``uc.exists(...)`` and so on. The submodules:
+
+  * ucmfs.client: hash chain, UCMB header, block I/O, xattrs, the control
+    plane (lookup, prefetch, flush), top-k and the GPU data path;
+  * ucmfs.sparse: sparse-attention sidecars and TopK sessions;
+  * ucmfs.crc: CRC-32C (a native module when installed, else fast pure Python);
+  * ucmfs.demo: the example, run by ``ucmcli demo MOUNTPOINT``;
+  * ucmfs.cli: the ``ucmcli`` command line.
+
+See python/README.md and docs/control.md.
+"""
+
+from . import client, crc, sparse
+from .client import *  # noqa: F401,F403  the client's public names
+from .client import __all__ as _client_all
+
+__version__ = "0.1.0"
+__all__ = ["client", "crc", "sparse", "__version__"] + list(_client_all)

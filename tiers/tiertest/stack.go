@@ -1,0 +1,41 @@
+package tiertest
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// NewStack builds a stack of one memory tier and one directory tier from
+// mc and dc (log filled in, and an empty temporary Dir when dc has none),
+// closed when the test ends: the stack the tests of the packages above
+// tiers run on.
+func NewStack(t testing.TB, log *slog.Logger, mc tiers.MemConfig, dc tiers.DirConfig) *tiers.Stack {
+	t.Helper()
+	mc.Logger, dc.Logger = log, log
+	if dc.Dir == "" {
+		dc.Dir = t.TempDir()
+	}
+	mem, err := tiers.NewMemTier(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := tiers.NewDirTier(dc)
+	if err != nil {
+		mem.Close()
+		t.Fatal(err)
+	}
+	st, err := tiers.NewStack(tiers.StackConfig{Logger: log}, mem, []*tiers.DirTier{d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = st.Close(ctx)
+	})
+	return st
+}
