@@ -58,26 +58,20 @@ func TestSeedExample(t *testing.T) {
 	if n, _ := HitLength(groups, 111); n != 96 {
 		t.Errorf("same prompt: hit %d, want 96", n)
 	}
-	// A block the window needs no more is not missed.
-	delete(st, groups[1].IDs[2])
-	if n := hit(); n != 112 {
-		t.Errorf("window group 1 without block 2: hit %d, want 112", n)
-	}
-	// One block inside group 1's window: the hit moves back to the last
-	// two stored blocks, 3 and 4, ending at token 80.
-	delete(st, groups[1].IDs[5])
-	if n := hit(); n != 80 {
-		t.Errorf("window group 1 without block 5: hit %d, want 80", n)
-	}
-	// Group 2 too must hold the window ending there.
-	delete(st, groups[2].IDs[3])
-	if n := hit(); n != 32 {
-		t.Errorf("and group 2 without block 3: hit %d, want 32 (blocks 0 and 1 in both windows; group 1 lacks 2)", n)
-	}
-	// A full-attention block cuts everything after it.
-	delete(st, groups[0].IDs[1])
-	if n := hit(); n != 16 {
-		t.Errorf("and full group without block 1: hit %d, want 16", n)
+	// Blocks lost one after the other, and the hit after each loss.
+	for _, step := range []struct {
+		group, block, want int
+		why                string
+	}{
+		{1, 2, 112, "a block the window needs no more is not missed"},
+		{1, 5, 80, "inside group 1's window: back to blocks 3 and 4, ending at token 80"},
+		{2, 3, 32, "group 2 must hold the window too: blocks 0 and 1 are in both"},
+		{0, 1, 16, "a full-attention block cuts everything after it"},
+	} {
+		delete(st, groups[step.group].IDs[step.block])
+		if n := hit(); n != step.want {
+			t.Errorf("without block %d of group %d: hit %d, want %d (%s)", step.block, step.group, n, step.want, step.why)
+		}
 	}
 	for i, w := range [][2]int{{0, 1}, {0, 1}, {0, 1}} {
 		if f, e := Needed(groups[i].Spec, 16, 16); f != w[0] || e != w[1] {
