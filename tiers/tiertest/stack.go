@@ -19,16 +19,7 @@ func NewStack(t testing.TB, log *slog.Logger, mc tiers.MemConfig, dc tiers.DirCo
 	if dc.Dir == "" {
 		dc.Dir = t.TempDir()
 	}
-	mem, err := tiers.NewMemTier(mc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := tiers.NewDirTier(dc)
-	if err != nil {
-		mem.Close()
-		t.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: log}, mem, []*tiers.DirTier{d})
+	st, err := tiers.New(tiers.StackConfig{Logger: log}, mc, dc)
 	if err != nil {
 		t.Fatal(err)
 	}

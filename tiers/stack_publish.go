@@ -3,7 +3,6 @@ package tiers
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -62,7 +61,9 @@ func (s *Stack) Put(key Key, data []byte, durable bool) (Info, error) {
 // ErrInvalid (wrapping the rule broken) and discards the data when the file
 // is not a valid block or sidecar; ErrNotFound for a sidecar whose block is
 // absent; ErrExist when the key was published meanwhile (this copy is
-// discarded, the first kept); ErrNoSpace when no tier has room. With
+// discarded, the first kept); ErrNoSpace when no tier has room. The
+// returned Info's Tier is the tier that took the file: memory, or a
+// directory tier when memory had no room. With
 // durable set, or in write-through mode, it returns once the block is on
 // the first persistent tier (durable: fsynced there).
 func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
@@ -180,7 +181,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 	defer p.w.Abort()
 	opts.Sync = durable
 	var lastErr error = ErrNoSpace
-	for _, d := range s.dirs {
+	for i, d := range s.dirs {
 		if d.Health() == Down {
 			continue
 		}
@@ -205,6 +206,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 		mu.Unlock()
 		if err == nil {
 			s.stats.directWrites.Add(1)
+			info.Tier = TierID(i + 1)
 			return info, nil
 		}
 		w.Abort()
@@ -216,34 +218,6 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 	}
 	s.log.Warn("no tier has room for a block", "key", p.key.String(), "size", size, "last_error", lastErr)
 	return Info{}, fmt.Errorf("%w: %s: %w", ErrNoSpace, p.key, lastErr)
-}
-
-// copyFile writes the first size bytes of src into w and returns the
-// CRC-32C of the payload it copied.
-func copyFile(w Writer, src *os.File, size int64) (uint32, error) {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	h := &crcWriter{w: w}
-	_, err := io.CopyBuffer(h, io.NewSectionReader(src, 0, size), *bp)
-	return h.crc, err
-}
-
-// crcWriter passes bytes to a Writer (hiding any ReadFrom, so
-// io.CopyBuffer uses the buffer) and keeps the CRC-32C of those after
-// the 64-byte header.
-type crcWriter struct {
-	w   Writer
-	off int64
-	crc uint32
-}
-
-func (c *crcWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	if skip := max(0, hashdir.HeaderSize-c.off); skip < int64(n) {
-		c.crc = hashdir.UpdateCRC32C(c.crc, p[skip:n])
-	}
-	c.off += int64(n)
-	return n, err
 }
 
 // validate checks f as key's file (docs/spec.md §4-5) from its header and size.

@@ -9,70 +9,6 @@ import (
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 
-// Handle is a published file opened for reading, and where it was found.
-type Handle struct {
-	File *os.File // read-only; the caller closes it
-	Tier string   // name of the tier the descriptor reads from
-	Size int64
-}
-
-// BlockInfo describes a published key across the stack.
-type BlockInfo struct {
-	Info
-	Holders []string // tiers holding the file, fastest first
-	Dirty   bool     // in memory only, not yet on a persistent tier
-	Pinned  bool     // kept in memory
-}
-
-// listKeys collects the keys of t (of model, "" = all) before the caller
-// looks at any of them, so no tier lock is held meanwhile.
-func listKeys(t Tier, model string) []Key {
-	var keys []Key
-	t.List(model, func(in Info) bool { keys = append(keys, in.Key); return true })
-	return keys
-}
-
-// inDirs reports whether a directory tier holds k.
-func (s *Stack) inDirs(k Key) bool {
-	for _, d := range s.dirs {
-		if _, err := d.Stat(k); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// Has reports whether any tier holds k.
-func (s *Stack) Has(k Key) bool {
-	if _, err := s.mem.Stat(k); err == nil {
-		return true
-	}
-	return s.inDirs(k)
-}
-
-// HasBlock reports whether any tier holds the block id of model. It is
-// Has for batch lookups: it asks the tiers' indexes only, builds no error
-// and allocates nothing. A shared directory tier whose index lacks the
-// block is still asked (a stat of the file), because another daemon may
-// have published it there.
-func (s *Stack) HasBlock(model string, id hashdir.ID) bool {
-	k := Key{Model: model, ID: id}
-	if _, _, ok := s.mem.idx.get(k); ok {
-		return true
-	}
-	for _, d := range s.dirs {
-		if _, _, ok := d.idx.get(k); ok {
-			return true
-		}
-		if d.shared {
-			if _, err := d.Stat(k); err == nil {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // Open opens k for reading from the fastest tier that holds it. A file
 // found only on a lower tier is promoted into memory when it fits without
 // eviction or when the admission filter has seen it before; otherwise it
@@ -82,7 +18,7 @@ func (s *Stack) Open(k Key) (*Handle, error) {
 		if f, size, ok := s.mem.openHit(k); ok {
 			s.admit.Get(s.admitKey(k))
 			s.stats.memHits.Add(1)
-			return &Handle{File: f, Tier: s.mem.Name(), Size: size}, nil
+			return &Handle{File: f, Tier: s.mem.Name(), TierID: Memory, Size: size}, nil
 		}
 		v, err, _ := s.flights.Do("rd\x00"+k.Path(), func() (any, error) { return s.locate(k, false) })
 		if err != nil {
@@ -91,7 +27,8 @@ func (s *Stack) Open(k Key) (*Handle, error) {
 			}
 			return nil, err
 		}
-		t := v.(Tier)
+		id := v.(TierID)
+		t := s.tierAt(id)
 		f, err := t.Open(k)
 		if errors.Is(err, ErrNotFound) {
 			continue // moved between tiers meanwhile: look again
@@ -99,21 +36,21 @@ func (s *Stack) Open(k Key) (*Handle, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t != Tier(s.mem) {
+		if id != Memory {
 			s.stats.lowerHits.Add(1)
 		}
-		return handle(f, t.Name())
+		return handle(f, t.Name(), id)
 	}
 	return nil, fmt.Errorf("%s: %w: kept moving between tiers", k, ErrNotFound)
 }
 
-func handle(f *os.File, tier string) (*Handle, error) {
+func handle(f *os.File, tier string, id TierID) (*Handle, error) {
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &Handle{File: f, Tier: tier, Size: st.Size()}, nil
+	return &Handle{File: f, Tier: tier, TierID: id, Size: st.Size()}, nil
 }
 
 // Promote brings k into the memory tier (for prefetch). It returns nil
@@ -123,7 +60,7 @@ func (s *Stack) Promote(k Key) error {
 	if err != nil {
 		return err
 	}
-	if v.(Tier) != Tier(s.mem) {
+	if v.(TierID) != Memory {
 		return fmt.Errorf("promote %s: %w", k, ErrFull)
 	}
 	return nil
@@ -131,12 +68,12 @@ func (s *Stack) Promote(k Key) error {
 
 // locate finds the tier to read k from, promoting it on the way (always
 // when force is set). It runs inside a singleflight per key.
-func (s *Stack) locate(k Key, force bool) (Tier, error) {
+func (s *Stack) locate(k Key, force bool) (TierID, error) {
 	if _, err := s.mem.Stat(k); err == nil {
-		return s.mem, nil
+		return Memory, nil
 	}
 	var lastErr error = fmt.Errorf("%s: %w", k, ErrNotFound)
-	for _, d := range s.dirs {
+	for i, d := range s.dirs {
 		info, err := d.Stat(k)
 		if errors.Is(err, ErrNotFound) {
 			continue
@@ -149,7 +86,7 @@ func (s *Stack) locate(k Key, force bool) (Tier, error) {
 		if force || s.shouldPromote(k, info.Size) {
 			err := s.promote(d, k)
 			if err == nil {
-				return s.mem, nil
+				return Memory, nil
 			}
 			if errors.Is(err, ErrCorrupt) {
 				s.quarantine(d, k, err)
@@ -157,7 +94,7 @@ func (s *Stack) locate(k Key, force bool) (Tier, error) {
 				continue
 			}
 			if force {
-				return d, err
+				return TierID(i + 1), err
 			}
 		}
 		if err := s.verifyOnce(d, k, info); err != nil {
@@ -169,9 +106,9 @@ func (s *Stack) locate(k Key, force bool) (Tier, error) {
 			lastErr = err
 			continue
 		}
-		return d, nil
+		return TierID(i + 1), nil
 	}
-	return nil, lastErr
+	return 0, lastErr
 }
 
 // admitKey is k's key in the admission filter: a 64-bit hash (no string

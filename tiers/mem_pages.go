@@ -9,6 +9,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Mapping returns the read-only mapping of key's file (locked in RAM when
+// locking is on), or nil when the file is not mapped: past the budget, or
+// not yet, while the locking worker has it queued. With MemConfig.Host
+// set, a mapping is also registered with it, and made at commit. It
+// stays valid until the key is removed or evicted, so a user (a GPU copy)
+// must pin the key first and not remove it.
+func (t *MemTier) Mapping(key Key) []byte { return t.idx.mapping(key) }
+
+// LockedBytes is the total size of the files mapped and locked in RAM (0
+// when locking is off).
+func (t *MemTier) LockedBytes() int64 { return t.pages.lockedBytes() }
+
+// LeakedBytes is the total size of the mappings kept mapped because the
+// HostRegistrar failed to unregister them (see MemConfig.Host); they stay
+// counted in MappedBytes. 0 unless a device refused an unregistration.
+func (t *MemTier) LeakedBytes() int64 { return t.pages.keptBytes.Load() }
+
+// MappedBytes is the total size of the files mapped, locked or not.
+func (t *MemTier) MappedBytes() int64 { return t.pages.held.Load() }
+
+// PagesLocked reports whether the tier locks the pages it maps.
+func (t *MemTier) PagesLocked() bool { return t.pages.mlock }
+
 // DefaultMaxMappings is the most block files the memory tier keeps mapped
 // and locked at once. vm.max_map_count is 65530 by default and the rest of
 // the process (Go runtime, GPU driver) needs mappings too.
@@ -31,10 +54,15 @@ const DefaultMaxMappings = 32768
 // With a HostRegistrar, a mapping is registered right after it is mapped
 // (and locked) and unregistered right before it is unmapped; a mapping
 // the registrar refuses is not kept (the file stays unmapped, like one
-// past the budget), so every mapping the tier holds is registered.
+// past the budget), so every mapping the tier holds is registered. A
+// mapping the registrar fails to unregister is never unmapped: the
+// device would keep a registration of an address range the process may
+// map again for something else (and pinned pages behind it). It is kept
+// mapped, its memory held on purpose, with one warning; close tries to
+// unregister it once more and unmaps it only then (docs/design.md).
 //
 // Its counters are atomics; it takes no lock of its own besides the
-// sync.Once of the warnings.
+// sync.Once of the warnings and keptMu.
 type pageLocker struct {
 	maxMaps   int64
 	mlock     bool         // lock mappings in RAM (fixed at construction)
@@ -46,6 +74,10 @@ type pageLocker struct {
 	regWarn   sync.Once
 	unregWarn sync.Once
 	log       *slog.Logger
+
+	keptMu    sync.Mutex
+	kept      [][]byte     // mappings whose Unregister failed: mapped still
+	keptBytes atomic.Int64 // their total size
 }
 
 // HostRegistrar registers host memory for DMA by a device (a GPU). The
@@ -55,7 +87,8 @@ type pageLocker struct {
 type HostRegistrar interface {
 	// Register makes b usable for DMA; b is a read-only mapping.
 	Register(b []byte) error
-	// Unregister undoes Register(b).
+	// Unregister undoes Register(b). When it fails, the tier leaves b
+	// mapped (MemTier.LeakedBytes) and calls it again at Close.
 	Unregister(b []byte) error
 }
 
@@ -136,19 +169,62 @@ func (p *pageLocker) lock(fd int, size int64) []byte {
 }
 
 // unlock unregisters and unmaps a mapping returned by lock (munmap also
-// unlocks). nil is allowed.
+// unlocks). nil is allowed. A mapping that fails to unregister is kept
+// mapped instead (see pageLocker).
 func (p *pageLocker) unlock(b []byte) {
 	if b == nil {
 		return
 	}
 	if p.host != nil {
 		if err := p.host.Unregister(b); err != nil {
-			p.unregWarn.Do(func() {
-				p.log.Warn("memory tier: a mapping could not be unregistered for DMA before unmapping it", "err", err)
-			})
+			p.keep(b, err)
+			return
 		}
 	}
+	p.unmap(b)
+}
+
+// unmap unmaps b and takes it out of the counts.
+func (p *pageLocker) unmap(b []byte) {
 	_ = unix.Munmap(b)
 	p.held.Add(-int64(len(b)))
 	p.maps.Add(-1)
+}
+
+// keep records b, which the registrar failed to unregister: it stays
+// mapped (and counted in held and maps, which it still takes).
+func (p *pageLocker) keep(b []byte, err error) {
+	p.keptMu.Lock()
+	p.kept = append(p.kept, b)
+	p.keptMu.Unlock()
+	p.keptBytes.Add(int64(len(b)))
+	p.unregWarn.Do(func() {
+		p.log.Warn("memory tier: a mapping could not be unregistered for DMA; it stays mapped, its memory held, "+
+			"rather than unmapped under a live registration; later ones are not logged", "err", err, "bytes", len(b))
+	})
+}
+
+// close tries once more to unregister the mappings kept by keep, and
+// unmaps those it can. The others stay mapped until the process exits.
+func (p *pageLocker) close() {
+	p.keptMu.Lock()
+	kept := p.kept
+	p.kept = nil
+	p.keptMu.Unlock()
+	var left [][]byte
+	for _, b := range kept {
+		if err := p.host.Unregister(b); err != nil {
+			left = append(left, b)
+			continue
+		}
+		p.keptBytes.Add(-int64(len(b)))
+		p.unmap(b)
+	}
+	if len(left) > 0 {
+		p.log.Warn("memory tier: mappings still registered for DMA at close stay mapped until the process exits",
+			"mappings", len(left), "bytes", p.keptBytes.Load())
+		p.keptMu.Lock()
+		p.kept = append(p.kept, left...)
+		p.keptMu.Unlock()
+	}
 }
