@@ -20,9 +20,19 @@ const (
 	ReprMagic  = "UCMR"
 )
 
-// FlagCRC (flags bit 0) says the header's payload_crc32c is set. No other
-// flag bit is defined; a header with another bit set is invalid.
-const FlagCRC uint32 = 1
+// The flag bits of the UCMB header (offset 52); a header with any other
+// bit set is invalid.
+const (
+	// FlagCRC (bit 0) says the header's payload_crc32c is set.
+	FlagCRC uint32 = 1 << 0
+	// FlagOpaque (bit 1) marks a blob with no K/V layout (a Mamba state, a
+	// window tail): it states no heads, head_dim nor tensors per layer,
+	// its payload is checked for size and CRC only, and no sidecar is
+	// derived from it or stored beside it.
+	FlagOpaque uint32 = 1 << 1
+
+	knownFlags = FlagCRC | FlagOpaque
+)
 
 // Byte offsets of the UCMB header fields (docs/spec.md §4, docs/format.md).
 const (
@@ -126,14 +136,21 @@ func (h BlockHeader) checkFields() error {
 		return blockErr(RuleBlockSize, "block_size is 0, want >= 1")
 	case !h.Dtype.Valid():
 		return blockErr(RuleDtype, "unknown dtype %d", uint32(h.Dtype))
-	case h.Flags&^FlagCRC != 0:
-		return blockErr(RuleFlags, "unknown flag bits %#x", h.Flags&^FlagCRC)
+	case h.Flags&^knownFlags != 0:
+		return blockErr(RuleFlags, "unknown flag bits %#x", h.Flags&^knownFlags)
+	case h.Opaque() && (h.NumKVHeads != 0 || h.HeadDim != 0 || h.TensorsPerLayer != 0):
+		return blockErr(RuleOpaque, "opaque block states heads %d, head_dim %d, T %d; want all 0",
+			h.NumKVHeads, h.HeadDim, h.TensorsPerLayer)
 	}
 	return nil
 }
 
 // HasCRC reports whether the header's payload CRC is set (flags bit 0).
 func (h BlockHeader) HasCRC() bool { return h.Flags&FlagCRC != 0 }
+
+// Opaque reports whether the block is an opaque blob (flags bit 1): no
+// K/V layout, no tensor offsets, no sidecar.
+func (h BlockHeader) Opaque() bool { return h.Flags&FlagOpaque != 0 }
 
 // Tensors is T, the number of tensors per layer: TensorsPerLayer, with 0
 // meaning 2 (K and V).
@@ -147,9 +164,9 @@ func (h BlockHeader) Tensors() uint32 {
 // ShapePayload is the payload size the header's shape implies,
 // num_layers × T × block_size × num_kv_heads × head_dim × element size.
 // ok is false when heads or head_dim are not stated, the dtype is unknown,
-// or the product overflows 64 bits.
+// the block is opaque, or the product overflows 64 bits.
 func (h BlockHeader) ShapePayload() (n uint64, ok bool) {
-	if h.NumKVHeads == 0 || h.HeadDim == 0 || !h.Dtype.Valid() {
+	if h.NumKVHeads == 0 || h.HeadDim == 0 || !h.Dtype.Valid() || h.Opaque() {
 		return 0, false
 	}
 	return mulU64(uint64(h.NumLayers), uint64(h.Tensors()), uint64(h.BlockSize),
@@ -159,8 +176,12 @@ func (h BlockHeader) ShapePayload() (n uint64, ok bool) {
 // TensorBytes is S, the size in bytes of one tensor (one of K or V of one
 // layer): block_size × num_kv_heads × head_dim × element size when heads
 // and head_dim are stated, else payload_len / (num_layers × T) when
-// payload_len is stated. It is 0 when neither is known.
+// payload_len is stated. It is 0 when neither is known, and for an opaque
+// block, which has no tensors.
 func (h BlockHeader) TensorBytes() int64 {
+	if h.Opaque() {
+		return 0
+	}
 	if h.NumKVHeads != 0 && h.HeadDim != 0 {
 		n, ok := mulU64(uint64(h.BlockSize), uint64(h.NumKVHeads), uint64(h.HeadDim), uint64(h.Dtype.Size()))
 		if !ok || n > math.MaxInt64 {
@@ -177,7 +198,7 @@ func (h BlockHeader) TensorBytes() int64 {
 
 // TensorOffset is the file offset of tensor t (0 = K, 1 = V) of layer l:
 // 64 + (l × T + t) × S. It is -1 when l or t is out of range or S is not
-// known.
+// known (an opaque block has none).
 func (h BlockHeader) TensorOffset(l, t int) int64 {
 	s := h.TensorBytes()
 	if s <= 0 || l < 0 || t < 0 || uint64(l) >= uint64(h.NumLayers) || uint64(t) >= uint64(h.Tensors()) {

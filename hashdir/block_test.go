@@ -77,7 +77,8 @@ func TestDecodeBlockHeaderRejects(t *testing.T) {
 		{"layers", func(b []byte) []byte { clear(b[24:28]); return b }, RuleNumLayers},
 		{"block size", func(b []byte) []byte { clear(b[28:32]); return b }, RuleBlockSize},
 		{"dtype", func(b []byte) []byte { b[32] = 7; return b }, RuleDtype},
-		{"flags", func(b []byte) []byte { b[52] |= 2; return b }, RuleFlags},
+		{"flags", func(b []byte) []byte { b[52] |= 4; return b }, RuleFlags},
+		{"opaque with a shape", func(b []byte) []byte { b[52] |= 2; return b }, RuleOpaque},
 		{"high flag", func(b []byte) []byte { b[55] = 0x80; return b }, RuleFlags},
 	}
 	for _, c := range cases {

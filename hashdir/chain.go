@@ -57,6 +57,10 @@ type Hasher struct {
 	parent    ID
 	blockSize int
 	pending   []uint32
+	keys      Keys   // extra keys, when hasKeys
+	hasKeys   bool   // keys is not empty
+	block     int    // index of the block being filled
+	enc       []byte // scratch for the encoded keys of a block
 }
 
 // NewHasher starts a chain at parent (ChainSeed(meta) for a fresh request,
@@ -69,6 +73,18 @@ func NewHasher(parent ID, blockSize int) *Hasher {
 	return &Hasher{parent: parent, blockSize: blockSize, pending: make([]uint32, 0, blockSize)}
 }
 
+// NewHasherKeys is NewHasher for a chain with extra keys; the first block
+// it completes is block 0 of the prompt (the one that takes the salt and
+// the group). With empty keys it is NewHasher.
+func NewHasherKeys(parent ID, blockSize int, keys Keys) *Hasher {
+	h := NewHasher(parent, blockSize)
+	if !keys.Empty() {
+		keys.MM = keys.sortedMM()
+		h.keys, h.hasKeys = keys, true
+	}
+	return h
+}
+
 // Add feeds tokens and returns the ids of the blocks they complete (none
 // when no block was completed).
 func (h *Hasher) Add(tokens ...uint32) []ID {
@@ -78,7 +94,13 @@ func (h *Hasher) Add(tokens ...uint32) []ID {
 		h.pending = append(h.pending, tokens[:n]...)
 		tokens = tokens[n:]
 		if len(h.pending) == h.blockSize {
-			h.parent = NextID(h.parent, h.pending)
+			parent := h.parent
+			if h.hasKeys {
+				h.enc = h.keys.AppendBlock(h.enc[:0], h.block, h.blockSize)
+				parent = KeyedParent(parent, h.enc)
+			}
+			h.block++
+			h.parent = NextID(parent, h.pending)
 			h.pending = h.pending[:0]
 			ids = append(ids, h.parent)
 		}

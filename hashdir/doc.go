@@ -1,5 +1,7 @@
 // Package hashdir is the naming and format layer of ucmfs: block ids, the
-// hash chain that derives them from token ids, model-name escaping, the
+// hash chain that derives them from token ids (with extra keys: salt,
+// LoRA, multimodal inputs, prompt embeddings, KV-cache group), UCM's own
+// chain and the pickle encoder it needs, model-name escaping, the
 // <model>/<hh>/<id>.bin layout shared by the mount and every tier
 // directory, and the codecs of the 64-byte UCMB block header and UCMR
 // sidecar header (with CRC-32C).

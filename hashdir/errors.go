@@ -36,6 +36,7 @@ const (
 	RuleReserved    Rule = "reserved"       // sidecar bytes 60..63 are zero
 	RuleOrphan      Rule = "orphan_sidecar" // sidecar without its block
 	RuleKindOfFile  Rule = "file_type"      // neither a block nor a sidecar
+	RuleOpaque      Rule = "opaque"         // an opaque block states no K/V shape and has no sidecar
 )
 
 // FormatError is a validation failure: which file format, which rule, and

@@ -90,11 +90,13 @@ func (h ReprHeader) checkFields() error {
 // id and num_layers; num_kv_heads equal to the block's when the block
 // states it; for kinds mean, max and merged, dim equal to the block's
 // head_dim when stated; for kind merged, rows = block_size / merge, rounded
-// down or up.
+// down or up. An opaque block has no sidecar: any is refused (RuleOpaque).
 func CheckReprForBlock(r ReprHeader, b BlockHeader) error {
 	switch {
 	case r.ID != b.ID:
 		return reprErr(RuleID, "sidecar id %s differs from block id %s", r.ID, b.ID)
+	case b.Opaque():
+		return reprErr(RuleOpaque, "block %s is opaque: it has no keys to represent", b.ID)
 	case r.NumLayers != b.NumLayers:
 		return reprErr(RuleNumLayers, "sidecar has %d layers, its block %d", r.NumLayers, b.NumLayers)
 	case b.NumKVHeads != 0 && r.NumKVHeads != b.NumKVHeads:

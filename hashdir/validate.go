@@ -8,7 +8,8 @@ import "fmt"
 // known, no unknown flag bit, id equals name, payload_len (if stated) equals
 // size - 64, the payload fits the shape (layers × T × block_size × heads ×
 // head_dim × element size when heads and head_dim are stated, else a
-// multiple of layers × T), and last, when FlagCRC is set, the payload's
+// multiple of layers × T; no shape rule for an opaque block), and last,
+// when FlagCRC is set, the payload's
 // CRC-32C equals the header's. payloadCRC computes that CRC; it is called
 // only when needed, and a nil payloadCRC skips the CRC rule. Rule failures
 // wrap ErrFormat; an error of payloadCRC is returned wrapped as it is.
@@ -26,7 +27,10 @@ func ValidateBlock(h BlockHeader, name ID, size int64, payloadCRC func() (uint32
 	if h.PayloadLen != 0 && h.PayloadLen != payload {
 		return blockErr(RulePayloadLen, "payload_len %d but the file has %d payload bytes", h.PayloadLen, payload)
 	}
-	if h.NumKVHeads != 0 && h.HeadDim != 0 {
+	switch {
+	case h.Opaque():
+		// No layout: the size is payload_len's, checked above.
+	case h.NumKVHeads != 0 && h.HeadDim != 0:
 		want, ok := h.ShapePayload()
 		if !ok {
 			return blockErr(RulePayloadSize, "shape %d×%d×%d×%d×%d×%d bytes overflows 64 bits",
@@ -36,7 +40,7 @@ func ValidateBlock(h BlockHeader, name ID, size int64, payloadCRC func() (uint32
 			return blockErr(RulePayloadSize, "shape layers %d × T %d × block_size %d × heads %d × head_dim %d × %d bytes (%s) = %d, but payload is %d bytes",
 				h.NumLayers, h.Tensors(), h.BlockSize, h.NumKVHeads, h.HeadDim, h.Dtype.Size(), h.Dtype, want, payload)
 		}
-	} else if per := uint64(h.NumLayers) * uint64(h.Tensors()); payload%per != 0 {
+	case payload%(uint64(h.NumLayers)*uint64(h.Tensors())) != 0:
 		return blockErr(RulePayloadSize, "payload of %d bytes is not a multiple of layers %d × T %d", payload, h.NumLayers, h.Tensors())
 	}
 	if h.HasCRC() && payloadCRC != nil {

@@ -51,13 +51,16 @@ func ResolveParam(kind hashdir.ReprKind, param uint32) (uint32, error) {
 // size (64 + PayloadSize) is known without reading the block: dtype
 // float32 for kinds 0-2 and uint8 for kind 3; rows 1, except
 // ceil(block_size / merge) for kind 2; dim head_dim, except hash_bits / 8
-// for kind 3. It fails with ErrUnsupported when b does not state
-// num_kv_heads and head_dim or its dtype is not float16, bfloat16 or
-// float32.
+// for kind 3. It fails with ErrUnsupported when b is opaque (it has no
+// keys), does not state num_kv_heads and head_dim, or its dtype is not
+// float16, bfloat16 or float32.
 func DerivedHeader(b hashdir.BlockHeader, kind hashdir.ReprKind, param uint32) (hashdir.ReprHeader, error) {
 	param, err := ResolveParam(kind, param)
 	if err != nil {
 		return hashdir.ReprHeader{}, err
+	}
+	if b.Opaque() {
+		return hashdir.ReprHeader{}, fmt.Errorf("%w: block %s is opaque: it has no keys", ErrUnsupported, b.ID)
 	}
 	if b.NumKVHeads == 0 || b.HeadDim == 0 {
 		return hashdir.ReprHeader{}, fmt.Errorf("%w: block %s does not state num_kv_heads and head_dim", ErrUnsupported, b.ID)

@@ -53,6 +53,20 @@ func TestDeriveErrors(t *testing.T) {
 	if _, err := Derive(wide, hashdir.ReprMean, 0); err != nil {
 		t.Errorf("mean of head_dim %d: %v", MaxHashDim+8, err)
 	}
+	// An opaque block (a Mamba state) has no keys: nothing derives from it,
+	// whatever its payload.
+	var opaque [hashdir.HeaderSize]byte
+	hashdir.BlockHeader{ID: randID(rng), NumLayers: 2, BlockSize: 4, Dtype: hashdir.Float32, Flags: hashdir.FlagOpaque}.Encode(opaque[:])
+	op := append(opaque[:], good[hashdir.HeaderSize:]...)
+	for _, kind := range []hashdir.ReprKind{hashdir.ReprMean, hashdir.ReprMax, hashdir.ReprMerged, hashdir.ReprSignHash} {
+		if _, err := Derive(op, kind, 0); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s of an opaque block: %v, want ErrUnsupported", kind, err)
+		}
+		h, _ := hashdir.DecodeBlockHeader(op)
+		if _, err := DerivedHeader(h, kind, 0); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("DerivedHeader %s of an opaque block: %v, want ErrUnsupported", kind, err)
+		}
+	}
 	// The header reports a larger payload than the shape: the shape rule.
 	if _, err := Derive(setU32(28, 5), hashdir.ReprMean, 0); hashdir.RuleOf(err) != hashdir.RulePayloadSize {
 		t.Errorf("block_size beyond the payload: %v", err)

@@ -77,7 +77,7 @@ func TestHashBadInput(t *testing.T) {
 		"no tokens":           {"--meta", llamaMeta, "--block-size", "1"},
 		"file and args":       {"--meta", llamaMeta, "--block-size", "1", "--tokens-file", missing, "1"},
 		"missing file":        {"--meta", llamaMeta, "--block-size", "1", "--tokens-file", missing},
-		"unknown flag":        {"--meta", llamaMeta, "--block-size", "1", "--salt", "x", "1"},
+		"unknown flag":        {"--meta", llamaMeta, "--block-size", "1", "--bogus", "x", "1"},
 	}
 	for name, args := range cases {
 		code, out, errs := runMain(t, append([]string{"hash"}, args...)...)

@@ -84,6 +84,25 @@ func printBlock(line func(k, format string, args ...any), h hashdir.BlockHeader,
 	line("num_layers", "%d", h.NumLayers)
 	line("block_size", "%d tokens", h.BlockSize)
 	line("dtype", "%s (%d bytes)", h.Dtype, h.Dtype.Size())
+	if h.Opaque() {
+		line("layout", "opaque (no K/V layout: checked for size and CRC only, no sidecar)")
+	} else {
+		printLayout(line, h)
+	}
+	if h.PayloadLen != 0 {
+		line("payload_len", "%d", h.PayloadLen)
+	} else {
+		line("payload_len", "not stated (file has %d)", max(size-hashdir.HeaderSize, 0))
+	}
+	if h.HasCRC() {
+		line("header crc", "%s", hashdir.FormatCRC(h.PayloadCRC))
+	} else {
+		line("header crc", "not set")
+	}
+}
+
+// printLayout prints the K/V layout of a block that is not opaque.
+func printLayout(line func(k, format string, args ...any), h hashdir.BlockHeader) {
 	line("num_kv_heads", "%s", stated(h.NumKVHeads))
 	line("head_dim", "%s", stated(h.HeadDim))
 	switch t := h.Tensors(); {
@@ -98,16 +117,6 @@ func printBlock(line func(k, format string, args ...any), h hashdir.BlockHeader,
 	}
 	if s := h.TensorBytes(); s > 0 {
 		line("tensor bytes", "%d (layer stride %d)", s, s*int64(h.Tensors()))
-	}
-	if h.PayloadLen != 0 {
-		line("payload_len", "%d", h.PayloadLen)
-	} else {
-		line("payload_len", "not stated (file has %d)", max(size-hashdir.HeaderSize, 0))
-	}
-	if h.HasCRC() {
-		line("header crc", "%s", hashdir.FormatCRC(h.PayloadCRC))
-	} else {
-		line("header crc", "not set")
 	}
 }
 

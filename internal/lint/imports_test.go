@@ -13,11 +13,13 @@ const mod = "github.com/ucmfs/ucmfs/"
 //
 //	hashdir <- tiers, sparse, gpu <- store <- control <- fs <- cmd/ucmfs
 //	                                 store <- metrics   <-    cmd/ucmfs
+//	hashdir <- hybrid (the hybrid prefix hit; for control's lookup)
 var allowed = map[string][]string{
 	"hashdir":          {},
 	"tiers":            {"hashdir"},
 	"tiers/tiertest":   {"hashdir", "tiers"},
 	"sparse":           {"hashdir"},
+	"hybrid":           {"hashdir"},
 	"gpu":              {"hashdir"},
 	"gpu/fdpass":       {},
 	"gpu/engine":       {"gpu/fdpass"},
@@ -28,7 +30,7 @@ var allowed = map[string][]string{
 	"cmd/ucmfs":        {"hashdir", "tiers", "sparse", "gpu", "gpu/engine", "store", "control", "metrics", "fs"},
 	"internal/faultfs": {},
 	"internal/lint":    {},
-	"integration":      {"hashdir"},
+	"integration":      {"hashdir", "hybrid"},
 
 	// The mount benchmarks (test files and a doc) and their plotting tool.
 	"bench":              {"hashdir"},

@@ -7,6 +7,9 @@ is reported on stderr as ``ucmcli: <what>: <ERRNO_NAME>: <message>`` so a
 caller can tell EINVAL from ENOSPC without parsing prose.
 
     ucmcli hash --meta 'org/M:1:bfloat16:0' --block-size 16 --range 0:64
+               [--salt S --lora L --mm HASH@OFF... --embeds H... --group GID[:B]...]
+               [--scheme ucm --meta 'org/M:TP:torch.bfloat16:RANK' [--mla]]
+                                               # one id a line; "<gid> <id>" with --group
     ucmcli put MNT MODEL ID... [--layers 4 --block-size 16 --dtype float16
                                    --heads 2 --head-dim 64 --seed 0 --fsync --no-crc]
     ucmcli put-raw PATH FILE [--fsync]      # arbitrary bytes: the close verdict
@@ -47,6 +50,7 @@ from typing import List, Optional
 
 from . import client as uc
 from . import demo as _demo
+from . import hashkeys as hk
 from . import sparse as us
 
 
@@ -66,8 +70,24 @@ def cmd_hash(a: argparse.Namespace) -> None:
     if a.range:
         lo, hi = (int(x) for x in a.range.split(":"))
         tokens += range(lo, hi)
-    for block_id in uc.chain(a.meta, a.block_size, tokens):
-        print(block_id.hex())
+    keys = hk.Keys(salt=a.salt, lora=a.lora, mm=tuple(hk.parse_mm(m) for m in a.mm),
+                   embeds=tuple(a.embeds))
+    if a.scheme == "ucm":
+        if keys != hk.Keys() or a.group:
+            raise SystemExit("ucmcli: UCM's ids take no extra keys or groups")
+        model, tp, dtype, rank = a.meta.rsplit(":", 3)
+        for block_id in hk.ucm_chain(model, int(tp), dtype, int(rank), a.block_size, tokens, a.mla):
+            print(block_id.hex())
+        return
+    if not a.group:
+        for block_id in hk.chain_keys(a.meta, a.block_size, tokens, keys):
+            print(block_id.hex())
+        return
+    for g in a.group:
+        gid, _, bs = g.partition(":")
+        ids = hk.chain_keys(a.meta, int(bs) if bs else a.block_size, tokens, keys._replace(group=int(gid)))
+        for block_id in ids:
+            print(gid, block_id.hex())
 
 
 def _payload_size(a: argparse.Namespace) -> int:
@@ -351,6 +371,13 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("--meta", required=True)
     h.add_argument("--block-size", type=int, required=True)
     h.add_argument("--range", help="append tokens LO..HI-1 (LO:HI)")
+    h.add_argument("--salt", default="", help="cache salt (block 0)")
+    h.add_argument("--lora", default="", help="LoRA adapter name (every block)")
+    h.add_argument("--mm", action="append", default=[], help="multimodal input HASH@OFFSET")
+    h.add_argument("--embeds", action="append", default=[], help="prompt-embeddings hash of the next block")
+    h.add_argument("--group", action="append", default=[], help="KV-cache group GID[:BLOCK]")
+    h.add_argument("--scheme", choices=("ucmfs", "ucm"), default="ucmfs")
+    h.add_argument("--mla", action="store_true", help="scheme ucm: ranks share rank 0's ids")
     h.add_argument("tokens", nargs="*", type=int)
     h.set_defaults(fn=cmd_hash)
     put = sub.add_parser("put", help="write test blocks")

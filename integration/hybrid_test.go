@@ -1,0 +1,107 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/hybrid"
+)
+
+const hybridModel = "org--Hybrid-7B"
+
+// groupIDs runs `ucmfs hash --group` for every group and returns the id
+// list of each, by group id.
+func groupIDs(t *testing.T, meta string, blockSize int, tokens []uint32, gids ...int) map[int][]hashdir.ID {
+	t.Helper()
+	args := []string{"hash", "--meta", meta, "--block-size", strconv.Itoa(blockSize)}
+	for _, g := range gids {
+		args = append(args, "--group", strconv.Itoa(g))
+	}
+	for _, tok := range tokens {
+		args = append(args, strconv.FormatUint(uint64(tok), 10))
+	}
+	out, err := exec.Command(ucmfsBin, args...).Output()
+	if err != nil {
+		t.Fatalf("ucmfs hash: %v", err)
+	}
+	ids := map[int][]hashdir.ID{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line) // <gid> <index> <id> <hh>/<id>.bin
+		gid, _ := strconv.Atoi(f[0])
+		id, err := hashdir.ParseID(f[2])
+		if err != nil || len(f) != 4 || f[1] != strconv.Itoa(len(ids[gid])) {
+			t.Fatalf("ucmfs hash printed %q", line)
+		}
+		ids[gid] = append(ids[gid], id)
+	}
+	return ids
+}
+
+// TestHybridHitThroughMount is the example of vLLM's hybrid manager: a
+// full-attention group 0 and two sliding-window groups 1 and 2 (window
+// 32), block 16, a 112-token prompt. The ids come from the real binary
+// (`ucmfs hash --group`), one model directory per group holds the blocks,
+// and the hit is computed from what the mount stores: the whole prompt
+// while everything is there, 80 tokens once a block inside group 1's
+// window is unlinked, and a block the window no longer needs changes
+// nothing.
+func TestHybridHitThroughMount(t *testing.T) {
+	d := mountUCM(t, mountOpts{})
+	tokens := make([]uint32, 112)
+	for i := range tokens {
+		tokens[i] = uint32(128000 + 7*i)
+	}
+	ids := groupIDs(t, "org/Hybrid-7B:1:bfloat16:0", 16, tokens, 0, 1, 2)
+	specs := []hybrid.Spec{{Kind: hybrid.Full}, {Kind: hybrid.SlidingWindow, Window: 32}, {Kind: hybrid.SlidingWindow, Window: 32}}
+	model := func(gid int) string { return hybridModel + ".g" + strconv.Itoa(gid) }
+	var groups []hybrid.Group
+	for gid, spec := range specs {
+		sh(t, "mkdir", d.path(model(gid)))
+		if len(ids[gid]) != 7 {
+			t.Fatalf("group %d has %d ids, want 7", gid, len(ids[gid]))
+		}
+		for _, id := range ids[gid] {
+			if err := writeVerdict(blockPath(d.Mnt, model(gid), id.String()), goodBlock(id.String())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		root := d.path(model(gid))
+		exists := func(id hashdir.ID) bool {
+			_, err := os.Stat(blockPath(root, "", id.String()))
+			return err == nil
+		}
+		groups = append(groups, hybrid.Group{Spec: spec, BlockSize: 16, IDs: ids[gid], Exists: exists})
+	}
+	hit := func() int {
+		t.Helper()
+		n, err := hybrid.HitLength(groups, 119) // a follow-up prompt of 120 tokens
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := hit(); n != 112 {
+		t.Fatalf("every block stored: hit %d, want 112", n)
+	}
+	unlink := func(gid, i int) {
+		t.Helper()
+		if err := os.Remove(blockPath(d.Mnt, model(gid), ids[gid][i].String())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unlink(2, 1) // outside the window: not needed
+	if n := hit(); n != 112 {
+		t.Errorf("without group 2's block 1: hit %d, want 112", n)
+	}
+	unlink(1, 5) // inside group 1's window
+	if n := hit(); n != 80 {
+		t.Errorf("without group 1's block 5: hit %d, want 80", n)
+	}
+	if first, end := hybrid.Needed(specs[1], 16, 80); first != 3 || end != 5 {
+		t.Errorf("group 1 needs blocks [%d, %d) for a hit of 80, want [3, 5)", first, end)
+	}
+}
