@@ -50,6 +50,9 @@ func reqErr(code error, format string, args ...any) error {
 func (e *Env) refuse(out []byte, file string, req []byte, err error) []byte {
 	name, known := e.ErrName(err)
 	msg := oneLine(err.Error())
+	if len(msg) > maxAnswer {
+		msg = fmt.Sprintf("%s... (%d bytes cut)", msg[:maxAnswer], len(msg)-maxAnswer)
+	}
 	e.Counters.Errors.Add(1)
 	level := slog.LevelWarn
 	if !known {
@@ -74,6 +77,10 @@ func oneLine(msg string) string {
 	}
 	return string(b)
 }
+
+// maxAnswer bounds the message of an "err" answer line, in bytes: a flush
+// that fails for thousands of blocks says how many and shows the first.
+const maxAnswer = 1024
 
 // clipLen is how much of a request or token a log line or message shows.
 const clipLen = 80

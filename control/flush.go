@@ -18,9 +18,16 @@ import (
 // every directory tier's filesystem is synced (syncfs), so that blocks
 // written back earlier in the background are durable too. A failure is
 // "err <ERRNO> ..." (EIO for an I/O error; ETIMEDOUT for a tier that is
-// Down or whose sync does not return within syncTimeout; EINTR when the
-// writer was interrupted). A mount without a directory
+// Down or whose sync does not return within syncTimeout). A mount without a directory
 // tier has nothing to make durable: it answers "ok flushed" at once.
+//
+// A flush completes across an interrupt of the writer. The kernel sends
+// FUSE_INTERRUPT whenever a signal reaches the writing thread (for a Go
+// client, the runtime's preemption signal, SIGURG, many times a second),
+// and go-fuse then cancels the request's context; answering EINTR would make
+// every such client fail or start over. The work is bounded anyway (each
+// tier's operation timeout, syncTimeout), it is idempotent, and a fatal
+// signal still ends the client at once (the kernel waits killably).
 
 func init() {
 	register(File{Name: "flush", open: func(s *Env) handler {
@@ -51,7 +58,7 @@ func (f flushSession) answer(ctx context.Context, req []byte, out []byte) ([]byt
 	}
 	start := time.Now()
 	f.s.Counters.Flushes.Add(1)
-	err := f.s.Flush(ctx, model)
+	err := f.s.Flush(context.WithoutCancel(ctx), model)
 	store.ObserveSince(f.s.Latency.Flush, start)
 	if err != nil {
 		f.s.Counters.FlushErrors.Add(1)

@@ -195,5 +195,5 @@ func (s *Stack) FlushAll(ctx context.Context, model string) error {
 	if err := ctx.Err(); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return joinFlush(errs)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ucmfs/ucmfs/store"
 
 	"github.com/ucmfs/ucmfs/fs"
+	"github.com/ucmfs/ucmfs/internal/ratelog"
 	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/urfave/cli/v3"
 )
@@ -204,7 +205,11 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(daemonGCPercent)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	// Warnings and errors rate-limited per kind, lines bounded; the
+	// summaries still pending are written when the daemon stops.
+	limited := ratelog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}), ratelog.Options{})
+	defer limited.Flush()
+	log := slog.New(limited)
 	if err := checkMountpoint(cfg.Mountpoint); err != nil {
 		return err
 	}

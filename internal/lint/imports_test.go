@@ -27,9 +27,10 @@ var allowed = map[string][]string{
 	"control":          {"hashdir", "tiers", "sparse", "gpu", "gpu/fdpass", "store"},
 	"metrics":          {"tiers", "store"},
 	"fs":               {"hashdir", "tiers", "gpu", "gpu/fdpass", "store", "control"}, // gpu: its sentinels in the errno table
-	"cmd/ucmfs":        {"hashdir", "tiers", "sparse", "gpu", "gpu/engine", "store", "control", "metrics", "fs"},
+	"cmd/ucmfs":        {"hashdir", "tiers", "sparse", "gpu", "gpu/engine", "store", "control", "metrics", "fs", "internal/ratelog"},
 	"internal/faultfs": {},
 	"internal/lint":    {},
+	"internal/ratelog": {},
 	"integration":      {"hashdir", "hybrid"},
 
 	// The mount benchmarks (test files and a doc) and their plotting tool.
