@@ -5,8 +5,13 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 MNT     ?= $(CURDIR)/mnt
 BENCHTIME ?= 1s
+# make install: PREFIX for the binary, man page and unit; the mount
+# helper goes where mount(8) looks for helpers (/sbin), under DESTDIR.
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+BINDIR    ?= $(PREFIX)/bin
 
-.PHONY: build test bench lint run clean
+.PHONY: build test bench lint run clean install uninstall
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ucmfs
@@ -45,6 +50,13 @@ lint:
 run: build
 	mkdir -p $(MNT)
 	$(BIN) mount $(MNT)
+
+# Installs bin/ucmfs as $(DESTDIR)$(BINDIR)/ucmfs.
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/ucmfs
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/ucmfs
 
 clean:
 	rm -rf bin

@@ -59,7 +59,7 @@ func newRoot(stdout, stderr io.Writer) *cli.Command {
 		Reader:         os.Stdin,
 		Writer:         stdout,
 		ErrWriter:      stderr,
-		HideVersion:    true,
+		Version:        versionString(),                               // --version, -v
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // Main reports errors
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Present() {

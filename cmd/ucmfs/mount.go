@@ -229,7 +229,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	})
 	if err != nil {
 		closeStack(st, cfg.ShutdownTimeout, log)
-		return fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
+		return mountError(cfg.Mountpoint, err)
 	}
 	if metrics != nil {
 		metrics.start(srv.MetricsHandler(), log)
