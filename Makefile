@@ -10,6 +10,9 @@ BENCHTIME ?= 1s
 PREFIX    ?= /usr/local
 DESTDIR   ?=
 BINDIR    ?= $(PREFIX)/bin
+HELPERDIR ?= /sbin
+MANDIR    ?= $(PREFIX)/share/man
+UNITDIR   ?= $(PREFIX)/lib/systemd/system
 
 .PHONY: build test bench lint run clean install uninstall
 
@@ -51,12 +54,20 @@ run: build
 	mkdir -p $(MNT)
 	$(BIN) mount $(MNT)
 
-# Installs bin/ucmfs as $(DESTDIR)$(BINDIR)/ucmfs.
+# Installs, under DESTDIR: the binary; the mount helper
+# HELPERDIR/mount.fuse.ucmfs (a link to the binary, for mount -t fuse.ucmfs
+# and fstab); the manual page ucmfs(8); the systemd unit ucmfs@.service.
 install: build
 	install -D -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/ucmfs
+	install -d $(DESTDIR)$(HELPERDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR)
+	ln -sf $(BINDIR)/ucmfs $(DESTDIR)$(HELPERDIR)/mount.fuse.ucmfs
+	$(BIN) man > $(DESTDIR)$(MANDIR)/man8/ucmfs.8
+	sed 's|@BINDIR@|$(BINDIR)|g' deploy/ucmfs@.service > $(DESTDIR)$(UNITDIR)/ucmfs@.service
+	chmod 0644 $(DESTDIR)$(MANDIR)/man8/ucmfs.8 $(DESTDIR)$(UNITDIR)/ucmfs@.service
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/ucmfs
+	rm -f $(DESTDIR)$(BINDIR)/ucmfs $(DESTDIR)$(HELPERDIR)/mount.fuse.ucmfs \
+	  $(DESTDIR)$(MANDIR)/man8/ucmfs.8 $(DESTDIR)$(UNITDIR)/ucmfs@.service
 
 clean:
 	rm -rf bin

@@ -58,9 +58,14 @@ func serve(ctx context.Context, cfg mountConfig, srv *fs.Server, st *tiers.Stack
 		}
 		fmt.Fprintf(stderr, "ucmfs: mounted on %s (memory %s, tiers: %s, passthrough %s)\n",
 			cfg.Mountpoint, formatSize(cfg.Memory), strings.Join(names, ", "), pt)
+		notifyReady(log)
 	}
+	stopWatchdog := startWatchdog(cfg.Mountpoint, log)
+	defer stopWatchdog()
 	select {
 	case <-ctx.Done():
+		stopWatchdog()
+		notifyStopping(log)
 		log.Info("shutting down: stopping writes, flushing dirty blocks, unmounting", "timeout", cfg.ShutdownTimeout)
 		srv.StopWrites()
 		fctx, cancel := flushContext(cfg.ShutdownTimeout, log)
@@ -69,6 +74,8 @@ func serve(ctx context.Context, cfg mountConfig, srv *fs.Server, st *tiers.Stack
 		unmount(srv, cfg.Mountpoint, unmounted, log)
 		return shutdownError(errors.Join(flushErr, st.Close(fctx)))
 	case <-unmounted:
+		stopWatchdog()
+		notifyStopping(log)
 		log.Info("unmounted from outside: flushing dirty blocks")
 		fctx, cancel := flushContext(cfg.ShutdownTimeout, log)
 		defer cancel()
