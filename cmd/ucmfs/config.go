@@ -33,6 +33,7 @@ type mountConfig struct {
 	NegativeTTL     time.Duration // kernel cache of misses
 	MaxFileSize     int64         // largest block file accepted, bytes
 	LogLevel        slog.Level
+	LogFormat       string         // text or json
 	Debug           bool           // log every FUSE request
 	ShutdownTimeout time.Duration  // bound on the flush at SIGINT/SIGTERM
 	ControlGroup    string         // group (name or gid) that may use the control files; "": owner only
@@ -65,6 +66,7 @@ func defaultMountConfig() mountConfig {
 		NegativeTTL:     time.Second,
 		MaxFileSize:     1 << 30,
 		LogLevel:        slog.LevelInfo,
+		LogFormat:       "text",
 		ShutdownTimeout: 30 * time.Second,
 		GPU:             "auto",
 	}
@@ -94,6 +96,7 @@ type fileConfig struct {
 	NegativeTTL     *time.Duration `yaml:"negative_ttl"`
 	MaxFileSize     *byteSize      `yaml:"max_file_size"`
 	LogLevel        *string        `yaml:"log_level"`
+	LogFormat       *string        `yaml:"log_format"`
 	Debug           *bool          `yaml:"debug"`
 	ShutdownTimeout *time.Duration `yaml:"shutdown_timeout"`
 	ControlGroup    *string        `yaml:"control_group"`
@@ -163,7 +166,7 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 		}
 	}
 	for dst, v := range map[*string]*string{&cfg.MemoryDir: fc.MemoryDir, &cfg.ControlGroup: fc.ControlGroup,
-		&cfg.MetricsAddr: fc.MetricsAddr, &cfg.GPU: fc.GPU} {
+		&cfg.MetricsAddr: fc.MetricsAddr, &cfg.GPU: fc.GPU, &cfg.LogFormat: fc.LogFormat} {
 		if v != nil {
 			*dst = *v
 		}
@@ -275,6 +278,9 @@ func (cfg *mountConfig) resolve(noTiers bool) error {
 		return fmt.Errorf("max-file-size and shutdown-timeout must be > 0, TTLs >= 0")
 	}
 	if err := checkControl(*cfg); err != nil {
+		return err
+	}
+	if err := checkLogFormat(cfg.LogFormat); err != nil {
 		return err
 	}
 	if cfg.Tiers == nil && !noTiers {

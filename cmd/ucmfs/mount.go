@@ -106,6 +106,7 @@ func lifecycleFlags() []cli.Flag {
 func loggingFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "log-level", Category: catLogging, Value: "info", Usage: "`LEVEL` debug, info, warn or error"},
+		logFormatFlag(),
 		&cli.BoolFlag{Name: "debug", Category: catLogging, Usage: "log every FUSE request (very verbose)"},
 	}
 }
@@ -169,6 +170,9 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 	if err := applyControlFlags(cmd, cfg); err != nil {
 		return err
 	}
+	if cmd.IsSet("log-format") {
+		cfg.LogFormat = cmd.String("log-format")
+	}
 	if cmd.IsSet("log-level") {
 		lvl, err := parseLogLevel(cmd.String("log-level"))
 		if err != nil {
@@ -200,7 +204,8 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(daemonGCPercent)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log := newLogger(cfg, stderr)
+	life := &lifecycle{log: log}
 	if err := checkMountpoint(cfg.Mountpoint); err != nil {
 		return err
 	}
@@ -222,6 +227,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	life.stack = st
 	srv, err := fs.Mount(cfg.Mountpoint, st, fs.Options{
 		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
 		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL, MaxFileSize: cfg.MaxFileSize,
@@ -232,10 +238,10 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		return mountError(cfg.Mountpoint, err)
 	}
 	if metrics != nil {
-		metrics.start(srv.MetricsHandler(), log)
-		fmt.Fprintf(stderr, "ucmfs: metrics on %s\n", metrics.URL())
+		metrics.start(srv.MetricsHandler(), life, log)
+		announce(cfg, log, stderr, "metrics on %s", metrics.URL())
 	}
-	return serve(ctx, cfg, srv, st, log, stderr)
+	return serve(ctx, cfg, srv, st, life, log, stderr)
 }
 
 // buildStack creates the memory tier, the directory tiers and the stack;
