@@ -55,6 +55,9 @@ func newMountCommand(run func(ctx context.Context, cfg mountConfig, stderr io.Wr
 			if err != nil {
 				return err
 			}
+			if cmd.Bool("print-config") {
+				return printConfig(cmd.Root().Writer, cfg)
+			}
 			return run(ctx, cfg, cmd.Root().ErrWriter)
 		},
 	}
@@ -76,6 +79,7 @@ func storageFlags() []cli.Flag {
 			Usage: "close() returns once the block is on the first directory tier"},
 		&cli.StringFlag{Name: "config", Category: catStorage, TakesFile: true,
 			Usage: "YAML `FILE` with the same settings (flags override it)"},
+		printConfigFlag(),
 	}
 }
 
@@ -116,7 +120,7 @@ func loggingFlags() []cli.Flag {
 // usage error (exit status 2).
 func mountConfigFrom(cmd *cli.Command) (mountConfig, error) {
 	cfg := defaultMountConfig()
-	if cmd.Args().Len() != 1 {
+	if n := cmd.Args().Len(); n != 1 && !(n == 0 && cmd.Bool("print-config")) {
 		return cfg, usageErrorf("mount: want exactly one MOUNTPOINT, got %d arguments", cmd.Args().Len())
 	}
 	cfg.Mountpoint = cmd.Args().First()
