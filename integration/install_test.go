@@ -177,3 +177,23 @@ func mustRun(t *testing.T, name string, args ...string) {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 }
+
+// TestMountBackground: `ucmfs mount --background` returns once the mount
+// is ready, leaves the daemon running, and `ucmfs umount` ends it with
+// every block on the tier. A mount that cannot start returns its error.
+func TestMountBackground(t *testing.T) {
+	requireFUSE(t)
+	requireTool(t, "python3")
+	mnt, tier := mountPair(t)
+	log := filepath.Join(filepath.Dir(mnt), "log")
+	mustRun(t, ucmfsBin, "mount", "--background", "--memory", "64MiB", "--memory-dir", memDir, "--tier", "nvme:"+tier,
+		"--log-level", "warn", "--log-file", log, mnt)
+	writeAndUmount(t, ucmfsBin, mnt, tier)
+
+	busy := filepath.Join(filepath.Dir(mnt), "busy")
+	os.MkdirAll(filepath.Join(busy, "something"), 0o755)
+	out, err := exec.Command(ucmfsBin, "mount", "-d", "--memory-only", "--memory-dir", memDir, "--log-file", log, busy).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not empty") {
+		t.Errorf("background mount on a non-empty directory: %v\n%s", err, out)
+	}
+}

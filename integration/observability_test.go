@@ -35,12 +35,13 @@ func httpGet(t *testing.T, url string) (int, string) {
 }
 
 // TestHealthEndpoints: /healthz and /readyz answer 200 on a mounted
-// daemon's metrics address.
+// daemon's metrics address (curl -f fails on any other status).
 func TestHealthEndpoints(t *testing.T) {
+	requireTool(t, "curl")
 	d := mountUCM(t, mountOpts{Args: []string{"--metrics-addr", "127.0.0.1:0"}})
 	base := strings.TrimSuffix(metricsURL(t, d), "/metrics")
-	if code, body := httpGet(t, base+"/healthz"); code != 200 || body != "ok\n" {
-		t.Errorf("/healthz: %d %q", code, body)
+	if body := sh(t, "curl", "-sf", base+"/healthz"); body != "ok\n" {
+		t.Errorf("/healthz: %q", body)
 	}
 	if code, body := httpGet(t, base+"/readyz"); code != 200 || body != "ready\n" {
 		t.Errorf("/readyz: %d %q", code, body)

@@ -46,6 +46,10 @@ var genericMountOptions = map[string]bool{
 // helperOnlyOptions are the helper's own options, not mount flags.
 var helperOnlyOptions = []string{"log_file"}
 
+// notHelperOptions are mount flags that make no sense as mount options
+// (the helper already runs the daemon in the background).
+var notHelperOptions = []string{"background", "d", "print-config", "help", "h"}
+
 // helperRequest is a parsed helper command line.
 type helperRequest struct {
 	MountArgs []string // the `ucmfs mount` arguments, MOUNTPOINT last
@@ -96,6 +100,7 @@ func parseHelperArgs(args []string) (helperRequest, error) {
 		key, value, hasValue := strings.Cut(o, "=")
 		name := strings.ReplaceAll(key, "_", "-")
 		isBool, known := flags[name]
+		known = known && !slices.Contains(notHelperOptions, name)
 		switch {
 		case o == "":
 		case key == "ro":
@@ -137,7 +142,7 @@ func mountFlagKinds() map[string]bool {
 func helperOptionNames(flags map[string]bool) []string {
 	names := slices.Clone(helperOnlyOptions)
 	for n := range flags {
-		if len(n) > 1 {
+		if len(n) > 1 && !slices.Contains(notHelperOptions, n) {
 			names = append(names, strings.ReplaceAll(n, "-", "_"))
 		}
 	}

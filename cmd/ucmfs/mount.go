@@ -42,13 +42,13 @@ func mountCommand() *cli.Command { return newMountCommand(runMount) }
 func newMountCommand(run func(ctx context.Context, cfg mountConfig, stderr io.Writer) error) *cli.Command {
 	return &cli.Command{
 		Name:      "mount",
-		Usage:     "mount the KV-cache block filesystem (foreground; SIGINT/SIGTERM flush and unmount)",
+		Usage:     "mount the KV-cache block filesystem (foreground unless --background; SIGINT/SIGTERM flush and unmount)",
 		ArgsUsage: "MOUNTPOINT",
 		Description: "Serves <model>/<hh>/<id>.bin block files from a memory tier that spills, in order,\n" +
 			"to directory tiers. The mount is ready when MOUNTPOINT/.ucm/stats can be read; a line\n" +
 			"'ucmfs: mounted on ...' on stderr says so. Settings come from the defaults, then\n" +
 			"--config FILE, then the flags. See docs/operations.md.",
-		Flags:                     slices.Concat(storageFlags(), fuseFlags(), controlFlags(), lifecycleFlags(), loggingFlags()),
+		Flags:                     slices.Concat(storageFlags(), fuseFlags(), controlFlags(), lifecycleFlags(), backgroundFlags(), loggingFlags()),
 		DisableSliceFlagSeparator: true, // a tier directory may contain ','
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			cfg, err := mountConfigFrom(cmd)
@@ -57,6 +57,9 @@ func newMountCommand(run func(ctx context.Context, cfg mountConfig, stderr io.Wr
 			}
 			if cmd.Bool("print-config") {
 				return printConfig(cmd.Root().Writer, cfg)
+			}
+			if cmd.Bool("background") {
+				return startBackground(ctx, cfg, cmd.String("log-file"), cmd.Root().ErrWriter)
 			}
 			return run(ctx, cfg, cmd.Root().ErrWriter)
 		},
