@@ -186,7 +186,7 @@ func caseSetup(t *testing.T, st *tiers.Stack) (tiers.Key, []byte) {
 func TestErrCasesNodes(t *testing.T) {
 	st := newTestStack(t)
 	key, data := caseSetup(t, st)
-	s := newState(st, Options{Logger: testLogger()})
+	s := testState(t, st, Options{Logger: testLogger()})
 	for i, c := range errCases {
 		t.Run(c.name, func(t *testing.T) {
 			e := &caseEnv{st: st, s: s, key: key, data: data, n: i}

@@ -2,12 +2,13 @@ package fs
 
 import (
 	"context"
-	"os"
 	"syscall"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // common is embedded in every node type: the shared state, and the answers
@@ -44,22 +45,22 @@ func (c common) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 
 // Rename is refused: published names are immutable.
 func (c common) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	return c.s.fail("rename", name+" -> "+newName, errImmutable)
+	return c.s.fail("rename", name+" -> "+newName, store.ErrImmutable)
 }
 
 // Link is refused: a block has exactly one name.
 func (c common) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, c.s.fail("link", name, errImmutable)
+	return nil, c.s.fail("link", name, store.ErrImmutable)
 }
 
 // Symlink is refused: only blocks and sidecars live here.
 func (c common) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, c.s.fail("symlink", name, errImmutable)
+	return nil, c.s.fail("symlink", name, store.ErrImmutable)
 }
 
 // Mknod is refused: only blocks and sidecars live here.
 func (c common) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, c.s.fail("mknod", name, errImmutable)
+	return nil, c.s.fail("mknod", name, store.ErrImmutable)
 }
 
 // Getxattr of a node without attributes: see xattrAnswer.
@@ -91,18 +92,18 @@ type dirCommon struct {
 
 // Create is refused outside shard directories.
 func (d dirCommon) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, d.s.fail("create", d.what+"/"+name, errImmutable)
+	return nil, nil, 0, d.s.fail("create", d.what+"/"+name, store.ErrImmutable)
 }
 
 // Unlink is refused outside shard directories (the kernel answers EISDIR
 // itself for the directories that live here).
 func (d dirCommon) Unlink(ctx context.Context, name string) syscall.Errno {
-	return d.s.fail("unlink", d.what+"/"+name, errImmutable)
+	return d.s.fail("unlink", d.what+"/"+name, store.ErrImmutable)
 }
 
 // Setattr of a directory (chmod, chown, utimes) is refused.
 func (d dirCommon) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return d.s.fail("setattr", d.what, errImmutable)
+	return d.s.fail("setattr", d.what, store.ErrImmutable)
 }
 
 // newChild returns the node for a child of parent: the one parent has
@@ -123,28 +124,28 @@ func (s *fsState) notifyGone(parent *gofs.Inode, name string) {
 	if parent == nil {
 		return
 	}
-	if errno := parent.NotifyEntry(name); errno != 0 && errno != syscall.ENOENT {
+	if errno := parent.NotifyEntry(name); errno != 0 && errno != errnoMissing {
 		s.log.Debug("entry invalidation", "name", name, "errno", errno)
 	}
-}
-
-// dirNames lists the names of the directories in dir (nil on any error).
-func dirNames(dir string) []string {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range ents {
-		if e.IsDir() {
-			out = append(out, e.Name())
-		}
-	}
-	return out
 }
 
 // ttl sets both timeouts of an entry.
 func ttl(out *fuse.EntryOut, d time.Duration) {
 	out.SetEntryTimeout(d)
 	out.SetAttrTimeout(d)
+}
+
+// notifyPublished drops the kernel's cached miss of a block published
+// behind its back (by a GPU dump, not through a file it created), so that
+// a lookup made before the dump does not hide it for the negative TTL. It
+// is the store's OnPublish hook.
+func (s *fsState) notifyPublished(k tiers.Key) {
+	if s.root == nil {
+		return
+	}
+	model := s.root.GetChild(k.Model)
+	if model == nil {
+		return
+	}
+	s.notifyGone(model.GetChild(k.ID.Shard()), k.FileName())
 }

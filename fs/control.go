@@ -8,10 +8,17 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/control"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // ucmName is the control directory's name in the root.
-const ucmName = ".ucm"
+const ucmName = control.Dir
+
+// controlInos are the numbers of the session control files, by name.
+var controlInos = map[string]uint64{
+	"lookup": inoLookup, "prefetch": inoPrefetch, "flush": inoFlush, "gpu": inoGPU, "topk": inoTopK,
+}
 
 // ucmDir is <mnt>/.ucm/, the control directory. Its files are a static
 // subtree built in OnAdd, with numbers from the reserved range.
@@ -40,13 +47,14 @@ func newUCMDir(s *fsState) *ucmDir {
 func (d *ucmDir) OnAdd(ctx context.Context) {
 	stats := &statsFile{common: common{s: d.s}}
 	d.AddChild("stats", d.NewPersistentInode(ctx, stats, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: inoStats}), false)
-	for i := range controlFiles {
-		spec := &controlFiles[i]
-		if spec.enabled != nil && !spec.enabled(d.s) {
+	for _, spec := range control.Files(d.s.env) {
+		ino, ok := controlInos[spec.Name]
+		if !ok {
+			d.s.log.Error("control file without an inode number", "file", spec.Name)
 			continue
 		}
 		f := &controlFile{common: common{s: d.s}, spec: spec}
-		d.AddChild(spec.name, d.NewPersistentInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: spec.ino}), false)
+		d.AddChild(spec.Name, d.NewPersistentInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), false)
 	}
 }
 
@@ -59,12 +67,12 @@ func (d *ucmDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrO
 
 // Mkdir is refused in the control directory.
 func (d *ucmDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, d.s.fail("mkdir", ucmName+"/"+name, errImmutable)
+	return nil, d.s.fail("mkdir", ucmName+"/"+name, store.ErrImmutable)
 }
 
 // Rmdir is refused in the control directory.
 func (d *ucmDir) Rmdir(ctx context.Context, name string) syscall.Errno {
-	return d.s.fail("rmdir", ucmName+"/"+name, errImmutable)
+	return d.s.fail("rmdir", ucmName+"/"+name, store.ErrImmutable)
 }
 
 // statsFile is .ucm/stats: a JSON snapshot of the stack's and the
@@ -83,7 +91,7 @@ var (
 
 // snapshot is the file's content now.
 func (f *statsFile) snapshot() []byte {
-	b, err := json.MarshalIndent(f.s.snapshotStats(), "", "  ")
+	b, err := json.MarshalIndent(f.s.Snapshot(), "", "  ")
 	if err != nil {
 		f.s.log.Error("stats: encoding", "err", err)
 		return nil
@@ -104,13 +112,13 @@ func (f *statsFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.A
 
 // Setattr is refused.
 func (f *statsFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return f.s.fail("setattr", ucmName+"/stats", errImmutable)
+	return f.s.fail("setattr", ucmName+"/stats", store.ErrImmutable)
 }
 
 // Open takes the snapshot this descriptor reads; writing is EACCES.
 func (f *statsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		return nil, 0, f.s.fail("open", ucmName+"/stats", syscall.EACCES)
+		return nil, 0, f.s.fail("open", ucmName+"/stats", control.ErrAccess)
 	}
 	return &bytesHandle{data: f.snapshot()}, fuse.FOPEN_DIRECT_IO, 0
 }
@@ -135,3 +143,111 @@ func (h *bytesHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 
 // Flush has nothing to do (see readHandle.Flush for why it exists).
 func (h *bytesHandle) Flush(ctx context.Context) syscall.Errno { return 0 }
+
+// controlFile is the node of a session control file (package control):
+// each open descriptor is one control.Session.
+type controlFile struct {
+	gofs.Inode
+	common
+	spec control.File
+}
+
+var (
+	_ = (gofs.NodeOpener)((*controlFile)(nil))
+	_ = (gofs.NodeGetattrer)((*controlFile)(nil))
+	_ = (gofs.NodeSetattrer)((*controlFile)(nil))
+	_ = (gofs.NodeAccesser)((*controlFile)(nil))
+	_ = (gofs.NodeStatfser)((*controlFile)(nil))
+)
+
+// path names the file in logs.
+func (f *controlFile) path() string { return ucmName + "/" + f.spec.Name }
+
+// Getattr describes the file: size 0, mode 0600 for the mounting user, or
+// 0660 with the control group (Options.ControlGroup).
+func (f *controlFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	f.s.fileAttr(&out.Attr, 0, f.s.mounted, f.s.control.perm)
+	out.Owner.Gid = f.s.control.gid
+	return 0
+}
+
+// Setattr accepts a truncation to 0 (`echo req > file` opens with
+// O_TRUNC) and new times (touch), which change nothing; chmod, chown and
+// any other size are EPERM.
+func (f *controlFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	sz, sized := in.GetSize()
+	if in.Valid&(fuse.FATTR_MODE|fuse.FATTR_UID|fuse.FATTR_GID) != 0 || (sized && sz != 0) {
+		return f.s.fail("setattr", f.path(), store.ErrImmutable)
+	}
+	return f.Getattr(ctx, fh, out)
+}
+
+// Access answers access(2) with the same rule as Open.
+func (f *controlFile) Access(ctx context.Context, mask uint32) syscall.Errno {
+	if mask&1 != 0 { // X_OK
+		return toErrno(control.ErrAccess)
+	}
+	return toErrno(f.s.controlAllowed(ctx))
+}
+
+// Open starts a session. The caller must be the mounting user, root, or
+// a member of the control group.
+func (f *controlFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if err := f.s.controlAllowed(ctx); err != nil {
+		return nil, 0, f.s.fail("open", f.path(), err)
+	}
+	return &sessionHandle{s: f.s, path: f.path(), ss: f.spec.Open(f.s.env)}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+// sessionHandle is one open descriptor of a control file: the kernel's
+// reads and writes of it are the session's (control.Session).
+type sessionHandle struct {
+	s    *fsState
+	path string
+	ss   *control.Session
+}
+
+var (
+	_ = (gofs.FileReader)((*sessionHandle)(nil))
+	_ = (gofs.FileWriter)((*sessionHandle)(nil))
+	_ = (gofs.FileFlusher)((*sessionHandle)(nil))
+	_ = (gofs.FileFsyncer)((*sessionHandle)(nil))
+	_ = (gofs.FileReleaser)((*sessionHandle)(nil))
+)
+
+// Write takes request bytes at any offset; the session answers every line
+// they complete.
+func (h *sessionHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	n, err := h.ss.Write(withCaller(ctx), data)
+	if err != nil {
+		return uint32(n), h.s.fail("write", h.path, err)
+	}
+	return uint32(n), 0
+}
+
+// Read returns the next unread answer bytes, at any offset.
+func (h *sessionHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n := h.ss.Read(withCaller(ctx), dest)
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+// Flush has nothing to do (see readHandle.Flush for why it exists).
+func (h *sessionHandle) Flush(ctx context.Context) syscall.Errno { return 0 }
+
+// Fsync has nothing to do: every request is answered when written.
+func (h *sessionHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno { return 0 }
+
+// Release ends the session.
+func (h *sessionHandle) Release(ctx context.Context) syscall.Errno {
+	h.ss.Close()
+	return 0
+}
+
+// withCaller passes the kernel's caller of a request on to the control
+// package.
+func withCaller(ctx context.Context) context.Context {
+	if c, ok := fuse.FromContext(ctx); ok {
+		return control.WithCaller(ctx, control.Caller{Uid: c.Uid, Gid: c.Gid, Pid: c.Pid})
+	}
+	return ctx
+}

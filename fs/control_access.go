@@ -8,9 +8,9 @@ import (
 	"os"
 	"os/user"
 	"strconv"
-	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/control"
 )
 
 // controlAccess is who may open the session control files: the mounting
@@ -54,21 +54,21 @@ func newControlAccess(group string, gid uint32) controlAccess {
 // mount does not ask the kernel to check modes (no default_permissions),
 // so the daemon checks them here: the mounting user, root, and members of
 // the control group (the caller's group, or a supplementary group of its
-// thread) may use the files; anyone else gets EACCES. Only a mount with
+// thread) may use the files; anyone else gets control.ErrAccess (EACCES). Only a mount with
 // allow_other lets other users reach the files at all.
-func (s *fsState) controlAllowed(ctx context.Context) syscall.Errno {
+func (s *fsState) controlAllowed(ctx context.Context) error {
 	c, ok := fuse.FromContext(ctx)
 	if !ok {
-		return 0 // called from inside the daemon, not through the kernel
+		return nil // called from inside the daemon, not through the kernel
 	}
 	if c.Uid == 0 || c.Uid == s.uid {
-		return 0
+		return nil
 	}
 	a := s.control
 	if a.group && (c.Gid == a.gid || inGroup(c.Pid, a.gid)) {
-		return 0
+		return nil
 	}
-	return syscall.EACCES
+	return control.ErrAccess
 }
 
 // inGroup reports whether process (thread) pid has gid among its

@@ -61,7 +61,7 @@ func TestGPUFakeCUDA(t *testing.T) {
 		t.Fatal(err)
 	}
 	locks := canLock()
-	if locks && m.st.Mem().Mapping(k) == nil {
+	if locks && m.st.Mapping(k) == nil {
 		t.Fatal("the memory tier holds no mapping of the block: its registration with the driver failed")
 	}
 	k2, b2 := gpuBlock(2, 4000)
@@ -140,7 +140,7 @@ func TestGPURealCUDA(t *testing.T) {
 	if err := writeFile(m.keyPath(k), b); err != nil {
 		t.Fatal(err)
 	}
-	if canLock() && m.st.Mem().Mapping(k) == nil {
+	if canLock() && m.st.Mapping(k) == nil {
 		t.Error("the memory tier holds no mapping of the block: its registration with the driver failed")
 	}
 	c := openCtl(t, m, "gpu")

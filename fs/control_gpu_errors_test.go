@@ -1,15 +1,11 @@
 package fs
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 
-	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 
@@ -102,28 +98,5 @@ func TestGPUErrors(t *testing.T) {
 	region.check("the session after its errors")
 	if st := readStats(t, m); st.ControlErrors == 0 || st.GPULoads != 1 || st.Published != 2 {
 		t.Errorf("stats: control errors %d, loads %d, published %d", st.ControlErrors, st.GPULoads, st.Published)
-	}
-}
-
-// TestGPUSimFileOwner: a sim region's file must belong to the caller
-// unless the caller is root (the daemon writes into it, maybe as root).
-func TestGPUSimFileOwner(t *testing.T) {
-	region := newSimRegion(t, 4096)
-	if err := os.Chown(region.path, 12345, 12345); err != nil {
-		t.Skipf("chown: %v", err)
-	}
-	spec := gpu.RegionSpec{Size: 4096}
-	for _, tc := range []struct {
-		uid  uint32
-		want syscall.Errno
-	}{{12345, 0}, {0, 0}, {54321, syscall.EACCES}} {
-		ctx := fuse.NewContext(context.Background(), &fuse.Caller{Owner: fuse.Owner{Uid: tc.uid}})
-		f, err := openSimFile(ctx, region.path, spec)
-		if got, _ := mapErr(err); err != nil && got != tc.want || err == nil && tc.want != 0 {
-			t.Errorf("caller uid %d: %v, want errno %v", tc.uid, err, tc.want)
-		}
-		if f != nil {
-			f.Close()
-		}
 	}
 }

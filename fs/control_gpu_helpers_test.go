@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -34,9 +36,8 @@ func newGPUMount(t testing.TB, dev gpu.Device, opts Options) *testMount {
 		}
 	}
 	t.Cleanup(func() { dev.Close() }) // runs last: after the unmount and the stack's close
-	st := newTestStackWith(t, tiers.MemConfig{Capacity: 64 << 20, Host: HostPages(dev)}, tiers.DirConfig{Kind: "nvme"})
-	opts.GPU = dev
-	m := newMountWith(t, st, opts)
+	st := newTestStackWith(t, tiers.MemConfig{Capacity: 64 << 20, Host: control.HostPages(dev)}, tiers.DirConfig{Kind: "nvme"})
+	m := newMountWith(t, st, opts, store.Options{GPU: dev})
 	if err := os.Mkdir(m.path(gpuModel), 0o755); err != nil {
 		t.Fatal(err)
 	}

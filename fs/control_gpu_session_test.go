@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -44,7 +45,7 @@ func TestGPUSessions(t *testing.T) {
 	if a := c2.ask(load); errnoOfAnswer(a) != "EBADF" {
 		t.Errorf("after unregister: %q", a)
 	}
-	for i := range maxRegions {
+	for i := range control.MaxRegions {
 		if a := c2.ask(fmt.Sprintf("register sim %s 64", region.path)); !strings.HasPrefix(a, "ok region=") {
 			t.Fatalf("registration %d: %q", i+1, a)
 		}
@@ -52,8 +53,8 @@ func TestGPUSessions(t *testing.T) {
 	if a := c2.ask(fmt.Sprintf("register sim %s 64", region.path)); errnoOfAnswer(a) != "EMFILE" {
 		t.Errorf("registration past the limit: %q", a)
 	}
-	if st := readStats(t, m); st.GPURegions != maxRegions {
-		t.Errorf("gpu_regions %d, want %d", st.GPURegions, maxRegions)
+	if st := readStats(t, m); st.GPURegions != control.MaxRegions {
+		t.Errorf("gpu_regions %d, want %d", st.GPURegions, control.MaxRegions)
 	}
 }
 
@@ -116,7 +117,7 @@ func TestGPULoadWhileRemoving(t *testing.T) {
 	}
 	region.check("after the race")
 	for _, k := range keys {
-		if m.st.Mem().Pinned(k) {
+		if m.st.Pinned(k) {
 			t.Errorf("%s left pinned", k)
 		}
 	}
@@ -126,7 +127,7 @@ func TestGPULoadWhileRemoving(t *testing.T) {
 // dump latency histograms of the Prometheus endpoint.
 func TestGPUMetrics(t *testing.T) {
 	m := newGPUMount(t, nil, Options{})
-	srv := httptest.NewServer(m.srv.MetricsHandler())
+	srv := httptest.NewServer(m.metricsHandler())
 	defer srv.Close()
 	k, b := gpuBlock(1, 1000)
 	put(t, m.st, k, b)

@@ -25,7 +25,7 @@ func TestGPULoad(t *testing.T) {
 	}
 	openCtl(t, m, "flush").mustOK("all")
 	for _, k := range keys[8:] { // on the directory tier only
-		if err := m.st.Mem().Remove(k); err != nil {
+		if err := m.st.Evict(k); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,20 +62,20 @@ func TestGPULoad(t *testing.T) {
 	}
 	region.check("after the load")
 	for _, k := range keys[8:] {
-		if _, err := m.st.Mem().Stat(k); err != nil {
+		if bi, err := m.st.Stat(k); err != nil || bi.Tier != tiers.Memory {
 			t.Errorf("%s not promoted into memory by the load: %v", k, err)
 		}
 	}
 	for _, k := range keys {
-		if m.st.Mem().Pinned(k) {
+		if m.st.Pinned(k) {
 			t.Errorf("%s still pinned after the load", k)
 		}
 	}
 	st := readStats(t, m)
 	if st.GPUDevice != "sim" || st.GPURegions != 1 || st.GPULoads != 1 || st.GPULoadBlocks != 12 || st.GPULoadBytes != int64(total) {
-		t.Errorf("stats: %+v", st.controlStats)
+		t.Errorf("stats: %+v", st.ControlStats)
 	}
-	if m.st.Mem().Mapping(keys[0]) != nil && st.GPULoadUnmapped != 0 {
+	if m.st.Mapping(keys[0]) != nil && st.GPULoadUnmapped != 0 {
 		t.Errorf("%d blocks loaded from files while the memory tier maps them", st.GPULoadUnmapped)
 	}
 	if st.Tiers[0].BytesOut != int64(total) {
@@ -103,11 +103,11 @@ func TestGPULoadUnmapped(t *testing.T) {
 	// The block is on nvme only, and memory is full of pinned blocks:
 	// the load cannot promote it and reads it from its file there.
 	openCtl(t, m, "flush").mustOK("all")
-	if err := m.st.Mem().Remove(k); err != nil {
+	if err := m.st.Evict(k); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; m.st.Mem().Room() >= int64(len(b)); i++ {
-		fill := min(1<<20, m.st.Mem().Room()-int64(len(b))/2)
+	for i := 0; memRoom(m.st) >= int64(len(b)); i++ {
+		fill := min(1<<20, memRoom(m.st)-int64(len(b))/2)
 		pk, pb := gpuBlock(1000+i, int((fill-hashdir.HeaderSize)/gpuLayers)&^1)
 		put(t, m.st, pk, pb)
 		if err := m.st.Pin(pk, true); err != nil {
@@ -121,7 +121,7 @@ func TestGPULoadUnmapped(t *testing.T) {
 	if st := readStats(t, m); st.GPULoadUnmapped != 1 {
 		t.Errorf("gpu_load_unmapped %d, want 1", st.GPULoadUnmapped)
 	}
-	if _, err := m.st.Mem().Stat(k); !errors.Is(err, tiers.ErrNotFound) {
+	if bi, err := m.st.Stat(k); err != nil || bi.Tier == tiers.Memory {
 		t.Errorf("the block went into full memory: %v", err)
 	}
 }
@@ -184,7 +184,7 @@ func TestGPUDump(t *testing.T) {
 	region.check("dumps read the region only")
 	st := readStats(t, m)
 	if st.GPUDumps != 2 || st.GPUDumpBlocks != 4 || st.GPUDumpExisting != 1 || st.GPUDumpBytes != 4*int64(len(blocks[0])) {
-		t.Errorf("stats: %+v", st.controlStats)
+		t.Errorf("stats: %+v", st.ControlStats)
 	}
 	if st.Published != 4 || st.Tiers[0].BytesIn != 4*int64(len(blocks[0])) {
 		t.Errorf("published %d, memory bytes_in %d", st.Published, st.Tiers[0].BytesIn)

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -107,13 +109,13 @@ func idList(keys []tiers.Key) string {
 }
 
 // readStats decodes .ucm/stats of the mount.
-func readStats(t testing.TB, m *testMount) mountStats {
+func readStats(t testing.TB, m *testMount) store.Stats {
 	t.Helper()
 	raw, err := os.ReadFile(m.path(".ucm", "stats"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st mountStats
+	var st store.Stats
 	if err := json.Unmarshal(raw, &st); err != nil {
 		t.Fatalf("stats: %v\n%s", err, raw)
 	}
@@ -140,3 +142,15 @@ func absentKeys(model string, n int) []tiers.Key {
 	}
 	return keys
 }
+
+// clip returns the start of b as a string, marked when cut, for messages.
+func clip(b []byte) string {
+	const clipLen = 80
+	if len(b) <= clipLen {
+		return string(b)
+	}
+	return string(b[:clipLen]) + "..."
+}
+
+// metricsHandler serves the mount's metrics (installed at mount).
+func (m *testMount) metricsHandler() http.Handler { return m.metrics.Handler() }

@@ -8,14 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/ucmfs/ucmfs/internal/faultfs"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // waitPrefetched waits until no promotion is queued or running (bounded:
 // a stuck pool fails the test instead of hanging it).
-func waitPrefetched(t *testing.T, m *testMount) mountStats {
+func waitPrefetched(t *testing.T, m *testMount) store.Stats {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -24,7 +26,7 @@ func waitPrefetched(t *testing.T, m *testMount) mountStats {
 			return st
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("prefetch still pending: %+v", st.controlStats)
+			t.Fatalf("prefetch still pending: %+v", st.ControlStats)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -39,7 +41,7 @@ func TestPrefetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range keys {
-		if err := m.st.Mem().Remove(k); err != nil {
+		if err := m.st.Evict(k); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,13 +52,13 @@ func TestPrefetch(t *testing.T) {
 	}
 	st := waitPrefetched(t, m)
 	for _, k := range keys {
-		if _, err := m.st.Mem().Stat(k); err != nil {
+		if bi, err := m.st.Stat(k); err != nil || bi.Tier != tiers.Memory {
 			t.Errorf("%s not in memory after prefetch: %v", k, err)
 		}
 	}
 	if st.Prefetches != 1 || st.PrefetchQueued != 10 || st.PrefetchMissing != 2 || st.PrefetchPromoted != 10 ||
 		st.PrefetchFailed != 0 || st.Promotions < 10 {
-		t.Errorf("stats after prefetch: %+v, promotions %d", st.controlStats, st.Promotions)
+		t.Errorf("stats after prefetch: %+v, promotions %d", st.ControlStats, st.Promotions)
 	}
 	// Blocks already in memory are queued too, and promote at once.
 	if a := c.ask(testModel + " " + idList(keys[:3])); a != "ok queued=3 missing=0" {
@@ -98,10 +100,10 @@ func TestFlush(t *testing.T) {
 		if k.Model != testModel {
 			continue
 		}
-		if m.st.Mem().Dirty(k) {
+		if isDirty(m.st, k) {
 			t.Errorf("%s still dirty after its model's flush", k)
 		}
-		if _, err := m.st.Dirs()[0].Stat(k); err != nil {
+		if _, err := onDisk(m.st, k); err != nil {
 			t.Errorf("%s not on the directory tier: %v", k, err)
 		}
 	}
@@ -109,14 +111,14 @@ func TestFlush(t *testing.T) {
 		t.Fatalf("flush all: %q", a)
 	}
 	for _, k := range keys {
-		if _, err := m.st.Dirs()[0].Stat(k); err != nil || m.st.Mem().Dirty(k) {
-			t.Errorf("%s after flush all: dirty %v, %v", k, m.st.Mem().Dirty(k), err)
+		if _, err := onDisk(m.st, k); err != nil || isDirty(m.st, k) {
+			t.Errorf("%s after flush all: dirty %v, %v", k, isDirty(m.st, k), err)
 		}
 	}
 	if st := readStats(t, m); st.Flushes != 2 || st.FlushErrors != 0 {
 		t.Errorf("stats: flushes %d errors %d", st.Flushes, st.FlushErrors)
 	}
-	if n := testutil.CollectAndCount(m.srv.state.metrics.flush); n != 1 {
+	if n := testutil.CollectAndCount(m.srv.state.Latency.Flush.(prometheus.Collector)); n != 1 {
 		t.Errorf("flush histogram: %d series", n)
 	}
 }
@@ -125,11 +127,7 @@ func TestFlush(t *testing.T) {
 // make durable.
 func TestFlushMemoryOnly(t *testing.T) {
 	requireFUSE(t)
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 8 << 20, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, nil)
+	st, err := tiers.New(tiers.StackConfig{Logger: testLogger()}, tiers.MemConfig{Capacity: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,15 +144,7 @@ func TestFlushMemoryOnly(t *testing.T) {
 func TestFlushEIO(t *testing.T) {
 	requireFUSE(t)
 	ffs := faultfs.Mount(t, t.TempDir())
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 8 << 20, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := tiers.NewDirTier(tiers.DirConfig{Kind: "nvme", Dir: ffs.Dir(), Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger(), RetryDelay: 20 * time.Millisecond}, mem, []*tiers.DirTier{d})
+	st, err := tiers.New(tiers.StackConfig{Logger: testLogger(), RetryDelay: 20 * time.Millisecond}, tiers.MemConfig{Capacity: 8 << 20}, tiers.DirConfig{Kind: "nvme", Dir: ffs.Dir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +169,7 @@ func TestFlushEIO(t *testing.T) {
 		t.Fatalf("flush after the fault cleared: %q", a)
 	}
 	for _, k := range keys {
-		if st.Mem().Dirty(k) {
+		if isDirty(st, k) {
 			t.Errorf("%s still dirty", k)
 		}
 	}

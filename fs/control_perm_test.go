@@ -70,7 +70,7 @@ func TestControlPermissions(t *testing.T) {
 // group, and its members (by primary or supplementary group) may open
 // them; other users still may not.
 func TestControlGroup(t *testing.T) {
-	if _, err := Mount(t.TempDir(), newTestStack(t), Options{ControlGroup: "no-such-group-here"}); err == nil {
+	if _, err := Mount(t.TempDir(), testStore(t, newTestStack(t)), Options{ControlGroup: "no-such-group-here"}); err == nil {
 		t.Fatal("mount with an unknown control group worked")
 	}
 	m := newOpenMount(t, Options{ControlGroup: "65534"})

@@ -47,7 +47,7 @@ func TestLookupMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range stored[200:] { // on the directory tier only
-		if err := m.st.Mem().Remove(k); err != nil {
+		if err := m.st.Evict(k); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,15 +137,7 @@ func TestControlConcurrent(t *testing.T) {
 func TestLookupSharedTier(t *testing.T) {
 	requireFUSE(t)
 	dir := t.TempDir()
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 8 << 20, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := tiers.NewDirTier(tiers.DirConfig{Kind: "nfs", Dir: dir, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, []*tiers.DirTier{d})
+	st, err := tiers.New(tiers.StackConfig{Logger: testLogger()}, tiers.MemConfig{Capacity: 8 << 20}, tiers.DirConfig{Kind: "nfs", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -54,7 +55,7 @@ func TestLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range keys[4:] {
-		if err := m.st.Mem().Remove(k); err != nil {
+		if err := m.st.Evict(k); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,23 +135,23 @@ func TestControlErrors(t *testing.T) {
 	}
 }
 
-// TestControlLimits: more than maxIDs ids, or a line longer than
-// maxRequest, is E2BIG; the session goes on. maxIDs ids are fine.
+// TestControlLimits: more than control.MaxIDs ids, or a line longer than
+// control.MaxRequest, is E2BIG; the session goes on. control.MaxIDs ids are fine.
 func TestControlLimits(t *testing.T) {
 	m := newMount(t, Options{})
 	keys := putKeys(t, m.st, testModel, 1)
 	id := keys[0].ID.String()
 	c := openCtl(t, m, "lookup")
-	ids := strings.TrimSuffix(strings.Repeat(id+" ", maxIDs), " ")
+	ids := strings.TrimSuffix(strings.Repeat(id+" ", control.MaxIDs), " ")
 	a := c.ask("exists " + testModel + " " + ids)
-	if want := "ok " + fmt.Sprint(maxIDs) + " " + strings.Repeat("1", maxIDs); a != want {
-		t.Errorf("exists of %d ids: %q", maxIDs, clip([]byte(a)))
+	if want := "ok " + fmt.Sprint(control.MaxIDs) + " " + strings.Repeat("1", control.MaxIDs); a != want {
+		t.Errorf("exists of %d ids: %q", control.MaxIDs, clip([]byte(a)))
 	}
 	if a := c.ask("exists " + testModel + " " + ids + " " + id); errnoOfAnswer(a) != "E2BIG" {
-		t.Errorf("exists of %d ids: %q, want E2BIG", maxIDs+1, a)
+		t.Errorf("exists of %d ids: %q, want E2BIG", control.MaxIDs+1, a)
 	}
-	// A line past maxRequest, sent in pieces: one E2BIG, then service.
-	long := "exists " + testModel + " " + strings.Repeat(id+" ", maxRequest/len(id))
+	// A line past control.MaxRequest, sent in pieces: one E2BIG, then service.
+	long := "exists " + testModel + " " + strings.Repeat(id+" ", control.MaxRequest/len(id))
 	c.send(long[:len(long)/2])
 	c.send(long[len(long)/2:])
 	c.send("\nprefix " + testModel + " " + id + "\n")
@@ -206,61 +207,4 @@ func TestSessionFraming(t *testing.T) {
 		t.Error(err)
 	}
 	f.Close()
-}
-
-// TestSessionUnreadLimit: a write while more than the limit of answer
-// bytes wait unread fails with ENOBUFS, and works again once they are
-// read. (The node is driven without a kernel, with a small limit.)
-func TestSessionUnreadLimit(t *testing.T) {
-	st := newTestStack(t)
-	keys := putKeys(t, st, testModel, 1)
-	s := newState(st, Options{Logger: testLogger()})
-	ss := &session{s: s, spec: &controlSpec{name: "lookup"}, h: &lookupSession{s: s}, limit: 20}
-	req := []byte("exists " + testModel + " " + keys[0].ID.String() + "\n")
-	for i := 0; i < 3; i++ {
-		if _, errno := ss.Write(t.Context(), req, 0); errno != 0 {
-			t.Fatalf("write %d: %v", i, errno)
-		}
-	}
-	if _, errno := ss.Write(t.Context(), req, 0); errno != syscall.ENOBUFS {
-		t.Fatalf("write with 24 bytes unread: %v, want ENOBUFS", errno)
-	}
-	buf := make([]byte, 100)
-	if r, _ := ss.Read(t.Context(), buf, 0); r.Size() != 3*len("ok 1 1\n") {
-		t.Fatalf("read %d bytes", r.Size())
-	}
-	if _, errno := ss.Write(t.Context(), req, 0); errno != 0 {
-		t.Fatalf("write after reading: %v", errno)
-	}
-	// One write of many requests stops at a line boundary past the limit.
-	ss.Read(t.Context(), buf, 0)
-	many := []byte(strings.Repeat(string(req), 10))
-	n, errno := ss.Write(t.Context(), many, 0)
-	if errno != 0 || n != uint32(3*len(req)) {
-		t.Fatalf("write of 10 requests: %d bytes taken (%v), want %d", n, errno, 3*len(req))
-	}
-}
-
-// TestLookupAllocs: answering a lookup allocates nothing per id (the
-// model name is the one allocation), once the session's buffers have
-// grown.
-func TestLookupAllocs(t *testing.T) {
-	st := newTestStack(t)
-	keys := putKeys(t, st, testModel, 100)
-	s := newState(st, Options{Logger: testLogger()})
-	l := &lookupSession{s: s}
-	ids := append(keys, absentKeys(testModel, 100)...)
-	for _, verb := range []string{"exists", "prefix"} {
-		req := []byte(verb + " " + testModel + " " + idList(ids))
-		out := make([]byte, 0, 4096)
-		allocs := testing.AllocsPerRun(20, func() {
-			var err error
-			if out, err = l.answer(t.Context(), req, out[:0]); err != nil {
-				t.Fatal(err)
-			}
-		})
-		if allocs > 2 {
-			t.Errorf("%s of %d ids: %v allocations", verb, len(ids), allocs)
-		}
-	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/sparse"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -30,11 +31,7 @@ const (
 // values; it returns the ids and the sidecar files.
 func benchTopKStack(b *testing.B) (*tiers.Stack, []hashdir.ID, [][]byte) {
 	b.Helper()
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 1 << 30, Logger: testLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, nil)
+	st, err := tiers.New(tiers.StackConfig{Logger: testLogger()}, tiers.MemConfig{Capacity: 1 << 30})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +80,7 @@ func BenchmarkTopK10k(b *testing.B) {
 	requireFUSE(b)
 	st, ids, reprs := benchTopKStack(b)
 	m := newMountWith(b, st, Options{Passthrough: true})
-	cold := newMountWith(b, st, Options{Passthrough: true, ReprCache: -1})
+	cold := newMountWith(b, st, Options{Passthrough: true}, store.Options{ReprCache: -1})
 	q := randomQuery(rand.New(rand.NewPCG(11, 11)), benchHeads*benchDim)
 	cands := make([]sparse.Candidate, len(ids))
 	for i := range ids {

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/sparse"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -149,7 +151,7 @@ var topkKinds = []struct {
 func TestTopKMatchesSparse(t *testing.T) {
 	for _, cache := range []int64{0, 100} {
 		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) {
-			m := newMount(t, Options{ReprCache: cache})
+			m := newMount(t, Options{}, store.Options{ReprCache: cache})
 			set := newTopKSet(t, m.st, testModel)
 			c := openCtl(t, m, "topk")
 			r := rand.New(rand.NewPCG(1, 2))
@@ -190,7 +192,7 @@ func TestTopKStoresAndReuses(t *testing.T) {
 	}
 	st := readStats(t, m)
 	if st.TopKDerived != 30 || st.ReprDerived != 29 || st.TopKs != 1 || st.TopKCandidates != 33 || st.TopKMissing != 3 {
-		t.Fatalf("after the first request: %+v", st.controlStats)
+		t.Fatalf("after the first request: %+v", st.ControlStats)
 	}
 	for id := range set.blocks {
 		if !m.st.Has(tiers.Key{Model: testModel, ID: id, Kind: hashdir.Repr}) {
@@ -215,7 +217,7 @@ func TestTopKStoresAndReuses(t *testing.T) {
 	if st := readStats(t, m); st.TopKReused != 1 {
 		t.Fatalf("an index with a removed candidate was reused")
 	}
-	srv := httptest.NewServer(m.srv.MetricsHandler())
+	srv := httptest.NewServer(m.metricsHandler())
 	defer srv.Close()
 	got := scrape(t, srv.URL+"/metrics")
 	for name, want := range map[string]float64{
@@ -241,7 +243,7 @@ func TestTopKErrors(t *testing.T) {
 	opts := func(s string) string { return "topk " + testModel + " " + s + " " + id }
 	qs := "q=" + b64Floats(q)
 	full := "kind=mean layer=0 k=3 heads=3 dim=8 " + qs
-	many := make([]string, maxIDs+1)
+	many := make([]string, control.MaxIDs+1)
 	for i := range many {
 		many[i] = id
 	}

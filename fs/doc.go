@@ -1,33 +1,34 @@
-// Package fs is the FUSE layer of ucmfs, and the only package that imports
-// go-fuse. It presents a tiers.Stack as a tree of files:
+// Package fs is the FUSE adapter of ucmfs, and the only package that
+// imports go-fuse. It presents a store.Store (models, publish rules,
+// sidecars, counters: the kernel-agnostic core) as a tree of files, and
+// turns every error into an errno in one place (errno.go):
 //
 //	<mnt>/                       root: one directory per model, and .ucm/
 //	<mnt>/.ucm/stats             JSON snapshot of the stack's and the mount's counters
-//	<mnt>/.ucm/lookup            batch existence and prefix match (control_lookup.go)
-//	<mnt>/.ucm/prefetch          promotion into memory (control_prefetch.go)
-//	<mnt>/.ucm/flush             write-back until durable (control_flush.go)
-//	<mnt>/.ucm/gpu               loads into and dumps from GPU memory (control_gpu*.go),
-//	                             when Options.GPU names a device
+//	<mnt>/.ucm/lookup            batch existence and prefix match
+//	<mnt>/.ucm/prefetch          promotion into memory
+//	<mnt>/.ucm/flush             write-back until durable
+//	<mnt>/.ucm/gpu               loads into and dumps from GPU memory, when
+//	                             the store has a GPU device
 //	<mnt>/.ucm/topk              top-k of candidate blocks by their sidecars
-//	                             (control_topk*.go, topk_gather.go)
 //	<mnt>/<model>/               a model; always shows the 256 shards
 //	<mnt>/<model>/<hh>/          a shard directory 00..ff
 //	<mnt>/<model>/<hh>/<id>.bin  a published block (0444, immutable)
 //	<mnt>/<model>/<hh>/<id>.repr its sidecar: stored, or derived from the
-//	                             block on first read (repr_*.go)
+//	                             block on first read (repr_node.go; store)
 //
 // One node type per kind of file (root.go, model.go, shard.go, file.go,
-// pending.go, control.go, session.go) shares the mount's state by pointer
+// pending.go, repr_node.go, control.go) shares the mount's state by pointer
 // (state.go). Mount (mount.go) is the entry point the command line uses.
 //
 // # Control plane
 //
-// Each open descriptor of a request file under .ucm/ is a session
-// (session.go): request lines in, one answer line each out. Each file is
-// one handler registered from its own source file. The counters they
-// keep, with per-tier bytes in and out (counters.go), join the stack's in
-// .ucm/stats and in the Prometheus metrics (metrics.go), which read one
-// snapshot; docs/control.md is the user's reference.
+// Each open descriptor of a request file under .ucm/ is a
+// control.Session (package control: the line protocol, bytes in and
+// out); control.go here only moves the kernel's reads and writes to it and
+// passes on the caller. .ucm/stats is the store's snapshot as JSON, the
+// same one package metrics exports; docs/control.md is the user's
+// reference.
 //
 // # Writing
 //
@@ -52,13 +53,13 @@
 //
 // A sidecar is stored (written by its engine, validated against its block
 // at close) or derivable: a block without one, of a layout package sparse
-// can derive from, in a model whose repr_kind (ReprSetting, per model or
-// Options.Repr) is not none. Lookup sizes a derivable sidecar from the
-// block's header alone; the first open derives and stores it through the
-// stack, so from then on it is an ordinary stored file (repr_derive.go,
-// repr_node.go). .ucm/topk gathers the candidates' sidecars the same way,
-// through a byte-bounded cache (repr_cache.go), and ranks them with a
-// sparse.Index that each session keeps while its candidates are unchanged.
+// can derive from, in a model whose repr_kind (store.ReprSetting, per
+// model or store.Options.Repr) is not none. Lookup sizes a derivable
+// sidecar from the block's header alone; the first open derives and
+// stores it through the store, so from then on it is an ordinary stored
+// file (store.Store.DeriveSidecar, repr_node.go). .ucm/topk gathers the
+// candidates' sidecars the same way, through the store's byte-bounded
+// cache.
 //
 // # Caching
 //
@@ -71,7 +72,9 @@
 // # Errors
 //
 // Below this package there are only Go errors and sentinels. They become
-// an errno in one place (errno.go), and every refused request logs one
-// line (fsState.fail). Inode numbers are derived from names (inode.go).
+// an errno in one place (errno.go, which also names the plain answers
+// such as a lookup's ENOENT), and every refused request logs one line
+// (fsState.fail); internal/lint keeps errno constants out of every other
+// file but the mount-time checks of mount.go. Inode numbers are derived from names (inode.go).
 // docs/semantics.md and docs/xattrs.md describe what users see.
 package fs

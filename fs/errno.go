@@ -6,24 +6,33 @@ import (
 	iofs "io/fs"
 	"syscall"
 
+	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
+	"golang.org/x/sys/unix"
 )
 
-// Errors of this package that have no tiers or hashdir sentinel. Each
-// wraps the errno it stands for, so toErrno needs no special case.
+// Errors of the adapter itself, mapped below.
 var (
-	// errImmutable: the request would change a published file or the fixed
-	// directory structure (truncate, rename, link, symlink, mknod, mkdir
-	// inside a model).
-	errImmutable = syscall.EPERM
-	// errQuota: publishing the file would take its model past its quota.
-	errQuota = syscall.EDQUOT
-	// errTooBig: the file being written passed Options.MaxFileSize.
-	errTooBig = syscall.EFBIG
-	// errStopped: StopWrites was called; the daemon is shutting down.
-	errStopped = syscall.EROFS
+	// errReadOnly: a write open of a published file, or a read open of one
+	// being written (EACCES).
+	errReadOnly = errors.New("read-only")
+	// errNoAttr: a user.ucm.* name this node does not have (ENODATA).
+	errNoAttr = errors.New("no such attribute")
+	// errOtherNS: a name outside user.ucm.* (ENOTSUP).
+	errOtherNS = errors.New("attribute namespace not served")
+)
+
+// The plain answers nodes give with no error to log (a lookup's miss, an
+// existing name), named by what they mean; this file decides their errno.
+const (
+	errnoMissing = syscall.ENOENT  // no such name
+	errnoExists  = syscall.EEXIST  // the name exists
+	errnoNotDir  = syscall.ENOTDIR // a file where a directory was asked for
+	errnoBadFD   = syscall.EBADF   // a descriptor that cannot do what is asked
+	errnoRange   = syscall.ERANGE  // an attribute buffer too small
 )
 
 // errnoRule is one line of the mapping table: errors.Is(err, target)
@@ -37,6 +46,23 @@ type errnoRule struct {
 // With osRules they are the only place where an error becomes an errno
 // (see toErrno).
 var errnoRules = []errnoRule{
+	{errReadOnly, syscall.EACCES},
+	{errNoAttr, syscall.ENODATA},
+	{errOtherNS, syscall.ENOTSUP},
+	{store.ErrImmutable, syscall.EPERM},
+	{store.ErrQuota, syscall.EDQUOT},
+	{store.ErrTooBig, syscall.EFBIG},
+	{store.ErrStopped, syscall.EROFS},
+	{store.ErrInvalid, syscall.EINVAL},
+	{store.ErrNotEmpty, syscall.ENOTEMPTY},
+	{store.ErrShutdown, syscall.ESHUTDOWN},
+	{store.ErrInterrupted, syscall.EINTR},
+	{control.ErrInvalid, syscall.EINVAL},
+	{control.ErrTooMany, syscall.E2BIG},
+	{control.ErrBadRegion, syscall.EBADF},
+	{control.ErrTooManyRegions, syscall.EMFILE},
+	{control.ErrBackpressure, syscall.ENOBUFS},
+	{control.ErrAccess, syscall.EACCES},
 	{tiers.ErrInvalid, syscall.EINVAL},
 	{hashdir.ErrFormat, syscall.EINVAL},
 	{hashdir.ErrName, syscall.EINVAL},
@@ -54,6 +80,8 @@ var errnoRules = []errnoRule{
 	{gpu.ErrNoDevice, syscall.ENODEV},
 	{gpu.ErrFault, syscall.EFAULT},
 	{gpu.ErrClosed, syscall.ESHUTDOWN},
+	// Last, where the errno of a wrapped error used to win over it.
+	{store.ErrNoSidecar, syscall.ENOENT},
 }
 
 // osRules apply after a syscall.Errno in the chain was looked for: they
@@ -74,6 +102,13 @@ var osRules = []errnoRule{
 func toErrno(err error) syscall.Errno {
 	e, _ := mapErr(err)
 	return e
+}
+
+// errName names the errno of err ("EINVAL"), for the answer lines of the
+// control files, and tells whether err was an expected error.
+func errName(err error) (string, bool) {
+	e, known := mapErr(err)
+	return unix.ErrnoName(e), known
 }
 
 // mapErr is toErrno, also telling whether err was an expected error.

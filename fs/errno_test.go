@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -35,11 +36,11 @@ func TestToErrno(t *testing.T) {
 		{tiers.ErrStalled, syscall.ETIMEDOUT, true},
 		{tiers.ErrClosed, syscall.ESHUTDOWN, true},
 		{tiers.ErrCorrupt, syscall.EIO, true},
-		{errImmutable, syscall.EPERM, true},
-		{wrap(errImmutable), syscall.EPERM, true},
-		{errQuota, syscall.EDQUOT, true},
-		{errTooBig, syscall.EFBIG, true},
-		{errStopped, syscall.EROFS, true},
+		{store.ErrImmutable, syscall.EPERM, true},
+		{wrap(store.ErrImmutable), syscall.EPERM, true},
+		{store.ErrQuota, syscall.EDQUOT, true},
+		{store.ErrTooBig, syscall.EFBIG, true},
+		{store.ErrStopped, syscall.EROFS, true},
 		{wrap(syscall.ENOTEMPTY), syscall.ENOTEMPTY, true},
 		{&os.PathError{Op: "open", Path: "/x", Err: syscall.ENOSPC}, syscall.ENOSPC, true},
 		{os.ErrNotExist, syscall.ENOENT, true},

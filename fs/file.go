@@ -11,6 +11,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -32,7 +33,7 @@ type storedFile struct {
 
 	mu      sync.Mutex
 	backing *os.File // under mu; nil when refs is 0
-	level   int      // under mu; the tier backing was opened from (tierOf)
+	level   int      // under mu; the tier backing was opened from (Handle.TierID)
 	size    int64    // under mu; backing's size
 	refs    int      // open handles
 	header  []byte   // under mu; the first 64 bytes, once read
@@ -100,7 +101,7 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 	}
 	if err != nil {
 		if errors.Is(err, tiers.ErrNotFound) {
-			return syscall.ENOENT
+			return errnoMissing
 		}
 		return n.s.fail("getattr", n.key.Path(), err)
 	}
@@ -115,7 +116,7 @@ func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 	if wh, ok := f.(*writeHandle); ok {
 		return wh.setattr(in, out)
 	}
-	return n.s.fail("setattr", n.key.Path(), fmt.Errorf("published files are immutable: %w", errImmutable))
+	return n.s.fail("setattr", n.key.Path(), fmt.Errorf("published files are immutable: %w", store.ErrImmutable))
 }
 
 // Open opens the file for reading from the fastest tier holding it. An
@@ -125,7 +126,7 @@ func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
 		if n.s.stack.Has(n.key) || n.readers() > 0 {
-			return nil, 0, n.s.fail("open", n.key.Path(), fmt.Errorf("published files are read-only: %w", syscall.EACCES))
+			return nil, 0, n.s.fail("open", n.key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
 		}
 		h, errno := n.s.startWrite(n.key, flags)
 		if errno != 0 {
@@ -138,12 +139,12 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		if errors.Is(err, tiers.ErrNotFound) {
 			_, parent := n.Parent()
 			n.s.notifyGone(parent, n.key.FileName())
-			return nil, 0, syscall.ENOENT
+			return nil, 0, errnoMissing
 		}
 		return nil, 0, n.s.fail("open", n.key.Path(), err)
 	}
-	n.s.hit(n.key)
-	n.s.countOut(level, size)
+	n.s.Hit(n.key)
+	n.s.CountOut(level, size)
 	// A reader has nothing to flush: no FLUSH round trip at its close.
 	return &readHandle{node: n, f: f}, n.s.openFlags() | fuse.FOPEN_NOFLUSH, 0
 }
@@ -162,7 +163,7 @@ func (n *storedFile) acquire() (f *os.File, level int, size int64, err error) {
 		return nil, 0, 0, err
 	}
 	n.backing, n.refs = h.File, 1
-	n.level, n.size = n.s.tierOf(h.File.Name()), h.Size
+	n.level, n.size = int(h.TierID), h.Size
 	return h.File, n.level, n.size, nil
 }
 

@@ -1,7 +1,6 @@
 package fs
 
 import (
-	"context"
 	"crypto/md5"
 	"errors"
 	"fmt"
@@ -10,11 +9,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
-	"time"
+
+	ucmmetrics "github.com/ucmfs/ucmfs/metrics"
+	"github.com/ucmfs/ucmfs/tiers/tiertest"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
@@ -42,29 +45,7 @@ func newTestStack(t testing.TB) *tiers.Stack {
 // closed when the test ends.
 func newTestStackWith(t testing.TB, mc tiers.MemConfig, dc tiers.DirConfig) *tiers.Stack {
 	t.Helper()
-	mc.Logger, dc.Logger = testLogger(), testLogger()
-	if dc.Dir == "" {
-		dc.Dir = t.TempDir()
-	}
-	mem, err := tiers.NewMemTier(mc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := tiers.NewDirTier(dc)
-	if err != nil {
-		mem.Close()
-		t.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, []*tiers.DirTier{d})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = st.Close(ctx)
-	})
-	return st
+	return tiertest.NewStack(t, testLogger(), mc, dc)
 }
 
 // testBlock builds a valid block of payload bytes whose id is derived from
@@ -111,9 +92,10 @@ var mounted struct {
 
 // testMount is one in-process mount of a real stack.
 type testMount struct {
-	mnt string
-	st  *tiers.Stack
-	srv *Server
+	mnt     string
+	st      *tiers.Stack
+	srv     *Server
+	metrics *ucmmetrics.Metrics
 }
 
 // path is a path under the mount.
@@ -127,10 +109,10 @@ func (m *testMount) keyPath(k tiers.Key) string { return m.path(k.Path()) }
 // newMount mounts a new stack on a temporary directory; the mount goes at
 // the end of the test. Without /dev/fuse the test is skipped, unless
 // UCMFS_REQUIRE_FUSE=1.
-func newMount(t testing.TB, opts Options) *testMount {
+func newMount(t testing.TB, opts Options, sopts ...store.Options) *testMount {
 	t.Helper()
 	requireFUSE(t)
-	return newMountWith(t, newTestStack(t), opts)
+	return newMountWith(t, newTestStack(t), opts, sopts...)
 }
 
 // requireFUSE skips the test when FUSE is unusable, unless
@@ -146,20 +128,23 @@ func requireFUSE(t testing.TB) {
 }
 
 // newMountWith mounts st (see newMount).
-func newMountWith(t testing.TB, st *tiers.Stack, opts Options) *testMount {
+func newMountWith(t testing.TB, st *tiers.Stack, opts Options, sopts ...store.Options) *testMount {
 	t.Helper()
 	requireFUSE(t)
-	return mountAt(t, t.TempDir(), st, opts)
+	return mountAt(t, t.TempDir(), st, opts, sopts...)
 }
 
-// mountAt mounts st on mnt, records the mount for TestMain's leak check
-// and unmounts it when the test ends.
-func mountAt(t testing.TB, mnt string, st *tiers.Stack, opts Options) *testMount {
+// mountAt mounts st (in a store made with sopts, at most one) on mnt,
+// records the mount for TestMain's leak check and unmounts it when the
+// test ends.
+func mountAt(t testing.TB, mnt string, st *tiers.Stack, opts Options, sopts ...store.Options) *testMount {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = testLogger()
 	}
-	srv, err := Mount(mnt, st, opts)
+	core := testStore(t, st, sopts...)
+	exported := ucmmetrics.New(core)
+	srv, err := Mount(mnt, core, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +156,7 @@ func mountAt(t testing.TB, mnt string, st *tiers.Stack, opts Options) *testMount
 			t.Errorf("unmount: %v", err)
 		}
 	})
-	return &testMount{mnt: mnt, st: st, srv: srv}
+	return &testMount{mnt: mnt, st: st, srv: srv, metrics: exported}
 }
 
 // modes runs fn once with passthrough requested (active where the kernel
@@ -212,3 +197,40 @@ func errnoOf(err error) unix.Errno {
 	}
 	return ^unix.Errno(0)
 }
+
+// testStore makes the store over st with the test logger, and the options
+// of sopts (at most one); it is closed when the test ends.
+func testStore(t testing.TB, st *tiers.Stack, sopts ...store.Options) *store.Store {
+	t.Helper()
+	var so store.Options
+	if len(sopts) > 0 {
+		so = sopts[0]
+	}
+	if so.Logger == nil {
+		so.Logger = testLogger()
+	}
+	core, err := store.New(st, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(core.Close)
+	return core
+}
+
+// testState is the state nodes share, over st, without a mount.
+func testState(t testing.TB, st *tiers.Stack, opts Options) *fsState {
+	t.Helper()
+	return newState(testStore(t, st, store.Options{Logger: opts.Logger}), opts)
+}
+
+func isDirty(st *tiers.Stack, k tiers.Key) bool { bi, _ := st.Stat(k); return bi.Dirty }
+
+func onDisk(st *tiers.Stack, k tiers.Key) (tiers.BlockInfo, error) {
+	bi, err := st.Stat(k)
+	if err == nil && !slices.Contains(bi.Holders, "nvme") {
+		err = tiers.ErrNotFound
+	}
+	return bi, err
+}
+
+func memRoom(st *tiers.Stack) int64 { u := st.Tiers()[tiers.Memory].Usage; return u.Capacity - u.Used }

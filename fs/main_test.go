@@ -1,11 +1,11 @@
 package fs
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // TestMain runs the tests, then fails if any mount they made is still
@@ -19,8 +19,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// leftMounts returns the mount points of this binary still in
-// /proc/self/mounts.
+// leftMounts returns the mount points of this binary still in the mount
+// table.
 func leftMounts() []string {
 	mounted.Lock()
 	ours := make(map[string]bool, len(mounted.dirs))
@@ -28,18 +28,15 @@ func leftMounts() []string {
 		ours[d] = true
 	}
 	mounted.Unlock()
-	f, err := os.Open("/proc/self/mounts")
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		return !ours[m.Mountpoint], false
+	})
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
 	var left []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 1 && ours[unescapeMount(fields[1])] {
-			left = append(left, fields[1])
-		}
+	for _, m := range mounts {
+		left = append(left, m.Mountpoint)
 	}
 	return left
 }

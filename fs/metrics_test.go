@@ -47,7 +47,7 @@ func scrape(t *testing.T, url string) map[string]float64 {
 // counters move as blocks are written, read and looked up.
 func TestMetrics(t *testing.T) {
 	m := newMount(t, Options{})
-	srv := httptest.NewServer(m.srv.MetricsHandler())
+	srv := httptest.NewServer(m.metricsHandler())
 	defer srv.Close()
 	url := srv.URL + "/metrics"
 	before := scrape(t, url)

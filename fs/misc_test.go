@@ -33,7 +33,7 @@ func (h *countHandler) WithGroup(string) slog.Handler      { return h }
 func TestOneLogLinePerRefusal(t *testing.T) {
 	st := newTestStack(t)
 	h := &countHandler{}
-	s := newState(st, Options{Logger: slog.New(h)})
+	s := testState(t, st, Options{Logger: slog.New(h)})
 	e := &caseEnv{st: st, s: s, n: 1}
 	e.key, e.data = caseSetup(t, st)
 	quiet := map[syscall.Errno]bool{syscall.ENOENT: true, syscall.ENODATA: true, syscall.ENOTSUP: true}
@@ -53,17 +53,13 @@ func TestOneLogLinePerRefusal(t *testing.T) {
 
 // TestNoSpace: close returns ENOSPC when no tier has room.
 func TestNoSpace(t *testing.T) {
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 64 << 10, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, nil)
+	st, err := tiers.New(tiers.StackConfig{Logger: testLogger()}, tiers.MemConfig{Capacity: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close(context.Background()) })
 	k, d := testBlock(testModel, 1, 128<<10)
-	s := newState(st, Options{Logger: testLogger()})
+	s := testState(t, st, Options{Logger: testLogger()})
 	e := &caseEnv{st: st, s: s}
 	if errno := e.nodeWrite(k, d); errno != syscall.ENOSPC {
 		t.Fatalf("node depth: %v, want ENOSPC", errno)
@@ -75,29 +71,5 @@ func TestNoSpace(t *testing.T) {
 	}
 	if st.Has(k) {
 		t.Fatal("stored without room")
-	}
-}
-
-// TestHitsPrune: the hit table drops the counts of keys no tier holds.
-func TestHitsPrune(t *testing.T) {
-	st := newTestStack(t)
-	s := newState(st, Options{Logger: testLogger()})
-	k1, d1 := testBlock(testModel, 1, 64)
-	put(t, st, k1, d1)
-	k2, _ := testBlock(testModel, 2, 64)
-	s.hit(k1)
-	s.hit(k2)
-	s.pruneHits()
-	if s.hits.get(k1) != 1 || s.hits.get(k2) != 0 {
-		t.Fatalf("hits after prune: %d %d", s.hits.get(k1), s.hits.get(k2))
-	}
-}
-
-// TestUnescapeMount undoes the octal escapes of /proc/self/mountinfo.
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/x\134y`: `/x\y`, "/plain": "/plain", `/bad\04`: `/bad\04`} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // modelNode is a model directory: it always shows the 256 shard
@@ -57,7 +57,7 @@ func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	sh, ok := hashdir.ParseShard(name)
 	if !ok {
 		m.s.debugFail("lookup", m.model+"/"+name, fmt.Errorf("%w: %q is not a shard directory 00..ff", hashdir.ErrName, name))
-		return nil, syscall.ENOENT
+		return nil, errnoMissing
 	}
 	id := inoName{tag: tagShard, model: m.model, shard: sh}
 	ino := m.s.inos.acquire(id)
@@ -87,9 +87,9 @@ func (m *modelNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno)
 // else may be made here (EPERM).
 func (m *modelNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if _, ok := hashdir.ParseShard(name); ok {
-		return nil, syscall.EEXIST
+		return nil, errnoExists
 	}
-	return nil, m.s.fail("mkdir", m.model+"/"+name, errImmutable)
+	return nil, m.s.fail("mkdir", m.model+"/"+name, store.ErrImmutable)
 }
 
 // Rmdir of an empty shard directory succeeds and changes nothing (shard
@@ -98,20 +98,10 @@ func (m *modelNode) Mkdir(ctx context.Context, name string, mode uint32, out *fu
 func (m *modelNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	sh, ok := hashdir.ParseShard(name)
 	if !ok {
-		return syscall.ENOENT
+		return errnoMissing
 	}
-	if len(m.s.shardKeys(m.model, sh)) > 0 {
-		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", syscall.ENOTEMPTY))
+	if len(m.s.Stack().ShardKeys(m.model, sh)) > 0 {
+		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", store.ErrNotEmpty))
 	}
 	return 0
 }
-
-// modelEmpty reports whether no tier holds a file of model.
-func (s *fsState) modelEmpty(model string) bool {
-	empty := true
-	s.stack.List(model, func(tiers.Key) bool { empty = false; return false })
-	return empty
-}
-
-// keyOfModel is a key naming only a model, for the per-model tables.
-func keyOfModel(model string) tiers.Key { return tiers.Key{Model: model} }

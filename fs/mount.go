@@ -13,8 +13,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // Options configure a mount. Zero values take the defaults.
@@ -23,33 +22,18 @@ type Options struct {
 	AllowOther  bool          // let other users than the mounting one use the mount
 	EntryTTL    time.Duration // published entries and attrs (default 1h)
 	NegativeTTL time.Duration // misses (default 1s)
-	MaxFileSize int64         // largest file a write may make (default 1 GiB)
 	Logger      *slog.Logger  // one line per refused request (default slog.Default())
 	Debug       bool          // go-fuse debug log
 	// ControlGroup, a group name or numeric id, lets its members use the
 	// control files (mode 0660 with that group); by default they are 0600,
 	// for the mounting user (and root) only.
 	ControlGroup string
-	// GPU is the device .ucm/gpu moves blocks to and from (CUDA or the
-	// simulated one); nil: the mount has no .ucm/gpu. The caller opens it
-	// and closes it after the stack, since the memory tier registers its
-	// mappings with it (tiers.MemConfig.Host).
-	GPU gpu.Device
-	// Repr is the kind of sidecar derived for a block that has none
-	// stored, for every model without its own user.ucm.repr_kind (the
-	// zero value: kind 0, mean).
-	Repr ReprSetting
-	// ReprCache is how many bytes of sidecar files .ucm/topk keeps in
-	// memory across requests (default 256 MiB; negative: none).
-	ReprCache int64
 }
 
 // Defaults of Options.
 const (
 	DefaultEntryTTL    = time.Hour
 	DefaultNegativeTTL = time.Second
-	DefaultMaxFileSize = 1 << 30
-	DefaultReprCache   = 256 << 20
 )
 
 func (o *Options) setDefaults() {
@@ -59,14 +43,8 @@ func (o *Options) setDefaults() {
 	if o.NegativeTTL <= 0 {
 		o.NegativeTTL = DefaultNegativeTTL
 	}
-	if o.MaxFileSize <= 0 {
-		o.MaxFileSize = DefaultMaxFileSize
-	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
-	}
-	if o.ReprCache == 0 {
-		o.ReprCache = DefaultReprCache
 	}
 }
 
@@ -80,13 +58,13 @@ type Server struct {
 	mnt   string
 }
 
-// Mount mounts st at mountpoint and serves it until unmounted. The
+// Mount mounts the store st at mountpoint and serves it until unmounted. The
 // mountpoint must be an empty directory that is not already a mount
 // point. It mounts directly (mount(2), as root; fusermount only as a
 // fallback). With opts.Passthrough it checks that the kernel takes the
 // tiers' files as passthrough backing files, and else serves I/O itself
 // (one log line; PassthroughActive tells which).
-func Mount(mountpoint string, st *tiers.Stack, opts Options) (*Server, error) {
+func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 	mnt, err := filepath.Abs(mountpoint)
 	if err != nil {
 		return nil, err
@@ -99,11 +77,7 @@ func Mount(mountpoint string, st *tiers.Stack, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if err := opts.Repr.validate(); err != nil {
-		return nil, err
-	}
 	s := newState(st, opts)
-	s.seedModels()
 	gopts := &gofs.Options{
 		MountOptions: fuse.MountOptions{
 			AllowOther:           s.opts.AllowOther,
@@ -187,14 +161,14 @@ func checkMountpoint(mnt string) error {
 // external umount); the prefetch pool is stopped by then.
 func (s *Server) Wait() {
 	s.srv.Wait()
-	s.state.stopPrefetch()
+	s.state.Close()
 }
 
 // StopWrites makes every later create (and mkdir) fail with EROFS: the
 // daemon is shutting down. Files already being written still publish at
 // close while the stack is open.
 func (s *Server) StopWrites() {
-	s.state.stopped.Store(true)
+	s.state.Stop()
 }
 
 // PassthroughActive reports whether the kernel reads and writes the
@@ -208,7 +182,7 @@ func (s *Server) Mountpoint() string { return s.mnt }
 // process inside) it detaches it (MNT_DETACH): the mount disappears from
 // the namespace at once and the kernel ends it when the last user goes.
 func (s *Server) Unmount() error {
-	defer s.state.stopPrefetch()
+	defer s.state.Close()
 	if mounted, err := isMountpoint(s.mnt); err == nil && !mounted {
 		return nil // unmounted already (an external umount)
 	}

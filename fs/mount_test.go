@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
@@ -50,7 +51,7 @@ func TestStatsFile(t *testing.T) {
 // passthrough; at close with it, where the kernel writes the file).
 func TestMaxFileSize(t *testing.T) {
 	for _, pt := range []bool{true, false} {
-		m := newMount(t, Options{Passthrough: pt, MaxFileSize: 8192})
+		m := newMount(t, Options{Passthrough: pt}, store.Options{MaxFileSize: 8192})
 		k, d := testBlock(testModel, 1, 16384)
 		os.Mkdir(m.path(testModel), 0o755)
 		err := writeFile(m.keyPath(k), d)
@@ -110,14 +111,14 @@ func TestMountpointChecks(t *testing.T) {
 	st := newTestStack(t)
 	full := t.TempDir()
 	os.WriteFile(filepath.Join(full, "x"), nil, 0o644)
-	if _, err := Mount(full, st, Options{Logger: testLogger()}); !errors.Is(err, syscall.ENOTEMPTY) {
+	if _, err := Mount(full, testStore(t, st), Options{Logger: testLogger()}); !errors.Is(err, syscall.ENOTEMPTY) {
 		t.Fatalf("non-empty: %v", err)
 	}
-	if _, err := Mount(filepath.Join(full, "x"), st, Options{Logger: testLogger()}); !errors.Is(err, syscall.ENOTDIR) {
+	if _, err := Mount(filepath.Join(full, "x"), testStore(t, st), Options{Logger: testLogger()}); !errors.Is(err, syscall.ENOTDIR) {
 		t.Fatalf("file: %v", err)
 	}
 	m := newMountWith(t, st, Options{})
-	if _, err := Mount(m.mnt, newTestStack(t), Options{Logger: testLogger()}); !errors.Is(err, syscall.EBUSY) {
+	if _, err := Mount(m.mnt, testStore(t, newTestStack(t)), Options{Logger: testLogger()}); !errors.Is(err, syscall.EBUSY) {
 		t.Fatalf("mount point: %v", err)
 	}
 }

@@ -1,15 +1,13 @@
 package fs
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,9 +24,9 @@ func (s *Server) probePassthrough() error {
 	if s.srv.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH == 0 {
 		return errNoPassthrough
 	}
-	dirs := []string{s.state.stack.Mem().Dir()}
-	for _, d := range s.state.stack.Dirs() {
-		dirs = append(dirs, d.Dir())
+	var dirs []string
+	for _, t := range s.state.stack.Tiers() {
+		dirs = append(dirs, t.Dir)
 	}
 	for _, dir := range dirs {
 		if err := s.probeDir(dir); err != nil {
@@ -71,43 +69,14 @@ func tempFile(dir string) (*os.File, error) {
 }
 
 // isMountpoint reports whether path is the mount point of a mount in this
-// mount namespace (/proc/self/mountinfo).
+// mount namespace (the mount table, /proc/thread-self/mountinfo).
 func isMountpoint(path string) (bool, error) {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(path))
 	if err != nil {
 		return false, fmt.Errorf("checking the mountpoint: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && unescapeMount(fields[4]) == path {
-			return true, nil
-		}
-	}
-	return false, sc.Err()
-}
-
-// unescapeMount undoes the octal escapes (\040 for a space) of
-// /proc/self/mountinfo.
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return len(mounts) > 0, nil
 }

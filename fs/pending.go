@@ -12,6 +12,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
@@ -46,7 +47,7 @@ func (p *pendingNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.S
 // Open of a file being written (through /proc/self/fd) is refused: it has
 // exactly one writer.
 func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	return nil, 0, p.s.fail("open", p.h.key.Path(), fmt.Errorf("file is being written: %w", syscall.EACCES))
+	return nil, 0, p.s.fail("open", p.h.key.Path(), fmt.Errorf("file is being written: %w", errReadOnly))
 }
 
 // writeHandle is a block or sidecar being written: a PendingWrite of the
@@ -79,20 +80,20 @@ var (
 // startWrite begins writing key. An id already published is EEXIST with
 // O_EXCL and EACCES without; after StopWrites every write is EROFS.
 func (s *fsState) startWrite(key tiers.Key, flags uint32) (*writeHandle, syscall.Errno) {
-	if s.stopped.Load() {
-		return nil, s.fail("create", key.Path(), fmt.Errorf("shutting down: %w", errStopped))
+	if s.Stopped() {
+		return nil, s.fail("create", key.Path(), fmt.Errorf("shutting down: %w", store.ErrStopped))
 	}
 	pw, err := s.stack.Create(key)
 	if errors.Is(err, tiers.ErrExist) {
 		if flags&syscall.O_EXCL == 0 {
-			err = fmt.Errorf("%w: published files are read-only", syscall.EACCES)
+			err = fmt.Errorf("%w: published files are read-only", errReadOnly)
 		}
 		return nil, s.debugFail("create", key.Path(), err)
 	}
 	if err != nil {
 		return nil, s.fail("create", key.Path(), err)
 	}
-	s.pending.add(key)
+	s.WriteStarted(key)
 	return &writeHandle{s: s, key: key, pw: pw, f: pw.File()}, 0
 }
 
@@ -101,10 +102,10 @@ func (h *writeHandle) Write(ctx context.Context, data []byte, off int64) (uint32
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.done {
-		return 0, h.s.fail("write", h.key.Path(), fmt.Errorf("already published: %w", errImmutable))
+		return 0, h.s.fail("write", h.key.Path(), fmt.Errorf("already published: %w", store.ErrImmutable))
 	}
-	if off+int64(len(data)) > h.s.opts.MaxFileSize {
-		return 0, h.s.fail("write", h.key.Path(), fmt.Errorf("%d bytes at %d pass the %d-byte limit: %w", len(data), off, h.s.opts.MaxFileSize, errTooBig))
+	if off+int64(len(data)) > h.s.MaxFileSize() {
+		return 0, h.s.fail("write", h.key.Path(), fmt.Errorf("%d bytes at %d pass the %d-byte limit: %w", len(data), off, h.s.MaxFileSize(), store.ErrTooBig))
 	}
 	h.s.daemonWrites.Add(1)
 	n, err := h.f.WriteAt(data, off)
@@ -119,7 +120,7 @@ func (h *writeHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.done {
-		return nil, syscall.EBADF
+		return nil, errnoBadFD
 	}
 	n, err := h.f.ReadAt(dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -133,10 +134,10 @@ func (h *writeHandle) Allocate(ctx context.Context, off, size uint64, mode uint3
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.done {
-		return h.s.fail("fallocate", h.key.Path(), errImmutable)
+		return h.s.fail("fallocate", h.key.Path(), store.ErrImmutable)
 	}
-	if off+size > uint64(h.s.opts.MaxFileSize) {
-		return h.s.fail("fallocate", h.key.Path(), errTooBig)
+	if off+size > uint64(h.s.MaxFileSize()) {
+		return h.s.fail("fallocate", h.key.Path(), store.ErrTooBig)
 	}
 	if err := unix.Fallocate(int(h.f.Fd()), mode, int64(off), int64(size)); err != nil {
 		return h.s.fail("fallocate", h.key.Path(), err)
@@ -170,6 +171,6 @@ func (h *writeHandle) Release(ctx context.Context) syscall.Errno {
 		h.s.stack.Abort(h.pw)
 	}
 	h.mu.Unlock()
-	h.s.pending.done(h.key)
+	h.s.WriteEnded(h.key)
 	return 0
 }

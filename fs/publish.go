@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -38,7 +38,7 @@ func (h *writeHandle) publishOnce(ctx context.Context, durable bool) syscall.Err
 		return s.fail("close", path, err)
 	}
 	size := st.Size()
-	info, err := s.publishWrite(h.pw, size, durable)
+	info, err := s.Publish(h.pw, size, durable)
 	switch {
 	case err == nil:
 		h.size, h.mtime = info.Size, info.MTime
@@ -52,39 +52,6 @@ func (h *writeHandle) publishOnce(ctx context.Context, durable bool) syscall.Err
 	default:
 		return s.fail("close", path, err)
 	}
-}
-
-// publishWrite publishes a pending write of size bytes the way close()
-// does: the size limit (errTooBig), a sidecar's shape against its block
-// (checkSidecar), the model's quota (errQuota), then tiers.Stack.Publish,
-// which validates the file. The pending write is used up either way.
-// tiers.ErrExist means the key was already published: one copy is kept,
-// which callers report as success.
-func (s *fsState) publishWrite(pw *tiers.PendingWrite, size int64, durable bool) (tiers.Info, error) {
-	key := pw.Key()
-	if size > s.opts.MaxFileSize {
-		s.stack.Abort(pw)
-		return tiers.Info{}, fmt.Errorf("%d bytes pass the %d-byte limit: %w", size, s.opts.MaxFileSize, errTooBig)
-	}
-	if key.Kind == hashdir.Repr {
-		if err := s.checkSidecar(pw); err != nil {
-			s.stack.Abort(pw)
-			return tiers.Info{}, err
-		}
-	}
-	if err := s.admit(key.Model, size); err != nil {
-		s.stack.Abort(pw)
-		return tiers.Info{}, fmt.Errorf("model %s: %d more bytes pass its quota of %d: %w", key.Model, size, s.quotas.get(key.Model), err)
-	}
-	info, err := s.stack.Publish(pw, durable)
-	if err != nil {
-		s.unadmit(key.Model, size)
-		return info, err
-	}
-	s.countIn(key, info.Size)
-	s.models.add(key.Model)
-	s.listed(key, true)
-	return info, nil
 }
 
 // flushDurable makes the published block durable (fsync after publish).
@@ -121,14 +88,14 @@ func (h *writeHandle) setattr(in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Err
 		h.mu.RLock()
 		defer h.mu.RUnlock()
 		if h.done {
-			return h.s.fail("setattr", h.key.Path(), fmt.Errorf("already published: %w", errImmutable))
+			return h.s.fail("setattr", h.key.Path(), fmt.Errorf("already published: %w", store.ErrImmutable))
 		}
 		sz, ok := in.GetSize()
 		if !ok {
 			return 0
 		}
-		if int64(sz) > h.s.opts.MaxFileSize {
-			return h.s.fail("truncate", h.key.Path(), errTooBig)
+		if int64(sz) > h.s.MaxFileSize() {
+			return h.s.fail("truncate", h.key.Path(), store.ErrTooBig)
 		}
 		if err := h.f.Truncate(int64(sz)); err != nil {
 			return h.s.fail("truncate", h.key.Path(), err)

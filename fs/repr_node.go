@@ -39,7 +39,7 @@ func (d *shardNode) derivedEntry(ctx context.Context, key tiers.Key, size int64,
 // one by its derived size (not cached by the kernel).
 func (n *reprFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if f == nil && !n.s.stack.Has(n.key) {
-		size, mtime, ok, err := n.s.derivable(n.key)
+		size, mtime, ok, err := n.s.Derivable(n.key)
 		if err != nil {
 			return n.s.fail("getattr", n.key.Path(), err)
 		}
@@ -71,7 +71,7 @@ func (n *reprFile) ensure(op string) syscall.Errno {
 	if n.s.stack.Has(n.key) {
 		return 0
 	}
-	err := n.s.deriveSidecar(n.key)
+	err := n.s.DeriveSidecar(n.key)
 	if err == nil || errors.Is(err, tiers.ErrNotFound) {
 		return 0
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/pkg/xattr"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/sparse"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -95,7 +96,7 @@ func dirNamesOf(t *testing.T, dir string) []string {
 // derive too; the attribute reads back canonical, refuses bad values
 // (EINVAL) and "default" goes back to the mount's setting.
 func TestDerivedKinds(t *testing.T) {
-	m := newMount(t, Options{Passthrough: true, Repr: ReprSetting{Kind: hashdir.ReprMax}})
+	m := newMount(t, Options{Passthrough: true}, store.Options{Repr: store.ReprSetting{Kind: hashdir.ReprMax}})
 	cases := []struct {
 		set   string
 		kind  hashdir.ReprKind
@@ -121,7 +122,7 @@ func TestDerivedKinds(t *testing.T) {
 		if err := xattr.Set(m.path(model), "user.ucm.repr_kind", []byte(c.set)); err != nil {
 			t.Fatalf("set %s: %v", c.set, err)
 		}
-		want := (ReprSetting{Kind: c.kind, Param: c.param}).String()
+		want := (store.ReprSetting{Kind: c.kind, Param: c.param}).String()
 		if v, _ := xattr.Get(m.path(model), "user.ucm.repr_kind"); string(v) != want {
 			t.Fatalf("repr_kind reads %q, want %q", v, want)
 		}
@@ -316,33 +317,6 @@ func TestUnderivable(t *testing.T) {
 	}
 	if n := h.count(); n != 0 {
 		t.Errorf("%d warnings for a sidecar of an absent block, want 0", n)
-	}
-}
-
-// TestParseReprSetting: the text forms and their canonical spelling.
-func TestParseReprSetting(t *testing.T) {
-	good := map[string]string{
-		"mean": "mean", "max": "max", "merged": "merged:4", "merged:1": "merged:1", "merged:16": "merged:16",
-		"signhash": "signhash:128", "signhash:256": "signhash:256", " none ": "none",
-	}
-	for in, want := range good {
-		r, err := ParseReprSetting(in)
-		if err != nil || r.String() != want {
-			t.Errorf("ParseReprSetting(%q) = %v, %v; want %s", in, r, err, want)
-		}
-	}
-	for _, in := range []string{"", "avg", "mean:0", "max:3", "merged:", "merged:-1", "signhash:12", "signhash:99999", "2"} {
-		if r, err := ParseReprSetting(in); !errors.Is(err, syscall.EINVAL) {
-			t.Errorf("ParseReprSetting(%q) = %v, %v; want EINVAL", in, r, err)
-		}
-	}
-	if (ReprSetting{}).String() != "mean" {
-		t.Error("the zero setting is not mean")
-	}
-	for _, bad := range []ReprSetting{{Kind: 7}, {Kind: hashdir.ReprMean, Param: 2}, {Kind: hashdir.ReprSignHash, Param: 12}} {
-		if _, err := Mount(t.TempDir(), nil, Options{Repr: bad}); !errors.Is(err, syscall.EINVAL) {
-			t.Errorf("Mount with Repr %+v: %v, want EINVAL", bad, err)
-		}
 	}
 }
 

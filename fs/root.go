@@ -2,12 +2,12 @@ package fs
 
 import (
 	"context"
-	"fmt"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // rootNode is the mount's root: one directory per model, and .ucm/.
@@ -61,10 +61,10 @@ func (r *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	}
 	if err := hashdir.ValidateModel(name); err != nil {
 		r.s.debugFail("lookup", name, err)
-		return nil, syscall.ENOENT
+		return nil, errnoMissing
 	}
-	if !r.s.modelExists(name) {
-		return nil, syscall.ENOENT
+	if !r.s.ModelExists(name) {
+		return nil, errnoMissing
 	}
 	return r.modelInode(ctx, name, out), 0
 }
@@ -83,8 +83,8 @@ func (r *rootNode) modelInode(ctx context.Context, name string, out *fuse.EntryO
 
 // Readdir lists .ucm and every model.
 func (r *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	r.s.refreshModels()
-	names := r.s.models.list()
+	r.s.RefreshModels()
+	names := r.s.Models()
 	ents := make([]fuse.DirEntry, 0, len(names)+1)
 	ents = append(ents, fuse.DirEntry{Name: ucmName, Mode: syscall.S_IFDIR, Ino: inoUCM})
 	for _, n := range names {
@@ -97,18 +97,18 @@ func (r *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) 
 // (EINVAL otherwise); it exists at once, empty.
 func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if name == ucmName {
-		return nil, syscall.EEXIST
+		return nil, errnoExists
 	}
 	if err := hashdir.ValidateModel(name); err != nil {
 		return nil, r.s.fail("mkdir", name, err)
 	}
-	if r.s.stopped.Load() {
-		return nil, r.s.fail("mkdir", name, errStopped)
+	if r.s.Stopped() {
+		return nil, r.s.fail("mkdir", name, store.ErrStopped)
 	}
-	if r.s.modelExists(name) {
-		return nil, syscall.EEXIST
+	if r.s.ModelExists(name) {
+		return nil, errnoExists
 	}
-	r.s.models.add(name)
+	r.s.AddModel(name)
 	return r.modelInode(ctx, name, out), 0
 }
 
@@ -118,29 +118,17 @@ func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 // registry. A model that still holds files: ENOTEMPTY.
 func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if name == ucmName {
-		return r.s.fail("rmdir", name, errImmutable)
+		return r.s.fail("rmdir", name, store.ErrImmutable)
 	}
 	if err := hashdir.ValidateModel(name); err != nil {
 		r.s.debugFail("rmdir", name, err)
-		return syscall.ENOENT
+		return errnoMissing
 	}
-	if !r.s.modelExists(name) {
-		return syscall.ENOENT
+	if !r.s.ModelExists(name) {
+		return errnoMissing
 	}
-	if !r.s.modelEmpty(name) {
-		return r.s.fail("rmdir", name, fmt.Errorf("model still holds files: %w", syscall.ENOTEMPTY))
-	}
-	done := r.s.modelRemoval(name) // after the GPU loads of its blocks
-	err := r.s.stack.RemoveModel(name)
-	done()
-	if err != nil {
+	if err := r.s.RemoveModel(name); err != nil {
 		return r.s.fail("rmdir", name, err)
 	}
-	r.s.models.remove(name)
-	r.s.forgetListing(name)
-	r.s.hits.forget(keyOfModel(name), true)
-	r.s.quotas.set(name, 0)
-	r.s.reprKinds.reset(name)
-	r.s.log.Info("model removed", "model", name)
 	return 0
 }

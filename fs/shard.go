@@ -10,6 +10,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -76,12 +77,12 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	key, err := d.key(name)
 	if err != nil {
 		d.s.debugFail("lookup", d.what+"/"+name, err)
-		return nil, syscall.ENOENT
+		return nil, errnoMissing
 	}
-	epoch := d.s.pending.epoch(key)
+	epoch := d.s.WriteEpoch(key)
 	bi, err := d.s.stack.Stat(key)
 	if errors.Is(err, tiers.ErrNotFound) && key.Kind == hashdir.Repr {
-		size, mtime, ok, derr := d.s.derivable(key)
+		size, mtime, ok, derr := d.s.Derivable(key)
 		if derr != nil {
 			return nil, d.s.fail("lookup", key.Path(), derr)
 		}
@@ -90,10 +91,10 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		}
 	}
 	if errors.Is(err, tiers.ErrNotFound) {
-		if d.s.pending.has(key) || d.s.pending.epoch(key) != epoch {
+		if d.s.Writing(key) || d.s.WriteEpoch(key) != epoch {
 			out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching the miss
 		}
-		return nil, syscall.ENOENT
+		return nil, errnoMissing
 	}
 	if err != nil {
 		return nil, d.s.fail("lookup", key.Path(), err)
@@ -124,7 +125,7 @@ func fileInoName(key tiers.Key) inoName {
 
 // Readdir lists the published files of the shard, sorted by name.
 func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	keys := d.s.shardKeys(d.model, d.shard)
+	keys := d.s.Stack().ShardKeys(d.model, d.shard)
 	ents := make([]fuse.DirEntry, 0, len(keys))
 	for _, k := range keys {
 		ents = append(ents, fuse.DirEntry{Name: k.FileName(), Mode: syscall.S_IFREG, Ino: d.s.inos.peek(fileInoName(k))})
@@ -159,24 +160,19 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	key, err := d.key(name)
 	if err != nil {
 		d.s.debugFail("unlink", d.what+"/"+name, err)
-		return syscall.ENOENT
+		return errnoMissing
 	}
-	done := d.s.removal(tiers.Key{Model: key.Model, ID: key.ID}) // after the GPU loads of the block
+	done := d.s.Removal(tiers.Key{Model: key.Model, ID: key.ID}) // after the GPU loads of the block
 	err = d.s.stack.Remove(key)
 	done()
 	if err != nil {
-		if errors.Is(err, tiers.ErrNotFound) {
-			d.s.listed(key, false)
-		}
 		return d.s.fail("unlink", key.Path(), err)
 	}
-	d.s.hits.forget(key, false)
-	d.s.forgetUsage(key.Model)
-	d.s.listed(key, false)
+	d.s.ForgetHits(key, false)
+	d.s.ForgetUsage(key.Model)
 	if key.Kind == hashdir.Block {
 		side := tiers.Key{Model: key.Model, ID: key.ID, Kind: hashdir.Repr}
-		d.s.hits.forget(side, false)
-		d.s.listed(side, false)
+		d.s.ForgetHits(side, false)
 		if d.GetChild(side.FileName()) != nil {
 			// In the background: the kernel holds this directory's lock
 			// until UNLINK is answered, and the notification takes it.
@@ -188,10 +184,10 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 
 // Mkdir is refused: a shard holds files only.
 func (d *shardNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, d.s.fail("mkdir", d.what+"/"+name, errImmutable)
+	return nil, d.s.fail("mkdir", d.what+"/"+name, store.ErrImmutable)
 }
 
 // Rmdir: a shard holds no directories.
 func (d *shardNode) Rmdir(ctx context.Context, name string) syscall.Errno {
-	return syscall.ENOTDIR
+	return errnoNotDir
 }

@@ -6,17 +6,12 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ucmfs/ucmfs/store"
 	"golang.org/x/sys/unix"
 )
 
 // xattrPrefix is the namespace of every attribute ucmfs serves.
 const xattrPrefix = "user.ucm."
-
-// errNoAttr: a user.ucm.* name this node does not have (ENODATA).
-var errNoAttr = syscall.ENODATA
-
-// errOtherNS: a name outside user.ucm.* (ENOTSUP).
-var errOtherNS = syscall.ENOTSUP
 
 // xattrSet is the attribute table of one node kind: the names in listing
 // order, how to read each, and which are writable.
@@ -65,7 +60,7 @@ func (s *fsState) getxattr(x *xattrSet, path, full string, dest []byte) (uint32,
 		return uint32(len(val)), 0
 	}
 	if len(dest) < len(val) {
-		return uint32(len(val)), syscall.ERANGE
+		return uint32(len(val)), errnoRange
 	}
 	return uint32(copy(dest, val)), 0
 }
@@ -80,7 +75,7 @@ func (s *fsState) setxattr(x *xattrSet, path, full string, data []byte) syscall.
 		return s.xattrRefused("setxattr", path, full, err)
 	}
 	if !x.rw[name] {
-		return s.fail("setxattr", path+" "+full, fmt.Errorf("read-only attribute: %w", syscall.EPERM))
+		return s.fail("setxattr", path+" "+full, fmt.Errorf("read-only attribute: %w", store.ErrImmutable))
 	}
 	value := strings.TrimSpace(string(data))
 	if err := x.set(name, value); err != nil {
@@ -99,7 +94,7 @@ func (s *fsState) removexattr(x *xattrSet, path, full string) syscall.Errno {
 	if err != nil {
 		return s.xattrRefused("removexattr", path, full, err)
 	}
-	return s.fail("removexattr", path+" "+full, fmt.Errorf("attributes cannot be removed: %w", syscall.EPERM))
+	return s.fail("removexattr", path+" "+full, fmt.Errorf("attributes cannot be removed: %w", store.ErrImmutable))
 }
 
 // listxattr lists the table's names, NUL-terminated, with the size
@@ -115,7 +110,7 @@ func listxattr(x *xattrSet, dest []byte) (uint32, syscall.Errno) {
 		return uint32(len(b)), 0
 	}
 	if len(dest) < len(b) {
-		return uint32(len(b)), syscall.ERANGE
+		return uint32(len(b)), errnoRange
 	}
 	return uint32(copy(dest, b)), 0
 }
@@ -145,14 +140,14 @@ func parseBool(v string) (bool, error) {
 	case "1":
 		return true, nil
 	}
-	return false, fmt.Errorf("value %q is not 0 or 1: %w", v, syscall.EINVAL)
+	return false, fmt.Errorf("value %q is not 0 or 1: %w", v, store.ErrInvalid)
 }
 
 // parseBytes parses a non-negative decimal byte count.
 func parseBytes(v string) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("value %q is not a byte count: %w", v, syscall.EINVAL)
+		return 0, fmt.Errorf("value %q is not a byte count: %w", v, store.ErrInvalid)
 	}
 	return n, nil
 }

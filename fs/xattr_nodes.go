@@ -32,7 +32,7 @@ func (n *storedFile) stackXattr(name string) (val string, ok bool, err error) {
 	case "model":
 		return n.key.Model, true, nil
 	case "hits":
-		return u(n.s.hits.get(n.key)), true, nil
+		return u(n.s.Hits(n.key)), true, nil
 	case "tiers", "state", "pinned", "payload_bytes", "crc32c":
 	default:
 		return "", false, nil
@@ -50,7 +50,7 @@ func (n *storedFile) stackXattr(name string) (val string, ok bool, err error) {
 		}
 		return "clean", true, nil
 	case "pinned":
-		if user, loading := n.s.userPin(n.key); loading {
+		if user, loading := n.s.UserPin(n.key); loading {
 			bi.Pinned = user // a GPU load pins it for now; this is the user's choice
 		}
 		if bi.Pinned {
@@ -137,7 +137,7 @@ func (n *blockFile) setXattr(name, value string) error {
 	if err != nil {
 		return err
 	}
-	return n.s.setUserPin(n.key, pin)
+	return n.s.SetUserPin(n.key, pin)
 }
 
 // Getxattr serves user.ucm.* of a block.
@@ -228,21 +228,21 @@ func (m *modelNode) xattrs() *xattrSet {
 		get: func(name string) (string, error) {
 			switch name {
 			case "blocks":
-				return strconv.FormatInt(m.s.usage(m.model).Blocks, 10), nil
+				return strconv.FormatInt(m.s.Usage(m.model).Blocks, 10), nil
 			case "bytes":
-				return strconv.FormatInt(m.s.usage(m.model).Bytes, 10), nil
+				return strconv.FormatInt(m.s.Usage(m.model).Bytes, 10), nil
 			case "repr_kind":
-				return m.s.reprSetting(m.model).String(), nil
+				return m.s.ModelRepr(m.model).String(), nil
 			}
-			return strconv.FormatInt(m.s.quotas.get(m.model), 10), nil
+			return strconv.FormatInt(m.s.Quota(m.model), 10), nil
 		},
 		set: func(name, value string) error {
 			if name == "repr_kind" {
-				return m.s.setReprKind(m.model, value)
+				return m.s.SetReprKind(m.model, value)
 			}
 			n, err := parseBytes(value)
 			if err == nil {
-				m.s.quotas.set(m.model, n)
+				m.s.SetQuota(m.model, n)
 			}
 			return err
 		}}

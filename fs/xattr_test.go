@@ -28,7 +28,7 @@ func xattrWant(k tiers.Key, size int, hits int) map[string]string {
 // node methods, without a kernel.
 func TestXattrsNodes(t *testing.T) {
 	st := newTestStack(t)
-	s := newState(st, Options{Logger: testLogger()})
+	s := testState(t, st, Options{Logger: testLogger()})
 	k, d := testBlock(testModel, 1, 4096)
 	put(t, st, k, d)
 	rk, rd := testRepr(k)
@@ -63,7 +63,7 @@ func TestXattrsNodes(t *testing.T) {
 		t.Errorf("size probe: %d %v", n, errno)
 	}
 	m := newModelNode(s, testModel, 0)
-	u := s.usage(testModel)
+	u := s.Usage(testModel)
 	if u.Blocks != 1 || u.Bytes != int64(len(d)+len(rd)) {
 		t.Errorf("usage %+v", u)
 	}
@@ -170,11 +170,7 @@ func TestQuota(t *testing.T) {
 // shows its payload CRC-32C in user.ucm.crc32c, on a memory-only stack
 // where no write-back ever computes it.
 func TestXattrCRCWithoutHeaderCRC(t *testing.T) {
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 8 << 20, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := tiers.NewStack(tiers.StackConfig{Logger: testLogger()}, mem, nil)
+	st, err := tiers.New(tiers.StackConfig{Logger: testLogger()}, tiers.MemConfig{Capacity: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +179,7 @@ func TestXattrCRCWithoutHeaderCRC(t *testing.T) {
 	binary.LittleEndian.PutUint32(d[48:], 0) // no payload_crc32c
 	binary.LittleEndian.PutUint32(d[52:], 0) // flag bit 0 cleared
 	put(t, st, k, d)
-	b := newStoredNode(newState(st, Options{Logger: testLogger()}), k, 0).(*blockFile)
+	b := newStoredNode(testState(t, st, Options{Logger: testLogger()}), k, 0).(*blockFile)
 	crc, err := b.xattr("crc32c")
 	if want := fmt.Sprintf("%08x", hashdir.CRC32C(d[64:])); err != nil || crc != want {
 		t.Fatalf("crc32c = %q (%v), want %q", crc, err, want)

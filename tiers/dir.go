@@ -167,7 +167,7 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
 	if !t.shared {
-		if t.lockf, err = lockExclusive(filepath.Join(root, lockFileName)); err != nil {
+		if t.lockf, err = lockExclusive(filepath.Join(root, LockFileName)); err != nil {
 			return nil, fmt.Errorf("%s tier: %s is in use by another daemon: %w", t.kind, root, err)
 		}
 	}

@@ -11,6 +11,43 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// syncDir fsyncs a directory so the entries in it are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return osErr("open directory", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return osErr("fsync directory", err)
+	}
+	return nil
+}
+
+// Sync makes an already published file and its directory entry durable
+// (fsync of both), for a file committed without Sync.
+func (t *DirTier) Sync(key Key) error {
+	if err := checkKey(key); err != nil {
+		return fmt.Errorf("%s tier: %s: %w", t.kind, key, ErrNotFound)
+	}
+	p := t.path(key)
+	err := t.do("sync", func() error {
+		f, err := os.Open(p)
+		if err != nil {
+			return notFound("open", err)
+		}
+		defer f.Close()
+		if err := f.Sync(); err != nil {
+			return osErr("fsync", err)
+		}
+		return syncDir(filepath.Dir(p))
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("%s tier: sync %s: %w", t.kind, key, err)
+	}
+	return nil
+}
+
 // Stat describes a published file from the index, without touching the
 // directory: the CRC of a file found by a rebuild is not read here (HasCRC
 // stays unset until CRC has read it). In a shared directory a key missing

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,11 +26,10 @@ const (
 
 // rebuildScan collects what the workers find.
 type rebuildScan struct {
-	mu      sync.Mutex
-	found   []Info
-	bad     int // invalid names
-	temps   int // temp files removed
-	lastErr error
+	mu    sync.Mutex
+	found []Info
+	bad   int // invalid names
+	temps int // temp files removed
 }
 
 // skip logs an invalid name (the first few) and counts it.
@@ -45,53 +43,42 @@ func (t *DirTier) skip(s *rebuildScan, path, why string) {
 	}
 }
 
-// rebuild fills the index from the directory tree.
+// rebuild fills the index from the directory tree (layoutWalk: the rules
+// fsck checks too).
 func (t *DirTier) rebuild() error {
-	models, err := t.readDir(t.root)
-	if err != nil {
-		return fmt.Errorf("%s tier: rebuild: %w", t.kind, err)
-	}
 	s := &rebuildScan{}
-	type job struct{ model, hh string }
-	jobs := make(chan job)
-	var wg sync.WaitGroup
-	for i := 0; i < rebuildWorkers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				t.scanShard(s, j.model, j.hh)
+	w := &layoutWalk{
+		root:    t.root,
+		workers: rebuildWorkers,
+		readDir: t.readDir,
+		listShard: func(dir string) (ents []shardEntry, err error) {
+			err = t.do("scan", func() error {
+				if ents, err = listShard(dir); err == nil {
+					t.removeTemps(s, dir, ents)
+				}
+				return err
+			}, nil)
+			return ents, err
+		},
+		bad: func(rel string, _ error) {
+			why := "not a model directory"
+			if strings.Contains(rel, "/") {
+				why = "not a shard directory"
 			}
-		}()
-	}
-	for _, m := range models {
-		if strings.HasPrefix(m.Name(), ".") {
-			continue // the lock file, or anything hidden
-		}
-		mdir := filepath.Join(t.root, m.Name())
-		if !m.IsDir() || hashdir.ValidateModel(m.Name()) != nil {
-			t.skip(s, mdir, "not a model directory")
-			continue
-		}
-		shards, err := t.readDir(mdir)
-		if err != nil {
-			s.mu.Lock()
-			s.lastErr = err
-			s.mu.Unlock()
-			break
-		}
-		for _, sh := range shards {
-			if _, ok := hashdir.ParseShard(sh.Name()); !ok || !sh.IsDir() {
-				t.skip(s, filepath.Join(mdir, sh.Name()), "not a shard directory")
-				continue
+			t.skip(s, filepath.Join(t.root, rel), why)
+		},
+		leftover: func(rel string) {
+			if strings.Contains(rel, "/") { // at the root: hidden, not ours
+				t.skip(s, filepath.Join(t.root, rel), "not a shard directory")
 			}
-			jobs <- job{m.Name(), sh.Name()}
-		}
+		},
+		shard: func(model, hh string, ents []shardEntry) { t.adoptShard(s, model, hh, ents) },
+		dirError: func(rel string, err error) bool {
+			return !(strings.Count(rel, "/") == 1 && isENOENT(err)) // a shard removed meanwhile
+		},
 	}
-	close(jobs)
-	wg.Wait()
-	if s.lastErr != nil {
-		return fmt.Errorf("%s tier: rebuild: %w", t.kind, s.lastErr)
+	if err := w.run(); err != nil {
+		return fmt.Errorf("%s tier: rebuild: %w", t.kind, err)
 	}
 	sort.Slice(s.found, func(i, j int) bool { return s.found[i].MTime.Before(s.found[j].MTime) })
 	for _, info := range s.found {
@@ -114,61 +101,42 @@ func (t *DirTier) readDir(dir string) ([]os.DirEntry, error) {
 	return ents, err
 }
 
-// scanShard lists one <model>/<hh> directory: one stat per entry, relative
-// to the directory's descriptor.
-func (t *DirTier) scanShard(s *rebuildScan, model, hh string) {
+// adoptShard collects the files of one <model>/<hh> directory and logs
+// the names outside the layout.
+func (t *DirTier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry) {
 	dir := filepath.Join(t.root, model, hh)
-	var found []Info
-	err := t.do("scan", func() error {
-		d, err := os.Open(dir)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		names, err := d.Readdirnames(-1)
-		if err != nil {
-			return err
-		}
-		dfd := int(d.Fd())
-		for _, name := range names {
-			var st unix.Stat_t
-			if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				continue // gone meanwhile
-			}
-			if strings.HasPrefix(name, tmpPrefix) {
-				t.removeTemp(s, dfd, name, &st)
-				continue
-			}
-			id, kind, err := hashdir.ParseFileName(hh, name)
-			if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-				t.skip(s, filepath.Join(dir, name), "not a block or sidecar file")
-				continue
-			}
+	found := make([]Info, 0, len(ents))
+	for _, e := range ents {
+		switch {
+		case e.class == fileEntry:
 			found = append(found, Info{
-				Key:   Key{Model: model, ID: id, Kind: kind},
-				Size:  st.Size,
-				MTime: statMTime(&st),
+				Key:   Key{Model: model, ID: e.id, Kind: e.kind},
+				Size:  e.size,
+				MTime: time.Unix(e.mtime.Unix()),
 			})
+		case e.class == badEntry, !strings.HasPrefix(e.name, tmpPrefix):
+			t.skip(s, filepath.Join(dir, e.name), "not a block or sidecar file")
 		}
-		return nil
-	}, nil)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil && !isENOENT(err) {
-		s.lastErr = err
-		return
 	}
+	s.mu.Lock()
 	s.found = append(s.found, found...)
+	s.mu.Unlock()
 }
 
-// removeTemp removes a temp file left by a crash.
-func (t *DirTier) removeTemp(s *rebuildScan, dfd int, name string, st *unix.Stat_t) {
-	if t.shared && time.Since(statMTime(st)) < staleTempAge {
-		return
-	}
-	if err := unix.Unlinkat(dfd, name, 0); err == nil {
-		s.mu.Lock()
-		s.temps++
-		s.mu.Unlock()
+// removeTemps removes the temp files a crash left in the shard directory
+// dir (in a shared directory only those older than staleTempAge).
+func (t *DirTier) removeTemps(s *rebuildScan, dir string, ents []shardEntry) {
+	for _, e := range ents {
+		if e.class != leftoverEntry || !strings.HasPrefix(e.name, tmpPrefix) {
+			continue
+		}
+		if t.shared && time.Since(time.Unix(e.mtime.Unix())) < staleTempAge {
+			continue
+		}
+		if err := unix.Unlink(filepath.Join(dir, e.name)); err == nil {
+			s.mu.Lock()
+			s.temps++
+			s.mu.Unlock()
+		}
 	}
 }

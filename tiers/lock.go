@@ -8,12 +8,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// errLocked reports that another live process holds a tier's lock file.
-var errLocked = errors.New("locked by another process")
+// ErrLocked reports that another live process (a daemon) holds a tier's
+// lock file: NewDirTier of an unshared kind and Fsck with Repair fail
+// with it.
+var ErrLocked = errors.New("locked by another process")
 
-// lockFileName is the lock file a tier keeps in its root directory. Its
-// name starts with '.', so no model directory can collide with it.
-const lockFileName = ".ucmfs.lock"
+// LockFileName is the lock file a tier keeps in its root directory (and
+// the memory tier in its private one), flocked by the daemon that uses
+// it. Its name starts with '.', so no model directory can collide with it.
+const LockFileName = ".ucmfs.lock"
 
 // lockExclusive opens (creating it if needed) the lock file at path and
 // takes an exclusive flock on it without waiting. The lock lasts as long as
@@ -32,7 +35,7 @@ func lockExclusive(path string) (*os.File, error) {
 }
 
 // flockNB takes an exclusive flock on f without waiting; a lock held by
-// another open file description yields errLocked (wrapping EWOULDBLOCK).
+// another open file description yields ErrLocked (wrapping EWOULDBLOCK).
 func flockNB(f *os.File) error {
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
@@ -42,7 +45,7 @@ func flockNB(f *os.File) error {
 		case errors.Is(err, unix.EINTR):
 			continue
 		case errors.Is(err, unix.EWOULDBLOCK):
-			return fmt.Errorf("%w: %w", errLocked, err)
+			return fmt.Errorf("%w: %w", ErrLocked, err)
 		default:
 			return err
 		}
@@ -58,7 +61,7 @@ func lockHeld(path string) (bool, error) {
 	}
 	defer f.Close()
 	if err := flockNB(f); err != nil {
-		if errors.Is(err, errLocked) {
+		if errors.Is(err, ErrLocked) {
 			return true, nil
 		}
 		return false, err

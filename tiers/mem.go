@@ -1,14 +1,12 @@
 package tiers
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 
-	"github.com/ucmfs/ucmfs/hashdir"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,7 +31,8 @@ type MemConfig struct {
 	// Logger receives warnings (default slog.Default()).
 	Logger *slog.Logger
 	// Host, when set, registers every mapping the tier locks (for GPU
-	// DMA) and unregisters it before unmapping; nil registers nothing.
+	// DMA) and unregisters it before unmapping; a mapping it fails to
+	// unregister stays mapped (LeakedBytes). nil registers nothing.
 	Host HostRegistrar
 	// Private chooses where the files live: PrivateAuto ("" or "auto",
 	// the default) mounts a tmpfs of the tier's own with transparent huge
@@ -165,202 +164,6 @@ func (t *MemTier) enter() error {
 	return nil
 }
 
-// Create starts a file for key in the tier's staging area.
-func (t *MemTier) Create(key Key) (Writer, error) {
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	if err := t.enter(); err != nil {
-		return nil, err
-	}
-	defer t.life.RUnlock()
-	for {
-		tmp := filepath.Join(t.root, tmpPrefix+randomSuffix())
-		f, err := openFile(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o444)
-		if errors.Is(err, os.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return nil, osErr("memory tier: create", err)
-		}
-		return &memWriter{t: t, key: key, tmp: tmp, f: f}, nil
-	}
-}
-
-// Open opens a published file and marks it used.
-func (t *MemTier) Open(key Key) (*os.File, error) {
-	if err := t.enter(); err != nil {
-		return nil, err
-	}
-	defer t.life.RUnlock()
-	if !t.idx.touch(key) {
-		return nil, fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
-	}
-	f, err := openFile(t.path(key), unix.O_RDONLY, 0)
-	if err != nil {
-		return nil, notFound("memory tier: open", err)
-	}
-	return f, nil
-}
-
-// openHit is Open for the stack's read path: it reports a miss as false
-// (no error built) and returns the file's size from the index (no fstat).
-func (t *MemTier) openHit(key Key) (*os.File, int64, bool) {
-	if t.enter() != nil {
-		return nil, 0, false
-	}
-	defer t.life.RUnlock()
-	size, ok := t.idx.touchSize(key)
-	if !ok {
-		return nil, 0, false
-	}
-	f, err := openFile(t.path(key), unix.O_RDONLY, 0)
-	if err != nil {
-		return nil, 0, false
-	}
-	return f, size, true
-}
-
-// Stat describes a published file.
-func (t *MemTier) Stat(key Key) (Info, error) {
-	info, _, ok := t.idx.get(key)
-	if !ok {
-		return Info{}, fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
-	}
-	return info, nil
-}
-
-// Remove deletes a published file, pinned or dirty alike. Its mapping is
-// unmapped: a caller using Mapping must pin the key and not remove it.
-func (t *MemTier) Remove(key Key) error {
-	if err := t.enter(); err != nil {
-		return err
-	}
-	defer t.life.RUnlock()
-	e, ok := t.idx.remove(key)
-	if !ok {
-		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
-	}
-	return t.drop(e)
-}
-
-// drop releases a removed entry: unmaps it and unlinks its file.
-func (t *MemTier) drop(e *entry) error {
-	t.pages.unlock(e.mapping())
-	e.setMapping(nil)
-	if err := os.Remove(t.path(e.key())); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return osErr("memory tier: remove", err)
-	}
-	return nil
-}
-
-// List calls fn for the published files of model ("" for all).
-func (t *MemTier) List(model string, fn func(Info) bool) { t.idx.each(model, fn) }
-
-// Models returns the models that have files in the tier, sorted.
-func (t *MemTier) Models() []string { return t.idx.modelNames() }
-
-// ModelUsage returns the number of files and bytes of model in the tier.
-func (t *MemTier) ModelUsage(model string) (files, bytes int64) { return t.idx.modelUsage(model) }
-
-// RemoveModel removes every file of model, dirty and pinned ones included.
-func (t *MemTier) RemoveModel(model string) error {
-	if err := hashdir.ValidateModel(model); err != nil {
-		return err
-	}
-	if err := t.enter(); err != nil {
-		return err
-	}
-	defer t.life.RUnlock()
-	for _, e := range t.idx.removeModel(model) {
-		t.pages.unlock(e.mapping())
-		e.setMapping(nil)
-	}
-	t.dirs.forget(model)
-	if err := os.RemoveAll(filepath.Join(t.root, model)); err != nil {
-		return osErr("memory tier: remove model", err)
-	}
-	return nil
-}
-
-// Usage reports capacity and use.
-func (t *MemTier) Usage() Usage { return t.idx.usage() }
-
-// Room is the capacity left: Capacity minus Used minus bytes of commits in
-// flight.
-func (t *MemTier) Room() int64 { return t.idx.room() }
-
-// Touch marks key as just used (LRU).
-func (t *MemTier) Touch(key Key) { t.idx.touch(key) }
-
-// SetDirty marks key dirty (not yet on a persistent tier) or clean.
-func (t *MemTier) SetDirty(key Key, dirty bool) error {
-	if !t.idx.setFlags(key, func(e *entry) { e.set(flagDirty, dirty) }) {
-		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
-	}
-	return nil
-}
-
-// SetCRC records crc as the payload CRC-32C of key when the tier has none
-// for it (a block published without a CRC in its header gets one from
-// the first copy that reads it). A CRC already known is kept.
-func (t *MemTier) SetCRC(key Key, crc uint32) error {
-	if !t.idx.fillCRC(key, crc) {
-		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
-	}
-	return nil
-}
-
-// SetPinned pins key in the tier (EvictClean skips it) or unpins it.
-func (t *MemTier) SetPinned(key Key, pinned bool) error {
-	if !t.idx.setFlags(key, func(e *entry) { e.set(flagPinned, pinned) }) {
-		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
-	}
-	return nil
-}
-
-// Pinned reports whether key is pinned (false if absent).
-func (t *MemTier) Pinned(key Key) bool { p, _ := t.idx.flags(key); return p }
-
-// Dirty reports whether key is dirty (false if absent).
-func (t *MemTier) Dirty(key Key) bool { _, d := t.idx.flags(key); return d }
-
-// EvictClean removes least recently used files that are neither dirty nor
-// pinned until Room() >= need or nothing evictable is left. It returns the
-// bytes freed and the keys removed.
-func (t *MemTier) EvictClean(need int64) (freed int64, evicted []Key) {
-	if err := t.enter(); err != nil {
-		return 0, nil
-	}
-	defer t.life.RUnlock()
-	for _, e := range t.idx.evictClean(need) {
-		if err := t.drop(e); err != nil {
-			t.log.Warn("memory tier: evict", "key", e.key(), "err", err)
-		}
-		freed += e.size
-		evicted = append(evicted, e.key())
-	}
-	return freed, evicted
-}
-
-// Mapping returns the read-only mapping of key's file (locked in RAM when
-// locking is on), or nil when the file is not mapped: past the budget, or
-// not yet, while the locking worker has it queued. With MemConfig.Host
-// set, a mapping is also registered with it, and made at commit. It
-// stays valid until the key is removed or evicted, so a user (a GPU copy)
-// must pin the key first and not remove it.
-func (t *MemTier) Mapping(key Key) []byte { return t.idx.mapping(key) }
-
-// LockedBytes is the total size of the files mapped and locked in RAM (0
-// when locking is off).
-func (t *MemTier) LockedBytes() int64 { return t.pages.lockedBytes() }
-
-// MappedBytes is the total size of the files mapped, locked or not.
-func (t *MemTier) MappedBytes() int64 { return t.pages.held.Load() }
-
-// PagesLocked reports whether the tier locks the pages it maps.
-func (t *MemTier) PagesLocked() bool { return t.pages.mlock }
-
 // Close unmaps every file and removes the private directory. Descriptors
 // returned by Open stay readable. Closing twice is harmless.
 func (t *MemTier) Close() error {
@@ -377,6 +180,7 @@ func (t *MemTier) Close() error {
 		t.pages.unlock(e.mapping())
 		e.setMapping(nil)
 	}
+	t.pages.close()
 	t.dirs.forget("")
 	var err error
 	if !t.private {

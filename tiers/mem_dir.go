@@ -45,7 +45,7 @@ func makePrivateDir(parent string) (string, *os.File, error) {
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return "", nil, fmt.Errorf("memory tier: %w", err)
 	}
-	lockf, err := lockExclusive(filepath.Join(tmp, lockFileName))
+	lockf, err := lockExclusive(filepath.Join(tmp, LockFileName))
 	if err != nil {
 		os.RemoveAll(tmp)
 		return "", nil, fmt.Errorf("memory tier: %w", err)
@@ -95,7 +95,7 @@ func stale(path, name string) bool {
 	default:
 		return false
 	}
-	held, err := lockHeld(filepath.Join(path, lockFileName))
+	held, err := lockHeld(filepath.Join(path, LockFileName))
 	switch {
 	case err == nil && held:
 		return false

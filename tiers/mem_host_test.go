@@ -22,6 +22,7 @@ type hostBook struct {
 	live     map[uintptr][]byte
 	total    int // Register calls that succeeded
 	refuse   bool
+	stuck    bool // Unregister fails, leaving the range registered
 	problems []string
 }
 
@@ -50,6 +51,9 @@ func (h *hostBook) Unregister(b []byte) error {
 	_ = b[0] + b[len(b)-1] // faults if already unmapped
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.stuck {
+		return errRefused
+	}
 	start := uintptr(unsafe.Pointer(&b[0]))
 	r, ok := h.live[start]
 	if !ok || len(r) != len(b) {
@@ -182,6 +186,42 @@ func TestMemHostRegistrarLocked(t *testing.T) {
 	}
 	if book.count() != 0 || m.LockedBytes() != 0 {
 		t.Fatalf("after Remove %d ranges registered, %d bytes locked", book.count(), m.LockedBytes())
+	}
+	book.check(t)
+}
+
+// TestMemHostUnregisterFails: a mapping the registrar fails to unregister
+// is never unmapped under its registration: it stays mapped (readable),
+// counted in LeakedBytes, and Close unregisters and unmaps it once the
+// registrar lets go.
+func TestMemHostUnregisterFails(t *testing.T) {
+	book := newHostBook()
+	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Host: book})
+	key := tiertest.Key("m", 1)
+	data := tiertest.Payload(1, 100<<10)
+	tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+	mp := m.Mapping(key)
+	if mp == nil {
+		t.Skip("this host does not let the process map memory")
+	}
+	book.mu.Lock()
+	book.stuck = true
+	book.mu.Unlock()
+	if err := m.Remove(key); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(mp, data) { // faults if it was unmapped
+		t.Fatal("the kept mapping changed")
+	}
+	if !book.registered(mp) || m.LeakedBytes() != int64(len(data)) || m.MappedBytes() != int64(len(data)) {
+		t.Fatalf("after a failed unregister: registered %v, leaked %d, mapped %d", book.registered(mp), m.LeakedBytes(), m.MappedBytes())
+	}
+	book.mu.Lock()
+	book.stuck = false
+	book.mu.Unlock()
+	m.Close()
+	if book.count() != 0 || m.LeakedBytes() != 0 || m.MappedBytes() != 0 {
+		t.Fatalf("after Close: %d ranges registered, leaked %d, mapped %d", book.count(), m.LeakedBytes(), m.MappedBytes())
 	}
 	book.check(t)
 }

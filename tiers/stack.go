@@ -86,9 +86,59 @@ type Stack struct {
 	stats counters
 }
 
-// NewStack builds a stack over mem and dirs (in order, fastest first) and
-// starts its write-back pool and demotion loop.
-func NewStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
+// New builds the memory tier of mem and the directory tiers of dirs (in
+// order, fastest first), and the stack over them, which owns them from
+// then on (Stack.Close closes them). A tier config without a Logger gets
+// cfg's. On failure New closes what it built; the error of a tier that
+// could not be built is a *TierError naming it.
+func New(cfg StackConfig, mem MemConfig, dirs ...DirConfig) (*Stack, error) {
+	cfg.setDefaults()
+	if mem.Logger == nil {
+		mem.Logger = cfg.Logger
+	}
+	m, err := NewMemTier(mem)
+	if err != nil {
+		return nil, &TierError{ID: Memory, Err: err}
+	}
+	var ds []*DirTier
+	fail := func(err error) (*Stack, error) {
+		for _, d := range ds {
+			d.Close()
+		}
+		m.Close()
+		return nil, err
+	}
+	for i, dc := range dirs {
+		if dc.Logger == nil {
+			dc.Logger = cfg.Logger
+		}
+		d, err := NewDirTier(dc)
+		if err != nil {
+			return fail(&TierError{ID: TierID(i + 1), Err: err})
+		}
+		ds = append(ds, d)
+	}
+	s, err := newStack(cfg, m, ds)
+	if err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// TierError is the error of a tier New could not build.
+type TierError struct {
+	ID  TierID // Memory, or 1 + the index of the DirConfig
+	Err error
+}
+
+// Error is the tier's error message.
+func (e *TierError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the tier's error.
+func (e *TierError) Unwrap() error { return e.Err }
+
+// newStack is New once the tiers are built.
+func newStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 	cfg.setDefaults()
 	if mem == nil {
 		return nil, errors.New("tiers: a stack needs a memory tier")
@@ -126,12 +176,6 @@ func NewStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 	go s.demoteLoop()
 	return s, nil
 }
-
-// Mem is the stack's memory tier.
-func (s *Stack) Mem() *MemTier { return s.mem }
-
-// Dirs are the stack's directory tiers, in order.
-func (s *Stack) Dirs() []*DirTier { return s.dirs }
 
 // Persistent reports whether the stack has a persistent tier at all.
 func (s *Stack) Persistent() bool { return len(s.dirs) > 0 }

@@ -23,7 +23,7 @@ func TestStackChurn(t *testing.T) {
 
 	var maxUsed atomic.Int64
 	sample := func() {
-		u := s.Mem().Usage().Used
+		u := s.mem.Usage().Used
 		for {
 			m := maxUsed.Load()
 			if u <= m || maxUsed.CompareAndSwap(m, u) {

@@ -11,6 +11,34 @@ import (
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 
+// copyFile writes the first size bytes of src into w and returns the
+// CRC-32C of the payload it copied.
+func copyFile(w Writer, src *os.File, size int64) (uint32, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	h := &crcWriter{w: w}
+	_, err := io.CopyBuffer(h, io.NewSectionReader(src, 0, size), *bp)
+	return h.crc, err
+}
+
+// crcWriter passes bytes to a Writer (hiding any ReadFrom, so
+// io.CopyBuffer uses the buffer) and keeps the CRC-32C of those after
+// the 64-byte header.
+type crcWriter struct {
+	w   Writer
+	off int64
+	crc uint32
+}
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if skip := max(0, hashdir.HeaderSize-c.off); skip < int64(n) {
+		c.crc = hashdir.UpdateCRC32C(c.crc, p[skip:n])
+	}
+	c.off += int64(n)
+	return n, err
+}
+
 // copyBufSize is the unit of every copy between tiers (1 MiB).
 const copyBufSize = 1 << 20
 

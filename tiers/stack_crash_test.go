@@ -22,17 +22,7 @@ const crashPayload = 256<<10 - 64
 // crashChild writes blocks forever through a stack over dir, flushing
 // every even one and printing "durable N" once its Flush has returned.
 func crashChild(dir string) {
-	mem, err := NewMemTier(MemConfig{Capacity: 16 << 20, Logger: testLogger()})
-	if err != nil {
-		fmt.Println("error", err)
-		return
-	}
-	d, err := NewDirTier(DirConfig{Kind: "nvme", Dir: dir, Logger: testLogger()})
-	if err != nil {
-		fmt.Println("error", err)
-		return
-	}
-	s, err := NewStack(StackConfig{Logger: testLogger()}, mem, []*DirTier{d})
+	s, err := New(StackConfig{Logger: testLogger()}, MemConfig{Capacity: 16 << 20}, DirConfig{Kind: "nvme", Dir: dir})
 	if err != nil {
 		fmt.Println("error", err)
 		return

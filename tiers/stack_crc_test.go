@@ -39,10 +39,10 @@ func TestStackCRCWithoutHeaderCRC(t *testing.T) {
 	if err := s.Flush(context.Background(), k); err != nil {
 		t.Fatal(err)
 	}
-	if in, err := s.Mem().Stat(k); err != nil || !in.HasCRC || in.CRC != want {
+	if in, err := s.mem.Stat(k); err != nil || !in.HasCRC || in.CRC != want {
 		t.Fatalf("memory copy after write-back: %+v %v, want CRC %08x", in, err, want)
 	}
-	d := s.Dirs()[0]
+	d := s.dirs[0]
 	if crc, has, err := d.CRC(k); err != nil || !has || crc != want {
 		t.Fatalf("directory copy: CRC %08x %v %v, want %08x", crc, has, err, want)
 	}
@@ -129,7 +129,7 @@ func TestStackCRCDirectWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := hashdir.CRC32C(data[hashdir.HeaderSize:])
-	if crc, has, err := s.Dirs()[0].CRC(k); err != nil || !has || crc != want {
+	if crc, has, err := s.dirs[0].CRC(k); err != nil || !has || crc != want {
 		t.Fatalf("direct write: CRC %08x %v %v, want %08x", crc, has, err, want)
 	}
 }

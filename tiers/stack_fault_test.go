@@ -18,17 +18,10 @@ func faultStack(t *testing.T, memCap int64, cfg StackConfig) (*Stack, *faultfs.F
 	t.Helper()
 	backing := t.TempDir()
 	ffs := faultfs.Mount(t, backing)
-	mem, err := NewMemTier(MemConfig{Capacity: memCap, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := NewDirTier(DirConfig{Kind: "nfs", Dir: ffs.Dir(), OpTimeout: 500 * time.Millisecond, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Logger = testLogger()
 	cfg.RetryDelay = 50 * time.Millisecond
-	s, err := NewStack(cfg, mem, []*DirTier{d})
+	s, err := New(cfg, MemConfig{Capacity: memCap},
+		DirConfig{Kind: "nfs", Dir: ffs.Dir(), OpTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +113,7 @@ func TestStackFaultStall(t *testing.T) {
 	mustEqual(t, "cached block during stall", readAll(t, s, a), da)
 	ffs.Clear()
 	deadline := time.Now().Add(10 * time.Second)
-	for s.Dirs()[0].Health() != Up && time.Now().Before(deadline) {
+	for s.dirs[0].Health() != Up && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if err := s.Flush(context.Background(), b); err != nil {

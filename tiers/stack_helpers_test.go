@@ -40,21 +40,12 @@ func testBlock(model string, n, payload int) (Key, []byte) {
 // nvme directory tier in dir ("" = no directory tier).
 func newTestStack(t testing.TB, memCap int64, dir string, cfg StackConfig) *Stack {
 	t.Helper()
-	mem, err := NewMemTier(MemConfig{Capacity: memCap, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dirs []*DirTier
+	var dirs []DirConfig
 	if dir != "" {
-		d, err := NewDirTier(DirConfig{Kind: "nvme", Dir: dir, Logger: testLogger()})
-		if err != nil {
-			mem.Close()
-			t.Fatal(err)
-		}
-		dirs = append(dirs, d)
+		dirs = append(dirs, DirConfig{Kind: "nvme", Dir: dir})
 	}
 	cfg.Logger = testLogger()
-	s, err := NewStack(cfg, mem, dirs)
+	s, err := New(cfg, MemConfig{Capacity: memCap}, dirs...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,11 +60,9 @@ func (s *Stack) Stats() Stats {
 		CRCErrors: c.crcErrors.Load(), Quarantined: c.quarantined.Load(),
 		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(),
 	}
-	mu := s.mem.Usage()
-	st.Tiers = append(st.Tiers, TierStats{Name: s.mem.Name(), Capacity: mu.Capacity, Used: mu.Used, Blocks: mu.Files, Health: "up"})
-	for _, d := range s.dirs {
-		u := d.Usage()
-		st.Tiers = append(st.Tiers, TierStats{Name: d.Name(), Persistent: true, Capacity: u.Capacity, Used: u.Used, Blocks: u.Files, Health: d.Health().String()})
+	for _, t := range s.Tiers() {
+		st.Tiers = append(st.Tiers, TierStats{Name: t.Name, Persistent: t.Persistent, Capacity: t.Usage.Capacity,
+			Used: t.Usage.Used, Blocks: t.Usage.Files, Health: t.Health.String()})
 	}
 	s.mu.Lock()
 	st.FlushQueue = len(s.queue)

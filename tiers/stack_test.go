@@ -203,7 +203,7 @@ func TestStackMemoryOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if u := s.Mem().Usage(); u.Used > u.Capacity {
+	if u := s.mem.Usage(); u.Used > u.Capacity {
 		t.Fatalf("memory over capacity: %+v", u)
 	}
 	k, d := testBlock("m", 9, 300<<10)
@@ -249,7 +249,7 @@ func TestStackShardKeys(t *testing.T) {
 		}
 		want[k.ID[0]][k] = true
 	}
-	s.Mem().EvictClean(1 << 40) // the durable half now lives on disk only
+	s.mem.EvictClean(1 << 40) // the durable half now lives on disk only
 	for shard, keys := range want {
 		got := s.ShardKeys("m", shard)
 		if len(got) != len(keys) {

@@ -39,6 +39,11 @@ type Info struct {
 	// header) when HasCRC is set.
 	CRC    uint32
 	HasCRC bool
+	// Tier is the tier this description comes from, in the results of a
+	// Stack: for Publish and Put the tier that took the file, for Stat
+	// the fastest one holding it, for ReadFile the one read. A tier's
+	// own methods leave it zero.
+	Tier TierID
 }
 
 // Usage is a tier's capacity and use, in bytes of file content.

@@ -17,6 +17,7 @@ const (
 	exitOK    = 0 // success
 	exitFail  = 1 // the command ran and found a problem (invalid file, bad tier entry, I/O error)
 	exitUsage = 2 // bad command line or bad input (flags, arguments, token ids)
+	exitBusy  = 3 // refused: a running daemon holds the directory (fsck --repair)
 )
 
 // constructors holds one constructor per subcommand. Each subcommand lives
@@ -29,9 +30,10 @@ func register(newCommand func() *cli.Command) { constructors = append(constructo
 
 // Main runs the ucmfs command line args (args[0] is the program name) with
 // the given output streams and returns the exit status: 0 success, 1 a
-// problem found or an operation failed, 2 bad usage or bad input. It
-// never calls os.Exit, so tests run it in-process. Run as
-// mount.fuse.ucmfs it is the mount helper (helper.go).
+// problem found or an operation failed, 2 bad usage or bad input, 3 a
+// directory a running daemon holds (fsck --repair). It never calls
+// os.Exit, so tests run it in-process. Run as mount.fuse.ucmfs it is the
+// mount helper (helper.go).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && isMountHelper(args[0]) {
 		return runMountHelper(ctx, args, stderr)

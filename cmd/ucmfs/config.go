@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ucmfs/ucmfs/fs"
+	"github.com/ucmfs/ucmfs/store"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -30,13 +30,13 @@ type mountConfig struct {
 	NegativeTTL     time.Duration // kernel cache of misses
 	MaxFileSize     int64         // largest block file accepted, bytes
 	LogLevel        slog.Level
-	LogFormat       string         // text or json
-	Debug           bool           // log every FUSE request
-	ShutdownTimeout time.Duration  // bound on the flush at SIGINT/SIGTERM
-	ControlGroup    string         // group (name or gid) that may use the control files; "": owner only
-	MetricsAddr     string         // HOST:PORT of the Prometheus metrics; "": off
-	GPU             string         // device of .ucm/gpu: auto, cuda, sim or off
-	Repr            fs.ReprSetting // sidecar kind derived for models without their own (zero: mean)
+	LogFormat       string            // text or json
+	Debug           bool              // log every FUSE request
+	ShutdownTimeout time.Duration     // bound on the flush at SIGINT/SIGTERM
+	ControlGroup    string            // group (name or gid) that may use the control files; "": owner only
+	MetricsAddr     string            // HOST:PORT of the Prometheus metrics; "": off
+	GPU             string            // device of .ucm/gpu: auto, cuda, sim or off
+	Repr            store.ReprSetting // sidecar kind derived for models without their own (zero: mean)
 }
 
 // tierSpec is one directory tier: --tier KIND:DIR[:SIZE] or a tiers: entry.
@@ -207,7 +207,7 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 		cfg.MemoryDir = fc.resolvePath(*fc.MemoryDir)
 	}
 	if fc.ReprKind != nil {
-		r, err := fs.ParseReprSetting(*fc.ReprKind)
+		r, err := store.ParseReprSetting(*fc.ReprKind)
 		if err != nil {
 			return fc.errAt("repr_kind", fmt.Errorf("repr_kind: %w", err))
 		}

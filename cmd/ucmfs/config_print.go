@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ucmfs/ucmfs/fs"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/urfave/cli/v3"
 	"go.yaml.in/yaml/v3"
 )
@@ -91,7 +91,7 @@ func exactSize(n int64) string {
 
 // reprString is the text form of a sidecar setting (fs.ParseReprSetting's
 // input); the zero setting is mean.
-func reprString(r fs.ReprSetting) string {
+func reprString(r store.ReprSetting) string {
 	switch {
 	case r.Off:
 		return "none"

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ucmfs/ucmfs/fs"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/urfave/cli/v3"
 )
 
@@ -45,7 +45,7 @@ func applyControlFlags(cmd *cli.Command, cfg *mountConfig) error {
 		cfg.GPU = cmd.String("gpu")
 	}
 	if cmd.IsSet("repr-kind") {
-		r, err := fs.ParseReprSetting(cmd.String("repr-kind"))
+		r, err := store.ParseReprSetting(cmd.String("repr-kind"))
 		if err != nil {
 			return fmt.Errorf("--repr-kind: %w", err)
 		}

@@ -2,42 +2,24 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers/tiertest"
 )
 
 // testIDs are real chain ids, distinct and in different shards.
 var testIDs = hashdir.Chain(llamaMeta, 1, []uint32{1, 2, 3, 4, 5, 6, 7, 8})
 
 // blockFile is a valid 2-layer float16 block of 4 tokens, 2 heads of dim 8.
-func blockFile(id hashdir.ID) []byte {
-	h := hashdir.BlockHeader{ID: id, NumLayers: 2, BlockSize: 4, Dtype: hashdir.Float16, NumKVHeads: 2, HeadDim: 8}
-	payload := make([]byte, 2*2*4*2*8*2)
-	for i := range payload {
-		payload[i] = byte(i*13 + int(id[0]))
-	}
-	return hashdir.NewBlock(h, payload)
-}
+func blockFile(id hashdir.ID) []byte { return tiertest.BlockFile(id) }
 
 // reprFile is a valid mean-pooled sidecar of blockFile(id).
-func reprFile(id hashdir.ID) []byte {
-	h := hashdir.ReprHeader{ID: id, Kind: hashdir.ReprMean, Dtype: hashdir.Float16, NumLayers: 2, NumKVHeads: 2, Rows: 1, Dim: 8}
-	return hashdir.NewRepr(h, make([]byte, 2*2*1*8*2))
-}
+func reprFile(id hashdir.ID) []byte { return tiertest.ReprFile(id) }
 
 // writeAt writes data at dir/rel, creating directories.
 func writeAt(t *testing.T, dir, rel string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, data, 0o444); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return tiertest.WriteFile(t, dir, rel, data)
 }
 
 func pathExists(path string) bool {

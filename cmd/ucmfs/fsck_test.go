@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
 const testModel = "meta-llama--Llama-3.1-8B"
@@ -146,15 +147,56 @@ func TestFsckUsage(t *testing.T) {
 // leftover: --repair must never remove it from under the daemon.
 func TestFsckKeepsTierLock(t *testing.T) {
 	dir := t.TempDir()
-	lock := filepath.Join(dir, tierLockName)
+	lock := filepath.Join(dir, tiers.LockFileName)
 	if err := os.WriteFile(lock, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, out, _ := runMain(t, "fsck", "--repair", dir)
-	if code != 0 || strings.Contains(out, "leftover "+tierLockName) {
+	if code != 0 || strings.Contains(out, "leftover "+tiers.LockFileName) {
 		t.Fatalf("fsck of a tier with its lock file: code %d\n%s", code, out)
 	}
 	if _, err := os.Stat(lock); err != nil {
 		t.Fatalf("fsck --repair removed the tier lock: %v", err)
+	}
+}
+
+// TestFsckProgress: --progress counts the entries checked on stderr
+// (every second, and once at the end); without it, and with stderr not
+// a terminal, stderr stays empty.
+func TestFsckProgress(t *testing.T) {
+	dir := t.TempDir()
+	for _, id := range testIDs[:3] {
+		writeAt(t, dir, tierPath(id, ".bin"), blockFile(id))
+	}
+	if code, _, errs := runMain(t, "fsck", dir); code != 0 || errs != "" {
+		t.Fatalf("fsck: %d, stderr %q", code, errs)
+	}
+	code, out, errs := runMain(t, "fsck", "--progress", dir)
+	if code != 0 || !strings.HasSuffix(errs, "fsck "+dir+": 3 entries checked\n") || !strings.Contains(out, "3 ok") {
+		t.Fatalf("fsck --progress: %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestFsckRepairRefusedWhileHeld: --repair of a tier directory that a
+// running daemon's tier holds exits 3 and changes nothing; a check
+// without --repair runs.
+func TestFsckRepairRefusedWhileHeld(t *testing.T) {
+	dir := t.TempDir()
+	d, err := tiers.NewDirTier(tiers.DirConfig{Kind: "nvme", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	leftover := testModel + "/00/.tmp-x"
+	writeAt(t, dir, leftover, []byte("half"))
+	code, out, errs := runMain(t, "fsck", "--repair", dir)
+	if code != exitBusy || out != "" || !strings.Contains(errs, "in use by a running daemon") {
+		t.Fatalf("fsck --repair of a held tier: %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if !pathExists(filepath.Join(dir, leftover)) {
+		t.Fatal("the refused repair removed a leftover")
+	}
+	if code, out, _ := runMain(t, "fsck", dir); code != 0 || !strings.Contains(out, "leftover "+leftover) {
+		t.Fatalf("fsck of a held tier: %d\n%s", code, out)
 	}
 }

@@ -12,6 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ucmfs/ucmfs/control"
+	ucmmetrics "github.com/ucmfs/ucmfs/metrics"
+	"github.com/ucmfs/ucmfs/store"
+
 	"github.com/ucmfs/ucmfs/fs"
 	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/urfave/cli/v3"
@@ -228,60 +232,60 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	defer closeGPU(dev, log) // after the stack, closed before runMount returns
 	var host tiers.HostRegistrar
 	if dev != nil {
-		host = fs.HostPages(dev)
+		host = control.HostPages(dev)
 	}
 	st, err := buildStack(cfg, log, host)
 	if err != nil {
 		return err
 	}
 	life.stack = st
-	srv, err := fs.Mount(cfg.Mountpoint, st, fs.Options{
-		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
-		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL, MaxFileSize: cfg.MaxFileSize,
-		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup, GPU: dev, Repr: cfg.Repr,
+	core, err := store.New(st, store.Options{
+		MaxFileSize: cfg.MaxFileSize, Logger: log, Repr: cfg.Repr, GPU: dev,
 	})
 	if err != nil {
+		closeStack(st, cfg.ShutdownTimeout, log)
+		return err
+	}
+	exported := ucmmetrics.New(core) // before the mount: it installs the latency histograms
+	srv, err := fs.Mount(cfg.Mountpoint, core, fs.Options{
+		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
+		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL,
+		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup,
+	})
+	if err != nil {
+		core.Close()
 		closeStack(st, cfg.ShutdownTimeout, log)
 		return mountError(cfg.Mountpoint, err)
 	}
 	if metrics != nil {
-		metrics.start(srv.MetricsHandler(), life, log)
+		metrics.start(exported.Handler(), life, log)
 		announce(cfg, log, stderr, "metrics on %s", metrics.URL())
 	}
 	return serve(ctx, cfg, srv, st, life, log, stderr)
 }
 
-// buildStack creates the memory tier, the directory tiers and the stack;
-// on failure it closes what it made. host, when not nil, registers the
-// memory tier's mappings for GPU DMA.
+// buildStack prepares the tier directories and builds the stack with its
+// memory and directory tiers (tiers.New closes what it built on
+// failure). host, when not nil, registers the memory tier's mappings for
+// GPU DMA.
 func buildStack(cfg mountConfig, log *slog.Logger, host tiers.HostRegistrar) (*tiers.Stack, error) {
-	mem, err := tiers.NewMemTier(tiers.MemConfig{Capacity: cfg.Memory, Dir: cfg.MemoryDir, Logger: log, Host: host})
-	if err != nil {
-		return nil, fmt.Errorf("memory tier in %s: %w (choose a tmpfs directory with --memory-dir)", cfg.MemoryDir, err)
-	}
-	var dirs []*tiers.DirTier
-	fail := func(err error) (*tiers.Stack, error) {
-		for _, d := range dirs {
-			d.Close()
-		}
-		mem.Close()
-		return nil, err
-	}
+	var dirs []tiers.DirConfig
 	for _, t := range cfg.Tiers {
 		if err := prepareTierDir(t); err != nil {
-			return fail(err)
+			return nil, err
 		}
-		d, err := tiers.NewDirTier(tiers.DirConfig{Kind: t.Kind, Dir: t.Dir, Capacity: t.Size, Logger: log})
-		if err != nil {
-			return fail(fmt.Errorf("tier %s: %w", t, err))
-		}
-		dirs = append(dirs, d)
+		dirs = append(dirs, tiers.DirConfig{Kind: t.Kind, Dir: t.Dir, Capacity: t.Size})
 	}
-	st, err := tiers.NewStack(tiers.StackConfig{WriteThrough: cfg.WriteThrough, Logger: log}, mem, dirs)
-	if err != nil {
-		return fail(err)
+	st, err := tiers.New(tiers.StackConfig{WriteThrough: cfg.WriteThrough, Logger: log},
+		tiers.MemConfig{Capacity: cfg.Memory, Dir: cfg.MemoryDir, Host: host}, dirs...)
+	var te *tiers.TierError
+	switch {
+	case errors.As(err, &te) && te.ID == tiers.Memory:
+		return nil, fmt.Errorf("memory tier in %s: %w (choose a tmpfs directory with --memory-dir)", cfg.MemoryDir, te.Err)
+	case errors.As(err, &te):
+		return nil, fmt.Errorf("tier %s: %w", cfg.Tiers[te.ID-1], te.Err)
 	}
-	return st, nil
+	return st, err
 }
 
 // prepareTierDir creates a missing nvme tier directory. A shared (nfs,

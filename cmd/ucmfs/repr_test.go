@@ -3,23 +3,23 @@ package main
 import (
 	"testing"
 
-	"github.com/ucmfs/ucmfs/fs"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // TestReprSetting: --repr-kind and the repr_kind key choose the sidecar
 // kind derived (mean by default, the flag over the file); a kind that
 // does not parse is a usage error.
 func TestReprSetting(t *testing.T) {
-	if cfg, code, msg := parseMount(t, "--memory-only", "/m"); code != exitOK || cfg.Repr != (fs.ReprSetting{}) || cfg.Repr.String() != "mean" {
+	if cfg, code, msg := parseMount(t, "--memory-only", "/m"); code != exitOK || cfg.Repr != (store.ReprSetting{}) || cfg.Repr.String() != "mean" {
 		t.Errorf("default: exit %d (%s), repr %+v", code, msg, cfg.Repr)
 	}
 	conf := writeTemp(t, t.TempDir(), "c.yaml", "repr_kind: signhash:256\n")
-	want := fs.ReprSetting{Kind: hashdir.ReprSignHash, Param: 256}
+	want := store.ReprSetting{Kind: hashdir.ReprSignHash, Param: 256}
 	if cfg, code, msg := parseMount(t, "--config", conf, "--memory-only", "/m"); code != exitOK || cfg.Repr != want {
 		t.Errorf("from the file: exit %d (%s), repr %+v, want %+v", code, msg, cfg.Repr, want)
 	}
-	want = fs.ReprSetting{Kind: hashdir.ReprMerged, Param: 8}
+	want = store.ReprSetting{Kind: hashdir.ReprMerged, Param: 8}
 	if cfg, code, msg := parseMount(t, "--config", conf, "--repr-kind", "merged:8", "--memory-only", "/m"); code != exitOK || cfg.Repr != want {
 		t.Errorf("flag over the file: exit %d (%s), repr %+v, want %+v", code, msg, cfg.Repr, want)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +9,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/ucmfs/ucmfs/fs"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -205,42 +204,13 @@ func checkMountpoint(mnt string) error {
 }
 
 // mountedAt reports whether a filesystem is mounted exactly at path (per
-// /proc/self/mountinfo) and its type.
+// the mount table, /proc/thread-self/mountinfo) and its type.
 func mountedAt(path string) (fstype string, ok bool) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		return m.Mountpoint != path, false
+	})
+	if err != nil || len(mounts) == 0 {
 		return "", false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// 36 35 98:0 /root /mnt/point rw,noatime master:1 - ext4 /dev/sda1 rw
-		pre, post, found := strings.Cut(sc.Text(), " - ")
-		fields := strings.Fields(pre)
-		if !found || len(fields) < 5 || unescapeMountinfo(fields[4]) != path {
-			continue
-		}
-		if t := strings.Fields(post); len(t) > 0 {
-			fstype = t[0]
-		}
-		ok = true // keep going: the last mount at path is the visible one
-	}
-	return fstype, ok
-}
-
-// unescapeMountinfo undoes the octal escapes (\040 for a space) of a
-// /proc/self/mountinfo path.
-func unescapeMountinfo(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return mounts[len(mounts)-1].FSType, true // the last mount at path is the visible one
 }

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/dustin/go-humanize"
-	"golang.org/x/sys/unix"
 )
 
 // rateRows are the counters `ucmfs stats --watch` shows per second: a
@@ -116,14 +114,4 @@ func printRates(w io.Writer, prev, cur *statsSample) error {
 		fmt.Fprintf(tw, "%s\t%s\n", r.label, text)
 	}
 	return tw.Flush()
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }

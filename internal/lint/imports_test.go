@@ -10,15 +10,20 @@ const mod = "github.com/ucmfs/ucmfs/"
 
 // allowed lists, for each package of ours, the packages of ours it may
 // import (non-test code). Dependencies flow one way:
-// hashdir <- tiers, sparse, gpu <- fs <- cmd/ucmfs.
+//
+//	hashdir <- tiers, sparse, gpu <- store <- control <- fs <- cmd/ucmfs
+//	                                 store <- metrics   <-    cmd/ucmfs
 var allowed = map[string][]string{
 	"hashdir":          {},
 	"tiers":            {"hashdir"},
 	"tiers/tiertest":   {"hashdir", "tiers"},
 	"sparse":           {"hashdir"},
 	"gpu":              {"hashdir"},
-	"fs":               {"hashdir", "tiers", "sparse", "gpu"},
-	"cmd/ucmfs":        {"hashdir", "tiers", "sparse", "gpu", "fs"},
+	"store":            {"hashdir", "tiers", "sparse", "gpu"},
+	"control":          {"hashdir", "tiers", "sparse", "gpu", "store"},
+	"metrics":          {"tiers", "store"},
+	"fs":               {"hashdir", "tiers", "gpu", "store", "control"}, // gpu: its sentinels in the errno table
+	"cmd/ucmfs":        {"hashdir", "tiers", "sparse", "gpu", "store", "control", "metrics", "fs"},
 	"internal/faultfs": {},
 	"internal/lint":    {},
 	"integration":      {"hashdir"},
@@ -30,8 +35,9 @@ var allowed = map[string][]string{
 
 // restricted third-party imports and the only packages that may use them.
 var restricted = map[string][]string{
-	"github.com/hanwen/go-fuse/v2": {"fs", "internal/faultfs"},
-	"github.com/urfave/cli/v3":     {"cmd/ucmfs"},
+	"github.com/hanwen/go-fuse/v2":         {"fs", "internal/faultfs"},
+	"github.com/urfave/cli/v3":             {"cmd/ucmfs"},
+	"github.com/prometheus/client_golang/": {"metrics"},
 }
 
 func TestImportDirection(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/hashdir"
@@ -187,4 +189,35 @@ func testWriteThroughFile(t *testing.T, tier tiers.Tier) {
 	if got := Read(t, tier, key); !bytes.Equal(got, data) {
 		t.Fatal("bytes written with pwrite on File differ after commit")
 	}
+}
+
+// BlockFile is a valid block file of id: 2 layers of 4 float16 tokens, 2
+// KV heads of dim 8, a payload that depends on id.
+func BlockFile(id hashdir.ID) []byte {
+	h := hashdir.BlockHeader{ID: id, NumLayers: 2, BlockSize: 4, Dtype: hashdir.Float16, NumKVHeads: 2, HeadDim: 8}
+	payload := make([]byte, 2*2*4*2*8*2)
+	for i := range payload {
+		payload[i] = byte(i*13 + int(id[0]))
+	}
+	return hashdir.NewBlock(h, payload)
+}
+
+// ReprFile is a valid mean-pooled sidecar of BlockFile(id).
+func ReprFile(id hashdir.ID) []byte {
+	h := hashdir.ReprHeader{ID: id, Kind: hashdir.ReprMean, Dtype: hashdir.Float16, NumLayers: 2, NumKVHeads: 2, Rows: 1, Dim: 8}
+	return hashdir.NewRepr(h, make([]byte, 2*2*1*8*2))
+}
+
+// WriteFile writes data read-only at dir/rel, creating the directories,
+// and returns its path: a file put into a tier directory by hand.
+func WriteFile(t testing.TB, dir, rel string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -1,0 +1,181 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ucmfs/ucmfs/store"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// dump <r> <model> <id>:<offset>:<length>...  ->  ok dumped=<n> existing=<m>
+//
+// Each item names a complete block file (64-byte header and payload)
+// that lies at offset in region r, length bytes long, and publishes it as
+// <model>/<hh>/<id>.bin exactly as a close() of a written file does: the
+// size limit, the model's quota, then validation (id, header, CRC) and
+// publish. An id already stored counts in existing (its bytes are not
+// read). The request runs in three steps, so that a bad item leaves
+// nothing published: every item's range is checked against the region;
+// then every new block is copied out into a pending file and validated;
+// then they are published, in order. Only a failure of that last step
+// (no room, a quota) leaves the items before it published; its message
+// says how many.
+
+// dumpItem is one item of a dump.
+type dumpItem struct {
+	key    tiers.Key
+	off, n int64
+	pw     *tiers.PendingWrite // the block being written, until published
+}
+
+// dump publishes the items of one request from a region.
+func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, error) {
+	start := time.Now()
+	_, reg, err := g.region(t)
+	if err != nil {
+		return out, err
+	}
+	model, err := g.s.controlModel(t)
+	if err != nil {
+		return out, err
+	}
+	items, err := g.parseDumpItems(t, model, reg.r.Size())
+	defer g.abortDumps(items)
+	if err != nil {
+		return out, err
+	}
+	if g.s.Stopped() {
+		return out, fmt.Errorf("dump: shutting down: %w", store.ErrStopped)
+	}
+	defer store.ObserveSince(g.s.Latency.Dump, start)
+	existing := 0
+	for i := range items {
+		it := &items[i]
+		pw, err := g.s.Stack().Create(it.key)
+		if errors.Is(err, tiers.ErrExist) {
+			existing++
+			continue
+		}
+		if err != nil {
+			return out, fmt.Errorf("item %d %s: %w", i+1, it.key.ID, err)
+		}
+		it.pw = pw
+		g.s.WriteStarted(it.key)
+		if err := g.stage(reg, it); err != nil {
+			return out, fmt.Errorf("item %d %s: %w; nothing published", i+1, it.key.ID, err)
+		}
+	}
+	dumped, bytes := 0, int64(0)
+	for i := range items {
+		it := &items[i]
+		if it.pw == nil {
+			continue
+		}
+		pw := it.pw
+		it.pw = nil
+		_, err := g.s.Publish(pw, it.n, false)
+		g.s.WriteEnded(it.key)
+		switch {
+		case errors.Is(err, tiers.ErrExist):
+			existing++
+		case err != nil:
+			return out, fmt.Errorf("item %d %s: %w (%d blocks of this request published before it)", i+1, it.key.ID, err, dumped)
+		default:
+			dumped++
+			bytes += it.n
+			g.s.NotifyPublished(it.key)
+		}
+	}
+	c := &g.s.Counters
+	c.GPUDumps.Add(1)
+	c.GPUDumpBlocks.Add(int64(dumped))
+	c.GPUDumpExisting.Add(int64(existing))
+	c.GPUDumpBytes.Add(bytes)
+	out = append(out, "ok dumped="...)
+	out = strconv.AppendInt(out, int64(dumped), 10)
+	out = append(out, " existing="...)
+	out = strconv.AppendInt(out, int64(existing), 10)
+	return append(out, '\n'), nil
+}
+
+// parseDumpItems reads the items of a dump request, <id>:<offset>:<length>
+// each, and checks every range against the region (EINVAL), every length
+// against the size limit (EFBIG), and their total against the memory
+// tier, which stages them (E2BIG).
+func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dumpItem, error) {
+	var items []dumpItem
+	var total int64
+	room := g.s.Stack().Tiers()[tiers.Memory].Usage.Capacity
+	for tok := t.next(); tok != nil; tok = t.next() {
+		i := len(items) + 1
+		if i > MaxIDs {
+			return items, reqErr(ErrTooMany, "more than %d blocks in one request", MaxIDs)
+		}
+		idTok, rest, _ := cutByte(tok, ':')
+		offTok, lenTok, _ := cutByte(rest, ':')
+		id, ok1 := parseID(idTok)
+		off, ok2 := parseCount(offTok)
+		n, ok3 := parseCount(lenTok)
+		switch {
+		case !ok1 || !ok2 || !ok3:
+			return items, reqErr(ErrInvalid, "item %d %q: want <id>:<offset>:<length>", i, clip(tok))
+		case n < hashdir.HeaderSize:
+			return items, reqErr(ErrInvalid, "item %d %s: %d bytes cannot hold a block (at least the %d-byte header)", i, id, n, hashdir.HeaderSize)
+		case n > g.s.MaxFileSize():
+			return items, reqErr(store.ErrTooBig, "item %d %s: %d bytes pass the %d-byte limit", i, id, n, g.s.MaxFileSize())
+		case off > size || n > size-off:
+			return items, reqErr(ErrInvalid, "item %d %s: %d bytes at offset %d pass the end of region (%d bytes); nothing published", i, id, n, off, size)
+		}
+		if total += n; total > room {
+			return items, reqErr(ErrTooMany, "the blocks of this request take more than the memory tier's %d bytes: split it", room)
+		}
+		items = append(items, dumpItem{key: tiers.Key{Model: model, ID: id}, off: off, n: n})
+	}
+	if len(items) == 0 {
+		return items, reqErr(ErrInvalid, "no blocks to dump")
+	}
+	return items, nil
+}
+
+// stage copies an item's bytes out of the region into its pending file
+// and validates them as a block named by the item's id.
+func (g *gpuSession) stage(reg *gpuRegion, it *dumpItem) error {
+	buf := g.buffer(it.n)
+	if err := reg.r.CopyOut(it.off, buf); err != nil {
+		return fmt.Errorf("dump from %s: %w", reg.what, err)
+	}
+	h, err := hashdir.DecodeBlockHeader(buf)
+	if err == nil {
+		err = hashdir.ValidateBlock(h, it.key.ID, it.n, func() (uint32, error) {
+			return hashdir.CRC32C(buf[hashdir.HeaderSize:]), nil
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", tiers.ErrInvalid, err)
+	}
+	if _, err := it.pw.File().WriteAt(buf, 0); err != nil {
+		return fmt.Errorf("staging the block: %w", err)
+	}
+	return nil
+}
+
+// abortDumps discards the pending files of a dump that were not
+// published, and drops a large buffer.
+func (g *gpuSession) abortDumps(items []dumpItem) {
+	for i := range items {
+		if it := &items[i]; it.pw != nil {
+			g.s.Stack().Abort(it.pw)
+			g.s.WriteEnded(it.key)
+			it.pw = nil
+		}
+	}
+	if cap(g.buf) > gpuKeepBuffer {
+		g.buf = nil
+	}
+}

@@ -1,0 +1,174 @@
+package control
+
+// Control sessions
+//
+// Every control file but stats (.ucm/lookup, .ucm/prefetch, .ucm/flush,
+// ...) is a line-oriented request/answer channel, and each open
+// descriptor is one session with its own input and answer queue:
+//
+//   - write: the bytes join the session's input. Every complete line
+//     (ending in '\n') is one request, answered before the write returns;
+//     its answer line joins the answer queue. A line may arrive in several
+//     writes, and one write may carry several lines.
+//   - read: returns the next unread bytes of the answer queue, whatever
+//     the offset (the file position moves with writes too, so it means
+//     nothing here); an empty queue reads as end of file. A read that
+//     finds the queue empty while an unterminated line waits answers that
+//     line first, so `printf 'req' >&3; cat <&3` works without a newline.
+//   - every request line gets exactly one answer line, "ok ..." or
+//     "err <ERRNO> <message>"; blank lines get none.
+//   - limits: a request line longer than MaxRequest bytes is answered
+//     "err E2BIG" as soon as it passes the limit and the rest of it is
+//     skipped. Once more than MaxUnread answer bytes wait to be read, a
+//     write stops at the next line boundary (a short write), and a write
+//     that finds them waiting fails with ENOBUFS (read the answers first).
+//
+// A handler serves one session of one file; each file registers itself
+// (File) from an init function in its own source file, so a new control
+// file is one more file. The front end moves the bytes: Session.Write and
+// Session.Read are the file's write and read. The session's mutex serializes
+// its requests, so a read issued while a request runs waits for its answer.
+
+import (
+	"bytes"
+	"context"
+	"sync"
+)
+
+// Session limits.
+const (
+	// MaxRequest is the longest request line, in bytes (4 MiB).
+	MaxRequest = 4 << 20
+	// MaxIDs is the most block ids one request may name.
+	MaxIDs = 100_000
+	// MaxUnread is how many answer bytes may wait unread before writes
+	// fail with ENOBUFS.
+	MaxUnread = 16 << 20
+	// keepBuffer is the buffer capacity a session keeps between requests.
+	keepBuffer = 1 << 20
+)
+
+// Open starts a session of f.
+func (f File) Open(e *Env) *Session {
+	return &Session{e: e, file: f.Name, h: f.open(e), limit: MaxUnread}
+}
+
+// Session is one open descriptor of a control file; see the file comment.
+type Session struct {
+	e     *Env
+	file  string
+	h     handler
+	limit int // MaxUnread
+
+	mu       sync.Mutex
+	in       []byte // the unterminated request line so far
+	skipping bool   // discarding the rest of an over-long line
+	out      []byte // answers; out[read:] are unread
+	read     int
+}
+
+// Write takes request bytes at any offset and answers every line they
+// complete. Past the limit of unread answers it stops at a line boundary
+// (a short write), and a write that finds the limit passed fails with
+// ErrBackpressure.
+func (ss *Session) Write(ctx context.Context, data []byte) (int, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if len(ss.out)-ss.read > ss.limit {
+		return 0, reqErr(ErrBackpressure, "more than %d answer bytes unread: read the answers first", ss.limit)
+	}
+	n := len(data)
+	for len(data) > 0 {
+		if len(ss.out)-ss.read > ss.limit {
+			return n - len(data), nil // a short write: the rest waits for room
+		}
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			ss.buffer(data)
+			break
+		}
+		line := data[:i]
+		data = data[i+1:]
+		switch {
+		case ss.skipping:
+			ss.skipping = false // the end of a line already answered E2BIG
+		case len(ss.in) == 0 && len(line) <= MaxRequest:
+			ss.request(ctx, line)
+		case len(ss.in)+len(line) <= MaxRequest:
+			ss.in = append(ss.in, line...)
+			ss.request(ctx, ss.in)
+			ss.in = trim(ss.in)
+		default:
+			ss.in = trim(ss.in)
+			ss.tooLong()
+		}
+	}
+	return n, nil
+}
+
+// buffer keeps the start of a request line, or notices it is too long.
+func (ss *Session) buffer(part []byte) {
+	switch {
+	case ss.skipping:
+	case len(ss.in)+len(part) > MaxRequest:
+		ss.in = trim(ss.in)
+		ss.tooLong()
+		ss.skipping = true
+	default:
+		ss.in = append(ss.in, part...)
+	}
+}
+
+// tooLong answers a request line past MaxRequest.
+func (ss *Session) tooLong() {
+	ss.out = ss.e.refuse(ss.out, ss.file, nil,
+		reqErr(ErrTooMany, "request longer than %d bytes", MaxRequest))
+}
+
+// request answers one complete line.
+func (ss *Session) request(ctx context.Context, line []byte) {
+	line = bytes.TrimRight(line, "\r")
+	line = bytes.Trim(line, " \t")
+	if len(line) == 0 {
+		return
+	}
+	start := len(ss.out)
+	out, err := ss.h.answer(ctx, line, ss.out)
+	if err != nil {
+		out = ss.e.refuse(out[:start], ss.file, line, err)
+	}
+	ss.out = out
+}
+
+// Read copies the next unread answer bytes into dest (the file offset
+// means nothing here) and returns how many; 0 is the end of the answers.
+func (ss *Session) Read(ctx context.Context, dest []byte) int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.read == len(ss.out) && len(ss.in) > 0 && !ss.skipping {
+		ss.request(ctx, ss.in)
+		ss.in = trim(ss.in)
+	}
+	n := copy(dest, ss.out[ss.read:])
+	ss.read += n
+	if ss.read == len(ss.out) {
+		ss.out, ss.read = trim(ss.out), 0
+	}
+	return n
+}
+
+// Close ends the session (its descriptor was released).
+func (ss *Session) Close() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.h.close()
+	ss.in, ss.out, ss.read = nil, nil, 0
+}
+
+// trim empties b, keeping its memory unless it grew past keepBuffer.
+func trim(b []byte) []byte {
+	if cap(b) > keepBuffer {
+		return nil
+	}
+	return b[:0]
+}

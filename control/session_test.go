@@ -1,0 +1,164 @@
+package control
+
+import (
+	"crypto/md5"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/tiers/tiertest"
+)
+
+// These tests drive the control protocol without a kernel: bytes in,
+// bytes out, over a real stack in temporary directories.
+
+const testModel = "meta-llama--Llama-3.1-8B"
+
+// testErrName names the sentinels these tests meet as the FUSE adapter
+// does; anything else is EIO.
+func testErrName(err error) (string, bool) {
+	for _, r := range []struct {
+		target error
+		name   string
+	}{{ErrBackpressure, "ENOBUFS"}, {ErrInvalid, "EINVAL"}, {ErrTooMany, "E2BIG"}, {tiers.ErrNotFound, "ENOENT"}} {
+		if errors.Is(err, r.target) {
+			return r.name, true
+		}
+	}
+	return "EIO", false
+}
+
+// newTestEnv builds a store of a 64 MiB memory tier over an nvme tier,
+// with n blocks of testModel, and the environment of its sessions.
+func newTestEnv(t testing.TB, n int) (*Env, []tiers.Key) {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st := tiertest.NewStack(t, log, tiers.MemConfig{Capacity: 64 << 20}, tiers.DirConfig{Kind: "nvme"})
+	keys := make([]tiers.Key, n)
+	for i := range keys {
+		keys[i] = testKey(i)
+		h := hashdir.BlockHeader{ID: keys[i].ID, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16}
+		if _, err := st.Put(keys[i], hashdir.NewBlock(h, make([]byte, 64)), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	core, err := store.New(st, store.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(core.Close)
+	return NewEnv(core, testErrName), keys
+}
+
+// testKey is the key of block i of testModel.
+func testKey(i int) tiers.Key {
+	return tiers.Key{Model: testModel, ID: hashdir.ID(md5.Sum(fmt.Appendf(nil, "%s/%d", testModel, i)))}
+}
+
+// TestSessionUnreadLimit: a write while more than the limit of answer
+// bytes wait unread fails with ErrBackpressure (ENOBUFS), and works again
+// once they are read. (A small limit.)
+func TestSessionUnreadLimit(t *testing.T) {
+	e, keys := newTestEnv(t, 1)
+	ss := &Session{e: e, file: "lookup", h: &lookupSession{s: e}, limit: 20}
+	req := []byte("exists " + testModel + " " + keys[0].ID.String() + "\n")
+	for i := 0; i < 3; i++ {
+		if _, err := ss.Write(t.Context(), req); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	if _, err := ss.Write(t.Context(), req); !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("write with 24 bytes unread: %v, want ENOBUFS", err)
+	}
+	buf := make([]byte, 100)
+	if n := ss.Read(t.Context(), buf); n != 3*len("ok 1 1\n") {
+		t.Fatalf("read %d bytes", n)
+	}
+	if _, err := ss.Write(t.Context(), req); err != nil {
+		t.Fatalf("write after reading: %v", err)
+	}
+	// One write of many requests stops at a line boundary past the limit.
+	ss.Read(t.Context(), buf)
+	many := []byte(strings.Repeat(string(req), 10))
+	n, err := ss.Write(t.Context(), many)
+	if err != nil || n != 3*len(req) {
+		t.Fatalf("write of 10 requests: %d bytes taken (%v), want %d", n, err, 3*len(req))
+	}
+}
+
+// TestSessionAnswers: each request line gets one answer line, a refused
+// one "err <ERRNO> <message>" named by the front end; a line may come in
+// pieces and a read answers an unterminated line.
+func TestSessionAnswers(t *testing.T) {
+	e, keys := newTestEnv(t, 1)
+	lookup := fileNamed(t, "lookup")
+	ss := lookup.Open(e)
+	defer ss.Close()
+	id := keys[0].ID.String()
+	absent := testKey(99).ID.String()
+	for _, part := range []string{"exists " + testModel, " " + id + " " + absent + "\nbogus\n", "\n", "exists " + testModel + " " + id} {
+		if _, err := ss.Write(t.Context(), []byte(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := make([]byte, 4096)
+	got := string(buf[:ss.Read(t.Context(), buf)])
+	got += string(buf[:ss.Read(t.Context(), buf)]) // the unterminated line, once the queue is read
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(lines) != 3 || lines[0] != "ok 1 10" || !strings.HasPrefix(lines[1], "err EINVAL ") || lines[2] != "ok 1 1" {
+		t.Fatalf("answers %q", got)
+	}
+	if e.Counters.Errors.Load() != 1 || e.Counters.Lookups.Load() != 2 {
+		t.Errorf("counters: errors %d, lookups %d", e.Counters.Errors.Load(), e.Counters.Lookups.Load())
+	}
+}
+
+// fileNamed finds a registered control file.
+func fileNamed(t *testing.T, name string) File {
+	t.Helper()
+	for _, f := range files {
+		if f.Name == name {
+			return f
+		}
+	}
+	t.Fatalf("no control file %s", name)
+	return File{}
+}
+
+// TestLookupAllocs: answering a lookup allocates nothing per id (the
+// model name is the one allocation), once the session's buffers have
+// grown.
+func TestLookupAllocs(t *testing.T) {
+	e, keys := newTestEnv(t, 100)
+	l := &lookupSession{s: e}
+	ids := keys
+	for i := range 100 {
+		ids = append(ids, testKey(1_000_000+i))
+	}
+	var list strings.Builder
+	for i, k := range ids {
+		if i > 0 {
+			list.WriteByte(' ')
+		}
+		list.WriteString(k.ID.String())
+	}
+	for _, verb := range []string{"exists", "prefix"} {
+		req := []byte(verb + " " + testModel + " " + list.String())
+		out := make([]byte, 0, 4096)
+		allocs := testing.AllocsPerRun(20, func() {
+			var err error
+			if out, err = l.answer(t.Context(), req, out[:0]); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs > 2 {
+			t.Errorf("%s of %d ids: %v allocations", verb, len(ids), allocs)
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// modelSet is the registry of model directories: the models made with
+// mkdir, and every model a tier holds a file of. It is seeded at mount
+// from the tiers' indexes and the top-level directories of the directory
+// tiers; a model first seen in a tier later (another daemon on a shared
+// tier) joins it at its first lookup or listing.
+type modelSet struct {
+	mu    sync.Mutex
+	names map[string]struct{}
+}
+
+func (m *modelSet) init() { m.names = make(map[string]struct{}) }
+
+func (m *modelSet) add(name string) {
+	m.mu.Lock()
+	m.names[name] = struct{}{}
+	m.mu.Unlock()
+}
+
+func (m *modelSet) remove(name string) {
+	m.mu.Lock()
+	delete(m.names, name)
+	m.mu.Unlock()
+}
+
+func (m *modelSet) has(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.names[name]
+	return ok
+}
+
+// list returns the registered names, sorted.
+func (m *modelSet) list() []string {
+	m.mu.Lock()
+	out := make([]string, 0, len(m.names))
+	for n := range m.names {
+		out = append(out, n)
+	}
+	m.mu.Unlock()
+	sort.Strings(out)
+	return out
+}
+
+// tierModels returns the names of the models any tier holds files of.
+func (s *Store) tierModels() []string {
+	return s.stack.Models()
+}
+
+// seedModels fills the registry at mount: models in the tiers' indexes,
+// and the valid model names among the top-level directories of the
+// directory tiers (a model made empty stays a model).
+func (s *Store) seedModels() {
+	for _, n := range s.tierModels() {
+		s.models.add(n)
+	}
+	for _, t := range s.stack.Tiers() {
+		if !t.Persistent {
+			continue
+		}
+		for _, n := range dirNames(t.Dir) {
+			if hashdir.ValidateModel(n) == nil {
+				s.models.add(n)
+			}
+		}
+	}
+}
+
+// RefreshModels adds to the registry the models tiers hold now.
+func (s *Store) RefreshModels() {
+	for _, n := range s.tierModels() {
+		s.models.add(n)
+	}
+}
+
+// ModelExists reports whether model is registered or held by a tier
+// (registering it then).
+func (s *Store) ModelExists(model string) bool {
+	if s.models.has(model) {
+		return true
+	}
+	for _, n := range s.tierModels() {
+		if n == model {
+			s.models.add(model)
+			return true
+		}
+	}
+	return false
+}
+
+// modelUsage is what one model stores: its distinct block files and the
+// bytes of its blocks and sidecars, each file counted once however many
+// tiers hold it.
+type modelUsage struct {
+	Blocks int64
+	Bytes  int64
+}
+
+// Usage walks the model's keys across the stack.
+func (s *Store) Usage(model string) modelUsage {
+	var keys []tiers.Key
+	s.stack.List(model, func(k tiers.Key) bool { keys = append(keys, k); return true })
+	var u modelUsage
+	for _, k := range keys {
+		bi, err := s.stack.Stat(k)
+		if err != nil {
+			continue
+		}
+		if k.Kind == hashdir.Block {
+			u.Blocks++
+		}
+		u.Bytes += bi.Size
+	}
+	return u
+}
+
+// quotaRecheck is how long a model's measured use serves quota checks
+// before it is measured again; publishes through this mount are added to
+// it at once.
+const quotaRecheck = 2 * time.Second
+
+// quotaTable holds the quotas set through the quota xattr (in memory, for
+// the life of the mount) and the last measured use of each quota'd model.
+type quotaTable struct {
+	mu    sync.Mutex
+	limit map[string]int64
+	used  map[string]measured
+}
+
+// measured is a model's use in bytes and when it was measured.
+type measured struct {
+	bytes int64
+	at    time.Time
+}
+
+func (q *quotaTable) init() {
+	q.limit = make(map[string]int64)
+	q.used = make(map[string]measured)
+}
+
+// set sets model's quota in bytes; 0 removes it.
+func (q *quotaTable) set(model string, limit int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.used, model)
+	if limit <= 0 {
+		delete(q.limit, model)
+		return
+	}
+	q.limit[model] = limit
+}
+
+// get returns model's quota, 0 when none is set.
+func (q *quotaTable) get(model string) int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.limit[model]
+}
+
+// admit checks that size more bytes fit in model's quota (ErrQuota when
+// not) and counts them in, ahead of the publish.
+func (s *Store) admit(model string, size int64) error {
+	q := &s.quotas
+	q.mu.Lock()
+	limit, ok := q.limit[model]
+	m, fresh := q.used[model]
+	q.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if !fresh || time.Since(m.at) > quotaRecheck {
+		m = measured{bytes: s.Usage(model).Bytes, at: time.Now()}
+	}
+	if m.bytes+size > limit {
+		return ErrQuota
+	}
+	m.bytes += size
+	q.mu.Lock()
+	q.used[model] = m
+	q.mu.Unlock()
+	return nil
+}
+
+// unadmit takes back what admit counted for a publish that did not happen.
+func (s *Store) unadmit(model string, size int64) {
+	q := &s.quotas
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if m, ok := q.used[model]; ok {
+		m.bytes -= size
+		q.used[model] = m
+	}
+}
+
+// ForgetUsage drops model's measured use so the next check measures it.
+func (s *Store) ForgetUsage(model string) {
+	s.quotas.mu.Lock()
+	delete(s.quotas.used, model)
+	s.quotas.mu.Unlock()
+}
+
+// Models returns the registered model names, sorted.
+func (s *Store) Models() []string { return s.models.list() }
+
+// AddModel registers an empty model (mkdir).
+func (s *Store) AddModel(name string) { s.models.add(name) }
+
+// ModelEmpty reports whether no tier holds a file of model.
+func (s *Store) ModelEmpty(model string) bool {
+	empty := true
+	s.stack.List(model, func(tiers.Key) bool { empty = false; return false })
+	return empty
+}
+
+// RemoveModel drops an empty model (ErrNotEmpty while a tier holds a
+// file of it): its directories go from every tier (after the GPU loads of
+// its blocks), and it leaves the registry with its hits, quota and sidecar
+// setting.
+func (s *Store) RemoveModel(model string) error {
+	if !s.ModelEmpty(model) {
+		return fmt.Errorf("model %s still holds files: %w", model, ErrNotEmpty)
+	}
+	done := s.ModelRemoval(model)
+	err := s.stack.RemoveModel(model)
+	done()
+	if err != nil {
+		return err
+	}
+	s.models.remove(model)
+	s.ForgetHits(tiers.Key{Model: model}, true)
+	s.quotas.set(model, 0)
+	s.reprKinds.reset(model)
+	s.log.Info("model removed", "model", model)
+	return nil
+}
+
+// Quota is model's quota in bytes, 0 when none is set.
+func (s *Store) Quota(model string) int64 { return s.quotas.get(model) }
+
+// SetQuota sets model's quota in bytes (for the life of the mount); 0
+// removes it.
+func (s *Store) SetQuota(model string, limit int64) { s.quotas.set(model, limit) }
+
+// dirNames lists the names of the directories in dir (nil on any error).
+func dirNames(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}

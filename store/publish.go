@@ -1,0 +1,40 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// Publish publishes a pending write of size bytes under the rules every
+// front end shares: the size limit (ErrTooBig), a sidecar's shape against
+// its block (checkSidecar), the model's quota (ErrQuota), then
+// tiers.Stack.Publish, which validates the file. The pending write is used
+// up either way. tiers.ErrExist means the key was already published: one
+// copy is kept, which callers report as success.
+func (s *Store) Publish(pw *tiers.PendingWrite, size int64, durable bool) (tiers.Info, error) {
+	key := pw.Key()
+	if size > s.opts.MaxFileSize {
+		s.stack.Abort(pw)
+		return tiers.Info{}, fmt.Errorf("%d bytes pass the %d-byte limit: %w", size, s.opts.MaxFileSize, ErrTooBig)
+	}
+	if key.Kind == hashdir.Repr {
+		if err := s.checkSidecar(pw); err != nil {
+			s.stack.Abort(pw)
+			return tiers.Info{}, err
+		}
+	}
+	if err := s.admit(key.Model, size); err != nil {
+		s.stack.Abort(pw)
+		return tiers.Info{}, fmt.Errorf("model %s: %d more bytes pass its quota of %d: %w", key.Model, size, s.quotas.get(key.Model), err)
+	}
+	info, err := s.stack.Publish(pw, durable)
+	if err != nil {
+		s.unadmit(key.Model, size)
+		return info, err
+	}
+	s.countIn(info.Tier, info.Size)
+	s.models.add(key.Model)
+	return info, nil
+}

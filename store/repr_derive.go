@@ -1,0 +1,167 @@
+package store
+
+// Sidecars in the mount
+//
+// <id>.repr is either stored (an engine wrote it, or the mount derived it
+// before) or derivable: the block is stored, has no sidecar, and its
+// layout allows deriving one of the model's kind (reprSetting). A lookup
+// of a derivable sidecar answers with the size sparse.DerivedHeader gives
+// from the block's header alone; the first open (or attribute read)
+// derives it from the block's keys and stores it in the tiers like a
+// block (tiers.Stack.Put), so it is written back, evicted and removed
+// with its block like any stored sidecar. Derivable sidecars are not
+// listed by readdir until stored.
+//
+// Files are read here straight from the tiers (the fastest holding the
+// file), not through tiers.Stack.Open: reading a block to derive its
+// sidecar, or a sidecar to rank it, neither promotes it nor counts as a
+// Hit. A block's payload CRC is checked against the one the stack keeps
+// before anything is derived from it.
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/sparse"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// blockOf is the key of the block a sidecar key belongs to.
+func blockOf(k tiers.Key) tiers.Key { return tiers.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Block} }
+
+// sidecarOf is the key of a block's sidecar.
+func sidecarOf(k tiers.Key) tiers.Key { return tiers.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr} }
+
+// blockHeader reads and decodes the header of a stored block.
+func (s *Store) blockHeader(k tiers.Key) (hashdir.BlockHeader, tiers.Info, error) {
+	b, info, err := s.stack.ReadFile(k, hashdir.HeaderSize)
+	if err != nil {
+		return hashdir.BlockHeader{}, info, err
+	}
+	h, err := hashdir.DecodeBlockHeader(b)
+	if err != nil {
+		return h, info, fmt.Errorf("%s: %w: %w", k, tiers.ErrCorrupt, err)
+	}
+	return h, info, nil
+}
+
+// underivable marks a block whose layout does not allow derivation: the
+// sidecar does not exist (ErrNoSidecar), and the refusal is logged.
+func underivable(k tiers.Key, err error) error {
+	return fmt.Errorf("%s: no sidecar stored, and none can be derived: %w (%w)", k, err, ErrNoSidecar)
+}
+
+// Derivable describes the sidecar key (Kind Repr) as the mount would
+// derive it now: its size, and its block's publish time. ok is false,
+// with a nil error, when derivation is off for the model or the block is
+// not stored; an error means the block's layout does not allow it
+// (underivable) or its header could not be read.
+func (s *Store) Derivable(key tiers.Key) (size int64, mtime time.Time, ok bool, err error) {
+	set := s.ModelRepr(key.Model)
+	if set.Off {
+		return 0, time.Time{}, false, nil
+	}
+	bh, info, err := s.blockHeader(blockOf(key))
+	if errors.Is(err, tiers.ErrNotFound) {
+		return 0, time.Time{}, false, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, false, err
+	}
+	rh, err := sparse.DerivedHeader(bh, set.Kind, set.Param)
+	if err != nil {
+		return 0, time.Time{}, false, underivable(key, err)
+	}
+	n, _ := rh.PayloadSize()
+	return hashdir.HeaderSize + int64(n), info.MTime, true, nil
+}
+
+// deriveBytes reads block (a block key), checks its payload CRC against
+// the stack's, and derives its sidecar of kind and param in memory.
+// A layout that does not allow it is underivable.
+func (s *Store) deriveBytes(block tiers.Key, kind hashdir.ReprKind, param uint32) ([]byte, error) {
+	data, _, err := s.stack.ReadFile(block, -1)
+	if err != nil {
+		return nil, err
+	}
+	if bi, err := s.stack.Stat(block); err == nil && bi.HasCRC && len(data) >= hashdir.HeaderSize {
+		if got := hashdir.CRC32C(data[hashdir.HeaderSize:]); got != bi.CRC {
+			return nil, fmt.Errorf("%s: payload CRC-32C %08x, the store has %08x: %w", block, got, bi.CRC, tiers.ErrCorrupt)
+		}
+	}
+	repr, err := sparse.Derive(data, kind, param)
+	if errors.Is(err, sparse.ErrUnsupported) {
+		return nil, underivable(sidecarOf(block), err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: deriving a %s sidecar: %w", block, kind, err)
+	}
+	return repr, nil
+}
+
+// storeDerived publishes a derived sidecar file as key (Kind Repr). One
+// already stored (by its engine or a concurrent derivation) is kept and
+// is not an error. Derived sidecars are not held to the model's quota:
+// they are a small fraction of their block, and a read must not fail for
+// want of quota; they count in its use like any file.
+func (s *Store) storeDerived(key tiers.Key, data []byte) error {
+	info, err := s.stack.Put(key, data, false)
+	if errors.Is(err, tiers.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.Counters.ReprDerived.Add(1)
+	s.countIn(info.Tier, info.Size)
+	return nil
+}
+
+// DeriveSidecar makes sure key (Kind Repr) is stored: when it is not,
+// it derives the model's kind from the block and stores it. Concurrent
+// calls for one key derive once. It fails with tiers.ErrNotFound when
+// derivation is off or the block is not stored, and with an underivable
+// error when the block's layout does not allow it.
+func (s *Store) DeriveSidecar(key tiers.Key) error {
+	_, err, _ := s.derives.Do(key.Path(), func() (any, error) {
+		if s.stack.Has(key) {
+			return nil, nil
+		}
+		set := s.ModelRepr(key.Model)
+		if set.Off {
+			return nil, fmt.Errorf("%s: not stored, and repr_kind is none: %w", key, tiers.ErrNotFound)
+		}
+		data, err := s.deriveBytes(blockOf(key), set.Kind, set.Param)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.storeDerived(key, data)
+	})
+	return err
+}
+
+// checkSidecar checks a sidecar being published (pw, Kind Repr) against
+// its block: same layers, heads and dim (hashdir.CheckReprForBlock). A
+// header that does not decode, or a block not stored, is left to the
+// stack's own validation, which refuses them.
+func (s *Store) checkSidecar(pw *tiers.PendingWrite) error {
+	key := pw.Key()
+	var b [hashdir.HeaderSize]byte
+	if _, err := pw.File().ReadAt(b[:], 0); err != nil {
+		return nil
+	}
+	rh, err := hashdir.DecodeReprHeader(b[:])
+	if err != nil {
+		return nil
+	}
+	bh, _, err := s.blockHeader(blockOf(key))
+	if err != nil {
+		return nil
+	}
+	if err := hashdir.CheckReprForBlock(rh, bh); err != nil {
+		return fmt.Errorf("%w: %s: %w", tiers.ErrInvalid, key, err)
+	}
+	return nil
+}

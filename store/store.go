@@ -1,0 +1,147 @@
+package store
+
+import (
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/ucmfs/ucmfs/gpu"
+	"github.com/ucmfs/ucmfs/tiers"
+	"golang.org/x/sync/singleflight"
+)
+
+// Options configure a Store. Zero values take the defaults.
+type Options struct {
+	// MaxFileSize is the largest file a write may make (default 1 GiB).
+	MaxFileSize int64
+	// Logger gets the store's warnings (default slog.Default()).
+	Logger *slog.Logger
+	// Repr is the kind of sidecar derived for a block that has none
+	// stored, for every model without its own user.ucm.repr_kind (the
+	// zero value: kind 0, mean).
+	Repr ReprSetting
+	// ReprCache is how many bytes of sidecar files .ucm/topk keeps in
+	// memory across requests (default 256 MiB; negative: none).
+	ReprCache int64
+	// GPU is the device .ucm/gpu moves blocks to and from (CUDA or the
+	// simulated one); nil: the mount has no .ucm/gpu. The caller opens it
+	// and closes it after the stack, since the memory tier registers its
+	// mappings with it (tiers.MemConfig.Host).
+	GPU gpu.Device
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxFileSize = 1 << 30
+	DefaultReprCache   = 256 << 20
+)
+
+func (o *Options) setDefaults() {
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = DefaultMaxFileSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ReprCache == 0 {
+		o.ReprCache = DefaultReprCache
+	}
+}
+
+// Store is the block store of one mount, above the tiers.Stack and below
+// any front end (the FUSE adapter, the control protocol): the registry of
+// models, the publish rules, sidecars, pins of GPU loads, the promotion
+// pool and the counters. It returns Go errors only.
+//
+// Lock order: every mutex of a Store is a leaf (models.mu, hits.mu,
+// pending.mu, quotas.mu, reprKinds.mu, reprCache.mu): none is held while
+// another is taken or while the stack is called. The exception is pins.mu,
+// held while the memory tier's pin flag of a key changes, so that the flag
+// and the table agree (pins.go); it is taken before the stack's locks and
+// never under another mutex of this package.
+type Store struct {
+	stack *tiers.Stack
+	opts  Options
+	log   *slog.Logger
+
+	models   modelSet
+	hits     hitTable
+	pending  pendingSet
+	quotas   quotaTable
+	tierIO   []tierIO   // bytes clients moved, per tier (0 memory, then dirs)
+	prefetch prefetcher // the promotion pool
+	pins     loadPins   // blocks pinned by GPU loads in flight
+
+	reprKinds reprSettings       // per-model sidecar kinds (user.ucm.repr_kind)
+	derives   singleflight.Group // sidecar derivations in flight, by path
+	reprCache *reprCache         // sidecar files .ucm/topk read or derived
+
+	// Counters are the control plane's request counters; the control
+	// package adds to them, Snapshot reads them.
+	Counters Counters
+	// Latency receives the time of each control request by kind; its
+	// observers default to none (package metrics installs histograms).
+	Latency Latency
+
+	published atomic.Pointer[func(tiers.Key)] // the front end's hook (OnPublish)
+	stopped   atomic.Bool                     // Stop was called
+}
+
+// New returns the store over st and registers the models its tiers hold.
+func New(st *tiers.Stack, opts Options) (*Store, error) {
+	opts.setDefaults()
+	if err := opts.Repr.validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		stack:  st,
+		opts:   opts,
+		log:    opts.Logger,
+		tierIO: make([]tierIO, len(st.Stats().Tiers)),
+	}
+	s.Latency.setDefaults()
+	s.prefetch.init()
+	s.models.init()
+	s.hits.init()
+	s.pending.init()
+	s.quotas.init()
+	s.pins.init()
+	s.reprKinds.init()
+	s.reprCache = newReprCache(opts.ReprCache)
+	s.seedModels()
+	return s, nil
+}
+
+// Stack is the tier stack under the store: blocks are opened, stated and
+// created through it.
+func (s *Store) Stack() *tiers.Stack { return s.stack }
+
+// GPU is the device of .ucm/gpu, nil without one.
+func (s *Store) GPU() gpu.Device { return s.opts.GPU }
+
+// MaxFileSize is the largest file a write may make.
+func (s *Store) MaxFileSize() int64 { return s.opts.MaxFileSize }
+
+// Logger is the store's logger.
+func (s *Store) Logger() *slog.Logger { return s.log }
+
+// Stop makes every later write refused with ErrStopped: the daemon is
+// shutting down. Writes already under way still publish.
+func (s *Store) Stop() { s.stopped.Store(true) }
+
+// Stopped reports whether Stop was called.
+func (s *Store) Stopped() bool { return s.stopped.Load() }
+
+// OnPublish sets the hook called with the key of a block published behind
+// the front end's back (a GPU dump), so it can drop a cached miss.
+func (s *Store) OnPublish(fn func(tiers.Key)) { s.published.Store(&fn) }
+
+// NotifyPublished calls the OnPublish hook for k.
+func (s *Store) NotifyPublished(k tiers.Key) {
+	if fn := s.published.Load(); fn != nil {
+		(*fn)(k)
+	}
+}
+
+// Close stops the promotion pool: queued promotions are dropped, running
+// ones finish. The stack is the caller's to close.
+func (s *Store) Close() { s.stopPrefetch() }

@@ -1,0 +1,98 @@
+package store
+
+import (
+	"errors"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// Gathering the sidecar of each topk candidate: the stored one, from the
+// cache or the tiers, when it has the request's kind and param; else one
+// derived from the block, from the cache or computed now (and stored
+// when the request's kind and param are the model's own).
+
+// SourceToken is what a candidate's sidecar was gathered from: the tokens
+// of its stored sidecar and of its block, each absent or not. Equal
+// tokens gather the same sidecar, so an index built from them still
+// holds.
+type SourceToken struct {
+	repr, block       fileToken
+	hasRepr, hasBlock bool
+}
+
+// CandidateToken is the token of candidate id of model now.
+func (s *Store) CandidateToken(model string, id hashdir.ID) SourceToken {
+	var t SourceToken
+	t.repr, t.hasRepr = s.statToken(tiers.Key{Model: model, ID: id, Kind: hashdir.Repr})
+	t.block, t.hasBlock = s.statToken(tiers.Key{Model: model, ID: id, Kind: hashdir.Block})
+	return t
+}
+
+// reprIs reports whether a sidecar file has kind and param (param counts
+// for kinds 2 and 3 only).
+func reprIs(data []byte, kind hashdir.ReprKind, param uint32) bool {
+	h, err := hashdir.DecodeReprHeader(data)
+	if err != nil || h.Kind != kind {
+		return false
+	}
+	return kind == hashdir.ReprMean || kind == hashdir.ReprMax || h.Param == param
+}
+
+// TopkSidecar gathers the sidecar file of candidate id of model, of kind
+// and param, with the token of what it came from; nil when the block is
+// not stored or allows no derivation. derived tells whether it was
+// derived for this call.
+func (s *Store) TopkSidecar(model string, id hashdir.ID, kind hashdir.ReprKind, param uint32) (data []byte, tok SourceToken, derived bool) {
+	tok = s.CandidateToken(model, id)
+	rk := tiers.Key{Model: model, ID: id, Kind: hashdir.Repr}
+	bk := blockOf(rk)
+	if !tok.hasBlock {
+		return nil, tok, false // a sidecar without its block is not a candidate's
+	}
+	if tok.hasRepr {
+		ck := reprCacheKey{key: rk}
+		data = s.reprCache.get(ck, tok.repr)
+		if data == nil {
+			if d, _, err := s.stack.ReadFile(rk, -1); err == nil {
+				data = d
+				s.reprCache.put(ck, tok.repr, d)
+			}
+		}
+		if data != nil && reprIs(data, kind, param) {
+			return data, tok, false
+		}
+	}
+	ck := reprCacheKey{key: bk, kind: kind, param: param}
+	if data = s.reprCache.get(ck, tok.block); data != nil {
+		return data, tok, false
+	}
+	data, err := s.deriveBytes(bk, kind, param)
+	if err != nil {
+		if errors.Is(err, ErrNoSidecar) || errors.Is(err, tiers.ErrNotFound) {
+			s.log.Debug("topk: no sidecar for a candidate", "key", rk.Path(), "err", err)
+		} else {
+			s.log.Warn("topk: deriving a candidate's sidecar failed", "key", rk.Path(), "err", err)
+		}
+		return nil, tok, false
+	}
+	if set := s.ModelRepr(model); !tok.hasRepr && !set.Off && set.Kind == kind && set.Param == param {
+		if err := s.storeDerived(rk, data); err != nil {
+			s.log.Warn("topk: storing a derived sidecar failed", "key", rk.Path(), "err", err)
+		} else if t, ok := s.statToken(rk); ok && sameFile(t, data) {
+			tok.repr, tok.hasRepr = t, true
+			s.reprCache.put(reprCacheKey{key: rk}, t, data)
+			return data, tok, true
+		}
+	}
+	s.reprCache.put(ck, tok.block, data)
+	return data, tok, true
+}
+
+// sameFile reports whether a stored file with token t holds data, a
+// sidecar file with its CRC set (one stored meanwhile by another writer
+// may differ).
+func sameFile(t fileToken, data []byte) bool {
+	h, err := hashdir.DecodeReprHeader(data)
+	return err == nil && h.HasCRC() && t.size == int64(len(data)) && (!t.hasCRC || t.crc == h.PayloadCRC)
+}

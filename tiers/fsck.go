@@ -1,0 +1,248 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// Fsck checks a tier directory offline, by the rules the index rebuild
+// walks it with (layoutWalk), and checks every file's content too: names
+// and layout (docs/spec.md §2), headers and payload CRC-32C (§4-5), the
+// CRC xattr when present, and that every sidecar has a valid block that
+// fits it. '.' names below the root are leftovers of interrupted writes:
+// reported, not errors. With Repair, bad entries are moved to
+// <dir>/.quarantine/<same path> and leftovers removed; the tier's lock
+// file is taken for the duration, so Repair fails with ErrLocked while a
+// daemon holds the tier (an unshared kind: nvme). Fsck's error is for
+// the directory itself; problems inside are in the report and findings.
+
+// QuarantineDir is where Fsck with Repair moves bad entries, under the
+// tier directory, keeping their relative path.
+const QuarantineDir = ".quarantine"
+
+// FsckOptions says how Fsck runs.
+type FsckOptions struct {
+	// Repair moves bad entries to QuarantineDir and removes leftovers.
+	Repair bool
+	// Finding, when set, gets every problem found, with what Repair did
+	// about it, in walk order.
+	Finding func(Finding)
+	// Progress, when set, gets the number of entries checked so far,
+	// after each entry.
+	Progress func(entries int64)
+}
+
+// FindingKind is the kind of problem a Finding reports.
+type FindingKind int
+
+// The kinds of findings.
+const (
+	// FindingBad: the entry breaks a rule of the layout or the format.
+	FindingBad FindingKind = iota
+	// FindingLeftover: a temporary entry an interrupted write left.
+	FindingLeftover
+	// FindingError: the entry could not be checked (an I/O error).
+	FindingError
+)
+
+// Finding is one problem Fsck found.
+type Finding struct {
+	Kind FindingKind
+	Path string // relative to the directory, slash-separated
+	Err  error  // the rule broken, or the I/O error
+	// With Repair: where a bad entry was moved (relative), whether a
+	// leftover was removed, or why neither could be done.
+	Moved     string
+	Removed   bool
+	RepairErr error
+}
+
+// FsckReport counts what Fsck found.
+type FsckReport struct {
+	Entries       int // entries checked: files, and entries outside the layout
+	Blocks, Reprs int // files checked, by kind
+	OK            int // files that passed
+	Bad           int // entries that broke a rule
+	Errors        int // entries that could not be checked, or repaired
+	Leftovers     int // temporary entries ('.' names)
+	Moved         int // bad entries moved to QuarantineDir (Repair)
+	Removed       int // leftovers removed (Repair)
+}
+
+// Fsck checks the tier directory dir; see the comment above QuarantineDir.
+func Fsck(dir string, opts FsckOptions) (FsckReport, error) {
+	f := &fscker{root: dir, opts: opts}
+	if opts.Repair {
+		lock, err := lockExclusive(filepath.Join(dir, LockFileName))
+		if errors.Is(err, ErrLocked) {
+			return f.rep, fmt.Errorf("%s is in use by a running daemon (it holds %s): %w", dir, LockFileName, ErrLocked)
+		}
+		if err != nil {
+			return f.rep, err
+		}
+		defer lock.Close() // the file stays: a daemon would make it anyway
+	}
+	w := &layoutWalk{
+		root:      dir,
+		workers:   1,
+		readDir:   os.ReadDir,
+		listShard: listShard,
+		bad:       func(rel string, why error) { f.entry(); f.bad(rel, why) },
+		leftover:  func(rel string) { f.entry(); f.leftover(rel) },
+		shard:     f.shard,
+		dirError:  func(rel string, err error) bool { f.failure(rel, err); return false },
+	}
+	return f.rep, w.run()
+}
+
+// fscker is the state of one Fsck.
+type fscker struct {
+	root string
+	opts FsckOptions
+	rep  FsckReport
+}
+
+// entry counts one more entry checked.
+func (f *fscker) entry() {
+	f.rep.Entries++
+	if f.opts.Progress != nil {
+		f.opts.Progress(int64(f.rep.Entries))
+	}
+}
+
+func (f *fscker) report(fd Finding) {
+	if f.opts.Finding != nil {
+		f.opts.Finding(fd)
+	}
+}
+
+// shard checks the files of one shard directory: blocks first, then
+// sidecars, each of which needs a valid block beside it.
+func (f *fscker) shard(model, hh string, ents []shardEntry) {
+	dir := model + "/" + hh
+	blocks := map[hashdir.ID]*hashdir.BlockHeader{} // nil value: present but bad
+	var reprs []string
+	for _, e := range ents {
+		rel := dir + "/" + e.name
+		switch {
+		case e.class == leftoverEntry:
+			f.entry()
+			f.leftover(rel)
+		case e.class == badEntry:
+			f.entry()
+			f.bad(rel, e.why)
+		case e.kind == hashdir.Repr:
+			reprs = append(reprs, e.name)
+		default:
+			f.rep.Blocks++
+			r, err := hashdir.InspectFile(filepath.Join(f.root, rel))
+			if f.verdict(rel, err) {
+				blocks[e.id] = &r.Block
+			} else {
+				blocks[e.id] = nil
+			}
+		}
+	}
+	for _, name := range reprs {
+		rel := dir + "/" + name
+		f.rep.Reprs++
+		r, err := hashdir.InspectFile(filepath.Join(f.root, rel))
+		if err == nil {
+			err = sidecarBlock(r.Repr, blocks)
+		}
+		f.verdict(rel, err)
+	}
+}
+
+// sidecarBlock checks that a valid sidecar has a valid block that fits it.
+func sidecarBlock(r hashdir.ReprHeader, blocks map[hashdir.ID]*hashdir.BlockHeader) error {
+	b, present := blocks[r.ID]
+	switch {
+	case !present:
+		return &hashdir.FormatError{Format: hashdir.ReprMagic, Rule: hashdir.RuleOrphan,
+			Detail: fmt.Sprintf("no block %s.bin beside it", r.ID)}
+	case b == nil:
+		return &hashdir.FormatError{Format: hashdir.ReprMagic, Rule: hashdir.RuleOrphan,
+			Detail: fmt.Sprintf("its block %s.bin is bad", r.ID)}
+	}
+	return hashdir.CheckReprForBlock(r, *b)
+}
+
+// verdict records the result of checking one file; true when it is good.
+func (f *fscker) verdict(rel string, err error) bool {
+	f.entry()
+	switch {
+	case err == nil:
+		f.rep.OK++
+		return true
+	case errors.Is(err, hashdir.ErrFormat), errors.Is(err, hashdir.ErrName):
+		f.bad(rel, err)
+	default:
+		f.failure(rel, err)
+	}
+	return false
+}
+
+// bad records an entry that breaks a rule and, with Repair, moves it to
+// the quarantine directory.
+func (f *fscker) bad(rel string, why error) {
+	f.rep.Bad++
+	fd := Finding{Kind: FindingBad, Path: rel, Err: why}
+	if f.opts.Repair {
+		dst, err := f.quarantine(rel)
+		if err != nil {
+			f.rep.Errors++
+			fd.RepairErr = err
+		} else {
+			f.rep.Moved++
+			fd.Moved = dst
+		}
+	}
+	f.report(fd)
+}
+
+// quarantine moves root/rel to root/.quarantine/rel (with a numeric suffix
+// when that name is taken) and returns the new relative path.
+func (f *fscker) quarantine(rel string) (string, error) {
+	dst := filepath.ToSlash(filepath.Join(QuarantineDir, rel))
+	if err := os.MkdirAll(filepath.Join(f.root, filepath.Dir(dst)), 0o755); err != nil {
+		return "", err
+	}
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(filepath.Join(f.root, dst)); errors.Is(err, fs.ErrNotExist) {
+			break
+		} else if err != nil {
+			return "", err
+		}
+		dst = filepath.ToSlash(filepath.Join(QuarantineDir, rel)) + "." + strconv.Itoa(i)
+	}
+	return dst, os.Rename(filepath.Join(f.root, rel), filepath.Join(f.root, dst))
+}
+
+// leftover records a temporary entry and, with Repair, removes it.
+func (f *fscker) leftover(rel string) {
+	f.rep.Leftovers++
+	fd := Finding{Kind: FindingLeftover, Path: rel}
+	if f.opts.Repair {
+		if err := os.RemoveAll(filepath.Join(f.root, rel)); err != nil {
+			f.rep.Errors++
+			fd.RepairErr = err
+		} else {
+			f.rep.Removed++
+			fd.Removed = true
+		}
+	}
+	f.report(fd)
+}
+
+// failure records an entry that could not be checked (an I/O error).
+func (f *fscker) failure(rel string, err error) {
+	f.rep.Errors++
+	f.report(Finding{Kind: FindingError, Path: rel, Err: err})
+}

@@ -1,0 +1,132 @@
+package tiers_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/tiers/tiertest"
+)
+
+const fsckModel = "meta-llama--Llama-3.1-8B"
+
+var fsckIDs = hashdir.Chain("meta-llama/Llama-3.1-8B:1:bfloat16:0", 1, []uint32{1, 2, 3, 4, 5})
+
+func fsckPath(id hashdir.ID, ext string) string {
+	return fsckModel + "/" + id.Shard() + "/" + id.String() + ext
+}
+
+// fsck runs Fsck and returns its report and findings by path.
+func fsck(t *testing.T, dir string, repair bool) (tiers.FsckReport, map[string]tiers.Finding) {
+	t.Helper()
+	found := map[string]tiers.Finding{}
+	var last int64
+	rep, err := tiers.Fsck(dir, tiers.FsckOptions{Repair: repair,
+		Finding:  func(f tiers.Finding) { found[f.Path] = f },
+		Progress: func(n int64) { last = n },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last != int64(rep.Entries) {
+		t.Fatalf("progress ended at %d, report says %d entries", last, rep.Entries)
+	}
+	return rep, found
+}
+
+// TestFsckFindings: the rules fsck checks, each finding with its rule,
+// and repair moving bad entries aside and removing leftovers.
+func TestFsckFindings(t *testing.T) {
+	dir := t.TempDir()
+	good, badCRC, wrongID, orphan, claimed := fsckIDs[0], fsckIDs[1], fsckIDs[2], fsckIDs[3], fsckIDs[4]
+	tiertest.WriteFile(t, dir, fsckPath(good, ".bin"), tiertest.BlockFile(good))
+	tiertest.WriteFile(t, dir, fsckPath(good, ".repr"), tiertest.ReprFile(good))
+	corrupt := tiertest.BlockFile(badCRC)
+	corrupt[hashdir.HeaderSize+5] ^= 0x40
+	tiertest.WriteFile(t, dir, fsckPath(badCRC, ".bin"), corrupt)
+	tiertest.WriteFile(t, dir, fsckPath(badCRC, ".repr"), tiertest.ReprFile(badCRC))
+	tiertest.WriteFile(t, dir, fsckPath(wrongID, ".bin"), tiertest.BlockFile(claimed))
+	tiertest.WriteFile(t, dir, fsckPath(orphan, ".repr"), tiertest.ReprFile(orphan))
+	leftover := fsckModel + "/" + good.Shard() + "/.tmp-" + good.String() + "-1234"
+	tiertest.WriteFile(t, dir, leftover, []byte("half a block"))
+	tiertest.WriteFile(t, dir, fsckModel+"/"+good.Shard()+"/notes.txt", []byte("x"))
+	tiertest.WriteFile(t, dir, "Bad Model/00/x.bin", []byte("x"))
+	tiertest.WriteFile(t, dir, tiers.LockFileName, nil)
+
+	rep, found := fsck(t, dir, false)
+	want := tiers.FsckReport{Entries: 9, Blocks: 3, Reprs: 3, OK: 2, Bad: 6, Leftovers: 1}
+	if rep != want {
+		t.Fatalf("report %+v, want %+v", rep, want)
+	}
+	for path, rule := range map[string]string{
+		fsckPath(badCRC, ".bin"):                      "UCMB crc rule broken",
+		fsckPath(badCRC, ".repr"):                     "UCMR orphan_sidecar rule broken",
+		fsckPath(wrongID, ".bin"):                     "UCMB id rule broken",
+		fsckPath(orphan, ".repr"):                     "UCMR orphan_sidecar rule broken",
+		fsckModel + "/" + good.Shard() + "/notes.txt": "invalid name",
+		"Bad Model": "invalid name",
+	} {
+		if f, ok := found[path]; !ok || f.Kind != tiers.FindingBad || !strings.Contains(f.Err.Error(), rule) {
+			t.Errorf("%s: finding %+v, want bad: %s", path, f, rule)
+		}
+	}
+	if f := found[leftover]; f.Kind != tiers.FindingLeftover {
+		t.Errorf("leftover: %+v", f)
+	}
+
+	rep, found = fsck(t, dir, true)
+	if rep.Moved != 6 || rep.Removed != 1 || found[fsckPath(orphan, ".repr")].Moved != ".quarantine/"+fsckPath(orphan, ".repr") {
+		t.Fatalf("repair: %+v", rep)
+	}
+	rep, _ = fsck(t, dir, false)
+	if want := (tiers.FsckReport{Entries: 2, Blocks: 1, Reprs: 1, OK: 2}); rep != want {
+		t.Fatalf("after repair %+v, want %+v", rep, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, tiers.LockFileName)); err != nil {
+		t.Fatalf("repair removed the tier's lock file: %v", err)
+	}
+}
+
+// TestFsckRebuildAgree: the index rebuild adopts exactly the files fsck
+// finds in the layout, and fsck sees what a tier writes as all good.
+func TestFsckRebuildAgree(t *testing.T) {
+	dir := t.TempDir()
+	d := newDir(t, tiers.DirConfig{Kind: "nvme", Dir: dir})
+	for _, id := range fsckIDs[:3] {
+		tiertestPut(d, tiers.Key{Model: fsckModel, ID: id}, tiertest.BlockFile(id))
+	}
+	d.Close()
+	tiertest.WriteFile(t, dir, fsckModel+"/"+fsckIDs[0].Shard()+"/.tmp-x", []byte("half"))
+	tiertest.WriteFile(t, dir, fsckModel+"/zz/x.bin", []byte("x"))
+	rep, _ := fsck(t, dir, false)
+	if rep.OK != 3 || rep.Bad != 1 || rep.Leftovers != 1 {
+		t.Fatalf("fsck of a tier: %+v", rep)
+	}
+	d = newDir(t, tiers.DirConfig{Kind: "nvme", Dir: dir})
+	if u := d.Usage(); u.Files != int64(rep.OK) {
+		t.Fatalf("rebuild indexed %d files, fsck found %d good", u.Files, rep.OK)
+	}
+}
+
+// TestFsckRepairRefusedWhileHeld: --repair needs the tier's lock, which a
+// running daemon's tier holds; a check without repair still runs.
+func TestFsckRepairRefusedWhileHeld(t *testing.T) {
+	dir := t.TempDir()
+	d := newDir(t, tiers.DirConfig{Kind: "nvme", Dir: dir})
+	tiertest.WriteFile(t, dir, fsckModel+"/00/.tmp-x", []byte("half"))
+	if _, err := tiers.Fsck(dir, tiers.FsckOptions{Repair: true}); !errors.Is(err, tiers.ErrLocked) {
+		t.Fatalf("repair of a held tier: %v, want ErrLocked", err)
+	}
+	if rep, err := tiers.Fsck(dir, tiers.FsckOptions{}); err != nil || rep.Leftovers != 1 {
+		t.Fatalf("check of a held tier: %+v, %v", rep, err)
+	}
+	d.Close()
+	if rep, err := tiers.Fsck(dir, tiers.FsckOptions{Repair: true}); err != nil || rep.Removed != 1 {
+		t.Fatalf("repair once released: %+v, %v", rep, err)
+	}
+	newDir(t, tiers.DirConfig{Kind: "nvme", Dir: dir}) // and fsck let go of the lock
+}

@@ -1,0 +1,200 @@
+package tiers
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"golang.org/x/sys/unix"
+)
+
+// layoutWalk walks a tier directory in the layout
+// <root>/<model>/<hh>/<id>.bin|.repr (docs/spec.md §2). Its rules are
+// shared by the index rebuild at start (DirTier.rebuild) and by Fsck:
+//
+//   - At the root, directories whose name starts with '.' (.quarantine,
+//     private temporary directories of a tier) are not entered; the tier's
+//     lock file and lost+found are ignored; other '.' names are leftovers;
+//     anything else must be a directory with a valid model name.
+//   - In a model directory, '.' names are leftovers; anything else must be
+//     a shard directory 00..ff.
+//   - In a shard directory, '.' names are leftovers (interrupted writes
+//     leave .tmp-* files); anything else must be a regular file named
+//     <id>.bin or <id>.repr whose id belongs to the shard.
+//
+// Relative paths given to the callbacks are slash-separated, from root.
+type layoutWalk struct {
+	root    string
+	workers int // shard directories handled at once; 1: in order, on the caller's goroutine
+	// readDir lists the root or a model directory; listShard lists and
+	// classifies a shard directory (DirTier wraps both in its timeout).
+	readDir   func(dir string) ([]os.DirEntry, error)
+	listShard func(dir string) ([]shardEntry, error)
+	// bad and leftover report the entries of the root and of model
+	// directories; a shard's entries go to shard, with their class.
+	bad      func(rel string, why error)
+	leftover func(rel string)
+	shard    func(model, hh string, ents []shardEntry)
+	// dirError reports a model or shard directory that could not be
+	// listed; returning true stops the walk with that error.
+	dirError func(rel string, err error) bool
+}
+
+// shardJob is a shard directory to list: <model>/<hh>.
+type shardJob struct{ model, hh string }
+
+// shardEntry is one name in a shard directory, classified.
+type shardEntry struct {
+	name  string
+	class entryClass
+	why   error // for badEntry: the rule broken
+	id    hashdir.ID
+	kind  hashdir.Kind
+	size  int64
+	mtime unix.Timespec
+}
+
+// entryClass is what a name in a shard directory is.
+type entryClass uint8
+
+const (
+	fileEntry     entryClass = iota // a block or sidecar file
+	leftoverEntry                   // a '.' name: what an interrupted write left
+	badEntry                        // outside the layout
+)
+
+// run walks the tree. Its error is the root's listing error, or the one
+// dirError chose to stop at.
+func (w *layoutWalk) run() error {
+	ents, err := w.readDir(w.root)
+	if err != nil {
+		return err
+	}
+	var stop atomic.Pointer[error]
+	halt := func(rel string, err error) {
+		if w.dirError(rel, err) {
+			stop.CompareAndSwap(nil, &err)
+		}
+	}
+	jobs := make(chan shardJob)
+	var wg sync.WaitGroup
+	doShard := func(j shardJob) {
+		rel := j.model + "/" + j.hh
+		list, err := w.listShard(filepath.Join(w.root, j.model, j.hh))
+		if err != nil {
+			halt(rel, err)
+			return
+		}
+		w.shard(j.model, j.hh, list)
+	}
+	for range max(w.workers, 1) - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if stop.Load() == nil {
+					doShard(j)
+				}
+			}
+		}()
+	}
+	send := func(j shardJob) {
+		if w.workers > 1 {
+			jobs <- j
+		} else {
+			doShard(j)
+		}
+	}
+	for _, e := range ents {
+		if stop.Load() != nil {
+			break
+		}
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, ".") && e.IsDir():
+		case name == LockFileName:
+		case strings.HasPrefix(name, "."):
+			w.leftover(name)
+		case name == "lost+found" && e.IsDir():
+		case !e.IsDir():
+			w.bad(name, fmt.Errorf("%w: %q is not a model directory", hashdir.ErrName, name))
+		default:
+			if err := hashdir.ValidateModel(name); err != nil {
+				w.bad(name, err)
+				continue
+			}
+			w.walkModel(name, send, halt)
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if p := stop.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// walkModel classifies the entries of one model directory and sends its
+// shard directories on.
+func (w *layoutWalk) walkModel(model string, send func(shardJob), halt func(string, error)) {
+	ents, err := w.readDir(filepath.Join(w.root, model))
+	if err != nil {
+		halt(model, err)
+		return
+	}
+	for _, e := range ents {
+		rel := model + "/" + e.Name()
+		switch _, isShard := hashdir.ParseShard(e.Name()); {
+		case strings.HasPrefix(e.Name(), "."):
+			w.leftover(rel)
+		case !e.IsDir() || !isShard:
+			w.bad(rel, fmt.Errorf("%w: %q is not a shard directory 00..ff", hashdir.ErrName, e.Name()))
+		default:
+			send(shardJob{model, e.Name()})
+		}
+	}
+}
+
+// listShard lists the shard directory dir (its base name is the shard)
+// with one stat per entry, relative to the directory's descriptor, and
+// classifies every name, in name order. A name gone meanwhile is left out.
+func listShard(dir string) ([]shardEntry, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	hh := filepath.Base(dir)
+	dfd := int(d.Fd())
+	out := make([]shardEntry, 0, len(names))
+	for _, name := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue // gone meanwhile
+		}
+		e := shardEntry{name: name, size: st.Size, mtime: st.Mtim}
+		switch {
+		case strings.HasPrefix(name, "."):
+			e.class = leftoverEntry
+		case st.Mode&unix.S_IFMT != unix.S_IFREG:
+			e.class, e.why = badEntry, fmt.Errorf("%w: %s is not a regular file", hashdir.ErrName, name)
+		default:
+			e.id, e.kind, e.why = hashdir.ParseFileName(hh, name)
+			if e.why != nil {
+				e.class = badEntry
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,135 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// demoteLoop keeps every directory tier under its high watermark: once a
+// second, and after each write-back burst.
+func (s *Stack) demoteLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		for i := range s.dirs {
+			if s.dirs[i].OverHigh() {
+				s.demote(i)
+			}
+		}
+	}
+}
+
+// demote moves the least recently used files of dirs[i] down to dirs[i+1]
+// until it is back under its low watermark. The last tier drops them: the
+// store is a cache, and a dropped block is a miss. Pinned blocks stay.
+func (s *Stack) demote(i int) {
+	d := s.dirs[i]
+	for d.Usage().Used > d.LowTarget() {
+		victims := d.Oldest(64)
+		progress := false
+		for _, v := range victims {
+			if d.Usage().Used <= d.LowTarget() {
+				return
+			}
+			var err error
+			if i+1 < len(s.dirs) {
+				err = s.moveDown(d, s.dirs[i+1], v.Key)
+			} else {
+				err = s.drop(d, v.Key)
+			}
+			if err == nil {
+				progress = true
+			} else if !errors.Is(err, ErrNotFound) {
+				s.log.Warn("demotion failed", "key", v.Key.String(), "tier", d.Name(), "err", err)
+			}
+		}
+		if !progress {
+			return
+		}
+	}
+}
+
+// moveDown copies k from d to the next tier, then removes it from d.
+func (s *Stack) moveDown(d, next *DirTier, k Key) error {
+	w, opts, err := s.copyOut(d, next, k)
+	if errors.Is(err, ErrCorrupt) {
+		s.quarantine(d, k, err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.commitCopy(d, w, opts, k, func() error {
+		s.stats.demotions.Add(1)
+		return d.Remove(k)
+	})
+}
+
+// drop removes k from the last tier and from the whole stack, unless its
+// block is pinned in memory. A block's sidecar goes with it.
+func (s *Stack) drop(d *DirTier, k Key) error {
+	block := Key{Model: k.Model, ID: k.ID}
+	if s.mem.Pinned(block) {
+		return fmt.Errorf("%s: pinned", k)
+	}
+	s.stats.drops.Add(1)
+	return s.Remove(k)
+}
+
+// Remove deletes k from every tier; removing a block removes its sidecar
+// too. Open descriptors keep reading their data. ErrNotFound when no tier
+// held k.
+func (s *Stack) Remove(k Key) error {
+	removed := s.removeKey(k)
+	if k.Kind == hashdir.Block {
+		s.removeKey(Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr})
+	}
+	if !removed {
+		return fmt.Errorf("%s: %w", k, ErrNotFound)
+	}
+	s.signalRoom()
+	return nil
+}
+
+func (s *Stack) removeKey(k Key) bool {
+	mu := s.keyLock(k)
+	mu.Lock()
+	defer mu.Unlock()
+	removed := false
+	if err := s.mem.Remove(k); err == nil {
+		removed = true
+	}
+	for _, d := range s.dirs {
+		if err := d.Remove(k); err == nil {
+			removed = true
+		} else if !errors.Is(err, ErrNotFound) {
+			s.log.Warn("remove failed on a tier", "key", k.String(), "tier", d.Name(), "err", err)
+		}
+	}
+	s.mu.Lock()
+	delete(s.verified, k)
+	s.mu.Unlock()
+	return removed
+}
+
+// RemoveModel drops every block and sidecar of model from every tier.
+func (s *Stack) RemoveModel(model string) error {
+	if err := hashdir.ValidateModel(model); err != nil {
+		return err
+	}
+	errs := []error{s.mem.RemoveModel(model)}
+	for _, d := range s.dirs {
+		errs = append(errs, d.RemoveModel(model))
+	}
+	s.signalRoom()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,253 @@
+package tiers
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"golang.org/x/sys/unix"
+)
+
+// Handle is a published file opened for reading, and where it was found.
+type Handle struct {
+	File   *os.File // read-only; the caller closes it
+	Tier   string   // name of the tier the descriptor reads from
+	TierID TierID   // that tier's place in the stack
+	Size   int64
+}
+
+// BlockInfo describes a published key across the stack.
+type BlockInfo struct {
+	Info
+	Holders []string // tiers holding the file, fastest first
+	Dirty   bool     // in memory only, not yet on a persistent tier
+	Pinned  bool     // kept in memory
+}
+
+// Has reports whether any tier holds k.
+func (s *Stack) Has(k Key) bool {
+	if _, err := s.mem.Stat(k); err == nil {
+		return true
+	}
+	return s.inDirs(k)
+}
+
+// HasBlock reports whether any tier holds the block id of model. It is
+// Has for batch lookups: it asks the tiers' indexes only, builds no error
+// and allocates nothing. A shared directory tier whose index lacks the
+// block is still asked (a stat of the file), because another daemon may
+// have published it there.
+func (s *Stack) HasBlock(model string, id hashdir.ID) bool {
+	k := Key{Model: model, ID: id}
+	if _, _, ok := s.mem.idx.get(k); ok {
+		return true
+	}
+	for _, d := range s.dirs {
+		if _, _, ok := d.idx.get(k); ok {
+			return true
+		}
+		if d.shared {
+			if _, err := d.Stat(k); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// inDirs reports whether a directory tier holds k.
+func (s *Stack) inDirs(k Key) bool {
+	for _, d := range s.dirs {
+		if _, err := d.Stat(k); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// List calls fn once for every key of model ("" = all) held by any tier.
+func (s *Stack) List(model string, fn func(Key) bool) {
+	seen := make(map[Key]struct{})
+	tiers := []Tier{s.mem}
+	for _, d := range s.dirs {
+		tiers = append(tiers, d)
+	}
+	for _, t := range tiers {
+		for _, k := range listKeys(t, model) {
+			if _, dup := seen[k]; dup {
+				continue
+			}
+			seen[k] = struct{}{}
+			if !fn(k) {
+				return
+			}
+		}
+	}
+}
+
+// ShardKeys returns the keys of model whose id starts with the byte shard
+// (the files of one <model>/<hh> directory), held by any tier, each once,
+// in no particular order. It reads the tiers' indexes only: its cost is
+// that of the shard, not of the model.
+func (s *Stack) ShardKeys(model string, shard byte) []Key {
+	keys := s.mem.idx.shardKeys(model, shard, nil)
+	if len(s.dirs) == 0 {
+		return keys
+	}
+	inMem := len(keys)
+	for _, d := range s.dirs {
+		keys = d.idx.shardKeys(model, shard, keys)
+	}
+	if len(keys) == inMem {
+		return keys
+	}
+	// A block is usually in several tiers: keep the first of each key.
+	seen := make(map[Key]struct{}, len(keys))
+	out := keys[:0]
+	for _, k := range keys {
+		if _, dup := seen[k]; !dup {
+			seen[k] = struct{}{}
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// listKeys collects the keys of t (of model, "" = all) before the caller
+// looks at any of them, so no tier lock is held meanwhile.
+func listKeys(t Tier, model string) []Key {
+	var keys []Key
+	t.List(model, func(in Info) bool { keys = append(keys, in.Key); return true })
+	return keys
+}
+
+// Stat describes k: size, CRC, which tiers hold it, dirty and pinned.
+// It reads no file, so it costs the same for any block size: the CRC is
+// the one a tier already knows, and HasCRC is unset while none does (a
+// block published without a CRC in its header, before its write-back
+// copy computed one; a file found by a directory tier's rebuild whose
+// xattr was not read yet). CRC gets it in every case.
+func (s *Stack) Stat(k Key) (BlockInfo, error) {
+	var bi BlockInfo
+	found := false
+	if in, pinned, dirty, ok := s.mem.idx.describe(k); ok {
+		bi.Info, found = in, true
+		bi.Holders = append(bi.Holders, s.mem.Name())
+		bi.Dirty, bi.Pinned = dirty, pinned
+	}
+	for i, d := range s.dirs {
+		in, _, ok := d.idx.get(k) // no error built for a miss
+		if !ok {
+			var err error
+			if !d.shared {
+				continue
+			}
+			if in, err = d.Stat(k); err != nil {
+				continue
+			}
+		}
+		if !found {
+			bi.Info, found = in, true
+			bi.Tier = TierID(i + 1)
+		}
+		if !bi.HasCRC && in.HasCRC {
+			bi.CRC, bi.HasCRC = in.CRC, true
+		}
+		bi.Holders = append(bi.Holders, d.Name())
+	}
+	if !found {
+		return bi, ErrNotFound
+	}
+	return bi, nil
+}
+
+// CRC returns the payload CRC-32C of k (the bytes after the 64-byte
+// header): the one a tier keeps; else, once, the one a directory tier's
+// xattr holds; else, once, computed from the memory tier's copy and kept
+// there. has is false when only a directory tier holds k and keeps no CRC
+// for it (a filesystem without xattrs, a file copied in by hand);
+// ErrNotFound when no tier holds k.
+func (s *Stack) CRC(k Key) (crc uint32, has bool, err error) {
+	bi, err := s.Stat(k)
+	if err != nil {
+		return 0, false, err
+	}
+	if bi.HasCRC {
+		return bi.CRC, true, nil
+	}
+	for _, d := range s.dirs {
+		if crc, has, err := d.CRC(k); err == nil && has {
+			return crc, true, nil
+		}
+	}
+	if len(bi.Holders) > 0 && bi.Holders[0] == s.mem.Name() {
+		if crc, ok := s.memCRC(k); ok {
+			return crc, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// memCRC computes the payload CRC-32C of k's copy in the memory tier and
+// records it there. It reports false when the copy is gone or unreadable.
+func (s *Stack) memCRC(k Key) (uint32, bool) {
+	f, err := openFile(s.mem.path(k), unix.O_RDONLY, 0) // not mem.Open: no LRU use
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	_, crc, err := payloadCRC(f)
+	if err != nil || s.mem.SetCRC(k, crc) != nil {
+		return 0, false
+	}
+	if in, err := s.mem.Stat(k); err == nil && in.HasCRC {
+		return in.CRC, true // a copy recorded it first; the same bytes
+	}
+	return crc, true
+}
+
+// ReadFile reads n bytes (all of it when n < 0) of k's file from the
+// fastest tier holding it, with that tier's description of the file
+// (Info.Tier says which). Unlike Open it neither promotes the file nor
+// counts a hit, and it checks no CRC: it is for reading a header or a
+// small file (a sidecar) where it lies. A file removed or moved between
+// tiers meanwhile is looked for in the next tier. ErrNotFound when no
+// tier holds k.
+func (s *Stack) ReadFile(k Key, n int64) ([]byte, Info, error) {
+	for id := Memory; int(id) <= len(s.dirs); id++ {
+		t := s.tierAt(id)
+		info, err := t.Stat(k)
+		if err != nil {
+			continue
+		}
+		info.Tier = id
+		f, err := t.Open(k)
+		if err != nil {
+			continue // removed or moved meanwhile: the next tier may hold it
+		}
+		b, err := readPrefix(f, n)
+		f.Close()
+		if err != nil {
+			return nil, info, fmt.Errorf("%s: reading the %s tier: %w", k, t.Name(), err)
+		}
+		return b, info, nil
+	}
+	return nil, Info{}, fmt.Errorf("%s: %w", k, ErrNotFound)
+}
+
+// readPrefix reads the first n bytes of f (all of f when n < 0).
+func readPrefix(f *os.File, n int64) ([]byte, error) {
+	if n < 0 {
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		n = fi.Size()
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(io.NewSectionReader(f, 0, n), b); err != nil {
+		return nil, fmt.Errorf("%d bytes: %w", n, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,195 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"os"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// Open opens k for reading from the fastest tier that holds it. A file
+// found only on a lower tier is promoted into memory when it fits without
+// eviction or when the admission filter has seen it before; otherwise it
+// is served from where it is, after a one-time CRC check.
+func (s *Stack) Open(k Key) (*Handle, error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		if f, size, ok := s.mem.openHit(k); ok {
+			s.admit.Get(s.admitKey(k))
+			s.stats.memHits.Add(1)
+			return &Handle{File: f, Tier: s.mem.Name(), TierID: Memory, Size: size}, nil
+		}
+		v, err, _ := s.flights.Do("rd\x00"+k.Path(), func() (any, error) { return s.locate(k, false) })
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				s.stats.misses.Add(1)
+			}
+			return nil, err
+		}
+		id := v.(TierID)
+		t := s.tierAt(id)
+		f, err := t.Open(k)
+		if errors.Is(err, ErrNotFound) {
+			continue // moved between tiers meanwhile: look again
+		}
+		if err != nil {
+			return nil, err
+		}
+		if id != Memory {
+			s.stats.lowerHits.Add(1)
+		}
+		return handle(f, t.Name(), id)
+	}
+	return nil, fmt.Errorf("%s: %w: kept moving between tiers", k, ErrNotFound)
+}
+
+func handle(f *os.File, tier string, id TierID) (*Handle, error) {
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Handle{File: f, Tier: tier, TierID: id, Size: st.Size()}, nil
+}
+
+// Promote brings k into the memory tier (for prefetch). It returns nil
+// when k is already there.
+func (s *Stack) Promote(k Key) error {
+	v, err, _ := s.flights.Do("pr\x00"+k.Path(), func() (any, error) { return s.locate(k, true) })
+	if err != nil {
+		return err
+	}
+	if v.(TierID) != Memory {
+		return fmt.Errorf("promote %s: %w", k, ErrFull)
+	}
+	return nil
+}
+
+// locate finds the tier to read k from, promoting it on the way (always
+// when force is set). It runs inside a singleflight per key.
+func (s *Stack) locate(k Key, force bool) (TierID, error) {
+	if _, err := s.mem.Stat(k); err == nil {
+		return Memory, nil
+	}
+	var lastErr error = fmt.Errorf("%s: %w", k, ErrNotFound)
+	for i, d := range s.dirs {
+		info, err := d.Stat(k)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		d.Touch(k)
+		if force || s.shouldPromote(k, info.Size) {
+			err := s.promote(d, k)
+			if err == nil {
+				return Memory, nil
+			}
+			if errors.Is(err, ErrCorrupt) {
+				s.quarantine(d, k, err)
+				lastErr = fmt.Errorf("%s: %w", k, ErrNotFound)
+				continue
+			}
+			if force {
+				return TierID(i + 1), err
+			}
+		}
+		if err := s.verifyOnce(d, k, info); err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				s.quarantine(d, k, err)
+				lastErr = fmt.Errorf("%s: %w", k, ErrNotFound)
+				continue
+			}
+			lastErr = err
+			continue
+		}
+		return TierID(i + 1), nil
+	}
+	return 0, lastErr
+}
+
+// admitKey is k's key in the admission filter: a 64-bit hash (no string
+// built per read; a rare collision only blurs two keys' frequencies).
+func (s *Stack) admitKey(k Key) uint64 { return maphash.Comparable(s.seed, k) }
+
+// shouldPromote gates promotion: free room admits at once; otherwise the
+// TinyLFU filter must have seen the key before (ristretto is a shadow of
+// access frequency here, never the record of what memory holds).
+func (s *Stack) shouldPromote(k Key, size int64) bool {
+	if s.mem.Room() >= size {
+		return true
+	}
+	ak := s.admitKey(k)
+	if _, ok := s.admit.Get(ak); ok {
+		return true
+	}
+	s.admit.Set(ak, struct{}{}, 1)
+	return false
+}
+
+// promote copies k from d into memory (CRC-checked) as a clean block.
+func (s *Stack) promote(d *DirTier, k Key) error {
+	info, err := d.Stat(k)
+	if err != nil {
+		return err
+	}
+	if s.mem.Room() < info.Size {
+		if _, ev := s.mem.EvictClean(info.Size); len(ev) > 0 {
+			s.stats.evictions.Add(int64(len(ev)))
+		}
+		if s.mem.Room() < info.Size {
+			return ErrFull
+		}
+	}
+	w, opts, err := s.copyOut(d, s.mem, k)
+	if err != nil {
+		return err
+	}
+	return s.commitCopy(d, w, opts, k, func() error {
+		_ = s.mem.SetDirty(k, false)
+		s.stats.promotions.Add(1)
+		s.mu.Lock()
+		s.verified[k] = true
+		s.mu.Unlock()
+		return nil
+	})
+}
+
+// verifyOnce checks the CRC of a lower-tier file the first time this run
+// serves it in place, so a damaged file is a miss, never wrong data.
+func (s *Stack) verifyOnce(d *DirTier, k Key, info Info) error {
+	s.mu.Lock()
+	done := s.verified[k]
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	f, err := d.Open(k)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var hdr [hashdir.HeaderSize]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return fmt.Errorf("%w: %s: header: %w", ErrCorrupt, k, err)
+	}
+	size, crc, err := payloadCRC(f)
+	if err != nil {
+		return err
+	}
+	want, known := knownCRC(d, k, info)
+	if !known {
+		want, known = flaggedCRC(hdr[:])
+	}
+	if size != info.Size || (known && crc != want) {
+		s.stats.crcErrors.Add(1)
+		return fmt.Errorf("%w: %s on %s: CRC-32C %08x (expected %08x), %d bytes", ErrCorrupt, k, d.Name(), crc, want, size)
+	}
+	s.mu.Lock()
+	s.verified[k] = true
+	s.mu.Unlock()
+	return nil
+}

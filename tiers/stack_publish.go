@@ -1,0 +1,272 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// ErrInvalid wraps the hashdir validation error of a rejected file.
+var ErrInvalid = errors.New("invalid block")
+
+// PendingWrite is a block or sidecar being written: a private temp file in
+// the memory tier that no reader can see until Publish.
+type PendingWrite struct {
+	key Key
+	w   Writer
+}
+
+// Key is the key being written.
+func (p *PendingWrite) Key() Key { return p.key }
+
+// File is the temp file; write it with pwrite or hand its fd to the kernel.
+func (p *PendingWrite) File() *os.File { return p.w.File() }
+
+// Create starts writing key. It fails with ErrExist when key is already
+// published, and with ErrClosed once the stack is closing.
+func (s *Stack) Create(key Key) (*PendingWrite, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	if s.Has(key) {
+		return nil, ErrExist
+	}
+	w, err := s.mem.Create(key)
+	if err != nil {
+		return nil, err
+	}
+	return &PendingWrite{key: key, w: w}, nil
+}
+
+// Abort discards a pending write.
+func (s *Stack) Abort(p *PendingWrite) { p.w.Abort() }
+
+// Put writes data as key and publishes it; see Publish.
+func (s *Stack) Put(key Key, data []byte, durable bool) (Info, error) {
+	p, err := s.Create(key)
+	if err != nil {
+		return Info{}, err
+	}
+	if _, err := p.w.Write(data); err != nil {
+		s.Abort(p)
+		return Info{}, err
+	}
+	return s.Publish(p, durable)
+}
+
+// Publish validates a pending write and makes it visible. It returns
+// ErrInvalid (wrapping the rule broken) and discards the data when the file
+// is not a valid block or sidecar; ErrNotFound for a sidecar whose block is
+// absent; ErrExist when the key was published meanwhile (this copy is
+// discarded, the first kept); ErrNoSpace when no tier has room. The
+// returned Info's Tier is the tier that took the file: memory, or a
+// directory tier when memory had no room. With
+// durable set, or in write-through mode, it returns once the block is on
+// the first persistent tier (durable: fsynced there).
+func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
+	key := p.key
+	if s.isClosed() {
+		p.w.Abort()
+		return Info{}, ErrClosed
+	}
+	size, crc, hasCRC, err := validate(key, p.w.File())
+	if err != nil {
+		p.w.Abort()
+		s.stats.rejected.Add(1)
+		return Info{}, err
+	}
+	if key.Kind == hashdir.Repr && !s.Has(Key{Model: key.Model, ID: key.ID}) {
+		p.w.Abort()
+		return Info{}, fmt.Errorf("sidecar %s: %w: its block is not stored", key, ErrNotFound)
+	}
+	// Without a CRC in the header the payload is not read here: the
+	// write-back copy computes the CRC (copyOut), and Stat on demand.
+	opts := CommitOptions{CRC: crc, HasCRC: hasCRC}
+	info, err := s.commitToMemory(p, size, opts)
+	if errors.Is(err, ErrFull) {
+		info, err = s.directWrite(p, size, opts, durable)
+		if err == nil {
+			s.stats.published.Add(1)
+			s.stats.bytesIn.Add(size)
+		}
+		return info, err
+	}
+	if err != nil {
+		return info, err
+	}
+	s.stats.published.Add(1)
+	s.stats.bytesIn.Add(size)
+	if !s.Persistent() {
+		_ = s.mem.SetDirty(key, false) // volatile store: nothing to write back
+		return info, nil
+	}
+	if durable || s.cfg.WriteThrough {
+		return info, s.writeBack(key, durable)
+	}
+	s.enqueue(key)
+	return info, nil
+}
+
+// commitToMemory makes room and commits p into the memory tier. ErrFull
+// means memory stayed full of dirty or pinned blocks for RoomWait.
+func (s *Stack) commitToMemory(p *PendingWrite, size int64, opts CommitOptions) (Info, error) {
+	deadline := time.Now().Add(s.cfg.RoomWait)
+	for {
+		if err := s.makeRoom(size, deadline); err != nil {
+			return Info{}, err
+		}
+		mu := s.keyLock(p.key)
+		mu.Lock()
+		var info Info
+		var err error
+		if s.inDirs(p.key) {
+			err = ErrExist
+		} else {
+			info, err = p.w.Commit(opts)
+		}
+		mu.Unlock()
+		switch {
+		case err == nil:
+			return info, nil
+		case errors.Is(err, ErrFull):
+			continue // lost a race for the room; make room again
+		case errors.Is(err, ErrExist):
+			p.w.Abort()
+			s.stats.duplicates.Add(1)
+			return Info{}, ErrExist
+		default:
+			p.w.Abort()
+			return Info{}, err
+		}
+	}
+}
+
+// makeRoom frees memory for size bytes by evicting clean blocks, waiting
+// for write-back while memory is full of dirty ones, until deadline.
+func (s *Stack) makeRoom(size int64, deadline time.Time) error {
+	if size > s.mem.Usage().Capacity {
+		return fmt.Errorf("%w: %d bytes exceed the memory tier", ErrFull, size)
+	}
+	waited := false
+	for {
+		if s.mem.Room() >= size {
+			return nil
+		}
+		changed := s.roomChanged()
+		if _, ev := s.mem.EvictClean(size); len(ev) > 0 {
+			s.stats.evictions.Add(int64(len(ev)))
+			continue
+		}
+		if !s.Persistent() || time.Now().After(deadline) {
+			return ErrFull
+		}
+		if !waited {
+			waited = true
+			s.stats.roomWaits.Add(1)
+		}
+		s.kick()
+		select {
+		case <-changed:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// directWrite stores p straight into the first persistent tier that takes
+// it, for when memory has no room.
+func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, durable bool) (Info, error) {
+	defer p.w.Abort()
+	opts.Sync = durable
+	var lastErr error = ErrNoSpace
+	for i, d := range s.dirs {
+		if d.Health() == Down {
+			continue
+		}
+		w, err := d.Create(p.key)
+		if err == nil {
+			var crc uint32
+			crc, err = copyFile(w, p.w.File(), size)
+			if err == nil && !opts.HasCRC {
+				opts.CRC, opts.HasCRC = crc, true
+			}
+		}
+		if err != nil {
+			if w != nil {
+				w.Abort()
+			}
+			lastErr = err
+			continue
+		}
+		mu := s.keyLock(p.key)
+		mu.Lock()
+		info, err := w.Commit(opts)
+		mu.Unlock()
+		if err == nil {
+			s.stats.directWrites.Add(1)
+			info.Tier = TierID(i + 1)
+			return info, nil
+		}
+		w.Abort()
+		if errors.Is(err, ErrExist) {
+			s.stats.duplicates.Add(1)
+			return Info{}, ErrExist
+		}
+		lastErr = err
+	}
+	s.log.Warn("no tier has room for a block", "key", p.key.String(), "size", size, "last_error", lastErr)
+	return Info{}, fmt.Errorf("%w: %s: %w", ErrNoSpace, p.key, lastErr)
+}
+
+// validate checks f as key's file (docs/spec.md §4-5) from its header and size.
+// The payload is read, and its CRC-32C returned with hasCRC set, only
+// when the header states a CRC: then a mismatch rejects the file.
+// Errors wrap ErrInvalid.
+func validate(key Key, f *os.File) (size int64, crc uint32, hasCRC bool, err error) {
+	fi, err := fileStat(f)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	size = fi.Size()
+	var hdr [hashdir.HeaderSize]byte
+	if size >= hashdir.HeaderSize {
+		if _, err := f.ReadAt(hdr[:], 0); err != nil {
+			return 0, 0, false, err
+		}
+	}
+	var ioErr error // reading the payload failed: not the file's fault
+	crcFn := func() (uint32, error) {
+		n, c, err := payloadCRC(f)
+		if err != nil {
+			ioErr = err
+			return 0, err
+		}
+		if n != size {
+			return 0, fmt.Errorf("file changed size while validated: %d bytes, then %d", size, n)
+		}
+		crc, hasCRC = c, true
+		return c, nil
+	}
+	if size < hashdir.HeaderSize {
+		err = fmt.Errorf("file is %d bytes, shorter than the %d-byte header", size, hashdir.HeaderSize)
+	} else if key.Kind == hashdir.Repr {
+		var h hashdir.ReprHeader
+		if h, err = hashdir.DecodeReprHeader(hdr[:]); err == nil {
+			err = hashdir.ValidateRepr(h, key.ID, size, crcFn)
+		}
+	} else {
+		var h hashdir.BlockHeader
+		if h, err = hashdir.DecodeBlockHeader(hdr[:]); err == nil {
+			err = hashdir.ValidateBlock(h, key.ID, size, crcFn)
+		}
+	}
+	if ioErr != nil {
+		return 0, 0, false, ioErr
+	}
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("%w: %s: %w", ErrInvalid, key, err)
+	}
+	return size, crc, hasCRC, nil
+}

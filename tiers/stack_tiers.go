@@ -1,0 +1,51 @@
+package tiers
+
+import "slices"
+
+// TierID is a tier's place in a stack: Memory (0) for the memory tier,
+// then 1, 2, ... for the directory tiers in the order the stack was built
+// with, fastest first. It indexes the slice Tiers returns.
+type TierID int
+
+// Memory is the TierID of a stack's memory tier.
+const Memory TierID = 0
+
+// TierInfo describes one tier of a stack, as Tiers reports it.
+type TierInfo struct {
+	ID         TierID
+	Name       string // the kind: "mem", "nvme", "nfs" or "ds3fs"
+	Dir        string // root directory (the memory tier's private one)
+	Persistent bool   // files survive a restart (every directory tier)
+	Health     Health // Up for the memory tier
+	Usage      Usage
+}
+
+// Tiers describes the stack's tiers, memory first: Tiers()[id] is the
+// tier id. The slice is the caller's.
+func (s *Stack) Tiers() []TierInfo {
+	out := make([]TierInfo, 0, 1+len(s.dirs))
+	out = append(out, TierInfo{ID: Memory, Name: s.mem.Name(), Dir: s.mem.Dir(), Health: Up, Usage: s.mem.Usage()})
+	for i, d := range s.dirs {
+		out = append(out, TierInfo{ID: TierID(i + 1), Name: d.Name(), Dir: d.Dir(), Persistent: true,
+			Health: d.Health(), Usage: d.Usage()})
+	}
+	return out
+}
+
+// tierAt is the tier id.
+func (s *Stack) tierAt(id TierID) Tier {
+	if id == Memory {
+		return s.mem
+	}
+	return s.dirs[id-1]
+}
+
+// Models returns the models any tier holds files of, sorted, each once.
+func (s *Stack) Models() []string {
+	names := s.mem.Models()
+	for _, d := range s.dirs {
+		names = append(names, d.Models()...)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
