@@ -28,6 +28,15 @@ func NewCRC32C() hash.Hash32 { return crc32.New(castagnoli) }
 // payload CRC-32C of a file, as 8 lowercase hex characters.
 const CRCXattr = "user.ucm.crc32c"
 
+// HeaderCRCXattr is the extended attribute in which a tier directory keeps
+// the CRC-32C of a file's 64 header bytes, as 8 lowercase hex characters:
+// the header has no byte left for a checksum of its own, and CRCXattr
+// covers the payload only (docs/format.md §5).
+const HeaderCRCXattr = "user.ucm.hcrc32c"
+
+// HeaderCRC is the CRC-32C of a header, the value of HeaderCRCXattr.
+func HeaderCRC(hdr []byte) uint32 { return CRC32C(hdr[:HeaderSize]) }
+
 // FormatCRC formats a CRC-32C as the 8 lowercase hex characters of
 // CRCXattr and of the user.ucm.crc32c attribute of the mount.
 func FormatCRC(crc uint32) string { return fmt.Sprintf("%08x", crc) }
@@ -57,8 +66,19 @@ func ParseCRC(s string) (uint32, bool) {
 // value is not 8 lowercase hex characters (a malformed value is ignored,
 // not an error).
 func ReadCRCXattr(path string) (crc uint32, ok bool, err error) {
+	return readCRCXattr(path, CRCXattr)
+}
+
+// ReadHeaderCRCXattr reads HeaderCRCXattr of the file at path, as
+// ReadCRCXattr reads CRCXattr.
+func ReadHeaderCRCXattr(path string) (crc uint32, ok bool, err error) {
+	return readCRCXattr(path, HeaderCRCXattr)
+}
+
+// readCRCXattr reads the CRC kept in the xattr name of the file at path.
+func readCRCXattr(path, name string) (crc uint32, ok bool, err error) {
 	var buf [64]byte
-	n, err := syscall.Getxattr(path, CRCXattr, buf[:])
+	n, err := syscall.Getxattr(path, name, buf[:])
 	switch {
 	case errors.Is(err, syscall.ENODATA), errors.Is(err, syscall.ENOTSUP),
 		errors.Is(err, syscall.ERANGE), errors.Is(err, syscall.ENOSYS):

@@ -28,6 +28,7 @@ const (
 	RulePayloadSize Rule = "payload_size"   // payload matches the shape
 	RuleCRC         Rule = "crc"            // payload CRC-32C equals the header's
 	RuleXattrCRC    Rule = "xattr_crc"      // payload CRC-32C equals user.ucm.crc32c
+	RuleXattrHCRC   Rule = "xattr_hcrc"     // header CRC-32C equals user.ucm.hcrc32c
 	RuleKind        Rule = "kind"           // a known sidecar kind
 	RuleNumKVHeads  Rule = "num_kv_heads"   // sidecar: >= 1, equal to the block's if stated
 	RuleRows        Rule = "rows"           // sidecar rows fit the kind

@@ -34,7 +34,8 @@ type FileReport struct {
 // base name, its header (DecodeBlockHeader / DecodeReprHeader), every rule
 // of ValidateBlock / ValidateRepr including the CRC when flagged, and, when
 // the file has a CRCXattr of 8 lowercase hex characters, the payload
-// against it. It does not look at the directory layout nor, for a sidecar,
+// against it, and when it has a HeaderCRCXattr, the 64 header bytes against
+// that (first: a damaged header is not decoded as if it were whole). It does not look at the directory layout nor, for a sidecar,
 // at its block. Broken rules wrap ErrFormat, bad names ErrName; I/O errors
 // are returned as they are.
 func VerifyFile(path string) error {
@@ -90,6 +91,12 @@ func InspectFile(path string) (FileReport, error) {
 			return r, reprErr(RuleSize, "file is %d bytes, shorter than the %d-byte header", r.Size, HeaderSize)
 		}
 		return r, blockErr(RuleSize, "file is %d bytes, shorter than the %d-byte header", r.Size, HeaderSize)
+	}
+	if hcrc, ok, err := ReadHeaderCRCXattr(path); err != nil {
+		return r, err
+	} else if ok && HeaderCRC(hdr) != hcrc {
+		return r, &FormatError{Format: r.formatName(), Rule: RuleXattrHCRC,
+			Detail: fmt.Sprintf("header CRC-32C is %08x, %s says %08x", HeaderCRC(hdr), HeaderCRCXattr, hcrc)}
 	}
 	if r.Kind == Repr {
 		r.Repr, err = DecodeReprHeader(hdr)

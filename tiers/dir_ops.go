@@ -103,10 +103,23 @@ func (t *DirTier) notFound(key Key) error {
 // readCRC reads the CRC xattr of key's file: has is false when the file
 // has none or the filesystem keeps no xattrs.
 func (t *DirTier) readCRC(key Key) (crc uint32, has bool, err error) {
+	return t.readXattrCRC(key, crcXattr)
+}
+
+// HeaderCRC reads the CRC-32C of the 64 header bytes the tier keeps for
+// key's file (hashdir.HeaderCRCXattr): has is false when the file has none
+// (written before it was kept, or no xattrs). It is read from the file
+// each time: only a first serve or a copy asks for it.
+func (t *DirTier) HeaderCRC(key Key) (crc uint32, has bool, err error) {
+	return t.readXattrCRC(key, hashdir.HeaderCRCXattr)
+}
+
+// readXattrCRC reads a CRC kept in the xattr name of key's file.
+func (t *DirTier) readXattrCRC(key Key, name string) (crc uint32, has bool, err error) {
 	p := t.path(key)
 	err = t.do("getxattr", func() error {
 		var buf [16]byte
-		n, err := unix.Getxattr(p, crcXattr, buf[:])
+		n, err := unix.Getxattr(p, name, buf[:])
 		switch {
 		case err == nil:
 			crc, has = parseCRC(buf[:n])
@@ -196,6 +209,29 @@ func (t *DirTier) Remove(key Key) error {
 		t.idx.adopt(e)
 	}
 	return fmt.Errorf("%s tier: %w", t.kind, notFound("remove", err))
+}
+
+// Quarantine takes key's file out of the tier for good: it is moved to
+// <dir>/.quarantine/<model>/<hh>/<name> (where ucmfs fsck --repair puts
+// what it finds bad, and where the rebuild does not look), for a person to
+// look at; the index forgets it. When the move fails the file is removed.
+func (t *DirTier) Quarantine(key Key) error {
+	if checkKey(key) != nil {
+		return t.notFound(key)
+	}
+	t.idx.remove(key)
+	rel := key.Model + "/" + key.ID.Shard() + "/" + filepath.Base(t.path(key))
+	err := t.do("quarantine", func() error {
+		_, err := moveAside(t.root, rel)
+		if err != nil && !isENOENT(err) {
+			return errors.Join(err, unix.Unlink(t.path(key)))
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("%s tier: quarantine %s: %w", t.kind, key, err)
+	}
+	return nil
 }
 
 // RemoveModel removes every file and directory of model, one shard

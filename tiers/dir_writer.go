@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ucmfs/ucmfs/hashdir"
 	"golang.org/x/sys/unix"
 )
 
@@ -195,12 +196,11 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 			t.idx.unreserve(size)
 		}
 	}()
-	if opts.HasCRC && !t.noXattr.Load() {
-		err := unix.Fsetxattr(int(w.f.Fd()), crcXattr, formatCRC(opts.CRC), 0)
-		if errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP) {
-			t.noXattr.Store(true)
-			t.log.Info("tier keeps no CRC xattrs: the filesystem does not support them", "kind", t.kind, "dir", t.root)
-		}
+	if opts.HasCRC {
+		w.setCRC(crcXattr, opts.CRC)
+	}
+	if opts.HasHeaderCRC {
+		w.setCRC(hashdir.HeaderCRCXattr, opts.HeaderCRC)
 	}
 	mtime := opts.publishTime()
 	if err := os.Chtimes(w.tmp, mtime, mtime); err != nil {
@@ -240,6 +240,20 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 		}
 	}
 	return info, false, nil
+}
+
+// setCRC keeps crc in the xattr name of the temp file, unless the tier's
+// filesystem has no xattrs.
+func (w *dirWriter) setCRC(name string, crc uint32) {
+	t := w.t
+	if t.noXattr.Load() {
+		return
+	}
+	err := unix.Fsetxattr(int(w.f.Fd()), name, formatCRC(crc), 0)
+	if errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP) {
+		t.noXattr.Store(true)
+		t.log.Info("tier keeps no CRC xattrs: the filesystem does not support them", "kind", t.kind, "dir", t.root)
+	}
 }
 
 // Abort discards the file.

@@ -207,22 +207,25 @@ func (f *fscker) bad(rel string, why error) {
 	f.report(fd)
 }
 
-// quarantine moves root/rel to root/.quarantine/rel (with a numeric suffix
+// quarantine moves root/rel to root/.quarantine/rel; see moveAside.
+func (f *fscker) quarantine(rel string) (string, error) { return moveAside(f.root, rel) }
+
+// moveAside moves root/rel to root/.quarantine/rel (with a numeric suffix
 // when that name is taken) and returns the new relative path.
-func (f *fscker) quarantine(rel string) (string, error) {
+func moveAside(root, rel string) (string, error) {
 	dst := filepath.ToSlash(filepath.Join(QuarantineDir, rel))
-	if err := os.MkdirAll(filepath.Join(f.root, filepath.Dir(dst)), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(root, filepath.Dir(dst)), 0o755); err != nil {
 		return "", err
 	}
 	for i := 1; ; i++ {
-		if _, err := os.Lstat(filepath.Join(f.root, dst)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Lstat(filepath.Join(root, dst)); errors.Is(err, fs.ErrNotExist) {
 			break
 		} else if err != nil {
 			return "", err
 		}
 		dst = filepath.ToSlash(filepath.Join(QuarantineDir, rel)) + "." + strconv.Itoa(i)
 	}
-	return dst, os.Rename(filepath.Join(f.root, rel), filepath.Join(f.root, dst))
+	return dst, os.Rename(filepath.Join(root, rel), filepath.Join(root, dst))
 }
 
 // leftover records a temporary entry and, with Repair, removes it.

@@ -154,6 +154,11 @@ func (s *Stack) copyOut(src, dst Tier, key Key) (Writer, CommitOptions, error) {
 			return nil, CommitOptions{}, fmt.Errorf("copy %s %s->%s: %w", key, src.Name(), dst.Name(), rerr)
 		}
 	}
+	if err := checkHeader(src, key, hdr[:], off); err != nil {
+		w.Abort()
+		s.stats.crcErrors.Add(1)
+		return nil, CommitOptions{}, err
+	}
 	want, known := knownCRC(src, key, info)
 	if !known {
 		want, known = flaggedCRC(hdr[:])
@@ -167,7 +172,7 @@ func (s *Stack) copyOut(src, dst Tier, key Key) (Writer, CommitOptions, error) {
 		_ = s.mem.SetCRC(key, crc) // removed meanwhile: nothing to record
 	}
 	s.stats.bytesOut.Add(off)
-	return w, CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime}, nil
+	return w, CommitOptions{CRC: crc, HasCRC: true, HeaderCRC: hashdir.HeaderCRC(hdr[:]), HasHeaderCRC: true, MTime: info.MTime}, nil
 }
 
 // quarantine takes a corrupt file out of a tier so it is never served

@@ -180,6 +180,10 @@ func (s *Stack) verifyOnce(d *DirTier, k Key, info Info) error {
 	if err != nil {
 		return err
 	}
+	if err := checkHeader(d, k, hdr[:], size); err != nil {
+		s.stats.crcErrors.Add(1)
+		return err
+	}
 	want, known := knownCRC(d, k, info)
 	if !known {
 		want, known = flaggedCRC(hdr[:])

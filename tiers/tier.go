@@ -62,6 +62,10 @@ type CommitOptions struct {
 	// the tier keeps it with the file.
 	CRC    uint32
 	HasCRC bool
+	// HeaderCRC, when HasHeaderCRC is set, is the CRC-32C of the file's
+	// 64 header bytes; a directory tier keeps it in hashdir.HeaderCRCXattr.
+	HeaderCRC    uint32
+	HasHeaderCRC bool
 	// MTime is the block's publish time, kept as the file's mtime so it
 	// stays the same across copies between tiers. Zero means now.
 	MTime time.Time

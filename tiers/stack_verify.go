@@ -1,0 +1,46 @@
+package tiers
+
+import (
+	"fmt"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// checkHeader checks the 64 header bytes of key's file on src before they
+// are served or copied: against the header CRC-32C a directory tier keeps
+// (hashdir.HeaderCRCXattr), then by the format's header rules
+// (hashdir.ValidateBlock or ValidateRepr, all but the payload CRC, which
+// the caller checks). Files of the memory tier were validated when they
+// were published and are not checked again. A failure wraps ErrCorrupt:
+// the caller quarantines the file and the block is a miss.
+func checkHeader(src Tier, key Key, hdr []byte, size int64) error {
+	d, ok := src.(*DirTier)
+	if !ok {
+		return nil
+	}
+	if len(hdr) < hashdir.HeaderSize || size < hashdir.HeaderSize {
+		return fmt.Errorf("%w: %s on %s: %d bytes, shorter than the header", ErrCorrupt, key, src.Name(), size)
+	}
+	want, has, err := d.HeaderCRC(key)
+	if err != nil {
+		return err
+	}
+	if got := hashdir.HeaderCRC(hdr); has && got != want {
+		return fmt.Errorf("%w: %s on %s: header CRC-32C %08x, expected %08x", ErrCorrupt, key, src.Name(), got, want)
+	}
+	if key.Kind == hashdir.Repr {
+		var h hashdir.ReprHeader
+		if h, err = hashdir.DecodeReprHeader(hdr); err == nil {
+			err = hashdir.ValidateRepr(h, key.ID, size, nil)
+		}
+	} else {
+		var h hashdir.BlockHeader
+		if h, err = hashdir.DecodeBlockHeader(hdr); err == nil {
+			err = hashdir.ValidateBlock(h, key.ID, size, nil)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s on %s: %w", ErrCorrupt, key, src.Name(), err)
+	}
+	return nil
+}
