@@ -3,9 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
-	"syscall"
 
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -200,36 +198,6 @@ func regionOptions(t *tokens, cuda bool) (gpu.RegionSpec, error) {
 		}
 	}
 	return spec, nil
-}
-
-// openSimFile opens the engine's shared-memory file for a sim region. The
-// caller (the writing process, from ctx) must own it, unless it is root:
-// the daemon writes into the file, possibly as root. The file must be a
-// regular file that holds the region.
-func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, fmt.Errorf("register sim %s: %w", path, err)
-	}
-	fail := func(code error, format string, args ...any) (*os.File, error) {
-		f.Close()
-		return nil, reqErr(code, "register sim %s: "+format, append([]any{path}, args...)...)
-	}
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("register sim %s: %w", path, err)
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return fail(ErrInvalid, "not a regular file")
-	}
-	if c, ok := CallerOf(ctx); ok && c.Uid != 0 && c.Uid != st.Uid {
-		return fail(ErrAccess, "owned by uid %d, not by the caller (uid %d)", st.Uid, c.Uid)
-	}
-	if spec.Offset > st.Size || spec.Size > st.Size-spec.Offset {
-		return fail(ErrInvalid, "the file holds %d bytes, the region is %d bytes at offset %d", st.Size, spec.Size, spec.Offset)
-	}
-	return f, nil
 }
 
 // parseCount parses a decimal count of at most MaxInt64.

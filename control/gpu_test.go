@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/gpu"
@@ -13,7 +15,10 @@ import (
 // TestGPUSimFileOwner: a sim region's file must belong to the caller
 // unless the caller is root (the daemon writes into it, maybe as root).
 func TestGPUSimFileOwner(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kv")
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755) // searchable by the callers below
+	os.Chmod(filepath.Dir(dir), 0o755)
+	path := filepath.Join(dir, "kv")
 	if err := os.WriteFile(path, make([]byte, 4096), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +30,7 @@ func TestGPUSimFileOwner(t *testing.T) {
 		uid  uint32
 		want error
 	}{{12345, nil}, {0, nil}, {54321, ErrAccess}} {
-		ctx := WithCaller(context.Background(), Caller{Uid: tc.uid})
+		ctx := WithCaller(context.Background(), Caller{Uid: tc.uid, Gid: tc.uid, Pid: processOf(t, tc.uid)})
 		f, err := openSimFile(ctx, path, spec)
 		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 			t.Errorf("caller uid %d: %v, want %v", tc.uid, err, tc.want)
@@ -34,4 +39,20 @@ func TestGPUSimFileOwner(t *testing.T) {
 			f.Close()
 		}
 	}
+}
+
+// processOf starts a process running as uid (a caller of a request has
+// one) and returns its pid; it ends with the test.
+func processOf(t *testing.T, uid uint32) uint32 {
+	t.Helper()
+	if uid == 0 {
+		return uint32(os.Getpid())
+	}
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("a process as uid %d: %v", uid, err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return uint32(cmd.Process.Pid)
 }

@@ -1,0 +1,162 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/ucmfs/ucmfs/gpu"
+	"golang.org/x/sys/unix"
+)
+
+// openSimFile opens the engine's shared-memory file for a sim region with
+// the caller's credentials, before any side effect:
+//
+//   - the path is resolved in the caller's view of the filesystem: an
+//     absolute path under /proc/<pid>/root (confined there, so its symlinks
+//     cannot leave it), a relative one from /proc/<pid>/cwd;
+//   - it is resolved and opened on a locked OS thread whose fsuid, fsgid
+//     and supplementary groups are the caller's (the thread is thrown away
+//     afterwards), so a caller learns nothing it could not learn itself
+//     (ENOENT or EACCES exactly as for its own open) and gets no access the
+//     daemon has and it has not;
+//   - it is first opened O_PATH (which opens nothing: no device is touched,
+//     no FIFO blocks), and must be a regular file the caller owns (unless the
+//     caller is root: the daemon writes into it) that holds the region; only
+//     then is it reopened read-write, still as the caller.
+//
+// A request without a caller (a test driving the protocol) opens as the
+// daemon, with the same checks; so does a daemon that is not root, which
+// cannot take another's credentials.
+func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.File, error) {
+	c, ok := CallerOf(ctx)
+	if !ok || os.Geteuid() != 0 {
+		return openSimChecked(path, "", c, ok, spec)
+	}
+	type result struct {
+		f   *os.File
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// Never unlocked: the thread, with the caller's credentials, ends
+		// with this goroutine.
+		runtime.LockOSThread()
+		if err := becomeCaller(c); err != nil {
+			done <- result{err: fmt.Errorf("register sim %s: taking the caller's credentials: %w", path, err)}
+			return
+		}
+		f, err := openSimChecked(path, "/proc/"+strconv.FormatUint(uint64(c.Pid), 10), c, true, spec)
+		done <- result{f, err}
+	}()
+	r := <-done
+	return r.f, r.err
+}
+
+// becomeCaller gives the calling thread (locked, and thrown away after)
+// the caller's filesystem credentials: supplementary groups (from
+// /proc/<pid>/status), fsgid, fsuid. Changing the fsuid from 0 drops the
+// thread's filesystem capabilities (DAC override and the like).
+func becomeCaller(c Caller) error {
+	groups, err := callerGroups(c.Pid)
+	if err != nil {
+		return err
+	}
+	var p unsafe.Pointer
+	if len(groups) > 0 {
+		p = unsafe.Pointer(&groups[0])
+	}
+	// The raw system call changes this thread only (syscall.Setgroups
+	// would change every thread of the daemon).
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), uintptr(p), 0); e != 0 {
+		return fmt.Errorf("setgroups: %w", e)
+	}
+	if err := unix.Setfsgid(int(c.Gid)); err != nil {
+		return err
+	}
+	if err := unix.Setfsuid(int(c.Uid)); err != nil {
+		return err
+	}
+	if prev, _ := unix.SetfsuidRetUid(-1); prev != int(c.Uid) {
+		return fmt.Errorf("fsuid is %d, not %d", prev, c.Uid)
+	}
+	return nil
+}
+
+// callerGroups reads the supplementary groups of process pid.
+func callerGroups(pid uint32) ([]uint32, error) {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/status")
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "Groups:")
+		if !ok {
+			continue
+		}
+		var gs []uint32
+		for _, f := range strings.Fields(rest) {
+			g, err := strconv.ParseUint(f, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("groups of pid %d: %q", pid, f)
+			}
+			gs = append(gs, uint32(g))
+		}
+		return gs, nil
+	}
+	return nil, fmt.Errorf("no groups line for pid %d", pid)
+}
+
+// openSimChecked resolves path (under proc, the caller's /proc/<pid>, when
+// not empty), checks it with an O_PATH descriptor and reopens it
+// read-write; see openSimFile.
+func openSimChecked(path, proc string, c Caller, hasCaller bool, spec gpu.RegionSpec) (*os.File, error) {
+	fail := func(code error, format string, args ...any) (*os.File, error) {
+		return nil, reqErr(code, "register sim %s: "+format, append([]any{path}, args...)...)
+	}
+	if path == "" {
+		return fail(ErrInvalid, "empty path")
+	}
+	dir, how := unix.AT_FDCWD, unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC}
+	if proc != "" {
+		base := proc + "/cwd"
+		if strings.HasPrefix(path, "/") {
+			base = proc + "/root"
+			how.Resolve = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
+		}
+		d, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("register sim %s: the caller's %s: %w", path, base, err)
+		}
+		defer unix.Close(d)
+		dir = d
+	}
+	pfd, err := unix.Openat2(dir, path, &how)
+	if err != nil {
+		return nil, fmt.Errorf("register sim %s: %w", path, &os.PathError{Op: "open", Path: path, Err: err})
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return nil, fmt.Errorf("register sim %s: %w", path, err)
+	}
+	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR // its reopen fails: EISDIR, as for any open
+	switch {
+	case isDir:
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fail(ErrInvalid, "not a regular file")
+	case hasCaller && c.Uid != 0 && c.Uid != st.Uid:
+		return fail(ErrAccess, "owned by uid %d, not by the caller (uid %d)", st.Uid, c.Uid)
+	case spec.Offset > st.Size || spec.Size > st.Size-spec.Offset:
+		return fail(ErrInvalid, "the file holds %d bytes, the region is %d bytes at offset %d", st.Size, spec.Size, spec.Offset)
+	}
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("register sim %s: %w", path, &os.PathError{Op: "open", Path: path, Err: err})
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
