@@ -71,6 +71,8 @@ var errnoRules = []errnoRule{
 	{hashdir.ErrName, syscall.EINVAL},
 	{tiers.ErrNotFound, syscall.ENOENT},
 	{tiers.ErrExist, syscall.EEXIST},
+	{tiers.ErrReadOnly, syscall.EROFS},
+	{tiers.ErrTierFailed, syscall.EIO},
 	{tiers.ErrNoSpace, syscall.ENOSPC},
 	{tiers.ErrFull, syscall.ENOSPC},
 	{tiers.ErrStalled, syscall.ETIMEDOUT},

@@ -114,6 +114,7 @@ type DirTier struct {
 	directWarn sync.Once
 	noXattr    atomic.Bool // the filesystem refused the CRC xattr
 
+	space     fsSpace // the filesystem's free space (dir_space.go)
 	health    healthState
 	inline    bool    // operations run on the caller's goroutine (see do)
 	watch     opWatch // inline operations in flight

@@ -3,6 +3,7 @@ package tiers
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -53,8 +54,9 @@ var probeInterval = time.Second
 
 // healthState is a tier's Health and its counters, all atomics.
 type healthState struct {
-	state atomic.Int32
-	okRun atomic.Int32 // successes in a row while Unstable
+	state  atomic.Int32
+	okRun  atomic.Int32          // successes in a row while Unstable
+	reason atomic.Pointer[error] // why a failing write took it Down (ErrReadOnly, ErrTierFailed); nil for a stall
 }
 
 func (h *healthState) get() Health { return Health(h.state.Load()) }
@@ -66,21 +68,46 @@ func ioFailure(err error) bool {
 		errors.Is(err, unix.ESTALE) || errors.Is(err, unix.ENOTCONN)
 }
 
-// observe records the outcome of an operation that answered in time. It
-// reports whether it took the tier Down.
-func (h *healthState) observe(err error) bool {
-	if err == nil || !ioFailure(err) {
+// writeOps are the operations that write: EROFS or EIO there means the
+// tier cannot take blocks (a read-only remount, a failing disk).
+var writeOps = map[string]bool{"create": true, "write": true, "commit": true, "fsync": true, "publish": true, "mkdir": true}
+
+// observe records the outcome of operation op that answered in time. It
+// reports whether it took the tier Down: ENOTCONN always, EROFS, and EIO
+// from a write (with the reason kept, see failing); other I/O errors make
+// it Unstable.
+func (h *healthState) observe(op string, err error) bool {
+	if err == nil || !ioFailure(err) && !errors.Is(err, unix.EROFS) {
 		if h.get() == Unstable && h.okRun.Add(1) >= upAfter {
 			h.state.CompareAndSwap(int32(Unstable), int32(Up))
 		}
 		return false
 	}
 	h.okRun.Store(0)
-	if errors.Is(err, unix.ENOTCONN) {
+	switch {
+	case errors.Is(err, unix.ENOTCONN):
 		return h.setDown()
+	case errors.Is(err, unix.EROFS):
+		return h.setFailing(ErrReadOnly)
+	case errors.Is(err, unix.EIO) && writeOps[op]:
+		return h.setFailing(ErrTierFailed)
 	}
 	h.state.CompareAndSwap(int32(Up), int32(Unstable))
 	return false
+}
+
+// setFailing makes the tier Down because writes fail with reason.
+func (h *healthState) setFailing(reason error) bool {
+	h.reason.Store(&reason)
+	return h.setDown()
+}
+
+// failing is the reason a failing write took the tier Down, nil if none.
+func (h *healthState) failing() error {
+	if r := h.reason.Load(); r != nil {
+		return *r
+	}
+	return nil
 }
 
 // setDown makes the tier Down and reports whether it was not already.
@@ -95,6 +122,9 @@ func (t *DirTier) Health() Health { return t.health.get() }
 // stalled is the error of an operation that did not get an answer in time
 // or did not run because the tier is Down.
 func (t *DirTier) stalled(op string) error {
+	if reason := t.health.failing(); reason != nil {
+		return fmt.Errorf("%s tier %s: %s: %w (down until it takes writes again): %w", t.kind, t.root, op, reason, ErrStalled)
+	}
 	return fmt.Errorf("%s tier %s: %s: %w", t.kind, t.root, op, ErrStalled)
 }
 
@@ -131,8 +161,8 @@ func (t *DirTier) runInline(op string, fn func() error) error {
 	}
 	err := fn()
 	t.watch.end(id)
-	if t.health.observe(err) {
-		t.log.Warn("tier down: the mount lost its server", "kind", t.kind, "dir", t.root, "op", op, "err", err)
+	if t.health.observe(op, err) {
+		t.log.Warn("tier down: "+t.downWhy(), "kind", t.kind, "dir", t.root, "op", op, "err", err)
 	}
 	return err
 }
@@ -168,8 +198,8 @@ func (t *DirTier) run(op string, fn func() error, late func()) error {
 	defer timer.Stop()
 	select {
 	case err := <-done:
-		if t.health.observe(err) {
-			t.log.Warn("tier down: the mount lost its server", "kind", t.kind, "dir", t.root, "op", op, "err", err)
+		if t.health.observe(op, err) {
+			t.log.Warn("tier down: "+t.downWhy(), "kind", t.kind, "dir", t.root, "op", op, "err", err)
 		}
 		return err
 	case <-timer.C:
@@ -177,7 +207,7 @@ func (t *DirTier) run(op string, fn func() error, late func()) error {
 		if !state.CompareAndSwap(opRunning, opAbandoned) {
 			t.stuck.Add(-1)
 			err := <-done // answered just in time
-			t.health.observe(err)
+			t.health.observe(op, err)
 			return err
 		}
 		if t.health.setDown() {
@@ -230,13 +260,44 @@ func (t *DirTier) probe() {
 	if !t.probeBusy.CompareAndSwap(false, true) {
 		return
 	}
+	writes := t.health.failing() != nil
 	err := t.run("probe", func() error {
 		defer t.probeBusy.Store(false)
 		var st unix.Statfs_t
-		return unix.Statfs(t.root, &st)
+		if err := unix.Statfs(t.root, &st); err != nil || !writes {
+			return err
+		}
+		return probeWrite(t.root)
 	}, nil)
 	if err == nil && t.health.state.CompareAndSwap(int32(Down), int32(Unstable)) {
 		t.health.okRun.Store(0)
+		t.health.reason.Store(nil)
 		t.log.Info("tier answers again", "kind", t.kind, "dir", t.root)
 	}
+}
+
+// probeWrite checks that dir takes writes again: a file created, written,
+// fsynced and removed.
+func probeWrite(dir string) error {
+	f, err := os.CreateTemp(dir, tmpPrefix+"probe-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write([]byte("ucmfs probe\n"))
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+// downWhy says why the tier went Down, for its log line.
+func (t *DirTier) downWhy() string {
+	switch reason := t.health.failing(); {
+	case errors.Is(reason, ErrReadOnly):
+		return "the filesystem is read-only"
+	case reason != nil:
+		return "the filesystem fails writes"
+	}
+	return "the mount lost its server"
 }

@@ -190,27 +190,27 @@ func TestHealthInlineStall(t *testing.T) {
 
 func TestHealthObserve(t *testing.T) {
 	var h healthState
-	h.observe(syscall.EIO)
+	h.observe("read", syscall.EIO)
 	if h.get() != Unstable {
 		t.Fatalf("EIO: %v, want unstable", h.get())
 	}
 	for i := 0; i < 10; i++ {
-		h.observe(syscall.EIO)
+		h.observe("read", syscall.EIO)
 	}
 	if h.get() != Unstable {
 		t.Fatalf("repeated EIO: %v; I/O errors alone must not take a tier down", h.get())
 	}
 	for i := 0; i < upAfter-1; i++ {
-		h.observe(nil)
+		h.observe("read", nil)
 	}
 	if h.get() != Unstable {
 		t.Fatal("up too early")
 	}
-	h.observe(syscall.ENOENT) // an answer about a file is a success
+	h.observe("read", syscall.ENOENT) // an answer about a file is a success
 	if h.get() != Up {
 		t.Fatalf("after %d successes: %v, want up", upAfter, h.get())
 	}
-	h.observe(syscall.ENOTCONN)
+	h.observe("read", syscall.ENOTCONN)
 	if h.get() != Down {
 		t.Fatalf("ENOTCONN: %v, want down", h.get())
 	}
@@ -244,6 +244,21 @@ func TestPublishModes(t *testing.T) {
 		}
 		if p.mode.Load() != mode {
 			t.Fatalf("mode %d fell back to %d on a filesystem that supports it", mode, p.mode.Load())
+		}
+	}
+}
+
+// TestHealthFailingWrites: EROFS, and EIO from a write, take the tier Down
+// at once with the reason, which the fail-fast error carries.
+func TestHealthFailingWrites(t *testing.T) {
+	for _, c := range []struct {
+		op     string
+		err    error
+		reason error
+	}{{"create", syscall.EROFS, ErrReadOnly}, {"read", syscall.EROFS, ErrReadOnly}, {"commit", syscall.EIO, ErrTierFailed}} {
+		var h healthState
+		if !h.observe(c.op, c.err) || h.get() != Down || h.failing() != c.reason {
+			t.Errorf("%s %v: %v (%v), want down (%v)", c.op, c.err, h.get(), h.failing(), c.reason)
 		}
 	}
 }

@@ -190,6 +190,10 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 	if !t.idx.reserve(size) {
 		return Info{}, true, fmt.Errorf("%s needs %d bytes, %d free: %w", w.key, size, t.idx.room(), ErrFull)
 	}
+	if t.fsFull(size) {
+		t.idx.unreserve(size)
+		return Info{}, true, fmt.Errorf("%s needs %d bytes, the filesystem has less free: %w", w.key, size, ErrFull)
+	}
 	added := false
 	defer func() {
 		if !added {
@@ -214,12 +218,16 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 	if sync {
 		if err := w.f.Sync(); err != nil {
 			w.cleanup()
+			if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+				t.fsForget()
+			}
 			return Info{}, false, osErr("fsync", err)
 		}
 	}
 	dst := t.path(w.key)
 	if err := t.pub.publish(w.tmp, dst); err != nil {
 		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+			t.fsForget()
 			return Info{}, true, osErr("publish", err)
 		}
 		w.cleanup()
@@ -229,6 +237,7 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 		return Info{}, false, osErr("publish", err)
 	}
 	w.f.Close()
+	t.fsTake(size)
 	info = Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC}
 	e := newEntry(info)
 	e.set(flagCRCRead, true)

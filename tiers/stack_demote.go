@@ -40,12 +40,7 @@ func (s *Stack) demote(i int) {
 			if d.Usage().Used <= d.LowTarget() {
 				return
 			}
-			var err error
-			if i+1 < len(s.dirs) {
-				err = s.moveDown(d, s.dirs[i+1], v.Key)
-			} else {
-				err = s.drop(d, v.Key)
-			}
+			err := s.evictFrom(i, v.Key)
 			if err == nil {
 				progress = true
 			} else if !errors.Is(err, ErrNotFound) {
@@ -56,6 +51,43 @@ func (s *Stack) demote(i int) {
 			return
 		}
 	}
+}
+
+// makeRoomOn frees room on dirs[i] for a file of size bytes, by its index
+// and by its filesystem (FSNeed): its least recently used files move down
+// to the next tier, or out of the last one, as demote does. It reports
+// whether the file fits now.
+func (s *Stack) makeRoomOn(i int, size int64) bool {
+	d := s.dirs[i]
+	for round := 0; round < 64; round++ {
+		need := d.FSNeed(size)
+		if need == 0 {
+			return true
+		}
+		var freed int64
+		for _, v := range d.Oldest(64) {
+			if freed >= need {
+				break
+			}
+			if s.evictFrom(i, v.Key) == nil {
+				freed += v.Size
+			}
+		}
+		d.fsForget()
+		if freed == 0 {
+			return false
+		}
+	}
+	return d.FSNeed(size) == 0
+}
+
+// evictFrom takes k off dirs[i]: down to the next tier, or out of the
+// last one.
+func (s *Stack) evictFrom(i int, k Key) error {
+	if i+1 < len(s.dirs) {
+		return s.moveDown(s.dirs[i], s.dirs[i+1], k)
+	}
+	return s.drop(s.dirs[i], k)
 }
 
 // moveDown copies k from d to the next tier, then removes it from d.

@@ -56,7 +56,17 @@ func TestStackFaultEIO(t *testing.T) {
 	}
 	mustEqual(t, "dirty block during EIO", readAll(t, s, b), db)
 	mustEqual(t, "clean block during EIO", readAll(t, s, a), da)
+	// A write that failed with EIO took the tier Down at once; its probe
+	// brings it back once it takes writes again.
+	if h := s.dirs[0].Health(); h != Down {
+		t.Fatalf("tier %v after a write failed with EIO, want down", h)
+	}
 	ffs.Clear()
+	for deadline := time.Now().Add(10 * time.Second); s.dirs[0].Health() == Down; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the probe did not bring the tier back")
+		}
+	}
 	if err := s.Flush(context.Background(), b); err != nil {
 		t.Fatalf("flush after the fault cleared: %v", err)
 	}

@@ -105,7 +105,15 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 		return info, nil
 	}
 	if durable || s.cfg.WriteThrough {
-		return info, s.writeBack(key, durable)
+		if err := s.writeBack(key, durable); err != nil {
+			// The writer is told it failed (its fsync or close): the block
+			// must not stay visible, or its retry would get EEXIST.
+			s.removeKey(key)
+			s.stats.published.Add(-1)
+			s.stats.bytesIn.Add(-size)
+			return Info{}, err
+		}
+		return info, nil
 	}
 	s.enqueue(key)
 	return info, nil
@@ -161,8 +169,8 @@ func (s *Stack) makeRoom(size int64, deadline time.Time) error {
 			s.stats.evictions.Add(int64(len(ev)))
 			continue
 		}
-		if !s.Persistent() || time.Now().After(deadline) {
-			return ErrFull
+		if !s.Persistent() || time.Now().After(deadline) || s.allDown() {
+			return ErrFull // no write-back will free memory: do not wait
 		}
 		if !waited {
 			waited = true
@@ -176,6 +184,17 @@ func (s *Stack) makeRoom(size int64, deadline time.Time) error {
 	}
 }
 
+// allDown reports whether every directory tier is Down (write-back cannot
+// free memory until the probe brings one back).
+func (s *Stack) allDown() bool {
+	for _, d := range s.dirs {
+		if d.Health() != Down {
+			return false
+		}
+	}
+	return len(s.dirs) > 0
+}
+
 // directWrite stores p straight into the first persistent tier that takes
 // it, for when memory has no room.
 func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, durable bool) (Info, error) {
@@ -184,6 +203,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 	var lastErr error = ErrNoSpace
 	for i, d := range s.dirs {
 		if d.Health() == Down {
+			lastErr = d.stalled("create")
 			continue
 		}
 		w, err := d.Create(p.key)
@@ -216,6 +236,9 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 			return Info{}, ErrExist
 		}
 		lastErr = err
+	}
+	if errors.Is(lastErr, ErrReadOnly) || errors.Is(lastErr, ErrTierFailed) {
+		return Info{}, fmt.Errorf("%s: no tier takes writes: %w", p.key, lastErr) // EROFS, EIO: not a matter of room
 	}
 	s.log.Warn("no tier has room for a block", "key", p.key.String(), "size", size, "last_error", lastErr)
 	return Info{}, fmt.Errorf("%w: %s: %w", ErrNoSpace, p.key, lastErr)

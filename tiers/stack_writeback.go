@@ -84,10 +84,15 @@ func (s *Stack) writeBackOnce(k Key) error {
 		return nil // clean already, or removed
 	}
 	var lastErr error = ErrNoSpace
-	for _, d := range s.dirs {
+	retried := false
+	for i := 0; i < len(s.dirs); i++ {
+		d := s.dirs[i]
 		if d.Health() == Down {
-			lastErr = ErrStalled
+			lastErr = d.stalled("write-back")
 			continue
+		}
+		if info, serr := s.mem.Stat(k); serr == nil && d.FSNeed(info.Size) > 0 {
+			s.makeRoomOn(i, info.Size) // before the writer is refused
 		}
 		w, opts, err := s.copyOut(s.mem, d, k)
 		if errors.Is(err, ErrCorrupt) {
@@ -101,6 +106,12 @@ func (s *Stack) writeBackOnce(k Key) error {
 		}
 		if err != nil {
 			lastErr = err
+			if errors.Is(err, ErrFull) && !retried {
+				retried = true
+				if info, serr := s.mem.Stat(k); serr == nil && s.makeRoomOn(i, info.Size+fsSlack) {
+					i--
+				}
+			}
 			continue
 		}
 		mu := s.keyLock(k)
@@ -125,6 +136,14 @@ func (s *Stack) writeBackOnce(k Key) error {
 		}
 		w.Abort()
 		lastErr = err
+		if errors.Is(err, ErrFull) && !retried {
+			// Make room on this tier (its least recently used files move
+			// down, or out of the last tier) before giving up on it.
+			retried = true
+			if info, serr := s.mem.Stat(k); serr == nil && s.makeRoomOn(i, info.Size) {
+				i--
+			}
+		}
 	}
 	return lastErr
 }

@@ -26,6 +26,12 @@ var (
 	ErrCorrupt = errors.New("corrupt block")
 	// ErrStalled: a directory did not answer within the tier's operation timeout.
 	ErrStalled = errors.New("tier stalled")
+	// ErrReadOnly: a directory tier's filesystem refused a write with
+	// EROFS; the tier is Down until its probe can write again.
+	ErrReadOnly = errors.New("tier is read-only")
+	// ErrTierFailed: a directory tier's filesystem failed a write with EIO;
+	// the tier is Down until its probe can write again.
+	ErrTierFailed = errors.New("tier failed a write")
 	// ErrClosed: the tier or stack was closed.
 	ErrClosed = errors.New("closed")
 )

@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"internal/faultfs": {},
 	"internal/lint":    {},
 	"internal/ratelog": {},
-	"integration":      {"hashdir", "hybrid"},
+	"integration":      {"hashdir", "hybrid", "internal/faultfs"},
 
 	// The mount benchmarks (test files and a doc) and their plotting tool.
 	"bench":              {"hashdir"},

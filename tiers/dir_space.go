@@ -1,0 +1,84 @@
+package tiers
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The room of a directory tier is the smaller of two: its capacity minus
+// what its index holds, and what its filesystem itself says is free
+// (statfs f_bavail), less a slack for directories, xattrs and the temp
+// file's own blocks. The index alone disagrees with the filesystem as
+// soon as anything else lives there, or as the filesystem's own metadata
+// grows, and a tier that believes it has room fails fsync with ENOSPC.
+//
+// statfs is asked at most every fsRefresh; in between, the bytes
+// committed since the last answer are taken off it.
+
+// fsSlack is kept free on a tier's filesystem beyond the file itself.
+const fsSlack = 256 << 10
+
+// fsRefresh is how old a statfs answer may be.
+const fsRefresh = 200 * time.Millisecond
+
+// fsSpace is a directory tier's view of its filesystem's free space.
+type fsSpace struct {
+	mu    sync.Mutex
+	at    time.Time // when free was asked; zero: never
+	free  int64     // f_bavail × f_bsize then, less what was committed since
+	known bool
+}
+
+// fsFree returns the free bytes of the tier's filesystem (ok false when
+// statfs fails: then only the index decides).
+func (t *DirTier) fsFree() (int64, bool) {
+	s := &t.space
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Since(s.at) < fsRefresh {
+		return s.free, s.known
+	}
+	var st unix.Statfs_t
+	err := t.do("statfs", func() error { return unix.Statfs(t.root, &st) }, nil)
+	s.at = time.Now()
+	s.known = err == nil
+	if s.known {
+		s.free = int64(st.Bavail) * st.Bsize
+	}
+	return s.free, s.known
+}
+
+// fsTake takes n bytes off the estimate of free space (a commit).
+func (t *DirTier) fsTake(n int64) {
+	s := &t.space
+	s.mu.Lock()
+	s.free -= n
+	s.mu.Unlock()
+}
+
+// fsForget drops the estimate: the next fsFree asks statfs (after a
+// removal, or when a write met ENOSPC).
+func (t *DirTier) fsForget() {
+	s := &t.space
+	s.mu.Lock()
+	s.at = time.Time{}
+	s.mu.Unlock()
+}
+
+// fsFull reports whether the filesystem lacks room for size more bytes.
+func (t *DirTier) fsFull(size int64) bool {
+	free, ok := t.fsFree()
+	return ok && free < size+fsSlack
+}
+
+// FSNeed returns how many bytes must be freed on the tier, by the index
+// and by its filesystem, before a file of size bytes fits; 0 when it fits.
+func (t *DirTier) FSNeed(size int64) int64 {
+	need := size - t.idx.room()
+	if free, ok := t.fsFree(); ok {
+		need = max(need, size+fsSlack-free)
+	}
+	return max(need, 0)
+}
