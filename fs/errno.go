@@ -54,6 +54,7 @@ var errnoRules = []errnoRule{
 	{errCrossDir, syscall.EXDEV},
 	{store.ErrImmutable, syscall.EPERM},
 	{store.ErrQuota, syscall.EDQUOT},
+	{store.ErrPendingFull, syscall.ENOSPC},
 	{store.ErrTooBig, syscall.EFBIG},
 	{store.ErrStopped, syscall.EROFS},
 	{store.ErrInvalid, syscall.EINVAL},

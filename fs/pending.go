@@ -86,6 +86,9 @@ func (s *fsState) startWrite(key tiers.Key, name string, staging bool, p proc, f
 	if s.Stopped() {
 		return nil, s.fail("create", key.Path(), fmt.Errorf("shutting down: %w", store.ErrStopped))
 	}
+	if err := s.AdmitPending(p.uid, 0); err != nil {
+		return nil, s.fail("create", key.Path(), err)
+	}
 	pw, err := s.createPending(key, staging)
 	if errors.Is(err, tiers.ErrExist) {
 		if flags&syscall.O_EXCL == 0 {
@@ -97,6 +100,7 @@ func (s *fsState) startWrite(key tiers.Key, name string, staging bool, p proc, f
 		return nil, s.fail("create", key.Path(), err)
 	}
 	s.WriteStarted(key)
+	s.PendingFile(pw.File(), p.uid)
 	ip := &inProgress{
 		s: s, key: key, owner: p, pw: pw, f: pw.File(), staging: staging,
 		tk:      progressKeyOf(key, name, staging, p),
@@ -158,6 +162,11 @@ func (h *writeHandle) Write(ctx context.Context, data []byte, off int64) (uint32
 	}
 	if off+int64(len(data)) > ip.s.MaxFileSize() {
 		return 0, ip.s.fail("write", ip.key.Path(), fmt.Errorf("%d bytes at %d pass the %d-byte limit: %w", len(data), off, ip.s.MaxFileSize(), store.ErrTooBig))
+	}
+	if grow := off + int64(len(data)) - ip.allocated(); grow > 0 {
+		if err := ip.s.AdmitPending(ip.owner.uid, grow); err != nil {
+			return 0, ip.s.fail("write", ip.key.Path(), err)
+		}
 	}
 	ip.s.daemonWrites.Add(1)
 	n, err := ip.f.WriteAt(data, off)
@@ -299,8 +308,18 @@ func (ip *inProgress) discard() {
 
 // end takes the file out of the table and ends its write.
 func (ip *inProgress) end() {
+	ip.s.PendingDone(ip.f)
 	ip.s.progress.drop(ip.tk, ip)
 	ip.s.WriteEnded(ip.key)
+}
+
+// allocated is the size of the file being written (0 when fstat fails).
+func (ip *inProgress) allocated() int64 {
+	fi, err := ip.f.Stat()
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 // fillAttr describes the file as its writers see it: mode 0644 while it

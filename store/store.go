@@ -27,6 +27,11 @@ type Options struct {
 	// and closes it after the stack, since the memory tier registers its
 	// mappings with it (tiers.MemConfig.Host).
 	GPU gpu.Device
+	// MaxPending bounds the bytes of the files being written, not yet
+	// published (pending_budget.go); 0: the memory tier's capacity,
+	// negative: no bound. MaxPendingPerUser is one user's share (0: all).
+	MaxPending        int64
+	MaxPendingPerUser int64
 }
 
 // Defaults of Options.
@@ -53,7 +58,7 @@ func (o *Options) setDefaults() {
 // pool and the counters. It returns Go errors only.
 //
 // Lock order: every mutex of a Store is a leaf (models.mu, hits.mu,
-// pending.mu, quotas.mu, reprKinds.mu, reprCache.mu): none is held while
+// pending.mu, budget.mu, quotas.mu, reprKinds.mu, reprCache.mu): none is held while
 // another is taken or while the stack is called. The exception is pins.mu,
 // held while the memory tier's pin flag of a key changes, so that the flag
 // and the table agree (pins.go); it is taken before the stack's locks and
@@ -66,6 +71,7 @@ type Store struct {
 	models   modelSet
 	hits     hitTable
 	pending  pendingSet
+	budget   pendingBudget // bytes of the files being written
 	quotas   quotaTable
 	tierIO   []tierIO   // bytes clients moved, per tier (0 memory, then dirs)
 	prefetch prefetcher // the promotion pool
@@ -108,6 +114,10 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	s.pins.init()
 	s.reprKinds.init()
 	s.reprCache = newReprCache(opts.ReprCache)
+	s.budget.max, s.budget.perUser = opts.MaxPending, opts.MaxPendingPerUser
+	if s.budget.max == 0 {
+		s.budget.max = st.Tiers()[tiers.Memory].Usage.Capacity
+	}
 	s.seedModels()
 	return s, nil
 }

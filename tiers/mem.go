@@ -14,6 +14,11 @@ import (
 type MemConfig struct {
 	// Capacity is the most bytes of files the tier holds (required, > 0).
 	Capacity int64
+	// Pending is the room, beyond Capacity, the tier's private tmpfs
+	// keeps for files being written (PendingWrites): the tmpfs is sized
+	// Capacity+Pending, so the kernel fails a write past it with ENOSPC,
+	// passthrough writes included. 0: the tmpfs default (half the RAM).
+	Pending int64
 	// Dir is the RAM-backed parent of the tier's private directory
 	// (default /dev/shm).
 	Dir string
@@ -100,7 +105,7 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 	var root string
 	var lockf *os.File
 	if cfg.Private != PrivateOff {
-		root, lockf, err = privateTmpfs(cfg.Dir)
+		root, lockf, err = privateTmpfs(cfg.Dir, tmpfsSize(cfg))
 		if err != nil {
 			log.Info("memory tier: no private tmpfs, using a directory instead", "dir", cfg.Dir, "reason", err)
 		} else {

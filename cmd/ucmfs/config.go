@@ -29,6 +29,8 @@ type mountConfig struct {
 	EntryTTL        time.Duration // kernel cache of published entries and attrs
 	NegativeTTL     time.Duration // kernel cache of misses
 	MaxFileSize     int64         // largest block file accepted, bytes
+	MaxPending      int64         // bytes of files being written (0: the memory tier's size)
+	MaxPendingUser  int64         // one user's share of MaxPending (0: all of it)
 	LogLevel        slog.Level
 	LogFormat       string            // text or json
 	Debug           bool              // log every FUSE request
@@ -92,6 +94,8 @@ type fileConfig struct {
 	EntryTTL        *time.Duration `yaml:"entry_ttl"`
 	NegativeTTL     *time.Duration `yaml:"negative_ttl"`
 	MaxFileSize     *byteSize      `yaml:"max_file_size"`
+	MaxPending      *byteSize      `yaml:"max_pending"`
+	MaxPendingUser  *byteSize      `yaml:"max_pending_per_user"`
 	LogLevel        *string        `yaml:"log_level"`
 	LogFormat       *string        `yaml:"log_format"`
 	Debug           *bool          `yaml:"debug"`
@@ -185,6 +189,8 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 	}
 	set(&cfg.Memory, fc.Memory)
 	set(&cfg.MaxFileSize, fc.MaxFileSize)
+	set(&cfg.MaxPending, fc.MaxPending)
+	set(&cfg.MaxPendingUser, fc.MaxPendingUser)
 	for dst, v := range map[*bool]*bool{&cfg.WriteThrough: fc.WriteThrough, &cfg.AllowOther: fc.AllowOther,
 		&cfg.Passthrough: fc.Passthrough, &cfg.Debug: fc.Debug} {
 		if v != nil {

@@ -29,6 +29,8 @@ type printedConfig struct {
 	EntryTTL        string        `yaml:"entry_ttl"`
 	NegativeTTL     string        `yaml:"negative_ttl"`
 	MaxFileSize     string        `yaml:"max_file_size"`
+	MaxPending      string        `yaml:"max_pending"`
+	MaxPendingUser  string        `yaml:"max_pending_per_user"`
 	LogLevel        string        `yaml:"log_level"`
 	LogFormat       string        `yaml:"log_format"`
 	Debug           bool          `yaml:"debug"`
@@ -52,6 +54,7 @@ func printConfig(w io.Writer, cfg mountConfig) error {
 		Memory: exactSize(cfg.Memory), MemoryDir: cfg.MemoryDir, Tiers: []printedTier{},
 		WriteThrough: cfg.WriteThrough, AllowOther: cfg.AllowOther, Passthrough: cfg.Passthrough,
 		EntryTTL: cfg.EntryTTL.String(), NegativeTTL: cfg.NegativeTTL.String(), MaxFileSize: exactSize(cfg.MaxFileSize),
+		MaxPending: exactSize(cfg.MaxPending), MaxPendingUser: exactSize(cfg.MaxPendingUser),
 		LogLevel: strings.ToLower(cfg.LogLevel.String()), LogFormat: cfg.LogFormat, Debug: cfg.Debug,
 		ShutdownTimeout: cfg.ShutdownTimeout.String(), ControlGroup: cfg.ControlGroup, MetricsAddr: cfg.MetricsAddr,
 		GPU: cfg.GPU, ReprKind: reprString(cfg.Repr),

@@ -102,6 +102,10 @@ func fuseFlags() []cli.Flag {
 			Usage: "how long (`DURATION`) the kernel caches published entries and attributes"},
 		&cli.StringFlag{Name: "max-file-size", Category: catFUSE, Value: "1GiB",
 			Usage: "largest block file accepted (`SIZE`); larger writes fail"},
+		&cli.StringFlag{Name: "max-pending", Category: catFUSE, Value: "0",
+			Usage: "bytes (`SIZE`) of files being written, not yet published, in all (0: the memory tier's size); past it a create or write fails with ENOSPC"},
+		&cli.StringFlag{Name: "max-pending-per-user", Category: catFUSE, Value: "0",
+			Usage: "one user's share (`SIZE`) of --max-pending (0: all of it); past it EDQUOT"},
 	}
 }
 
@@ -151,7 +155,8 @@ func mountConfigFrom(cmd *cli.Command) (mountConfig, error) {
 
 // applyFlags overlays the flags the user set onto cfg.
 func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
-	for name, dst := range map[string]*int64{"memory": &cfg.Memory, "max-file-size": &cfg.MaxFileSize} {
+	for name, dst := range map[string]*int64{"memory": &cfg.Memory, "max-file-size": &cfg.MaxFileSize,
+		"max-pending": &cfg.MaxPending, "max-pending-per-user": &cfg.MaxPendingUser} {
 		if cmd.IsSet(name) {
 			n, err := parseSize(cmd.String(name))
 			if err != nil {
@@ -242,6 +247,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	life.stack = st
 	core, err := store.New(st, store.Options{
 		MaxFileSize: cfg.MaxFileSize, Logger: log, Repr: cfg.Repr, GPU: dev,
+		MaxPending: cfg.MaxPending, MaxPendingPerUser: cfg.MaxPendingUser,
 	})
 	if err != nil {
 		closeStack(st, cfg.ShutdownTimeout, log)
@@ -278,7 +284,7 @@ func buildStack(cfg mountConfig, log *slog.Logger, host tiers.HostRegistrar) (*t
 		dirs = append(dirs, tiers.DirConfig{Kind: t.Kind, Dir: t.Dir, Capacity: t.Size})
 	}
 	st, err := tiers.New(tiers.StackConfig{WriteThrough: cfg.WriteThrough, Logger: log},
-		tiers.MemConfig{Capacity: cfg.Memory, Dir: cfg.MemoryDir, Host: host}, dirs...)
+		tiers.MemConfig{Capacity: cfg.Memory, Dir: cfg.MemoryDir, Host: host, Pending: pendingBound(cfg)}, dirs...)
 	var te *tiers.TierError
 	switch {
 	case errors.As(err, &te) && te.ID == tiers.Memory:
@@ -287,6 +293,16 @@ func buildStack(cfg mountConfig, log *slog.Logger, host tiers.HostRegistrar) (*t
 		return nil, fmt.Errorf("tier %s: %w", cfg.Tiers[te.ID-1], te.Err)
 	}
 	return st, err
+}
+
+// pendingBound is the room the memory tier's filesystem keeps, beyond its
+// capacity, for the files being written (--max-pending, by default the
+// memory tier's size).
+func pendingBound(cfg mountConfig) int64 {
+	if cfg.MaxPending > 0 {
+		return cfg.MaxPending
+	}
+	return cfg.Memory
 }
 
 // prepareTierDir creates a missing nvme tier directory. A shared (nfs,

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// ErrPendingFull: the data being written (files not yet published) has
+// reached the mount's budget for it (ENOSPC).
+var ErrPendingFull = errors.New("too much data being written")
+
+// Files being written are temp files of the memory tier (RAM) that no
+// budget of the tier counted: six open files of 200 MiB each took 1.2 GiB
+// of a mount whose memory tier is 64 MiB. The pending budget bounds them:
+//
+//   - MaxPending bytes in all (default: the memory tier's capacity), and
+//     MaxPendingPerUser for the files of one user (default: all of it);
+//   - what counts is what the files hold in memory now (their allocated
+//     blocks, fstat), summed when a file is created or the daemon writes
+//     into one (without passthrough);
+//   - past the budget, creating a file or writing into one fails with
+//     ErrPendingFull (ENOSPC), past a user's share with ErrQuota (EDQUOT).
+//     Nothing published is touched: the refusal is the writer's.
+//
+// With passthrough the kernel writes the files directly, so the daemon
+// sees no write: a file is checked when it is created, and the memory
+// tier's private tmpfs is sized to its capacity plus MaxPending, so the
+// kernel itself fails a write past that with ENOSPC (tiers.MemConfig).
+
+// pendingBudget tracks the files being written, by user.
+type pendingBudget struct {
+	max, perUser int64
+
+	mu    sync.Mutex
+	files map[*os.File]uint32 // open temp files and their writers' uid
+}
+
+// PendingFile registers f, a file uid is writing; PendingDone ends it.
+func (s *Store) PendingFile(f *os.File, uid uint32) {
+	b := &s.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.files == nil {
+		b.files = make(map[*os.File]uint32)
+	}
+	b.files[f] = uid
+}
+
+// PendingDone forgets f (published or discarded).
+func (s *Store) PendingDone(f *os.File) {
+	b := &s.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.files, f)
+}
+
+// AdmitPending checks that uid may add grow bytes to the data being
+// written: ErrPendingFull past the mount's budget, ErrQuota past the
+// user's share.
+func (s *Store) AdmitPending(uid uint32, grow int64) error {
+	b := &s.budget
+	if b.max <= 0 {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var total, mine int64
+	for f, owner := range b.files {
+		var st syscall.Stat_t
+		if syscall.Fstat(int(f.Fd()), &st) != nil {
+			continue // closed meanwhile
+		}
+		n := max(st.Blocks*512, st.Size)
+		total += n
+		if owner == uid {
+			mine += n
+		}
+	}
+	if b.perUser > 0 && mine+grow > b.perUser {
+		return fmt.Errorf("uid %d writes %d bytes not yet published, its share is %d: %w", uid, mine, b.perUser, ErrQuota)
+	}
+	if total+grow > b.max {
+		return fmt.Errorf("%d bytes being written, the budget is %d: %w", total, b.max, ErrPendingFull)
+	}
+	return nil
+}
