@@ -53,6 +53,7 @@ var errnoRules = []errnoRule{
 	{errOtherNS, syscall.ENOTSUP},
 	{errCrossDir, syscall.EXDEV},
 	{store.ErrImmutable, syscall.EPERM},
+	{store.ErrNotOwner, syscall.EPERM},
 	{store.ErrQuota, syscall.EDQUOT},
 	{store.ErrPendingFull, syscall.ENOSPC},
 	{store.ErrTooBig, syscall.EFBIG},

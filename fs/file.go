@@ -106,7 +106,7 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 		}
 		return n.s.fail("getattr", n.key.Path(), err)
 	}
-	n.s.fileAttr(&out.Attr, bi.Size, bi.MTime, publishedPerm)
+	n.s.blockAttr(&out.Attr, bi.Size, bi.MTime, n.key.Model)
 	out.SetTimeout(n.s.opts.EntryTTL)
 	return 0
 }

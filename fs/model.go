@@ -47,7 +47,7 @@ func (m *modelNode) OnForget() {
 
 // Getattr describes the model directory.
 func (m *modelNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	m.s.dirAttr(&out.Attr, 2+256)
+	m.s.modelAttr(&out.Attr, 2+256, m.model)
 	out.SetTimeout(m.s.opts.EntryTTL)
 	return 0
 }
@@ -64,7 +64,7 @@ func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	ch := newChild(ctx, &m.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
 		return newShardNode(m.s, m.model, sh, ino)
 	})
-	m.s.dirAttr(&out.Attr, 2)
+	m.s.modelAttr(&out.Attr, 2, m.model)
 	ttl(out, m.s.opts.EntryTTL)
 	return ch, 0
 }

@@ -89,6 +89,8 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 			MaxBackground:        64,
 			DisableSplice:        true,
 			IgnoreSecurityLabels: true,
+			// The kernel checks owners and modes (fs/owner.go).
+			Options: []string{"default_permissions"},
 			MaxStackDepth:        2,
 			Debug:                s.opts.Debug,
 			Logger:               goLogger(s.log, s.opts.Debug, slog.LevelInfo),

@@ -328,7 +328,7 @@ func (ip *inProgress) fillAttr(a *fuse.Attr) {
 	ip.mu.RLock()
 	defer ip.mu.RUnlock()
 	if ip.done {
-		ip.s.fileAttr(a, ip.size, ip.mtime, publishedPerm)
+		ip.s.blockAttr(a, ip.size, ip.mtime, ip.key.Model)
 		return
 	}
 	var size int64

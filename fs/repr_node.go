@@ -30,7 +30,7 @@ func (d *shardNode) derivedEntry(ctx context.Context, key tiers.Key, size int64,
 	ch := newChild(ctx, &d.Inode, key.FileName(), ino, syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return newStoredNode(d.s, key, ino)
 	})
-	d.s.fileAttr(&out.Attr, size, mtime, publishedPerm)
+	d.s.blockAttr(&out.Attr, size, mtime, key.Model)
 	ttl(out, 0)
 	return ch
 }
@@ -44,7 +44,7 @@ func (n *reprFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 			return n.s.fail("getattr", n.key.Path(), err)
 		}
 		if ok {
-			n.s.fileAttr(&out.Attr, size, mtime, publishedPerm)
+			n.s.blockAttr(&out.Attr, size, mtime, n.key.Model)
 			out.SetTimeout(0)
 			return 0
 		}

@@ -47,6 +47,9 @@ func (r *rootNode) OnAdd(ctx context.Context) {
 // Getattr describes the root directory.
 func (r *rootNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	r.s.dirAttr(&out.Attr, 3)
+	if r.s.opts.AllowOther {
+		out.Mode = syscall.S_IFDIR | rootSharedPerm
+	}
 	out.SetTimeout(r.s.opts.EntryTTL)
 	return 0
 }
@@ -76,7 +79,7 @@ func (r *rootNode) modelInode(ctx context.Context, name string, out *fuse.EntryO
 	ch := newChild(ctx, &r.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
 		return newModelNode(r.s, name, ino)
 	})
-	r.s.dirAttr(&out.Attr, 2+256)
+	r.s.modelAttr(&out.Attr, 2+256, name)
 	ttl(out, r.s.opts.EntryTTL)
 	return ch
 }
@@ -107,6 +110,10 @@ func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	}
 	if r.s.ModelExists(name) {
 		return nil, errnoExists
+	}
+	c := callerProc(ctx)
+	if err := r.s.SetModelOwner(name, store.ModelOwner{Uid: c.uid, Gid: c.gid, Mode: mode & 0o7777}); err != nil {
+		return nil, r.s.fail("mkdir", name, err)
 	}
 	r.s.AddModel(name)
 	return r.modelInode(ctx, name, out), 0

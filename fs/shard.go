@@ -65,7 +65,7 @@ func (d *shardNode) key(name string) (tiers.Key, error) {
 
 // Getattr describes the shard directory.
 func (d *shardNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	d.s.dirAttr(&out.Attr, 2)
+	d.s.modelAttr(&out.Attr, 2, d.model)
 	out.SetTimeout(d.s.opts.EntryTTL)
 	return 0
 }
@@ -114,7 +114,7 @@ func (d *shardNode) fileInode(ctx context.Context, key tiers.Key, bi tiers.Block
 	ch := newChild(ctx, &d.Inode, key.FileName(), ino, syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return newStoredNode(d.s, key, ino)
 	})
-	d.s.fileAttr(&out.Attr, bi.Size, bi.MTime, publishedPerm)
+	d.s.blockAttr(&out.Attr, bi.Size, bi.MTime, key.Model)
 	ttl(out, d.s.opts.EntryTTL)
 	return ch
 }

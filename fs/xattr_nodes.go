@@ -264,11 +264,17 @@ func (m *modelNode) Getxattr(ctx context.Context, attr string, dest []byte) (uin
 // Setxattr writes user.ucm.quota (bytes, 0 = none) and user.ucm.repr_kind
 // (the kind of sidecar derived; "default" takes the mount's).
 func (m *modelNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	if errno := m.s.checkModelOwner(ctx, m.model, attr); errno != 0 {
+		return errno
+	}
 	return m.s.setxattr(m.xattrs(), m.model, attr, data)
 }
 
 // Removexattr is refused: the attributes always exist.
 func (m *modelNode) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	if errno := m.s.checkModelOwner(ctx, m.model, attr); errno != 0 {
+		return errno
+	}
 	return m.s.removexattr(m.xattrs(), m.model, attr)
 }
 

@@ -58,7 +58,7 @@ func (o *Options) setDefaults() {
 // pool and the counters. It returns Go errors only.
 //
 // Lock order: every mutex of a Store is a leaf (models.mu, hits.mu,
-// pending.mu, budget.mu, quotas.mu, reprKinds.mu, reprCache.mu): none is held while
+// pending.mu, budget.mu, owners.mu, quotas.mu, reprKinds.mu, reprCache.mu): none is held while
 // another is taken or while the stack is called. The exception is pins.mu,
 // held while the memory tier's pin flag of a key changes, so that the flag
 // and the table agree (pins.go); it is taken before the stack's locks and
@@ -72,6 +72,7 @@ type Store struct {
 	hits     hitTable
 	pending  pendingSet
 	budget   pendingBudget // bytes of the files being written
+	owners   ownerTable    // who owns each model (owners.go)
 	quotas   quotaTable
 	tierIO   []tierIO   // bytes clients moved, per tier (0 memory, then dirs)
 	prefetch prefetcher // the promotion pool

@@ -1,0 +1,92 @@
+package fs
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/store"
+)
+
+// Ownership and permissions (docs/semantics.md, "Owners"). The kernel
+// checks them (the mount has default_permissions) against the attributes
+// given here:
+//
+//   - the root is the daemon's, 0755; with allow_other it is 01777 (like
+//     /tmp: anyone may make a model, only a model's owner or root may
+//     remove it);
+//   - a model directory and its shard directories belong to the model's
+//     owner (store.ModelOwner: who made it) with the mode mkdir asked for,
+//     so creating, unlinking and publishing in a model need write
+//     permission on it, and reading its blocks search permission;
+//   - a published block or sidecar belongs to the model's owner, mode 0444
+//     masked by the model's read bits; a file being written belongs to the
+//     process writing it, 0644;
+//   - the control files are the daemon's, as before (control_access.go).
+
+// rootSharedPerm is the root's mode on an allow_other mount.
+const rootSharedPerm = 0o1777
+
+// modelAttr fills the attributes of model's directory or of one of its
+// shard directories.
+func (s *fsState) modelAttr(a *fuse.Attr, nlink uint32, model string) {
+	s.dirAttr(a, nlink)
+	o := s.ModelOwner(model)
+	a.Mode = syscall.S_IFDIR | o.Mode
+	a.Owner = fuse.Owner{Uid: o.Uid, Gid: o.Gid}
+}
+
+// blockAttr fills the attributes of a published file of model.
+func (s *fsState) blockAttr(a *fuse.Attr, size int64, mtime time.Time, model string) {
+	o := s.ModelOwner(model)
+	s.fileAttr(a, size, mtime, publishedPerm&(o.Mode|0o7000)&0o444)
+	a.Owner = fuse.Owner{Uid: o.Uid, Gid: o.Gid}
+}
+
+// Setattr of a model directory: chmod by its owner or root, chown to
+// another user by root, chgrp by its owner (to a group the kernel lets it
+// choose) or root, kept across restarts; new times change nothing. The
+// kernel checked the caller first (default_permissions); the same rules
+// are applied here, so they hold without it.
+func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if _, ok := in.GetSize(); ok {
+		return m.s.fail("setattr", m.model, store.ErrImmutable)
+	}
+	c := callerProc(ctx)
+	o := m.s.ModelOwner(m.model)
+	next := o
+	if mode, ok := in.GetMode(); ok {
+		next.Mode = mode & 0o7777
+	}
+	if uid, ok := in.GetUID(); ok {
+		next.Uid = uid
+	}
+	if gid, ok := in.GetGID(); ok {
+		next.Gid = gid
+	}
+	if next != o {
+		if err := m.s.CheckOwner(m.model, c.uid); err != nil {
+			return m.s.fail("setattr", m.model, err)
+		}
+		if next.Uid != o.Uid && c.uid != 0 {
+			return m.s.fail("chown", m.model, fmt.Errorf("only root gives a model away: %w", store.ErrNotOwner))
+		}
+		if err := m.s.SetModelOwner(m.model, next); err != nil {
+			return m.s.fail("setattr", m.model, err)
+		}
+	}
+	m.s.modelAttr(&out.Attr, 2+256, m.model)
+	return 0
+}
+
+// checkModelOwner refuses a change of model's settings (its xattrs) by
+// anyone but its owner or root.
+func (s *fsState) checkModelOwner(ctx context.Context, model, attr string) syscall.Errno {
+	if err := s.CheckOwner(model, callerProc(ctx).uid); err != nil {
+		return s.fail("setxattr", model+" "+attr, err)
+	}
+	return 0
+}

@@ -1,0 +1,99 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestOwnersSecondUser replays, as a second local user against a root
+// daemon with --allow-other, what that user could do to others' data, and
+// checks every rule of model ownership (fs/owner.go), across a restart.
+func TestOwnersSecondUser(t *testing.T) {
+	u := newLocalUser(t)
+	dir := sharedDir(t)
+	mnt, tier := filepath.Join(dir, "mnt"), filepath.Join(dir, "tier")
+	os.Mkdir(mnt, 0o755)
+	d := mountUCM(t, mountOpts{Mnt: mnt, Tier: tier, Args: []string{"--allow-other"}})
+
+	// Root's models: one open to read (0755), one private (0700).
+	ids := testIDs("owners", 4)
+	for _, m := range []string{"rootm", "private"} {
+		if err := os.Mkdir(d.path(m), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.Mkdir(d.path(m, ids[0][:2]), 0o755)
+		if err := writeVerdict(blockPath(d.Mnt, m, ids[0]), goodBlock(ids[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(d.path("private"), 0o700); err != nil {
+		t.Fatalf("chmod by root: %v", err)
+	}
+	// A block file the user can copy in.
+	src := filepath.Join(dir, "block")
+	os.WriteFile(src, goodBlock(ids[1]), 0o644)
+
+	refused := func(what, script string) {
+		t.Helper()
+		if out, err := u.run(script); err == nil {
+			t.Errorf("%s: allowed to %s\n%s", what, u.Name, out)
+		}
+	}
+	refused("rm -rf of root's model", "rm -rf "+d.path("rootm"))
+	refused("setfattr quota on root's model", "setfattr -n user.ucm.quota -v 1 "+d.path("rootm"))
+	refused("setfattr repr_kind on root's model", "setfattr -n user.ucm.repr_kind -v max "+d.path("rootm"))
+	refused("a block created in root's model", "cp "+src+" "+blockPath(d.Mnt, "rootm", ids[1]))
+	refused("chmod of root's model", "chmod 777 "+d.path("rootm"))
+	refused("chown of root's model", "chown "+u.Name+" "+d.path("rootm"))
+	refused("reading a block of a 0700 model", "cat "+blockPath(d.Mnt, "private", ids[0])+" >/dev/null")
+	if _, err := os.Stat(blockPath(d.Mnt, "rootm", ids[0])); err != nil {
+		t.Errorf("root's block after the attempts: %v", err)
+	}
+	if q, _ := getxattr(d.path("rootm"), "user.ucm.quota"); q != "0" && q != "" {
+		t.Errorf("root's quota is %q", q)
+	}
+	u.must(t, "cat "+blockPath(d.Mnt, "rootm", ids[0])+" >/dev/null") // 0755: readable
+
+	// The user's own model: its owner, mkdir's mode with the umask.
+	own := d.path("userm")
+	u.must(t, "umask 027 && mkdir "+own+" && mkdir -p "+own+"/"+ids[1][:2]+" && cp "+src+" "+blockPath(d.Mnt, "userm", ids[1]))
+	checkOwner := func(when string, mode uint32) {
+		t.Helper()
+		var st syscall.Stat_t
+		if err := syscall.Stat(own, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != u.Uid || st.Gid != u.Gid || st.Mode&0o7777 != mode {
+			t.Errorf("%s: model owned by %d:%d mode %o, want %d:%d %o", when, st.Uid, st.Gid, st.Mode&0o7777, u.Uid, u.Gid, mode)
+		}
+		if err := syscall.Stat(blockPath(d.Mnt, "userm", ids[1]), &st); err != nil || st.Uid != u.Uid {
+			t.Errorf("%s: its block: %v, uid %d", when, err, st.Uid)
+		}
+	}
+	checkOwner("after mkdir", 0o750)
+	u.must(t, "setfattr -n user.ucm.quota -v 1073741824 "+own+" && chmod 0700 "+own)
+	checkOwner("after chmod", 0o700)
+	refused("root's data read through another's model", "cat "+blockPath(d.Mnt, "private", ids[0]))
+
+	// Kept across a restart.
+	if code := d.stop(); code != 0 {
+		t.Fatalf("stop: exit %d", code)
+	}
+	d = mountUCM(t, mountOpts{Mnt: mnt, Tier: tier, Args: []string{"--allow-other"}})
+	checkOwner("after a restart", 0o700)
+	refused("setfattr quota on root's model after a restart", "setfattr -n user.ucm.quota -v 1 "+d.path("rootm"))
+	if out := u.must(t, "setfattr -n user.ucm.quota -v 1073741824 "+own+" && getfattr --only-values -n user.ucm.quota "+own+" 2>/dev/null"); !strings.HasPrefix(out, "1073741824") {
+		t.Errorf("the owner's quota: %q", out)
+	}
+	// Root may change anyone's model; the user may remove its own.
+	if err := os.Chmod(own, 0o755); err != nil {
+		t.Errorf("chmod by root: %v", err)
+	}
+	u.must(t, "rm -rf "+own)
+	if _, err := os.Stat(own); !os.IsNotExist(err) {
+		t.Errorf("the user's model after its rm -rf: %v", err)
+	}
+}
