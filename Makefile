@@ -14,7 +14,7 @@ HELPERDIR ?= /sbin
 MANDIR    ?= $(PREFIX)/share/man
 UNITDIR   ?= $(PREFIX)/lib/systemd/system
 
-.PHONY: build test bench lint run clean install uninstall
+.PHONY: build test fuzz bench lint run clean install uninstall
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ucmfs
@@ -23,6 +23,20 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+
+# Fuzz every target for FUZZTIME (seed corpora in each package's
+# testdata/fuzz/; what a run finds new stays in the Go cache). CI runs it
+# after the tests: about 10 targets x FUZZTIME.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := hashdir:FuzzDecodeBlockHeader hashdir:FuzzDecodeReprHeader \
+	control:FuzzLookup control:FuzzPrefetch control:FuzzFlush control:FuzzGPU control:FuzzTopk \
+	sparse:FuzzDerive sparse:FuzzBuilderAdd
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; fn=$${t#*:}; \
+	  echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$pkg/ || exit 1; \
+	done
 
 # Benchmarks: every ratio is against a baseline measured in the same run.
 # First every package's Go benchmarks (storage core, in-process FUSE),
