@@ -62,12 +62,7 @@ func (s *Store) ModelOwner(model string) ModelOwner {
 	} else if !errors.Is(err, tiers.ErrNotFound) {
 		return o // the tier did not answer: ask again next time
 	}
-	t.mu.Lock()
-	if t.m == nil {
-		t.m = make(map[string]ModelOwner)
-	}
-	t.m[model] = o
-	t.mu.Unlock()
+	t.put(model, o)
 	return o
 }
 
@@ -77,14 +72,18 @@ func (s *Store) SetModelOwner(model string, o ModelOwner) error {
 	if err := s.stack.SaveModelRecord(model, ownerRecord, fmt.Appendf(nil, "%d %d %o\n", o.Uid, o.Gid, o.Mode)); err != nil {
 		return err
 	}
-	t := &s.owners
+	s.owners.put(model, o)
+	return nil
+}
+
+// put caches model's owner.
+func (t *ownerTable) put(model string, o ModelOwner) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.m == nil {
 		t.m = make(map[string]ModelOwner)
 	}
 	t.m[model] = o
-	t.mu.Unlock()
-	return nil
 }
 
 // forgetOwner drops model's owner (the model was removed).
