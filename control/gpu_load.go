@@ -214,6 +214,9 @@ func (it *loadItem) span(hdr []byte, size int64) error {
 	case partPayload:
 		it.off, it.n = hashdir.HeaderSize, payload
 	case partLayers:
+		if h.Opaque() {
+			return reqErr(ErrInvalid, "layers %d-%d: the block is opaque: it has no layer layout", it.first, it.last)
+		}
 		if it.last >= h.NumLayers {
 			return reqErr(ErrInvalid, "layers %d-%d: the block has %d layers", it.first, it.last, h.NumLayers)
 		}
