@@ -38,6 +38,7 @@ type mountConfig struct {
 	ControlGroup    string            // group (name or gid) that may use the control files; "": owner only
 	MetricsAddr     string            // HOST:PORT of the Prometheus metrics; "": off
 	GPU             string            // device of .ucm/gpu: auto, cuda, sim or off
+	GPUSocket       string            // socket passing VMM descriptors; "": the default (gpuSocketPath), "off": none
 	Repr            store.ReprSetting // sidecar kind derived for models without their own (zero: mean)
 }
 
@@ -99,6 +100,7 @@ type fileConfig struct {
 	ControlGroup    *string        `yaml:"control_group"`
 	MetricsAddr     *string        `yaml:"metrics_addr"`
 	GPU             *string        `yaml:"gpu"`
+	GPUSocket       *string        `yaml:"gpu_socket"`
 	ReprKind        *string        `yaml:"repr_kind"`
 }
 
@@ -163,7 +165,7 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 		}
 	}
 	for dst, v := range map[*string]*string{&cfg.MemoryDir: fc.MemoryDir, &cfg.ControlGroup: fc.ControlGroup,
-		&cfg.MetricsAddr: fc.MetricsAddr, &cfg.GPU: fc.GPU} {
+		&cfg.MetricsAddr: fc.MetricsAddr, &cfg.GPU: fc.GPU, &cfg.GPUSocket: fc.GPUSocket} {
 		if v != nil {
 			*dst = *v
 		}

@@ -238,6 +238,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
 		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL,
 		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup,
+		GPUSocket: gpuSocketPath(cfg, dev, log),
 	})
 	if err != nil {
 		core.Close()
