@@ -4,33 +4,43 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/gpu"
+	"github.com/ucmfs/ucmfs/gpu/engine"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"golang.org/x/sys/unix"
 )
 
+var (
+	fakeOnce sync.Once
+	fakeLib  string
+	fakeErr  error
+)
+
 // fakeCUDA builds the gpu package's stand-in CUDA driver
 // (gpu/testdata/fakecuda.c: device memory is a shared-memory file whose
-// path the IPC handle carries) and returns its path; it skips the test
-// where no C compiler is installed.
-func fakeCUDA(t *testing.T) string {
+// path the IPC handle carries) once per test binary, with
+// engine.BuildStandIn, and returns its path; it skips the test where no
+// C compiler is installed (CI has one: there these tests run).
+func fakeCUDA(t testing.TB) string {
 	t.Helper()
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		if cc, err = exec.LookPath("gcc"); err != nil {
-			t.Skip("no C compiler (cc or gcc) to build the stand-in CUDA driver gpu/testdata/fakecuda.c")
+	fakeOnce.Do(func() {
+		var dir string
+		if dir, fakeErr = os.MkdirTemp("", "ucmfs-fs-fakecuda-"); fakeErr == nil {
+			fakeLib, fakeErr = engine.BuildStandIn("../gpu/testdata/fakecuda.c", dir)
 		}
+	})
+	if errors.Is(fakeErr, engine.ErrNoCompiler) {
+		t.Skip("no C compiler (cc or gcc) to build the stand-in CUDA driver gpu/testdata/fakecuda.c")
 	}
-	lib := filepath.Join(t.TempDir(), "libfakecuda.so")
-	if out, err := exec.Command(cc, "-shared", "-fPIC", "-pthread", "-O1", "-o", lib, "../gpu/testdata/fakecuda.c").CombinedOutput(); err != nil {
-		t.Fatalf("build fakecuda.c: %v\n%s", err, out)
+	if fakeErr != nil {
+		t.Fatal(fakeErr)
 	}
-	return lib
+	return fakeLib
 }
 
 // fakeHandle is the stand-in driver's IPC handle of the memory in the

@@ -39,6 +39,7 @@ type mountConfig struct {
 	MetricsAddr     string            // HOST:PORT of the Prometheus metrics; "": off
 	GPU             string            // device of .ucm/gpu: auto, cuda, sim or off
 	GPUSocket       string            // socket passing VMM descriptors; "": the default (gpuSocketPath), "off": none
+	CUDALibrary     string            // the CUDA driver library; "": libcuda.so.1
 	Repr            store.ReprSetting // sidecar kind derived for models without their own (zero: mean)
 }
 
@@ -101,6 +102,7 @@ type fileConfig struct {
 	MetricsAddr     *string        `yaml:"metrics_addr"`
 	GPU             *string        `yaml:"gpu"`
 	GPUSocket       *string        `yaml:"gpu_socket"`
+	CUDALibrary     *string        `yaml:"cuda_library"`
 	ReprKind        *string        `yaml:"repr_kind"`
 }
 
@@ -165,7 +167,8 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 		}
 	}
 	for dst, v := range map[*string]*string{&cfg.MemoryDir: fc.MemoryDir, &cfg.ControlGroup: fc.ControlGroup,
-		&cfg.MetricsAddr: fc.MetricsAddr, &cfg.GPU: fc.GPU, &cfg.GPUSocket: fc.GPUSocket} {
+		&cfg.MetricsAddr: fc.MetricsAddr, &cfg.GPU: fc.GPU, &cfg.GPUSocket: fc.GPUSocket,
+		&cfg.CUDALibrary: fc.CUDALibrary} {
 		if v != nil {
 			*dst = *v
 		}

@@ -34,13 +34,14 @@ func checkGPU(mode string) error {
 	return nil
 }
 
-// openGPU opens the device mode asks for; off gives none (nil). The
+// openGPU opens the device mode asks for, loading the CUDA driver from
+// library ("": libcuda.so.1); off gives none (nil). The
 // device logs which one it is and why.
-func openGPU(mode string, log *slog.Logger) (gpu.Device, error) {
+func openGPU(mode, library string, log *slog.Logger) (gpu.Device, error) {
 	if mode == "off" {
 		return nil, nil
 	}
-	dev, err := gpu.Open(gpu.Config{Mode: mode, Logger: log})
+	dev, err := gpu.Open(gpu.Config{Mode: mode, Library: library, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("--gpu %s: %w (--gpu sim or --gpu off run without a GPU)", mode, err)
 	}

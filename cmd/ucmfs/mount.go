@@ -213,7 +213,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		return err
 	}
 	defer metrics.close()
-	dev, err := openGPU(cfg.GPU, log)
+	dev, err := openGPU(cfg.GPU, cfg.CUDALibrary, log)
 	if err != nil {
 		return err
 	}

@@ -47,11 +47,14 @@ func (w lockedWriter) Write(b []byte) (int, error) {
 
 // Start runs exe, which must call Main when EnvKind is set (a test
 // binary re-executed, or a command), with env added to this process's
-// environment, and waits for its ready line. dir keeps its plan files.
-func Start(exe, dir string, env ...string) (*Proc, error) {
+// environment and files inherited as descriptors 3 and up (say, its own
+// descriptor of .ucm/gpu, which then dies with it), and waits for its
+// ready line. dir keeps its plan files.
+func Start(exe, dir string, files []*os.File, env ...string) (*Proc, error) {
 	p := &Proc{dir: dir}
 	p.cmd = exec.Command(exe)
 	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.ExtraFiles = files
 	p.cmd.Stderr = lockedWriter{p}
 	var err error
 	if p.in, err = p.cmd.StdinPipe(); err != nil {
