@@ -268,3 +268,29 @@ func TestGPUEngineSim(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGPUPythonPassFD: the Python client passes its sim region's
+// descriptor over MNT/.ucm/gpu.sock (ucmcli gpu --pass-fd: GPU.pass_fd,
+// GPU.register_vmm) and loads into it.
+func TestGPUPythonPassFD(t *testing.T) {
+	d := mountUCM(t, mountOpts{Args: []string{"--gpu", "sim", "--gpu-socket", filepath.Join(testDir(t), "gpu.sock")}})
+	sh(t, "mkdir", d.path(gpuModel))
+	id := putKVBlock(t, d, 3)
+	block, err := os.ReadFile(blockPath(d.Mnt, gpuModel, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	saved := filepath.Join(dir, "saved")
+	out := mustPy(t, "gpu", "--pass-fd", "--size", "65536", "--save", saved, d.Mnt, "load %r "+gpuModel+" "+id+":100")
+	if !strings.HasPrefix(out, "ok loaded=1 ") {
+		t.Fatalf("ucmcli gpu --pass-fd: %q", out)
+	}
+	region, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := block[hashdir.HeaderSize:]; string(region[100:100+len(want)]) != string(want) {
+		t.Error("the payload did not land at offset 100 of the passed region")
+	}
+}
