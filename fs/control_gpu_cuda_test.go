@@ -4,9 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/gpu"
@@ -15,32 +13,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var (
-	fakeOnce sync.Once
-	fakeLib  string
-	fakeErr  error
-)
-
 // fakeCUDA builds the gpu package's stand-in CUDA driver
 // (gpu/testdata/fakecuda.c: device memory is a shared-memory file whose
-// path the IPC handle carries) once per test binary, with
-// engine.BuildStandIn, and returns its path; it skips the test where no
+// path the IPC handle carries) once per test binary
+// (engine.SharedStandIn) and returns its path; it skips the test where no
 // C compiler is installed (CI has one: there these tests run).
 func fakeCUDA(t testing.TB) string {
 	t.Helper()
-	fakeOnce.Do(func() {
-		var dir string
-		if dir, fakeErr = os.MkdirTemp("", "ucmfs-fs-fakecuda-"); fakeErr == nil {
-			fakeLib, fakeErr = engine.BuildStandIn("../gpu/testdata/fakecuda.c", dir)
-		}
-	})
-	if errors.Is(fakeErr, engine.ErrNoCompiler) {
+	lib, err := engine.SharedStandIn("../gpu/testdata/fakecuda.c")
+	if errors.Is(err, engine.ErrNoCompiler) {
 		t.Skip("no C compiler (cc or gcc) to build the stand-in CUDA driver gpu/testdata/fakecuda.c")
 	}
-	if fakeErr != nil {
-		t.Fatal(fakeErr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return fakeLib
+	return lib
 }
 
 // fakeHandle is the stand-in driver's IPC handle of the memory in the

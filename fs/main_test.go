@@ -3,7 +3,6 @@ package fs
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
@@ -18,9 +17,7 @@ func TestMain(m *testing.M) {
 		os.Exit(engine.Main(os.Getenv, os.Stdin, os.Stdout))
 	}
 	code := m.Run()
-	if fakeLib != "" {
-		os.RemoveAll(filepath.Dir(fakeLib))
-	}
+	engine.RemoveSharedStandIn()
 	if left := leftMounts(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "mounts left behind: %v\n", left)
 		code = 1

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/gpu/engine"
@@ -21,28 +20,17 @@ import (
 // stand-in CUDA driver, which CI builds with its C compiler, and against
 // the simulated device.
 
-var (
-	standInOnce sync.Once
-	standInLib  string
-	standInErr  error
-)
-
-// standIn builds gpu/testdata/fakecuda.c once (engine.BuildStandIn).
+// standIn builds gpu/testdata/fakecuda.c once (engine.SharedStandIn).
 func standIn(t *testing.T) string {
 	t.Helper()
-	standInOnce.Do(func() {
-		dir := filepath.Join(baseDir, "fakecuda")
-		if standInErr = os.MkdirAll(dir, 0o755); standInErr == nil {
-			standInLib, standInErr = engine.BuildStandIn("../gpu/testdata/fakecuda.c", dir)
-		}
-	})
-	if errors.Is(standInErr, engine.ErrNoCompiler) {
+	lib, err := engine.SharedStandIn("../gpu/testdata/fakecuda.c")
+	if errors.Is(err, engine.ErrNoCompiler) {
 		t.Skip("no C compiler to build the stand-in CUDA driver")
 	}
-	if standInErr != nil {
-		t.Fatal(standInErr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return standInLib
+	return lib
 }
 
 // kv is the engines' KV cache: 4 layers of K and V tensors of 16 slots
@@ -235,7 +223,9 @@ func TestGPUEngineSim(t *testing.T) {
 	register := func(p *engine.Proc) string {
 		return strings.TrimPrefix(c.ok(fmt.Sprintf("register vmm %s %d offset=%d", p.Token, kv.PayloadSize()*4, kv.Start)), "ok region=")
 	}
-	load := func(r string) string { return fmt.Sprintf("load %s %s %s:0 %s:%d", r, gpuModel, id, id, kv.PayloadSize()*2) }
+	load := func(r string) string {
+		return fmt.Sprintf("load %s %s %s:0 %s:%d", r, gpuModel, id, id, kv.PayloadSize()*2)
+	}
 	a := runEngine(t, "sim", engine.EnvSocket+"="+d.path(".ucm", "gpu.sock"))
 	r := register(a)
 	c.ok(load(r))

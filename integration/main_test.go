@@ -33,7 +33,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(engine.EnvKind) != "" {
 		os.Exit(engine.Main(os.Getenv, os.Stdin, os.Stdout))
 	}
-	os.Exit(runTests(m))
+	code := runTests(m)
+	engine.RemoveSharedStandIn()
+	os.Exit(code)
 }
 
 func runTests(m *testing.M) int {

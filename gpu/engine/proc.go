@@ -120,6 +120,9 @@ func (p *Proc) Call(format string, args ...any) (string, error) {
 // daemon's copies).
 func (p *Proc) Wrote(ws ...Write) { p.writes = append(p.writes, ws...) }
 
+// Writes are the writes recorded so far, in order.
+func (p *Proc) Writes() []Write { return p.writes }
+
 // Fill makes the engine write Pattern(seed, n) at off itself.
 func (p *Proc) Fill(off int64, n int, seed uint64) error {
 	got, err := p.Call("fill %d %d %d", off, n, seed)

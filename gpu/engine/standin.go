@@ -3,8 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 )
 
 // ErrNoCompiler: BuildStandIn found no C compiler (cc or gcc).
@@ -25,4 +27,31 @@ func BuildStandIn(src, dir string) (string, error) {
 		return "", fmt.Errorf("build %s: %w\n%s", src, err, out)
 	}
 	return lib, nil
+}
+
+// shared is the stand-in driver built once per process.
+var shared struct {
+	once     sync.Once
+	dir, lib string
+	err      error
+}
+
+// SharedStandIn builds the stand-in driver from src once per process, in
+// a temporary directory that RemoveSharedStandIn deletes, and returns its
+// path (every later call returns the same, or the same error).
+func SharedStandIn(src string) (string, error) {
+	shared.once.Do(func() {
+		if shared.dir, shared.err = os.MkdirTemp("", "ucmfs-fakecuda-"); shared.err == nil {
+			shared.lib, shared.err = BuildStandIn(src, shared.dir)
+		}
+	})
+	return shared.lib, shared.err
+}
+
+// RemoveSharedStandIn deletes what SharedStandIn built (a test binary's
+// TestMain calls it at the end).
+func RemoveSharedStandIn() {
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
 }
