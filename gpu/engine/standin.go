@@ -14,11 +14,15 @@ var ErrNoCompiler = errors.New("no C compiler (cc or gcc)")
 
 // BuildStandIn compiles the stand-in CUDA driver (gpu/testdata/fakecuda.c,
 // given as src) into dir/libfakecuda.so and returns that path, for tests
-// on machines without a GPU; ErrNoCompiler where there is no compiler.
+// on machines without a GPU; ErrNoCompiler where there is no compiler
+// (unless EnvRequireStandIn is set).
 func BuildStandIn(src, dir string) (string, error) {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
 		if cc, err = exec.LookPath("gcc"); err != nil {
+			if os.Getenv(EnvRequireStandIn) != "" {
+				return "", fmt.Errorf("%s is set and the stand-in driver cannot be built: %v", EnvRequireStandIn, ErrNoCompiler)
+			}
 			return "", ErrNoCompiler
 		}
 	}
@@ -35,6 +39,12 @@ var shared struct {
 	dir, lib string
 	err      error
 }
+
+// EnvRequireStandIn, when set (CI sets it), makes a missing C compiler an
+// error BuildStandIn returns without wrapping ErrNoCompiler, so tests
+// that skip on ErrNoCompiler fail instead: there the stand-in tests must
+// run.
+const EnvRequireStandIn = "UCMFS_REQUIRE_STANDIN"
 
 // SharedStandIn builds the stand-in driver from src once per process, in
 // a temporary directory that RemoveSharedStandIn deletes, and returns its
