@@ -68,7 +68,7 @@ type ControlStats struct {
 	// GPU is the device's own state (gpu.Device.Stats): why auto fell
 	// back, the GPUs in use, the batch entry point, read-only
 	// registration, host ranges, context resets; absent without a device.
-	GPU *gpu.Stats `json:"gpu,omitempty"`
+	GPU *GPUStats `json:"gpu,omitempty"`
 
 	ReprDerived    int64 `json:"repr_derived"`    // sidecars derived from their block and stored
 	TopKs          int64 `json:"topks"`           // topk requests answered ok
@@ -77,6 +77,10 @@ type ControlStats struct {
 	TopKDerived    int64 `json:"topk_derived"`    // candidates whose sidecar was derived for a topk request
 	TopKReused     int64 `json:"topk_reused"`     // topk requests that reused their session's index
 }
+
+// GPUStats is the GPU device's part of the snapshot (gpu.Device.Stats),
+// named here so that readers of the snapshot need not import gpu.
+type GPUStats = gpu.Stats
 
 // TierStats is one tier in the stats snapshot: the stack's view, and the
 // bytes clients moved through it.
