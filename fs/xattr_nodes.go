@@ -19,7 +19,7 @@ var (
 		"tensors_per_layer", "payload_bytes", "crc32c", "tiers", "state", "hits", "repr", "pinned"}
 	reprXattrs = []string{"hash", "model", "kind", "dtype", "num_layers", "num_kv_heads", "rows", "dim",
 		"param", "payload_bytes", "crc32c", "tiers", "state", "hits"}
-	modelXattrs = []string{"blocks", "bytes", "quota", "repr_kind"}
+	modelXattrs = []string{"blocks", "bytes", "quota", "repr_kind", "group"}
 )
 
 // stackXattr answers the attributes every stored file has from the stack:
@@ -103,6 +103,9 @@ func (n *blockFile) xattr(name string) (string, error) {
 	case "head_dim":
 		return u(h.HeadDim), nil
 	case "tensors_per_layer":
+		if h.Opaque() {
+			return "0", nil // an opaque block has no K/V layout
+		}
 		return u(h.Tensors()), nil
 	case "crc32c":
 		return fmt.Sprintf("%08x", h.PayloadCRC), nil
@@ -224,7 +227,7 @@ func (n *reprFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.
 
 // xattrs is the attribute table of a model directory.
 func (m *modelNode) xattrs() *xattrSet {
-	return &xattrSet{names: modelXattrs, rw: map[string]bool{"quota": true, "repr_kind": true},
+	return &xattrSet{names: modelXattrs, rw: map[string]bool{"quota": true, "repr_kind": true, "group": true},
 		get: func(name string) (string, error) {
 			switch name {
 			case "blocks":
@@ -233,12 +236,17 @@ func (m *modelNode) xattrs() *xattrSet {
 				return strconv.FormatInt(m.s.Usage(m.model).Bytes, 10), nil
 			case "repr_kind":
 				return m.s.ModelRepr(m.model).String(), nil
+			case "group":
+				return m.s.ModelGroup(m.model).String(), nil
 			}
 			return strconv.FormatInt(m.s.Quota(m.model), 10), nil
 		},
 		set: func(name, value string) error {
-			if name == "repr_kind" {
+			switch name {
+			case "repr_kind":
 				return m.s.SetReprKind(m.model, value)
+			case "group":
+				return m.s.SetModelGroup(m.model, value)
 			}
 			n, err := parseBytes(value)
 			if err == nil {

@@ -242,6 +242,7 @@ func (s *Store) RemoveModel(model string) error {
 	s.ForgetHits(tiers.Key{Model: model}, true)
 	s.quotas.set(model, 0)
 	s.reprKinds.reset(model)
+	s.forgetGroup(model)
 	s.log.Info("model removed", "model", model)
 	return nil
 }

@@ -72,6 +72,7 @@ type Store struct {
 	pins     loadPins   // blocks pinned by GPU loads in flight
 
 	reprKinds reprSettings       // per-model sidecar kinds (user.ucm.repr_kind)
+	groups    groupSettings      // per-model KV-cache group kinds (user.ucm.group)
 	derives   singleflight.Group // sidecar derivations in flight, by path
 	reprCache *reprCache         // sidecar files .ucm/topk read or derived
 
