@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ebitengine/purego"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/gpu/engine"
 	"github.com/ucmfs/ucmfs/hashdir"
@@ -120,4 +121,18 @@ func verifyEngine(t testing.TB, p *engine.Proc, what string) {
 	if err := p.Verify(); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
+}
+
+// fakeCounter reads the stand-in driver's counter i (0 single async
+// copies, 1 cuMemcpyBatchAsync calls), from the library this process
+// loaded as its device.
+func fakeCounter(t testing.TB, lib string, i int32) int64 {
+	t.Helper()
+	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counter func(int32) int64
+	purego.RegisterLibFunc(&counter, h, "fakecuda_counter")
+	return counter(i)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/gpu/engine"
 	"github.com/ucmfs/ucmfs/hashdir"
 )
@@ -29,7 +30,12 @@ func TestGPUEngineKV(t *testing.T) {
 	target := registerKV(c, p)
 	keys := []string{putKV(t, m, 1).ID.String(), putKV(t, m, 2).ID.String(), putKV(t, m, 3).ID.String()}
 	slot := func(b int) int64 { return int64(b) * testKV.BlockBytes }
+	singles, batches := fakeCounter(t, lib, 0), fakeCounter(t, lib, 1)
 	c.mustOK(fmt.Sprintf("load %s %s %s:%d %s:%d %s:%d:1-2", target, gpuModel, keys[0], slot(0), keys[1], slot(5), keys[2], slot(7)))
+	// 20 pieces in 16 regions: one batch call per stream of the GPU, no single copy.
+	if n, m := fakeCounter(t, lib, 1)-batches, fakeCounter(t, lib, 0)-singles; n < 1 || n > gpu.DefaultStreams || m != 0 {
+		t.Errorf("a K/V load made %d batch calls and %d single copies, want 1 to %d and 0", n, m, gpu.DefaultStreams)
+	}
 	loadedKV(p, 1, 0, 0, gpuLayers-1)
 	loadedKV(p, 2, 5, 0, gpuLayers-1)
 	loadedKV(p, 3, 7, 1, 2)
