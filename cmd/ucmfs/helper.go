@@ -24,7 +24,9 @@ import (
 // allow_other, log_level=warn); the generic options mount(8) adds (rw,
 // nosuid, nodev, noatime, _netdev, nofail, x-systemd.*, ...) are accepted
 // and left to the kernel and mount(8). SOURCE is free text ("ucmfs"),
-// unless it names a file: then it is the --config file. The helper starts
+// unless it is an absolute path to a file: then it is the --config file
+// (a relative name is never read: mount(8) runs the helper from any
+// directory, where a file of that name may be anything). The helper starts
 // the daemon in the background and returns once the mount is ready.
 
 // helperNames are the names under which the binary acts as the helper.
@@ -93,7 +95,7 @@ func parseHelperArgs(args []string) (helperRequest, error) {
 	}
 	flags := mountFlagKinds()
 	var mountArgs []string
-	if fi, err := os.Stat(pos[0]); err == nil && fi.Mode().IsRegular() {
+	if fi, err := os.Stat(pos[0]); err == nil && filepath.IsAbs(pos[0]) && fi.Mode().IsRegular() {
 		mountArgs = append(mountArgs, "--config", pos[0])
 	}
 	for _, o := range opts {

@@ -77,3 +77,20 @@ func TestManPage(t *testing.T) {
 		t.Error("the hidden man command is in the man page")
 	}
 }
+
+// TestHelperRelativeSource: a relative SOURCE is never read as a config
+// file, whatever the current directory holds.
+func TestHelperRelativeSource(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile(filepath.Join(dir, "ucmfs"), []byte("\x00\x01binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	req, err := parseHelperArgs([]string{"ucmfs", "/mnt/x", "-o", "memory=1GiB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(req.MountArgs, "--config") {
+		t.Errorf("a relative source was taken as the config: %v", req.MountArgs)
+	}
+}
