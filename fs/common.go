@@ -107,19 +107,25 @@ func (d dirCommon) Unlink(ctx context.Context, name string) syscall.Errno {
 // a chmod or chown to what the directory already is; any other change is
 // EPERM.
 func (d dirCommon) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	d.s.dirAttr(&out.Attr, 2)
+	return d.sameAttr(in, &out.Attr)
+}
+
+// sameAttr accepts a setattr of a directory whose attributes are cur only
+// when it changes nothing but times; else EPERM.
+func (d dirCommon) sameAttr(in *fuse.SetAttrIn, cur *fuse.Attr) syscall.Errno {
 	if _, ok := in.GetSize(); ok {
 		return d.s.fail("setattr", d.what, store.ErrImmutable)
 	}
-	if mode, ok := in.GetMode(); ok && mode&0o7777 != dirPerm {
-		return d.s.fail("chmod", d.what, fmt.Errorf("directories are %o: %w", dirPerm, store.ErrImmutable))
+	if mode, ok := in.GetMode(); ok && mode&0o7777 != cur.Mode&0o7777 {
+		return d.s.fail("chmod", d.what, fmt.Errorf("this directory is %o: %w", cur.Mode&0o7777, store.ErrImmutable))
 	}
-	if uid, ok := in.GetUID(); ok && uid != d.s.uid {
+	if uid, ok := in.GetUID(); ok && uid != cur.Uid {
 		return d.s.fail("chown", d.what, store.ErrImmutable)
 	}
-	if gid, ok := in.GetGID(); ok && gid != d.s.gid {
+	if gid, ok := in.GetGID(); ok && gid != cur.Gid {
 		return d.s.fail("chgrp", d.what, store.ErrImmutable)
 	}
-	d.s.dirAttr(&out.Attr, 2)
 	return 0
 }
 

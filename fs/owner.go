@@ -82,6 +82,22 @@ func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 	return 0
 }
 
+// Setattr of a shard directory: shards always show their model's owner
+// and mode, so a chmod by the model's owner or root changes nothing and
+// succeeds (tar -x and rsync -a restore the modes of the directories they
+// made, shards before their model); a chown to anyone but the model's
+// owner is EPERM; times change nothing.
+func (d *shardNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	d.s.modelAttr(&out.Attr, 2, d.model)
+	if _, ok := in.GetMode(); ok {
+		if err := d.s.CheckOwner(d.model, callerProc(ctx).uid); err != nil {
+			return d.s.fail("chmod", d.what, err)
+		}
+		in.Valid &^= fuse.FATTR_MODE
+	}
+	return d.sameAttr(in, &out.Attr)
+}
+
 // checkModelOwner refuses a change of model's settings (its xattrs) by
 // anyone but its owner or root.
 func (s *fsState) checkModelOwner(ctx context.Context, model, attr string) syscall.Errno {
