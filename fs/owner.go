@@ -30,6 +30,20 @@ import (
 // rootSharedPerm is the root's mode on an allow_other mount.
 const rootSharedPerm = 0o1777
 
+// rootAttr fills the root's attributes.
+func (s *fsState) rootAttr(a *fuse.Attr) {
+	s.dirAttr(a, 3)
+	if s.opts.AllowOther {
+		a.Mode = syscall.S_IFDIR | rootSharedPerm
+	}
+}
+
+// Setattr of the root: only times, or a change to what it already is.
+func (r *rootNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	r.s.rootAttr(&out.Attr)
+	return r.sameAttr(in, &out.Attr)
+}
+
 // modelAttr fills the attributes of model's directory or of one of its
 // shard directories.
 func (s *fsState) modelAttr(a *fuse.Attr, nlink uint32, model string) {

@@ -46,10 +46,7 @@ func (r *rootNode) OnAdd(ctx context.Context) {
 
 // Getattr describes the root directory.
 func (r *rootNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	r.s.dirAttr(&out.Attr, 3)
-	if r.s.opts.AllowOther {
-		out.Mode = syscall.S_IFDIR | rootSharedPerm
-	}
+	r.s.rootAttr(&out.Attr)
 	out.SetTimeout(r.s.opts.EntryTTL)
 	return 0
 }

@@ -18,6 +18,10 @@ func TestOwnersSecondUser(t *testing.T) {
 	os.Mkdir(mnt, 0o755)
 	d := mountUCM(t, mountOpts{Mnt: mnt, Tier: tier, Args: []string{"--allow-other"}})
 
+	var rootSt syscall.Stat_t
+	if err := syscall.Stat(d.Mnt, &rootSt); err != nil || rootSt.Mode&0o7777 != 0o1777 {
+		t.Errorf("the root of an allow_other mount: %v, mode %o, want 1777", err, rootSt.Mode&0o7777)
+	}
 	// Root's models: one open to read (0755), one private (0700).
 	ids := testIDs("owners", 4)
 	for _, m := range []string{"rootm", "private"} {
