@@ -13,10 +13,8 @@ import (
 // checks every rule of model ownership (fs/owner.go), across a restart.
 func TestOwnersSecondUser(t *testing.T) {
 	u := newLocalUser(t)
-	dir := sharedDir(t)
-	mnt, tier := filepath.Join(dir, "mnt"), filepath.Join(dir, "tier")
-	os.Mkdir(mnt, 0o755)
-	d := mountUCM(t, mountOpts{Mnt: mnt, Tier: tier, Args: []string{"--allow-other"}})
+	dir, opts := sharedMountOpts(t)
+	d := mountUCM(t, opts)
 
 	var rootSt syscall.Stat_t
 	if err := syscall.Stat(d.Mnt, &rootSt); err != nil || rootSt.Mode&0o7777 != 0o1777 {
@@ -86,7 +84,7 @@ func TestOwnersSecondUser(t *testing.T) {
 	if code := d.stop(); code != 0 {
 		t.Fatalf("stop: exit %d", code)
 	}
-	d = mountUCM(t, mountOpts{Mnt: mnt, Tier: tier, Args: []string{"--allow-other"}})
+	d = mountUCM(t, opts)
 	checkOwner("after a restart", 0o700)
 	refused("setfattr quota on root's model after a restart", "setfattr -n user.ucm.quota -v 1 "+d.path("rootm"))
 	if out := u.must(t, "setfattr -n user.ucm.quota -v 1073741824 "+own+" && getfattr --only-values -n user.ucm.quota "+own+" 2>/dev/null"); !strings.HasPrefix(out, "1073741824") {

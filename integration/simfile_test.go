@@ -14,11 +14,8 @@ import (
 // node is refused without being opened, a file it owns works.
 func TestRegisterSimAsCaller(t *testing.T) {
 	u := newLocalUser(t)
-	dir := sharedDir(t)
-	mnt := filepath.Join(dir, "mnt")
-	os.Mkdir(mnt, 0o755)
-	d := mountUCM(t, mountOpts{Mnt: mnt, Tier: filepath.Join(dir, "tier"),
-		Args: []string{"--allow-other", "--gpu", "sim", "--control-group", u.Name}})
+	dir, opts := sharedMountOpts(t, "--gpu", "sim", "--control-group", u.Name)
+	d := mountUCM(t, opts)
 
 	secret := filepath.Join(dir, "secret")
 	os.Mkdir(secret, 0o700)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,4 +89,15 @@ func sharedDir(t *testing.T) string {
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// sharedMountOpts are the options of a mount a second user reaches: its
+// mount point and tier in a directory anyone may search, allow_other and
+// args.
+func sharedMountOpts(t *testing.T, args ...string) (dir string, o mountOpts) {
+	t.Helper()
+	dir = sharedDir(t)
+	o = mountOpts{Mnt: filepath.Join(dir, "mnt"), Tier: filepath.Join(dir, "tier"), Args: append([]string{"--allow-other"}, args...)}
+	os.Mkdir(o.Mnt, 0o755)
+	return dir, o
 }
