@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,15 @@ type DirConfig struct {
 	Shared *bool
 	// OpTimeout bounds every filesystem operation (0: per kind).
 	OpTimeout time.Duration
+	// Revalidate is how long a shared tier trusts its index of a shard
+	// directory and its listing of models before it checks the directory
+	// again (0: DefaultRevalidate; negative: never, the index is trusted
+	// as on an unshared tier). See shared.go.
+	Revalidate time.Duration
+	// KeepRecent is the age under which a shared tier never evicts a file:
+	// its mtime is moved on use by every daemon, so a block another host
+	// is using is not deleted under it (0: DefaultKeepRecent).
+	KeepRecent time.Duration
 	// Logger receives warnings (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -125,6 +135,9 @@ type DirTier struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	lockf  *os.File // held for unshared kinds
+
+	view       *sharedView   // shared kinds: revalidation of the index (shared.go)
+	keepRecent time.Duration // shared kinds: never evict a file younger
 }
 
 var _ Tier = (*DirTier)(nil)
@@ -171,27 +184,36 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 			return nil, fmt.Errorf("%s tier: %s is in use by another daemon: %w", t.kind, root, err)
 		}
 	}
-	if err := t.rebuild(); err != nil {
+	if t.shared {
+		// Nothing is read at start: lookups fall through to the directory
+		// while a background scan builds the index (shared.go).
+		t.view = newSharedView(cfg.Revalidate)
+		if cfg.Revalidate == 0 {
+			t.view.ttl = DefaultRevalidate
+		}
+		t.keepRecent = cfg.KeepRecent
+		if t.keepRecent <= 0 {
+			t.keepRecent = DefaultKeepRecent
+		}
+	} else if err := t.rebuild(); err != nil {
 		t.release()
 		return nil, err
 	}
 	if cfg.Capacity == 0 {
-		var st unix.Statfs_t
-		if err := t.do("statfs", func() error { return unix.Statfs(root, &st) }, nil); err != nil {
+		if err := t.setFreeCapacity(); err != nil {
 			t.release()
 			return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 		}
-		bs := st.Frsize
-		if bs == 0 {
-			bs = st.Bsize
-		}
-		t.idx.setCapacity(t.idx.usage().Used + int64(st.Bavail)*bs)
 	}
 	// Start-up operations above ran detached, so a stalled directory
 	// fails the start instead of hanging it.
 	t.inline = !def.detach
 	t.wg.Add(1)
 	go t.probeLoop()
+	if t.view != nil {
+		t.wg.Add(1)
+		go t.scanShared(cfg.Capacity == 0)
+	}
 	return t, nil
 }
 
@@ -227,7 +249,11 @@ func (t *DirTier) path(key Key) string { return filepath.Join(t.root, key.Path()
 func (t *DirTier) Usage() Usage { return t.idx.usage() }
 
 // OverHigh reports whether use is above the high watermark.
+// A shared tier is never over it before its background scan is done.
 func (t *DirTier) OverHigh() bool {
+	if !t.Scanned() {
+		return false
+	}
 	u := t.idx.usage()
 	return float64(u.Used) > t.high*float64(u.Capacity)
 }
@@ -240,14 +266,32 @@ func (t *DirTier) LowTarget() int64 {
 // Oldest returns up to n files, least recently used first.
 func (t *DirTier) Oldest(n int) []Info { return t.idx.oldest(n) }
 
-// Touch marks key as just used (LRU).
-func (t *DirTier) Touch(key Key) { t.idx.touch(key) }
+// Touch marks key as just used (LRU). On a shared tier it also moves the
+// file's mtime to now (at most once per touchEvery), the use every daemon
+// sees and evicts by (shared_evict.go).
+func (t *DirTier) Touch(key Key) {
+	t.idx.touch(key)
+	if t.view != nil {
+		t.touchShared(key)
+	}
+}
 
 // List calls fn for the indexed files of model ("" for all).
 func (t *DirTier) List(model string, fn func(Info) bool) { t.idx.each(model, fn) }
 
-// Models returns the models that have indexed files, sorted.
-func (t *DirTier) Models() []string { return t.idx.modelNames() }
+// Models returns the models that have indexed files, sorted; a shared
+// tier adds the model directories at its root (shared.go).
+func (t *DirTier) Models() []string {
+	names := t.idx.modelNames()
+	if t.view == nil {
+		return names
+	}
+	for m := range t.sharedModels() {
+		names = append(names, m)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
 
 // ModelUsage returns the number of indexed files and bytes of model.
 func (t *DirTier) ModelUsage(model string) (files, bytes int64) { return t.idx.modelUsage(model) }

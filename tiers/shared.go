@@ -1,0 +1,322 @@
+package tiers
+
+import (
+	"errors"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/sys/unix"
+)
+
+// A shared directory tier (nfs, ds3fs) is changed by other daemons: they
+// publish blocks, make models, evict and unlink. Its index is therefore a
+// cache of the directory, trusted for the revalidation TTL only:
+//
+//   - Each shard directory <model>/<hh> is checked at most once per TTL,
+//     when a key of it is asked: one stat of the directory. If its mtime is
+//     the one recorded at the last listing, every entry of the shard is
+//     still right; otherwise the shard is listed again and the index made
+//     to match (files gone are dropped, files new adopted). A directory
+//     mtime younger than mtimeSlack is not trusted (a change in the same
+//     clock tick would not move it): such a shard is listed at each check.
+//   - Keys the index lacks are looked up on disk (a stat), so a block
+//     another daemon just published is found at once; the kernel's
+//     negative TTL bounds how often a miss reaches the daemon.
+//   - The models are the index's plus the root directory's listing, read
+//     at most once per TTL; a model name not in either is stat'ed.
+//   - At start nothing is read: the shard checks fill the index as keys
+//     are asked, and a background scan lists every shard once, so the
+//     tier's use is known and eviction may begin (not before).
+
+// mtimeSlack is how old a shard directory's mtime must be before an
+// unchanged mtime proves the shard unchanged.
+const mtimeSlack = time.Second
+
+// shardRef names one shard directory of a tier.
+type shardRef struct {
+	model string
+	hh    byte
+}
+
+// shardCheck is what the last check of a shard found.
+type shardCheck struct {
+	at    time.Time     // when it was checked
+	mtime unix.Timespec // the directory's mtime then, zero when not trusted
+}
+
+// sharedView is the revalidation state of a shared directory tier.
+type sharedView struct {
+	ttl     time.Duration // <0: revalidation off (the index is trusted)
+	flights singleflight.Group
+
+	mu       sync.Mutex
+	shards   map[shardRef]shardCheck
+	models   map[string]struct{} // the root's listing
+	modelsAt time.Time
+
+	scanned chan struct{} // closed when the background scan is done
+	gone    func([]Key)   // told of the keys found gone (the stack's)
+}
+
+func newSharedView(ttl time.Duration) *sharedView {
+	return &sharedView{ttl: ttl, shards: make(map[shardRef]shardCheck), scanned: make(chan struct{})}
+}
+
+// Scanned reports whether the background scan of a shared tier is done
+// (always true for an unshared tier, whose index is built at start).
+func (t *DirTier) Scanned() bool {
+	if t.view == nil {
+		return true
+	}
+	select {
+	case <-t.view.scanned:
+		return true
+	default:
+		return false
+	}
+}
+
+// revalidate makes the index's entries of key's shard at most one TTL
+// old (shared tiers only).
+func (t *DirTier) revalidate(key Key) {
+	if t.view == nil || t.view.ttl < 0 || checkKey(key) != nil {
+		return
+	}
+	ref := shardRef{model: key.Model, hh: key.ID[0]}
+	v := t.view
+	v.mu.Lock()
+	c, ok := v.shards[ref]
+	v.mu.Unlock()
+	if ok && time.Since(c.at) < v.ttl {
+		return
+	}
+	v.flights.Do(ref.model+"/"+hashdir.ShardName(ref.hh), func() (any, error) {
+		t.checkShard(ref, c, false)
+		return nil, nil
+	})
+}
+
+// checkShard stats the shard directory and lists it again unless its
+// mtime says it has not changed since last.
+func (t *DirTier) checkShard(ref shardRef, last shardCheck, force bool) {
+	dir := filepath.Join(t.root, ref.model, hashdir.ShardName(ref.hh))
+	now := time.Now()
+	var st unix.Stat_t
+	err := t.do("stat", func() error { return unix.Stat(dir, &st) }, nil)
+	switch {
+	case err != nil && !isENOENT(err) && !errors.Is(err, unix.ESTALE):
+		return // the directory fails: keep what we know, try again later
+	case err != nil: // the shard (or its model) is gone
+		t.reconcile(ref, t.idx.shardKeys(ref.model, ref.hh, nil), nil)
+		t.recordShard(ref, shardCheck{at: now})
+		return
+	}
+	if !force && last.mtime != (unix.Timespec{}) && st.Mtim == last.mtime {
+		t.recordShard(ref, shardCheck{at: now, mtime: st.Mtim})
+		return
+	}
+	before := t.idx.shardKeys(ref.model, ref.hh, nil) // what the listing may drop
+	var ents []shardEntry
+	err = t.do("scan", func() error {
+		var err error
+		ents, err = listShard(dir)
+		return err
+	}, nil)
+	if err != nil {
+		return
+	}
+	t.removeForeignTemps(dir, ents)
+	t.reconcile(ref, before, ents)
+	c := shardCheck{at: now}
+	if now.Sub(time.Unix(st.Mtim.Unix())) > mtimeSlack {
+		c.mtime = st.Mtim
+	}
+	t.recordShard(ref, c)
+}
+
+func (t *DirTier) recordShard(ref shardRef, c shardCheck) {
+	t.view.mu.Lock()
+	t.view.shards[ref] = c
+	t.view.mu.Unlock()
+}
+
+// reconcile makes the index's entries of a shard those of its listing
+// ents: the keys of before (the index's, taken before the listing) not
+// listed are dropped and the stack told; files not indexed are adopted.
+// A key committed here while the listing ran is not in before: kept.
+func (t *DirTier) reconcile(ref shardRef, before []Key, ents []shardEntry) {
+	listed := make(map[Key]shardEntry, len(ents))
+	for _, e := range ents {
+		if e.class == fileEntry {
+			listed[Key{Model: ref.model, ID: e.id, Kind: e.kind}] = e
+		}
+	}
+	var gone []Key
+	for _, k := range before {
+		if _, ok := listed[k]; ok {
+			continue
+		}
+		if _, ok := t.idx.remove(k); ok {
+			gone = append(gone, k)
+		}
+	}
+	if len(gone) > 0 && t.view.gone != nil {
+		t.view.gone(gone)
+	}
+	for k := range listed {
+		if t.idx.has(k) {
+			delete(listed, k)
+		}
+	}
+	found := make([]Info, 0, len(listed))
+	for k, e := range listed {
+		found = append(found, Info{Key: k, Size: e.size, MTime: time.Unix(e.mtime.Unix())})
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].MTime.Before(found[j].MTime) })
+	for _, in := range found {
+		t.idx.adopt(newEntry(in))
+	}
+}
+
+// sharedModels returns the model directories at the tier's root, listed
+// at most once per TTL.
+func (t *DirTier) sharedModels() map[string]struct{} {
+	v := t.view
+	v.mu.Lock()
+	if v.models != nil && (v.ttl < 0 || time.Since(v.modelsAt) < v.ttl) {
+		m := v.models
+		v.mu.Unlock()
+		return m
+	}
+	v.mu.Unlock()
+	m, _, _ := v.flights.Do("\x00models", func() (any, error) {
+		ents, err := t.readDir(t.root)
+		names := make(map[string]struct{}, len(ents))
+		for _, e := range ents {
+			if e.IsDir() && hashdir.ValidateModel(e.Name()) == nil {
+				names[e.Name()] = struct{}{}
+			}
+		}
+		if err != nil {
+			v.mu.Lock()
+			old := v.models
+			v.mu.Unlock()
+			return old, nil // keep the last listing while the root fails
+		}
+		v.mu.Lock()
+		v.models, v.modelsAt = names, time.Now()
+		v.mu.Unlock()
+		return names, nil
+	})
+	names, _ := m.(map[string]struct{})
+	return names
+}
+
+// HasModel reports whether the tier holds model: in its index, or, in a
+// shared directory, as a model directory at its root (another daemon's).
+func (t *DirTier) HasModel(model string) bool {
+	if n, _ := t.idx.modelUsage(model); n > 0 {
+		return true
+	}
+	if t.view == nil || hashdir.ValidateModel(model) != nil {
+		return false
+	}
+	if _, ok := t.sharedModels()[model]; ok {
+		return true
+	}
+	var st unix.Stat_t
+	p := filepath.Join(t.root, model)
+	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)
+	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// scanShared lists every shard of a shared tier once, in the background,
+// so its use is known; then it sets the capacity a tier without a size
+// gets and lets eviction begin.
+func (t *DirTier) scanShared(sizeless bool) {
+	defer t.wg.Done()
+	defer close(t.view.scanned)
+	start := time.Now()
+	models := t.sharedModels()
+	jobs := make(chan shardRef)
+	var wg sync.WaitGroup
+	for i := 0; i < rebuildWorkers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ref := range jobs {
+				t.view.flights.Do(ref.model+"/"+hashdir.ShardName(ref.hh), func() (any, error) {
+					t.checkShard(ref, shardCheck{}, true)
+					return nil, nil
+				})
+			}
+		}()
+	}
+	names := make([]string, 0, len(models))
+	for m := range models {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	for _, m := range names {
+		ents, _ := t.readDir(filepath.Join(t.root, m))
+		for _, e := range ents {
+			hh, ok := hashdir.ParseShard(e.Name())
+			if !ok || !e.IsDir() {
+				continue
+			}
+			select {
+			case jobs <- shardRef{model: m, hh: hh}:
+			case <-t.stop:
+				close(jobs)
+				wg.Wait()
+				return
+			}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if sizeless {
+		t.setFreeCapacity()
+	}
+	u := t.idx.usage()
+	t.log.Info("shared tier index built in the background", "kind", t.kind, "dir", t.root,
+		"files", u.Files, "bytes", u.Used, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// setFreeCapacity sets the capacity of a tier without a size: what it
+// holds plus the free space of its filesystem.
+func (t *DirTier) setFreeCapacity() error {
+	var st unix.Statfs_t
+	if err := t.do("statfs", func() error { return unix.Statfs(t.root, &st) }, nil); err != nil {
+		return err
+	}
+	bs := st.Frsize
+	if bs == 0 {
+		bs = st.Bsize
+	}
+	t.idx.setCapacity(t.idx.usage().Used + int64(st.Bavail)*bs)
+	return nil
+}
+
+// sharedStat answers Stat for a shared tier: the revalidated index, else
+// a stat of the file.
+func (t *DirTier) sharedStat(key Key) (Info, error) {
+	t.revalidate(key)
+	if info, _, ok := t.idx.get(key); ok {
+		return info, nil
+	}
+	if checkKey(key) != nil {
+		return Info{}, t.notFound(key)
+	}
+	return t.lookup(key)
+}
+
+// goneErr reports an error that says a file of a shared directory is
+// gone: ENOENT, or ESTALE (NFS: another host removed it).
+func goneErr(err error) bool {
+	return isENOENT(err) || errors.Is(err, unix.ESTALE)
+}
