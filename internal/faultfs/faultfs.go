@@ -139,15 +139,16 @@ func (f *FS) Dir() string { return f.mnt }
 func (f *FS) Backing() string { return f.backing }
 
 // Inject adds a rule. From now on, until Clear, every operation it matches
-// fails with its Errno or, for a stall, blocks until Clear or Unmount. When
+// fails with its Errno or, for a stall, blocks until Clear or Unmount (a
+// delay first waits its Delay). When
 // several rules match an operation, the one injected first applies. Inject
-// panics on a rule with neither Errno nor Stall, or with an unknown Op.
+// panics on a rule with no Errno, Stall or Delay, or with an unknown Op.
 func (f *FS) Inject(fl Fault) {
 	if fl.Op < 0 || fl.Op >= numOps {
 		panic(fmt.Sprintf("faultfs: unknown op %d", int(fl.Op)))
 	}
-	if fl.Errno == 0 && !fl.Stall {
-		panic("faultfs: a fault needs an Errno, Stall, or both")
+	if fl.Errno == 0 && !fl.Stall && fl.Delay <= 0 {
+		panic("faultfs: a fault needs an Errno, Stall or Delay")
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -239,6 +240,15 @@ func (f *FS) check(ctx context.Context, op Op, paths ...string) syscall.Errno {
 	f.calls[op].Add(1)
 	f.mu.Lock()
 	fl, ok := f.matchLocked(op, paths)
+	if ok && fl.Delay > 0 && !f.closed {
+		f.mu.Unlock()
+		select {
+		case <-time.After(fl.Delay):
+		case <-ctx.Done():
+			return syscall.EINTR
+		}
+		f.mu.Lock()
+	}
 	if !ok || !fl.Stall || f.closed {
 		f.mu.Unlock()
 		return fl.Errno
