@@ -18,19 +18,23 @@ func hasSharedTier(cfg mountConfig) bool {
 	return false
 }
 
+// The negative TTL is the one bound on how long any host may be wrong
+// about a block another host published or removed. A miss is cached by
+// the kernel for it and then asked of the directory. A removal must get
+// through two caches, the daemon's index and the kernel's entries, so each
+// keeps half of it.
+
 // sharedRevalidate is how long a shared tier trusts what it knows of its
-// directory: the negative TTL, the one bound on how long any host may be
-// wrong about a block another host published or removed.
+// directory: half the negative TTL.
 func sharedRevalidate(cfg mountConfig) time.Duration {
-	return max(cfg.NegativeTTL, time.Nanosecond)
+	return max(cfg.NegativeTTL/2, time.Nanosecond)
 }
 
 // clampEntryTTL bounds the kernel's cache of entries and attributes by
-// the negative TTL when a tier is shared: another host may remove a
-// block, and this mount must stop showing it within that time.
+// half the negative TTL when a tier is shared.
 func clampEntryTTL(cfg *mountConfig, log *slog.Logger) {
-	if hasSharedTier(*cfg) && cfg.EntryTTL > cfg.NegativeTTL {
-		log.Info("a shared tier bounds the entry TTL by the negative TTL", "entry_ttl", cfg.NegativeTTL, "asked", cfg.EntryTTL)
-		cfg.EntryTTL = cfg.NegativeTTL
+	if bound := cfg.NegativeTTL / 2; hasSharedTier(*cfg) && cfg.EntryTTL > bound {
+		log.Info("a shared tier bounds the entry TTL by half the negative TTL", "entry_ttl", bound, "asked", cfg.EntryTTL)
+		cfg.EntryTTL = bound
 	}
 }
