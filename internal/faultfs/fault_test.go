@@ -297,3 +297,20 @@ func TestDelay(t *testing.T) {
 		t.Fatalf("open after a delay = %v, want ESTALE", err)
 	}
 }
+
+// TestDelayCombines: a delay for every operation, injected first, adds
+// to the fault injected after it instead of hiding it.
+func TestDelayCombines(t *testing.T) {
+	fsys := faultfs.Mount(t, t.TempDir())
+	p := filepath.Join(fsys.Dir(), "f")
+	writeFile(t, p, []byte("data"))
+	fsys.Inject(faultfs.Fault{Op: faultfs.OpAny, Delay: 20 * time.Millisecond})
+	fsys.Inject(faultfs.Fault{Op: faultfs.OpOpen, Errno: syscall.EIO, PathContains: "f"})
+	start := time.Now()
+	if _, err := os.Open(p); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("open = %v, want EIO", err)
+	}
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Fatalf("open failed after %v, want the delay first", d)
+	}
+}

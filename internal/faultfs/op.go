@@ -83,7 +83,8 @@ func (o Op) String() string {
 // A matched operation fails with Errno. With Stall set it first blocks the
 // calling system call until Clear or Unmount, then fails with Errno, or
 // completes normally when Errno is zero. With Delay set it first waits
-// that long (a network filesystem's round trip), then goes on the same way.
+// that long (a network filesystem's round trip), then goes on the same
+// way; a rule with a Delay alone lets the rules after it match too.
 type Fault struct {
 	Op           Op
 	Errno        syscall.Errno
