@@ -28,8 +28,9 @@ import (
 //     negative TTL bounds how often a miss reaches the daemon.
 //   - The models are the index's plus the root directory's listing, read
 //     at most once per TTL; a model name not in either is stat'ed.
-//   - At start nothing is read: the shard checks fill the index as keys
-//     are asked, and a background scan lists every shard once, so the
+//   - At start nothing is read. The first check of a shard the index
+//     knows nothing of only records its mtime (keys are then looked up
+//     one by one); a background scan lists every shard once, so the
 //     tier's use is known and eviction may begin (not before).
 
 // mtimeSlack is how old a shard directory's mtime must be before an
@@ -120,6 +121,13 @@ func (t *DirTier) checkShard(ref shardRef, last shardCheck, force bool) {
 		return
 	}
 	before := t.idx.shardKeys(ref.model, ref.hh, nil) // what the listing may drop
+	if !force && last.at.IsZero() && len(before) == 0 && trusted(st.Mtim, now) {
+		// First look at a shard the index knows nothing of: its mtime is
+		// the baseline; the keys asked are looked up one by one, and the
+		// background scan lists it.
+		t.recordShard(ref, shardCheck{at: now, mtime: st.Mtim})
+		return
+	}
 	var ents []shardEntry
 	err = t.do("scan", func() error {
 		var err error
@@ -132,10 +140,16 @@ func (t *DirTier) checkShard(ref shardRef, last shardCheck, force bool) {
 	t.removeForeignTemps(dir, ents)
 	t.reconcile(ref, before, ents)
 	c := shardCheck{at: now}
-	if now.Sub(time.Unix(st.Mtim.Unix())) > mtimeSlack {
+	if trusted(st.Mtim, now) {
 		c.mtime = st.Mtim
 	}
 	t.recordShard(ref, c)
+}
+
+// trusted reports whether a directory mtime is old enough that a change
+// made after it was read would move it.
+func trusted(mtime unix.Timespec, now time.Time) bool {
+	return now.Sub(time.Unix(mtime.Unix())) > mtimeSlack
 }
 
 func (t *DirTier) recordShard(ref shardRef, c shardCheck) {

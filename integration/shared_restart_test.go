@@ -1,0 +1,79 @@
+package integration
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// tierBlocks is the block count .ucm/stats shows for tier i.
+func tierBlocks(t *testing.T, d *daemon, i int) int {
+	t.Helper()
+	ts, _ := statsOf(t, d)["tiers"].([]any)
+	if i >= len(ts) {
+		t.Fatalf("stats: no tier %d", i)
+	}
+	n, _ := ts[i].(map[string]any)["blocks"].(float64)
+	return int(n)
+}
+
+// TestSharedRestartReady: with 10^5 blocks (UCMFS_SHARED_BLOCKS to
+// change it) in the shared directory, a daemon is ready at once and
+// serves them while its index builds in the background; the same
+// directory as an nvme tier (a full rebuild before serving) is the
+// baseline. The figures are logged, not asserted.
+func TestSharedRestartReady(t *testing.T) {
+	n := 100000
+	if s := os.Getenv("UCMFS_SHARED_BLOCKS"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	dir := sharedDir(t)
+	ids := testIDs("restart", n)
+	makeShards(t, dir, "m", ids)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < n; i += 4 {
+				if err := os.WriteFile(blockPath(dir, "m", ids[i]), bigBlock(ids[i], 16), 0o444); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+
+	start := time.Now()
+	d := mountUCM(t, sharedMount("nfs:"+dir))
+	ready := time.Since(start)
+	start = time.Now()
+	for i := 0; i < 100; i++ {
+		id := ids[i*n/100+n/200]
+		got, err := os.ReadFile(blockPath(d.Mnt, "m", id))
+		if err != nil || !bytes.Equal(got, bigBlock(id, 16)) {
+			t.Fatalf("read %s right after the start: %v", id, err)
+		}
+	}
+	served := time.Since(start)
+	scan := until(t, "the background scan", func() bool { return tierBlocks(t, d, 1) >= n })
+	if code := d.stop(); code != 0 {
+		t.Fatalf("stop: exit %d", code)
+	}
+
+	start = time.Now()
+	local := mountUCM(t, mountOpts{Bare: true, Args: []string{"--memory", "64MiB", "--memory-dir", memDir,
+		"--log-level", "warn", "--tier", "nvme:" + dir}})
+	nvmeReady := time.Since(start)
+	if got := tierBlocks(t, local, 1); got != n {
+		t.Errorf("the nvme rebuild found %d blocks, want %d", got, n)
+	}
+	t.Logf("%d blocks: shared tier ready in %v, 100 blocks read in %v, background index built %v after those reads; "+
+		"the same directory as an nvme tier (full rebuild) ready in %v",
+		n, ready.Round(time.Millisecond), served.Round(time.Millisecond), (scan + served).Round(time.Millisecond),
+		nvmeReady.Round(time.Millisecond))
+}
