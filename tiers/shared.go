@@ -84,7 +84,7 @@ func (t *DirTier) Scanned() bool {
 // revalidate makes the index's entries of key's shard at most one TTL
 // old (shared tiers only).
 func (t *DirTier) revalidate(key Key) {
-	if t.view == nil || t.view.ttl < 0 || checkKey(key) != nil {
+	if t.view == nil || t.view.ttl < 0 {
 		return
 	}
 	ref := shardRef{model: key.Model, hh: key.ID[0]}
@@ -92,7 +92,7 @@ func (t *DirTier) revalidate(key Key) {
 	v.mu.Lock()
 	c, ok := v.shards[ref]
 	v.mu.Unlock()
-	if ok && time.Since(c.at) < v.ttl {
+	if ok && time.Since(c.at) < v.ttl || checkKey(key) != nil {
 		return
 	}
 	v.flights.Do(ref.model+"/"+hashdir.ShardName(ref.hh), func() (any, error) {
@@ -320,6 +320,11 @@ func (t *DirTier) setFreeCapacity() error {
 // a stat of the file.
 func (t *DirTier) sharedStat(key Key) (Info, error) {
 	t.revalidate(key)
+	return t.sharedGet(key)
+}
+
+// sharedGet is sharedStat once key's shard is revalidated.
+func (t *DirTier) sharedGet(key Key) (Info, error) {
 	if info, _, ok := t.idx.get(key); ok {
 		return info, nil
 	}

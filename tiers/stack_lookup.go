@@ -46,7 +46,7 @@ func (s *Stack) HasBlock(model string, id hashdir.ID) bool {
 	}
 	for _, d := range s.dirs {
 		if d.view != nil {
-			if _, err := d.Stat(k); err == nil { // revalidated
+			if _, err := d.sharedGet(k); err == nil { // revalidated above
 				return true
 			}
 			continue
@@ -144,7 +144,7 @@ func (s *Stack) Stat(k Key) (BlockInfo, error) {
 		in, _, ok := d.idx.get(k) // no error built for a miss
 		if d.view != nil {
 			var err error
-			if in, err = d.Stat(k); err != nil { // revalidated
+			if in, err = d.sharedGet(k); err != nil { // revalidated above
 				continue
 			}
 		} else if !ok {
