@@ -204,3 +204,18 @@ func TestHybridRequest(t *testing.T) {
 		t.Errorf("a short id list: %v, want ErrInvalid", err)
 	}
 }
+
+// TestSessionDebugLines: at debug level every request logs what it did.
+func TestSessionDebugLines(t *testing.T) {
+	e, keys := newTestEnv(t, 1)
+	var buf strings.Builder
+	e.Log = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ss := fileNamed(t, "lookup").Open(e)
+	defer ss.Close()
+	if _, err := ss.Write(t.Context(), []byte("exists "+testModel+" "+keys[0].ID.String()+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); !strings.Contains(got, `msg="control request" file=.ucm/lookup`) || !strings.Contains(got, `answer="ok 1 1"`) {
+		t.Errorf("debug log: %s", got)
+	}
+}

@@ -94,10 +94,12 @@ func listenMetrics(addr string) (*metricsServer, error) {
 	return &metricsServer{ln: ln}, nil
 }
 
-// start serves h at /metrics in the background.
-func (m *metricsServer) start(h http.Handler, log *slog.Logger) {
+// start serves h at /metrics, and life's /healthz and /readyz, in the
+// background.
+func (m *metricsServer) start(h http.Handler, life *lifecycle, log *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
+	life.register(mux)
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() {
 		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
