@@ -48,10 +48,11 @@ import (
 //   - Watermarks: eviction starts above 90% and frees down to 80%, leaving
 //     room for bursts of write-back between passes.
 //   - Shared: NFS and 3FS directories may be shared by several daemons, so
-//     a key missing from the index is looked up on disk (and adopted), the
-//     directory is not locked for one daemon, and temp files are removed
-//     at start only when older than an hour (they may be another daemon's
-//     writes in flight).
+//     the directory is not locked for one daemon, nothing is scanned before
+//     the tier serves, its index is revalidated per shard directory and a
+//     key missing from it is looked up on disk (shared.go), eviction goes
+//     by mtime and spares recent files, and only stale temp files are
+//     removed (shared_temps.go).
 type DirConfig struct {
 	// Kind is "nvme", "nfs" or "ds3fs".
 	Kind string
