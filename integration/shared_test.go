@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -49,6 +50,14 @@ func sharedDir(t testing.TB) string {
 // and flushes them to the shared tier.
 func putBlocks(t *testing.T, d *daemon, model string, ids []string) {
 	t.Helper()
+	writeBlocks(t, d, model, ids)
+	flushAll(t, d)
+}
+
+// writeBlocks writes ids into model through d's mount (making the
+// model); the daemon writes them back to the shared tier when it will.
+func writeBlocks(t *testing.T, d *daemon, model string, ids []string) {
+	t.Helper()
 	if err := os.Mkdir(d.path(model), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		t.Fatal(err)
 	}
@@ -57,7 +66,12 @@ func putBlocks(t *testing.T, d *daemon, model string, ids []string) {
 			t.Fatalf("write %s through %s: %v", id, d.Mnt, err)
 		}
 	}
-	flushAll(t, d)
+}
+
+// listed reports whether the directory dir lists name.
+func listed(dir, name string) bool {
+	ents, _ := os.ReadDir(dir)
+	return slices.ContainsFunc(ents, func(e os.DirEntry) bool { return e.Name() == name })
 }
 
 // plantBlocks writes ids straight into the shared directory, as UCM or
@@ -114,9 +128,10 @@ func lookupAll(t *testing.T, d *daemon, model string, ids []string) string {
 	return f[2]
 }
 
-// TestSharedDiscovery: a model made on B and filled through B, and a
-// model put straight into the shared directory, appear on A and C within
-// the TTL, with no step on A or C: lookup, listing, .ucm/lookup, reads.
+// TestSharedDiscovery: a model made on B, blocks written through B, and
+// a model put straight into the shared directory, appear on A and C
+// within the TTL, with no step on A or C: lookup, listing, .ucm/lookup,
+// reads.
 func TestSharedDiscovery(t *testing.T) {
 	dir := sharedDir(t)
 	a, b, c := sharedDaemon(t, dir), sharedDaemon(t, dir), sharedDaemon(t, dir)
@@ -125,14 +140,23 @@ func TestSharedDiscovery(t *testing.T) {
 	if _, err := os.Stat(a.path("model-b")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("model-b on A before B made it: %v", err)
 	}
-	putBlocks(t, b, "model-b", ids)
-	took := until(t, "A and C see B's 20 blocks", func() bool {
+	// An empty model made on B.
+	if err := os.Mkdir(b.path("model-b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	took := until(t, "A and C see the model B made", func() bool {
+		return listed(a.Mnt, "model-b") && listed(c.Mnt, "model-b")
+	})
+	t.Logf("cross-host visibility: a model made on B listed on A and C after %v (negative TTL %v)", took.Round(time.Millisecond), sharedTTL)
+	// Blocks written through B, no flush: B's write-back puts them on
+	// the share, the others find them there.
+	writeBlocks(t, b, "model-b", ids)
+	took = until(t, "A and C see B's 20 blocks", func() bool {
 		return present(a, "model-b", ids) == len(ids) && present(c, "model-b", ids) == len(ids)
 	})
-	t.Logf("cross-host visibility: B's flushed blocks seen on A and C after %v (negative TTL %v)", took.Round(time.Millisecond), sharedTTL)
+	t.Logf("cross-host visibility: blocks written on B (write-back, no flush) seen on A and C after %v (negative TTL %v)", took.Round(time.Millisecond), sharedTTL)
 	for _, d := range []*daemon{a, c} {
-		names, _ := os.ReadDir(d.Mnt)
-		if !slices.ContainsFunc(names, func(e os.DirEntry) bool { return e.Name() == "model-b" }) {
+		if !listed(d.Mnt, "model-b") {
 			t.Errorf("%s does not list model-b", d.Mnt)
 		}
 		if bm := lookupAll(t, d, "model-b", ids); bm != strings.Repeat("1", len(ids)) {
@@ -150,10 +174,7 @@ func TestSharedDiscovery(t *testing.T) {
 	})
 	t.Logf("blocks put into the shared directory seen on every host after %v", took.Round(time.Millisecond))
 	until(t, "B lists model-ucm and its shard", func() bool {
-		names, _ := os.ReadDir(b.Mnt)
-		shard, _ := os.ReadDir(filepath.Join(b.Mnt, "model-ucm", planted[0][:2]))
-		return slices.ContainsFunc(names, func(e os.DirEntry) bool { return e.Name() == "model-ucm" }) &&
-			slices.ContainsFunc(shard, func(e os.DirEntry) bool { return e.Name() == planted[0]+".bin" })
+		return listed(b.Mnt, "model-ucm") && listed(filepath.Join(b.Mnt, "model-ucm", planted[0][:2]), planted[0]+".bin")
 	})
 	readsExact(t, c, "model-ucm", planted)
 }
@@ -229,4 +250,54 @@ func TestSharedEvictionAgreed(t *testing.T) {
 	}
 	until(t, "B stops showing the evicted blocks", func() bool { return present(b, "m", cold) == 0 })
 	readsExact(t, b, "m", hot)
+}
+
+// TestSharedCrashLeftovers: temp files a crashed daemon left on the share
+// (one of a dead process of this host, one of another host, old) make
+// fsck exit 4; a daemon over the share removes both, and a young temp
+// file of another host (a write in flight) stays.
+func TestSharedCrashLeftovers(t *testing.T) {
+	dir := sharedDir(t)
+	id := testIDs("leftovers", 1)[0]
+	plantBlocks(t, dir, "m", []string{id})
+	host, _ := os.Hostname()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	shard := filepath.Join(dir, "m", id[:2])
+	mine := filepath.Join(shard, ".tmp-"+host+"@"+strconv.Itoa(dead.Process.Pid)+"-"+id+"-1")
+	old := filepath.Join(shard, ".tmp-otherhost@7-"+id+"-2")
+	young := filepath.Join(shard, ".tmp-otherhost@8-"+id+"-3")
+	for _, p := range []string{mine, old, young} {
+		if err := os.WriteFile(p, []byte("half a block"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-time.Hour)
+	os.Chtimes(old, past, past)
+	if out, err := exec.Command(ucmfsBin, "fsck", dir).CombinedOutput(); exitCode(err) != 4 {
+		t.Fatalf("fsck with leftovers: %v, want exit 4\n%s", err, out)
+	}
+	sharedDaemon(t, dir)
+	until(t, "the daemon removes the crash's leftovers", func() bool {
+		_, e1 := os.Stat(mine)
+		_, e2 := os.Stat(old)
+		return errors.Is(e1, os.ErrNotExist) && errors.Is(e2, os.ErrNotExist)
+	})
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("a young temp file of another host was removed: %v", err)
+	}
+}
+
+// exitCode is a command's exit status from its error (0 for nil).
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }

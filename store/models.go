@@ -213,8 +213,14 @@ func (s *Store) ForgetUsage(model string) {
 // Models returns the registered model names, sorted.
 func (s *Store) Models() []string { return s.models.list() }
 
-// AddModel registers an empty model (mkdir).
-func (s *Store) AddModel(name string) { s.models.add(name) }
+// AddModel registers an empty model (mkdir), and makes its directory on
+// the shared tiers so other hosts' daemons see it too.
+func (s *Store) AddModel(name string) {
+	s.models.add(name)
+	if err := s.stack.ShareModel(name); err != nil {
+		s.log.Warn("model directory not made on a shared tier", "model", name, "err", err)
+	}
+}
 
 // ModelEmpty reports whether no tier holds a file of model.
 func (s *Store) ModelEmpty(model string) bool {

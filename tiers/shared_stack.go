@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/ucmfs/ucmfs/hashdir"
 	"golang.org/x/sys/unix"
 )
 
@@ -142,6 +144,25 @@ func (w *memfdWriter) Commit(CommitOptions) (Info, error) { return Info{}, nil }
 
 // Abort leaves the closing to privateCopy.
 func (w *memfdWriter) Abort() {}
+
+// ShareModel makes model's directory on every shared tier, so a model
+// made empty on this host (mkdir) is seen by the others' daemons.
+func (s *Stack) ShareModel(model string) error {
+	if err := hashdir.ValidateModel(model); err != nil {
+		return err
+	}
+	var errs []error
+	for _, d := range s.dirs {
+		if d.view == nil {
+			continue
+		}
+		p := filepath.Join(d.root, model)
+		if err := d.do("mkdir", func() error { return os.Mkdir(p, 0o755) }, nil); err != nil && !errors.Is(err, os.ErrExist) {
+			errs = append(errs, fmt.Errorf("%s tier: %w", d.kind, err))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // touchEvery is how often a shared tier moves a used file's mtime.
 func (t *DirTier) touchEvery() time.Duration { return min(time.Minute, t.keepRecent/4) }
