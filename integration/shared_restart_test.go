@@ -2,7 +2,10 @@ package integration
 
 import (
 	"bytes"
+	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -76,4 +79,54 @@ func TestSharedRestartReady(t *testing.T) {
 		"the same directory as an nvme tier (full rebuild) ready in %v",
 		n, ready.Round(time.Millisecond), served.Round(time.Millisecond), (scan + served).Round(time.Millisecond),
 		nvmeReady.Round(time.Millisecond))
+}
+
+// TestSharedCrashLeftovers: temp files a crashed daemon left on the share
+// (one of a dead process of this host, one of another host, old) make
+// fsck exit 4; a daemon over the share removes both, and a young temp
+// file of another host (a write in flight) stays.
+func TestSharedCrashLeftovers(t *testing.T) {
+	dir := sharedDir(t)
+	id := testIDs("leftovers", 1)[0]
+	plantBlocks(t, dir, "m", []string{id})
+	host, _ := os.Hostname()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	shard := filepath.Join(dir, "m", id[:2])
+	mine := filepath.Join(shard, ".tmp-"+host+"@"+strconv.Itoa(dead.Process.Pid)+"-"+id+"-1")
+	old := filepath.Join(shard, ".tmp-otherhost@7-"+id+"-2")
+	young := filepath.Join(shard, ".tmp-otherhost@8-"+id+"-3")
+	for _, p := range []string{mine, old, young} {
+		if err := os.WriteFile(p, []byte("half a block"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-time.Hour)
+	os.Chtimes(old, past, past)
+	if out, err := exec.Command(ucmfsBin, "fsck", dir).CombinedOutput(); exitCode(err) != 4 {
+		t.Fatalf("fsck with leftovers: %v, want exit 4\n%s", err, out)
+	}
+	sharedDaemon(t, dir)
+	until(t, "the daemon removes the crash's leftovers", func() bool {
+		_, e1 := os.Stat(mine)
+		_, e2 := os.Stat(old)
+		return errors.Is(e1, os.ErrNotExist) && errors.Is(e2, os.ErrNotExist)
+	})
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("a young temp file of another host was removed: %v", err)
+	}
+}
+
+// exitCode is a command's exit status from its error (0 for nil).
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }
