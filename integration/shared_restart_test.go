@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ucmfs/ucmfs/internal/faultfs"
 )
 
 // tierBlocks is the block count .ucm/stats shows for tier i.
@@ -24,9 +26,10 @@ func tierBlocks(t *testing.T, d *daemon, i int) int {
 }
 
 // TestSharedRestartReady: with 10^5 blocks (UCMFS_SHARED_BLOCKS to
-// change it) in the shared directory, a daemon is ready at once and
-// serves them while its index builds in the background; the same
-// directory as an nvme tier (a full rebuild before serving) is the
+// change it) in the shared directory (seen through internal/faultfs with
+// every operation UCMFS_SHARED_LATENCY late, when set), a daemon is ready
+// at once and serves them while its index builds in the background; the
+// same directory as an nvme tier (a full rebuild before serving) is the
 // baseline. The figures are logged, not asserted.
 func TestSharedRestartReady(t *testing.T) {
 	n := 100000
@@ -50,9 +53,16 @@ func TestSharedRestartReady(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
+	share := dir
+	if lat, err := time.ParseDuration(os.Getenv("UCMFS_SHARED_LATENCY")); err == nil {
+		ffs := faultfs.Mount(t, dir) // every operation on the share that much late
+		ffs.Inject(faultfs.Fault{Op: faultfs.OpAny, Delay: lat})
+		share = ffs.Dir()
+		t.Logf("the share answers every operation %v late", lat)
+	}
 
 	start := time.Now()
-	d := mountUCM(t, sharedMount("nfs:"+dir))
+	d := mountUCM(t, sharedMount("nfs:"+share))
 	ready := time.Since(start)
 	start = time.Now()
 	for i := 0; i < 100; i++ {
@@ -70,7 +80,7 @@ func TestSharedRestartReady(t *testing.T) {
 
 	start = time.Now()
 	local := mountUCM(t, mountOpts{Bare: true, Args: []string{"--memory", "64MiB", "--memory-dir", memDir,
-		"--log-level", "warn", "--tier", "nvme:" + dir}})
+		"--log-level", "warn", "--tier", "nvme:" + share}})
 	nvmeReady := time.Since(start)
 	if got := tierBlocks(t, local, 1); got != n {
 		t.Errorf("the nvme rebuild found %d blocks, want %d", got, n)
