@@ -23,9 +23,11 @@ import (
 //     to match (files gone are dropped, files new adopted). A directory
 //     mtime younger than mtimeSlack is not trusted (a change in the same
 //     clock tick would not move it): such a shard is listed at each check.
-//   - Keys the index lacks are looked up on disk (a stat), so a block
+//   - A key the index lacks is looked up on disk (a stat), so a block
 //     another daemon just published is found at once; the kernel's
-//     negative TTL bounds how often a miss reaches the daemon.
+//     negative TTL bounds how often a miss reaches the daemon. Batch
+//     lookups (.ucm/lookup), which no kernel cache fronts, take a miss in
+//     a shard listed (or found unchanged since) within the TTL as final.
 //   - The models are the index's plus the root directory's listing, read
 //     at most once per TTL; a model name not in either is stat'ed.
 //   - At start nothing is read. The first check of a shard the index
@@ -45,8 +47,9 @@ type shardRef struct {
 
 // shardCheck is what the last check of a shard found.
 type shardCheck struct {
-	at    time.Time     // when it was checked
-	mtime unix.Timespec // the directory's mtime then, zero when not trusted
+	at     time.Time     // when it was checked
+	mtime  unix.Timespec // the directory's mtime then, zero when not trusted
+	listed bool          // the index holds every file of the shard as of at
 }
 
 // sharedView is the revalidation state of a shared directory tier.
@@ -113,11 +116,11 @@ func (t *DirTier) checkShard(ref shardRef, last shardCheck, force bool) {
 		return // the directory fails: keep what we know, try again later
 	case err != nil: // the shard (or its model) is gone
 		t.reconcile(ref, t.idx.shardKeys(ref.model, ref.hh, nil), nil)
-		t.recordShard(ref, shardCheck{at: now})
+		t.recordShard(ref, shardCheck{at: now, listed: true})
 		return
 	}
 	if !force && last.mtime != (unix.Timespec{}) && st.Mtim == last.mtime {
-		t.recordShard(ref, shardCheck{at: now, mtime: st.Mtim})
+		t.recordShard(ref, shardCheck{at: now, mtime: st.Mtim, listed: last.listed})
 		return
 	}
 	before := t.idx.shardKeys(ref.model, ref.hh, nil) // what the listing may drop
@@ -139,7 +142,7 @@ func (t *DirTier) checkShard(ref shardRef, last shardCheck, force bool) {
 	}
 	t.removeForeignTemps(dir, ents)
 	t.reconcile(ref, before, ents)
-	c := shardCheck{at: now}
+	c := shardCheck{at: now, listed: true}
 	if trusted(st.Mtim, now) {
 		c.mtime = st.Mtim
 	}
@@ -255,7 +258,8 @@ func (t *DirTier) sharedStat(key Key) (Info, error) {
 	return t.sharedGet(key)
 }
 
-// sharedGet is sharedStat once key's shard is revalidated.
+// sharedGet is sharedStat once key's shard is revalidated: a key the
+// index lacks is looked for on disk.
 func (t *DirTier) sharedGet(key Key) (Info, error) {
 	if info, _, ok := t.idx.get(key); ok {
 		return info, nil
@@ -264,6 +268,34 @@ func (t *DirTier) sharedGet(key Key) (Info, error) {
 		return Info{}, t.notFound(key)
 	}
 	return t.lookup(key)
+}
+
+// sharedHas is sharedGet for batch lookups (HasBlock, .ucm/lookup),
+// which no kernel cache stands in front of: a key the index lacks is a
+// miss without a syscall when its shard was listed (or found unchanged
+// since a listing) within the TTL, else it is looked for on disk.
+func (t *DirTier) sharedHas(key Key) bool {
+	if _, _, ok := t.idx.get(key); ok {
+		return true
+	}
+	if checkKey(key) != nil || t.listedFresh(key) {
+		return false
+	}
+	_, err := t.lookup(key)
+	return err == nil
+}
+
+// listedFresh reports whether the index holds all of key's shard as of
+// less than a TTL ago.
+func (t *DirTier) listedFresh(key Key) bool {
+	v := t.view
+	if v.ttl < 0 {
+		return false
+	}
+	v.mu.Lock()
+	c, ok := v.shards[shardRef{model: key.Model, hh: key.ID[0]}]
+	v.mu.Unlock()
+	return ok && c.listed && time.Since(c.at) < v.ttl
 }
 
 // goneErr reports an error that says a file of a shared directory is

@@ -46,7 +46,7 @@ func (s *Stack) HasBlock(model string, id hashdir.ID) bool {
 	}
 	for _, d := range s.dirs {
 		if d.view != nil {
-			if _, err := d.sharedGet(k); err == nil { // revalidated above
+			if d.sharedHas(k) { // revalidated above
 				return true
 			}
 			continue
