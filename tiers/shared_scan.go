@@ -2,6 +2,7 @@ package tiers
 
 import (
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -13,14 +14,48 @@ import (
 // The background scan of a shared tier (shared.go): what a rebuild at
 // start does for an unshared tier, done while the tier already serves.
 
+// rescanEvery is how often a shared tier checks every shard it knows
+// again (a stat of each directory, a listing of those that changed), so
+// its counts follow other daemons' deletes in shards no lookup asks about.
+var rescanEvery = time.Minute
+
 // scanShared lists every shard of a shared tier once, in the background,
 // so its use is known; then it sets the capacity a tier without a size
-// gets and lets eviction begin.
+// gets and lets eviction begin. From then on it checks every shard again
+// each rescanEvery.
 func (t *DirTier) scanShared(sizeless bool) {
 	defer t.wg.Done()
-	defer close(t.view.scanned)
 	start := time.Now()
-	models := t.sharedModels()
+	done := t.walkShards(true)
+	if done && sizeless {
+		t.setFreeCapacity()
+	}
+	close(t.view.scanned)
+	if !done {
+		return
+	}
+	u := t.idx.usage()
+	t.log.Info("shared tier index built in the background", "kind", t.kind, "dir", t.root,
+		"files", u.Files, "bytes", u.Used, "took", time.Since(start).Round(time.Millisecond))
+	tick := time.NewTicker(rescanEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+		}
+		if t.view.ttl >= 0 && !t.walkShards(false) {
+			return
+		}
+	}
+}
+
+// walkShards checks every shard of every model of the directory and of
+// the index: listing each (force), or as a lookup would (a stat, and a
+// listing where the directory changed). It reports false when the tier
+// was closed meanwhile.
+func (t *DirTier) walkShards(force bool) bool {
 	jobs := make(chan shardRef)
 	var wg sync.WaitGroup
 	for i := 0; i < rebuildWorkers; i++ {
@@ -28,42 +63,58 @@ func (t *DirTier) scanShared(sizeless bool) {
 		go func() {
 			defer wg.Done()
 			for ref := range jobs {
+				t.view.mu.Lock()
+				last, ok := t.view.shards[ref]
+				t.view.mu.Unlock()
+				if !force && ok && time.Since(last.at) < t.view.ttl {
+					continue
+				}
 				t.view.flights.Do(ref.model+"/"+hashdir.ShardName(ref.hh), func() (any, error) {
-					t.checkShard(ref, shardCheck{}, true)
+					t.checkShard(ref, last, force)
 					return nil, nil
 				})
 			}
 		}()
 	}
-	names := make([]string, 0, len(models))
-	for m := range models {
+	defer wg.Wait()
+	defer close(jobs)
+	names := t.idx.modelNames()
+	for m := range t.sharedModels() {
 		names = append(names, m)
 	}
 	sort.Strings(names)
+	names = slices.Compact(names)
 	for _, m := range names {
-		ents, _ := t.readDir(filepath.Join(t.root, m))
+		var shards []byte
+		ents, err := t.readDir(filepath.Join(t.root, m))
 		for _, e := range ents {
-			hh, ok := hashdir.ParseShard(e.Name())
-			if !ok || !e.IsDir() {
-				continue
+			if hh, ok := hashdir.ParseShard(e.Name()); ok && e.IsDir() {
+				shards = append(shards, hh)
 			}
+		}
+		if goneErr(err) { // the model went: its shards' entries go too
+			for hh := 0; hh < 256; hh++ {
+				shards = append(shards, byte(hh))
+			}
+		}
+		t.view.mu.Lock()
+		for ref := range t.view.shards { // shards checked before, gone since
+			if ref.model == m {
+				shards = append(shards, ref.hh)
+			}
+		}
+		t.view.mu.Unlock()
+		slices.Sort(shards)
+		shards = slices.Compact(shards)
+		for _, hh := range shards {
 			select {
 			case jobs <- shardRef{model: m, hh: hh}:
 			case <-t.stop:
-				close(jobs)
-				wg.Wait()
-				return
+				return false
 			}
 		}
 	}
-	close(jobs)
-	wg.Wait()
-	if sizeless {
-		t.setFreeCapacity()
-	}
-	u := t.idx.usage()
-	t.log.Info("shared tier index built in the background", "kind", t.kind, "dir", t.root,
-		"files", u.Files, "bytes", u.Used, "took", time.Since(start).Round(time.Millisecond))
+	return true
 }
 
 // setFreeCapacity sets the capacity of a tier without a size: what it

@@ -40,7 +40,9 @@ func TestSharedDiscovery(t *testing.T) {
 	if _, err := a.Put(k, data, true); err != nil {
 		t.Fatal(err)
 	}
-	if !b.HasBlock(k.Model, k.ID) || !b.HasModel(k.Model) {
+	// Within the TTL: B's background scan may have listed the shard
+	// while A was writing.
+	if !eventually(2*testTTL, func() bool { return b.HasBlock(k.Model, k.ID) && b.HasModel(k.Model) }) {
 		t.Fatal("B does not see the block or model A published")
 	}
 	mustEqual(t, "B's read", readAll(t, b, k), data)
@@ -240,5 +242,33 @@ func BenchmarkSharedLookup(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
 		})
+	}
+}
+
+// TestSharedRescanFollowsDeletes: files removed from the share in shards
+// no lookup asks about leave the tier's counts at the next rescan.
+func TestSharedRescanFollowsDeletes(t *testing.T) {
+	defer func(d time.Duration) { rescanEvery = d }(rescanEvery)
+	rescanEvery = 50 * time.Millisecond
+	dir := t.TempDir()
+	var keys []Key
+	for i := 0; i < 10; i++ {
+		k, data := testBlock("m", i, 64)
+		p := filepath.Join(dir, k.Path())
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, data, 0o444)
+		keys = append(keys, k)
+	}
+	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{})
+	d := s.dirs[0]
+	if !eventually(5*time.Second, func() bool { return d.Usage().Files == 10 }) {
+		t.Fatalf("scan: %+v", d.Usage())
+	}
+	for _, k := range keys[:4] {
+		os.Remove(filepath.Join(dir, k.Path()))
+	}
+	os.RemoveAll(filepath.Join(dir, "m", keys[4].ID.Shard())) // a whole shard
+	if !eventually(5*time.Second, func() bool { return d.Usage().Files <= 5 }) { // 4 or 5: shards may be shared
+		t.Fatalf("after the rescan: %+v", d.Usage())
 	}
 }
