@@ -36,6 +36,8 @@ type mountConfig struct {
 	ControlGroup    string            // group (name or gid) that may use the control files; "": owner only
 	MetricsAddr     string            // HOST:PORT of the Prometheus metrics; "": off
 	GPU             string            // device of .ucm/gpu: auto, cuda, sim or off
+	GPUSocket       string            // socket passing VMM descriptors; "": the default (gpuSocketPath), "off": none
+	CUDALibrary     string            // the CUDA driver library; "": libcuda.so.1
 	Repr            store.ReprSetting // sidecar kind derived for models without their own (zero: mean)
 }
 
@@ -99,6 +101,8 @@ type fileConfig struct {
 	ControlGroup    *string        `yaml:"control_group"`
 	MetricsAddr     *string        `yaml:"metrics_addr"`
 	GPU             *string        `yaml:"gpu"`
+	GPUSocket       *string        `yaml:"gpu_socket"`
+	CUDALibrary     *string        `yaml:"cuda_library"`
 	ReprKind        *string        `yaml:"repr_kind"`
 
 	path  string   // the file, as given
@@ -205,6 +209,18 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 	}
 	if fc.MemoryDir != nil {
 		cfg.MemoryDir = fc.resolvePath(*fc.MemoryDir)
+	}
+	if fc.GPUSocket != nil {
+		cfg.GPUSocket = *fc.GPUSocket
+		if cfg.GPUSocket != "" && cfg.GPUSocket != "off" {
+			cfg.GPUSocket = fc.resolvePath(cfg.GPUSocket)
+		}
+	}
+	if fc.CUDALibrary != nil {
+		cfg.CUDALibrary = *fc.CUDALibrary
+		if strings.Contains(cfg.CUDALibrary, "/") { // a bare name is the dynamic loader's to find
+			cfg.CUDALibrary = fc.resolvePath(cfg.CUDALibrary)
+		}
 	}
 	if fc.ReprKind != nil {
 		r, err := store.ParseReprSetting(*fc.ReprKind)

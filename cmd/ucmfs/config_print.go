@@ -36,6 +36,8 @@ type printedConfig struct {
 	ControlGroup    string        `yaml:"control_group"`
 	MetricsAddr     string        `yaml:"metrics_addr"`
 	GPU             string        `yaml:"gpu"`
+	GPUSocket       string        `yaml:"gpu_socket"`
+	CUDALibrary     string        `yaml:"cuda_library"`
 	ReprKind        string        `yaml:"repr_kind"`
 }
 
@@ -54,7 +56,7 @@ func printConfig(w io.Writer, cfg mountConfig) error {
 		EntryTTL: cfg.EntryTTL.String(), NegativeTTL: cfg.NegativeTTL.String(), MaxFileSize: exactSize(cfg.MaxFileSize),
 		LogLevel: strings.ToLower(cfg.LogLevel.String()), LogFormat: cfg.LogFormat, Debug: cfg.Debug,
 		ShutdownTimeout: cfg.ShutdownTimeout.String(), ControlGroup: cfg.ControlGroup, MetricsAddr: cfg.MetricsAddr,
-		GPU: cfg.GPU, ReprKind: reprString(cfg.Repr),
+		GPU: cfg.GPU, GPUSocket: cfg.GPUSocket, CUDALibrary: cfg.CUDALibrary, ReprKind: reprString(cfg.Repr),
 	}
 	for _, t := range cfg.Tiers {
 		pt := printedTier{Kind: t.Kind, Dir: t.Dir}

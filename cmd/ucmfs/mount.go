@@ -225,7 +225,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		return err
 	}
 	defer metrics.close()
-	dev, err := openGPU(cfg.GPU, log)
+	dev, err := openGPU(cfg.GPU, cfg.CUDALibrary, log)
 	if err != nil {
 		return err
 	}
@@ -252,6 +252,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
 		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL,
 		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup,
+		GPUSocket: gpuSocketPath(cfg, dev, log),
 	})
 	if err != nil {
 		core.Close()
