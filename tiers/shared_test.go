@@ -267,7 +267,7 @@ func TestSharedRescanFollowsDeletes(t *testing.T) {
 	for _, k := range keys[:4] {
 		os.Remove(filepath.Join(dir, k.Path()))
 	}
-	os.RemoveAll(filepath.Join(dir, "m", keys[4].ID.Shard())) // a whole shard
+	os.RemoveAll(filepath.Join(dir, "m", keys[4].ID.Shard()))                    // a whole shard
 	if !eventually(5*time.Second, func() bool { return d.Usage().Files <= 5 }) { // 4 or 5: shards may be shared
 		t.Fatalf("after the rescan: %+v", d.Usage())
 	}
