@@ -32,6 +32,20 @@ func eventually(d time.Duration, cond func() bool) bool {
 
 const testTTL = 100 * time.Millisecond
 
+// plantFiles writes n blocks of model "m" with payloads of size bytes
+// straight into the directory dir, as another host would.
+func plantFiles(dir string, n, size int) []Key {
+	keys := make([]Key, n)
+	for i := range keys {
+		k, data := testBlock("m", i, size)
+		p := filepath.Join(dir, k.Path())
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, data, 0o444)
+		keys[i] = k
+	}
+	return keys
+}
+
 func TestSharedDiscovery(t *testing.T) {
 	dir := t.TempDir()
 	a := sharedStack(t, 1<<20, dir, testTTL, DirConfig{})
@@ -132,16 +146,11 @@ func TestSharedPrivateCopyWithoutRoom(t *testing.T) {
 func TestSharedEvictsOldestMTimeOnly(t *testing.T) {
 	dir := t.TempDir()
 	old := time.Now().Add(-time.Hour)
-	var keys []Key
-	for i := 0; i < 20; i++ {
-		k, data := testBlock("m", i, 4096)
-		p := filepath.Join(dir, k.Path())
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, data, 0o444)
+	keys := plantFiles(dir, 20, 4096)
+	for i, k := range keys {
 		if i%2 == 0 { // the even ones were used by nobody for an hour
-			os.Chtimes(p, old, old)
+			os.Chtimes(filepath.Join(dir, k.Path()), old, old)
 		}
-		keys = append(keys, k)
 	}
 	// Room for fewer than 20: the odd ones are recent and must stay.
 	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{Capacity: 12 * (4096 + hashdir.HeaderSize + 64)})
@@ -211,14 +220,7 @@ func deadPID(t *testing.T) int {
 func BenchmarkSharedLookup(b *testing.B) {
 	dir := b.TempDir()
 	const n = 4096
-	var keys []Key
-	for i := 0; i < n; i++ {
-		k, data := testBlock("m", i, 64)
-		p := filepath.Join(dir, k.Path())
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, data, 0o444)
-		keys = append(keys, k)
-	}
+	keys := plantFiles(dir, n, 64)
 	past := time.Now().Add(-time.Hour) // trusted directory mtimes: checks stat, never list
 	filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
 		if err == nil && e.IsDir() {
@@ -251,14 +253,7 @@ func TestSharedRescanFollowsDeletes(t *testing.T) {
 	defer func(d time.Duration) { rescanEvery = d }(rescanEvery)
 	rescanEvery = 50 * time.Millisecond
 	dir := t.TempDir()
-	var keys []Key
-	for i := 0; i < 10; i++ {
-		k, data := testBlock("m", i, 64)
-		p := filepath.Join(dir, k.Path())
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, data, 0o444)
-		keys = append(keys, k)
-	}
+	keys := plantFiles(dir, 10, 64)
 	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{})
 	d := s.dirs[0]
 	if !eventually(5*time.Second, func() bool { return d.Usage().Files == 10 }) {
