@@ -64,7 +64,7 @@ func testIDs(salt string, n int) []string {
 
 // makeShards creates the shard directories of ids under root/model, so
 // the client can write into a plain directory laid out like a tier.
-func makeShards(t *testing.T, root, model string, ids []string) {
+func makeShards(t testing.TB, root, model string, ids []string) {
 	t.Helper()
 	for _, id := range ids {
 		if err := os.MkdirAll(filepath.Join(root, model, id[:2]), 0o755); err != nil {

@@ -15,7 +15,8 @@ import (
 // mkdir, and every model a tier holds a file of. It is seeded at mount
 // from the tiers' indexes and the top-level directories of the directory
 // tiers; a model first seen in a tier later (another daemon on a shared
-// tier) joins it at its first lookup or listing.
+// tier, seen in its directory within the tier's revalidation TTL) joins
+// it at its first lookup or listing.
 type modelSet struct {
 	mu    sync.Mutex
 	names map[string]struct{}
@@ -91,11 +92,9 @@ func (s *Store) ModelExists(model string) bool {
 	if s.models.has(model) {
 		return true
 	}
-	for _, n := range s.tierModels() {
-		if n == model {
-			s.models.add(model)
-			return true
-		}
+	if s.stack.HasModel(model) { // a shared tier answers from its directory
+		s.models.add(model)
+		return true
 	}
 	return false
 }
@@ -214,8 +213,14 @@ func (s *Store) ForgetUsage(model string) {
 // Models returns the registered model names, sorted.
 func (s *Store) Models() []string { return s.models.list() }
 
-// AddModel registers an empty model (mkdir).
-func (s *Store) AddModel(name string) { s.models.add(name) }
+// AddModel registers an empty model (mkdir), and makes its directory on
+// the shared tiers so other hosts' daemons see it too.
+func (s *Store) AddModel(name string) {
+	s.models.add(name)
+	if err := s.stack.ShareModel(name); err != nil {
+		s.log.Warn("model directory not made on a shared tier", "model", name, "err", err)
+	}
+}
 
 // ModelEmpty reports whether no tier holds a file of model.
 func (s *Store) ModelEmpty(model string) bool {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,10 +48,11 @@ import (
 //   - Watermarks: eviction starts above 90% and frees down to 80%, leaving
 //     room for bursts of write-back between passes.
 //   - Shared: NFS and 3FS directories may be shared by several daemons, so
-//     a key missing from the index is looked up on disk (and adopted), the
-//     directory is not locked for one daemon, and temp files are removed
-//     at start only when older than an hour (they may be another daemon's
-//     writes in flight).
+//     the directory is not locked for one daemon, nothing is scanned before
+//     the tier serves, its index is revalidated per shard directory and a
+//     key missing from it is looked up on disk (shared.go), eviction goes
+//     by mtime and spares recent files, and only stale temp files are
+//     removed (shared_temps.go).
 type DirConfig struct {
 	// Kind is "nvme", "nfs" or "ds3fs".
 	Kind string
@@ -72,6 +74,15 @@ type DirConfig struct {
 	Shared *bool
 	// OpTimeout bounds every filesystem operation (0: per kind).
 	OpTimeout time.Duration
+	// Revalidate is how long a shared tier trusts its index of a shard
+	// directory and its listing of models before it checks the directory
+	// again (0: DefaultRevalidate; negative: never, the index is trusted
+	// as on an unshared tier). See shared.go.
+	Revalidate time.Duration
+	// KeepRecent is the age under which a shared tier never evicts a file:
+	// its mtime is moved on use by every daemon, so a block another host
+	// is using is not deleted under it (0: DefaultKeepRecent).
+	KeepRecent time.Duration
 	// Logger receives warnings (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -126,6 +137,9 @@ type DirTier struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	lockf  *os.File // held for unshared kinds
+
+	view       *sharedView   // shared kinds: revalidation of the index (shared.go)
+	keepRecent time.Duration // shared kinds: never evict a file younger
 }
 
 var _ Tier = (*DirTier)(nil)
@@ -172,27 +186,36 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 			return nil, fmt.Errorf("%s tier: %s is in use by another daemon: %w", t.kind, root, err)
 		}
 	}
-	if err := t.rebuild(); err != nil {
+	if t.shared {
+		// Nothing is read at start: lookups fall through to the directory
+		// while a background scan builds the index (shared.go).
+		t.view = newSharedView(cfg.Revalidate)
+		if cfg.Revalidate == 0 {
+			t.view.ttl = DefaultRevalidate
+		}
+		t.keepRecent = cfg.KeepRecent
+		if t.keepRecent <= 0 {
+			t.keepRecent = DefaultKeepRecent
+		}
+	} else if err := t.rebuild(); err != nil {
 		t.release()
 		return nil, err
 	}
 	if cfg.Capacity == 0 {
-		var st unix.Statfs_t
-		if err := t.do("statfs", func() error { return unix.Statfs(root, &st) }, nil); err != nil {
+		if err := t.setFreeCapacity(); err != nil {
 			t.release()
 			return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 		}
-		bs := st.Frsize
-		if bs == 0 {
-			bs = st.Bsize
-		}
-		t.idx.setCapacity(t.idx.usage().Used + int64(st.Bavail)*bs)
 	}
 	// Start-up operations above ran detached, so a stalled directory
 	// fails the start instead of hanging it.
 	t.inline = !def.detach
 	t.wg.Add(1)
 	go t.probeLoop()
+	if t.view != nil {
+		t.wg.Add(1)
+		go t.scanShared(cfg.Capacity == 0)
+	}
 	return t, nil
 }
 
@@ -228,7 +251,11 @@ func (t *DirTier) path(key Key) string { return filepath.Join(t.root, key.Path()
 func (t *DirTier) Usage() Usage { return t.idx.usage() }
 
 // OverHigh reports whether use is above the high watermark.
+// A shared tier is never over it before its background scan is done.
 func (t *DirTier) OverHigh() bool {
+	if !t.Scanned() {
+		return false
+	}
 	u := t.idx.usage()
 	return float64(u.Used) > t.high*float64(u.Capacity)
 }
@@ -241,14 +268,32 @@ func (t *DirTier) LowTarget() int64 {
 // Oldest returns up to n files, least recently used first.
 func (t *DirTier) Oldest(n int) []Info { return t.idx.oldest(n) }
 
-// Touch marks key as just used (LRU).
-func (t *DirTier) Touch(key Key) { t.idx.touch(key) }
+// Touch marks key as just used (LRU). On a shared tier it also moves the
+// file's mtime to now (at most once per touchEvery), the use every daemon
+// sees and evicts by (shared_evict.go).
+func (t *DirTier) Touch(key Key) {
+	t.idx.touch(key)
+	if t.view != nil {
+		t.touchShared(key)
+	}
+}
 
 // List calls fn for the indexed files of model ("" for all).
 func (t *DirTier) List(model string, fn func(Info) bool) { t.idx.each(model, fn) }
 
-// Models returns the models that have indexed files, sorted.
-func (t *DirTier) Models() []string { return t.idx.modelNames() }
+// Models returns the models that have indexed files, sorted; a shared
+// tier adds the model directories at its root (shared.go).
+func (t *DirTier) Models() []string {
+	names := t.idx.modelNames()
+	if t.view == nil {
+		return names
+	}
+	for m := range t.sharedModels() {
+		names = append(names, m)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
 
 // ModelUsage returns the number of indexed files and bytes of model.
 func (t *DirTier) ModelUsage(model string) (files, bytes int64) { return t.idx.modelUsage(model) }

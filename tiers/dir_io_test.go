@@ -209,6 +209,7 @@ func TestDirSharedKeepsYoungTemps(t *testing.T) {
 	past := time.Now().Add(-2 * time.Hour)
 	os.Chtimes(old, past, past)
 	d := newDir(t, tiers.DirConfig{Kind: "nfs", Dir: dir, Capacity: 1 << 20})
+	waitScanned(t, d)
 	if !exists(young) {
 		t.Fatal("a young temp file in a shared directory was removed")
 	}
@@ -217,5 +218,15 @@ func TestDirSharedKeepsYoungTemps(t *testing.T) {
 	}
 	if u := d.Usage(); u.Files != 0 {
 		t.Fatalf("temp files indexed: %+v", u)
+	}
+}
+
+// waitScanned waits for a shared tier's background scan.
+func waitScanned(t testing.TB, d *tiers.DirTier) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !d.Scanned(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the background scan did not end")
+		}
 	}
 }

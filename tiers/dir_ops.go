@@ -50,18 +50,19 @@ func (t *DirTier) Sync(key Key) error {
 
 // Stat describes a published file from the index, without touching the
 // directory: the CRC of a file found by a rebuild is not read here (HasCRC
-// stays unset until CRC has read it). In a shared directory a key missing
-// from the index is looked up on disk and, if present, adopted.
+// stays unset until CRC has read it). In a shared directory the index of
+// the key's shard is revalidated first, and a key missing from it is
+// looked up on disk and, if present, adopted (shared.go).
 func (t *DirTier) Stat(key Key) (Info, error) {
 	if t.closed.Load() {
 		return Info{}, t.errClosed("stat")
 	}
+	if t.view != nil {
+		return t.sharedStat(key)
+	}
 	info, _, ok := t.idx.get(key)
 	if !ok {
-		if !t.shared || checkKey(key) != nil {
-			return Info{}, t.notFound(key)
-		}
-		return t.lookup(key)
+		return Info{}, t.notFound(key)
 	}
 	return info, nil
 }
@@ -140,6 +141,9 @@ func (t *DirTier) lookup(key Key) (Info, error) {
 	var st unix.Stat_t
 	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)
 	if err != nil {
+		if goneErr(err) {
+			return Info{}, t.notFound(key)
+		}
 		return Info{}, fmt.Errorf("%s tier: %w", t.kind, notFound("stat", err))
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
@@ -175,8 +179,11 @@ func (t *DirTier) Open(key Key) (*os.File, error) {
 		}
 	})
 	if err != nil {
-		if known && isENOENT(err) {
+		if known && goneErr(err) {
 			t.idx.remove(key)
+		}
+		if goneErr(err) {
+			return nil, t.notFound(key)
 		}
 		return nil, fmt.Errorf("%s tier: %w", t.kind, notFound("open", err))
 	}

@@ -14,12 +14,12 @@ import (
 
 // The index of a directory tier is rebuilt at start from directory
 // listings and one stat per file; no file is read. Temp files are removed
-// (in a shared directory only those older than staleTempAge, since they
-// may be another daemon's writes in flight). Names that break the layout
+// (in a shared directory only stale ones, since they may be another
+// daemon's writes in flight: shared_temps.go). Names that break the layout
 // are skipped with a log line. The LRU order is the files' mtime order.
 
 const (
-	staleTempAge   = time.Hour
+	staleTempAge   = 10 * time.Minute
 	rebuildWorkers = 4  // shard directories listed at once
 	maxNameLogs    = 10 // invalid names logged one by one, then counted
 )
@@ -124,13 +124,13 @@ func (t *DirTier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry
 }
 
 // removeTemps removes the temp files a crash left in the shard directory
-// dir (in a shared directory only those older than staleTempAge).
+// dir (in a shared directory only stale ones: staleTemp).
 func (t *DirTier) removeTemps(s *rebuildScan, dir string, ents []shardEntry) {
 	for _, e := range ents {
 		if e.class != leftoverEntry || !strings.HasPrefix(e.name, tmpPrefix) {
 			continue
 		}
-		if t.shared && time.Since(time.Unix(e.mtime.Unix())) < staleTempAge {
+		if t.shared && !staleTemp(e.name, time.Unix(e.mtime.Unix())) {
 			continue
 		}
 		if err := unix.Unlink(filepath.Join(dir, e.name)); err == nil {

@@ -41,7 +41,7 @@ func (t *DirTier) Create(key Key) (Writer, error) {
 			if err := t.dirs.ensure(t.root, key); err != nil {
 				return err
 			}
-			tmp := filepath.Join(dir, tmpPrefix+key.ID.String()+"-"+randomSuffix())
+			tmp := filepath.Join(dir, tempName(key.ID.String()))
 			// 0644 until Commit: setting the CRC xattr needs write
 			// permission on the inode (for a daemon that is not root).
 			f, err := openFile(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o644)

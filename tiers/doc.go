@@ -25,5 +25,7 @@
 // stack_pins.go, stack_tiers.go, stack_stats.go; mem*.go the memory tier;
 // dir*.go a directory tier; files.go what both publish with; layout.go
 // and fsck.go the on-disk layout; index*.go the in-memory index; lock.go
-// the tier lock. docs/design.md explains the decisions.
+// the tier lock; shared*.go what a tier other daemons share (nfs, ds3fs)
+// does: its index revalidated, reads copied off it, eviction by mtime,
+// crash leftovers. docs/design.md explains the decisions.
 package tiers

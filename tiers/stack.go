@@ -168,6 +168,7 @@ func newStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 		verified: make(map[Key]bool),
 		stop:     make(chan struct{}),
 	}
+	s.watchShared()
 	for i := 0; i < cfg.WriteBackWorkers; i++ {
 		s.wg.Add(1)
 		go s.writeBackLoop()

@@ -30,7 +30,9 @@ func (s *Stack) demoteLoop() {
 
 // demote moves the least recently used files of dirs[i] down to dirs[i+1]
 // until it is back under its low watermark. The last tier drops them: the
-// store is a cache, and a dropped block is a miss. Pinned blocks stay.
+// store is a cache, and a dropped block is a miss. Pinned blocks stay. A
+// shared tier takes the oldest mtimes first and never a file younger than
+// its KeepRecent (mayEvict).
 func (s *Stack) demote(i int) {
 	d := s.dirs[i]
 	for d.Usage().Used > d.LowTarget() {
@@ -39,6 +41,9 @@ func (s *Stack) demote(i int) {
 		for _, v := range victims {
 			if d.Usage().Used <= d.LowTarget() {
 				return
+			}
+			if d.view != nil && !d.mayEvict(v.Key) {
+				continue // used by some daemon lately, or gone
 			}
 			err := s.evictFrom(i, v.Key)
 			if err == nil {
@@ -68,6 +73,9 @@ func (s *Stack) makeRoomOn(i int, size int64) bool {
 		for _, v := range d.Oldest(64) {
 			if freed >= need {
 				break
+			}
+			if d.view != nil && !d.mayEvict(v.Key) {
+				continue // used by some daemon lately, or gone
 			}
 			if s.evictFrom(i, v.Key) == nil {
 				freed += v.Size

@@ -44,8 +44,14 @@ func newTestStack(t testing.TB, memCap int64, dir string, cfg StackConfig) *Stac
 	if dir != "" {
 		dirs = append(dirs, DirConfig{Kind: "nvme", Dir: dir})
 	}
+	return buildStack(t, cfg, MemConfig{Capacity: memCap}, dirs...)
+}
+
+// buildStack is New with the test logger, closed when the test ends.
+func buildStack(t testing.TB, cfg StackConfig, mc MemConfig, dirs ...DirConfig) *Stack {
+	t.Helper()
 	cfg.Logger = testLogger()
-	s, err := New(cfg, MemConfig{Capacity: memCap}, dirs...)
+	s, err := New(cfg, mc, dirs...)
 	if err != nil {
 		t.Fatal(err)
 	}

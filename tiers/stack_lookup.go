@@ -35,22 +35,24 @@ func (s *Stack) Has(k Key) bool {
 
 // HasBlock reports whether any tier holds the block id of model. It is
 // Has for batch lookups: it asks the tiers' indexes only, builds no error
-// and allocates nothing. A shared directory tier whose index lacks the
-// block is still asked (a stat of the file), because another daemon may
-// have published it there.
+// and allocates nothing. A shared directory tier is asked through Stat:
+// its index revalidated, a block it lacks looked for on disk, because
+// another daemon may have published or removed it (shared.go).
 func (s *Stack) HasBlock(model string, id hashdir.ID) bool {
 	k := Key{Model: model, ID: id}
+	s.revalidateShared(k)
 	if _, _, ok := s.mem.idx.get(k); ok {
 		return true
 	}
 	for _, d := range s.dirs {
-		if _, _, ok := d.idx.get(k); ok {
-			return true
-		}
-		if d.shared {
-			if _, err := d.Stat(k); err == nil {
+		if d.view != nil {
+			if d.sharedHas(k) { // revalidated above
 				return true
 			}
+			continue
+		}
+		if _, _, ok := d.idx.get(k); ok {
+			return true
 		}
 	}
 	return false
@@ -97,6 +99,7 @@ func (s *Stack) ShardKeys(model string, shard byte) []Key {
 	}
 	inMem := len(keys)
 	for _, d := range s.dirs {
+		d.revalidate(Key{Model: model, ID: hashdir.ID{shard}})
 		keys = d.idx.shardKeys(model, shard, keys)
 	}
 	if len(keys) == inMem {
@@ -131,6 +134,7 @@ func listKeys(t Tier, model string) []Key {
 func (s *Stack) Stat(k Key) (BlockInfo, error) {
 	var bi BlockInfo
 	found := false
+	s.revalidateShared(k)
 	if in, pinned, dirty, ok := s.mem.idx.describe(k); ok {
 		bi.Info, found = in, true
 		bi.Holders = append(bi.Holders, s.mem.Name())
@@ -138,14 +142,13 @@ func (s *Stack) Stat(k Key) (BlockInfo, error) {
 	}
 	for i, d := range s.dirs {
 		in, _, ok := d.idx.get(k) // no error built for a miss
-		if !ok {
+		if d.view != nil {
 			var err error
-			if !d.shared {
+			if in, err = d.sharedGet(k); err != nil { // revalidated above
 				continue
 			}
-			if in, err = d.Stat(k); err != nil {
-				continue
-			}
+		} else if !ok {
+			continue
 		}
 		if !found {
 			bi.Info, found = in, true

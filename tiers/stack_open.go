@@ -12,7 +12,9 @@ import (
 // Open opens k for reading from the fastest tier that holds it. A file
 // found only on a lower tier is promoted into memory when it fits without
 // eviction or when the admission filter has seen it before; otherwise it
-// is served from where it is, after a one-time CRC check.
+// is served from where it is, after a one-time CRC check. A file of a
+// shared tier is always copied first, into memory or a private memfd
+// (shared_stack.go), so other daemons may remove it during the read.
 func (s *Stack) Open(k Key) (*Handle, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		if f, size, ok := s.mem.openHit(k); ok {
@@ -29,7 +31,12 @@ func (s *Stack) Open(k Key) (*Handle, error) {
 		}
 		id := v.(TierID)
 		t := s.tierAt(id)
-		f, err := t.Open(k)
+		var f *os.File
+		if d := s.sharedAt(id); d != nil {
+			f, err = s.privateCopy(d, k) // no room in memory (shared_stack.go)
+		} else {
+			f, err = t.Open(k)
+		}
 		if errors.Is(err, ErrNotFound) {
 			continue // moved between tiers meanwhile: look again
 		}
@@ -83,7 +90,8 @@ func (s *Stack) locate(k Key, force bool) (TierID, error) {
 			continue
 		}
 		d.Touch(k)
-		if force || s.shouldPromote(k, info.Size) {
+		shared := d.view != nil // always copied: never read in place
+		if force || shared || s.shouldPromote(k, info.Size) {
 			err := s.promote(d, k)
 			if err == nil {
 				return Memory, nil
@@ -95,6 +103,13 @@ func (s *Stack) locate(k Key, force bool) (TierID, error) {
 			}
 			if force {
 				return TierID(i + 1), err
+			}
+			if shared && (errors.Is(err, ErrNotFound) || goneErr(err)) {
+				lastErr = fmt.Errorf("%s: %w", k, ErrNotFound)
+				continue
+			}
+			if shared {
+				return TierID(i + 1), nil // Open makes a private copy
 			}
 		}
 		if err := s.verifyOnce(d, k, info); err != nil {

@@ -49,3 +49,17 @@ func (s *Stack) Models() []string {
 	slices.Sort(names)
 	return slices.Compact(names)
 }
+
+// HasModel reports whether any tier holds a file of model or, for a
+// shared tier, a directory of it (another daemon's model).
+func (s *Stack) HasModel(model string) bool {
+	if n, _ := s.mem.idx.modelUsage(model); n > 0 {
+		return true
+	}
+	for _, d := range s.dirs {
+		if d.HasModel(model) {
+			return true
+		}
+	}
+	return false
+}

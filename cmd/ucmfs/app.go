@@ -18,6 +18,9 @@ const (
 	exitFail  = 1 // the command ran and found a problem (invalid file, bad tier entry, I/O error)
 	exitUsage = 2 // bad command line or bad input (flags, arguments, token ids)
 	exitBusy  = 3 // refused: a running daemon holds the directory (fsck --repair)
+	// exitLeftovers: fsck found no bad entry but leftover temporary files
+	// (a crashed writer's; --repair removes them).
+	exitLeftovers = 4
 )
 
 // constructors holds one constructor per subcommand. Each subcommand lives

@@ -34,12 +34,12 @@ func fsckCommand() *cli.Command {
 		Description: "Checks every entry of a tier directory: names and layout (docs/spec.md §2), headers and\n" +
 			"payload CRC-32C (docs/spec.md §4-5), the user.ucm.crc32c xattr when present, and that every\n" +
 			"sidecar has a valid block. Files whose name starts with '.' are leftover temporary\n" +
-			"files: reported, not errors. Run it on a directory no daemon is using.\n" +
+			"files (a crashed writer's). Run it on a directory no daemon is using.\n" +
 			"With --repair, bad entries are moved to <DIR>/.quarantine/<same path> and leftovers are\n" +
 			"removed; it refuses a directory a running daemon holds. A count of entries checked goes\n" +
 			"to stderr every second when stderr is a terminal, or with --progress.\n" +
 			"Exits 0 when all is well, 1 if anything is bad, 2 on bad usage, 3 when --repair is refused\n" +
-			"because a daemon holds the directory.",
+			"because a daemon holds the directory, 4 when the only findings are leftovers left in place.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "repair", Usage: "move bad entries to DIR/.quarantine/ and remove leftovers"},
 			&cli.BoolFlag{Name: "progress", Usage: "show a count of entries checked on stderr every second, even when it is not a terminal"},
@@ -67,6 +67,9 @@ func fsckCommand() *cli.Command {
 			}
 			if rep.Bad > 0 || rep.Errors > 0 {
 				return failed()
+			}
+			if rep.Leftovers > rep.Removed {
+				return &exitError{code: exitLeftovers}
 			}
 			return nil
 		},

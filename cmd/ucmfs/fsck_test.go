@@ -196,7 +196,26 @@ func TestFsckRepairRefusedWhileHeld(t *testing.T) {
 	if !pathExists(filepath.Join(dir, leftover)) {
 		t.Fatal("the refused repair removed a leftover")
 	}
-	if code, out, _ := runMain(t, "fsck", dir); code != 0 || !strings.Contains(out, "leftover "+leftover) {
+	if code, out, _ := runMain(t, "fsck", dir); code != exitLeftovers || !strings.Contains(out, "leftover "+leftover) {
 		t.Fatalf("fsck of a held tier: %d\n%s", code, out)
+	}
+}
+
+// TestFsckLeftoversOnly: a crash's temp file in an otherwise good tier is
+// exit status 4 (not 0, so a script notices it); --repair removes it and
+// exits 0.
+func TestFsckLeftoversOnly(t *testing.T) {
+	dir := t.TempDir()
+	writeAt(t, dir, tierPath(testIDs[0], ".bin"), blockFile(testIDs[0]))
+	leftover := testModel + "/" + testIDs[0].Shard() + "/.tmp-otherhost@42-" + testIDs[0].String() + "-1"
+	writeAt(t, dir, leftover, []byte("half"))
+	if code, out, _ := runMain(t, "fsck", dir); code != exitLeftovers || !strings.Contains(out, "leftover "+leftover) {
+		t.Fatalf("fsck with a leftover: exit %d\n%s", code, out)
+	}
+	if code, out, _ := runMain(t, "fsck", "--repair", dir); code != 0 || pathExists(filepath.Join(dir, leftover)) {
+		t.Fatalf("fsck --repair of a leftover: exit %d\n%s", code, out)
+	}
+	if code, _, _ := runMain(t, "fsck", dir); code != 0 {
+		t.Fatalf("fsck after the repair: exit %d", code)
 	}
 }

@@ -253,6 +253,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		closeStack(st, cfg.ShutdownTimeout, log)
 		return err
 	}
+	clampEntryTTL(&cfg, log)
 	exported := ucmmetrics.New(core) // before the mount: it installs the latency histograms
 	srv, err := fs.Mount(cfg.Mountpoint, core, fs.Options{
 		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
@@ -282,7 +283,7 @@ func buildStack(cfg mountConfig, log *slog.Logger, host tiers.HostRegistrar) (*t
 		if err := prepareTierDir(t); err != nil {
 			return nil, err
 		}
-		dirs = append(dirs, tiers.DirConfig{Kind: t.Kind, Dir: t.Dir, Capacity: t.Size})
+		dirs = append(dirs, tiers.DirConfig{Kind: t.Kind, Dir: t.Dir, Capacity: t.Size, Revalidate: sharedRevalidate(cfg)})
 	}
 	st, err := tiers.New(tiers.StackConfig{WriteThrough: cfg.WriteThrough, Logger: log},
 		tiers.MemConfig{Capacity: cfg.Memory, Dir: cfg.MemoryDir, Host: host, Pending: pendingBound(cfg)}, dirs...)

@@ -276,3 +276,41 @@ func TestUnmountReleasesStall(t *testing.T) {
 		t.Fatalf("%s still mounted", mnt)
 	}
 }
+
+// TestDelay: a delayed operation completes after the delay, or fails
+// with the rule's errno after it (a slow network filesystem).
+func TestDelay(t *testing.T) {
+	fsys := faultfs.Mount(t, t.TempDir())
+	p := filepath.Join(fsys.Dir(), "f")
+	writeFile(t, p, []byte("data"))
+	fsys.Inject(faultfs.Fault{Op: faultfs.OpStat, Delay: 50 * time.Millisecond, PathContains: "f"})
+	start := time.Now()
+	if _, err := os.Stat(p); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Fatalf("stat took %v, want at least the 50ms delay", d)
+	}
+	fsys.Clear()
+	fsys.Inject(faultfs.Fault{Op: faultfs.OpOpen, Delay: 10 * time.Millisecond, Errno: syscall.ESTALE})
+	if _, err := os.Open(p); !errors.Is(err, syscall.ESTALE) {
+		t.Fatalf("open after a delay = %v, want ESTALE", err)
+	}
+}
+
+// TestDelayCombines: a delay for every operation, injected first, adds
+// to the fault injected after it instead of hiding it.
+func TestDelayCombines(t *testing.T) {
+	fsys := faultfs.Mount(t, t.TempDir())
+	p := filepath.Join(fsys.Dir(), "f")
+	writeFile(t, p, []byte("data"))
+	fsys.Inject(faultfs.Fault{Op: faultfs.OpAny, Delay: 20 * time.Millisecond})
+	fsys.Inject(faultfs.Fault{Op: faultfs.OpOpen, Errno: syscall.EIO, PathContains: "f"})
+	start := time.Now()
+	if _, err := os.Open(p); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("open = %v, want EIO", err)
+	}
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Fatalf("open failed after %v, want the delay first", d)
+	}
+}

@@ -139,15 +139,18 @@ func (f *FS) Dir() string { return f.mnt }
 func (f *FS) Backing() string { return f.backing }
 
 // Inject adds a rule. From now on, until Clear, every operation it matches
-// fails with its Errno or, for a stall, blocks until Clear or Unmount. When
-// several rules match an operation, the one injected first applies. Inject
-// panics on a rule with neither Errno nor Stall, or with an unknown Op.
+// fails with its Errno or, for a stall, blocks until Clear or Unmount (a
+// delay first waits its Delay). When several rules with an Errno or a
+// Stall match an operation, the one injected first applies; the Delays of
+// all matching rules up to it add up (so a delay-only rule for every
+// operation combines with the faults injected after it). Inject
+// panics on a rule with no Errno, Stall or Delay, or with an unknown Op.
 func (f *FS) Inject(fl Fault) {
 	if fl.Op < 0 || fl.Op >= numOps {
 		panic(fmt.Sprintf("faultfs: unknown op %d", int(fl.Op)))
 	}
-	if fl.Errno == 0 && !fl.Stall {
-		panic("faultfs: a fault needs an Errno, Stall, or both")
+	if fl.Errno == 0 && !fl.Stall && fl.Delay <= 0 {
+		panic("faultfs: a fault needs an Errno, Stall or Delay")
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -238,7 +241,16 @@ func (f *FS) Unmount() error {
 func (f *FS) check(ctx context.Context, op Op, paths ...string) syscall.Errno {
 	f.calls[op].Add(1)
 	f.mu.Lock()
-	fl, ok := f.matchLocked(op, paths)
+	fl, ok, delay := f.matchLocked(op, paths)
+	if delay > 0 && !f.closed {
+		f.mu.Unlock()
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return syscall.EINTR
+		}
+		f.mu.Lock()
+	}
 	if !ok || !fl.Stall || f.closed {
 		f.mu.Unlock()
 		return fl.Errno
@@ -260,21 +272,38 @@ func (f *FS) check(ctx context.Context, op Op, paths ...string) syscall.Errno {
 	return errno
 }
 
-func (f *FS) matchLocked(op Op, paths []string) (Fault, bool) {
+// matchLocked returns the first rule that matches with an Errno or a
+// Stall, and the delay to wait first: the sum of the Delays of the
+// matching rules up to it (a delay-only rule lets later rules match).
+func (f *FS) matchLocked(op Op, paths []string) (Fault, bool, time.Duration) {
+	var delay time.Duration
 	for _, fl := range f.rules {
-		if fl.Op != OpAny && fl.Op != op {
+		if !fl.matches(op, paths) {
 			continue
 		}
-		if fl.PathContains == "" {
-			return fl, true
-		}
-		for _, p := range paths {
-			if strings.Contains(p, fl.PathContains) {
-				return fl, true
-			}
+		delay += fl.Delay
+		if fl.Errno != 0 || fl.Stall {
+			return fl, true, delay
 		}
 	}
-	return Fault{}, false
+	return Fault{}, false, delay
+}
+
+// matches reports whether the rule applies to an operation of kind op on
+// paths.
+func (fl Fault) matches(op Op, paths []string) bool {
+	if fl.Op != OpAny && fl.Op != op {
+		return false
+	}
+	if fl.PathContains == "" {
+		return true
+	}
+	for _, p := range paths {
+		if strings.Contains(p, fl.PathContains) {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *FS) setStalledLocked(n int) {

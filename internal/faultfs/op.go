@@ -3,6 +3,7 @@ package faultfs
 import (
 	"fmt"
 	"syscall"
+	"time"
 )
 
 // Op classifies the operations the filesystem receives, for Fault rules and
@@ -81,11 +82,14 @@ func (o Op) String() string {
 //
 // A matched operation fails with Errno. With Stall set it first blocks the
 // calling system call until Clear or Unmount, then fails with Errno, or
-// completes normally when Errno is zero.
+// completes normally when Errno is zero. With Delay set it first waits
+// that long (a network filesystem's round trip), then goes on the same
+// way; a rule with a Delay alone lets the rules after it match too.
 type Fault struct {
 	Op           Op
 	Errno        syscall.Errno
 	Stall        bool
+	Delay        time.Duration
 	PathContains string
 }
 
@@ -97,6 +101,9 @@ func (fl Fault) String() string {
 	}
 	if fl.Stall {
 		s += " stall"
+	}
+	if fl.Delay > 0 {
+		s += " delay " + fl.Delay.String()
 	}
 	if fl.Errno != 0 {
 		s += " " + fl.Errno.Error()

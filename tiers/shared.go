@@ -1,0 +1,305 @@
+package tiers
+
+import (
+	"errors"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/sys/unix"
+)
+
+// A shared directory tier (nfs, ds3fs) is changed by other daemons: they
+// publish blocks, make models, evict and unlink. Its index is therefore a
+// cache of the directory, trusted for the revalidation TTL only:
+//
+//   - Each shard directory <model>/<hh> is checked at most once per TTL,
+//     when a key of it is asked: one stat of the directory. If its mtime is
+//     the one recorded at the last listing, every entry of the shard is
+//     still right; otherwise the shard is listed again and the index made
+//     to match (files gone are dropped, files new adopted). A directory
+//     mtime younger than mtimeSlack is not trusted (a change in the same
+//     clock tick would not move it): such a shard is listed at each check.
+//   - A key the index lacks is looked up on disk (a stat), so a block
+//     another daemon just published is found at once; the kernel's
+//     negative TTL bounds how often a miss reaches the daemon. Batch
+//     lookups (.ucm/lookup), which no kernel cache fronts, take a miss in
+//     a shard listed (or found unchanged since) within the TTL as final.
+//   - The models are the index's plus the root directory's listing, read
+//     at most once per TTL; a model name not in either is stat'ed.
+//   - At start nothing is read. The first check of a shard the index
+//     knows nothing of only records its mtime (keys are then looked up
+//     one by one); a background scan lists every shard once, so the
+//     tier's use is known and eviction may begin (not before).
+
+// mtimeSlack is how old a shard directory's mtime must be before an
+// unchanged mtime proves the shard unchanged.
+const mtimeSlack = time.Second
+
+// shardRef names one shard directory of a tier.
+type shardRef struct {
+	model string
+	hh    byte
+}
+
+// shardCheck is what the last check of a shard found.
+type shardCheck struct {
+	at     time.Time     // when it was checked
+	mtime  unix.Timespec // the directory's mtime then, zero when not trusted
+	listed bool          // the index holds every file of the shard as of at
+}
+
+// sharedView is the revalidation state of a shared directory tier.
+type sharedView struct {
+	ttl     time.Duration // <0: revalidation off (the index is trusted)
+	flights singleflight.Group
+
+	mu       sync.Mutex
+	shards   map[shardRef]shardCheck
+	models   map[string]struct{} // the root's listing
+	modelsAt time.Time
+
+	scanned chan struct{} // closed when the background scan is done
+	gone    func([]Key)   // told of the keys found gone (the stack's)
+}
+
+func newSharedView(ttl time.Duration) *sharedView {
+	return &sharedView{ttl: ttl, shards: make(map[shardRef]shardCheck), scanned: make(chan struct{})}
+}
+
+// Scanned reports whether the background scan of a shared tier is done
+// (always true for an unshared tier, whose index is built at start).
+func (t *DirTier) Scanned() bool {
+	if t.view == nil {
+		return true
+	}
+	select {
+	case <-t.view.scanned:
+		return true
+	default:
+		return false
+	}
+}
+
+// revalidate makes the index's entries of key's shard at most one TTL
+// old (shared tiers only).
+func (t *DirTier) revalidate(key Key) {
+	if t.view == nil || t.view.ttl < 0 {
+		return
+	}
+	ref := shardRef{model: key.Model, hh: key.ID[0]}
+	v := t.view
+	v.mu.Lock()
+	c, ok := v.shards[ref]
+	v.mu.Unlock()
+	if ok && time.Since(c.at) < v.ttl || checkKey(key) != nil {
+		return
+	}
+	v.flights.Do(ref.model+"/"+hashdir.ShardName(ref.hh), func() (any, error) {
+		t.checkShard(ref, c, false)
+		return nil, nil
+	})
+}
+
+// checkShard stats the shard directory and lists it again unless its
+// mtime says it has not changed since last.
+func (t *DirTier) checkShard(ref shardRef, last shardCheck, force bool) {
+	dir := filepath.Join(t.root, ref.model, hashdir.ShardName(ref.hh))
+	now := time.Now()
+	var st unix.Stat_t
+	err := t.do("stat", func() error { return unix.Stat(dir, &st) }, nil)
+	switch {
+	case err != nil && !isENOENT(err) && !errors.Is(err, unix.ESTALE):
+		return // the directory fails: keep what we know, try again later
+	case err != nil: // the shard (or its model) is gone
+		t.reconcile(ref, t.idx.shardKeys(ref.model, ref.hh, nil), nil)
+		t.recordShard(ref, shardCheck{at: now, listed: true})
+		return
+	}
+	if !force && last.mtime != (unix.Timespec{}) && st.Mtim == last.mtime {
+		t.recordShard(ref, shardCheck{at: now, mtime: st.Mtim, listed: last.listed})
+		return
+	}
+	before := t.idx.shardKeys(ref.model, ref.hh, nil) // what the listing may drop
+	if !force && last.at.IsZero() && len(before) == 0 && trusted(st.Mtim, now) {
+		// First look at a shard the index knows nothing of: its mtime is
+		// the baseline; the keys asked are looked up one by one, and the
+		// background scan lists it.
+		t.recordShard(ref, shardCheck{at: now, mtime: st.Mtim})
+		return
+	}
+	var ents []shardEntry
+	err = t.do("scan", func() error {
+		var err error
+		ents, err = listShard(dir)
+		return err
+	}, nil)
+	if err != nil {
+		return
+	}
+	t.removeForeignTemps(dir, ents)
+	t.reconcile(ref, before, ents)
+	c := shardCheck{at: now, listed: true}
+	if trusted(st.Mtim, now) {
+		c.mtime = st.Mtim
+	}
+	t.recordShard(ref, c)
+}
+
+// trusted reports whether a directory mtime is old enough that a change
+// made after it was read would move it.
+func trusted(mtime unix.Timespec, now time.Time) bool {
+	return now.Sub(time.Unix(mtime.Unix())) > mtimeSlack
+}
+
+func (t *DirTier) recordShard(ref shardRef, c shardCheck) {
+	t.view.mu.Lock()
+	t.view.shards[ref] = c
+	t.view.mu.Unlock()
+}
+
+// reconcile makes the index's entries of a shard those of its listing
+// ents: the keys of before (the index's, taken before the listing) not
+// listed are dropped and the stack told; files not indexed are adopted.
+// A key committed here while the listing ran is not in before: kept.
+func (t *DirTier) reconcile(ref shardRef, before []Key, ents []shardEntry) {
+	listed := make(map[Key]shardEntry, len(ents))
+	for _, e := range ents {
+		if e.class == fileEntry {
+			listed[Key{Model: ref.model, ID: e.id, Kind: e.kind}] = e
+		}
+	}
+	var gone []Key
+	for _, k := range before {
+		if _, ok := listed[k]; ok {
+			continue
+		}
+		if _, ok := t.idx.remove(k); ok {
+			gone = append(gone, k)
+		}
+	}
+	if len(gone) > 0 && t.view.gone != nil {
+		t.view.gone(gone)
+	}
+	for k := range listed {
+		if t.idx.has(k) {
+			delete(listed, k)
+		}
+	}
+	found := make([]Info, 0, len(listed))
+	for k, e := range listed {
+		found = append(found, Info{Key: k, Size: e.size, MTime: time.Unix(e.mtime.Unix())})
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].MTime.Before(found[j].MTime) })
+	for _, in := range found {
+		t.idx.adopt(newEntry(in))
+	}
+}
+
+// sharedModels returns the model directories at the tier's root, listed
+// at most once per TTL.
+func (t *DirTier) sharedModels() map[string]struct{} {
+	v := t.view
+	v.mu.Lock()
+	if v.models != nil && (v.ttl < 0 || time.Since(v.modelsAt) < v.ttl) {
+		m := v.models
+		v.mu.Unlock()
+		return m
+	}
+	v.mu.Unlock()
+	m, _, _ := v.flights.Do("\x00models", func() (any, error) {
+		ents, err := t.readDir(t.root)
+		names := make(map[string]struct{}, len(ents))
+		for _, e := range ents {
+			if e.IsDir() && hashdir.ValidateModel(e.Name()) == nil {
+				names[e.Name()] = struct{}{}
+			}
+		}
+		if err != nil {
+			v.mu.Lock()
+			old := v.models
+			v.mu.Unlock()
+			return old, nil // keep the last listing while the root fails
+		}
+		v.mu.Lock()
+		v.models, v.modelsAt = names, time.Now()
+		v.mu.Unlock()
+		return names, nil
+	})
+	names, _ := m.(map[string]struct{})
+	return names
+}
+
+// HasModel reports whether the tier holds model: in its index, or, in a
+// shared directory, as a model directory at its root (another daemon's).
+func (t *DirTier) HasModel(model string) bool {
+	if n, _ := t.idx.modelUsage(model); n > 0 {
+		return true
+	}
+	if t.view == nil || hashdir.ValidateModel(model) != nil {
+		return false
+	}
+	if _, ok := t.sharedModels()[model]; ok {
+		return true
+	}
+	var st unix.Stat_t
+	p := filepath.Join(t.root, model)
+	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)
+	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// sharedStat answers Stat for a shared tier: the revalidated index, else
+// a stat of the file.
+func (t *DirTier) sharedStat(key Key) (Info, error) {
+	t.revalidate(key)
+	return t.sharedGet(key)
+}
+
+// sharedGet is sharedStat once key's shard is revalidated: a key the
+// index lacks is looked for on disk.
+func (t *DirTier) sharedGet(key Key) (Info, error) {
+	if info, _, ok := t.idx.get(key); ok {
+		return info, nil
+	}
+	if checkKey(key) != nil {
+		return Info{}, t.notFound(key)
+	}
+	return t.lookup(key)
+}
+
+// sharedHas is sharedGet for batch lookups (HasBlock, .ucm/lookup),
+// which no kernel cache stands in front of: a key the index lacks is a
+// miss without a syscall when its shard was listed (or found unchanged
+// since a listing) within the TTL, else it is looked for on disk.
+func (t *DirTier) sharedHas(key Key) bool {
+	if _, _, ok := t.idx.get(key); ok {
+		return true
+	}
+	if checkKey(key) != nil || t.listedFresh(key) {
+		return false
+	}
+	_, err := t.lookup(key)
+	return err == nil
+}
+
+// listedFresh reports whether the index holds all of key's shard as of
+// less than a TTL ago.
+func (t *DirTier) listedFresh(key Key) bool {
+	v := t.view
+	if v.ttl < 0 {
+		return false
+	}
+	v.mu.Lock()
+	c, ok := v.shards[shardRef{model: key.Model, hh: key.ID[0]}]
+	v.mu.Unlock()
+	return ok && c.listed && time.Since(c.at) < v.ttl
+}
+
+// goneErr reports an error that says a file of a shared directory is
+// gone: ENOENT, or ESTALE (NFS: another host removed it).
+func goneErr(err error) bool {
+	return isENOENT(err) || errors.Is(err, unix.ESTALE)
+}

@@ -1,0 +1,133 @@
+package tiers
+
+import (
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"golang.org/x/sys/unix"
+)
+
+// The background scan of a shared tier (shared.go): what a rebuild at
+// start does for an unshared tier, done while the tier already serves.
+
+// rescanEvery is how often a shared tier checks every shard it knows
+// again (a stat of each directory, a listing of those that changed), so
+// its counts follow other daemons' deletes in shards no lookup asks about.
+var rescanEvery = time.Minute
+
+// scanShared lists every shard of a shared tier once, in the background,
+// so its use is known; then it sets the capacity a tier without a size
+// gets and lets eviction begin. From then on it checks every shard again
+// each rescanEvery.
+func (t *DirTier) scanShared(sizeless bool) {
+	defer t.wg.Done()
+	start := time.Now()
+	done := t.walkShards(true)
+	if done && sizeless {
+		t.setFreeCapacity()
+	}
+	close(t.view.scanned)
+	if !done {
+		return
+	}
+	u := t.idx.usage()
+	t.log.Info("shared tier index built in the background", "kind", t.kind, "dir", t.root,
+		"files", u.Files, "bytes", u.Used, "took", time.Since(start).Round(time.Millisecond))
+	tick := time.NewTicker(rescanEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+		}
+		if t.view.ttl >= 0 && !t.walkShards(false) {
+			return
+		}
+	}
+}
+
+// walkShards checks every shard of every model of the directory and of
+// the index: listing each (force), or as a lookup would (a stat, and a
+// listing where the directory changed). It reports false when the tier
+// was closed meanwhile.
+func (t *DirTier) walkShards(force bool) bool {
+	jobs := make(chan shardRef)
+	var wg sync.WaitGroup
+	for i := 0; i < rebuildWorkers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ref := range jobs {
+				t.view.mu.Lock()
+				last, ok := t.view.shards[ref]
+				t.view.mu.Unlock()
+				if !force && ok && time.Since(last.at) < t.view.ttl {
+					continue
+				}
+				t.view.flights.Do(ref.model+"/"+hashdir.ShardName(ref.hh), func() (any, error) {
+					t.checkShard(ref, last, force)
+					return nil, nil
+				})
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer close(jobs)
+	names := t.idx.modelNames()
+	for m := range t.sharedModels() {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	names = slices.Compact(names)
+	for _, m := range names {
+		var shards []byte
+		ents, err := t.readDir(filepath.Join(t.root, m))
+		for _, e := range ents {
+			if hh, ok := hashdir.ParseShard(e.Name()); ok && e.IsDir() {
+				shards = append(shards, hh)
+			}
+		}
+		if goneErr(err) { // the model went: its shards' entries go too
+			for hh := 0; hh < 256; hh++ {
+				shards = append(shards, byte(hh))
+			}
+		}
+		t.view.mu.Lock()
+		for ref := range t.view.shards { // shards checked before, gone since
+			if ref.model == m {
+				shards = append(shards, ref.hh)
+			}
+		}
+		t.view.mu.Unlock()
+		slices.Sort(shards)
+		shards = slices.Compact(shards)
+		for _, hh := range shards {
+			select {
+			case jobs <- shardRef{model: m, hh: hh}:
+			case <-t.stop:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// setFreeCapacity sets the capacity of a tier without a size: what it
+// holds plus the free space of its filesystem.
+func (t *DirTier) setFreeCapacity() error {
+	var st unix.Statfs_t
+	if err := t.do("statfs", func() error { return unix.Statfs(t.root, &st) }, nil); err != nil {
+		return err
+	}
+	bs := st.Frsize
+	if bs == 0 {
+		bs = st.Bsize
+	}
+	t.idx.setCapacity(t.idx.usage().Used + int64(st.Bavail)*bs)
+	return nil
+}

@@ -1,0 +1,204 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"golang.org/x/sys/unix"
+)
+
+// What the stack does for a shared tier (nfs, ds3fs), where other daemons
+// remove and evict files:
+//
+//   - Reads never run on the shared directory: a block found there is
+//     copied (CRC-checked) into the memory tier before the open is
+//     answered, or, when memory has no room, into a private memfd that
+//     lives as long as the open. On NFS another host's unlink makes this
+//     host's descriptors of the file fail with ESTALE (no silly rename
+//     across hosts), so a descriptor kept open would not be enough.
+//   - A key the shared tier's revalidation finds gone is dropped from the
+//     memory tier too when it is only a clean copy there (not pinned, not
+//     dirty), so the mount stops showing it within the TTL.
+//   - Eviction from a shared tier is by mtime, which every daemon moves on
+//     use (Touch), and never takes a file younger than KeepRecent.
+
+// Defaults of DirConfig.Revalidate and DirConfig.KeepRecent.
+const (
+	DefaultRevalidate = time.Second
+	DefaultKeepRecent = 10 * time.Minute
+)
+
+// Shared reports whether the tier is a shared kind (nfs, ds3fs, or one
+// configured Shared).
+func (t *DirTier) Shared() bool { return t.view != nil }
+
+// sharedAt is the shared directory tier id, or nil.
+func (s *Stack) sharedAt(id TierID) *DirTier {
+	if id == Memory || int(id) > len(s.dirs) {
+		return nil
+	}
+	if d := s.dirs[id-1]; d.view != nil {
+		return d
+	}
+	return nil
+}
+
+// revalidateShared revalidates k's shard on every shared tier (cheap
+// within the TTL), so that a memory copy of a block another daemon
+// removed goes too (dropGone).
+func (s *Stack) revalidateShared(k Key) {
+	for _, d := range s.dirs {
+		if d.view != nil {
+			d.revalidate(k)
+		}
+	}
+}
+
+// watchShared subscribes the stack to the keys its shared tiers find gone.
+func (s *Stack) watchShared() {
+	for _, d := range s.dirs {
+		if d.view != nil {
+			d.view.gone = func(keys []Key) { go s.dropGone(keys) }
+		}
+	}
+}
+
+// dropGone drops the clean, unpinned memory copies of keys another daemon
+// removed from a shared tier, unless a tier of the stack still holds them.
+func (s *Stack) dropGone(keys []Key) {
+	for _, k := range keys {
+		mu := s.keyLock(k)
+		mu.Lock()
+		pinned, dirty := s.mem.idx.flags(k)
+		held := false
+		for _, d := range s.dirs {
+			if d.idx.has(k) {
+				held = true
+			}
+		}
+		if !pinned && !dirty && !held && s.mem.idx.has(k) {
+			_ = s.mem.Remove(k)
+			s.mu.Lock()
+			delete(s.verified, k)
+			s.mu.Unlock()
+		}
+		mu.Unlock()
+	}
+	s.signalRoom()
+}
+
+// privateCopy copies k from the shared tier d into an anonymous memory
+// file (memfd), CRC-checked: the descriptor of a read when memory has no
+// room, readable whatever other hosts do to the file.
+func (s *Stack) privateCopy(d *DirTier, k Key) (*os.File, error) {
+	fd, err := unix.MemfdCreate("ucmfs-"+k.FileName(), unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("%s: private copy: %w", k, err)
+	}
+	w := &memfdWriter{f: os.NewFile(uintptr(fd), "memfd:"+k.FileName())}
+	if _, _, err := s.copyOut(d, w, k); err != nil {
+		w.f.Close()
+		if goneErr(err) && !errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("%s: %w: %w", k, ErrNotFound, err)
+		}
+		return nil, err
+	}
+	return w.f, nil
+}
+
+// memfdWriter is the Writer of privateCopy; copyOut is its only user.
+type memfdWriter struct {
+	f   *os.File
+	off int64
+}
+
+var _ Tier = (*memfdWriter)(nil)
+
+// Name, Persistent, ... make the writer its own destination tier.
+func (w *memfdWriter) Name() string                 { return "private copy" }
+func (w *memfdWriter) Persistent() bool             { return false }
+func (w *memfdWriter) Create(Key) (Writer, error)   { return w, nil }
+func (w *memfdWriter) Open(Key) (*os.File, error)   { return nil, errors.ErrUnsupported }
+func (w *memfdWriter) Stat(Key) (Info, error)       { return Info{}, ErrNotFound }
+func (w *memfdWriter) Remove(Key) error             { return ErrNotFound }
+func (w *memfdWriter) List(string, func(Info) bool) {}
+func (w *memfdWriter) Usage() Usage                 { return Usage{} }
+func (w *memfdWriter) Close() error                 { return nil }
+
+// File is the memfd.
+func (w *memfdWriter) File() *os.File { return w.f }
+
+// Write appends p.
+func (w *memfdWriter) Write(p []byte) (int, error) {
+	n, err := w.f.WriteAt(p, w.off)
+	w.off += int64(n)
+	return n, err
+}
+
+// Commit has nothing to publish: the copy is private.
+func (w *memfdWriter) Commit(CommitOptions) (Info, error) { return Info{}, nil }
+
+// Abort leaves the closing to privateCopy.
+func (w *memfdWriter) Abort() {}
+
+// ShareModel makes model's directory on every shared tier, so a model
+// made empty on this host (mkdir) is seen by the others' daemons.
+func (s *Stack) ShareModel(model string) error {
+	if err := hashdir.ValidateModel(model); err != nil {
+		return err
+	}
+	var errs []error
+	for _, d := range s.dirs {
+		if d.view == nil {
+			continue
+		}
+		p := filepath.Join(d.root, model)
+		if err := d.do("mkdir", func() error { return os.Mkdir(p, 0o755) }, nil); err != nil && !errors.Is(err, os.ErrExist) {
+			errs = append(errs, fmt.Errorf("%s tier: %w", d.kind, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// touchEvery is how often a shared tier moves a used file's mtime.
+func (t *DirTier) touchEvery() time.Duration { return min(time.Minute, t.keepRecent/4) }
+
+// touchShared moves key's mtime to now when it is older than touchEvery:
+// the use other daemons see and evict by.
+func (t *DirTier) touchShared(key Key) {
+	info, _, ok := t.idx.get(key)
+	if !ok || time.Since(info.MTime) < t.touchEvery() {
+		return
+	}
+	now := time.Now()
+	p := t.path(key)
+	if err := t.do("utimes", func() error { return os.Chtimes(p, now, now) }, nil); err == nil {
+		t.idx.setMTime(key, now)
+	}
+}
+
+// mayEvict reports whether the shared tier may evict key now: its file
+// is there and its mtime (which any daemon moves on use) is older than
+// KeepRecent. A younger file gets its mtime in the index and moves to the
+// back of the eviction order; a file gone is dropped from the index.
+func (t *DirTier) mayEvict(key Key) bool {
+	var st unix.Stat_t
+	p := t.path(key)
+	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)
+	if err != nil {
+		if goneErr(err) {
+			t.idx.remove(key)
+		}
+		return false
+	}
+	mtime := statMTime(&st)
+	if time.Since(mtime) < t.keepRecent {
+		t.idx.setMTime(key, mtime)
+		return false
+	}
+	return true
+}
