@@ -9,22 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/internal/faultfs"
 	"golang.org/x/sys/unix"
 )
-
-// bigBlock is a valid block of about size bytes for id.
-func bigBlock(id string, size int) []byte {
-	bid, _ := hashdir.ParseID(id)
-	payload := make([]byte, size)
-	for i := range payload {
-		payload[i] = byte(i*7 + int(bid[0]))
-	}
-	h := hashdir.BlockHeader{ID: bid, NumLayers: 1, BlockSize: 1, Dtype: hashdir.Uint8,
-		PayloadCRC: hashdir.CRC32C(payload), Flags: hashdir.FlagCRC, PayloadLen: uint64(size)}
-	return hashdir.NewBlock(h, payload)
-}
 
 // fsyncVerdict writes data to path, fsyncs and closes it, and returns the
 // first error.

@@ -78,9 +78,9 @@ func (u localUser) must(t *testing.T, script string) string {
 	return out
 }
 
-// mountDir is a directory every user can reach (the test directories
+// publicDir is a directory every user can reach (the test directories
 // are 0700): the mount point and tier of a multi-user test.
-func sharedDir(t *testing.T) string {
+func publicDir(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ucmfs-users-")
 	if err != nil {
@@ -96,7 +96,7 @@ func sharedDir(t *testing.T) string {
 // args.
 func sharedMountOpts(t *testing.T, args ...string) (dir string, o mountOpts) {
 	t.Helper()
-	dir = sharedDir(t)
+	dir = publicDir(t)
 	o = mountOpts{Mnt: filepath.Join(dir, "mnt"), Tier: filepath.Join(dir, "tier"), Args: append([]string{"--allow-other"}, args...)}
 	os.Mkdir(o.Mnt, 0o755)
 	return dir, o
