@@ -19,7 +19,7 @@ var (
 		"tensors_per_layer", "payload_bytes", "crc32c", "tiers", "state", "hits", "repr", "pinned"}
 	reprXattrs = []string{"hash", "model", "kind", "dtype", "num_layers", "num_kv_heads", "rows", "dim",
 		"param", "payload_bytes", "crc32c", "tiers", "state", "hits"}
-	modelXattrs = []string{"blocks", "bytes", "quota", "repr_kind"}
+	modelXattrs = []string{"blocks", "bytes", "quota", "repr_kind", "layout", "group"}
 )
 
 // stackXattr answers the attributes every stored file has from the stack:
@@ -224,7 +224,7 @@ func (n *reprFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.
 
 // xattrs is the attribute table of a model directory.
 func (m *modelNode) xattrs() *xattrSet {
-	return &xattrSet{names: modelXattrs, rw: map[string]bool{"quota": true, "repr_kind": true},
+	return &xattrSet{names: modelXattrs, rw: map[string]bool{"quota": true, "repr_kind": true, "layout": true, "group": true},
 		get: func(name string) (string, error) {
 			switch name {
 			case "blocks":
@@ -233,28 +233,41 @@ func (m *modelNode) xattrs() *xattrSet {
 				return strconv.FormatInt(m.s.Usage(m.model).Bytes, 10), nil
 			case "repr_kind":
 				return m.s.ModelRepr(m.model).String(), nil
+			case "layout":
+				return m.s.Layout(m.model), nil
+			case "group":
+				return m.s.Group(m.model), nil
 			}
 			return strconv.FormatInt(m.s.Quota(m.model), 10), nil
 		},
 		set: func(name, value string) error {
-			if name == "repr_kind" {
+			switch name {
+			case "repr_kind":
 				return m.s.SetReprKind(m.model, value)
+			case "layout":
+				return m.s.SetLayout(m.model, strings.TrimSpace(value))
+			case "group":
+				return m.s.SetGroup(m.model, strings.TrimSpace(value))
 			}
 			n, err := parseBytes(value)
-			if err == nil {
-				m.s.SetQuota(m.model, n)
+			if err != nil {
+				return err
 			}
-			return err
+			return m.s.SetQuota(m.model, n)
 		}}
 }
 
-// Getxattr serves user.ucm.blocks, bytes, quota and repr_kind of a model.
+// Getxattr serves user.ucm.blocks, bytes, quota, repr_kind, layout and
+// group of a model.
 func (m *modelNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	return m.s.getxattr(m.xattrs(), m.model, attr, dest)
 }
 
-// Setxattr writes user.ucm.quota (bytes, 0 = none) and user.ucm.repr_kind
-// (the kind of sidecar derived; "default" takes the mount's).
+// Setxattr writes user.ucm.quota (bytes, 0 = none), user.ucm.repr_kind
+// (the kind of sidecar derived; "default" takes the mount's),
+// user.ucm.layout (ucmb or ucm-posix, while the model is empty) and
+// user.ucm.group (a KV-cache group kind, "" clears it); all four are kept
+// in the model's settings record.
 func (m *modelNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	return m.s.setxattr(m.xattrs(), m.model, attr, data)
 }

@@ -76,6 +76,9 @@ func (s *Store) seedModels() {
 			}
 		}
 	}
+	for _, n := range s.models.list() {
+		s.applySettings(n)
+	}
 }
 
 // RefreshModels adds to the registry the models tiers hold now.
@@ -131,8 +134,8 @@ func (s *Store) Usage(model string) modelUsage {
 // it at once.
 const quotaRecheck = 2 * time.Second
 
-// quotaTable holds the quotas set through the quota xattr (in memory, for
-// the life of the mount) and the last measured use of each quota'd model.
+// quotaTable holds the quotas set through the quota xattr (persisted in
+// the models' settings records, settings.go) and the last measured use of each quota'd model.
 type quotaTable struct {
 	mu    sync.Mutex
 	limit map[string]int64
@@ -214,8 +217,16 @@ func (s *Store) ForgetUsage(model string) {
 // Models returns the registered model names, sorted.
 func (s *Store) Models() []string { return s.models.list() }
 
-// AddModel registers an empty model (mkdir).
-func (s *Store) AddModel(name string) { s.models.add(name) }
+// AddModel registers an empty model (mkdir). A model that has no settings
+// record yet takes the mount's layout (Options.Layout).
+func (s *Store) AddModel(name string) {
+	s.models.add(name)
+	if s.opts.Layout == LayoutUCMPosix && settingsEqual(s.ModelSettings(name), Settings{}) {
+		if err := s.SetLayout(name, s.opts.Layout); err != nil {
+			s.log.Warn("default layout not recorded", "model", name, "err", err)
+		}
+	}
+}
 
 // ModelEmpty reports whether no tier holds a file of model.
 func (s *Store) ModelEmpty(model string) bool {
@@ -242,6 +253,7 @@ func (s *Store) RemoveModel(model string) error {
 	s.ForgetHits(tiers.Key{Model: model}, true)
 	s.quotas.set(model, 0)
 	s.reprKinds.reset(model)
+	s.forgetSettings(model)
 	s.log.Info("model removed", "model", model)
 	return nil
 }
@@ -249,9 +261,16 @@ func (s *Store) RemoveModel(model string) error {
 // Quota is model's quota in bytes, 0 when none is set.
 func (s *Store) Quota(model string) int64 { return s.quotas.get(model) }
 
-// SetQuota sets model's quota in bytes (for the life of the mount); 0
+// SetQuota sets model's quota in bytes (kept in its settings record); 0
 // removes it.
-func (s *Store) SetQuota(model string, limit int64) { s.quotas.set(model, limit) }
+func (s *Store) SetQuota(model string, limit int64) error {
+	limit = max(limit, 0)
+	if err := s.updateSettings(model, func(v *Settings) error { v.Quota = limit; return nil }); err != nil {
+		return err
+	}
+	s.quotas.set(model, limit)
+	return nil
+}
 
 // dirNames lists the names of the directories in dir (nil on any error).
 func dirNames(dir string) []string {

@@ -21,8 +21,9 @@ import (
 //     private temporary directories of a tier) are not entered; the tier's
 //     lock file and lost+found are ignored; other '.' names are leftovers;
 //     anything else must be a directory with a valid model name.
-//   - In a model directory, '.' names are leftovers; anything else must be
-//     a shard directory 00..ff.
+//   - In a model directory, the settings record (ModelMetaName) is
+//     skipped; other '.' names are leftovers; anything else must be a
+//     shard directory 00..ff.
 //   - In a shard directory, '.' names are leftovers (interrupted writes
 //     leave .tmp-* files); anything else must be a regular file named
 //     <id>.bin or <id>.repr whose id belongs to the shard.
@@ -150,6 +151,8 @@ func (w *layoutWalk) walkModel(model string, send func(shardJob), halt func(stri
 	for _, e := range ents {
 		rel := model + "/" + e.Name()
 		switch _, isShard := hashdir.ParseShard(e.Name()); {
+		case e.Name() == ModelMetaName && e.Type().IsRegular():
+			// the model's settings record (model_meta.go)
 		case strings.HasPrefix(e.Name(), "."):
 			w.leftover(rel)
 		case !e.IsDir() || !isShard:

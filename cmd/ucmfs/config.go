@@ -39,6 +39,7 @@ type mountConfig struct {
 	MetricsAddr     string            // HOST:PORT of the Prometheus metrics; "": off
 	GPU             string            // device of .ucm/gpu: auto, cuda, sim or off
 	Repr            store.ReprSetting // sidecar kind derived for models without their own (zero: mean)
+	DefaultLayout   string            // layout of new models: ucmb ("") or ucm-posix
 }
 
 // tierSpec is one directory tier: --tier KIND:DIR[:SIZE] or a tiers: entry.
@@ -100,6 +101,7 @@ type fileConfig struct {
 	MetricsAddr     *string        `yaml:"metrics_addr"`
 	GPU             *string        `yaml:"gpu"`
 	ReprKind        *string        `yaml:"repr_kind"`
+	DefaultLayout   *string        `yaml:"default_layout"`
 }
 
 // fileTier is one entry of tiers: in the YAML file.
@@ -174,6 +176,11 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 			return fmt.Errorf("repr_kind: %w", err)
 		}
 		cfg.Repr = r
+	}
+	if fc.DefaultLayout != nil {
+		if err := applyLayout(cfg, "default_layout", *fc.DefaultLayout); err != nil {
+			return err
+		}
 	}
 	if fc.LogLevel != nil {
 		lvl, err := parseLogLevel(*fc.LogLevel)

@@ -13,7 +13,8 @@ const mod = "github.com/ucmfs/ucmfs/"
 //
 //	hashdir <- tiers, sparse, gpu <- store <- control <- fs <- cmd/ucmfs
 //	                                 store <- metrics   <-    cmd/ucmfs
-//	hashdir <- hybrid (the hybrid prefix hit; for control's lookup)
+//	hashdir <- hybrid (the hybrid prefix hit; for control's lookup and
+//	           store's check of user.ucm.group)
 var allowed = map[string][]string{
 	"hashdir":          {},
 	"tiers":            {"hashdir"},
@@ -23,7 +24,7 @@ var allowed = map[string][]string{
 	"gpu":              {"hashdir"},
 	"gpu/fdpass":       {},
 	"gpu/engine":       {"gpu/fdpass"},
-	"store":            {"hashdir", "tiers", "sparse", "gpu"},
+	"store":            {"hashdir", "tiers", "sparse", "gpu", "hybrid"}, // hybrid: user.ucm.group's check
 	"control":          {"hashdir", "tiers", "sparse", "gpu", "gpu/fdpass", "store"},
 	"metrics":          {"tiers", "store"},
 	"fs":               {"hashdir", "tiers", "gpu", "gpu/fdpass", "store", "control"}, // gpu: its sentinels in the errno table

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+)
+
+// The layouts of a model directory (docs/spec.md §2).
+const (
+	// LayoutUCMB: <model>/<hh>/<id>.bin and .repr, UCMB headers.
+	LayoutUCMB = "ucmb"
+	// LayoutUCMPosix: UCM PosixStore's names, <model>/<shard>/<id>
+	// holding the raw payload, shard directories of 0 ("data") to 4 hex
+	// characters made by the store's own mkdir.
+	LayoutUCMPosix = "ucm-posix"
+)
+
+// ParseLayout checks a layout name ("ucmb" or "ucm-posix"); errors wrap
+// ErrInvalid.
+func ParseLayout(s string) (string, error) {
+	switch s {
+	case LayoutUCMB, LayoutUCMPosix:
+		return s, nil
+	}
+	return "", fmt.Errorf("layout %q: want %s or %s: %w", s, LayoutUCMB, LayoutUCMPosix, ErrInvalid)
+}
+
+// Layout is model's layout: its record's, LayoutUCMB when it has none.
+func (s *Store) Layout(model string) string {
+	if l := s.ModelSettings(model).Layout; l != "" {
+		return l
+	}
+	return LayoutUCMB
+}
+
+// Raw reports whether model has the ucm-posix layout.
+func (s *Store) Raw(model string) bool { return s.Layout(model) == LayoutUCMPosix }
+
+// SetLayout sets model's layout. It may change only while no tier holds a
+// file of the model (ErrNotEmpty otherwise); setting the layout it has is
+// always accepted. Errors of a bad name wrap ErrInvalid.
+func (s *Store) SetLayout(model, value string) error {
+	layout, err := ParseLayout(value)
+	if err != nil {
+		return err
+	}
+	return s.updateSettings(model, func(v *Settings) error {
+		cur := v.Layout
+		if cur == "" {
+			cur = LayoutUCMB
+		}
+		if cur == layout {
+			return nil
+		}
+		if !s.ModelEmpty(model) {
+			return fmt.Errorf("layout of model %s: it holds files: %w", model, ErrNotEmpty)
+		}
+		v.Layout, v.ShardWidths = layout, nil
+		if layout == LayoutUCMB {
+			v.Layout = ""
+		}
+		return nil
+	})
+}
+
+// ShardWidths are the shard widths of a ucm-posix model's directories,
+// sorted (none for a ucmb model).
+func (s *Store) ShardWidths(model string) []int { return s.ModelSettings(model).ShardWidths }
+
+// AddShardWidth records that model has shard directories of width w
+// (0..4), as a mkdir of one of them does.
+func (s *Store) AddShardWidth(model string, w int) error {
+	return s.updateSettings(model, func(v *Settings) error {
+		if !slices.Contains(v.ShardWidths, w) {
+			v.ShardWidths = append(v.ShardWidths, w)
+			slices.Sort(v.ShardWidths)
+		}
+		return nil
+	})
+}
