@@ -112,6 +112,7 @@ func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dump
 	var items []dumpItem
 	var total int64
 	room := g.s.Stack().Tiers()[tiers.Memory].Usage.Capacity
+	raw := g.s.Raw(model) // a raw block is its payload: no header to hold
 	for tok := t.next(); tok != nil; tok = t.next() {
 		i := len(items) + 1
 		if i > MaxIDs {
@@ -125,7 +126,7 @@ func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dump
 		switch {
 		case !ok1 || !ok2 || !ok3:
 			return items, reqErr(ErrInvalid, "item %d %q: want <id>:<offset>:<length>", i, clip(tok))
-		case n < hashdir.HeaderSize:
+		case n < hashdir.HeaderSize && !raw:
 			return items, reqErr(ErrInvalid, "item %d %s: %d bytes cannot hold a block (at least the %d-byte header)", i, id, n, hashdir.HeaderSize)
 		case n > g.s.MaxFileSize():
 			return items, reqErr(store.ErrTooBig, "item %d %s: %d bytes pass the %d-byte limit", i, id, n, g.s.MaxFileSize())
@@ -135,7 +136,7 @@ func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dump
 		if total += n; total > room {
 			return items, reqErr(ErrTooMany, "the blocks of this request take more than the memory tier's %d bytes: split it", room)
 		}
-		items = append(items, dumpItem{key: tiers.Key{Model: model, ID: id}, off: off, n: n})
+		items = append(items, dumpItem{key: g.s.BlockKey(model, id), off: off, n: n})
 	}
 	if len(items) == 0 {
 		return items, reqErr(ErrInvalid, "no blocks to dump")
@@ -150,8 +151,14 @@ func (g *gpuSession) stage(reg *gpuRegion, it *dumpItem) error {
 	if err := reg.r.CopyOut(it.off, buf); err != nil {
 		return fmt.Errorf("dump from %s: %w", reg.what, err)
 	}
-	h, err := hashdir.DecodeBlockHeader(buf)
-	if err == nil {
+	var err error
+	if it.key.Kind.Raw() {
+		if it.n == 0 {
+			err = fmt.Errorf("%s: a raw block is empty", it.key)
+		}
+	} else if h, derr := hashdir.DecodeBlockHeader(buf); derr != nil {
+		err = derr
+	} else {
 		err = hashdir.ValidateBlock(h, it.key.ID, it.n, func() (uint32, error) {
 			return hashdir.CRC32C(buf[hashdir.HeaderSize:]), nil
 		})

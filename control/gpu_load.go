@@ -169,6 +169,7 @@ func parseLoadItem(tok []byte) (loadItem, bool) {
 // resolve finds the bytes of an item: in the pinned mapping of the block
 // in the memory tier, or else in its file (memory full, or not mapped).
 func (g *gpuSession) resolve(it *loadItem) error {
+	it.key = g.s.BlockKey(it.key.Model, it.key.ID)
 	s, k := g.s, it.key
 	err := s.AcquirePin(k)
 	switch {
@@ -201,8 +202,15 @@ func (g *gpuSession) resolve(it *loadItem) error {
 }
 
 // span sets the item's range in a block file of size bytes whose first
-// bytes are hdr.
+// bytes are hdr. A raw block is all payload and has no layers.
 func (it *loadItem) span(hdr []byte, size int64) error {
+	if it.key.Kind.Raw() {
+		if it.part == partLayers {
+			return reqErr(ErrInvalid, "layers %d-%d: a raw block has no layer layout", it.first, it.last)
+		}
+		it.off, it.n = 0, size
+		return nil
+	}
 	h, err := hashdir.DecodeBlockHeader(hdr)
 	if err != nil {
 		return fmt.Errorf("stored block unreadable: %w: %w", tiers.ErrCorrupt, err)

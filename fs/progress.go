@@ -42,7 +42,7 @@ import (
 // the creating user for a staging name).
 type progressKey struct {
 	model   string
-	shard   byte
+	shard   string // the shard directory's name
 	name    string
 	staging bool
 	who     uint32 // tgid, or uid for a staging name
@@ -61,12 +61,12 @@ type progressTable struct {
 // progressName is a name in a shard directory.
 type progressName struct {
 	model string
-	shard byte
+	shard string
 	name  string
 }
 
 // has reports whether anyone writes name in model's shard.
-func (t *progressTable) has(model string, shard byte, name string) bool {
+func (t *progressTable) has(model, shard, name string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.names[progressName{model, shard, name}] > 0
@@ -122,7 +122,7 @@ func (t *progressTable) drop(k progressKey, ip *inProgress) {
 }
 
 // staging returns the staging files of model's shard that uid sees.
-func (t *progressTable) staging(model string, shard byte, uid uint32) []*inProgress {
+func (t *progressTable) staging(model, shard string, uid uint32) []*inProgress {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []*inProgress
@@ -178,5 +178,5 @@ func progressKeyOf(key tiers.Key, name string, staging bool, p proc) progressKey
 	if staging {
 		who = p.uid
 	}
-	return progressKey{model: key.Model, shard: key.ID[0], name: name, staging: staging, who: who}
+	return progressKey{model: key.Model, shard: key.ShardDir(), name: name, staging: staging, who: who}
 }

@@ -19,6 +19,7 @@ var (
 		"tensors_per_layer", "payload_bytes", "crc32c", "tiers", "state", "hits", "repr", "pinned"}
 	reprXattrs = []string{"hash", "model", "kind", "dtype", "num_layers", "num_kv_heads", "rows", "dim",
 		"param", "payload_bytes", "crc32c", "tiers", "state", "hits"}
+	rawXattrs   = []string{"hash", "model", "payload_bytes", "crc32c", "tiers", "state", "hits", "pinned"}
 	modelXattrs = []string{"blocks", "bytes", "quota", "repr_kind", "layout", "group"}
 )
 
@@ -58,7 +59,7 @@ func (n *storedFile) stackXattr(name string) (val string, ok bool, err error) {
 		}
 		return "0", true, nil
 	case "payload_bytes":
-		return u(uint64(bi.Size - hashdir.HeaderSize)), true, nil
+		return u(uint64(bi.Size - n.key.Kind.HeaderLen())), true, nil
 	}
 	if bi.HasCRC {
 		return fmt.Sprintf("%08x", bi.CRC), true, nil
@@ -70,14 +71,22 @@ func (n *storedFile) stackXattr(name string) (val string, ok bool, err error) {
 	return "", true, nil // crc32c of a file the stack has no CRC for (filled from the header below)
 }
 
-// xattrs is the attribute table of a block.
+// xattrs is the attribute table of a block (of a raw block: those of the
+// stack only, it has no header).
 func (n *blockFile) xattrs() *xattrSet {
-	return &xattrSet{names: blockXattrs, rw: map[string]bool{"pinned": true}, get: n.xattr, set: n.setXattr}
+	names := blockXattrs
+	if n.key.Kind.Raw() {
+		names = rawXattrs
+	}
+	return &xattrSet{names: names, rw: map[string]bool{"pinned": true}, get: n.xattr, set: n.setXattr}
 }
 
 func (n *blockFile) xattr(name string) (string, error) {
 	if v, ok, err := n.stackXattr(name); ok && (err != nil || v != "") {
 		return v, err
+	}
+	if n.key.Kind.Raw() {
+		return "", errNoAttr
 	}
 	if name == "repr" {
 		return n.reprKind()
@@ -245,7 +254,18 @@ func (m *modelNode) xattrs() *xattrSet {
 			case "repr_kind":
 				return m.s.SetReprKind(m.model, value)
 			case "layout":
-				return m.s.SetLayout(m.model, strings.TrimSpace(value))
+				if err := m.s.SetLayout(m.model, strings.TrimSpace(value)); err != nil {
+					return err
+				}
+				// The kernel may hold entries of the other layout's shard
+				// directories: drop them (in the background: it holds this
+				// directory's lock until the request is answered).
+				go func() {
+					for name := range m.Children() {
+						m.NotifyEntry(name)
+					}
+				}()
+				return nil
 			case "group":
 				return m.s.SetGroup(m.model, strings.TrimSpace(value))
 			}

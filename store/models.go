@@ -79,6 +79,7 @@ func (s *Store) seedModels() {
 	for _, n := range s.models.list() {
 		s.applySettings(n)
 	}
+	s.adoptLayouts()
 }
 
 // RefreshModels adds to the registry the models tiers hold now.
@@ -121,7 +122,7 @@ func (s *Store) Usage(model string) modelUsage {
 		if err != nil {
 			continue
 		}
-		if k.Kind == hashdir.Block {
+		if k.Kind == hashdir.Block || k.Kind.Raw() {
 			u.Blocks++
 		}
 		u.Bytes += bi.Size

@@ -53,6 +53,13 @@ func (s *Store) ModelSettings(model string) Settings {
 	if ok {
 		return v
 	}
+	return s.loadSettings(model)
+}
+
+// loadSettings reads model's record from the tiers into the table (apart
+// from ModelSettings, whose hot path must not allocate).
+func (s *Store) loadSettings(model string) Settings {
+	var v Settings
 	b, err := s.stack.ModelMeta(model)
 	if err == nil {
 		if jerr := json.Unmarshal(b, &v); jerr != nil {
@@ -62,7 +69,6 @@ func (s *Store) ModelSettings(model string) Settings {
 	} else if !errors.Is(err, tiers.ErrNotFound) {
 		return Settings{} // not a model name: nothing to cache
 	}
-	v.ShardWidths = slices.Clone(v.ShardWidths)
 	s.settings.mu.Lock()
 	if cur, raced := s.settings.m[model]; raced {
 		v = cur
