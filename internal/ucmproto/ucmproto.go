@@ -213,7 +213,12 @@ func (s *Store) writeShard(fd, i int, data []byte) error {
 // request) per shard thread.
 func (s *Store) Load(id string) ([]byte, error) {
 	out := make([]byte, s.BlockSize())
-	return out, s.perShard(func(i int) error { return s.readShard(id, i, out) })
+	return out, s.LoadInto(id, out)
+}
+
+// LoadInto is Load into out (BlockSize bytes).
+func (s *Store) LoadInto(id string, out []byte) error {
+	return s.perShard(func(i int) error { return s.readShard(id, i, out) })
 }
 
 // readShard reads shard i of block id into out.
