@@ -18,7 +18,8 @@ import (
 // of a shard name of a new width records the width in the model's
 // settings (store.AddShardWidth); from then on every shard directory of
 // that width exists (a mkdir of another one is EEXIST, which UCM takes as
-// success), listed, kept across restarts, like the 256 of a ucmb model.
+// success, or 0 when the kernel asks: see rawMkdir), listed, kept across
+// restarts, like the 256 of a ucmb model.
 
 // newRawShardNode is the node of raw shard directory dir (width w) of
 // model.
@@ -133,11 +134,15 @@ func (m *modelNode) rawReaddir() []fuse.DirEntry {
 	return ents
 }
 
-// rawMkdir makes a shard directory: a new width is recorded, a name of a
-// width the model has is EEXIST, anything else is refused.
+// rawMkdir makes a shard directory: a new width is recorded; a name of a
+// width the model has exists already, and its mkdir succeeds too (the
+// kernel answers EEXIST itself while it holds the entry; it asks only
+// when it holds none, or a miss cached from before the width was
+// recorded, and then cp and rsync take EEXIST for an error). Anything
+// else is refused.
 func (m *modelNode) rawMkdir(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if _, ok := m.rawShard(name); ok {
-		return nil, errnoExists
+	if w, ok := m.rawShard(name); ok {
+		return m.rawChild(ctx, name, w, out), 0
 	}
 	w, ok := hashdir.ParseRawShard(name)
 	if !ok {
