@@ -5,8 +5,16 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 MNT     ?= $(CURDIR)/mnt
 BENCHTIME ?= 1s
+# make install: PREFIX for the binary, man page and unit; the mount
+# helper goes where mount(8) looks for helpers (/sbin), under DESTDIR.
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+BINDIR    ?= $(PREFIX)/bin
+HELPERDIR ?= /sbin
+MANDIR    ?= $(PREFIX)/share/man
+UNITDIR   ?= $(PREFIX)/lib/systemd/system
 
-.PHONY: build test bench lint run clean
+.PHONY: build test bench lint run clean install uninstall
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ucmfs
@@ -45,6 +53,21 @@ lint:
 run: build
 	mkdir -p $(MNT)
 	$(BIN) mount $(MNT)
+
+# Installs, under DESTDIR: the binary; the mount helper
+# HELPERDIR/mount.fuse.ucmfs (a link to the binary, for mount -t fuse.ucmfs
+# and fstab); the manual page ucmfs(8); the systemd unit ucmfs@.service.
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/ucmfs
+	install -d $(DESTDIR)$(HELPERDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR)
+	ln -sf $(BINDIR)/ucmfs $(DESTDIR)$(HELPERDIR)/mount.fuse.ucmfs
+	$(BIN) man > $(DESTDIR)$(MANDIR)/man8/ucmfs.8
+	sed 's|@BINDIR@|$(BINDIR)|g' deploy/ucmfs@.service > $(DESTDIR)$(UNITDIR)/ucmfs@.service
+	chmod 0644 $(DESTDIR)$(MANDIR)/man8/ucmfs.8 $(DESTDIR)$(UNITDIR)/ucmfs@.service
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/ucmfs $(DESTDIR)$(HELPERDIR)/mount.fuse.ucmfs \
+	  $(DESTDIR)$(MANDIR)/man8/ucmfs.8 $(DESTDIR)$(UNITDIR)/ucmfs@.service
 
 clean:
 	rm -rf bin

@@ -18,6 +18,9 @@ type Env struct {
 	// GPU is the device .ucm/gpu moves blocks to and from; nil: the mount
 	// has no .ucm/gpu.
 	GPU gpu.Device
+	// GPUSocket passes VMM descriptors to register vmm (ListenGPU); nil:
+	// the mount has none, and register vmm is refused.
+	GPUSocket *GPUSocket
 	// Log gets one line per refused request (default: the store's).
 	Log *slog.Logger
 	// ErrName names the errno an error stands for in an answer line

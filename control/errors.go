@@ -27,6 +27,13 @@ var (
 	ErrBackpressure = errors.New("answers wait unread")
 	// ErrAccess: the caller may not use what the request names (EACCES).
 	ErrAccess = errors.New("permission denied")
+	// ErrNoToken: register vmm names a token no descriptor waits under
+	// for the caller: never given, taken already, expired, or another
+	// user's (ENOENT).
+	ErrNoToken = errors.New("no descriptor under that token")
+	// ErrNoSocket: register vmm on a mount without the GPU socket
+	// (ENOTSUP).
+	ErrNoSocket = errors.New("no GPU socket")
 )
 
 // requestError is a refused control request: the sentinel it stands for

@@ -2,10 +2,7 @@ package control
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strconv"
-	"syscall"
 
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -13,23 +10,29 @@ import (
 
 // .ucm/gpu: the GPU data path between the memory tier and engine memory.
 //
-//	register sim <path> <size> [offset=N]                 ->  ok region=<r>
-//	register cuda <handle> <size> [offset=N] [device=N]   ->  ok region=<r>
-//	load <r> <model> <id>:<offset>[:<part>]...            ->  ok loaded=<n> bytes=<b>
-//	dump <r> <model> <id>:<offset>:<length>...            ->  ok dumped=<n> existing=<m>
-//	unregister <r>                                        ->  ok
+//	register sim <path> <size> [offset=N]                              ->  ok region=<r>
+//	register cuda <handle> <size> [offset=N] [uuid=GPU-...|device=N]   ->  ok region=<r>
+//	register vmm <token> <size> [offset=N] [alloc=N] [uuid=...|device=N] ->  ok region=<r>
+//	load <r> <model> <id>:<offset>[:<part>]...                         ->  ok loaded=<n> bytes=<b>
+//	load <k,k,...>/<v,v,...> <model> <id>:<offset>[:<layers>]...       ->  ok loaded=<n> bytes=<b>
+//	dump <r> <model> <id>:<offset>:<length>...                         ->  ok dumped=<n> existing=<m>
+//	unregister <r>                                                     ->  ok
 //
 // A region belongs to the session that registered it: its number means
-// nothing to another descriptor, and it is closed by unregister or when
-// the descriptor is released. load is in control_gpu_load.go, dump in
-// control_gpu_dump.go; docs/control.md has the grammar for engines.
+// nothing to another descriptor. The session's regions are a gpu.Session:
+// unregister closes one, and when the descriptor is released (the engine
+// closed it, or died) all of them are refused at once and closed. The
+// register forms are in gpu_register.go (vmm's descriptor comes over the
+// GPU socket, gpu_socket.go), load in gpu_load.go, dump in gpu_dump.go,
+// the pinned staging both use in gpu_staging.go; docs/control.md has the
+// grammar for engines.
 
 // MaxRegions is the most regions one session may hold.
 const MaxRegions = 256
 
 func init() {
 	register(File{Name: "gpu",
-		open:    func(s *Env) handler { return &gpuSession{s: s, regions: make(map[uint64]*gpuRegion)} },
+		open:    func(s *Env) handler { return newGPUSession(s) },
 		enabled: func(s *Env) bool { return s.GPU != nil },
 	})
 }
@@ -37,19 +40,25 @@ func init() {
 // gpuSession answers the requests of one descriptor of .ucm/gpu.
 type gpuSession struct {
 	s       *Env
+	sess    *gpu.Session
 	regions map[uint64]*gpuRegion
 	last    uint64 // the number of the last region registered
 
-	// Buffers kept between requests.
-	items []loadItem
-	ops   []gpu.CopyOp
-	buf   []byte // a block read from a file, or a dumped one
+	// Kept between requests.
+	items   []loadItem
+	ops     []gpu.RegionOp
+	staging *gpu.Staging // pinned host memory for dumps and unmapped loads
+}
+
+// newGPUSession starts a session on the mount's device.
+func newGPUSession(s *Env) *gpuSession {
+	return &gpuSession{s: s, sess: gpu.NewSession(s.GPU), regions: make(map[uint64]*gpuRegion)}
 }
 
 // gpuRegion is one registered region.
 type gpuRegion struct {
 	r    gpu.Region
-	what string // for logs: "sim /dev/shm/kv", "cuda device 0"
+	what string // for logs: "sim /dev/shm/kv", "cuda GPU-...", "vmm token 3"
 }
 
 // answer dispatches one request.
@@ -77,12 +86,16 @@ func (g *gpuSession) answer(ctx context.Context, req []byte, out []byte) ([]byte
 	}
 }
 
-// close unregisters the session's regions.
+// close ends the session: every region is refused at once, then closed
+// (gpu.Session.Close), and the staging buffer is released.
 func (g *gpuSession) close() {
-	for id := range g.regions {
-		g.drop(id)
+	g.s.Counters.GPURegions.Add(-int64(len(g.regions)))
+	if err := g.sess.Close(); err != nil {
+		g.s.Log.Warn("gpu: closing the regions of a session", "regions", len(g.regions), "err", err)
 	}
-	g.items, g.ops, g.buf = nil, nil, nil
+	clear(g.regions)
+	g.closeStaging()
+	g.items, g.ops = nil, nil
 }
 
 // drop closes region id and forgets it.
@@ -90,7 +103,7 @@ func (g *gpuSession) drop(id uint64) {
 	r := g.regions[id]
 	delete(g.regions, id)
 	g.s.Counters.GPURegions.Add(-1)
-	if err := r.r.Close(); err != nil {
+	if err := g.sess.CloseRegion(r.r); err != nil {
 		g.s.Log.Warn("gpu: closing a region", "region", r.what, "err", err)
 	}
 }
@@ -102,6 +115,11 @@ func (g *gpuSession) region(t *tokens) (uint64, *gpuRegion, error) {
 	if tok == nil {
 		return 0, nil, reqErr(ErrInvalid, "missing region number")
 	}
+	return g.lookup(tok)
+}
+
+// lookup finds the region a token numbers.
+func (g *gpuSession) lookup(tok []byte) (uint64, *gpuRegion, error) {
 	id, err := strconv.ParseUint(string(tok), 10, 64)
 	if err != nil {
 		return 0, nil, reqErr(ErrInvalid, "region %q: not a region number", clip(tok))
@@ -115,141 +133,6 @@ func (g *gpuSession) region(t *tokens) (uint64, *gpuRegion, error) {
 
 // simDevice reports whether the mount's device is the simulated one.
 func (g *gpuSession) simDevice() bool { return g.s.GPU.Name() == "sim" }
-
-// register opens a region and gives it the next number.
-func (g *gpuSession) register(ctx context.Context, t *tokens, out []byte) ([]byte, error) {
-	if len(g.regions) >= MaxRegions {
-		return out, reqErr(ErrTooManyRegions, "this session holds %d regions, the most it may: unregister one", MaxRegions)
-	}
-	dev := g.s.GPU
-	var spec gpu.RegionSpec
-	var what string
-	switch kind := t.next(); string(kind) {
-	case "sim":
-		if !g.simDevice() {
-			return out, reqErr(gpu.ErrNoDevice, "this mount's device is %s: register cuda <handle> <size>", dev.Name())
-		}
-		path := t.next()
-		if path == nil {
-			return out, reqErr(ErrInvalid, "missing the path of the shared-memory file")
-		}
-		what = "sim " + string(path)
-		var err error
-		if spec, err = regionOptions(t, false); err != nil {
-			return out, err
-		}
-		f, err := openSimFile(ctx, string(path), spec)
-		if err != nil {
-			return out, err
-		}
-		defer f.Close()
-		spec.Path = "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) // the file checked, not what the path names now
-	case "cuda":
-		if g.simDevice() {
-			return out, reqErr(gpu.ErrNoDevice, "this mount's device is sim (no CUDA driver): register sim <path> <size>")
-		}
-		handle := t.next()
-		if handle == nil {
-			return out, reqErr(ErrInvalid, "missing the CUDA IPC handle (128 hex digits)")
-		}
-		var err error
-		if spec, err = regionOptions(t, true); err != nil {
-			return out, err
-		}
-		spec.Handle = handle
-		what = "cuda device " + strconv.Itoa(spec.DeviceIndex)
-	default:
-		return out, reqErr(ErrInvalid, "register %q: want register sim <path> <size> or register cuda <handle> <size>", clip(kind))
-	}
-	r, err := dev.OpenRegion(spec)
-	if err != nil {
-		return out, fmt.Errorf("register %s: %w", what, err)
-	}
-	g.last++
-	g.regions[g.last] = &gpuRegion{r: r, what: what}
-	g.s.Counters.GPURegions.Add(1)
-	out = append(out, "ok region="...)
-	out = strconv.AppendUint(out, g.last, 10)
-	return append(out, '\n'), nil
-}
-
-// regionOptions reads "<size> [offset=N]" and, for CUDA, "[device=N]".
-func regionOptions(t *tokens, cuda bool) (gpu.RegionSpec, error) {
-	var spec gpu.RegionSpec
-	tok := t.next()
-	if tok == nil {
-		return spec, reqErr(ErrInvalid, "missing the region size")
-	}
-	size, ok := parseCount(tok)
-	if !ok {
-		return spec, reqErr(ErrInvalid, "size %q: not a decimal byte count", clip(tok))
-	}
-	spec.Size = size
-	for tok := t.next(); tok != nil; tok = t.next() {
-		name, val, _ := cutByte(tok, '=')
-		n, ok := parseCount(val)
-		switch {
-		case string(name) == "offset" && ok:
-			spec.Offset = n
-		case string(name) == "device" && cuda && ok && n <= 1<<20:
-			spec.DeviceIndex = int(n)
-		case cuda:
-			return spec, reqErr(ErrInvalid, "option %q: want offset=N or device=N", clip(tok))
-		default:
-			return spec, reqErr(ErrInvalid, "option %q: want offset=N", clip(tok))
-		}
-	}
-	return spec, nil
-}
-
-// openSimFile opens the engine's shared-memory file for a sim region. The
-// caller (the writing process, from ctx) must own it, unless it is root:
-// the daemon writes into the file, possibly as root. The file must be a
-// regular file that holds the region.
-func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, fmt.Errorf("register sim %s: %w", path, err)
-	}
-	fail := func(code error, format string, args ...any) (*os.File, error) {
-		f.Close()
-		return nil, reqErr(code, "register sim %s: "+format, append([]any{path}, args...)...)
-	}
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("register sim %s: %w", path, err)
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return fail(ErrInvalid, "not a regular file")
-	}
-	if c, ok := CallerOf(ctx); ok && c.Uid != 0 && c.Uid != st.Uid {
-		return fail(ErrAccess, "owned by uid %d, not by the caller (uid %d)", st.Uid, c.Uid)
-	}
-	if spec.Offset > st.Size || spec.Size > st.Size-spec.Offset {
-		return fail(ErrInvalid, "the file holds %d bytes, the region is %d bytes at offset %d", st.Size, spec.Size, spec.Offset)
-	}
-	return f, nil
-}
-
-// parseCount parses a decimal count of at most MaxInt64.
-func parseCount(tok []byte) (int64, bool) {
-	if len(tok) == 0 || tok[0] < '0' || tok[0] > '9' {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(tok), 10, 64)
-	return n, err == nil
-}
-
-// cutByte splits b at the first c.
-func cutByte(b []byte, c byte) (before, after []byte, found bool) {
-	for i, x := range b {
-		if x == c {
-			return b[:i], b[i+1:], true
-		}
-	}
-	return b, nil, false
-}
 
 // HostPages adapts dev to the memory tier's registration hook
 // (tiers.MemConfig.Host): every mapping the tier locks is registered with

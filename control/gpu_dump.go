@@ -9,6 +9,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/store"
 
+	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -25,7 +26,9 @@ import (
 // then every new block is copied out into a pending file and validated;
 // then they are published, in order. Only a failure of that last step
 // (no room, a quota) leaves the items before it published; its message
-// says how many.
+// says how many. The new blocks are copied out with one batch into the
+// session's pinned staging buffer (gpu_staging.go; in rounds only past
+// stagingCap), then validated and written to their pending files.
 
 // dumpItem is one item of a dump.
 type dumpItem struct {
@@ -67,9 +70,9 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 		}
 		it.pw = pw
 		g.s.WriteStarted(it.key)
-		if err := g.stage(reg, it); err != nil {
-			return out, fmt.Errorf("item %d %s: %w; nothing published", i+1, it.key.ID, err)
-		}
+	}
+	if err := g.stageAll(reg, items); err != nil {
+		return out, err
 	}
 	dumped, bytes := 0, int64(0)
 	for i := range items {
@@ -144,36 +147,83 @@ func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dump
 	return items, nil
 }
 
-// stage copies an item's bytes out of the region into its pending file
-// and validates them as a block named by the item's id.
-func (g *gpuSession) stage(reg *gpuRegion, it *dumpItem) error {
-	buf := g.buffer(it.n)
-	if err := reg.r.CopyOut(it.off, buf); err != nil {
-		return fmt.Errorf("dump from %s: %w", reg.what, err)
+// stageAll copies the new items' bytes out of the region into the
+// staging buffer, one batch per round, then validates each as a block
+// named by its id and writes it to its pending file.
+func (g *gpuSession) stageAll(reg *gpuRegion, items []dumpItem) error {
+	var total, largest int64
+	for i := range items {
+		if items[i].pw != nil {
+			total += items[i].n
+			largest = max(largest, items[i].n)
+		}
 	}
+	if total == 0 {
+		return nil
+	}
+	buf, err := g.stagingBuf(stagingSize(total, largest))
+	if err != nil {
+		return err
+	}
+	var ops []gpu.CopyOp
+	var round []int // the items of ops
+	flush := func() error {
+		if err := reg.r.CopyOutBatch(ops); err != nil {
+			return fmt.Errorf("dump from %s: %w; nothing published", reg.what, err)
+		}
+		for j, i := range round {
+			if err := items[i].write(ops[j].Host); err != nil {
+				return fmt.Errorf("item %d %s: %w; nothing published", i+1, items[i].key.ID, err)
+			}
+		}
+		ops, round = ops[:0], round[:0]
+		return nil
+	}
+	used := int64(0)
+	for i := range items {
+		it := &items[i]
+		if it.pw == nil {
+			continue
+		}
+		if used+it.n > int64(len(buf)) {
+			if err := flush(); err != nil {
+				return err
+			}
+			used = 0
+		}
+		ops = append(ops, gpu.CopyOp{Off: it.off, Host: buf[used : used+it.n]})
+		round = append(round, i)
+		used += it.n
+	}
+	return flush()
+}
+
+// write validates a dumped block's bytes as a block named by the item's
+// id (a raw block: its size only) and writes them to its pending file.
+func (it *dumpItem) write(b []byte) error {
 	var err error
 	if it.key.Kind.Raw() {
-		if it.n == 0 {
+		if len(b) == 0 {
 			err = fmt.Errorf("%s: a raw block is empty", it.key)
 		}
-	} else if h, derr := hashdir.DecodeBlockHeader(buf); derr != nil {
+	} else if h, derr := hashdir.DecodeBlockHeader(b); derr != nil {
 		err = derr
 	} else {
 		err = hashdir.ValidateBlock(h, it.key.ID, it.n, func() (uint32, error) {
-			return hashdir.CRC32C(buf[hashdir.HeaderSize:]), nil
+			return hashdir.CRC32C(b[hashdir.HeaderSize:]), nil
 		})
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", tiers.ErrInvalid, err)
 	}
-	if _, err := it.pw.File().WriteAt(buf, 0); err != nil {
+	if _, err := it.pw.File().WriteAt(b, 0); err != nil {
 		return fmt.Errorf("staging the block: %w", err)
 	}
 	return nil
 }
 
 // abortDumps discards the pending files of a dump that were not
-// published, and drops a large buffer.
+// published, and drops a large staging buffer.
 func (g *gpuSession) abortDumps(items []dumpItem) {
 	for i := range items {
 		if it := &items[i]; it.pw != nil {
@@ -182,7 +232,5 @@ func (g *gpuSession) abortDumps(items []dumpItem) {
 			it.pw = nil
 		}
 	}
-	if cap(g.buf) > gpuKeepBuffer {
-		g.buf = nil
-	}
+	g.trimStaging()
 }

@@ -16,7 +16,8 @@ import (
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
-// load <r> <model> <id>:<offset>[:<part>]...  ->  ok loaded=<n> bytes=<b>
+// load <r> <model> <id>:<offset>[:<part>]...                    ->  ok loaded=<n> bytes=<b>
+// load <k0>,<k1>,.../<v0>,<v1>,... <model> <id>:<offset>[:<layers>]...
 //
 // Each item copies part of a block into region r at offset: its payload
 // (no part), the layers A to B of the payload ("A-B", both included, or
@@ -29,10 +30,17 @@ import (
 // its file instead. Every item is checked first, blocks found and ranges
 // checked against the region: an unknown id (ENOENT) or a range past the
 // region's end (EINVAL) fails the request before any byte is copied.
-
-// gpuKeepBuffer is the largest read buffer a session keeps between
-// requests.
-const gpuKeepBuffer = 16 << 20
+//
+// The second form scatters K and V: the target names one K region and
+// one V region per layer of the blocks (an engine's per-layer K and V
+// tensors, registered as regions). Each item's offset is its slot in
+// every one of those tensors; layer l of the payload is split in halves,
+// K first, and they go to k<l> and v<l> at that offset. A layer range
+// loads only those layers; a whole file, an opaque block or a block of
+// another number of layers is refused (EINVAL).
+//
+// Either way the whole request is one gpu.CopyInRegions: one submission
+// per GPU (see gpu_staging.go for the bytes that are not in a mapping).
 
 // partKind is what of a block an item loads.
 type partKind uint8
@@ -49,7 +57,8 @@ type loadItem struct {
 	key         tiers.Key
 	dst         int64 // offset in the region
 	part        partKind
-	first, last uint32 // partLayers
+	first, last uint32 // partLayers; for a K/V target, also the payload's layers
+	per         int64  // bytes of one layer of the payload
 
 	src    []byte   // the bytes, inside a pinned mapping; nil: read them from f
 	pinned bool     // the key is pinned for this item
@@ -58,10 +67,11 @@ type loadItem struct {
 	level  int      // the tier they come from (0 memory)
 }
 
-// load copies the items of one request into a region.
+// load copies the items of one request into a region, or into K and V
+// regions.
 func (g *gpuSession) load(ctx context.Context, t *tokens, out []byte) ([]byte, error) {
 	start := time.Now()
-	_, reg, err := g.region(t)
+	tg, err := g.target(t)
 	if err != nil {
 		return out, err
 	}
@@ -75,23 +85,21 @@ func (g *gpuSession) load(ctx context.Context, t *tokens, out []byte) ([]byte, e
 		return out, err
 	}
 	defer store.ObserveSince(g.s.Latency.Load, start)
-	size := reg.r.Size()
 	for i := range items {
 		it := &items[i]
-		if err := g.resolve(it); err != nil {
+		if err := g.resolve(it, len(tg.k)); err != nil {
 			if errors.Is(err, tiers.ErrNotFound) {
 				return out, reqErr(tiers.ErrNotFound, "%s: not stored in %s (item %d)", it.key.ID, model, i+1)
 			}
 			return out, fmt.Errorf("item %d %s: %w", i+1, it.key.ID, err)
 		}
-		if it.dst > size || it.n > size-it.dst {
-			return out, reqErr(ErrInvalid, "item %d %s: %d bytes at offset %d pass the end of region (%d bytes); nothing copied",
-				i+1, it.key.ID, it.n, it.dst, size)
+		if err := tg.fits(it); err != nil {
+			return out, reqErr(ErrInvalid, "item %d %s: %v; nothing copied", i+1, it.key.ID, err)
 		}
 	}
-	total, err := g.copyIn(reg.r, items)
+	total, err := g.copyIn(tg, items)
 	if err != nil {
-		return out, fmt.Errorf("load into %s: %w", reg.what, err)
+		return out, fmt.Errorf("load into %s: %w", tg.what, err)
 	}
 	c := &g.s.Counters
 	c.GPULoads.Add(1)
@@ -168,7 +176,8 @@ func parseLoadItem(tok []byte) (loadItem, bool) {
 
 // resolve finds the bytes of an item: in the pinned mapping of the block
 // in the memory tier, or else in its file (memory full, or not mapped).
-func (g *gpuSession) resolve(it *loadItem) error {
+// kv is the number of K (and V) regions of the target, 0 for one region.
+func (g *gpuSession) resolve(it *loadItem, kv int) error {
 	it.key = g.s.BlockKey(it.key.Model, it.key.ID)
 	s, k := g.s, it.key
 	err := s.AcquirePin(k)
@@ -176,7 +185,7 @@ func (g *gpuSession) resolve(it *loadItem) error {
 	case err == nil:
 		if m := s.Stack().Mapping(k); m != nil {
 			it.pinned = true
-			if err := it.span(m[:min(len(m), hashdir.HeaderSize)], int64(len(m))); err != nil {
+			if err := it.span(m[:min(len(m), hashdir.HeaderSize)], int64(len(m)), kv); err != nil {
 				return err
 			}
 			it.src, it.level = m[it.off:it.off+it.n], 0
@@ -198,15 +207,16 @@ func (g *gpuSession) resolve(it *loadItem) error {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
-	return it.span(hdr[:n], h.Size)
+	return it.span(hdr[:n], h.Size, kv)
 }
 
 // span sets the item's range in a block file of size bytes whose first
-// bytes are hdr. A raw block is all payload and has no layers.
-func (it *loadItem) span(hdr []byte, size int64) error {
+// bytes are hdr; kv > 0 when its layers go to kv K and kv V regions. A
+// raw block is all payload and has no layers (nor K/V split).
+func (it *loadItem) span(hdr []byte, size int64, kv int) error {
 	if it.key.Kind.Raw() {
-		if it.part == partLayers {
-			return reqErr(ErrInvalid, "layers %d-%d: a raw block has no layer layout", it.first, it.last)
+		if it.part == partLayers || kv > 0 {
+			return reqErr(ErrInvalid, "a raw block has no layer layout to split")
 		}
 		it.off, it.n = 0, size
 		return nil
@@ -216,65 +226,96 @@ func (it *loadItem) span(hdr []byte, size int64) error {
 		return fmt.Errorf("stored block unreadable: %w: %w", tiers.ErrCorrupt, err)
 	}
 	payload := size - hashdir.HeaderSize
+	if kv > 0 {
+		if err := it.splitKV(h, payload, kv); err != nil {
+			return err
+		}
+	}
 	switch it.part {
 	case partFile:
 		it.off, it.n = 0, size
 	case partPayload:
 		it.off, it.n = hashdir.HeaderSize, payload
 	case partLayers:
+		if h.Opaque() {
+			return reqErr(ErrInvalid, "layers %d-%d: the block is opaque: it has no layer layout", it.first, it.last)
+		}
 		if it.last >= h.NumLayers {
 			return reqErr(ErrInvalid, "layers %d-%d: the block has %d layers", it.first, it.last, h.NumLayers)
 		}
-		per := payload / int64(h.NumLayers)
-		it.off = hashdir.HeaderSize + int64(it.first)*per
-		it.n = int64(it.last-it.first+1) * per
+		it.per = payload / int64(h.NumLayers)
+		it.off = hashdir.HeaderSize + int64(it.first)*it.per
+		it.n = int64(it.last-it.first+1) * it.per
 	}
 	return nil
 }
 
-// copyIn copies every item into the region, in order: consecutive items
-// in mappings as one batch, the others through the session's buffer. It
-// returns the bytes copied.
-func (g *gpuSession) copyIn(r gpu.Region, items []loadItem) (int64, error) {
+// splitKV checks that a block's layers can go to kv K and kv V regions,
+// and makes a payload item load all of its layers.
+func (it *loadItem) splitKV(h hashdir.BlockHeader, payload int64, kv int) error {
+	switch {
+	case it.part == partFile:
+		return reqErr(ErrInvalid, "a whole file has no place in K and V regions: load its payload or layers")
+	case h.Opaque():
+		return reqErr(ErrInvalid, "the block is opaque: it has no K/V layout to split")
+	case int(h.NumLayers) != kv:
+		return reqErr(ErrInvalid, "the block has %d layers, the request names %d K and %d V regions", h.NumLayers, kv, kv)
+	case payload%(2*int64(kv)) != 0:
+		return reqErr(ErrInvalid, "a payload of %d bytes does not split into %d layers of K and V halves", payload, kv)
+	}
+	if it.part == partPayload {
+		it.part, it.first, it.last = partLayers, 0, h.NumLayers-1
+	}
+	return nil
+}
+
+// copyIn copies every item into the target, in order, as one
+// gpu.CopyInRegions: items in mappings straight from them, the others
+// read into the session's pinned staging buffer first (in rounds only
+// when they pass stagingCap). It returns the bytes copied.
+func (g *gpuSession) copyIn(tg *loadTarget, items []loadItem) (int64, error) {
 	ops := g.ops[:0]
 	defer func() { clear(ops); g.ops = ops[:0] }()
-	var total int64
+	var total, staged, largest int64
+	for i := range items {
+		total += items[i].n
+		if items[i].src == nil {
+			staged += items[i].n
+			largest = max(largest, items[i].n)
+		}
+	}
+	var buf []byte
+	if staged > 0 {
+		var err error
+		if buf, err = g.stagingBuf(stagingSize(staged, largest)); err != nil {
+			return 0, err
+		}
+	}
+	used := int64(0)
 	for i := range items {
 		it := &items[i]
-		total += it.n
 		if it.src != nil {
-			ops = append(ops, gpu.CopyOp{Off: it.dst, Host: it.src})
+			ops = tg.ops(ops, it, it.src)
 			continue
 		}
-		if len(ops) > 0 {
-			if err := r.CopyInBatch(ops); err != nil {
+		if used+it.n > int64(len(buf)) {
+			if err := gpu.CopyInRegions(ops); err != nil {
 				return 0, err
 			}
 			clear(ops)
-			ops = ops[:0]
+			ops, used = ops[:0], 0
 		}
-		buf := g.buffer(it.n)
-		if _, err := it.f.ReadAt(buf, it.off); err != nil {
+		dst := buf[used : used+it.n]
+		if _, err := it.f.ReadAt(dst, it.off); err != nil {
 			return 0, fmt.Errorf("%s: %w", it.key, err)
 		}
-		if err := r.CopyIn(it.dst, buf); err != nil {
-			return 0, err
-		}
+		ops = tg.ops(ops, it, dst)
+		used += it.n
 	}
-	if len(ops) > 0 {
-		if err := r.CopyInBatch(ops); err != nil {
-			return 0, err
-		}
+	if err := gpu.CopyInRegions(ops); err != nil {
+		return 0, err
 	}
 	return total, nil
-}
-
-// buffer returns the session's buffer, n bytes long.
-func (g *gpuSession) buffer(n int64) []byte {
-	if int64(cap(g.buf)) < n {
-		g.buf = make([]byte, n)
-	}
-	return g.buf[:n]
 }
 
 // release unpins and closes what the items of a request hold, and keeps
@@ -291,7 +332,5 @@ func (g *gpuSession) release(items []loadItem) {
 	}
 	clear(items)
 	g.items = items[:0]
-	if cap(g.buf) > gpuKeepBuffer {
-		g.buf = nil
-	}
+	g.trimStaging()
 }

@@ -14,6 +14,7 @@ import (
 //
 //	exists <model> <id>...   ->  ok <present> <bitmap>
 //	prefix <model> <id>...   ->  ok <length of the longest present prefix>
+//	hybrid <max_tokens> (<model> <block_size> <n> <id>×n)...  (lookup_hybrid.go)
 //
 // The bitmap has one character per id, in order: '1' present, '0' absent.
 // A block is present when any tier holds it; a block being written is
@@ -45,8 +46,10 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 	case "exists":
 	case "prefix":
 		prefix = true
+	case "hybrid":
+		return l.hybridLookup(ctx, &t, out)
 	default:
-		return out, reqErr(ErrInvalid, "unknown lookup command %q: want exists or prefix", clip(verb))
+		return out, reqErr(ErrInvalid, "unknown lookup command %q: want exists, prefix or hybrid", clip(verb))
 	}
 	model, err := l.s.controlModel(&t)
 	if err != nil {

@@ -32,7 +32,9 @@ package control
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"sync"
+	"time"
 )
 
 // Session limits.
@@ -133,11 +135,18 @@ func (ss *Session) request(ctx context.Context, line []byte) {
 		return
 	}
 	start := len(ss.out)
+	began := time.Now()
 	out, err := ss.h.answer(ctx, line, ss.out)
 	if err != nil {
 		out = ss.e.refuse(out[:start], ss.file, line, err)
 	}
 	ss.out = out
+	if ss.e.Log.Enabled(ctx, slog.LevelDebug) {
+		// What each request did, for an admin following a daemon with
+		// --log-level debug (the answer line, clipped like the request).
+		ss.e.Log.Debug("control request", "file", Dir+"/"+ss.file, "request", clip(line),
+			"answer", clip(bytes.TrimSuffix(out[start:], []byte("\n"))), "took", time.Since(began))
+	}
 }
 
 // Read copies the next unread answer bytes into dest (the file offset

@@ -162,3 +162,60 @@ func TestLookupAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestHybridRequest: the hybrid lookup of the seed's example (block 16,
+// a full group and a window-32 group of 7 blocks each; block 5 of the
+// window group lost) hits 80 tokens and names the blocks to load.
+func TestHybridRequest(t *testing.T) {
+	e, _ := newTestEnv(t, 0)
+	ids := func(g int) []tiers.Key {
+		keys := make([]tiers.Key, 7)
+		for i := range keys {
+			keys[i] = testKey(100*g + i)
+			keys[i].Model = fmt.Sprintf("%s.g%d", testModel, g)
+		}
+		return keys
+	}
+	req := "hybrid 119"
+	for g := range 2 {
+		model := fmt.Sprintf("%s.g%d", testModel, g)
+		e.AddModel(model)
+		req += " " + model + " 16 7"
+		for i, k := range ids(g) {
+			req += " " + k.ID.String()
+			if g == 1 && i == 5 {
+				continue
+			}
+			h := hashdir.BlockHeader{ID: k.ID, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16}
+			if _, err := e.Stack().Put(k, hashdir.NewBlock(h, make([]byte, 64)), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := e.SetModelGroup(testModel+".g1", "swa:32"); err != nil {
+		t.Fatal(err)
+	}
+	l := &lookupSession{s: e}
+	out, err := l.answer(t.Context(), []byte(req), nil)
+	if err != nil || string(out) != "ok 80 0-5 3-5\n" {
+		t.Fatalf("hybrid: %q, %v", out, err)
+	}
+	if _, err := l.answer(t.Context(), []byte("hybrid 119 "+testModel+".g0 16 2 "+ids(0)[0].ID.String()), nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a short id list: %v, want ErrInvalid", err)
+	}
+}
+
+// TestSessionDebugLines: at debug level every request logs what it did.
+func TestSessionDebugLines(t *testing.T) {
+	e, keys := newTestEnv(t, 1)
+	var buf strings.Builder
+	e.Log = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ss := fileNamed(t, "lookup").Open(e)
+	defer ss.Close()
+	if _, err := ss.Write(t.Context(), []byte("exists "+testModel+" "+keys[0].ID.String()+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); !strings.Contains(got, `msg="control request" file=.ucm/lookup`) || !strings.Contains(got, `answer="ok 1 1"`) {
+		t.Errorf("debug log: %s", got)
+	}
+}

@@ -42,8 +42,8 @@ func newUCMDir(s *fsState) *ucmDir {
 	return &ucmDir{dirCommon: dirCommon{common: common{s: s}, what: ucmName}}
 }
 
-// OnAdd adds the control files: stats, and every enabled session file
-// (session.go).
+// OnAdd adds the control files: stats, every enabled session file
+// (session.go) and the link to the GPU socket (gpu_socket.go).
 func (d *ucmDir) OnAdd(ctx context.Context) {
 	stats := &statsFile{common: common{s: d.s}}
 	d.AddChild("stats", d.NewPersistentInode(ctx, stats, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: inoStats}), false)
@@ -55,6 +55,10 @@ func (d *ucmDir) OnAdd(ctx context.Context) {
 		}
 		f := &controlFile{common: common{s: d.s}, spec: spec}
 		d.AddChild(spec.Name, d.NewPersistentInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), false)
+	}
+	if sock := d.s.env.GPUSocket; sock != nil {
+		l := &gpuSockLink{common: common{s: d.s}, target: sock.Path()}
+		d.AddChild(gpuSockName, d.NewPersistentInode(ctx, l, gofs.StableAttr{Mode: syscall.S_IFLNK, Ino: inoGPUSock}), false)
 	}
 }
 

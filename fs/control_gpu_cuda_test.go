@@ -4,31 +4,28 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/gpu"
+	"github.com/ucmfs/ucmfs/gpu/engine"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"golang.org/x/sys/unix"
 )
 
 // fakeCUDA builds the gpu package's stand-in CUDA driver
 // (gpu/testdata/fakecuda.c: device memory is a shared-memory file whose
-// path the IPC handle carries) and returns its path; it skips the test
-// where no C compiler is installed.
-func fakeCUDA(t *testing.T) string {
+// path the IPC handle carries) once per test binary
+// (engine.SharedStandIn) and returns its path; it skips the test where no
+// C compiler is installed (CI has one: there these tests run).
+func fakeCUDA(t testing.TB) string {
 	t.Helper()
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		if cc, err = exec.LookPath("gcc"); err != nil {
-			t.Skip("no C compiler (cc or gcc) to build the stand-in CUDA driver gpu/testdata/fakecuda.c")
-		}
+	lib, err := engine.SharedStandIn("../gpu/testdata/fakecuda.c")
+	if errors.Is(err, engine.ErrNoCompiler) {
+		t.Skip("no C compiler (cc or gcc) to build the stand-in CUDA driver gpu/testdata/fakecuda.c")
 	}
-	lib := filepath.Join(t.TempDir(), "libfakecuda.so")
-	if out, err := exec.Command(cc, "-shared", "-fPIC", "-pthread", "-O1", "-o", lib, "../gpu/testdata/fakecuda.c").CombinedOutput(); err != nil {
-		t.Fatalf("build fakecuda.c: %v\n%s", err, out)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return lib
 }

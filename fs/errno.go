@@ -66,6 +66,8 @@ var errnoRules = []errnoRule{
 	{control.ErrTooManyRegions, syscall.EMFILE},
 	{control.ErrBackpressure, syscall.ENOBUFS},
 	{control.ErrAccess, syscall.EACCES},
+	{control.ErrNoToken, syscall.ENOENT},
+	{control.ErrNoSocket, syscall.ENOTSUP},
 	{tiers.ErrInvalid, syscall.EINVAL},
 	{hashdir.ErrFormat, syscall.EINVAL},
 	{hashdir.ErrName, syscall.EINVAL},
@@ -76,6 +78,11 @@ var errnoRules = []errnoRule{
 	{tiers.ErrStalled, syscall.ETIMEDOUT},
 	{tiers.ErrClosed, syscall.ESHUTDOWN},
 	{tiers.ErrCorrupt, syscall.EIO},
+	// Before the other gpu rules: a reset or a wrong GPU may wrap a
+	// driver error that matches one of them.
+	{gpu.ErrWrongDevice, syscall.EXDEV},
+	{gpu.ErrReset, syscall.ESTALE},
+	{gpu.ErrDeviceLost, syscall.ENXIO},
 	{gpu.ErrBounds, syscall.EINVAL},
 	{gpu.ErrSize, syscall.EINVAL},
 	{gpu.ErrBadHandle, syscall.EINVAL},

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/control"
+	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -47,6 +49,11 @@ func TestToErrno(t *testing.T) {
 		{os.ErrPermission, syscall.EACCES, true},
 		{context.DeadlineExceeded, syscall.ETIMEDOUT, true},
 		{context.Canceled, syscall.EINTR, true},
+		{wrap(gpu.ErrWrongDevice), syscall.EXDEV, true},
+		{fmt.Errorf("%w: %w", gpu.ErrReset, gpu.ErrFault), syscall.ESTALE, true},
+		{wrap(gpu.ErrDeviceLost), syscall.ENXIO, true},
+		{wrap(control.ErrNoToken), syscall.ENOENT, true},
+		{wrap(control.ErrNoSocket), syscall.ENOTSUP, true},
 		{syscall.Errno(0), syscall.EIO, false},
 		{errors.New("something odd"), syscall.EIO, false},
 	} {

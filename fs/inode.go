@@ -59,6 +59,7 @@ const (
 	inoFlush    = 6
 	inoGPU      = 7
 	inoTopK     = 8
+	inoGPUSock  = 9 // .ucm/gpu.sock, a link to the GPU socket
 	// inoControlMax is the last number reserved for control files.
 	inoControlMax = 255
 )

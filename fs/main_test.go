@@ -6,12 +6,18 @@ import (
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
+	"github.com/ucmfs/ucmfs/gpu/engine"
 )
 
 // TestMain runs the tests, then fails if any mount they made is still
-// mounted.
+// mounted. With UCMFS_ENGINE set the binary is an engine process of the
+// GPU tests instead (package gpu/engine).
 func TestMain(m *testing.M) {
+	if os.Getenv(engine.EnvKind) != "" {
+		os.Exit(engine.Main(os.Getenv, os.Stdin, os.Stdout))
+	}
 	code := m.Run()
+	engine.RemoveSharedStandIn()
 	if left := leftMounts(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "mounts left behind: %v\n", left)
 		code = 1

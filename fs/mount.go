@@ -28,6 +28,11 @@ type Options struct {
 	// control files (mode 0660 with that group); by default they are 0600,
 	// for the mounting user (and root) only.
 	ControlGroup string
+	// GPUSocket is where the socket that passes VMM descriptors to
+	// .ucm/gpu (register vmm) listens, outside the mount; .ucm/gpu.sock
+	// links to it. Empty: no socket (register vmm is refused). Used only
+	// with a GPU device.
+	GPUSocket string
 }
 
 // Defaults of Options.
@@ -78,6 +83,9 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 		}
 	}
 	s := newState(st, opts)
+	if err := s.listenGPU(); err != nil {
+		return nil, err
+	}
 	gopts := &gofs.Options{
 		MountOptions: fuse.MountOptions{
 			AllowOther:           s.opts.AllowOther,
@@ -106,6 +114,7 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 	s.root = &root.Inode
 	srv, err := gofs.Mount(mnt, root, gopts)
 	if err != nil {
+		s.closeGPU()
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)
 	}
 	server := &Server{srv: srv, state: s, mnt: mnt}
@@ -161,6 +170,7 @@ func checkMountpoint(mnt string) error {
 // external umount); the prefetch pool is stopped by then.
 func (s *Server) Wait() {
 	s.srv.Wait()
+	s.state.closeGPU()
 	s.state.Close()
 }
 
@@ -183,6 +193,7 @@ func (s *Server) Mountpoint() string { return s.mnt }
 // the namespace at once and the kernel ends it when the last user goes.
 func (s *Server) Unmount() error {
 	defer s.state.Close()
+	defer s.state.closeGPU()
 	if mounted, err := isMountpoint(s.mnt); err == nil && !mounted {
 		return nil // unmounted already (an external umount)
 	}

@@ -112,6 +112,9 @@ func (n *blockFile) xattr(name string) (string, error) {
 	case "head_dim":
 		return u(h.HeadDim), nil
 	case "tensors_per_layer":
+		if h.Opaque() {
+			return "0", nil // an opaque block has no K/V layout
+		}
 		return u(h.Tensors()), nil
 	case "crc32c":
 		return fmt.Sprintf("%08x", h.PayloadCRC), nil
@@ -245,7 +248,7 @@ func (m *modelNode) xattrs() *xattrSet {
 			case "layout":
 				return m.s.Layout(m.model), nil
 			case "group":
-				return m.s.Group(m.model), nil
+				return m.s.ModelGroup(m.model).String(), nil
 			}
 			return strconv.FormatInt(m.s.Quota(m.model), 10), nil
 		},
@@ -267,7 +270,7 @@ func (m *modelNode) xattrs() *xattrSet {
 				}()
 				return nil
 			case "group":
-				return m.s.SetGroup(m.model, strings.TrimSpace(value))
+				return m.s.SetModelGroup(m.model, value)
 			}
 			n, err := parseBytes(value)
 			if err != nil {

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,21 +11,20 @@ import (
 	"github.com/ucmfs/ucmfs/gpu/fdpass"
 )
 
-// receiveFD accepts one connection on l and returns the file it carries
-// and the size its message states.
-func receiveFD(t *testing.T, l *fdpass.Listener) *os.File {
-	t.Helper()
+// receiveFD accepts one connection on l and returns the file it carries,
+// answering as the daemon does ("ok token=1").
+func receiveFD(l *fdpass.Listener) (*os.File, error) {
 	c, err := l.Accept()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer c.Close()
 	buf := make([]byte, fdpass.MaxMessage)
 	n, files, err := c.Recv(buf)
 	if err != nil || len(files) != 1 {
-		t.Fatalf("receive the engine's fd: %q, %d files, %v", buf[:n], len(files), err)
+		return nil, fmt.Errorf("receive the engine's fd: %q, %d files, %v", buf[:n], len(files), err)
 	}
-	return files[0]
+	return files[0], c.Send([]byte("ok token=1\n"))
 }
 
 // vmmEngine starts an engine of kind whose memory fd comes over a socket.
@@ -35,10 +35,22 @@ func vmmEngine(t *testing.T, kind string, size int64, lib string, env ...string)
 		t.Fatal(err)
 	}
 	defer l.Close()
+	type got struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan got, 1)
+	go func() { // the engine waits for the answer before it says ready
+		f, err := receiveFD(l)
+		ch <- got{f, err}
+	}()
 	e := startEngine(t, kind, size, lib, append(env, engine.EnvSocket+"="+l.Path())...)
-	f := receiveFD(t, l)
-	t.Cleanup(func() { f.Close() })
-	return e, f
+	r := <-ch
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	t.Cleanup(func() { r.f.Close() })
+	return e, r.f
 }
 
 // TestFakeCUDAVMMAcrossProcesses: an engine allocates VMM memory (as

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/gpu/engine"
@@ -18,9 +17,7 @@ func TestMain(m *testing.M) {
 		os.Exit(engine.Main(os.Getenv, os.Stdin, os.Stdout))
 	}
 	code := m.Run()
-	if fakeDir != "" {
-		os.RemoveAll(fakeDir)
-	}
+	engine.RemoveSharedStandIn()
 	os.Exit(code)
 }
 
@@ -46,30 +43,19 @@ func shmFile(t testing.TB, size int64) string {
 	return p
 }
 
-var (
-	fakeOnce sync.Once
-	fakeDir  string
-	fakeLib  string
-	fakeErr  error
-)
-
 // fakeCUDA builds testdata/fakecuda.c, a stand-in driver, once per test
 // binary and returns its path; it skips the test where no C compiler is
 // installed.
 func fakeCUDA(t testing.TB) string {
 	t.Helper()
-	fakeOnce.Do(func() {
-		if fakeDir, fakeErr = os.MkdirTemp("", "ucmfs-fakecuda-"); fakeErr == nil {
-			fakeLib, fakeErr = engine.BuildStandIn("testdata/fakecuda.c", fakeDir)
-		}
-	})
-	if errors.Is(fakeErr, engine.ErrNoCompiler) {
+	lib, err := engine.SharedStandIn("testdata/fakecuda.c")
+	if errors.Is(err, engine.ErrNoCompiler) {
 		t.Skip("no C compiler (cc or gcc) to build the stand-in CUDA driver testdata/fakecuda.c")
 	}
-	if fakeErr != nil {
-		t.Fatal(fakeErr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return fakeLib
+	return lib
 }
 
 // realCUDA opens the NVIDIA driver's device, or skips the test: the real

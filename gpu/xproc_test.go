@@ -143,7 +143,7 @@ func checkWhole(t *testing.T, r Region, e *engineProc, what string) {
 	if err := r.CopyOut(0, got); err != nil {
 		t.Fatal(err)
 	}
-	if d := firstDiff(got, expectedImage(e.size, e.writes)); d != "" {
+	if d := firstDiff(got, expectedImage(e.size, e.Writes())); d != "" {
 		t.Fatalf("%s: whole-region CopyOut: %s", what, d)
 	}
 }

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -61,6 +62,7 @@ func TestHybridHitThroughMount(t *testing.T) {
 	var groups []hybrid.Group
 	for gid, spec := range specs {
 		sh(t, "mkdir", d.path(model(gid)))
+		sh(t, "setfattr", "-n", "user.ucm.group", "-v", spec.String(), d.path(model(gid)))
 		if len(ids[gid]) != 7 {
 			t.Fatalf("group %d has %d ids, want 7", gid, len(ids[gid]))
 		}
@@ -76,11 +78,25 @@ func TestHybridHitThroughMount(t *testing.T) {
 		}
 		groups = append(groups, hybrid.Group{Spec: spec, BlockSize: 16, IDs: ids[gid], Exists: exists})
 	}
+	// The daemon's answer to the hybrid lookup, checked against the same
+	// computation from stat of every block.
+	req := "hybrid 119" // a follow-up prompt of 120 tokens
+	for gid := range specs {
+		req += fmt.Sprintf(" %s 16 %d", model(gid), len(ids[gid]))
+		for _, id := range ids[gid] {
+			req += " " + id.String()
+		}
+	}
 	hit := func() int {
 		t.Helper()
-		n, err := hybrid.HitLength(groups, 119) // a follow-up prompt of 120 tokens
+		n, err := hybrid.HitLength(groups, 119)
 		if err != nil {
 			t.Fatal(err)
+		}
+		a := controlRequest(t, d, "lookup", req)
+		var got int
+		if _, err := fmt.Sscanf(a, "ok %d", &got); err != nil || got != n {
+			t.Fatalf("hybrid lookup: %q, want a hit of %d", a, n)
 		}
 		return n
 	}
@@ -104,4 +120,30 @@ func TestHybridHitThroughMount(t *testing.T) {
 	if first, end := hybrid.Needed(specs[1], 16, 80); first != 3 || end != 5 {
 		t.Errorf("group 1 needs blocks [%d, %d) for a hit of 80, want [3, 5)", first, end)
 	}
+	if a := controlRequest(t, d, "lookup", req); a != "ok 80 0-5 3-5 3-5" {
+		t.Errorf("hybrid lookup after the losses: %q, want ok 80 0-5 3-5 3-5", a)
+	}
+	if got := sh(t, "getfattr", "-n", "user.ucm.group", "--only-values", d.path(model(1))); got != "swa:32" {
+		t.Errorf("user.ucm.group: %q", got)
+	}
+}
+
+// controlRequest sends one request line to .ucm/<file> and returns the
+// answer line without its end.
+func controlRequest(t *testing.T, d *daemon, file, req string) string {
+	t.Helper()
+	f, err := os.OpenFile(d.path(".ucm", file), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(req + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1<<16)
+	n, err := f.Read(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(string(b[:n]), "\n")
 }

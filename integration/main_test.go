@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/gpu/engine"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,7 +26,17 @@ var (
 	pythonDir string
 )
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+// TestMain runs the tests (runTests). With UCMFS_ENGINE set the binary
+// is an engine process of the GPU tests
+// instead (package gpu/engine).
+func TestMain(m *testing.M) {
+	if os.Getenv(engine.EnvKind) != "" {
+		os.Exit(engine.Main(os.Getenv, os.Stdin, os.Stdout))
+	}
+	code := runTests(m)
+	engine.RemoveSharedStandIn()
+	os.Exit(code)
+}
 
 func runTests(m *testing.M) int {
 	var err error

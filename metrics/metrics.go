@@ -135,6 +135,14 @@ var mountMetricDefs = []metricDef{
 	counter("gpu_dump_blocks_total", "Blocks published from GPU memory.", func(m *store.Stats) int64 { return m.GPUDumpBlocks }),
 	counter("gpu_dump_existing_total", "Dumped ids that were already stored.", func(m *store.Stats) int64 { return m.GPUDumpExisting }),
 	counter("gpu_dump_bytes_total", "Bytes of the blocks published from GPU memory.", func(m *store.Stats) int64 { return m.GPUDumpBytes }),
+	counter("gpu_resets_total", "GPU contexts reset after a sticky error (the engines on that GPU register again).", gpuStat(func(g *store.GPUStats) int64 { return g.Resets })),
+	gauge("gpu_fallback", "1 when --gpu auto fell back to the simulated device (.ucm/stats says why).", gpuStat(func(g *store.GPUStats) int64 { return boolInt(g.Fallback != "") })),
+	gauge("gpu_contexts", "GPUs in use: those holding a context for a registered region.", gpuStat(func(g *store.GPUStats) int64 { return int64(len(g.Contexts)) })),
+	gauge("gpu_batch_api", "1 when copies are submitted with cuMemcpyBatchAsync.", gpuStat(func(g *store.GPUStats) int64 { return boolInt(g.BatchAPI) })),
+	gauge("gpu_read_only_register", "1 when memory-tier pages are registered with CU_MEMHOSTREGISTER_READ_ONLY.", gpuStat(func(g *store.GPUStats) int64 { return boolInt(g.ReadOnlyRegister) })),
+	gauge("gpu_host_ranges", "Host ranges registered with the GPU device (memory-tier mappings, staging buffers).", gpuStat(func(g *store.GPUStats) int64 { return int64(g.HostRanges) })),
+	gauge("gpu_host_bytes", "Bytes of the host ranges registered with the GPU device.", gpuStat(func(g *store.GPUStats) int64 { return g.HostBytes })),
+	gauge("gpu_host_pending", "Host ranges recorded but not registered with the driver yet (no GPU in use).", gpuStat(func(g *store.GPUStats) int64 { return int64(g.HostPending) })),
 	counter("repr_derived_total", "Sidecars derived from their block and stored.", func(m *store.Stats) int64 { return m.ReprDerived }),
 	counter("topk_requests_total", "Topk requests answered ok.", func(m *store.Stats) int64 { return m.TopKs }),
 	counter("topk_candidates_total", "Candidates of the topk requests answered ok.", func(m *store.Stats) int64 { return m.TopKCandidates }),
@@ -149,6 +157,24 @@ var tierMetricDefs = []tierMetricDef{
 	tierMetric("blocks", "Files a tier holds.", prometheus.GaugeValue, func(t *store.TierStats) int64 { return t.Blocks }),
 	tierMetric("bytes_in_total", "Bytes of files clients published into a tier.", prometheus.CounterValue, func(t *store.TierStats) int64 { return t.BytesIn }),
 	tierMetric("bytes_out_total", "Bytes of files clients opened for reading from a tier.", prometheus.CounterValue, func(t *store.TierStats) int64 { return t.BytesOut }),
+}
+
+// gpuStat reads a value of the device's stats, 0 without a device.
+func gpuStat(val func(*store.GPUStats) int64) func(*store.Stats) int64 {
+	return func(m *store.Stats) int64 {
+		if m.GPU == nil {
+			return 0
+		}
+		return val(m.GPU)
+	}
+}
+
+// boolInt is 1 for true.
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Describe sends every descriptor.

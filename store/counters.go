@@ -3,6 +3,8 @@ package store
 import (
 	"sync/atomic"
 
+	"github.com/ucmfs/ucmfs/gpu"
+
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -63,6 +65,10 @@ type ControlStats struct {
 	GPUDumpBlocks   int64  `json:"gpu_dump_blocks"`      // blocks published from regions
 	GPUDumpExisting int64  `json:"gpu_dump_existing"`    // dumped ids that were already stored
 	GPUDumpBytes    int64  `json:"gpu_dump_bytes"`       // bytes of the blocks published from regions
+	// GPU is the device's own state (gpu.Device.Stats): why auto fell
+	// back, the GPUs in use, the batch entry point, read-only
+	// registration, host ranges, context resets; absent without a device.
+	GPU *GPUStats `json:"gpu,omitempty"`
 
 	ReprDerived    int64 `json:"repr_derived"`    // sidecars derived from their block and stored
 	TopKs          int64 `json:"topks"`           // topk requests answered ok
@@ -71,6 +77,10 @@ type ControlStats struct {
 	TopKDerived    int64 `json:"topk_derived"`    // candidates whose sidecar was derived for a topk request
 	TopKReused     int64 `json:"topk_reused"`     // topk requests that reused their session's index
 }
+
+// GPUStats is the GPU device's part of the snapshot (gpu.Device.Stats),
+// named here so that readers of the snapshot need not import gpu.
+type GPUStats = gpu.Stats
 
 // TierStats is one tier in the stats snapshot: the stack's view, and the
 // bytes clients moved through it.
@@ -115,6 +125,8 @@ func (s *Store) Snapshot() Stats {
 	}
 	if s.opts.GPU != nil {
 		m.GPUDevice = s.opts.GPU.Name()
+		g := s.opts.GPU.Stats()
+		m.GPU = &g
 	}
 	return m
 }

@@ -255,6 +255,7 @@ func (s *Store) RemoveModel(model string) error {
 	s.quotas.set(model, 0)
 	s.reprKinds.reset(model)
 	s.forgetSettings(model)
+	s.forgetGroup(model)
 	s.log.Info("model removed", "model", model)
 	return nil
 }

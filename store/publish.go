@@ -36,5 +36,6 @@ func (s *Store) Publish(pw *tiers.PendingWrite, size int64, durable bool) (tiers
 	}
 	s.countIn(info.Tier, info.Size)
 	s.models.add(key.Model)
+	s.log.Debug("published", "key", key.String(), "bytes", info.Size, "durable", durable, "tier", int(info.Tier))
 	return info, nil
 }

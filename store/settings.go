@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 
@@ -132,21 +131,9 @@ func (s *Store) applySettings(model string) {
 	if v.Quota > 0 {
 		s.quotas.set(model, v.Quota)
 	}
-}
-
-// Group is model's KV-cache group kind (user.ucm.group), "" when unset.
-func (s *Store) Group(model string) string { return s.ModelSettings(model).Group }
-
-// SetGroup sets model's group kind: a kind hybrid.ParseSpec reads
-// ("full", "swa:W", "chunk:C", "mamba"), or "" to clear it. Errors wrap
-// ErrInvalid.
-func (s *Store) SetGroup(model, value string) error {
-	if value != "" {
-		spec, err := hybrid.ParseSpec(value)
-		if err != nil {
-			return fmt.Errorf("%v: %w", err, ErrInvalid)
+	if v.Group != "" {
+		if spec, err := hybrid.ParseSpec(v.Group); err == nil {
+			s.setGroup(model, spec)
 		}
-		value = spec.String()
 	}
-	return s.updateSettings(model, func(v *Settings) error { v.Group = value; return nil })
 }

@@ -35,7 +35,7 @@ func TestSettingsPersist(t *testing.T) {
 	s, st := open()
 	s.AddModel(testModel)
 	for _, err := range []error{
-		s.SetLayout(testModel, LayoutUCMPosix), s.SetGroup(testModel, "swa:4096"),
+		s.SetLayout(testModel, LayoutUCMPosix), s.SetModelGroup(testModel, "swa:4096"),
 		s.SetReprKind(testModel, "max"), s.SetQuota(testModel, 1<<20),
 	} {
 		if err != nil {
@@ -45,7 +45,7 @@ func TestSettingsPersist(t *testing.T) {
 	if err := s.SetLayout(testModel, "posix"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad layout: %v, want ErrInvalid", err)
 	}
-	if err := s.SetGroup(testModel, "swa:0"); !errors.Is(err, ErrInvalid) {
+	if err := s.SetModelGroup(testModel, "swa:0"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad group: %v, want ErrInvalid", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, testModel, tiers.ModelMetaName)); err != nil {
@@ -64,7 +64,7 @@ func TestSettingsPersist(t *testing.T) {
 	s2, st2 := open()
 	defer st2.Close(ctx)
 	defer s2.Close()
-	if l, g, r, q := s2.Layout(testModel), s2.Group(testModel), s2.ModelRepr(testModel).String(), s2.Quota(testModel); l != LayoutUCMPosix || g != "swa:4096" || r != "max" || q != 1<<20 {
+	if l, g, r, q := s2.Layout(testModel), s2.ModelGroup(testModel).String(), s2.ModelRepr(testModel).String(), s2.Quota(testModel); l != LayoutUCMPosix || g != "swa:4096" || r != "max" || q != 1<<20 {
 		t.Errorf("after a restart: layout %q group %q repr_kind %q quota %d", l, g, r, q)
 	}
 	if !s2.ModelExists(testModel) {

@@ -77,6 +77,7 @@ type Store struct {
 
 	reprKinds reprSettings       // per-model sidecar kinds (user.ucm.repr_kind)
 	settings  settingsTable      // per-model persisted settings (settings.go)
+	groups    groupSettings      // per-model KV-cache group kinds (user.ucm.group)
 	derives   singleflight.Group // sidecar derivations in flight, by path
 	reprCache *reprCache         // sidecar files .ucm/topk read or derived
 

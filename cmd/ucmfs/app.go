@@ -31,9 +31,13 @@ func register(newCommand func() *cli.Command) { constructors = append(constructo
 // Main runs the ucmfs command line args (args[0] is the program name) with
 // the given output streams and returns the exit status: 0 success, 1 a
 // problem found or an operation failed, 2 bad usage or bad input, 3 a
-// directory a running daemon holds (fsck --repair). It
-// never calls os.Exit, so tests run it in-process.
+// directory a running daemon holds (fsck --repair). It never calls
+// os.Exit, so tests run it in-process. Run as mount.fuse.ucmfs it is the
+// mount helper (helper.go).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && isMountHelper(args[0]) {
+		return runMountHelper(ctx, args, stderr)
+	}
 	root := newRoot(stdout, stderr)
 	err := root.Run(ctx, args)
 	if err == nil {
@@ -61,7 +65,7 @@ func newRoot(stdout, stderr io.Writer) *cli.Command {
 		Reader:         os.Stdin,
 		Writer:         stdout,
 		ErrWriter:      stderr,
-		HideVersion:    true,
+		Version:        versionString(),                               // --version, -v
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // Main reports errors
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Present() {

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -25,6 +28,11 @@ func TestVersion(t *testing.T) {
 	defer func() { version = old }()
 	if _, out, _ := runMain(t, "version"); out != "ucmfs v9.8.7\n" {
 		t.Fatalf("version with ldflags value: %q", out)
+	}
+	for _, flag := range []string{"--version", "-v"} {
+		if code, out, _ := runMain(t, flag); code != 0 || out != "ucmfs v9.8.7\n" {
+			t.Fatalf("%s: %d %q", flag, code, out)
+		}
 	}
 	if code, _, _ := runMain(t, "version", "extra"); code != exitUsage {
 		t.Fatalf("version with an argument: %d", code)
@@ -49,5 +57,17 @@ func TestRootUsage(t *testing.T) {
 	}
 	if code, out, _ := runMain(t, "hash", "--help"); code != 0 || !strings.Contains(out, "--block-size") {
 		t.Fatalf("hash --help: %d %q", code, out)
+	}
+}
+
+func TestMountErrorHintsFusermount(t *testing.T) {
+	missing := &exec.Error{Name: "/bin/fusermount", Err: exec.ErrNotFound}
+	err := mountError("/mnt/kv", fmt.Errorf("wrapped: %w", missing))
+	if !strings.Contains(err.Error(), "apt-get install fuse3") || !strings.Contains(err.Error(), "/mnt/kv") {
+		t.Errorf("no hint: %v", err)
+	}
+	other := errors.New("EPERM")
+	if err := mountError("/mnt/kv", other); !errors.Is(err, other) || strings.Contains(err.Error(), "fuse3") {
+		t.Errorf("another error: %v", err)
 	}
 }

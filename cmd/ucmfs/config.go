@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -33,11 +30,14 @@ type mountConfig struct {
 	NegativeTTL     time.Duration // kernel cache of misses
 	MaxFileSize     int64         // largest block file accepted, bytes
 	LogLevel        slog.Level
+	LogFormat       string            // text or json
 	Debug           bool              // log every FUSE request
 	ShutdownTimeout time.Duration     // bound on the flush at SIGINT/SIGTERM
 	ControlGroup    string            // group (name or gid) that may use the control files; "": owner only
 	MetricsAddr     string            // HOST:PORT of the Prometheus metrics; "": off
 	GPU             string            // device of .ucm/gpu: auto, cuda, sim or off
+	GPUSocket       string            // socket passing VMM descriptors; "": the default (gpuSocketPath), "off": none
+	CUDALibrary     string            // the CUDA driver library; "": libcuda.so.1
 	Repr            store.ReprSetting // sidecar kind derived for models without their own (zero: mean)
 	DefaultLayout   string            // layout of new models: ucmb ("") or ucm-posix
 }
@@ -66,6 +66,7 @@ func defaultMountConfig() mountConfig {
 		NegativeTTL:     time.Second,
 		MaxFileSize:     1 << 30,
 		LogLevel:        slog.LevelInfo,
+		LogFormat:       "text",
 		ShutdownTimeout: 30 * time.Second,
 		GPU:             "auto",
 	}
@@ -95,13 +96,20 @@ type fileConfig struct {
 	NegativeTTL     *time.Duration `yaml:"negative_ttl"`
 	MaxFileSize     *byteSize      `yaml:"max_file_size"`
 	LogLevel        *string        `yaml:"log_level"`
+	LogFormat       *string        `yaml:"log_format"`
 	Debug           *bool          `yaml:"debug"`
 	ShutdownTimeout *time.Duration `yaml:"shutdown_timeout"`
 	ControlGroup    *string        `yaml:"control_group"`
 	MetricsAddr     *string        `yaml:"metrics_addr"`
 	GPU             *string        `yaml:"gpu"`
+	GPUSocket       *string        `yaml:"gpu_socket"`
+	CUDALibrary     *string        `yaml:"cuda_library"`
 	ReprKind        *string        `yaml:"repr_kind"`
 	DefaultLayout   *string        `yaml:"default_layout"`
+
+	path  string   // the file, as given
+	dir   string   // its directory: relative paths in the file resolve against it
+	lines keyLines // where each key is, for errors
 }
 
 // fileTier is one entry of tiers: in the YAML file.
@@ -128,19 +136,50 @@ func (b *byteSize) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// loadConfigFile reads and strictly decodes a YAML config file.
+// loadConfigFile reads and strictly decodes a YAML config file. Errors
+// name the file, the line and the key (config_check.go).
 func loadConfigFile(path string) (fileConfig, error) {
-	var fc fileConfig
+	fc := fileConfig{path: path}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fc, err
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) { // an empty file is all defaults
-		return fc, fmt.Errorf("%s: %w", path, err)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fc, err
+	}
+	fc.dir = filepath.Dir(abs)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fc, configDecodeError(path, err, nil)
+	}
+	if fc.lines, err = checkConfigNode(path, &doc); err != nil {
+		return fc, err
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 { // an empty file is all defaults
+		return fc, nil
+	}
+	if err := doc.Content[0].Decode(&fc); err != nil {
+		return fc, configDecodeError(path, err, fc.lines)
 	}
 	return fc, nil
+}
+
+// errAt prefixes err with the file and line of key: "FILE:LINE: err".
+func (fc fileConfig) errAt(key string, err error) error {
+	if n, ok := fc.lines[key]; ok {
+		return fmt.Errorf("%s:%d: %w", fc.path, n, err)
+	}
+	return fmt.Errorf("%s: %w", fc.path, err)
+}
+
+// resolvePath makes a relative path of the file absolute against the
+// file's directory.
+func (fc fileConfig) resolvePath(p string) string {
+	if p == "" || filepath.IsAbs(p) || fc.dir == "" {
+		return p
+	}
+	return filepath.Join(fc.dir, p)
 }
 
 // apply overlays the keys present in fc onto cfg.
@@ -164,38 +203,59 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 			*dst = *v
 		}
 	}
-	for dst, v := range map[*string]*string{&cfg.MemoryDir: fc.MemoryDir, &cfg.ControlGroup: fc.ControlGroup,
-		&cfg.MetricsAddr: fc.MetricsAddr, &cfg.GPU: fc.GPU} {
+	for dst, v := range map[*string]*string{&cfg.ControlGroup: fc.ControlGroup,
+		&cfg.MetricsAddr: fc.MetricsAddr, &cfg.GPU: fc.GPU, &cfg.LogFormat: fc.LogFormat} {
 		if v != nil {
 			*dst = *v
+		}
+	}
+	if fc.MemoryDir != nil {
+		cfg.MemoryDir = fc.resolvePath(*fc.MemoryDir)
+	}
+	if fc.GPUSocket != nil {
+		cfg.GPUSocket = *fc.GPUSocket
+		if cfg.GPUSocket != "" && cfg.GPUSocket != "off" {
+			cfg.GPUSocket = fc.resolvePath(cfg.GPUSocket)
+		}
+	}
+	if fc.CUDALibrary != nil {
+		cfg.CUDALibrary = *fc.CUDALibrary
+		if strings.Contains(cfg.CUDALibrary, "/") { // a bare name is the dynamic loader's to find
+			cfg.CUDALibrary = fc.resolvePath(cfg.CUDALibrary)
 		}
 	}
 	if fc.ReprKind != nil {
 		r, err := store.ParseReprSetting(*fc.ReprKind)
 		if err != nil {
-			return fmt.Errorf("repr_kind: %w", err)
+			return fc.errAt("repr_kind", fmt.Errorf("repr_kind: %w", err))
 		}
 		cfg.Repr = r
 	}
 	if fc.DefaultLayout != nil {
 		if err := applyLayout(cfg, "default_layout", *fc.DefaultLayout); err != nil {
-			return err
+			return fc.errAt("default_layout", err)
 		}
 	}
 	if fc.LogLevel != nil {
 		lvl, err := parseLogLevel(*fc.LogLevel)
 		if err != nil {
-			return err
+			return fc.errAt("log_level", fmt.Errorf("log_level: %w", err))
 		}
 		cfg.LogLevel = lvl
+	}
+	if fc.LogFormat != nil {
+		if err := checkLogFormat(*fc.LogFormat); err != nil {
+			return fc.errAt("log_format", fmt.Errorf("log_format: %w", err))
+		}
 	}
 	if fc.Tiers != nil {
 		cfg.Tiers = []tierSpec{} // present, possibly empty: memory only
 		for i, t := range *fc.Tiers {
 			if t.Kind == "" || t.Dir == "" {
-				return fmt.Errorf("tiers[%d]: needs kind and dir", i)
+				key := fmt.Sprintf("tiers[%d]", i)
+				return fc.errAt(key, fmt.Errorf("%s: needs kind and dir", key))
 			}
-			cfg.Tiers = append(cfg.Tiers, tierSpec{Kind: t.Kind, Dir: t.Dir, Size: int64(t.Size)})
+			cfg.Tiers = append(cfg.Tiers, tierSpec{Kind: t.Kind, Dir: fc.resolvePath(t.Dir), Size: int64(t.Size)})
 		}
 	}
 	return nil
@@ -284,6 +344,9 @@ func (cfg *mountConfig) resolve(noTiers bool) error {
 	if err := checkControl(*cfg); err != nil {
 		return err
 	}
+	if err := checkLogFormat(cfg.LogFormat); err != nil {
+		return err
+	}
 	if cfg.Tiers == nil && !noTiers {
 		dir, err := defaultTierDir()
 		if err != nil {
@@ -292,8 +355,10 @@ func (cfg *mountConfig) resolve(noTiers bool) error {
 		cfg.Tiers = []tierSpec{{Kind: "nvme", Dir: dir}}
 	}
 	var err error
-	if cfg.Mountpoint, err = filepath.Abs(cfg.Mountpoint); err != nil {
-		return err
+	if cfg.Mountpoint != "" { // "" only for --print-config without one
+		if cfg.Mountpoint, err = filepath.Abs(cfg.Mountpoint); err != nil {
+			return err
+		}
 	}
 	seen := map[string]bool{}
 	for i := range cfg.Tiers {
@@ -308,7 +373,7 @@ func (cfg *mountConfig) resolve(noTiers bool) error {
 			return fmt.Errorf("tier directory %s is given twice", t.Dir)
 		}
 		seen[t.Dir] = true
-		if within(t.Dir, cfg.Mountpoint) || within(cfg.Mountpoint, t.Dir) {
+		if cfg.Mountpoint != "" && (within(t.Dir, cfg.Mountpoint) || within(cfg.Mountpoint, t.Dir)) {
 			return fmt.Errorf("tier directory %s and mount point %s must not contain each other", t.Dir, cfg.Mountpoint)
 		}
 	}

@@ -96,7 +96,7 @@ gpu: sim
 		Memory: 8 << 30, MemoryDir: "/dev/shm", WriteThrough: true, AllowOther: true,
 		Tiers:    []tierSpec{{Kind: "nvme", Dir: "/nvme/kv", Size: 100 << 30}, {Kind: "nfs", Dir: "/shared/kv"}},
 		EntryTTL: 10 * time.Minute, NegativeTTL: 250 * time.Millisecond, MaxFileSize: 64 << 20,
-		LogLevel: slog.LevelDebug, ShutdownTimeout: time.Minute, GPU: "sim",
+		LogLevel: slog.LevelDebug, LogFormat: "text", ShutdownTimeout: time.Minute, GPU: "sim",
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config\n got %+v\nwant %+v", cfg, want)

@@ -27,6 +27,9 @@ func controlFlags() []cli.Flag {
 		&cli.StringFlag{Name: "metrics-addr", Category: catControl,
 			Usage: "serve Prometheus metrics on http://`HOST:PORT`/metrics (off by default; port 0 picks a free one)"},
 		gpuFlag(),
+		gpuSocketFlag(),
+		&cli.StringFlag{Name: "cuda-library", Category: catControl,
+			Usage: "the CUDA driver `LIBRARY` --gpu auto and cuda load (default libcuda.so.1, found by the dynamic loader)"},
 		&cli.StringFlag{Name: "repr-kind", Category: catControl, Value: "mean",
 			Usage: "sidecar `KIND` derived for a block that has none stored: mean, max, merged[:N], signhash[:BITS] " +
 				"or none; a model's user.ucm.repr_kind overrides it"},
@@ -44,6 +47,12 @@ func applyControlFlags(cmd *cli.Command, cfg *mountConfig) error {
 	}
 	if cmd.IsSet("gpu") {
 		cfg.GPU = cmd.String("gpu")
+	}
+	if cmd.IsSet("cuda-library") {
+		cfg.CUDALibrary = cmd.String("cuda-library")
+	}
+	if cmd.IsSet("gpu-socket") {
+		cfg.GPUSocket = cmd.String("gpu-socket")
 	}
 	if cmd.IsSet("repr-kind") {
 		r, err := store.ParseReprSetting(cmd.String("repr-kind"))
@@ -98,10 +107,12 @@ func listenMetrics(addr string) (*metricsServer, error) {
 	return &metricsServer{ln: ln}, nil
 }
 
-// start serves h at /metrics in the background.
-func (m *metricsServer) start(h http.Handler, log *slog.Logger) {
+// start serves h at /metrics, and life's /healthz and /readyz, in the
+// background.
+func (m *metricsServer) start(h http.Handler, life *lifecycle, log *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
+	life.register(mux)
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() {
 		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -42,10 +42,20 @@ func TestMetricsServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	life := &lifecycle{log: log}
 	m.start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ucm_test 1\n")
-	}), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}), life, log)
 	defer m.close()
+	base := strings.TrimSuffix(m.URL(), "/metrics")
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 503} {
+		if resp, err := http.Get(base + path); err != nil || resp.StatusCode != want {
+			t.Errorf("GET %s before the mount: %v %v, want %d", path, resp, err, want)
+		} else {
+			resp.Body.Close()
+		}
+	}
 	resp, err := http.Get(m.URL())
 	if err != nil {
 		t.Fatal(err)

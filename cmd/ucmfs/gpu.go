@@ -1,9 +1,14 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ucmfs/ucmfs/gpu"
@@ -29,13 +34,14 @@ func checkGPU(mode string) error {
 	return nil
 }
 
-// openGPU opens the device mode asks for; off gives none (nil). The
+// openGPU opens the device mode asks for, loading the CUDA driver from
+// library ("": libcuda.so.1); off gives none (nil). The
 // device logs which one it is and why.
-func openGPU(mode string, log *slog.Logger) (gpu.Device, error) {
+func openGPU(mode, library string, log *slog.Logger) (gpu.Device, error) {
 	if mode == "off" {
 		return nil, nil
 	}
-	dev, err := gpu.Open(gpu.Config{Mode: mode, Logger: log})
+	dev, err := gpu.Open(gpu.Config{Mode: mode, Library: library, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("--gpu %s: %w (--gpu sim or --gpu off run without a GPU)", mode, err)
 	}
@@ -51,4 +57,48 @@ func closeGPU(dev gpu.Device, log *slog.Logger) {
 	if err := dev.Close(); err != nil {
 		log.Warn("closing the gpu device", "err", err)
 	}
+}
+
+// gpuSocketFlag places the socket that passes VMM descriptors.
+func gpuSocketFlag() cli.Flag {
+	return &cli.StringFlag{Name: "gpu-socket", Category: catControl,
+		Usage: "Unix socket at `PATH` over which engines pass VMM memory descriptors to MNT/.ucm/gpu " +
+			"(MNT/.ucm/gpu.sock links to it); default /run/ucmfs/<hash of MNT>.sock as root, else under " +
+			"$XDG_RUNTIME_DIR/ucmfs or /tmp/ucmfs-<uid>; off: none"}
+}
+
+// gpuSocketPath is the GPU socket of cfg's mount ("" for none): the
+// configured path, or the default in the runtime directory, created
+// here. A default that cannot be created only loses the VMM form of
+// register (one warning); a configured path that fails fails the mount.
+func gpuSocketPath(cfg mountConfig, dev gpu.Device, log *slog.Logger) string {
+	if dev == nil || cfg.GPUSocket == "off" {
+		return ""
+	}
+	if cfg.GPUSocket != "" {
+		return cfg.GPUSocket
+	}
+	dir := "/run/ucmfs"
+	if os.Geteuid() != 0 {
+		if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+			dir = filepath.Join(rt, "ucmfs")
+		} else {
+			dir = filepath.Join(os.TempDir(), "ucmfs-"+strconv.Itoa(os.Geteuid()))
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		log.Warn("no gpu socket: register vmm is refused (--gpu-socket PATH places it)", "err", err)
+		return ""
+	}
+	return filepath.Join(dir, mountHash(cfg.Mountpoint)+".sock")
+}
+
+// mountHash names a mount's runtime files: 16 hex digits of the SHA-256
+// of its absolute path (a socket path must stay under 108 bytes).
+func mountHash(mnt string) string {
+	if abs, err := filepath.Abs(mnt); err == nil {
+		mnt = abs
+	}
+	sum := sha256.Sum256([]byte(mnt))
+	return hex.EncodeToString(sum[:8])
 }

@@ -31,15 +31,15 @@ func TestGPUSetting(t *testing.T) {
 // fails without a driver (where there is one, it opens it).
 func TestOpenGPU(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if dev, err := openGPU("off", log); dev != nil || err != nil {
+	if dev, err := openGPU("off", "", log); dev != nil || err != nil {
 		t.Errorf("off: %v, %v", dev, err)
 	}
-	dev, err := openGPU("sim", log)
+	dev, err := openGPU("sim", "", log)
 	if err != nil || dev.Name() != "sim" {
 		t.Fatalf("sim: %v", err)
 	}
 	closeGPU(dev, log)
-	dev, err = openGPU("cuda", log)
+	dev, err = openGPU("cuda", "", log)
 	switch {
 	case errors.Is(err, gpu.ErrNoDevice):
 		t.Logf("cuda without a driver: %v", err)

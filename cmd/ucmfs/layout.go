@@ -23,5 +23,16 @@ func applyLayout(cfg *mountConfig, what, value string) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	cfg.DefaultLayout = l
+	if l == store.LayoutUCMB {
+		cfg.DefaultLayout = "" // the default
+	}
 	return nil
+}
+
+// layoutString is the default layout as the config file writes it.
+func layoutString(l string) string {
+	if l == "" {
+		return store.LayoutUCMB
+	}
+	return l
 }

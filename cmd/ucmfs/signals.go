@@ -34,7 +34,7 @@ const (
 
 // serve waits for readiness, prints the ready line, then waits for a
 // signal or an external unmount and shuts down.
-func serve(ctx context.Context, cfg mountConfig, srv *fs.Server, st *tiers.Stack, log *slog.Logger, stderr io.Writer) error {
+func serve(ctx context.Context, cfg mountConfig, srv *fs.Server, st *tiers.Stack, life *lifecycle, log *slog.Logger, stderr io.Writer) error {
 	unmounted := make(chan struct{})
 	go func() { srv.Wait(); close(unmounted) }()
 	if err := waitReady(ctx, cfg.Mountpoint, unmounted); err != nil {
@@ -55,11 +55,16 @@ func serve(ctx context.Context, cfg mountConfig, srv *fs.Server, st *tiers.Stack
 		if srv.PassthroughActive() {
 			pt = "on"
 		}
-		fmt.Fprintf(stderr, "ucmfs: mounted on %s (memory %s, tiers: %s, passthrough %s)\n",
+		announce(cfg, log, stderr, "mounted on %s (memory %s, tiers: %s, passthrough %s)",
 			cfg.Mountpoint, formatSize(cfg.Memory), strings.Join(names, ", "), pt)
+		life.markReady()
 	}
+	stopWatchdog := startWatchdog(cfg.Mountpoint, log)
+	defer stopWatchdog()
 	select {
 	case <-ctx.Done():
+		stopWatchdog()
+		life.markStopping()
 		log.Info("shutting down: stopping writes, flushing dirty blocks, unmounting", "timeout", cfg.ShutdownTimeout)
 		srv.StopWrites()
 		fctx, cancel := flushContext(cfg.ShutdownTimeout, log)
@@ -68,6 +73,8 @@ func serve(ctx context.Context, cfg mountConfig, srv *fs.Server, st *tiers.Stack
 		unmount(srv, cfg.Mountpoint, unmounted, log)
 		return shutdownError(errors.Join(flushErr, st.Close(fctx)))
 	case <-unmounted:
+		stopWatchdog()
+		life.markStopping()
 		log.Info("unmounted from outside: flushing dirty blocks")
 		fctx, cancel := flushContext(cfg.ShutdownTimeout, log)
 		defer cancel()

@@ -8,9 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/urfave/cli/v3"
@@ -26,13 +26,25 @@ func statsCommand() *cli.Command {
 		ArgsUsage: "MOUNTPOINT",
 		Description: "Reads MOUNTPOINT/.ucm/stats (a JSON snapshot) and prints, per tier, capacity,\n" +
 			"use, blocks and health, then hits, misses, bytes in/out, the flush queue,\n" +
-			"evictions and errors. --json prints the snapshot as it is.",
+			"evictions and errors, then the mount's own counters (control plane, GPU, top-k).\n" +
+			"--json prints the snapshot as it is. --watch prints it again every --interval,\n" +
+			"with the rates per second since the previous view.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the raw JSON snapshot"},
+			&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "print it again every interval, with rates per second"},
+			&cli.DurationFlag{Name: "interval", Aliases: []string{"i"}, Value: 2 * time.Second, Usage: "`DURATION` between views of --watch"},
+			&cli.IntFlag{Name: "count", Aliases: []string{"n"}, Usage: "with --watch, stop after `N` views (0: until Ctrl-C)"},
 		},
-		Action: func(_ context.Context, cmd *cli.Command) error {
+		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() != 1 {
 				return usageErrorf("stats: want exactly one MOUNTPOINT, got %d arguments", cmd.Args().Len())
+			}
+			if cmd.Bool("watch") {
+				if cmd.Duration("interval") <= 0 || cmd.Bool("json") {
+					return usageErrorf("stats: --watch needs an --interval > 0 and no --json")
+				}
+				read := func() ([]byte, error) { return readStats(cmd.Args().First()) }
+				return watchStats(ctx, cmd.Root().Writer, read, cmd.Duration("interval"), int(cmd.Int("count")))
 			}
 			raw, err := readStats(cmd.Args().First())
 			if err != nil {
@@ -107,35 +119,23 @@ func printStats(w io.Writer, raw []byte) error {
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
 	}
-	for _, kv := range extraFields(raw) {
+	for _, kv := range mountStatsRows(extraFields(raw)) {
 		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
 	}
 	return tw.Flush()
 }
 
 // extraFields are the top-level fields of raw that tiers.Stats does not
-// name (the mount may add its own), sorted by name, values as JSON.
-func extraFields(raw []byte) [][2]string {
+// name (the mount adds its own), by name, values as JSON.
+func extraFields(raw []byte) map[string]json.RawMessage {
 	var all, known map[string]json.RawMessage
 	if json.Unmarshal(raw, &all) != nil {
 		return nil
 	}
 	empty, _ := json.Marshal(tiers.Stats{})
 	json.Unmarshal(empty, &known)
-	var out [][2]string
-	for k, v := range all {
-		if _, ok := known[k]; !ok {
-			out = append(out, [2]string{k, string(v)})
-		}
+	for k := range known {
+		delete(all, k)
 	}
-	slices.SortFunc(out, func(a, b [2]string) int {
-		if a[0] < b[0] {
-			return -1
-		}
-		if a[0] > b[0] {
-			return 1
-		}
-		return 0
-	})
-	return out
+	return all
 }

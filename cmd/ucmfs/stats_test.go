@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -85,6 +87,48 @@ func TestStatsErrors(t *testing.T) {
 		code := Main(context.Background(), append([]string{"ucmfs", "stats"}, c.args...), io.Discard, &errw)
 		if code != c.code || !strings.Contains(errw.String(), c.msg) {
 			t.Errorf("%s: exit %d, stderr %q; want %d and %q", name, code, errw.String(), c.code, c.msg)
+		}
+	}
+}
+
+func TestStatsMountRows(t *testing.T) {
+	raw := []byte(`{"tiers":[],"lookups":3,"lookup_ids":12345,"lookup_hits":7,"gpu_device":"sim","gpu_regions":1,` +
+		`"gpu_loads":2,"gpu_load_blocks":4,"gpu_load_bytes":3145728,"gpu_load_unmapped":0,"brand_new_counter":5}`)
+	var out bytes.Buffer
+	if err := printStats(&out, raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"lookups            3 requests (12,345 ids, 7 present)",
+		"GPU                device sim, 1 regions registered", "GPU loads          2 requests (4 blocks, 3.0 MiB, 0 unmapped)",
+		"brand new counter  5"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "_") {
+		t.Errorf("a snake_case key is shown:\n%s", out.String())
+	}
+}
+
+func TestStatsWatchRates(t *testing.T) {
+	snaps := []string{
+		`{"tiers":[],"mem_hits":10,"lower_hits":0,"bytes_in":0,"topks":1}`,
+		`{"tiers":[],"mem_hits":30,"lower_hits":20,"bytes_in":1048576000,"topks":1}`,
+	}
+	n := 0
+	read := func() ([]byte, error) { n++; return []byte(snaps[min(n-1, 1)]), nil }
+	var out bytes.Buffer
+	if err := watchStats(context.Background(), &out, read, 50*time.Millisecond, 2); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	if n != 2 || strings.Count(text, "every 50ms") != 2 || !strings.Contains(text, "per second, over the last") {
+		t.Fatalf("%d reads:\n%s", n, text)
+	}
+	// 40 hits and 1000 MiB in about 50 ms: hundreds per second, GiB/s.
+	for _, re := range []string{`hits\s+\d{3}/s`, `bytes in\s+\d+(\.\d)? GiB/s`, `top-k requests\s+0\.0/s`} {
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("no %s in:\n%s", re, text)
 		}
 	}
 }

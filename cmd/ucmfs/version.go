@@ -13,7 +13,11 @@ import (
 // When empty, the module version of the build info is used, else "dev".
 var version = ""
 
-func init() { register(versionCommand) }
+func init() {
+	register(versionCommand)
+	// --version prints what `ucmfs version` prints.
+	cli.VersionPrinter = func(cmd *cli.Command) { fmt.Fprintf(cmd.Root().Writer, "ucmfs %s\n", versionString()) }
+}
 
 // versionCommand is `ucmfs version`.
 func versionCommand() *cli.Command {

@@ -10,7 +10,8 @@
 //
 // Main is the whole process: a test binary (or any command) calls it
 // when the environment says so; it prints one "ready" line describing
-// its memory, then answers one line per command on stdin:
+// its memory (with the token the daemon's GPU socket gave for its fd,
+// when it sent one), then answers one line per command on stdin:
 //
 //	verify <plan file>     compare all of its memory with the guard image
 //	                       after the plan's writes (JSON []Write): "ok" or
@@ -23,6 +24,7 @@ package engine
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,6 +32,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/ucmfs/ucmfs/gpu/fdpass"
 	"golang.org/x/sys/unix"
@@ -100,8 +103,13 @@ func Main(getenv func(string) string, in io.Reader, out io.Writer) int {
 		err = mem.Write(0, GuardImage(size))
 	}
 	if err == nil && fd != nil && getenv(EnvSocket) != "" {
-		err = sendFD(getenv(EnvSocket), fd, size)
-		ready += " fd=sent"
+		var token string
+		if token, err = sendFD(getenv(EnvSocket), fd, size); err == nil {
+			ready += " fd=sent"
+			if token != "" {
+				ready += " token=" + token
+			}
+		}
 	}
 	if err != nil {
 		return fail(err)
@@ -117,14 +125,36 @@ func orZero(s string) string {
 	return s
 }
 
-// sendFD passes the memory's fd to the daemon's socket.
-func sendFD(path string, f *os.File, size int64) error {
+// sendFD passes the memory's fd to the daemon's socket ("register
+// <size>") and returns the token of its answer ("ok token=N"), for
+// "register vmm N ..." on .ucm/gpu; "" when the peer closed without
+// answering.
+func sendFD(path string, f *os.File, size int64) (string, error) {
 	c, err := fdpass.Dial(path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer c.Close()
-	return c.Send([]byte("register "+strconv.FormatInt(size, 10)), f)
+	if err := c.Send([]byte("register "+strconv.FormatInt(size, 10)), f); err != nil {
+		return "", err
+	}
+	buf := make([]byte, fdpass.MaxMessage)
+	n, files, err := c.Recv(buf)
+	for _, f := range files {
+		f.Close()
+	}
+	if errors.Is(err, syscall.ECONNRESET) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	answer := strings.TrimSpace(string(buf[:n]))
+	token, ok := strings.CutPrefix(answer, "ok token=")
+	if !ok {
+		return "", fmt.Errorf("the socket answered %q", answer)
+	}
+	return token, nil
 }
 
 // serve answers commands until quit, die or the end of the input.

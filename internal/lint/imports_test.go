@@ -24,8 +24,8 @@ var allowed = map[string][]string{
 	"gpu":               {"hashdir"},
 	"gpu/fdpass":        {},
 	"gpu/engine":        {"gpu/fdpass"},
-	"store":             {"hashdir", "tiers", "sparse", "gpu", "hybrid"}, // hybrid: user.ucm.group's check
-	"control":           {"hashdir", "tiers", "sparse", "gpu", "gpu/fdpass", "store"},
+	"store":             {"hashdir", "tiers", "sparse", "gpu", "hybrid"},
+	"control":           {"hashdir", "tiers", "sparse", "gpu", "gpu/fdpass", "hybrid", "store"},
 	"metrics":           {"tiers", "store"},
 	"fs":                {"hashdir", "tiers", "gpu", "gpu/fdpass", "store", "control"}, // gpu: its sentinels in the errno table
 	"cmd/ucmfs":         {"hashdir", "tiers", "sparse", "gpu", "gpu/engine", "store", "control", "metrics", "fs"},

@@ -202,7 +202,15 @@ def cmd_gpu(a: argparse.Namespace) -> None:
                 with open(a.init, "rb") as f:
                     init = f.read(a.size)
                 region.mem[:len(init)] = init
-            r = gpu.register_sim(region)
+            if a.pass_fd:  # the region's descriptor over .ucm/gpu.sock, registered by token
+                fd = os.open(region.path, os.O_RDWR)
+                try:
+                    token = gpu.pass_fd(fd, region.size)
+                finally:
+                    os.close(fd)
+                r = gpu.register_vmm(token, region.size)
+            else:
+                r = gpu.register_sim(region)
             for req in a.requests:
                 try:
                     print(("ok " + gpu.ctl.request(req.replace("%r", str(r)))).rstrip())
@@ -436,6 +444,8 @@ def _parser() -> argparse.ArgumentParser:
     gp.add_argument("--size", type=int, required=True, help="region bytes")
     gp.add_argument("--init", help="a file whose bytes the region starts with")
     gp.add_argument("--save", help="write the region's bytes here at the end")
+    gp.add_argument("--pass-fd", action="store_true",
+                    help="register the region by passing its descriptor over MNT/.ucm/gpu.sock (register vmm)")
     gp.add_argument("requests", nargs="*")
     gp.set_defaults(fn=cmd_gpu)
     rp = sub.add_parser("repr", help="a block's sidecar header")

@@ -37,6 +37,7 @@ import errno
 import hashlib
 import mmap
 import os
+import socket
 import struct
 import tempfile
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -422,6 +423,14 @@ def _part(part: Part) -> str:
     return ":%d-%d" % (first, last)
 
 
+def _gpu_opts(device: Optional[int], uuid: Optional[str]) -> str:
+    if uuid is not None:
+        return " uuid=%s" % uuid
+    if device is not None:
+        return " device=%d" % device
+    return ""
+
+
 class GPU:
     """One session on MNT/.ucm/gpu (docs/control.md, section gpu).
 
@@ -434,6 +443,7 @@ class GPU:
     """
 
     def __init__(self, mnt: str):
+        self.mnt = mnt
         self.ctl = Control(mnt, "gpu")
 
     def register_sim(self, region: SimRegion, size: Optional[int] = None, offset: int = 0) -> int:
@@ -441,21 +451,53 @@ class GPU:
         size = region.size - offset if size is None else size
         return self._region("register sim %s %d offset=%d" % (region.path, size, offset))
 
-    def register_cuda(self, handle: bytes, size: int, offset: int = 0, device: int = 0) -> int:
-        """Register size bytes at offset of the allocation a CUDA IPC handle (64 bytes) names."""
-        return self._region("register cuda %s %d offset=%d device=%d" % (handle.hex(), size, offset, device))
+    def register_cuda(self, handle: bytes, size: int, offset: int = 0, device: Optional[int] = None,
+                      uuid: Optional[str] = None) -> int:
+        """Register size bytes at offset of the allocation a CUDA IPC handle (64 bytes) names.
+
+        uuid names the GPU the memory is on ("GPU-...", torch.cuda.get_device_properties(i).uuid):
+        the same in every process; device (the daemon's ordinal) is for older daemons.
+        """
+        return self._region("register cuda %s %d offset=%d%s" % (handle.hex(), size, offset, _gpu_opts(device, uuid)))
+
+    def pass_fd(self, fd: int, alloc: Optional[int] = None) -> int:
+        """Pass a VMM allocation's POSIX fd (or a sim region's file) over MNT/.ucm/gpu.sock; returns its token."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.connect(os.path.join(self.mnt, ".ucm", "gpu.sock"))
+            msg = b"register" if alloc is None else b"register %d" % alloc
+            socket.send_fds(s, [msg], [fd])
+            answer = s.recv(4096).decode("ascii", "replace").strip()
+        if not answer.startswith("ok token="):
+            raise OSError(errno.EINVAL, "gpu.sock: " + answer)
+        return int(answer[len("ok token="):])
+
+    def register_vmm(self, token: int, size: int, offset: int = 0, alloc: Optional[int] = None,
+                     device: Optional[int] = None, uuid: Optional[str] = None) -> int:
+        """Register size bytes at offset of the memory whose fd pass_fd gave token for."""
+        line = "register vmm %d %d offset=%d" % (token, size, offset)
+        if alloc is not None:
+            line += " alloc=%d" % alloc
+        return self._region(line + _gpu_opts(device, uuid))
 
     def _region(self, line: str) -> int:
         return int(self.ctl.request(line).partition("region=")[2])
 
-    def load(self, region: int, model: str,
+    def load(self, region: Union[int, Tuple[Sequence[int], Sequence[int]]], model: str,
              items: Sequence[Tuple[bytes, int, Part]]) -> Tuple[int, int]:
-        """Copy each (block_id, offset, part) into the region; returns (blocks, bytes)."""
+        """Copy each (block_id, offset, part) into the region; returns (blocks, bytes).
+
+        region may be (k_regions, v_regions), one K and one V region per layer:
+        each layer's K and V halves then go to its regions at the item's offset.
+        """
+        if isinstance(region, int):
+            target = str(region)
+        else:
+            target = "%s/%s" % (",".join(map(str, region[0])), ",".join(map(str, region[1])))
         loaded = nbytes = 0
         for i in range(0, len(items), MAX_IDS):
             words = ["%s:%d%s" % (bid.hex(), off, _part(part)) for bid, off, part in items[i:i + MAX_IDS]]
             fields = dict(f.split("=") for f in self.ctl.request(
-                "load %d %s %s" % (region, model, " ".join(words))).split())
+                "load %s %s %s" % (target, model, " ".join(words))).split())
             loaded, nbytes = loaded + int(fields["loaded"]), nbytes + int(fields["bytes"])
         return loaded, nbytes
 

@@ -9,8 +9,8 @@ crc32c(data, crc=0) uses, in order:
     step, with the 256-entry table applied to all lanes at once by
     ``bytes.translate`` and the XORs done on big integers (both run in C);
     the lanes' registers are then joined with a precomputed "advance over
-    m zero bytes" table. About 20 ms for a 2 MiB block where the
-    byte-at-a-time loop takes 0.3 s.
+    m zero bytes" table. A 2 MiB block takes a tenth of the
+    byte-at-a-time loop's time (38 ms against 358 ms in one run).
 
 A writer that does not need the end-to-end check can skip the CRC: a
 header that states none (flags bit 0 clear) is accepted, and the daemon

@@ -1,0 +1,226 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+
+	"github.com/ucmfs/ucmfs/gpu"
+)
+
+// register sim <path> <size> [offset=N]
+// register cuda <handle> <size> [offset=N] [uuid=GPU-...|device=N]
+// register vmm <token> <size> [offset=N] [alloc=N] [uuid=GPU-...|device=N]
+//
+// The engine names its GPU by uuid= (cuDeviceGetUuid, nvidia-smi's
+// "GPU-..."), the same in every process whatever its
+// CUDA_VISIBLE_DEVICES. device=N, the daemon's ordinal, is kept for
+// engines written before uuid= existed and is used only without uuid=;
+// giving both is refused. Without either, the daemon's GPU 0 is meant.
+// Either way the memory must be on that GPU (EXDEV otherwise).
+//
+// vmm takes a descriptor the engine passed over the GPU socket
+// (gpu_socket.go) and got a token for; the token is good for one
+// register, by the same user, whether the register succeeds or not.
+
+// regionOpts says which options a register form takes.
+type regionOpts uint8
+
+const (
+	optGPU   regionOpts = 1 << iota // uuid=, device=
+	optAlloc                        // alloc=
+)
+
+// register opens a region in the session and gives it the next number.
+func (g *gpuSession) register(ctx context.Context, t *tokens, out []byte) ([]byte, error) {
+	if len(g.regions) >= MaxRegions {
+		return out, reqErr(ErrTooManyRegions, "this session holds %d regions, the most it may: unregister one", MaxRegions)
+	}
+	dev := g.s.GPU
+	var spec gpu.RegionSpec
+	var what string
+	var err error
+	switch kind := t.next(); string(kind) {
+	case "sim":
+		if !g.simDevice() {
+			return out, reqErr(gpu.ErrNoDevice, "this mount's device is %s: register cuda <handle> <size> or register vmm <token> <size>", dev.Name())
+		}
+		path := t.next()
+		if path == nil {
+			return out, reqErr(ErrInvalid, "missing the path of the shared-memory file")
+		}
+		what = "sim " + string(path)
+		if spec, err = regionOptions(t, 0); err != nil {
+			return out, err
+		}
+		f, err := openSimFile(ctx, string(path), spec)
+		if err != nil {
+			return out, err
+		}
+		defer f.Close()
+		spec.Path = "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) // the file checked, not what the path names now
+	case "cuda":
+		if g.simDevice() {
+			return out, reqErr(gpu.ErrNoDevice, "this mount's device is sim (no CUDA driver): register sim <path> <size>")
+		}
+		handle := t.next()
+		if handle == nil {
+			return out, reqErr(ErrInvalid, "missing the CUDA IPC handle (128 hex digits)")
+		}
+		if spec, err = regionOptions(t, optGPU); err != nil {
+			return out, err
+		}
+		spec.Handle = handle
+		what = "cuda " + gpuNamed(spec)
+	case "vmm":
+		tok := t.next()
+		token, err := strconv.ParseUint(string(tok), 10, 64)
+		if tok == nil || err != nil {
+			return out, reqErr(ErrInvalid, "token %q: want the number the GPU socket answered (ok token=N)", clip(tok))
+		}
+		if spec, err = regionOptions(t, optGPU|optAlloc); err != nil {
+			return out, err
+		}
+		sock := g.s.GPUSocket
+		if sock == nil {
+			return out, reqErr(ErrNoSocket, "this mount has no GPU socket (.ucm/gpu.sock) to pass a VMM descriptor over")
+		}
+		h, err := sock.take(callerUID(ctx), token)
+		if err != nil {
+			return out, err
+		}
+		defer h.f.Close() // the driver keeps its own reference once imported
+		spec.FD = h.f
+		if spec.AllocSize == 0 {
+			spec.AllocSize = h.alloc
+		}
+		what = "vmm token " + strconv.FormatUint(token, 10) + " " + gpuNamed(spec)
+	default:
+		return out, reqErr(ErrInvalid, "register %q: want register sim <path> <size>, register cuda <handle> <size> or register vmm <token> <size>", clip(kind))
+	}
+	r, err := g.sess.OpenRegion(spec)
+	if err != nil {
+		return out, fmt.Errorf("register %s: %w", what, err)
+	}
+	g.last++
+	g.regions[g.last] = &gpuRegion{r: r, what: what}
+	g.s.Counters.GPURegions.Add(1)
+	out = append(out, "ok region="...)
+	out = strconv.AppendUint(out, g.last, 10)
+	return append(out, '\n'), nil
+}
+
+// gpuNamed says which GPU a spec names, for logs.
+func gpuNamed(spec gpu.RegionSpec) string {
+	if spec.DeviceUUID != "" {
+		return spec.DeviceUUID
+	}
+	return "device " + strconv.Itoa(spec.DeviceIndex)
+}
+
+// callerUID is the uid of the process that sent the request (the
+// daemon's own for a request from inside it).
+func callerUID(ctx context.Context) int {
+	if c, ok := CallerOf(ctx); ok {
+		return int(c.Uid)
+	}
+	return os.Getuid()
+}
+
+// regionOptions reads "<size> [offset=N]" and the options opts allows.
+func regionOptions(t *tokens, opts regionOpts) (gpu.RegionSpec, error) {
+	var spec gpu.RegionSpec
+	tok := t.next()
+	if tok == nil {
+		return spec, reqErr(ErrInvalid, "missing the region size")
+	}
+	size, ok := parseCount(tok)
+	if !ok {
+		return spec, reqErr(ErrInvalid, "size %q: not a decimal byte count", clip(tok))
+	}
+	spec.Size = size
+	device := false
+	for tok := t.next(); tok != nil; tok = t.next() {
+		name, val, _ := cutByte(tok, '=')
+		n, isCount := parseCount(val)
+		switch {
+		case string(name) == "offset" && isCount:
+			spec.Offset = n
+		case string(name) == "alloc" && isCount && opts&optAlloc != 0:
+			spec.AllocSize = n
+		case string(name) == "uuid" && len(val) > 0 && len(val) <= 64 && opts&optGPU != 0:
+			spec.DeviceUUID = string(val)
+		case string(name) == "device" && isCount && n <= 1<<20 && opts&optGPU != 0:
+			spec.DeviceIndex, device = int(n), true
+		default:
+			return spec, reqErr(ErrInvalid, "option %q: want %s", clip(tok), optionNames(opts))
+		}
+	}
+	if device && spec.DeviceUUID != "" {
+		return spec, reqErr(ErrInvalid, "uuid= and device= both given: name the GPU by uuid= alone")
+	}
+	return spec, nil
+}
+
+// optionNames lists the options opts allows, for messages.
+func optionNames(opts regionOpts) string {
+	s := "offset=N"
+	if opts&optAlloc != 0 {
+		s += ", alloc=N"
+	}
+	if opts&optGPU != 0 {
+		s += ", uuid=GPU-... or device=N"
+	}
+	return s
+}
+
+// openSimFile opens the engine's shared-memory file for a sim region. The
+// caller (the writing process, from ctx) must own it, unless it is root:
+// the daemon writes into the file, possibly as root. The file must be a
+// regular file that holds the region.
+func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("register sim %s: %w", path, err)
+	}
+	fail := func(code error, format string, args ...any) (*os.File, error) {
+		f.Close()
+		return nil, reqErr(code, "register sim %s: "+format, append([]any{path}, args...)...)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("register sim %s: %w", path, err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return fail(ErrInvalid, "not a regular file")
+	}
+	if c, ok := CallerOf(ctx); ok && c.Uid != 0 && c.Uid != st.Uid {
+		return fail(ErrAccess, "owned by uid %d, not by the caller (uid %d)", st.Uid, c.Uid)
+	}
+	if spec.Offset > st.Size || spec.Size > st.Size-spec.Offset {
+		return fail(ErrInvalid, "the file holds %d bytes, the region is %d bytes at offset %d", st.Size, spec.Size, spec.Offset)
+	}
+	return f, nil
+}
+
+// parseCount parses a decimal count of at most MaxInt64.
+func parseCount(tok []byte) (int64, bool) {
+	if len(tok) == 0 || tok[0] < '0' || tok[0] > '9' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(tok), 10, 64)
+	return n, err == nil
+}
+
+// cutByte splits b at the first c.
+func cutByte(b []byte, c byte) (before, after []byte, found bool) {
+	for i, x := range b {
+		if x == c {
+			return b[:i], b[i+1:], true
+		}
+	}
+	return b, nil, false
+}

@@ -1,0 +1,242 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ucmfs/ucmfs/gpu/fdpass"
+)
+
+// The GPU socket: how a VMM allocation's descriptor reaches the daemon.
+//
+// A file descriptor crosses processes only over a Unix socket
+// (SCM_RIGHTS); a control file under the mount cannot carry one. So the
+// daemon listens on a socket file outside the mount (GPUSocket) and the
+// mount shows its path beside the control files. An engine connects and
+// sends, as one message with one descriptor,
+//
+//	register [<alloc bytes>]              ->  ok token=<n>
+//
+// and then, on its .ucm/gpu descriptor, "register vmm <n> <size> ...".
+// The descriptor waits under the token, keyed by the sender's uid as the
+// kernel reports it (SO_PEERCRED): only a register from a process of the
+// same uid takes it, once, within TokenTTL; a token not taken in time is
+// closed. A connection may send any number of messages; each gets one
+// answer line ("ok token=N" or "err <ERRNO> <message>").
+
+// Limits of the GPU socket.
+const (
+	// TokenTTL is how long a passed descriptor waits for its register.
+	TokenTTL = 30 * time.Second
+	// MaxTokens is the most descriptors one uid may have waiting.
+	MaxTokens = 64
+)
+
+// GPUSocket accepts descriptors for register vmm. Its methods are safe
+// for concurrent use.
+type GPUSocket struct {
+	env *Env
+	l   *fdpass.Listener
+	ttl time.Duration
+
+	mu      sync.Mutex
+	next    uint64
+	waiting map[tokenKey]*passedFD
+	conns   map[*fdpass.Conn]struct{}
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// tokenKey is a token of one uid.
+type tokenKey struct {
+	uid   int
+	token uint64
+}
+
+// passedFD is a descriptor waiting for its register.
+type passedFD struct {
+	f     *os.File
+	alloc int64 // the allocation's bytes, as the message said (0: unsaid)
+	at    time.Time
+}
+
+// ListenGPU creates the socket file at path (mode perm; a stale socket is
+// replaced) and serves it for e's sessions until Close. ttl is how long a
+// descriptor waits for its register (0: TokenTTL).
+func ListenGPU(e *Env, path string, perm os.FileMode, ttl time.Duration) (*GPUSocket, error) {
+	l, err := fdpass.Listen(path, perm)
+	if err != nil {
+		return nil, err
+	}
+	if ttl <= 0 {
+		ttl = TokenTTL
+	}
+	s := &GPUSocket{env: e, l: l, ttl: ttl, waiting: make(map[tokenKey]*passedFD), conns: make(map[*fdpass.Conn]struct{})}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+// Path is the socket file.
+func (s *GPUSocket) Path() string { return s.l.Path() }
+
+// Close stops listening, ends the connections, removes the socket file
+// and closes every descriptor still waiting.
+func (s *GPUSocket) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for c := range s.conns {
+		c.Close()
+	}
+	for k, p := range s.waiting {
+		p.f.Close()
+		delete(s.waiting, k)
+	}
+	s.mu.Unlock()
+	err := s.l.Close()
+	s.wg.Wait()
+	return err
+}
+
+// accept serves connections until the listener closes.
+func (s *GPUSocket) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.l.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.env.Log.Warn("gpu socket: accept", "socket", s.Path(), "err", err)
+			}
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serve(c)
+	}
+}
+
+// serve answers the messages of one connection.
+func (s *GPUSocket) serve(c *fdpass.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+	}()
+	uid, pid, err := c.Peer()
+	if err != nil {
+		s.env.Log.Warn("gpu socket: peer credentials", "err", err)
+		return
+	}
+	buf := make([]byte, fdpass.MaxMessage)
+	for {
+		n, files, err := c.Recv(buf)
+		if err != nil && !errors.Is(err, fdpass.ErrTruncated) {
+			return // the peer closed, or the socket is closing
+		}
+		var answer []byte
+		token, err2 := s.put(uid, buf[:n], files, err)
+		if err2 != nil {
+			answer = s.env.refuse(nil, "gpu.sock", buf[:n], fmt.Errorf("pid %d: %w", pid, err2))
+		} else {
+			answer = append(strconv.AppendUint([]byte("ok token="), token, 10), '\n')
+		}
+		if err := c.Send(answer); err != nil {
+			return
+		}
+	}
+}
+
+// put keeps the one descriptor of a message under a new token of uid.
+func (s *GPUSocket) put(uid int, msg []byte, files []*os.File, recvErr error) (uint64, error) {
+	keep := false
+	defer func() {
+		if !keep {
+			for _, f := range files {
+				f.Close()
+			}
+		}
+	}()
+	if recvErr != nil {
+		return 0, reqErr(ErrTooMany, "message or descriptors truncated: send one short line and one descriptor")
+	}
+	t := tokens{b: msg}
+	var alloc int64
+	if verb := t.next(); string(verb) != "register" {
+		return 0, reqErr(ErrInvalid, "unknown message %q: want register [<alloc bytes>] with one descriptor", clip(verb))
+	}
+	if tok := t.next(); tok != nil {
+		var ok bool
+		if alloc, ok = parseCount(tok); !ok || !t.done() {
+			return 0, reqErr(ErrInvalid, "register %q: want register [<alloc bytes>]", clip(msg))
+		}
+	}
+	if len(files) != 1 {
+		return 0, reqErr(ErrInvalid, "register carries %d descriptors, want 1", len(files))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, reqErr(ErrNoSocket, "the GPU socket is closing")
+	}
+	now := time.Now()
+	held := 0
+	for k, p := range s.waiting {
+		switch {
+		case now.Sub(p.at) > s.ttl:
+			p.f.Close()
+			delete(s.waiting, k)
+		case k.uid == uid:
+			held++
+		}
+	}
+	if held >= MaxTokens {
+		return 0, reqErr(ErrTooMany, "uid %d has %d descriptors waiting for register vmm, the most it may", uid, held)
+	}
+	s.next++
+	s.waiting[tokenKey{uid, s.next}] = &passedFD{f: files[0], alloc: alloc, at: now}
+	keep = true
+	return s.next, nil
+}
+
+// take hands the descriptor waiting under token for uid to the caller,
+// who closes it.
+func (s *GPUSocket) take(uid int, token uint64) (*passedFD, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := tokenKey{uid, token}
+	p := s.waiting[k]
+	if p == nil {
+		return nil, reqErr(ErrNoToken, "no descriptor waits under token %d for uid %d: pass it over %s first (a token is good once)", token, uid, s.Path())
+	}
+	delete(s.waiting, k)
+	if time.Since(p.at) > s.ttl {
+		p.f.Close()
+		return nil, reqErr(ErrNoToken, "token %d expired: a descriptor waits %v for its register", token, s.ttl)
+	}
+	return p, nil
+}
+
+// Waiting is the number of descriptors waiting for their register.
+func (s *GPUSocket) Waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.waiting)
+}

@@ -1,0 +1,89 @@
+package control
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ucmfs/ucmfs/gpu/fdpass"
+)
+
+// passFD sends msg with the given files over a new connection to sock and
+// returns the answer line.
+func passFD(t *testing.T, sock *GPUSocket, msg string, files ...*os.File) string {
+	t.Helper()
+	c, err := fdpass.Dial(sock.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Send([]byte(msg), files...); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, fdpass.MaxMessage)
+	n, _, err := c.Recv(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(string(buf[:n]), "\n")
+}
+
+// TestGPUSocket: a descriptor passed with "register <alloc>" waits under
+// a token of the sender's uid; only that uid takes it, once; a token
+// expires; malformed messages are refused and their descriptors closed.
+func TestGPUSocket(t *testing.T) {
+	e, _ := newTestEnv(t, 0)
+	sock, err := ListenGPU(e, filepath.Join(t.TempDir(), "gpu.sock"), 0o600, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a := passFD(t, sock, "register 8192", f)
+	token, ok := strings.CutPrefix(a, "ok token=")
+	if !ok {
+		t.Fatalf("answer %q", a)
+	}
+	n, _ := strconv.ParseUint(token, 10, 64)
+	if _, err := sock.take(os.Getuid()+1, n); !errors.Is(err, ErrNoToken) {
+		t.Errorf("another uid's take: %v, want ErrNoToken", err)
+	}
+	p, err := sock.take(os.Getuid(), n)
+	if err != nil || p.alloc != 8192 {
+		t.Fatalf("take: %+v, %v", p, err)
+	}
+	p.f.Close()
+	if _, err := sock.take(os.Getuid(), n); !errors.Is(err, ErrNoToken) {
+		t.Errorf("a second take: %v, want ErrNoToken", err)
+	}
+	for _, msg := range []string{"frobnicate", "register x", "register 1 2"} {
+		if a := passFD(t, sock, msg, f); !strings.HasPrefix(a, "err EIO ") && !strings.HasPrefix(a, "err EINVAL ") {
+			t.Errorf("%q: %q, want err", msg, a)
+		}
+	}
+	if a := passFD(t, sock, "register"); !strings.HasPrefix(a, "err ") {
+		t.Errorf("register without a descriptor: %q", a)
+	}
+	if sock.Waiting() != 0 {
+		t.Errorf("%d descriptors wait after refused messages", sock.Waiting())
+	}
+
+	sock.mu.Lock()
+	sock.ttl = time.Millisecond
+	sock.mu.Unlock()
+	a = passFD(t, sock, "register", f)
+	time.Sleep(5 * time.Millisecond)
+	token, _ = strings.CutPrefix(a, "ok token=")
+	n, _ = strconv.ParseUint(token, 10, 64)
+	if _, err := sock.take(os.Getuid(), n); !errors.Is(err, ErrNoToken) {
+		t.Errorf("an expired token: %v, want ErrNoToken", err)
+	}
+}

@@ -1,0 +1,89 @@
+package control
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/hybrid"
+	"github.com/ucmfs/ucmfs/store"
+)
+
+// The hybrid request of .ucm/lookup (docs/hybrid.md): the prefix hit
+// vLLM's hybrid KV-cache manager would accept for one prompt whose
+// KV-cache groups live in one model directory each.
+//
+//	hybrid <max_tokens> (<model> <block_size> <n> <id>×n)...
+//	  ->  ok <hit_tokens> <first>-<end>...
+//
+// Each group's kind is its model's user.ucm.group; the answer is the hit
+// in tokens and, per group in the request's order, the block indices to
+// load [first, end) (hybrid.HitLength, hybrid.Needed).
+
+// maxGroups bounds the groups of one hybrid request.
+const maxGroups = 64
+
+// hybridLookup answers one hybrid request (after its verb).
+func (l *lookupSession) hybridLookup(ctx context.Context, t *tokens, out []byte) ([]byte, error) {
+	start := time.Now()
+	maxTokens, ok := parseCount(t.next())
+	if !ok {
+		return out, reqErr(ErrInvalid, "hybrid: max_tokens is not a count")
+	}
+	st := l.s.Stack()
+	var groups []hybrid.Group
+	total := 0
+	for !t.done() {
+		if len(groups) == maxGroups {
+			return out, reqErr(ErrTooMany, "hybrid: more than %d groups", maxGroups)
+		}
+		model, err := l.s.controlModel(t)
+		if err != nil {
+			return out, err
+		}
+		bs, ok := parseCount(t.next())
+		if !ok || bs < 1 {
+			return out, reqErr(ErrInvalid, "hybrid: group %d: block size is not a positive count", len(groups)+1)
+		}
+		n, ok := parseCount(t.next())
+		if !ok || total+int(n) > MaxIDs {
+			return out, reqErr(ErrInvalid, "hybrid: group %d: the id count is not a count of at most %d ids in all", len(groups)+1, MaxIDs)
+		}
+		total += int(n)
+		ids := make([]hashdir.ID, n)
+		for i := range ids {
+			tok := t.next()
+			id, ok := parseID(tok)
+			if !ok {
+				return out, reqErr(ErrInvalid, "hybrid: group %d, id %d %q: not 32 lowercase hex digits", len(groups)+1, i+1, clip(tok))
+			}
+			ids[i] = id
+		}
+		groups = append(groups, hybrid.Group{
+			Spec: l.s.ModelGroup(model), BlockSize: int(bs), IDs: ids,
+			Exists: func(id hashdir.ID) bool { return st.HasBlock(model, id) },
+		})
+	}
+	if len(groups) == 0 {
+		return out, reqErr(ErrInvalid, "hybrid: no groups")
+	}
+	hit, err := hybrid.HitLength(groups, int(maxTokens))
+	if err != nil {
+		return out, reqErr(ErrInvalid, "hybrid: %v", err)
+	}
+	c := &l.s.Counters
+	c.Lookups.Add(1)
+	c.LookupIDs.Add(int64(total))
+	defer store.ObserveSince(l.s.Latency.Lookup, start)
+	out = append(out, "ok "...)
+	out = strconv.AppendInt(out, int64(hit), 10)
+	for _, g := range groups {
+		first, end := hybrid.Needed(g.Spec, g.BlockSize, hit)
+		out = append(out, ' ')
+		out = strconv.AppendInt(out, int64(first), 10)
+		out = append(out, '-')
+		out = strconv.AppendInt(out, int64(end), 10)
+	}
+	return append(out, '\n'), nil
+}
