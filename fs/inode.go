@@ -74,6 +74,7 @@ const (
 	tagBlock   inoTag = 3
 	tagRepr    inoTag = 4
 	tagPending inoTag = 5
+	tagScratch inoTag = 6 // private entries of a ucm-posix model (model_dot.go)
 )
 
 const (

@@ -43,8 +43,8 @@ func ucmData(id string, n int) []byte {
 // replayUCM runs UCM's PosixStore protocol on st: setup (twice), the
 // startup I/O check, misses, dumps of
 // two batches a second apart (and one failed dump), lookups, loads checked
-// byte for byte, hotness on half of the first batch, and a GC of the cold
-// half.
+// byte for byte, hotness on half of the first batch, the GC lease, and a
+// GC of the cold half.
 func replayUCM(t *testing.T, st *ucmproto.Store, salt string) ucmScenario {
 	t.Helper()
 	batchA, batchB := testIDs(salt+"/a", 8), testIDs(salt+"/b", 8)
@@ -100,6 +100,9 @@ func replayUCM(t *testing.T, st *ucmproto.Store, salt string) ucmScenario {
 		if err := st.Touch(id); err != nil {
 			t.Fatalf("%s: utime %s: %v", st.Root, id, err)
 		}
+	}
+	if err := st.GCLease("host.1." + salt); err != nil {
+		t.Fatalf("%s: %v", st.Root, err)
 	}
 	gone, err := st.GC(4)
 	if err != nil {
