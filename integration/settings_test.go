@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -99,5 +100,42 @@ func TestUCMDataDirAsTier(t *testing.T) {
 	}
 	if files, err := st.Scan(); err != nil || len(files) != len(ids) {
 		t.Errorf("the mount lists %d blocks (%v), want %d", len(files), err, len(ids))
+	}
+}
+
+// TestUCMImportRsync: the documented import of a UCM data directory,
+// `rsync -a --no-perms DIR/ <mnt>/<model>/` on a mount with
+// --default-layout ucm-posix, publishes every raw block byte for byte
+// (mtimes kept) and a second run exits 0 and copies nothing.
+func TestUCMImportRsync(t *testing.T) {
+	requireTool(t, "rsync")
+	src := &ucmproto.Store{Root: filepath.Join(testDir(t), "ucm"), Width: 3, Shards: 2, ShardSize: 8192, TensorSize: 4096}
+	if err := os.MkdirAll(src.Root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range testIDs("import", 6) {
+		if err := src.Dump(id, ucmData(id, src.BlockSize()), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := mountUCM(t, mountOpts{Args: []string{"--default-layout", "ucm-posix"}})
+	for run := 1; run <= 2; run++ {
+		out, err := exec.Command("rsync", "-a", "--no-perms", "--stats", src.Root+"/", d.path("imported")+"/").CombinedOutput()
+		if err != nil {
+			t.Fatalf("rsync run %d: %v\n%s", run, err, out)
+		}
+		if run == 2 && !bytes.Contains(out, []byte("Number of regular files transferred: 0")) {
+			t.Errorf("the second rsync copied files:\n%s", out)
+		}
+	}
+	sameTree(t, "imported vs UCM directory", readTree(t, d.path("imported")), readTree(t, src.Root))
+	for _, f := range func() []ucmproto.FileInfo { fs, _ := src.Scan(); return fs }() {
+		var a, b unix.Stat_t
+		if unix.Stat(src.Path(f.ID, false), &a) != nil || unix.Stat(filepath.Join(d.path("imported"), f.ID[:3], f.ID), &b) != nil || a.Mtim.Sec != b.Mtim.Sec {
+			t.Errorf("%s: mtime %d on the mount, %d in the UCM directory", f.ID, b.Mtim.Sec, a.Mtim.Sec)
+		}
 	}
 }
