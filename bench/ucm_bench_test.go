@@ -89,19 +89,7 @@ func BenchmarkUCMDump2MiB(b *testing.B) {
 	runUCM(b, func(b *testing.B, t *target, st *ucmproto.Store) {
 		data := newBlock(bigBlock).buf
 		var batch []string
-		clear := func() {
-			if t.mounted() {
-				if err := t.d.waitWriteBack(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			for _, id := range batch {
-				if err := os.Remove(st.Path(id, false)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			batch = batch[:0]
-		}
+		clear := func() { batch = t.dropBatch(b, batch) }
 		b.SetBytes(bigBlock)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
@@ -114,7 +102,7 @@ func BenchmarkUCMDump2MiB(b *testing.B) {
 			if err := st.Dump(id, data, false); err != nil {
 				b.Fatal(err)
 			}
-			batch = append(batch, id)
+			batch = append(batch, st.Path(id, false))
 		}
 		b.StopTimer()
 		clear()
