@@ -46,7 +46,10 @@ func (s *fsState) scratch() (*gofs.LoopbackRoot, error) {
 		// idFromStat gives (dev ^ Dev) rotated by 32 bits ^ st_ino: this
 		// Dev puts tagScratch in the top bits of every number.
 		dev := st.Dev ^ uint64(tagScratch)<<(tagShift-32)
-		s.scratchDir.root = &gofs.LoopbackRoot{Path: dir, Dev: dev, RootNode: s.rootNode}
+		s.scratchDir.root = &gofs.LoopbackRoot{Path: dir, Dev: dev, RootNode: s.rootNode,
+			NewNode: func(r *gofs.LoopbackRoot, _ *gofs.Inode, _ string, _ *syscall.Stat_t) gofs.InodeEmbedder {
+				return &scratchNode{gofs.LoopbackNode{RootData: r}}
+			}}
 	})
 	return s.scratchDir.root, s.scratchDir.err
 }
@@ -71,7 +74,7 @@ func (m *modelNode) dotPath(name string) (string, *gofs.LoopbackRoot, error) {
 func (m *modelNode) dotChild(ctx context.Context, r *gofs.LoopbackRoot, name string, st *unix.Stat_t, out *fuse.EntryOut) *gofs.Inode {
 	ino := uint64(tagScratch)<<tagShift ^ st.Ino
 	ch := newChild(ctx, &m.Inode, name, ino, st.Mode&syscall.S_IFMT, func() gofs.InodeEmbedder {
-		return &gofs.LoopbackNode{RootData: r}
+		return &scratchNode{gofs.LoopbackNode{RootData: r}}
 	})
 	var sst syscall.Stat_t
 	if syscall.Lstat(filepath.Join(r.Path, m.model, name), &sst) == nil {
@@ -177,4 +180,23 @@ func (m *modelNode) dotEntries() []fuse.DirEntry {
 		out = append(out, fuse.DirEntry{Name: e.Name(), Mode: st.Mode & syscall.S_IFMT, Ino: uint64(tagScratch)<<tagShift ^ st.Ino})
 	}
 	return out
+}
+
+// scratchNode is a loopback node whose attributes leave the inode number
+// to go-fuse: the loopback fills in the scratch file's own, which is not
+// the node's (tagScratch), and go-fuse would log every such answer.
+type scratchNode struct{ gofs.LoopbackNode }
+
+// Getattr is the loopback's, without its inode number.
+func (n *scratchNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	errno := n.LoopbackNode.Getattr(ctx, f, out)
+	out.Ino = 0
+	return errno
+}
+
+// Setattr is the loopback's, without its inode number.
+func (n *scratchNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	errno := n.LoopbackNode.Setattr(ctx, f, in, out)
+	out.Ino = 0
+	return errno
 }
