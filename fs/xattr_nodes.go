@@ -19,7 +19,8 @@ var (
 		"tensors_per_layer", "payload_bytes", "crc32c", "tiers", "state", "hits", "repr", "pinned"}
 	reprXattrs = []string{"hash", "model", "kind", "dtype", "num_layers", "num_kv_heads", "rows", "dim",
 		"param", "payload_bytes", "crc32c", "tiers", "state", "hits"}
-	modelXattrs = []string{"blocks", "bytes", "quota", "repr_kind", "group"}
+	rawXattrs   = []string{"hash", "model", "payload_bytes", "crc32c", "tiers", "state", "hits", "pinned"}
+	modelXattrs = []string{"blocks", "bytes", "quota", "repr_kind", "layout", "group"}
 )
 
 // stackXattr answers the attributes every stored file has from the stack:
@@ -58,7 +59,7 @@ func (n *storedFile) stackXattr(name string) (val string, ok bool, err error) {
 		}
 		return "0", true, nil
 	case "payload_bytes":
-		return u(uint64(bi.Size - hashdir.HeaderSize)), true, nil
+		return u(uint64(bi.Size - n.key.Kind.HeaderLen())), true, nil
 	}
 	if bi.HasCRC {
 		return fmt.Sprintf("%08x", bi.CRC), true, nil
@@ -70,14 +71,22 @@ func (n *storedFile) stackXattr(name string) (val string, ok bool, err error) {
 	return "", true, nil // crc32c of a file the stack has no CRC for (filled from the header below)
 }
 
-// xattrs is the attribute table of a block.
+// xattrs is the attribute table of a block (of a raw block: those of the
+// stack only, it has no header).
 func (n *blockFile) xattrs() *xattrSet {
-	return &xattrSet{names: blockXattrs, rw: map[string]bool{"pinned": true}, get: n.xattr, set: n.setXattr}
+	names := blockXattrs
+	if n.key.Kind.Raw() {
+		names = rawXattrs
+	}
+	return &xattrSet{names: names, rw: map[string]bool{"pinned": true}, get: n.xattr, set: n.setXattr}
 }
 
 func (n *blockFile) xattr(name string) (string, error) {
 	if v, ok, err := n.stackXattr(name); ok && (err != nil || v != "") {
 		return v, err
+	}
+	if n.key.Kind.Raw() {
+		return "", errNoAttr
 	}
 	if name == "repr" {
 		return n.reprKind()
@@ -227,7 +236,7 @@ func (n *reprFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.
 
 // xattrs is the attribute table of a model directory.
 func (m *modelNode) xattrs() *xattrSet {
-	return &xattrSet{names: modelXattrs, rw: map[string]bool{"quota": true, "repr_kind": true, "group": true},
+	return &xattrSet{names: modelXattrs, rw: map[string]bool{"quota": true, "repr_kind": true, "layout": true, "group": true},
 		get: func(name string) (string, error) {
 			switch name {
 			case "blocks":
@@ -236,6 +245,8 @@ func (m *modelNode) xattrs() *xattrSet {
 				return strconv.FormatInt(m.s.Usage(m.model).Bytes, 10), nil
 			case "repr_kind":
 				return m.s.ModelRepr(m.model).String(), nil
+			case "layout":
+				return m.s.Layout(m.model), nil
 			case "group":
 				return m.s.ModelGroup(m.model).String(), nil
 			}
@@ -245,24 +256,41 @@ func (m *modelNode) xattrs() *xattrSet {
 			switch name {
 			case "repr_kind":
 				return m.s.SetReprKind(m.model, value)
+			case "layout":
+				if err := m.s.SetLayout(m.model, strings.TrimSpace(value)); err != nil {
+					return err
+				}
+				// The kernel may hold entries of the other layout's shard
+				// directories: drop them (in the background: it holds this
+				// directory's lock until the request is answered).
+				go func() {
+					for name := range m.Children() {
+						m.NotifyEntry(name)
+					}
+				}()
+				return nil
 			case "group":
 				return m.s.SetModelGroup(m.model, value)
 			}
 			n, err := parseBytes(value)
-			if err == nil {
-				m.s.SetQuota(m.model, n)
+			if err != nil {
+				return err
 			}
-			return err
+			return m.s.SetQuota(m.model, n)
 		}}
 }
 
-// Getxattr serves user.ucm.blocks, bytes, quota and repr_kind of a model.
+// Getxattr serves user.ucm.blocks, bytes, quota, repr_kind, layout and
+// group of a model.
 func (m *modelNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	return m.s.getxattr(m.xattrs(), m.model, attr, dest)
 }
 
-// Setxattr writes user.ucm.quota (bytes, 0 = none) and user.ucm.repr_kind
-// (the kind of sidecar derived; "default" takes the mount's).
+// Setxattr writes user.ucm.quota (bytes, 0 = none), user.ucm.repr_kind
+// (the kind of sidecar derived; "default" takes the mount's),
+// user.ucm.layout (ucmb or ucm-posix, while the model is empty) and
+// user.ucm.group (a KV-cache group kind, "" clears it); all four are kept
+// in the model's settings record.
 func (m *modelNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	return m.s.setxattr(m.xattrs(), m.model, attr, data)
 }

@@ -241,6 +241,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	life.stack = st
 	core, err := store.New(st, store.Options{
 		MaxFileSize: cfg.MaxFileSize, Logger: log, Repr: cfg.Repr, GPU: dev,
+		Layout: cfg.DefaultLayout,
 	})
 	if err != nil {
 		closeStack(st, cfg.ShutdownTimeout, log)
