@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"os"
 	"testing"
 )
 
@@ -26,19 +25,7 @@ func BenchmarkMountWrite2MiB(b *testing.B) {
 		t.prepare(b, model)
 		blk := newBlock(bigBlock)
 		batch := make([]string, 0, writeBatch)
-		clear := func() {
-			if t.mounted() {
-				if err := t.d.waitWriteBack(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			for _, p := range batch {
-				if err := os.Remove(p); err != nil {
-					b.Fatal(err)
-				}
-			}
-			batch = batch[:0]
-		}
+		clear := func() { batch = t.dropBatch(b, batch) }
 		b.SetBytes(bigBlock)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {

@@ -181,3 +181,20 @@ func sanitize(name string) string {
 	}
 	return string(b)
 }
+
+// dropBatch waits for a mount's write-back of what was written so far,
+// then removes the files at paths (untimed: a write benchmark's pause),
+// and returns paths emptied.
+func (t *target) dropBatch(b *testing.B, paths []string) []string {
+	if t.mounted() {
+		if err := t.d.waitWriteBack(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return paths[:0]
+}

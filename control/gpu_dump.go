@@ -115,6 +115,7 @@ func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dump
 	var items []dumpItem
 	var total int64
 	room := g.s.Stack().Tiers()[tiers.Memory].Usage.Capacity
+	raw := g.s.Raw(model) // a raw block is its payload: no header to hold
 	for tok := t.next(); tok != nil; tok = t.next() {
 		i := len(items) + 1
 		if i > MaxIDs {
@@ -128,7 +129,7 @@ func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dump
 		switch {
 		case !ok1 || !ok2 || !ok3:
 			return items, reqErr(ErrInvalid, "item %d %q: want <id>:<offset>:<length>", i, clip(tok))
-		case n < hashdir.HeaderSize:
+		case n < hashdir.HeaderSize && !raw:
 			return items, reqErr(ErrInvalid, "item %d %s: %d bytes cannot hold a block (at least the %d-byte header)", i, id, n, hashdir.HeaderSize)
 		case n > g.s.MaxFileSize():
 			return items, reqErr(store.ErrTooBig, "item %d %s: %d bytes pass the %d-byte limit", i, id, n, g.s.MaxFileSize())
@@ -138,7 +139,7 @@ func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dump
 		if total += n; total > room {
 			return items, reqErr(ErrTooMany, "the blocks of this request take more than the memory tier's %d bytes: split it", room)
 		}
-		items = append(items, dumpItem{key: tiers.Key{Model: model, ID: id}, off: off, n: n})
+		items = append(items, dumpItem{key: g.s.BlockKey(model, id), off: off, n: n})
 	}
 	if len(items) == 0 {
 		return items, reqErr(ErrInvalid, "no blocks to dump")
@@ -198,10 +199,16 @@ func (g *gpuSession) stageAll(reg *gpuRegion, items []dumpItem) error {
 }
 
 // write validates a dumped block's bytes as a block named by the item's
-// id and writes them to its pending file.
+// id (a raw block: its size only) and writes them to its pending file.
 func (it *dumpItem) write(b []byte) error {
-	h, err := hashdir.DecodeBlockHeader(b)
-	if err == nil {
+	var err error
+	if it.key.Kind.Raw() {
+		if len(b) == 0 {
+			err = fmt.Errorf("%s: a raw block is empty", it.key)
+		}
+	} else if h, derr := hashdir.DecodeBlockHeader(b); derr != nil {
+		err = derr
+	} else {
 		err = hashdir.ValidateBlock(h, it.key.ID, it.n, func() (uint32, error) {
 			return hashdir.CRC32C(b[hashdir.HeaderSize:]), nil
 		})

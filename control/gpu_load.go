@@ -178,6 +178,7 @@ func parseLoadItem(tok []byte) (loadItem, bool) {
 // in the memory tier, or else in its file (memory full, or not mapped).
 // kv is the number of K (and V) regions of the target, 0 for one region.
 func (g *gpuSession) resolve(it *loadItem, kv int) error {
+	it.key = g.s.BlockKey(it.key.Model, it.key.ID)
 	s, k := g.s, it.key
 	err := s.AcquirePin(k)
 	switch {
@@ -210,8 +211,16 @@ func (g *gpuSession) resolve(it *loadItem, kv int) error {
 }
 
 // span sets the item's range in a block file of size bytes whose first
-// bytes are hdr; kv > 0 when its layers go to kv K and kv V regions.
+// bytes are hdr; kv > 0 when its layers go to kv K and kv V regions. A
+// raw block is all payload and has no layers (nor K/V split).
 func (it *loadItem) span(hdr []byte, size int64, kv int) error {
+	if it.key.Kind.Raw() {
+		if it.part == partLayers || kv > 0 {
+			return reqErr(ErrInvalid, "a raw block has no layer layout to split")
+		}
+		it.off, it.n = 0, size
+		return nil
+	}
 	h, err := hashdir.DecodeBlockHeader(hdr)
 	if err != nil {
 		return fmt.Errorf("stored block unreadable: %w: %w", tiers.ErrCorrupt, err)

@@ -60,7 +60,7 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 	if err != nil {
 		return out, err
 	}
-	st := l.s.Stack()
+	st := l.s
 	c := &l.s.Counters
 	c.Lookups.Add(1)
 	defer store.ObserveSince(l.s.Latency.Lookup, start)

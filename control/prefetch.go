@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // .ucm/prefetch: promote blocks into the memory tier ahead of need.
@@ -46,11 +45,12 @@ func (p *prefetchSession) answer(ctx context.Context, req []byte, out []byte) ([
 	c.Prefetches.Add(1)
 	queued, missing := 0, 0
 	for _, id := range ids {
-		if !p.s.Stack().HasBlock(model, id) {
+		key := p.s.BlockKey(model, id)
+		if !p.s.Stack().HasKey(key) {
 			missing++
 			continue
 		}
-		if err := p.s.EnqueuePrefetch(ctx, tiers.Key{Model: model, ID: id}); err != nil {
+		if err := p.s.EnqueuePrefetch(ctx, key); err != nil {
 			c.PrefetchQueued.Add(int64(queued))
 			c.PrefetchMissing.Add(int64(missing))
 			return out, err

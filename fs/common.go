@@ -88,7 +88,8 @@ func (c common) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Err
 // make sense in a shard directory are refused everywhere else.
 type dirCommon struct {
 	common
-	what string // for logs: "root", "model", ".ucm"
+	what    string // for logs: "root", "model", ".ucm"
+	anyMode bool   // any chmod is accepted (and changes nothing)
 }
 
 // Create is refused outside shard directories.
@@ -105,7 +106,9 @@ func (d dirCommon) Unlink(ctx context.Context, name string) syscall.Errno {
 // Setattr of a directory: new times are accepted and change nothing
 // (directories are virtual; rsync -a and tar -x restore them), and so is
 // a chmod or chown to what the directory already is; any other change is
-// EPERM.
+// EPERM, but for a directory with anyMode (a raw shard: UCM chmods the
+// shards it makes, and ignores the result) any chmod is accepted and
+// changes nothing.
 func (d dirCommon) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	d.s.dirAttr(&out.Attr, 2)
 	return d.sameAttr(in, &out.Attr)
@@ -117,7 +120,7 @@ func (d dirCommon) sameAttr(in *fuse.SetAttrIn, cur *fuse.Attr) syscall.Errno {
 	if _, ok := in.GetSize(); ok {
 		return d.s.fail("setattr", d.what, store.ErrImmutable)
 	}
-	if mode, ok := in.GetMode(); ok && mode&0o7777 != cur.Mode&0o7777 {
+	if mode, ok := in.GetMode(); ok && mode&0o7777 != cur.Mode&0o7777 && !d.anyMode {
 		return d.s.fail("chmod", d.what, fmt.Errorf("this directory is %o: %w", cur.Mode&0o7777, store.ErrImmutable))
 	}
 	if uid, ok := in.GetUID(); ok && uid != cur.Uid {
@@ -170,5 +173,5 @@ func (s *fsState) notifyPublished(k tiers.Key) {
 	if model == nil {
 		return
 	}
-	s.notifyGone(model.GetChild(k.ID.Shard()), k.FileName())
+	s.notifyGone(model.GetChild(k.ShardDir()), k.FileName())
 }

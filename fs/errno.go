@@ -19,8 +19,6 @@ var (
 	// errReadOnly: a write open of a published file, or a read open of one
 	// being written (EACCES).
 	errReadOnly = errors.New("read-only")
-	// errNoAttr: a user.ucm.* name this node does not have (ENODATA).
-	errNoAttr = errors.New("no such attribute")
 	// errOtherNS: a name outside user.ucm.* (ENOTSUP).
 	errOtherNS = errors.New("attribute namespace not served")
 	// errCrossDir: a rename out of its directory (EXDEV: tools copy then).
@@ -49,7 +47,7 @@ type errnoRule struct {
 // (see toErrno).
 var errnoRules = []errnoRule{
 	{errReadOnly, syscall.EACCES},
-	{errNoAttr, syscall.ENODATA},
+	{store.ErrNoAttr, syscall.ENODATA},
 	{errOtherNS, syscall.ENOTSUP},
 	{errCrossDir, syscall.EXDEV},
 	{store.ErrImmutable, syscall.EPERM},

@@ -13,6 +13,7 @@ import (
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
+	"golang.org/x/sys/unix"
 )
 
 // publishedPerm is the mode of every published file.
@@ -56,6 +57,7 @@ var (
 	_ = (gofs.NodeListxattrer)((*blockFile)(nil))
 	_ = (gofs.NodeStatfser)((*blockFile)(nil))
 	_ = (gofs.NodeOnForgetter)((*blockFile)(nil))
+	_ = (gofs.NodeAccesser)((*blockFile)(nil))
 
 	_ = (gofs.NodeGetattrer)((*reprFile)(nil))
 	_ = (gofs.NodeSetattrer)((*reprFile)(nil))
@@ -255,4 +257,18 @@ func (n *storedFile) readHeader() ([]byte, error) {
 	}
 	n.header = b
 	return b, nil
+}
+
+// Access answers access(2) on a published file by its mode, 0444, except
+// that W_OK is granted on a raw block to every caller (UCM's PosixStore
+// looks a block up with access(F_OK|R_OK|W_OK)); a write open is still
+// refused (EACCES). Root passes everything but X_OK.
+func (n *blockFile) Access(ctx context.Context, mask uint32) syscall.Errno {
+	switch {
+	case mask&unix.X_OK != 0:
+		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are not executable: %w", errReadOnly))
+	case mask&unix.W_OK != 0 && !n.key.Kind.Raw() && callerProc(ctx).uid != 0:
+		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
+	}
+	return 0
 }

@@ -74,6 +74,7 @@ const (
 	tagBlock   inoTag = 3
 	tagRepr    inoTag = 4
 	tagPending inoTag = 5
+	tagScratch inoTag = 6 // private entries of a ucm-posix model (model_dot.go)
 )
 
 const (
@@ -89,7 +90,18 @@ type inoName struct {
 	tag   inoTag
 	model string
 	shard byte
+	dir   string // a raw shard's name (shardInoName)
 	id    hashdir.ID
+}
+
+// shardInoName is the identity of a shard directory of model: a ucmb
+// shard by its number, a raw shard (width >= 0) by its name, so the two
+// never share a node when a model's layout changes.
+func shardInoName(model string, shard byte, dir string, width int) inoName {
+	if width >= 0 {
+		return inoName{tag: tagShard, model: model, dir: dir}
+	}
+	return inoName{tag: tagShard, model: model, shard: shard}
 }
 
 // home is the number a name gets when nobody else holds it.
@@ -100,6 +112,10 @@ func (n inoName) home() uint64 {
 	var low uint64
 	switch n.tag {
 	case tagShard:
+		if n.dir != "" {
+			h.Write([]byte{0})
+			h.Write([]byte(n.dir))
+		}
 		low = (h.Sum64()&(1<<52-1))<<8 | uint64(n.shard)
 	case tagBlock, tagRepr:
 		h.Write([]byte{0})

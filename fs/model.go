@@ -54,13 +54,18 @@ func (m *modelNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.At
 
 // Lookup finds a shard directory.
 func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if m.dotEntry(name) {
+		return m.dotLookup(ctx, name, out)
+	}
+	if m.s.Raw(m.model) {
+		return m.rawLookup(ctx, name, out)
+	}
 	sh, ok := hashdir.ParseShard(name)
 	if !ok {
 		m.s.debugFail("lookup", m.model+"/"+name, fmt.Errorf("%w: %q is not a shard directory 00..ff", hashdir.ErrName, name))
 		return nil, errnoMissing
 	}
-	id := inoName{tag: tagShard, model: m.model, shard: sh}
-	ino := m.s.inos.acquire(id)
+	ino := m.s.inos.acquire(shardInoName(m.model, sh, "", -1))
 	ch := newChild(ctx, &m.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
 		return newShardNode(m.s, m.model, sh, ino)
 	})
@@ -69,23 +74,34 @@ func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	return ch, 0
 }
 
-// Readdir lists the 256 shard directories.
+// Readdir lists the 256 shard directories (of a ucm-posix model: those of
+// its widths).
 func (m *modelNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	if m.s.Raw(m.model) {
+		return gofs.NewListDirStream(append(m.dotEntries(), m.rawReaddir()...)), 0
+	}
 	ents := make([]fuse.DirEntry, 256)
 	for i := range ents {
 		sh := byte(i)
 		ents[i] = fuse.DirEntry{
 			Name: hashdir.ShardName(sh),
 			Mode: syscall.S_IFDIR,
-			Ino:  m.s.inos.peek(inoName{tag: tagShard, model: m.model, shard: sh}),
+			Ino:  m.s.inos.peek(shardInoName(m.model, sh, "", -1)),
 		}
 	}
 	return gofs.NewListDirStream(ents), 0
 }
 
 // Mkdir is refused: the shard directories always exist (EEXIST), nothing
-// else may be made here (EPERM).
+// else may be made here (EPERM). A ucm-posix model makes its shard
+// directories this way (raw_shard.go).
 func (m *modelNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if m.dotEntry(name) {
+		return m.dotMkdir(ctx, name, mode, out)
+	}
+	if m.s.Raw(m.model) {
+		return m.rawMkdir(ctx, name, out)
+	}
 	if _, ok := hashdir.ParseShard(name); ok {
 		return nil, errnoExists
 	}
@@ -96,6 +112,12 @@ func (m *modelNode) Mkdir(ctx context.Context, name string, mode uint32, out *fu
 // directories are virtual and keep being listed); this is what lets
 // rm -r drop a model. A shard that holds files: ENOTEMPTY.
 func (m *modelNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if m.dotEntry(name) {
+		return m.dotRemove(name, true)
+	}
+	if m.s.Raw(m.model) {
+		return m.rawRmdir(ctx, name)
+	}
 	sh, ok := hashdir.ParseShard(name)
 	if !ok {
 		return errnoMissing
@@ -104,4 +126,30 @@ func (m *modelNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", store.ErrNotEmpty))
 	}
 	return 0
+}
+
+// Create is refused (EPERM) but for a private entry of a ucm-posix model
+// (model_dot.go).
+func (m *modelNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	if m.dotEntry(name) {
+		return m.dotCreate(ctx, name, flags, mode, out)
+	}
+	return m.dirCommon.Create(ctx, name, flags, mode, out)
+}
+
+// Unlink is refused (EPERM) but for a private entry of a ucm-posix model.
+func (m *modelNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	if m.dotEntry(name) {
+		return m.dotRemove(name, false)
+	}
+	return m.dirCommon.Unlink(ctx, name)
+}
+
+// Rename is refused (EPERM) but between private entries of a ucm-posix
+// model.
+func (m *modelNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if m.dotEntry(name) {
+		return m.dotRename(name, newParent, newName, flags)
+	}
+	return m.common.Rename(ctx, name, newParent, newName, flags)
 }

@@ -113,7 +113,7 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 		gopts.DisabledCapabilities = fuse.CAP_PASSTHROUGH
 	}
 	root := newRoot(s)
-	s.root = &root.Inode
+	s.root, s.rootNode = &root.Inode, root
 	srv, err := gofs.Mount(mnt, root, gopts)
 	if err != nil {
 		s.closeGPU()

@@ -152,11 +152,18 @@ var (
 	_ = (gofs.FileAllocater)((*writeHandle)(nil))
 )
 
-// Write writes at any offset; past Options.MaxFileSize it is EFBIG.
+// Write writes at any offset; past Options.MaxFileSize it is EFBIG. A
+// write to a file unlinked meanwhile is accepted and dropped.
 func (h *writeHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	ip := h.ip
 	ip.mu.RLock()
 	defer ip.mu.RUnlock()
+	if ip.done && ip.verdict == errnoMissing {
+		// Unlinked while open (UCM removes a failed dump's .tmp while
+		// its other threads still write): the bytes go nowhere, as on a
+		// plain filesystem.
+		return uint32(len(data)), 0
+	}
 	if ip.done {
 		return 0, ip.s.fail("write", ip.key.Path(), fmt.Errorf("already published: %w", store.ErrImmutable))
 	}

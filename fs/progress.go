@@ -10,6 +10,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/tiers"
+	"golang.org/x/sys/unix"
 )
 
 // Files being written (docs/spec.md §6, docs/semantics.md "Writing").
@@ -42,7 +43,7 @@ import (
 // the creating user for a staging name).
 type progressKey struct {
 	model   string
-	shard   byte
+	shard   string // the shard directory's name
 	name    string
 	staging bool
 	who     uint32 // tgid, or uid for a staging name
@@ -61,12 +62,12 @@ type progressTable struct {
 // progressName is a name in a shard directory.
 type progressName struct {
 	model string
-	shard byte
+	shard string
 	name  string
 }
 
 // has reports whether anyone writes name in model's shard.
-func (t *progressTable) has(model string, shard byte, name string) bool {
+func (t *progressTable) has(model, shard, name string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.names[progressName{model, shard, name}] > 0
@@ -122,7 +123,7 @@ func (t *progressTable) drop(k progressKey, ip *inProgress) {
 }
 
 // staging returns the staging files of model's shard that uid sees.
-func (t *progressTable) staging(model string, shard byte, uid uint32) []*inProgress {
+func (t *progressTable) staging(model, shard string, uid uint32) []*inProgress {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []*inProgress
@@ -149,12 +150,44 @@ func callerProc(ctx context.Context) proc {
 	return proc{tgid: tgidOf(c.Pid), uid: c.Uid, gid: c.Gid}
 }
 
-// tgidOf returns the thread group (process) of thread tid, from
-// /proc/<tid>/status; 0 when it cannot be read (the thread is gone).
+// tgidCache remembers the thread group of the threads seen (every request
+// asks for it: reading /proc/<tid>/status each time cost ~20 µs). An entry
+// is checked before use by the existence of /proc/<tgid>/task/<tid>: a
+// thread id reused by another process fails it. The map is emptied when
+// it grows past tgidCacheMax.
+var tgidCache struct {
+	sync.Mutex
+	m map[uint32]uint32
+}
+
+const tgidCacheMax = 1 << 16
+
+// tgidOf returns the thread group (process) of thread tid; 0 when it
+// cannot be found (the thread is gone).
 func tgidOf(tid uint32) uint32 {
 	if tid == 0 {
 		return 0
 	}
+	tgidCache.Lock()
+	tg, ok := tgidCache.m[tid]
+	tgidCache.Unlock()
+	if ok && unix.Access("/proc/"+strconv.FormatUint(uint64(tg), 10)+"/task/"+strconv.FormatUint(uint64(tid), 10), unix.F_OK) == nil {
+		return tg
+	}
+	tg = readTgid(tid)
+	if tg != 0 {
+		tgidCache.Lock()
+		if tgidCache.m == nil || len(tgidCache.m) >= tgidCacheMax {
+			tgidCache.m = make(map[uint32]uint32)
+		}
+		tgidCache.m[tid] = tg
+		tgidCache.Unlock()
+	}
+	return tg
+}
+
+// readTgid reads the thread group of thread tid from /proc/<tid>/status.
+func readTgid(tid uint32) uint32 {
 	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
 	if err != nil {
 		return 0
@@ -178,5 +211,5 @@ func progressKeyOf(key tiers.Key, name string, staging bool, p proc) progressKey
 	if staging {
 		who = p.uid
 	}
-	return progressKey{model: key.Model, shard: key.ID[0], name: name, staging: staging, who: who}
+	return progressKey{model: key.Model, shard: key.ShardDir(), name: name, staging: staging, who: who}
 }

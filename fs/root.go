@@ -108,11 +108,11 @@ func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	if r.s.ModelExists(name) {
 		return nil, errnoExists
 	}
+	r.s.AddModel(name)
 	c := callerProc(ctx)
 	if err := r.s.SetModelOwner(name, store.ModelOwner{Uid: c.uid, Gid: c.gid, Mode: mode & 0o7777}); err != nil {
 		return nil, r.s.fail("mkdir", name, err)
 	}
-	r.s.AddModel(name)
 	return r.modelInode(ctx, name, out), 0
 }
 

@@ -16,13 +16,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// shardNode is a shard directory <model>/<hh>: the published blocks and
-// sidecars whose id starts with hh. Files being written are not shown.
+// shardNode is a shard directory: <model>/<hh> of a ucmb model, the
+// published blocks and sidecars whose id starts with hh; or a raw shard
+// <model>/<shard> of a ucm-posix model (raw_shard.go), the raw blocks of
+// its width whose id starts with its name (every id for "data"). Files
+// being written are shown to their writers only.
 type shardNode struct {
 	gofs.Inode
 	dirCommon
 	model string
-	shard byte
+	shard byte   // a ucmb shard's number
+	dir   string // the directory's name
+	width int    // -1: a ucmb shard; 0..4: a raw shard of that width
 	ino   uint64
 }
 
@@ -43,22 +48,30 @@ var (
 )
 
 func newShardNode(s *fsState, model string, shard byte, ino uint64) *shardNode {
+	dir := hashdir.ShardName(shard)
 	return &shardNode{
-		dirCommon: dirCommon{common: common{s: s}, what: model + "/" + hashdir.ShardName(shard)},
-		model:     model, shard: shard, ino: ino,
+		dirCommon: dirCommon{common: common{s: s}, what: model + "/" + dir},
+		model:     model, shard: shard, dir: dir, width: -1, ino: ino,
 	}
 }
 
 // OnForget frees the node's number.
 func (d *shardNode) OnForget() {
-	d.s.inos.release(inoName{tag: tagShard, model: d.model, shard: d.shard}, d.ino)
+	d.s.inos.release(shardInoName(d.model, d.shard, d.dir, d.width), d.ino)
 }
 
-// key parses a file name of this shard.
+// key parses a file name of this shard: a block or sidecar name in a
+// ucmb shard, a raw block's in a raw shard.
 func (d *shardNode) key(name string) (tiers.Key, error) {
-	id, kind, err := hashdir.ParseFileName(hashdir.ShardName(d.shard), name)
+	id, kind, err := hashdir.ParseFileName(d.dir, name)
 	if err != nil {
 		return tiers.Key{}, err
+	}
+	if kind.Raw() != (d.width >= 0) {
+		if d.width >= 0 {
+			return tiers.Key{}, fmt.Errorf("%w: %q: a ucm-posix model holds <id> files only", hashdir.ErrName, name)
+		}
+		return tiers.Key{}, fmt.Errorf("%w: %q is neither <id>.bin nor <id>.repr", hashdir.ErrName, name)
 	}
 	return tiers.Key{Model: d.model, ID: id, Kind: kind}, nil
 }
@@ -130,13 +143,13 @@ func fileInoName(key tiers.Key) inoName {
 
 // Readdir lists the published files of the shard, sorted by name.
 func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	keys := d.s.Stack().ShardKeys(d.model, d.shard)
+	keys := d.keys()
 	ents := make([]fuse.DirEntry, 0, len(keys))
 	for _, k := range keys {
 		ents = append(ents, fuse.DirEntry{Name: k.FileName(), Mode: syscall.S_IFREG, Ino: d.s.inos.peek(fileInoName(k))})
 	}
 	if d.s.progress.anyStaging() {
-		for _, ip := range d.s.progress.staging(d.model, d.shard, callerProc(ctx).uid) {
+		for _, ip := range d.s.progress.staging(d.model, d.dir, callerProc(ctx).uid) {
 			ents = append(ents, fuse.DirEntry{Name: ip.tk.name, Mode: syscall.S_IFREG, Ino: ip.ino})
 		}
 	}
@@ -164,7 +177,7 @@ func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode 
 // parseName parses a final or a staging name of this shard: the key it
 // stands for, and whether it is a staging name.
 func (d *shardNode) parseName(name string) (tiers.Key, bool, error) {
-	if final, ok := hashdir.ParseStagingName(hashdir.ShardName(d.shard), name); ok {
+	if final, ok := hashdir.ParseStagingName(d.dir, name); ok {
 		key, err := d.key(final)
 		return key, true, err
 	}
@@ -178,7 +191,7 @@ func (d *shardNode) parseName(name string) (tiers.Key, bool, error) {
 // before it is published (a second descriptor of it comes from a create
 // by the same process, see beginWrite).
 func (d *shardNode) inProgress(ctx context.Context, name string) *inProgress {
-	if !d.s.progress.has(d.model, d.shard, name) {
+	if !d.s.progress.has(d.model, d.dir, name) {
 		return nil
 	}
 	key, staging, err := d.parseName(name)
@@ -234,7 +247,7 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		d.s.debugFail("unlink", d.what+"/"+name, err)
 		return errnoMissing
 	}
-	done := d.s.Removal(tiers.Key{Model: key.Model, ID: key.ID}) // after the GPU loads of the block
+	done := d.s.Removal(blockOf(key)) // after the GPU loads of the block
 	err = d.s.stack.Remove(key)
 	done()
 	if err != nil {

@@ -34,6 +34,10 @@ type fsState struct {
 	progress progressTable // files being written, by name
 	control  controlAccess // who may open the session control files
 	root     *gofs.Inode   // the root node, once mounted
+	rootNode gofs.InodeEmbedder
+	// scratchDir holds the private entries of ucm-posix models
+	// (model_dot.go).
+	scratchDir scratchRoot
 
 	seq          atomic.Uint64 // numbers of files being written
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)

@@ -13,25 +13,6 @@ import (
 // xattrPrefix is the namespace of every attribute ucmfs serves.
 const xattrPrefix = "user.ucm."
 
-// xattrSet is the attribute table of one node kind: the names in listing
-// order, how to read each, and which are writable.
-type xattrSet struct {
-	names []string
-	get   func(name string) (string, error)
-	set   func(name, value string) error // nil when none is writable
-	rw    map[string]bool
-}
-
-// has reports whether name (without the prefix) is in the set.
-func (x *xattrSet) has(name string) bool {
-	for _, n := range x.names {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
-
 // attrName splits a full attribute name: the name after user.ucm., or
 // errOtherNS for another namespace.
 func attrName(full string) (string, error) {
@@ -44,15 +25,15 @@ func attrName(full string) (string, error) {
 
 // getxattr answers a getxattr from the table, with the size protocol: an
 // empty dest asks for the size, a short one is ERANGE.
-func (s *fsState) getxattr(x *xattrSet, path, full string, dest []byte) (uint32, syscall.Errno) {
+func (s *fsState) getxattr(x *store.Attrs, path, full string, dest []byte) (uint32, syscall.Errno) {
 	name, err := attrName(full)
-	if err == nil && !x.has(name) {
-		err = errNoAttr
+	if err == nil && !x.Has(name) {
+		err = store.ErrNoAttr
 	}
 	if err != nil {
 		return 0, s.xattrRefused("getxattr", path, full, err)
 	}
-	val, err := x.get(name)
+	val, err := x.Get(name)
 	if err != nil {
 		return 0, s.fail("getxattr", path+" "+full, err)
 	}
@@ -66,19 +47,19 @@ func (s *fsState) getxattr(x *xattrSet, path, full string, dest []byte) (uint32,
 }
 
 // setxattr writes a writable attribute; a read-only one is EPERM.
-func (s *fsState) setxattr(x *xattrSet, path, full string, data []byte) syscall.Errno {
+func (s *fsState) setxattr(x *store.Attrs, path, full string, data []byte) syscall.Errno {
 	name, err := attrName(full)
-	if err == nil && !x.has(name) {
-		err = errNoAttr
+	if err == nil && !x.Has(name) {
+		err = store.ErrNoAttr
 	}
 	if err != nil {
 		return s.xattrRefused("setxattr", path, full, err)
 	}
-	if !x.rw[name] {
+	if !x.Writable[name] {
 		return s.fail("setxattr", path+" "+full, fmt.Errorf("read-only attribute: %w", store.ErrImmutable))
 	}
 	value := strings.TrimSpace(string(data))
-	if err := x.set(name, value); err != nil {
+	if err := x.Set(name, value); err != nil {
 		return s.fail("setxattr", path+" "+full+"="+strconv.Quote(value), err)
 	}
 	return 0
@@ -86,10 +67,10 @@ func (s *fsState) setxattr(x *xattrSet, path, full string, data []byte) syscall.
 
 // removexattr: every attribute of the table always exists, so removing
 // one is EPERM.
-func (s *fsState) removexattr(x *xattrSet, path, full string) syscall.Errno {
+func (s *fsState) removexattr(x *store.Attrs, path, full string) syscall.Errno {
 	name, err := attrName(full)
-	if err == nil && !x.has(name) {
-		err = errNoAttr
+	if err == nil && !x.Has(name) {
+		err = store.ErrNoAttr
 	}
 	if err != nil {
 		return s.xattrRefused("removexattr", path, full, err)
@@ -99,9 +80,9 @@ func (s *fsState) removexattr(x *xattrSet, path, full string) syscall.Errno {
 
 // listxattr lists the table's names, NUL-terminated, with the size
 // protocol of getxattr.
-func listxattr(x *xattrSet, dest []byte) (uint32, syscall.Errno) {
+func listxattr(x *store.Attrs, dest []byte) (uint32, syscall.Errno) {
 	var b []byte
-	for _, n := range x.names {
+	for _, n := range x.Names {
 		b = append(b, xattrPrefix...)
 		b = append(b, n...)
 		b = append(b, 0)
@@ -119,7 +100,7 @@ func listxattr(x *xattrSet, dest []byte) (uint32, syscall.Errno) {
 func (s *fsState) noXattr(op, full string) syscall.Errno {
 	_, err := attrName(full)
 	if err == nil {
-		err = errNoAttr
+		err = store.ErrNoAttr
 	}
 	return s.xattrRefused(op, "", full, err)
 }
@@ -130,24 +111,4 @@ func (s *fsState) xattrRefused(op, path, full string, err error) syscall.Errno {
 	errno := toErrno(err)
 	s.log.Debug("xattr refused", "op", op, "path", path, "name", full, "errno", unix.ErrnoName(errno))
 	return errno
-}
-
-// parseBool parses a 0/1 attribute value.
-func parseBool(v string) (bool, error) {
-	switch v {
-	case "0":
-		return false, nil
-	case "1":
-		return true, nil
-	}
-	return false, fmt.Errorf("value %q is not 0 or 1: %w", v, store.ErrInvalid)
-}
-
-// parseBytes parses a non-negative decimal byte count.
-func parseBytes(v string) (int64, error) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("value %q is not a byte count: %w", v, store.ErrInvalid)
-	}
-	return n, nil
 }

@@ -35,23 +35,23 @@ func TestXattrsNodes(t *testing.T) {
 	put(t, st, rk, rd)
 	b := newStoredNode(s, k, 0).(*blockFile)
 	for name, want := range xattrWant(k, len(d), 0) {
-		if got, err := b.xattr(name); err != nil || got != want {
+		if got, err := b.xattrs().Get(name); err != nil || got != want {
 			t.Errorf("%s = %q (%v), want %q", name, got, err, want)
 		}
 	}
-	crc, _ := b.xattr("crc32c")
+	crc, _ := b.xattrs().Get("crc32c")
 	if want := fmt.Sprintf("%08x", hashdir.CRC32C(d[64:])); crc != want {
 		t.Errorf("crc32c = %q, want %q", crc, want)
 	}
-	if v, _ := b.xattr("state"); v != "dirty" && v != "clean" {
+	if v, _ := b.xattrs().Get("state"); v != "dirty" && v != "clean" {
 		t.Errorf("state = %q", v)
 	}
-	if v, _ := b.xattr("tiers"); v != "mem" && v != "mem,nvme" {
+	if v, _ := b.xattrs().Get("tiers"); v != "mem" && v != "mem,nvme" {
 		t.Errorf("tiers = %q", v)
 	}
 	r := newStoredNode(s, rk, 0).(*reprFile)
 	for name, want := range map[string]string{"kind": "mean", "rows": "1", "dim": "8", "num_kv_heads": "1", "param": "0", "payload_bytes": strconv.Itoa(len(rd) - 64)} {
-		if got, err := r.xattr(name); err != nil || got != want {
+		if got, err := r.xattrs().Get(name); err != nil || got != want {
 			t.Errorf("sidecar %s = %q (%v), want %q", name, got, err, want)
 		}
 	}
@@ -70,7 +70,7 @@ func TestXattrsNodes(t *testing.T) {
 	if errno := m.Setxattr(context.Background(), "user.ucm.quota", []byte("12345"), 0); errno != 0 {
 		t.Fatal(errno)
 	}
-	if v, _ := m.xattrs().get("quota"); v != "12345" {
+	if v, _ := m.xattrs().Get("quota"); v != "12345" {
 		t.Errorf("quota = %q", v)
 	}
 }
@@ -105,7 +105,7 @@ func TestXattrsKernel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := append([]string(nil), blockXattrs...)
+		want := append([]string(nil), m.srv.state.FileAttrs(k, nil).Names...)
 		for i := range want {
 			want[i] = "user.ucm." + want[i]
 		}
@@ -180,7 +180,7 @@ func TestXattrCRCWithoutHeaderCRC(t *testing.T) {
 	binary.LittleEndian.PutUint32(d[52:], 0) // flag bit 0 cleared
 	put(t, st, k, d)
 	b := newStoredNode(testState(t, st, Options{Logger: testLogger()}), k, 0).(*blockFile)
-	crc, err := b.xattr("crc32c")
+	crc, err := b.xattrs().Get("crc32c")
 	if want := fmt.Sprintf("%08x", hashdir.CRC32C(d[64:])); err != nil || crc != want {
 		t.Fatalf("crc32c = %q (%v), want %q", crc, err, want)
 	}

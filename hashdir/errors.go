@@ -43,7 +43,7 @@ const (
 // FormatError is a validation failure: which file format, which rule, and
 // the values that broke it. errors.Is(err, ErrFormat) holds for it.
 type FormatError struct {
-	Format string // "UCMB" (block) or "UCMR" (sidecar)
+	Format string // "UCMB" (block), "UCMR" (sidecar) or "raw" (RawFormat)
 	Rule   Rule
 	Detail string
 }

@@ -111,10 +111,14 @@ const (
 	Repr
 )
 
-// Ext is the file-name extension of the kind, with its dot.
+// Ext is the file-name extension of the kind, with its dot ("" for a raw
+// block, raw.go).
 func (k Kind) Ext() string {
-	if k == Repr {
+	switch {
+	case k == Repr:
 		return ".repr"
+	case k.Raw():
+		return ""
 	}
 	return ".bin"
 }
@@ -126,22 +130,36 @@ type Key struct {
 	Kind  Kind
 }
 
-// FileName is the key's base name, "<id>.bin" or "<id>.repr".
+// FileName is the key's base name, "<id>.bin", "<id>.repr" or, for a raw
+// block, "<id>".
 func (k Key) FileName() string { return k.ID.String() + k.Kind.Ext() }
 
+// ShardDir is the name of the key's shard directory: <hh>, or for a raw
+// block the shard of its width (RawShardName).
+func (k Key) ShardDir() string {
+	if k.Kind.Raw() {
+		return RawShardName(k.ID, k.Kind.Width())
+	}
+	return k.ID.Shard()
+}
+
 // Path is the key's path relative to a mount or tier root:
-// <model>/<hh>/<id>.bin (or .repr).
-func (k Key) Path() string { return k.Model + "/" + k.ID.Shard() + "/" + k.FileName() }
+// <model>/<hh>/<id>.bin (or .repr), or <model>/<shard>/<id> for a raw block.
+func (k Key) Path() string { return k.Model + "/" + k.ShardDir() + "/" + k.FileName() }
 
 // String is the key's path, for logs.
 func (k Key) String() string { return k.Path() }
 
 // ParseFileName parses a file name under a shard directory ("<id>.bin" or
-// "<id>.repr") and checks it belongs to shard hh when hh is not empty.
+// "<id>.repr") and checks it belongs to shard hh when hh is not empty. In
+// a raw shard directory hh (ParseRawShard), a name of 32 hex characters
+// alone is a raw block of hh's width.
 func ParseFileName(hh, name string) (ID, Kind, error) {
 	var kind Kind
 	var base string
 	switch {
+	case hh != "" && len(name) == 2*IDLen:
+		return parseRawName(hh, name)
 	case strings.HasSuffix(name, ".bin"):
 		kind, base = Block, strings.TrimSuffix(name, ".bin")
 	case strings.HasSuffix(name, ".repr"):
@@ -159,7 +177,8 @@ func ParseFileName(hh, name string) (ID, Kind, error) {
 	return id, kind, nil
 }
 
-// ParsePath parses a relative path <model>/<hh>/<id>.bin (or .repr).
+// ParsePath parses a relative path <model>/<hh>/<id>.bin (or .repr), or
+// <model>/<shard>/<id> of a raw block.
 func ParsePath(p string) (Key, error) {
 	p = path.Clean(p)
 	parts := strings.Split(p, "/")
@@ -169,8 +188,9 @@ func ParsePath(p string) (Key, error) {
 	if err := ValidateModel(parts[0]); err != nil {
 		return Key{}, err
 	}
-	if _, ok := ParseShard(parts[1]); !ok {
-		return Key{}, fmt.Errorf("%w: %q is not a shard directory 00..ff", ErrName, parts[1])
+	_, hex2 := ParseShard(parts[1])
+	if _, raw := ParseRawShard(parts[1]); !hex2 && !raw {
+		return Key{}, fmt.Errorf("%w: %q is not a shard directory 00..ff, data or 1..4 hex characters", ErrName, parts[1])
 	}
 	id, kind, err := ParseFileName(parts[1], parts[2])
 	if err != nil {

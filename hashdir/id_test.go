@@ -90,7 +90,8 @@ func TestParseFileName(t *testing.T) {
 	}
 	for _, c := range [][2]string{
 		{"57", s + ".bin"}, // shard mismatch
-		{"56", s},
+		{"57", s},          // a raw name outside its shard
+		{"", s},            // a raw name needs its shard
 		{"56", s + ".tmp"},
 		{"56", "." + s + ".bin"},
 		{"56", s + ".BIN"},

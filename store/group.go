@@ -26,12 +26,26 @@ func (s *Store) ModelGroup(model string) hybrid.Spec {
 }
 
 // SetModelGroup sets model's group kind from its text ("full",
-// "swa:<W>", "chunk:<C>", "mamba"); ErrInvalid for anything else.
+// "swa:<W>", "chunk:<C>", "mamba"); ErrInvalid for anything else. The
+// kind is kept in the model's settings record (settings.go).
 func (s *Store) SetModelGroup(model, value string) error {
 	spec, err := hybrid.ParseSpec(strings.TrimSpace(value))
 	if err != nil {
 		return fmt.Errorf("%v: %w", err, ErrInvalid)
 	}
+	text := spec.String()
+	if spec.Kind == hybrid.Full {
+		text = "" // the default: nothing to keep
+	}
+	if err := s.updateSettings(model, func(v *Settings) error { v.Group = text; return nil }); err != nil {
+		return err
+	}
+	s.setGroup(model, spec)
+	return nil
+}
+
+// setGroup records model's kind in the table the lookups read.
+func (s *Store) setGroup(model string, spec hybrid.Spec) {
 	s.groups.mu.Lock()
 	defer s.groups.mu.Unlock()
 	if s.groups.m == nil {
@@ -42,7 +56,6 @@ func (s *Store) SetModelGroup(model, value string) error {
 	} else {
 		s.groups.m[model] = spec
 	}
-	return nil
 }
 
 // forgetGroup drops model's kind (the model was removed).

@@ -77,6 +77,10 @@ func (s *Store) seedModels() {
 			}
 		}
 	}
+	for _, n := range s.models.list() {
+		s.applySettings(n)
+	}
+	s.adoptLayouts()
 }
 
 // RefreshModels adds to the registry the models tiers hold now.
@@ -117,7 +121,7 @@ func (s *Store) Usage(model string) modelUsage {
 		if err != nil {
 			continue
 		}
-		if k.Kind == hashdir.Block {
+		if k.Kind == hashdir.Block || k.Kind.Raw() {
 			u.Blocks++
 		}
 		u.Bytes += bi.Size
@@ -130,8 +134,8 @@ func (s *Store) Usage(model string) modelUsage {
 // it at once.
 const quotaRecheck = 2 * time.Second
 
-// quotaTable holds the quotas set through the quota xattr (in memory, for
-// the life of the mount) and the last measured use of each quota'd model.
+// quotaTable holds the quotas set through the quota xattr (persisted in
+// the models' settings records, settings.go) and the last measured use of each quota'd model.
 type quotaTable struct {
 	mu    sync.Mutex
 	limit map[string]int64
@@ -214,11 +218,17 @@ func (s *Store) ForgetUsage(model string) {
 func (s *Store) Models() []string { return s.models.list() }
 
 // AddModel registers an empty model (mkdir), and makes its directory on
-// the shared tiers so other hosts' daemons see it too.
+// the shared tiers so other hosts' daemons see it too. A model that has
+// no settings record yet takes the mount's layout (Options.Layout).
 func (s *Store) AddModel(name string) {
 	s.models.add(name)
 	if err := s.stack.ShareModel(name); err != nil {
 		s.log.Warn("model directory not made on a shared tier", "model", name, "err", err)
+	}
+	if s.opts.Layout == LayoutUCMPosix && settingsEqual(s.ModelSettings(name), Settings{}) {
+		if err := s.SetLayout(name, s.opts.Layout); err != nil {
+			s.log.Warn("default layout not recorded", "model", name, "err", err)
+		}
 	}
 }
 
@@ -247,8 +257,8 @@ func (s *Store) RemoveModel(model string) error {
 	s.ForgetHits(tiers.Key{Model: model}, true)
 	s.quotas.set(model, 0)
 	s.reprKinds.reset(model)
+	s.forgetSettings(model)
 	s.forgetGroup(model)
-	s.forgetOwner(model)
 	s.log.Info("model removed", "model", model)
 	return nil
 }
@@ -256,9 +266,16 @@ func (s *Store) RemoveModel(model string) error {
 // Quota is model's quota in bytes, 0 when none is set.
 func (s *Store) Quota(model string) int64 { return s.quotas.get(model) }
 
-// SetQuota sets model's quota in bytes (for the life of the mount); 0
+// SetQuota sets model's quota in bytes (kept in its settings record); 0
 // removes it.
-func (s *Store) SetQuota(model string, limit int64) { s.quotas.set(model, limit) }
+func (s *Store) SetQuota(model string, limit int64) error {
+	limit = max(limit, 0)
+	if err := s.updateSettings(model, func(v *Settings) error { v.Quota = limit; return nil }); err != nil {
+		return err
+	}
+	s.quotas.set(model, limit)
+	return nil
+}
 
 // dirNames lists the names of the directories in dir (nil on any error).
 func dirNames(dir string) []string {

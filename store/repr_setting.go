@@ -93,7 +93,8 @@ func (r ReprSetting) String() string {
 }
 
 // reprSettings holds the settings made through the user.ucm.repr_kind
-// attribute of model directories, in memory for the life of the mount;
+// attribute of model directories (persisted in the models' settings
+// records, settings.go);
 // models without one take Options.Repr.
 type reprSettings struct {
 	mu sync.Mutex
@@ -131,11 +132,17 @@ func (s *Store) ModelRepr(model string) ReprSetting {
 // "default" to take the mount's again.
 func (s *Store) SetReprKind(model, value string) error {
 	if value == "default" {
+		if err := s.updateSettings(model, func(st *Settings) error { st.ReprKind = ""; return nil }); err != nil {
+			return err
+		}
 		s.reprKinds.reset(model)
 		return nil
 	}
 	v, err := ParseReprSetting(value)
 	if err != nil {
+		return err
+	}
+	if err := s.updateSettings(model, func(st *Settings) error { st.ReprKind = v.String(); return nil }); err != nil {
 		return err
 	}
 	s.reprKinds.set(model, v)

@@ -32,6 +32,9 @@ type Options struct {
 	// negative: no bound. MaxPendingPerUser is one user's share (0: all).
 	MaxPending        int64
 	MaxPendingPerUser int64
+	// Layout is the layout of every model made from then on (mkdir at the
+	// mount root): LayoutUCMB (also "") or LayoutUCMPosix.
+	Layout string
 }
 
 // Defaults of Options.
@@ -58,8 +61,9 @@ func (o *Options) setDefaults() {
 // pool and the counters. It returns Go errors only.
 //
 // Lock order: every mutex of a Store is a leaf (models.mu, hits.mu,
-// pending.mu, budget.mu, owners.mu, quotas.mu, reprKinds.mu, reprCache.mu): none is held while
-// another is taken or while the stack is called. The exception is pins.mu,
+// pending.mu, budget.mu, quotas.mu, reprKinds.mu, reprCache.mu,
+// settings.mu): none is held while another is taken or while the stack is
+// called. The exceptions are settings.write (settings.go) and pins.mu,
 // held while the memory tier's pin flag of a key changes, so that the flag
 // and the table agree (pins.go); it is taken before the stack's locks and
 // never under another mutex of this package.
@@ -72,13 +76,13 @@ type Store struct {
 	hits     hitTable
 	pending  pendingSet
 	budget   pendingBudget // bytes of the files being written
-	owners   ownerTable    // who owns each model (owners.go)
 	quotas   quotaTable
 	tierIO   []tierIO   // bytes clients moved, per tier (0 memory, then dirs)
 	prefetch prefetcher // the promotion pool
 	pins     loadPins   // blocks pinned by GPU loads in flight
 
 	reprKinds reprSettings       // per-model sidecar kinds (user.ucm.repr_kind)
+	settings  settingsTable      // per-model persisted settings (settings.go)
 	groups    groupSettings      // per-model KV-cache group kinds (user.ucm.group)
 	derives   singleflight.Group // sidecar derivations in flight, by path
 	reprCache *reprCache         // sidecar files .ucm/topk read or derived
@@ -100,6 +104,11 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	if err := opts.Repr.validate(); err != nil {
 		return nil, err
 	}
+	if opts.Layout != "" {
+		if _, err := ParseLayout(opts.Layout); err != nil {
+			return nil, err
+		}
+	}
 	s := &Store{
 		stack:  st,
 		opts:   opts,
@@ -114,6 +123,7 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	s.quotas.init()
 	s.pins.init()
 	s.reprKinds.init()
+	s.settings.init()
 	s.reprCache = newReprCache(opts.ReprCache)
 	s.budget.max, s.budget.perUser = opts.MaxPending, opts.MaxPendingPerUser
 	if s.budget.max == 0 {

@@ -123,7 +123,7 @@ func checkKey(key Key) error {
 	if err := hashdir.ValidateModel(key.Model); err != nil {
 		return err
 	}
-	if key.Kind != hashdir.Block && key.Kind != hashdir.Repr {
+	if !key.Kind.Valid() {
 		return fmt.Errorf("%w: kind %d", hashdir.ErrName, key.Kind)
 	}
 	return nil
@@ -168,9 +168,9 @@ type dirCache struct {
 	known map[string]struct{}
 }
 
-// ensure creates root/<model>/<hh> unless it is known to exist.
+// ensure creates root/<model>/<shard> unless it is known to exist.
 func (c *dirCache) ensure(root string, key Key) error {
-	rel := key.Model + "/" + key.ID.Shard()
+	rel := key.Model + "/" + key.ShardDir()
 	c.mu.Lock()
 	_, ok := c.known[rel]
 	c.mu.Unlock()

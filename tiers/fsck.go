@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"golang.org/x/sys/unix"
 )
 
 // Fsck checks a tier directory offline, by the rules the index rebuild
@@ -139,6 +140,9 @@ func (f *fscker) shard(model, hh string, ents []shardEntry) {
 			f.bad(rel, e.why)
 		case e.kind == hashdir.Repr:
 			reprs = append(reprs, e.name)
+		case e.kind.Raw():
+			f.rep.Blocks++
+			f.verdict(rel, checkRaw(filepath.Join(f.root, rel), e.size))
 		default:
 			f.rep.Blocks++
 			r, err := hashdir.InspectFile(filepath.Join(f.root, rel))
@@ -248,4 +252,35 @@ func (f *fscker) leftover(rel string) {
 func (f *fscker) failure(rel string, err error) {
 	f.rep.Errors++
 	f.report(Finding{Kind: FindingError, Path: rel, Err: err})
+}
+
+// checkRaw checks a raw block file of size bytes: not empty, and when the
+// tier keeps its CRC-32C (the crcXattr), the bytes match it.
+func checkRaw(path string, size int64) error {
+	if size <= 0 {
+		return &hashdir.FormatError{Format: hashdir.RawFormat, Rule: hashdir.RuleSize, Detail: "a raw block is empty"}
+	}
+	var buf [16]byte
+	n, err := unix.Getxattr(path, crcXattr, buf[:])
+	if err != nil {
+		return nil // no CRC kept: the size is the only rule
+	}
+	want, ok := parseCRC(buf[:n])
+	if !ok {
+		return nil
+	}
+	f, err := openFile(path, unix.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, got, err := payloadCRC(f, hashdir.RawKind(0))
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return &hashdir.FormatError{Format: hashdir.RawFormat, Rule: hashdir.RuleCRC,
+			Detail: fmt.Sprintf("CRC-32C is %08x, %s says %08x", got, crcXattr, want)}
+	}
+	return nil
 }

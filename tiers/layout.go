@@ -21,11 +21,16 @@ import (
 //     private temporary directories of a tier) are not entered; the tier's
 //     lock file and lost+found are ignored; other '.' names are leftovers;
 //     anything else must be a directory with a valid model name.
-//   - In a model directory, '.' names are leftovers; anything else must be
-//     a shard directory 00..ff.
-//   - In a shard directory, '.' names are leftovers (interrupted writes
-//     leave .tmp-* files); anything else must be a regular file named
-//     <id>.bin or <id>.repr whose id belongs to the shard.
+//   - In a model directory, the settings record (ModelMetaName) is
+//     skipped; other '.' names are leftovers; anything else must be a
+//     shard directory: 00..ff, or a raw shard of the ucm-posix layout
+//     (data, or 1..4 hex characters).
+//   - In a shard directory, '.' names and staging names (<name>.tmp:
+//     what UCM's PosixStore leaves when it dies mid-write) are leftovers
+//     (interrupted writes leave .tmp-* files); anything else must be a
+//     regular file named <id>.bin or <id>.repr whose id belongs to the
+//     shard, or in a raw shard <id> alone (a raw block of the shard's
+//     width).
 //
 // Relative paths given to the callbacks are slash-separated, from root.
 type layoutWalk struct {
@@ -149,11 +154,15 @@ func (w *layoutWalk) walkModel(model string, send func(shardJob), halt func(stri
 	}
 	for _, e := range ents {
 		rel := model + "/" + e.Name()
-		switch _, isShard := hashdir.ParseShard(e.Name()); {
+		_, isShard := hashdir.ParseShard(e.Name())
+		_, isRaw := hashdir.ParseRawShard(e.Name())
+		switch {
+		case e.Name() == ModelMetaName && e.Type().IsRegular():
+			// the model's settings record (model_meta.go)
 		case strings.HasPrefix(e.Name(), "."):
 			w.leftover(rel)
-		case !e.IsDir() || !isShard:
-			w.bad(rel, fmt.Errorf("%w: %q is not a shard directory 00..ff", hashdir.ErrName, e.Name()))
+		case !e.IsDir() || !isShard && !isRaw:
+			w.bad(rel, fmt.Errorf("%w: %q is not a shard directory (00..ff, data, 1..4 hex characters)", hashdir.ErrName, e.Name()))
 		default:
 			send(shardJob{model, e.Name()})
 		}
@@ -186,6 +195,8 @@ func listShard(dir string) ([]shardEntry, error) {
 		switch {
 		case strings.HasPrefix(name, "."):
 			e.class = leftoverEntry
+		case strings.HasSuffix(name, hashdir.StagingSuffix) && isStaging(hh, name):
+			e.class = leftoverEntry
 		case st.Mode&unix.S_IFMT != unix.S_IFREG:
 			e.class, e.why = badEntry, fmt.Errorf("%w: %s is not a regular file", hashdir.ErrName, name)
 		default:
@@ -197,4 +208,10 @@ func listShard(dir string) ([]shardEntry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// isStaging reports whether name is a staging name of shard hh.
+func isStaging(hh, name string) bool {
+	_, ok := hashdir.ParseStagingName(hh, name)
+	return ok
 }

@@ -80,6 +80,8 @@ type Stack struct {
 	verified map[Key]bool  // lower-tier files whose CRC was checked this run
 	closed   bool
 
+	metas modelMetas // the models' settings records (model_meta.go)
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 

@@ -11,28 +11,29 @@ import (
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 
-// copyFile writes the first size bytes of src into w and returns the
-// CRC-32C of the payload it copied.
-func copyFile(w Writer, src *os.File, size int64) (uint32, error) {
+// copyFile writes the first size bytes of src, a file of kind kind, into
+// w and returns the CRC-32C of the payload it copied.
+func copyFile(w Writer, src *os.File, size int64, kind hashdir.Kind) (uint32, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
-	h := &crcWriter{w: w}
+	h := &crcWriter{w: w, hdr: kind.HeaderLen()}
 	_, err := io.CopyBuffer(h, io.NewSectionReader(src, 0, size), *bp)
 	return h.crc, err
 }
 
 // crcWriter passes bytes to a Writer (hiding any ReadFrom, so
 // io.CopyBuffer uses the buffer) and keeps the CRC-32C of those after
-// the 64-byte header.
+// the header (hdr bytes: 64, or 0 for a raw block).
 type crcWriter struct {
 	w   Writer
+	hdr int64
 	off int64
 	crc uint32
 }
 
 func (c *crcWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
-	if skip := max(0, hashdir.HeaderSize-c.off); skip < int64(n) {
+	if skip := max(0, c.hdr-c.off); skip < int64(n) {
 		c.crc = hashdir.UpdateCRC32C(c.crc, p[skip:n])
 	}
 	c.off += int64(n)
@@ -56,9 +57,11 @@ func flaggedCRC(hdr []byte) (uint32, bool) {
 	return binary.LittleEndian.Uint32(hdr[48:52]), true
 }
 
-// payloadCRC reads f from the start and returns its size and the CRC-32C
-// of everything after the 64-byte header.
-func payloadCRC(f *os.File) (int64, uint32, error) {
+// payloadCRC reads f, a file of kind kind, from the start and returns
+// its size and the CRC-32C of everything after its header (the whole file
+// of a raw block).
+func payloadCRC(f *os.File, kind hashdir.Kind) (int64, uint32, error) {
+	hdrLen := kind.HeaderLen()
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
@@ -68,12 +71,8 @@ func payloadCRC(f *os.File) (int64, uint32, error) {
 		n, err := f.ReadAt(buf, off)
 		if n > 0 {
 			chunk := buf[:n]
-			if off < hashdir.HeaderSize {
-				skip := hashdir.HeaderSize - off
-				if skip > int64(n) {
-					skip = int64(n)
-				}
-				chunk = chunk[skip:]
+			if off < hdrLen {
+				chunk = chunk[min(hdrLen-off, int64(n)):]
 			}
 			crc = hashdir.UpdateCRC32C(crc, chunk)
 			off += int64(n)
@@ -129,13 +128,14 @@ func (s *Stack) copyOut(src, dst Tier, key Key) (Writer, CommitOptions, error) {
 	var off int64
 	var crc uint32
 	var hdr [hashdir.HeaderSize]byte
+	hdrLen := key.Kind.HeaderLen()
 	for off < info.Size {
 		n, rerr := f.ReadAt(buf, off)
 		if n > 0 {
 			chunk := buf[:n]
-			if off < hashdir.HeaderSize {
+			if off < hdrLen {
 				copy(hdr[off:], chunk)
-				skip := min(int64(n), hashdir.HeaderSize-off)
+				skip := min(int64(n), hdrLen-off)
 				crc = hashdir.UpdateCRC32C(crc, chunk[skip:])
 			} else {
 				crc = hashdir.UpdateCRC32C(crc, chunk)
@@ -160,10 +160,10 @@ func (s *Stack) copyOut(src, dst Tier, key Key) (Writer, CommitOptions, error) {
 		return nil, CommitOptions{}, err
 	}
 	want, known := knownCRC(src, key, info)
-	if !known {
+	if !known && hdrLen > 0 {
 		want, known = flaggedCRC(hdr[:])
 	}
-	if off < hashdir.HeaderSize || (known && want != crc) {
+	if off < max(hdrLen, 1) || (known && want != crc) {
 		w.Abort()
 		s.stats.crcErrors.Add(1)
 		return nil, CommitOptions{}, fmt.Errorf("%w: %s on %s: payload CRC-32C %08x, expected %08x", ErrCorrupt, key, src.Name(), crc, want)
@@ -172,7 +172,11 @@ func (s *Stack) copyOut(src, dst Tier, key Key) (Writer, CommitOptions, error) {
 		_ = s.mem.SetCRC(key, crc) // removed meanwhile: nothing to record
 	}
 	s.stats.bytesOut.Add(off)
-	return w, CommitOptions{CRC: crc, HasCRC: true, HeaderCRC: hashdir.HeaderCRC(hdr[:]), HasHeaderCRC: true, MTime: info.MTime}, nil
+	opts := CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime}
+	if !key.Kind.Raw() {
+		opts.HeaderCRC, opts.HasHeaderCRC = hashdir.HeaderCRC(hdr[:]), true
+	}
+	return w, opts, nil
 }
 
 // quarantine takes a corrupt file out of a tier so it is never served

@@ -167,6 +167,7 @@ func (s *Stack) RemoveModel(model string) error {
 		return err
 	}
 	errs := []error{s.mem.RemoveModel(model)}
+	s.forgetMeta(model)
 	for _, d := range s.dirs {
 		errs = append(errs, d.RemoveModel(model))
 	}

@@ -39,7 +39,11 @@ func (s *Stack) Has(k Key) bool {
 // its index revalidated, a block it lacks looked for on disk, because
 // another daemon may have published or removed it (shared.go).
 func (s *Stack) HasBlock(model string, id hashdir.ID) bool {
-	k := Key{Model: model, ID: id}
+	return s.HasKey(Key{Model: model, ID: id})
+}
+
+// HasKey is HasBlock for any key (a raw block's, a sidecar's).
+func (s *Stack) HasKey(k Key) bool {
 	s.revalidateShared(k)
 	if _, _, ok := s.mem.idx.get(k); ok {
 		return true
@@ -200,7 +204,7 @@ func (s *Stack) memCRC(k Key) (uint32, bool) {
 		return 0, false
 	}
 	defer f.Close()
-	_, crc, err := payloadCRC(f)
+	_, crc, err := payloadCRC(f, k.Kind)
 	if err != nil || s.mem.SetCRC(k, crc) != nil {
 		return 0, false
 	}

@@ -188,10 +188,10 @@ func (s *Stack) verifyOnce(d *DirTier, k Key, info Info) error {
 	}
 	defer f.Close()
 	var hdr [hashdir.HeaderSize]byte
-	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+	if _, err := f.ReadAt(hdr[:k.Kind.HeaderLen()], 0); err != nil {
 		return fmt.Errorf("%w: %s: header: %w", ErrCorrupt, k, err)
 	}
-	size, crc, err := payloadCRC(f)
+	size, crc, err := payloadCRC(f, k.Kind)
 	if err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func (s *Stack) verifyOnce(d *DirTier, k Key, info Info) error {
 		return err
 	}
 	want, known := knownCRC(d, k, info)
-	if !known {
+	if !known && k.Kind.HeaderLen() > 0 {
 		want, known = flaggedCRC(hdr[:])
 	}
 	if size != info.Size || (known && crc != want) {

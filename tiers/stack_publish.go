@@ -209,7 +209,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 		w, err := d.Create(p.key)
 		if err == nil {
 			var crc uint32
-			crc, err = copyFile(w, p.w.File(), size)
+			crc, err = copyFile(w, p.w.File(), size, p.key.Kind)
 			if err == nil && !opts.HasCRC {
 				opts.CRC, opts.HasCRC = crc, true
 			}
@@ -254,6 +254,15 @@ func validate(key Key, f *os.File) (size int64, crc uint32, hasCRC bool, err err
 		return 0, 0, false, err
 	}
 	size = fi.Size()
+	if key.Kind.Raw() {
+		// A raw block's rule is its size; its CRC is computed by the
+		// write-back copy (copyOut) or on demand, like a block's without
+		// a CRC in its header.
+		if size <= 0 {
+			return 0, 0, false, fmt.Errorf("%w: %s: a raw block is empty", ErrInvalid, key)
+		}
+		return size, 0, false, nil
+	}
 	var hdr [hashdir.HeaderSize]byte
 	if size >= hashdir.HeaderSize {
 		if _, err := f.ReadAt(hdr[:], 0); err != nil {
@@ -262,7 +271,7 @@ func validate(key Key, f *os.File) (size int64, crc uint32, hasCRC bool, err err
 	}
 	var ioErr error // reading the payload failed: not the file's fault
 	crcFn := func() (uint32, error) {
-		n, c, err := payloadCRC(f)
+		n, c, err := payloadCRC(f, key.Kind)
 		if err != nil {
 			ioErr = err
 			return 0, err

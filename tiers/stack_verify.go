@@ -10,13 +10,13 @@ import (
 // are served or copied: against the header CRC-32C a directory tier keeps
 // (hashdir.HeaderCRCXattr), then by the format's header rules
 // (hashdir.ValidateBlock or ValidateRepr, all but the payload CRC, which
-// the caller checks). Files of the memory tier were validated when they
+// the caller checks). Raw blocks have no header. Files of the memory tier were validated when they
 // were published and are not checked again. A failure wraps ErrCorrupt:
 // the caller quarantines the file and the block is a miss.
 func checkHeader(src Tier, key Key, hdr []byte, size int64) error {
 	d, ok := src.(*DirTier)
-	if !ok {
-		return nil
+	if !ok || key.Kind.Raw() {
+		return nil // a raw block (ucm-posix) has no header: its CRC covers it all
 	}
 	if len(hdr) < hashdir.HeaderSize || size < hashdir.HeaderSize {
 		return fmt.Errorf("%w: %s on %s: %d bytes, shorter than the header", ErrCorrupt, key, src.Name(), size)

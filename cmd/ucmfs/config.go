@@ -41,6 +41,7 @@ type mountConfig struct {
 	GPUSocket       string            // socket passing VMM descriptors; "": the default (gpuSocketPath), "off": none
 	CUDALibrary     string            // the CUDA driver library; "": libcuda.so.1
 	Repr            store.ReprSetting // sidecar kind derived for models without their own (zero: mean)
+	DefaultLayout   string            // layout of new models: ucmb ("") or ucm-posix
 }
 
 // tierSpec is one directory tier: --tier KIND:DIR[:SIZE] or a tiers: entry.
@@ -108,6 +109,7 @@ type fileConfig struct {
 	GPUSocket       *string        `yaml:"gpu_socket"`
 	CUDALibrary     *string        `yaml:"cuda_library"`
 	ReprKind        *string        `yaml:"repr_kind"`
+	DefaultLayout   *string        `yaml:"default_layout"`
 
 	path  string   // the file, as given
 	dir   string   // its directory: relative paths in the file resolve against it
@@ -234,6 +236,11 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 			return fc.errAt("repr_kind", fmt.Errorf("repr_kind: %w", err))
 		}
 		cfg.Repr = r
+	}
+	if fc.DefaultLayout != nil {
+		if err := applyLayout(cfg, "default_layout", *fc.DefaultLayout); err != nil {
+			return fc.errAt("default_layout", err)
+		}
 	}
 	if fc.LogLevel != nil {
 		lvl, err := parseLogLevel(*fc.LogLevel)

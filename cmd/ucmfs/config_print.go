@@ -41,6 +41,7 @@ type printedConfig struct {
 	GPUSocket       string        `yaml:"gpu_socket"`
 	CUDALibrary     string        `yaml:"cuda_library"`
 	ReprKind        string        `yaml:"repr_kind"`
+	DefaultLayout   string        `yaml:"default_layout"`
 }
 
 // printedTier is one tier of printedConfig.
@@ -60,6 +61,7 @@ func printConfig(w io.Writer, cfg mountConfig) error {
 		LogLevel: strings.ToLower(cfg.LogLevel.String()), LogFormat: cfg.LogFormat, Debug: cfg.Debug,
 		ShutdownTimeout: cfg.ShutdownTimeout.String(), ControlGroup: cfg.ControlGroup, MetricsAddr: cfg.MetricsAddr,
 		GPU: cfg.GPU, GPUSocket: cfg.GPUSocket, CUDALibrary: cfg.CUDALibrary, ReprKind: reprString(cfg.Repr),
+		DefaultLayout: layoutString(cfg.DefaultLayout),
 	}
 	for _, t := range cfg.Tiers {
 		pt := printedTier{Kind: t.Kind, Dir: t.Dir}

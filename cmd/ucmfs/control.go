@@ -33,6 +33,7 @@ func controlFlags() []cli.Flag {
 		&cli.StringFlag{Name: "repr-kind", Category: catControl, Value: "mean",
 			Usage: "sidecar `KIND` derived for a block that has none stored: mean, max, merged[:N], signhash[:BITS] " +
 				"or none; a model's user.ucm.repr_kind overrides it"},
+		layoutFlag(),
 	}
 }
 
@@ -59,6 +60,9 @@ func applyControlFlags(cmd *cli.Command, cfg *mountConfig) error {
 			return fmt.Errorf("--repr-kind: %w", err)
 		}
 		cfg.Repr = r
+	}
+	if cmd.IsSet("default-layout") {
+		return applyLayout(cfg, "--default-layout", cmd.String("default-layout"))
 	}
 	return nil
 }

@@ -248,6 +248,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	core, err := store.New(st, store.Options{
 		MaxFileSize: cfg.MaxFileSize, Logger: log, Repr: cfg.Repr, GPU: dev,
 		MaxPending: cfg.MaxPending, MaxPendingPerUser: cfg.MaxPendingUser,
+		Layout: cfg.DefaultLayout,
 	})
 	if err != nil {
 		closeStack(st, cfg.ShutdownTimeout, log)

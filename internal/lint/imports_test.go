@@ -13,28 +13,30 @@ const mod = "github.com/ucmfs/ucmfs/"
 //
 //	hashdir <- tiers, sparse, gpu <- store <- control <- fs <- cmd/ucmfs
 //	                                 store <- metrics   <-    cmd/ucmfs
-//	hashdir <- hybrid (the hybrid prefix hit; for control's lookup)
+//	hashdir <- hybrid (the hybrid prefix hit; for control's lookup and
+//	           store's check of user.ucm.group)
 var allowed = map[string][]string{
-	"hashdir":          {},
-	"tiers":            {"hashdir"},
-	"tiers/tiertest":   {"hashdir", "tiers"},
-	"sparse":           {"hashdir"},
-	"hybrid":           {"hashdir"},
-	"gpu":              {"hashdir"},
-	"gpu/fdpass":       {},
-	"gpu/engine":       {"gpu/fdpass"},
-	"store":            {"hashdir", "tiers", "sparse", "gpu", "hybrid"},
-	"control":          {"hashdir", "tiers", "sparse", "gpu", "gpu/fdpass", "hybrid", "store"},
-	"metrics":          {"tiers", "store"},
-	"fs":               {"hashdir", "tiers", "gpu", "gpu/fdpass", "store", "control"}, // gpu: its sentinels in the errno table
-	"cmd/ucmfs":        {"hashdir", "tiers", "sparse", "gpu", "gpu/engine", "store", "control", "metrics", "fs", "internal/ratelog"},
-	"internal/faultfs": {},
-	"internal/lint":    {},
-	"internal/ratelog": {},
-	"integration":      {"hashdir", "hybrid", "internal/faultfs"},
+	"hashdir":           {},
+	"tiers":             {"hashdir"},
+	"tiers/tiertest":    {"hashdir", "tiers"},
+	"sparse":            {"hashdir"},
+	"hybrid":            {"hashdir"},
+	"gpu":               {"hashdir"},
+	"gpu/fdpass":        {},
+	"gpu/engine":        {"gpu/fdpass"},
+	"store":             {"hashdir", "tiers", "sparse", "gpu", "hybrid"},
+	"control":           {"hashdir", "tiers", "sparse", "gpu", "gpu/fdpass", "hybrid", "store"},
+	"metrics":           {"tiers", "store"},
+	"fs":                {"hashdir", "tiers", "gpu", "gpu/fdpass", "store", "control"}, // gpu: its sentinels in the errno table
+	"cmd/ucmfs":         {"hashdir", "tiers", "sparse", "gpu", "gpu/engine", "store", "control", "metrics", "fs", "internal/ratelog"},
+	"internal/faultfs":  {},
+	"internal/ucmproto": {},
+	"internal/lint":     {},
+	"internal/ratelog":  {},
+	"integration":       {"hashdir", "hybrid", "internal/faultfs", "internal/ucmproto"},
 
 	// The mount benchmarks (test files and a doc) and their plotting tool.
-	"bench":              {"hashdir"},
+	"bench":              {"hashdir", "internal/ucmproto"},
 	"internal/benchplot": {},
 }
 

@@ -1,0 +1,170 @@
+package fs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// The directories of a ucm-posix model (docs/spec.md §2): UCM
+// PosixStore's shard directories, made by the store's own mkdir. A mkdir
+// of a shard name of a new width records the width in the model's
+// settings (store.AddShardWidth); from then on every shard directory of
+// that width exists (a mkdir of another one is EEXIST, which UCM takes as
+// success, or 0 when the kernel asks: see rawMkdir), listed, kept across
+// restarts, like the 256 of a ucmb model.
+
+// newRawShardNode is the node of raw shard directory dir (width w) of
+// model.
+func newRawShardNode(s *fsState, model, dir string, w int, ino uint64) *shardNode {
+	return &shardNode{
+		dirCommon: dirCommon{common: common{s: s}, what: model + "/" + dir, anyMode: true},
+		model:     model, dir: dir, width: w, ino: ino,
+	}
+}
+
+// keys returns the published files of the shard: for a raw shard, the
+// raw blocks of its width whose id starts with its name.
+func (d *shardNode) keys() []tiers.Key {
+	st := d.s.Stack()
+	if d.width < 0 {
+		keys := st.ShardKeys(d.model, d.shard)
+		out := keys[:0]
+		for _, k := range keys {
+			if !k.Kind.Raw() {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	lo, hi := 0, 256 // the id bytes the shard's ids start with
+	switch {
+	case d.width == 1:
+		b, _ := hashdir.ParseShard(d.dir + "0")
+		lo, hi = int(b), int(b)+16
+	case d.width >= 2:
+		b, _ := hashdir.ParseShard(d.dir[:2])
+		lo, hi = int(b), int(b)+1
+	}
+	kind := hashdir.RawKind(d.width)
+	var out []tiers.Key
+	for b := lo; b < hi; b++ {
+		for _, k := range st.ShardKeys(d.model, byte(b)) {
+			if k.Kind == kind && (d.width <= 2 || strings.HasPrefix(k.ID.String(), d.dir)) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// blockOf is the key whose GPU loads a removal of k waits for: the block
+// of a sidecar, k itself otherwise.
+func blockOf(k tiers.Key) tiers.Key {
+	if k.Kind == hashdir.Repr {
+		k.Kind = hashdir.Block
+	}
+	return k
+}
+
+// rawShard parses a name in ucm-posix model m: a shard directory of a
+// width the model has.
+func (m *modelNode) rawShard(name string) (w int, ok bool) {
+	w, ok = hashdir.ParseRawShard(name)
+	if !ok {
+		return 0, false
+	}
+	for _, have := range m.s.ShardWidths(m.model) {
+		if have == w {
+			return w, true
+		}
+	}
+	return 0, false
+}
+
+// rawLookup finds a raw shard directory.
+func (m *modelNode) rawLookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	w, ok := m.rawShard(name)
+	if !ok {
+		return nil, errnoMissing
+	}
+	return m.rawChild(ctx, name, w, out), 0
+}
+
+// rawChild returns the node of raw shard directory name (width w).
+func (m *modelNode) rawChild(ctx context.Context, name string, w int, out *fuse.EntryOut) *gofs.Inode {
+	ino := m.s.inos.acquire(shardInoName(m.model, 0, name, w))
+	ch := newChild(ctx, &m.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
+		return newRawShardNode(m.s, m.model, name, w, ino)
+	})
+	m.s.dirAttr(&out.Attr, 2)
+	ttl(out, m.s.opts.EntryTTL)
+	return ch
+}
+
+// rawReaddir lists every shard directory of the widths the model has.
+func (m *modelNode) rawReaddir() []fuse.DirEntry {
+	var ents []fuse.DirEntry
+	add := func(name string, w int) {
+		ents = append(ents, fuse.DirEntry{Name: name, Mode: syscall.S_IFDIR,
+			Ino: m.s.inos.peek(shardInoName(m.model, 0, name, w))})
+	}
+	const digits = "0123456789abcdef"
+	for _, w := range m.s.ShardWidths(m.model) {
+		if w == 0 {
+			add(hashdir.RawDataShard, 0)
+			continue
+		}
+		n := 1 << (4 * w)
+		buf := make([]byte, w)
+		for i := range n {
+			for j := range w {
+				buf[j] = digits[(i>>(4*(w-1-j)))&15]
+			}
+			add(string(buf), w)
+		}
+	}
+	return ents
+}
+
+// rawMkdir makes a shard directory: a new width is recorded; a name of a
+// width the model has exists already, and its mkdir succeeds too (the
+// kernel answers EEXIST itself while it holds the entry; it asks only
+// when it holds none, or a miss cached from before the width was
+// recorded, and then cp and rsync take EEXIST for an error). Anything
+// else is refused.
+func (m *modelNode) rawMkdir(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if w, ok := m.rawShard(name); ok {
+		return m.rawChild(ctx, name, w, out), 0
+	}
+	w, ok := hashdir.ParseRawShard(name)
+	if !ok {
+		return nil, m.s.fail("mkdir", m.model+"/"+name,
+			fmt.Errorf("%w: %q is not a shard directory (data or 1..4 lowercase hex characters)", hashdir.ErrName, name))
+	}
+	if err := m.s.AddShardWidth(m.model, w); err != nil {
+		return nil, m.s.fail("mkdir", m.model+"/"+name, err)
+	}
+	return m.rawChild(ctx, name, w, out), 0
+}
+
+// rawRmdir removes nothing: an empty shard directory stays (its width is
+// the model's); one that holds blocks is ENOTEMPTY.
+func (m *modelNode) rawRmdir(ctx context.Context, name string) syscall.Errno {
+	w, ok := m.rawShard(name)
+	if !ok {
+		return errnoMissing
+	}
+	d := shardNode{model: m.model, dir: name, width: w, dirCommon: dirCommon{common: common{s: m.s}}}
+	if len(d.keys()) > 0 {
+		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", store.ErrNotEmpty))
+	}
+	return 0
+}

@@ -1,0 +1,147 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// The layouts of a model directory (docs/spec.md §2).
+const (
+	// LayoutUCMB: <model>/<hh>/<id>.bin and .repr, UCMB headers.
+	LayoutUCMB = "ucmb"
+	// LayoutUCMPosix: UCM PosixStore's names, <model>/<shard>/<id>
+	// holding the raw payload, shard directories of 0 ("data") to 4 hex
+	// characters made by the store's own mkdir.
+	LayoutUCMPosix = "ucm-posix"
+)
+
+// ParseLayout checks a layout name ("ucmb" or "ucm-posix"); errors wrap
+// ErrInvalid.
+func ParseLayout(s string) (string, error) {
+	switch s {
+	case LayoutUCMB, LayoutUCMPosix:
+		return s, nil
+	}
+	return "", fmt.Errorf("layout %q: want %s or %s: %w", s, LayoutUCMB, LayoutUCMPosix, ErrInvalid)
+}
+
+// Layout is model's layout: its record's, LayoutUCMB when it has none.
+func (s *Store) Layout(model string) string {
+	if l := s.ModelSettings(model).Layout; l != "" {
+		return l
+	}
+	return LayoutUCMB
+}
+
+// Raw reports whether model has the ucm-posix layout.
+func (s *Store) Raw(model string) bool { return s.Layout(model) == LayoutUCMPosix }
+
+// SetLayout sets model's layout. It may change only while no tier holds a
+// file of the model (ErrNotEmpty otherwise); setting the layout it has is
+// always accepted. Errors of a bad name wrap ErrInvalid.
+func (s *Store) SetLayout(model, value string) error {
+	layout, err := ParseLayout(value)
+	if err != nil {
+		return err
+	}
+	return s.updateSettings(model, func(v *Settings) error {
+		cur := v.Layout
+		if cur == "" {
+			cur = LayoutUCMB
+		}
+		if cur == layout {
+			return nil
+		}
+		if !s.ModelEmpty(model) {
+			return fmt.Errorf("layout of model %s: it holds files: %w", model, ErrNotEmpty)
+		}
+		v.Layout, v.ShardWidths = layout, nil
+		if layout == LayoutUCMB {
+			v.Layout = ""
+		}
+		return nil
+	})
+}
+
+// ShardWidths are the shard widths of a ucm-posix model's directories,
+// sorted (none for a ucmb model).
+func (s *Store) ShardWidths(model string) []int { return s.ModelSettings(model).ShardWidths }
+
+// AddShardWidth records that model has shard directories of width w
+// (0..4), as a mkdir of one of them does.
+func (s *Store) AddShardWidth(model string, w int) error {
+	return s.updateSettings(model, func(v *Settings) error {
+		if !slices.Contains(v.ShardWidths, w) {
+			v.ShardWidths = append(v.ShardWidths, w)
+			slices.Sort(v.ShardWidths)
+		}
+		return nil
+	})
+}
+
+// DefaultShardWidth is the width a ucm-posix model's blocks are written
+// under by a writer that names no shard (a GPU dump) while the model has
+// no shard directory yet: UCM's default data_dir_shard_bytes.
+const DefaultShardWidth = 3
+
+// BlockKey is the key of block id of model: a UCMB block, or in a
+// ucm-posix model the raw block of the first of its shard widths that
+// holds it (else of its first width, DefaultShardWidth when it has none).
+func (s *Store) BlockKey(model string, id hashdir.ID) tiers.Key {
+	v := s.ModelSettings(model)
+	if v.Layout != LayoutUCMPosix {
+		return tiers.Key{Model: model, ID: id, Kind: hashdir.Block}
+	}
+	if len(v.ShardWidths) == 0 {
+		return tiers.Key{Model: model, ID: id, Kind: hashdir.RawKind(DefaultShardWidth)}
+	}
+	for _, w := range v.ShardWidths {
+		if k := (tiers.Key{Model: model, ID: id, Kind: hashdir.RawKind(w)}); s.stack.HasKey(k) {
+			return k
+		}
+	}
+	return tiers.Key{Model: model, ID: id, Kind: hashdir.RawKind(v.ShardWidths[0])}
+}
+
+// HasBlock reports whether a tier holds block id of model (BlockKey's),
+// from the tiers' indexes (tiers.Stack.HasKey).
+func (s *Store) HasBlock(model string, id hashdir.ID) bool {
+	return s.stack.HasKey(s.BlockKey(model, id))
+}
+
+// adoptLayouts runs at mount, after the models are registered: a model
+// whose tiers hold raw blocks (an existing UCM data directory used as a
+// tier) takes the ucm-posix layout when it has no record, and the shard
+// widths of its files join its record.
+func (s *Store) adoptLayouts() {
+	for _, model := range s.models.list() {
+		var widths []int
+		s.stack.List(model, func(k tiers.Key) bool {
+			if k.Kind.Raw() && !slices.Contains(widths, k.Kind.Width()) {
+				widths = append(widths, k.Kind.Width())
+			}
+			return len(widths) <= hashdir.MaxShardWidth
+		})
+		if len(widths) == 0 {
+			continue
+		}
+		err := s.updateSettings(model, func(v *Settings) error {
+			if v.Layout == "" {
+				v.Layout = LayoutUCMPosix
+			}
+			for _, w := range widths {
+				if !slices.Contains(v.ShardWidths, w) {
+					v.ShardWidths = append(v.ShardWidths, w)
+				}
+			}
+			slices.Sort(v.ShardWidths)
+			return nil
+		})
+		if err != nil {
+			s.log.Warn("raw blocks' layout not recorded", "model", model, "err", err)
+		}
+	}
+}

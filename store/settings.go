@@ -1,0 +1,143 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/ucmfs/ucmfs/hybrid"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// Settings is a model's persisted settings record (docs/format.md, "Model
+// settings"): what its directory's writable attributes set, kept by the
+// tiers (tiers.Stack.SetModelMeta) as JSON, so a restart keeps it. A
+// model without a record has the zero value: layout ucmb, no group, the
+// mount's sidecar kind, no quota.
+type Settings struct {
+	// Layout is the model's file layout: LayoutUCMB ("" reads as it) or
+	// LayoutUCMPosix.
+	Layout string `json:"layout,omitempty"`
+	// ShardWidths are the shard widths (0: the directory "data", 1..4 hex
+	// characters) of a ucm-posix model's shard directories, as the store
+	// writing it made them with mkdir or as its tier files show.
+	ShardWidths []int `json:"shard_widths,omitempty"`
+	// Group is the KV-cache group kind (user.ucm.group, hybrid.Spec's
+	// text form); "" is none.
+	Group string `json:"group,omitempty"`
+	// ReprKind is user.ucm.repr_kind's value; "" takes the mount's.
+	ReprKind string `json:"repr_kind,omitempty"`
+	// Quota is user.ucm.quota in bytes; 0 is none.
+	Quota int64 `json:"quota,omitempty"`
+	// Owner is who made the model and its mode (owners.go); nil: the
+	// daemon's user, 0755.
+	Owner *ModelOwner `json:"owner,omitempty"`
+}
+
+// settingsTable holds the records read or written this run. mu is a leaf;
+// write serializes the read-modify-write of a record and is held while
+// the stack writes it (taken before the stack's locks, never under
+// another mutex of this package).
+type settingsTable struct {
+	mu    sync.Mutex
+	m     map[string]Settings
+	write sync.Mutex
+}
+
+func (t *settingsTable) init() { t.m = make(map[string]Settings) }
+
+// ModelSettings returns model's record (the zero value when it has none).
+func (s *Store) ModelSettings(model string) Settings {
+	s.settings.mu.Lock()
+	v, ok := s.settings.m[model]
+	s.settings.mu.Unlock()
+	if ok {
+		return v
+	}
+	return s.loadSettings(model)
+}
+
+// loadSettings reads model's record from the tiers into the table (apart
+// from ModelSettings, whose hot path must not allocate).
+func (s *Store) loadSettings(model string) Settings {
+	var v Settings
+	b, err := s.stack.ModelMeta(model)
+	if err == nil {
+		if jerr := json.Unmarshal(b, &v); jerr != nil {
+			s.log.Warn("model settings unreadable: the defaults apply", "model", model, "err", jerr)
+			v = Settings{}
+		}
+	} else if !errors.Is(err, tiers.ErrNotFound) {
+		return Settings{} // not a model name: nothing to cache
+	}
+	s.settings.mu.Lock()
+	if cur, raced := s.settings.m[model]; raced {
+		v = cur
+	} else {
+		s.settings.m[model] = v
+	}
+	s.settings.mu.Unlock()
+	return v
+}
+
+// updateSettings applies fn to model's record and persists the result
+// (unchanged records are not written). fn's error is returned as it is.
+func (s *Store) updateSettings(model string, fn func(*Settings) error) error {
+	s.settings.write.Lock()
+	defer s.settings.write.Unlock()
+	old := s.ModelSettings(model)
+	v := old
+	v.ShardWidths = slices.Clone(old.ShardWidths)
+	if err := fn(&v); err != nil {
+		return err
+	}
+	if settingsEqual(old, v) {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.settings.mu.Lock()
+	s.settings.m[model] = v
+	s.settings.mu.Unlock()
+	if err := s.stack.SetModelMeta(model, b); err != nil {
+		s.log.Warn("model settings not persisted everywhere", "model", model, "err", err)
+		return err
+	}
+	return nil
+}
+
+func settingsEqual(a, b Settings) bool {
+	return a.Layout == b.Layout && slices.Equal(a.ShardWidths, b.ShardWidths) &&
+		a.Group == b.Group && a.ReprKind == b.ReprKind && a.Quota == b.Quota &&
+		(a.Owner == nil) == (b.Owner == nil) && (a.Owner == nil || *a.Owner == *b.Owner)
+}
+
+// forgetSettings drops model's record from memory (the model was removed,
+// its directories with the record).
+func (s *Store) forgetSettings(model string) {
+	s.settings.mu.Lock()
+	delete(s.settings.m, model)
+	s.settings.mu.Unlock()
+}
+
+// applySettings loads model's record at mount and hands its repr_kind and
+// quota to the tables that serve them.
+func (s *Store) applySettings(model string) {
+	v := s.ModelSettings(model)
+	if v.ReprKind != "" {
+		if r, err := ParseReprSetting(v.ReprKind); err == nil {
+			s.reprKinds.set(model, r)
+		}
+	}
+	if v.Quota > 0 {
+		s.quotas.set(model, v.Quota)
+	}
+	if v.Group != "" {
+		if spec, err := hybrid.ParseSpec(v.Group); err == nil {
+			s.setGroup(model, spec)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// TestSettingsPersist: layout, group, repr_kind and quota are kept in the
+// model's record in the tier directory and read back by a new store over
+// the same directory; bad values are ErrInvalid, a layout change of a
+// model that holds files ErrNotEmpty; the tier walk accepts the record.
+func TestSettingsPersist(t *testing.T) {
+	dir := t.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	open := func() (*Store, *tiers.Stack) {
+		st, err := tiers.New(tiers.StackConfig{Logger: log}, tiers.MemConfig{Capacity: 16 << 20, Logger: log},
+			tiers.DirConfig{Kind: "nvme", Dir: dir, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(st, Options{Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, st
+	}
+	s, st := open()
+	s.AddModel(testModel)
+	for _, err := range []error{
+		s.SetLayout(testModel, LayoutUCMPosix), s.SetModelGroup(testModel, "swa:4096"),
+		s.SetReprKind(testModel, "max"), s.SetQuota(testModel, 1<<20),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetLayout(testModel, "posix"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("bad layout: %v, want ErrInvalid", err)
+	}
+	if err := s.SetModelGroup(testModel, "swa:0"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("bad group: %v, want ErrInvalid", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, testModel, tiers.ModelMetaName)); err != nil {
+		t.Fatalf("no record in the tier: %v", err)
+	}
+	s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := st.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := tiers.Fsck(dir, tiers.FsckOptions{}); err != nil || rep.Bad+rep.Leftovers+rep.Errors != 0 {
+		t.Errorf("fsck of a tier with a settings record: %+v, %v", rep, err)
+	}
+
+	s2, st2 := open()
+	defer st2.Close(ctx)
+	defer s2.Close()
+	if l, g, r, q := s2.Layout(testModel), s2.ModelGroup(testModel).String(), s2.ModelRepr(testModel).String(), s2.Quota(testModel); l != LayoutUCMPosix || g != "swa:4096" || r != "max" || q != 1<<20 {
+		t.Errorf("after a restart: layout %q group %q repr_kind %q quota %d", l, g, r, q)
+	}
+	if !s2.ModelExists(testModel) {
+		t.Error("the model is gone after a restart")
+	}
+
+	// A model with a file keeps its layout.
+	s3 := newTestStore(t, Options{})
+	k, d := testBlock(1, 64)
+	if _, err := s3.Stack().Put(k, d, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s3.SetLayout(testModel, LayoutUCMPosix); !errors.Is(err, ErrNotEmpty) {
+		t.Errorf("layout of a model with files: %v, want ErrNotEmpty", err)
+	}
+	if err := s3.SetLayout(testModel, LayoutUCMB); err != nil {
+		t.Errorf("the layout it has: %v", err)
+	}
+}
