@@ -104,7 +104,7 @@ func (m *modelNode) rawChild(ctx context.Context, name string, w int, out *fuse.
 	ch := newChild(ctx, &m.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
 		return newRawShardNode(m.s, m.model, name, w, ino)
 	})
-	m.s.dirAttr(&out.Attr, 2)
+	m.s.modelAttr(&out.Attr, 2, m.model)
 	ttl(out, m.s.opts.EntryTTL)
 	return ch
 }
