@@ -31,7 +31,6 @@ type fsState struct {
 	mounted time.Time
 
 	inos     *inoTable
-	progress progressTable // files being written, by name
 	control  controlAccess // who may open the session control files
 	root     *gofs.Inode   // the root node, once mounted
 	rootNode gofs.InodeEmbedder
