@@ -170,8 +170,8 @@ func (f *controlFile) path() string { return ucmName + "/" + f.spec.Name }
 // Getattr describes the file: size 0, mode 0600 for the mounting user, or
 // 0660 with the control group (Options.ControlGroup).
 func (f *controlFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	f.s.fileAttr(&out.Attr, 0, f.s.mounted, f.s.control.perm)
-	out.Owner.Gid = f.s.control.gid
+	f.s.fileAttr(&out.Attr, 0, f.s.mounted, f.s.control.Perm)
+	out.Owner.Gid = f.s.control.Gid
 	return 0
 }
 

@@ -33,12 +33,12 @@ type storedFile struct {
 	ino uint64
 
 	mu      sync.Mutex
-	backing *os.File    // under mu; nil when refs is 0
-	level   int         // under mu; the tier backing was opened from (Handle.TierID)
-	size    int64       // under mu; backing's size
-	refs    int         // open handles
-	header  []byte      // under mu; the first 64 bytes, once read
-	writing *inProgress // under mu; a write opened on this node (the file was absent)
+	backing *os.File     // under mu; nil when refs is 0
+	level   int          // under mu; the tier backing was opened from (Handle.TierID)
+	size    int64        // under mu; backing's size
+	refs    int          // open handles
+	header  []byte       // under mu; the first 64 bytes, once read
+	writing *store.Write // under mu; a write opened on this node (the file was absent)
 }
 
 // blockFile is a published <id>.bin.
@@ -91,9 +91,11 @@ func (n *storedFile) OnForget() {
 // 512-byte units, mtime = publish time. On a descriptor being written (a
 // name reopened for writing after its block went away) it describes that.
 func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if wh, ok := f.(*writeHandle); ok {
-		wh.ip.fillAttr(&out.Attr)
-		return 0
+	if ip := n.writer(); ip != nil {
+		if _, ok := f.(*writeHandle); ok {
+			n.s.writeAttr(ip, &out.Attr)
+			return 0
+		}
 	}
 	bi, err := n.s.stack.Stat(n.key)
 	if rh, ok := f.(*readHandle); ok && errors.Is(err, tiers.ErrNotFound) {
@@ -119,12 +121,10 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 // what they listed); a truncate or a real change of mode or owner is
 // EPERM. On a descriptor being written it applies there.
 func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if wh, ok := f.(*writeHandle); ok {
-		return wh.ip.setattr(in, out)
-	}
 	if ip := n.writer(); ip != nil {
-		// The kernel truncates an O_TRUNC open by path, without its handle.
-		return ip.setattr(in, out)
+		// On a descriptor being written, or by path: the kernel truncates
+		// an O_TRUNC open without its handle.
+		return n.s.setWrite(ip, in, out)
 	}
 	if err := n.s.checkSetattr(in); err != nil {
 		return n.s.fail("setattr", n.key.Path(), err)
@@ -207,11 +207,11 @@ func (n *storedFile) acquire() (f *os.File, level int, size int64, err error) {
 }
 
 // writer returns the write opened on this node while it is not done.
-func (n *storedFile) writer() *inProgress {
+func (n *storedFile) writer() *store.Write {
 	n.mu.Lock()
 	ip := n.writing
 	n.mu.Unlock()
-	if ip == nil || !ip.writable() {
+	if ip == nil || !ip.Writable() {
 		return nil
 	}
 	return ip
@@ -267,7 +267,7 @@ func (n *blockFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 	switch {
 	case mask&unix.X_OK != 0:
 		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are not executable: %w", errReadOnly))
-	case mask&unix.W_OK != 0 && !n.key.Kind.Raw() && callerProc(ctx).uid != 0:
+	case mask&unix.W_OK != 0 && !n.key.Kind.Raw() && callerProc(ctx).Uid != 0:
 		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
 	}
 	return 0

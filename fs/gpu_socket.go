@@ -27,12 +27,12 @@ func (s *fsState) listenGPU() error {
 	if s.env.GPU == nil || s.opts.GPUSocket == "" {
 		return nil
 	}
-	sock, err := control.ListenGPU(s.env, s.opts.GPUSocket, os.FileMode(s.control.perm), 0)
+	sock, err := control.ListenGPU(s.env, s.opts.GPUSocket, os.FileMode(s.control.Perm), 0)
 	if err != nil {
 		return fmt.Errorf("gpu socket: %w", err)
 	}
-	if s.control.group {
-		if err := os.Chown(sock.Path(), -1, int(s.control.gid)); err != nil {
+	if s.control.Group {
+		if err := os.Chown(sock.Path(), -1, int(s.control.Gid)); err != nil {
 			sock.Close()
 			return fmt.Errorf("gpu socket: %w", err)
 		}

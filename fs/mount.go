@@ -13,6 +13,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -78,7 +79,7 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 		return nil, err
 	}
 	if opts.ControlGroup != "" {
-		if _, err := resolveGroup(opts.ControlGroup); err != nil {
+		if _, err := control.ResolveGroup(opts.ControlGroup); err != nil {
 			return nil, err
 		}
 	}

@@ -82,10 +82,10 @@ func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 		next.Gid = gid
 	}
 	if next != o {
-		if err := m.s.CheckOwner(m.model, c.uid); err != nil {
+		if err := m.s.CheckOwner(m.model, c.Uid); err != nil {
 			return m.s.fail("setattr", m.model, err)
 		}
-		if next.Uid != o.Uid && c.uid != 0 {
+		if next.Uid != o.Uid && c.Uid != 0 {
 			return m.s.fail("chown", m.model, fmt.Errorf("only root gives a model away: %w", store.ErrNotOwner))
 		}
 		if err := m.s.SetModelOwner(m.model, next); err != nil {
@@ -104,7 +104,7 @@ func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 func (d *shardNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	d.s.modelAttr(&out.Attr, 2, d.model)
 	if _, ok := in.GetMode(); ok {
-		if err := d.s.CheckOwner(d.model, callerProc(ctx).uid); err != nil {
+		if err := d.s.CheckOwner(d.model, callerProc(ctx).Uid); err != nil {
 			return d.s.fail("chmod", d.what, err)
 		}
 		in.Valid &^= fuse.FATTR_MODE
@@ -115,7 +115,7 @@ func (d *shardNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 // checkModelOwner refuses a change of model's settings (its xattrs) by
 // anyone but its owner or root.
 func (s *fsState) checkModelOwner(ctx context.Context, model, attr string) syscall.Errno {
-	if err := s.CheckOwner(model, callerProc(ctx).uid); err != nil {
+	if err := s.CheckOwner(model, callerProc(ctx).Uid); err != nil {
 		return s.fail("setxattr", model+" "+attr, err)
 	}
 	return 0

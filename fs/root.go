@@ -110,7 +110,7 @@ func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	}
 	r.s.AddModel(name)
 	c := callerProc(ctx)
-	if err := r.s.SetModelOwner(name, store.ModelOwner{Uid: c.uid, Gid: c.gid, Mode: mode & 0o7777}); err != nil {
+	if err := r.s.SetModelOwner(name, store.ModelOwner{Uid: c.Uid, Gid: c.Gid, Mode: mode & 0o7777}); err != nil {
 		return nil, r.s.fail("mkdir", name, err)
 	}
 	return r.modelInode(ctx, name, out), 0

@@ -89,8 +89,8 @@ func (d *shardNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.At
 // name (or just finished): then the kernel keeps nothing, so the file
 // shows up as soon as its writer's close publishes it.
 func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if ip := d.inProgress(ctx, name); ip != nil {
-		return d.pendingInode(ctx, ip, out), 0
+	if w := d.staging(ctx, name); w != nil {
+		return d.pendingInode(ctx, w, out), 0
 	}
 	key, err := d.key(name)
 	if err != nil {
@@ -148,17 +148,15 @@ func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno)
 	for _, k := range keys {
 		ents = append(ents, fuse.DirEntry{Name: k.FileName(), Mode: syscall.S_IFREG, Ino: d.s.inos.peek(fileInoName(k))})
 	}
-	if d.s.progress.anyStaging() {
-		for _, ip := range d.s.progress.staging(d.model, d.dir, callerProc(ctx).uid) {
-			ents = append(ents, fuse.DirEntry{Name: ip.tk.name, Mode: syscall.S_IFREG, Ino: ip.ino})
-		}
+	for _, w := range d.s.StagingFiles(d.model, d.dir, callerProc(ctx).Uid) {
+		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: pendingIno(w)})
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
 	return gofs.NewListDirStream(ents), 0
 }
 
 // Create starts writing a block or sidecar under its final name, or a
-// staging file (progress.go): a private file that only its writer sees
+// staging file (store/writes.go): a private file that only its writer sees
 // until close (or rename) publishes it. A bad name is EINVAL; an id
 // already published is EEXIST with O_EXCL, EACCES without (a staging file
 // of it is fine: publishing it keeps one copy).
@@ -167,11 +165,11 @@ func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode 
 	if err != nil {
 		return nil, nil, 0, d.s.fail("create", d.what+"/"+name, err)
 	}
-	ip, h, errno := d.s.beginWrite(callerProc(ctx), key, name, staging, flags)
+	w, h, errno := d.s.beginWrite(callerProc(ctx), key, name, staging, flags)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	return d.pendingInode(ctx, ip, out), h, d.s.openFlags(), 0
+	return d.pendingInode(ctx, w, out), h, d.s.openFlags(), 0
 }
 
 // parseName parses a final or a staging name of this shard: the key it
@@ -185,61 +183,39 @@ func (d *shardNode) parseName(name string) (tiers.Key, bool, error) {
 	return key, false, err
 }
 
-// inProgress returns the staging file name is in this shard for the
-// caller, or nil. A file being written under its final name is never
-// found by name: no process, its writer included, reads or stats a block
-// before it is published (a second descriptor of it comes from a create
-// by the same process, see beginWrite).
-func (d *shardNode) inProgress(ctx context.Context, name string) *inProgress {
-	if !d.s.progress.has(d.model, d.dir, name) {
+// staging returns the staging file name is in this shard for the caller,
+// or nil. A file being written under its final name is never found by
+// name: no process, its writer included, reads or stats a block before
+// it is published (a second descriptor of it comes from a create by the
+// same process, see store.Store.BeginWrite).
+func (d *shardNode) staging(ctx context.Context, name string) *store.Write {
+	if !d.s.WriteNamed(d.model, d.dir, name) {
 		return nil
 	}
 	key, staging, err := d.parseName(name)
 	if err != nil || !staging {
 		return nil
 	}
-	return d.s.progress.get(progressKeyOf(key, name, staging, callerProc(ctx)))
+	return d.s.StagingFile(key, name, callerProc(ctx).Uid)
 }
 
-// pendingInode returns the node of an in-progress file and fills out;
+// pendingInode returns the node of a file being written and fills out;
 // nothing is cached by the kernel, so other processes never see it.
-func (d *shardNode) pendingInode(ctx context.Context, ip *inProgress, out *fuse.EntryOut) *gofs.Inode {
-	ch := newChild(ctx, &d.Inode, ip.tk.name, ip.ino, syscall.S_IFREG, func() gofs.InodeEmbedder {
-		return &pendingNode{common: common{s: d.s}, ip: ip}
+func (d *shardNode) pendingInode(ctx context.Context, w *store.Write, out *fuse.EntryOut) *gofs.Inode {
+	ch := newChild(ctx, &d.Inode, w.Name(), pendingIno(w), syscall.S_IFREG, func() gofs.InodeEmbedder {
+		return &pendingNode{common: common{s: d.s}, w: w}
 	})
-	ip.fillAttr(&out.Attr)
+	d.s.writeAttr(w, &out.Attr)
 	ttl(out, 0)
 	return ch
-}
-
-// beginWrite opens a descriptor on the in-progress file name (key, a
-// staging name when staging is set) of process p, starting it if there
-// is none.
-func (s *fsState) beginWrite(p proc, key tiers.Key, name string, staging bool, flags uint32) (*inProgress, *writeHandle, syscall.Errno) {
-	tk := progressKeyOf(key, name, staging, p)
-	ip := s.progress.get(tk)
-	if ip != nil && flags&syscall.O_EXCL != 0 {
-		return nil, nil, errnoExists
-	}
-	if ip == nil {
-		fresh, errno := s.startWrite(key, name, staging, p, flags)
-		if errno != 0 {
-			return nil, nil, errno
-		}
-		if ip = s.progress.put(tk, fresh); ip != fresh { // another thread won
-			fresh.discard()
-		}
-	}
-	h, errno := ip.open(flags)
-	return ip, h, errno
 }
 
 // Unlink removes a block (and its sidecar) or a sidecar from every tier.
 // Open descriptors keep reading what they opened; a GPU load of the block
 // in flight finishes first.
 func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
-	if ip := d.inProgress(ctx, name); ip != nil {
-		ip.discard() // a staging file: removed before its rename
+	if w := d.staging(ctx, name); w != nil {
+		w.Discard() // a staging file: removed before its rename
 		return 0
 	}
 	key, err := d.key(name)
@@ -268,20 +244,20 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 // Rename publishes a staging file under the final name it stands for
-// (progress.go): at once when no descriptor of it is open (the errno is
+// (store.Write.Rename): at once when no descriptor of it is open (the errno is
 // the verdict), else when its writer has closed them all. Every other
 // rename is refused: published names are immutable.
 func (d *shardNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	ip := d.inProgress(ctx, name)
-	if ip == nil || !ip.isStaging() {
+	w := d.staging(ctx, name)
+	if w == nil || !w.IsStaging() {
 		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, store.ErrImmutable)
 	}
 	if newParent.EmbeddedInode() != &d.Inode {
 		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, errCrossDir)
 	}
 	key, err := d.key(newName)
-	if err == nil && key != ip.key {
-		err = fmt.Errorf("%w: staging file %s publishes as %s, not %s", hashdir.ErrName, name, ip.key.FileName(), newName)
+	if err == nil && key != w.Key() {
+		err = fmt.Errorf("%w: staging file %s publishes as %s, not %s", hashdir.ErrName, name, w.Key().FileName(), newName)
 	}
 	if err != nil {
 		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, err)
@@ -292,8 +268,8 @@ func (d *shardNode) Rename(ctx context.Context, name string, newParent gofs.Inod
 	if flags&unix.RENAME_NOREPLACE != 0 && d.s.stack.Has(key) {
 		return errnoExists
 	}
-	if ip.commitRename() {
-		return ip.publish(ctx, false)
+	if err := w.Rename(ctx); err != nil {
+		return d.s.fail("rename", key.Path(), err)
 	}
 	return 0
 }

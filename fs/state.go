@@ -31,9 +31,8 @@ type fsState struct {
 	mounted time.Time
 
 	inos     *inoTable
-	progress progressTable // files being written, by name
-	control  controlAccess // who may open the session control files
-	root     *gofs.Inode   // the root node, once mounted
+	control  control.Access // who may use the session control files
+	root     *gofs.Inode    // the root node, once mounted
 	rootNode gofs.InodeEmbedder
 	// scratchDir holds the private entries of ucm-posix models
 	// (model_dot.go).
@@ -59,7 +58,7 @@ func newState(st *store.Store, opts Options) *fsState {
 	}
 	s.env = control.NewEnv(st, errName)
 	s.env.Log = opts.Logger
-	s.control = newControlAccess(opts.ControlGroup, s.gid)
+	s.control = control.NewAccess(opts.ControlGroup, s.uid, s.gid)
 	st.OnPublish(s.notifyPublished)
 	return s
 }

@@ -94,6 +94,9 @@ type Store struct {
 	// observers default to none (package metrics installs histograms).
 	Latency Latency
 
+	writes   writeTable    // files being written, by name (writes_table.go)
+	writeSeq atomic.Uint64 // numbers of files being written
+
 	published atomic.Pointer[func(tiers.Key)] // the front end's hook (OnPublish)
 	stopped   atomic.Bool                     // Stop was called
 }

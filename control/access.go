@@ -1,0 +1,92 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+)
+
+// Access is who may use the session control files: the mounting user
+// and root always; with a control group, its members too.
+type Access struct {
+	Perm  uint32 // the files' mode: 0600, or 0660 with a group
+	Gid   uint32 // the files' group: the control group, else the mounting user's
+	Group bool   // members of Gid may use the files
+	uid   uint32 // the mounting user
+}
+
+// ResolveGroup turns a group name or numeric id into a gid.
+func ResolveGroup(name string) (uint32, error) {
+	if n, err := strconv.ParseUint(name, 10, 32); err == nil {
+		return uint32(n), nil
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return 0, fmt.Errorf("control group %q: %w", name, err)
+	}
+	n, err := strconv.ParseUint(g.Gid, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("control group %q: gid %q: %w", name, g.Gid, err)
+	}
+	return uint32(n), nil
+}
+
+// NewAccess is the access rule of a mount by uid (primary group gid)
+// with the control group group ("" for none). A group that does not
+// resolve (the mount refuses it first) leaves the files 0600.
+func NewAccess(group string, uid, gid uint32) Access {
+	a := Access{Perm: 0o600, Gid: gid, uid: uid}
+	if group == "" {
+		return a
+	}
+	if g, err := ResolveGroup(group); err == nil {
+		a = Access{Perm: 0o660, Gid: g, Group: true, uid: uid}
+	}
+	return a
+}
+
+// Allowed checks the caller of a request on a control file: the mounting
+// user, root, and members of the control group (the caller's group, or a
+// supplementary group of its thread) may use the files; anyone else gets
+// ErrAccess (the FUSE mount does not ask the kernel to check modes here,
+// and only a mount with allow_other lets other users reach the files at
+// all).
+func (a Access) Allowed(c Caller) error {
+	if c.Uid == 0 || c.Uid == a.uid {
+		return nil
+	}
+	if a.Group && (c.Gid == a.Gid || inGroup(c.Pid, a.Gid)) {
+		return nil
+	}
+	return ErrAccess
+}
+
+// inGroup reports whether process (thread) pid has gid among its
+// supplementary groups (the Groups: line of /proc/<pid>/status).
+func inGroup(pid uint32, gid uint32) bool {
+	if pid == 0 {
+		return false
+	}
+	f, err := os.Open("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/status")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("Groups:"))
+		if !ok {
+			continue
+		}
+		for _, g := range bytes.Fields(rest) {
+			if n, err := strconv.ParseUint(string(g), 10, 32); err == nil && uint32(n) == gid {
+				return true
+			}
+		}
+		return false
+	}
+	return false
+}

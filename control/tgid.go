@@ -1,0 +1,70 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// The process of a thread: the kernel names the thread that sent a
+// request; rules about who wrote a file or who may use a control file
+// need its process (thread group).
+
+// tgidCache remembers the thread group of the threads seen (every request
+// asks for it: reading /proc/<tid>/status each time cost ~20 µs). An entry
+// is checked before use by the existence of /proc/<tgid>/task/<tid>: a
+// thread id reused by another process fails it. The map is emptied when
+// it grows past tgidCacheMax.
+var tgidCache struct {
+	sync.Mutex
+	m map[uint32]uint32
+}
+
+const tgidCacheMax = 1 << 16
+
+// Tgid returns the thread group (process) of thread tid; 0 when it
+// cannot be found (the thread is gone).
+func Tgid(tid uint32) uint32 {
+	if tid == 0 {
+		return 0
+	}
+	tgidCache.Lock()
+	tg, ok := tgidCache.m[tid]
+	tgidCache.Unlock()
+	if ok && unix.Access("/proc/"+strconv.FormatUint(uint64(tg), 10)+"/task/"+strconv.FormatUint(uint64(tid), 10), unix.F_OK) == nil {
+		return tg
+	}
+	tg = readTgid(tid)
+	if tg != 0 {
+		tgidCache.Lock()
+		if tgidCache.m == nil || len(tgidCache.m) >= tgidCacheMax {
+			tgidCache.m = make(map[uint32]uint32)
+		}
+		tgidCache.m[tid] = tg
+		tgidCache.Unlock()
+	}
+	return tg
+}
+
+// readTgid reads the thread group of thread tid from /proc/<tid>/status.
+func readTgid(tid uint32) uint32 {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("Tgid:")); ok {
+			n, err := strconv.ParseUint(string(bytes.TrimSpace(rest)), 10, 32)
+			if err != nil {
+				return 0
+			}
+			return uint32(n)
+		}
+	}
+	return 0
+}

@@ -1,0 +1,382 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ucmfs/ucmfs/tiers"
+	"golang.org/x/sys/unix"
+)
+
+// Files being written (docs/spec.md §6, docs/semantics.md "Publish").
+//
+// A file being written is a Write: one private file of the memory tier
+// (a tiers.PendingWrite) that any number of descriptors (Desc) may write
+// at any offset. It is one of two kinds:
+//
+//   - a final name (<id>.bin, <id>.repr, a raw <id>) that a process
+//     created: no lookup finds it (nobody reads a block before it is
+//     published), but another create of the name by the same process
+//     (its thread group) joins it, so the threads of one writer share the
+//     file while two engines that write one id never do. It publishes
+//     when the process is done with it: when every open descriptor of it
+//     has been closed by that process, or at fsync. A close from another
+//     process (a child closing an inherited or close-on-exec descriptor at
+//     exec or exit) neither publishes nor rejects.
+//   - a staging name (<final>.tmp, rsync's .<final>.XXXXXX): visible to
+//     the processes of the user that made it, kept after close, and
+//     published by Rename. If descriptors are still open at the rename it
+//     publishes when the creating process has closed them all.
+//
+// The write table (writes_table.go) finds them by name; an entry leaves
+// it when it is published, renamed, unlinked or discarded.
+
+// Proc is the process a request comes from: its thread group and user.
+type Proc struct {
+	Tgid, Uid, Gid uint32
+}
+
+// ErrDiscarded: the file was unlinked (or lost a race to start) before it
+// was published; writes to it are dropped, as on a plain filesystem.
+var ErrDiscarded = errors.New("file discarded before it was published")
+
+// ErrDone: the descriptor's file is published or discarded.
+var ErrDone = errors.New("file no longer being written")
+
+// Write is one file being written.
+type Write struct {
+	s     *Store
+	key   tiers.Key // what it publishes as
+	wk    writeKey
+	owner Proc
+	pw    *tiers.PendingWrite
+	f     *os.File // pw.File(); closed by the stack once done is set
+	seq   uint64
+
+	mu       sync.RWMutex   // writes hold it shared, publish exclusively
+	descs    map[*Desc]bool // open descriptors: true once the owner closed it
+	closed   bool           // the owner closed a descriptor of it
+	staging  bool           // not renamed yet: publishes only at rename
+	done     bool           // published or discarded
+	verdict  error          // of the publish (ErrDiscarded when discarded)
+	size     int64          // once done
+	mtime    time.Time      // once done
+	setMTime time.Time      // set by utimes while written (zero: none)
+}
+
+// Desc is one open descriptor of a Write.
+type Desc struct{ w *Write }
+
+// Key is what the file publishes as.
+func (w *Write) Key() tiers.Key { return w.key }
+
+// Name is the file's name in its shard directory.
+func (w *Write) Name() string { return w.wk.name }
+
+// Seq is a number of the file's own, unique in the mount.
+func (w *Write) Seq() uint64 { return w.seq }
+
+// Owner is the process that made the file.
+func (w *Write) Owner() Proc { return w.owner }
+
+// BeginWrite opens a descriptor on the file name (standing for key; a
+// staging name when staging is set) that p writes, starting it if there
+// is none (truncated when trunc is set). With excl an existing file is
+// tiers.ErrExist, and so is an id already published (under a final name).
+func (s *Store) BeginWrite(p Proc, key tiers.Key, name string, staging, excl, trunc bool) (*Write, *Desc, error) {
+	wk := writeKeyOf(key, name, staging, p)
+	w := s.writes.get(wk)
+	if w != nil && excl {
+		return nil, nil, fmt.Errorf("%s is being written: %w", name, tiers.ErrExist)
+	}
+	if w == nil {
+		fresh, err := s.startWrite(key, wk, staging, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if w = s.writes.put(wk, fresh); w != fresh { // another thread won
+			fresh.Discard()
+		}
+	}
+	d, err := w.Open(trunc)
+	return w, d, err
+}
+
+// startWrite makes a new Write. A staging file may stand for a block
+// already published (rsync writes it again): publishing it keeps one copy.
+func (s *Store) startWrite(key tiers.Key, wk writeKey, staging bool, p Proc) (*Write, error) {
+	if s.Stopped() {
+		return nil, fmt.Errorf("shutting down: %w", ErrStopped)
+	}
+	if err := s.AdmitPending(p.Uid, 0); err != nil {
+		return nil, err
+	}
+	var pw *tiers.PendingWrite
+	var err error
+	if staging {
+		pw, err = s.stack.CreateStaging(key)
+	} else {
+		pw, err = s.stack.Create(key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.WriteStarted(key)
+	s.PendingFile(pw.File(), p.Uid)
+	return &Write{
+		s: s, key: key, wk: wk, owner: p, pw: pw, f: pw.File(), staging: staging,
+		seq: s.writeSeq.Add(1), descs: make(map[*Desc]bool),
+	}, nil
+}
+
+// Open adds a descriptor (for writing or reading back); trunc empties the
+// file first.
+func (w *Write) Open(trunc bool) (*Desc, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return nil, fmt.Errorf("%s: %w", w.key, ErrDone)
+	}
+	if trunc {
+		if err := w.f.Truncate(0); err != nil {
+			return nil, err
+		}
+	}
+	d := &Desc{w: w}
+	w.descs[d] = false
+	return d, nil
+}
+
+// File is the file being written (its descriptor is what a kernel writes
+// directly with FUSE passthrough).
+func (d *Desc) File() *os.File { return d.w.f }
+
+// WriteAt writes at any offset within MaxFileSize (ErrTooBig past it). A
+// write to a discarded file is accepted and dropped.
+func (d *Desc) WriteAt(data []byte, off int64) (int, error) {
+	w := d.w
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.done && errors.Is(w.verdict, ErrDiscarded) {
+		return len(data), nil
+	}
+	if w.done {
+		return 0, fmt.Errorf("already published: %w", ErrImmutable)
+	}
+	if off+int64(len(data)) > w.s.MaxFileSize() {
+		return 0, fmt.Errorf("%d bytes at %d pass the %d-byte limit: %w", len(data), off, w.s.MaxFileSize(), ErrTooBig)
+	}
+	if fi, err := w.f.Stat(); err == nil && off+int64(len(data)) > fi.Size() {
+		if err := w.s.AdmitPending(w.owner.Uid, off+int64(len(data))-fi.Size()); err != nil {
+			return 0, err
+		}
+	}
+	return w.f.WriteAt(data, off)
+}
+
+// ReadAt reads back what was written; ErrDone once it is published.
+func (d *Desc) ReadAt(dest []byte, off int64) (int, error) {
+	w := d.w
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.done {
+		return 0, ErrDone
+	}
+	n, err := w.f.ReadAt(dest, off)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return n, err
+}
+
+// Allocate preallocates (fallocate) within MaxFileSize.
+func (d *Desc) Allocate(off, size uint64, mode uint32) error {
+	w := d.w
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.done {
+		return ErrImmutable
+	}
+	if off+size > uint64(w.s.MaxFileSize()) {
+		return ErrTooBig
+	}
+	return unix.Fallocate(int(w.f.Fd()), mode, int64(off), int64(size))
+}
+
+// Close is a close() of the descriptor by process tgid. From the creating
+// process it marks the descriptor closed, and when every descriptor is
+// (and the file is not a staging file) publishes. It returns the verdict
+// (nil once published or already present; ErrInvalid, tiers.ErrNoSpace,
+// ErrTooBig, ErrQuota, tiers.ErrNotFound for a sidecar without its block)
+// and whether this call published. From any other process it changes
+// nothing and returns the verdict so far.
+func (d *Desc) Close(ctx context.Context, tgid uint32) (verdict error, published bool) {
+	w := d.w
+	if tgid != w.owner.Tgid {
+		return w.Verdict(), false
+	}
+	w.mu.Lock()
+	if _, open := w.descs[d]; open {
+		w.descs[d] = true
+	}
+	w.closed = true
+	ready := !w.done && !w.staging && w.allClosed()
+	w.mu.Unlock()
+	if !ready {
+		return w.Verdict(), false
+	}
+	return w.publish(ctx, false)
+}
+
+// Sync publishes and returns once the block is durable on the first
+// persistent tier. A staging file is not published: it is kept until its
+// rename.
+func (d *Desc) Sync(ctx context.Context) (verdict error, published bool) {
+	w := d.w
+	w.mu.RLock()
+	staging := w.staging && !w.done
+	w.mu.RUnlock()
+	if staging {
+		return nil, false
+	}
+	return w.publish(ctx, true)
+}
+
+// Release ends the descriptor. The last one of a file that the creating
+// process closed publishes it if that has not happened yet (a descriptor
+// only another process held); one nobody closed is discarded. A staging
+// file outlives its descriptors until rename or unlink.
+func (d *Desc) Release(ctx context.Context) {
+	w := d.w
+	w.mu.Lock()
+	delete(w.descs, d)
+	last := len(w.descs) == 0
+	publish := !w.done && !w.staging && w.closed && w.allClosed()
+	discard := !w.done && !w.staging && last && !w.closed
+	w.mu.Unlock()
+	if publish {
+		w.publish(ctx, false)
+	}
+	if discard {
+		w.Discard()
+	}
+}
+
+// allClosed reports whether the owner closed every open descriptor
+// (under mu).
+func (w *Write) allClosed() bool {
+	for _, closed := range w.descs {
+		if !closed {
+			return false
+		}
+	}
+	return true
+}
+
+// Verdict is the publish's verdict so far (nil before it, or once
+// published).
+func (w *Write) Verdict() error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.verdict
+}
+
+// Discard drops a file that will not be published (unlinked, or a
+// duplicate start) and ends its write.
+func (w *Write) Discard() {
+	w.mu.Lock()
+	gone := !w.done
+	if gone {
+		w.done = true
+		w.verdict = fmt.Errorf("%s: %w", w.key, ErrDiscarded)
+		w.s.stack.Abort(w.pw)
+	}
+	w.mu.Unlock()
+	if gone {
+		w.end()
+	}
+}
+
+// end takes the file out of the table and ends its write.
+func (w *Write) end() {
+	w.s.PendingDone(w.f)
+	w.s.writes.drop(w.wk, w)
+	w.s.WriteEnded(w.key)
+}
+
+// Writable reports whether the file is still being written.
+func (w *Write) Writable() bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return !w.done
+}
+
+// IsStaging reports whether the file is a staging file not yet renamed.
+func (w *Write) IsStaging() bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.staging && !w.done
+}
+
+// Rename publishes a staging file under the final name it stands for: at
+// once when no descriptor of it is open, or all are closed by the writer
+// (the verdict is returned), else when the creating process has closed
+// them all (nil now).
+func (w *Write) Rename(ctx context.Context) error {
+	w.mu.Lock()
+	w.staging = false
+	ready := !w.done && w.allClosed()
+	w.closed = true
+	w.mu.Unlock()
+	w.s.writes.drop(w.wk, w)
+	if !ready {
+		return nil
+	}
+	err, _ := w.publish(ctx, false)
+	return err
+}
+
+// Attr describes the file as its writers see it: its size and mtime, and
+// whether it is published (then size and mtime are the published file's).
+func (w *Write) Attr() (size int64, mtime time.Time, published bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.done {
+		return w.size, w.mtime, true
+	}
+	mtime = time.Now()
+	if st, err := w.f.Stat(); err == nil {
+		size, mtime = st.Size(), st.ModTime()
+	}
+	if !w.setMTime.IsZero() {
+		mtime = w.setMTime
+	}
+	return size, mtime, false
+}
+
+// Setattr changes the file being written: a new size (within
+// MaxFileSize), and new times, kept: the published file takes the mtime
+// its writer set last (rsync restores the source's, so its second run
+// finds nothing to copy). After publish every change is ErrImmutable.
+func (w *Write) Setattr(size *int64, mtime *time.Time) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return fmt.Errorf("already published: %w", ErrImmutable)
+	}
+	if mtime != nil {
+		w.setMTime = *mtime
+	}
+	if size == nil {
+		return nil
+	}
+	if *size > w.s.MaxFileSize() {
+		return ErrTooBig
+	}
+	return w.f.Truncate(*size)
+}

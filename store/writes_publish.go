@@ -1,0 +1,63 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// publish validates and publishes the file once; later calls return the
+// first verdict (and, for fsync, make the block durable). published says
+// whether this call published (or refused) it.
+func (w *Write) publish(ctx context.Context, durable bool) (verdict error, published bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		if durable && w.verdict == nil {
+			return w.s.stack.Flush(ctx, w.key), false
+		}
+		return w.verdict, false
+	}
+	w.done = true
+	w.verdict = w.publishOnce(ctx, durable)
+	w.end()
+	return w.verdict, true
+}
+
+// publishOnce is publish's work, under w.mu. With durable set the block
+// is durable when it returns nil.
+func (w *Write) publishOnce(ctx context.Context, durable bool) error {
+	s := w.s
+	st, err := w.f.Stat()
+	if err != nil {
+		s.stack.Abort(w.pw)
+		return err
+	}
+	size := st.Size()
+	if !w.setMTime.IsZero() {
+		w.pw.SetMTime(w.setMTime)
+	}
+	info, err := s.Publish(w.pw, size, durable)
+	switch {
+	case err == nil:
+		w.size, w.mtime = info.Size, info.MTime
+		return nil
+	case errors.Is(err, tiers.ErrExist):
+		w.size, w.mtime = size, time.Now()
+		if !w.setMTime.IsZero() {
+			// Written again (rsync after a change of times): the copy
+			// kept takes the times the writer set.
+			if err := s.stack.SetMTime(w.key, w.setMTime); err == nil {
+				w.mtime = w.setMTime
+			}
+		}
+		if durable {
+			return s.stack.Flush(ctx, w.key)
+		}
+		return nil // already present: one copy is kept
+	default:
+		return err
+	}
+}

@@ -1,0 +1,117 @@
+package store
+
+import (
+	"sync"
+
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// writeKey names a file being written in the table: its shard directory
+// and name, and who sees it (the creating thread group for a final name,
+// the creating user for a staging name).
+type writeKey struct {
+	model   string
+	shard   string // the shard directory's name
+	name    string
+	staging bool
+	who     uint32 // tgid, or uid for a staging name
+}
+
+// writeKeyOf is the table key of name in key's shard as p sees it.
+func writeKeyOf(key tiers.Key, name string, staging bool, p Proc) writeKey {
+	who := p.Tgid
+	if staging {
+		who = p.Uid
+	}
+	return writeKey{model: key.Model, shard: key.ShardDir(), name: name, staging: staging, who: who}
+}
+
+// writeName is a name in a shard directory.
+type writeName struct {
+	model, shard, name string
+}
+
+// writeTable holds the files being written that a name reaches. Its mutex
+// is a leaf. names counts the entries of each name, whoever sees them, so
+// a lookup of a name nobody writes costs no look at the caller.
+type writeTable struct {
+	mu       sync.Mutex
+	m        map[writeKey]*Write
+	names    map[writeName]int
+	stagings int // staging entries
+}
+
+func (t *writeTable) get(k writeKey) *Write {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[k]
+}
+
+// put adds w under k unless k is taken; it returns the entry under k.
+func (t *writeTable) put(k writeKey, w *Write) *Write {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = make(map[writeKey]*Write)
+		t.names = make(map[writeName]int)
+	}
+	if old := t.m[k]; old != nil {
+		return old
+	}
+	t.m[k] = w
+	t.names[writeName{k.model, k.shard, k.name}]++
+	if k.staging {
+		t.stagings++
+	}
+	return w
+}
+
+// drop removes k if it still holds w.
+func (t *writeTable) drop(k writeKey, w *Write) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m[k] != w {
+		return
+	}
+	delete(t.m, k)
+	n := writeName{k.model, k.shard, k.name}
+	if t.names[n]--; t.names[n] <= 0 {
+		delete(t.names, n)
+	}
+	if k.staging {
+		t.stagings--
+	}
+}
+
+// WriteNamed reports whether anyone writes name in model's shard
+// directory shard.
+func (s *Store) WriteNamed(model, shard, name string) bool {
+	t := &s.writes
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.names[writeName{model, shard, name}] > 0
+}
+
+// StagingFile returns the staging file name (standing for key) that
+// user uid sees, or nil.
+func (s *Store) StagingFile(key tiers.Key, name string, uid uint32) *Write {
+	return s.writes.get(writeKeyOf(key, name, true, Proc{Uid: uid}))
+}
+
+// StagingFiles returns the staging files of model's shard directory that
+// user uid sees.
+func (s *Store) StagingFiles(model, shard string, uid uint32) []*Write {
+	t := &s.writes
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stagings == 0 {
+		return nil
+	}
+	var out []*Write
+	for k, w := range t.m {
+		if k.staging && k.model == model && k.shard == shard && k.who == uid {
+			out = append(out, w)
+		}
+	}
+	return out
+}
