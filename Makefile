@@ -42,18 +42,20 @@ fuzz:
 # First every package's Go benchmarks (storage core, in-process FUSE),
 # then the mount benchmarks of package bench (the real binary in its own
 # process, beside tmpfs and the nvme directory, the targets in turn for
-# MOUNT_ROUNDS rounds, medians taken) and the 100k-block scale run;
+# MOUNT_ROUNDS rounds, medians taken) and the scale run of SCALE_BLOCKS
+# blocks (10^6: it takes minutes; SCALE_BLOCKS=100000 for a quick one);
 # internal/benchplot prints the table and draws docs/performance-mount.png.
 # Outputs in BENCHOUT.
 BENCHOUT     ?= bin/bench
 MOUNT_ROUNDS ?= 3
+SCALE_BLOCKS ?= 1000000
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 30m $$($(GO) list ./... | grep -v '/bench$$')
 	mkdir -p $(BENCHOUT) && rm -f $(BENCHOUT)/mount.txt $(BENCHOUT)/scale.json $(BENCHOUT)/status
 	( UCMFS_BENCH_ROUNDS=$(MOUNT_ROUNDS) $(GO) test -count=1 -run '^$$' -bench . -benchtime $(BENCHTIME) \
 	  -timeout 30m ./bench/ 2>&1; \
 	  echo $$? > $(BENCHOUT)/status ) | tee $(BENCHOUT)/mount.txt; exit $$(cat $(BENCHOUT)/status)
-	UCMFS_SCALE=1 UCMFS_SCALE_OUT=$(CURDIR)/$(BENCHOUT)/scale.json UCMFS_BENCH_ROUNDS=$(MOUNT_ROUNDS) \
+	UCMFS_SCALE=1 UCMFS_SCALE_BLOCKS=$(SCALE_BLOCKS) UCMFS_SCALE_OUT=$(CURDIR)/$(BENCHOUT)/scale.json UCMFS_BENCH_ROUNDS=$(MOUNT_ROUNDS) \
 	  $(GO) test -count=1 -run '^TestScale$$' -v -timeout 30m ./bench/
 	$(GO) run ./internal/benchplot -bench $(BENCHOUT)/mount.txt -scale $(BENCHOUT)/scale.json \
 	  -png docs/performance-mount.png -md $(BENCHOUT)/mount.md

@@ -240,3 +240,34 @@ func (s *GPUSocket) Waiting() int {
 	defer s.mu.Unlock()
 	return len(s.waiting)
 }
+
+// OpenGPUSocket opens the GPU socket of e's mount at path (nothing
+// without a GPU device or a path), with the control files' mode and group
+// (a), and keeps it in e.GPUSocket.
+func (e *Env) OpenGPUSocket(path string, a Access) error {
+	if e.GPU == nil || path == "" {
+		return nil
+	}
+	sock, err := ListenGPU(e, path, os.FileMode(a.Perm), 0)
+	if err != nil {
+		return fmt.Errorf("gpu socket: %w", err)
+	}
+	if a.Group {
+		if err := os.Chown(sock.Path(), -1, int(a.Gid)); err != nil {
+			sock.Close()
+			return fmt.Errorf("gpu socket: %w", err)
+		}
+	}
+	e.GPUSocket = sock
+	return nil
+}
+
+// CloseGPUSocket closes the GPU socket, if any: the descriptors waiting
+// under tokens are closed and the socket file removed.
+func (e *Env) CloseGPUSocket() {
+	if sock := e.GPUSocket; sock != nil {
+		if err := sock.Close(); err != nil {
+			e.Log.Warn("closing the gpu socket", "socket", sock.Path(), "err", err)
+		}
+	}
+}

@@ -20,25 +20,48 @@ import (
 const publishedPerm = 0o444
 
 // storedFile is what a published block and a published sidecar share:
-// the key, the node's number, the descriptor all its open handles share,
-// and the cached 64-byte header.
+// the key and, while the file is open (or its header was read), its open
+// state. The node's number is its StableAttr's.
 //
-// The kernel keeps one backing file per inode for passthrough, so every
-// open of the node shares one descriptor: the first open gets it from the
-// stack (whichever tier holds the file), the last release closes it.
+// The kernel keeps one node per block it has looked up (a `du` of a model
+// looks up every block), so the node is kept small: 192 bytes, go-fuse's
+// Inode included; what only an open file needs is behind one pointer.
 type storedFile struct {
 	gofs.Inode
 	common
 	key tiers.Key
-	ino uint64
 
-	mu      sync.Mutex
-	backing *os.File     // under mu; nil when refs is 0
-	level   int          // under mu; the tier backing was opened from (Handle.TierID)
-	size    int64        // under mu; backing's size
+	mu sync.Mutex
+	st *openState // under mu; nil until the first open or header read
+}
+
+// openState is what a storedFile keeps while it is open or used.
+//
+// The kernel keeps one backing file per inode for passthrough, so every
+// open of the node shares one descriptor: the first open gets it from the
+// stack (whichever tier holds the file), the last release closes it.
+type openState struct {
+	backing *os.File     // nil when refs is 0
+	level   int          // the tier backing was opened from (Handle.TierID)
+	size    int64        // backing's size
 	refs    int          // open handles
-	header  []byte       // under mu; the first 64 bytes, once read
-	writing *store.Write // under mu; a write opened on this node (the file was absent)
+	header  []byte       // the first 64 bytes, once read
+	writing *store.Write // a write opened on this node (the file was absent)
+}
+
+// state returns the open state, making it; under n.mu.
+func (n *storedFile) state() *openState {
+	if n.st == nil {
+		n.st = &openState{}
+	}
+	return n.st
+}
+
+// trim drops the open state when nothing in it is in use; under n.mu.
+func (n *storedFile) trim() {
+	if st := n.st; st != nil && st.refs == 0 && st.header == nil && st.writing == nil {
+		n.st = nil
+	}
 }
 
 // blockFile is a published <id>.bin.
@@ -74,17 +97,17 @@ var (
 func newStoredNode(s *fsState, key tiers.Key, ino uint64) gofs.InodeEmbedder {
 	if key.Kind == hashdir.Repr {
 		n := &reprFile{}
-		n.s, n.key, n.ino = s, key, ino
+		n.s, n.key = s, key
 		return n
 	}
 	n := &blockFile{}
-	n.s, n.key, n.ino = s, key, ino
+	n.s, n.key = s, key
 	return n
 }
 
 // OnForget frees the node's number.
 func (n *storedFile) OnForget() {
-	n.s.inos.release(fileInoName(n.key), n.ino)
+	n.s.inos.release(fileInoName(n.key), n.StableAttr().Ino)
 }
 
 // Getattr describes the file: 0444, size = header + payload, st_blocks in
@@ -169,7 +192,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 			return nil, 0, errno
 		}
 		n.mu.Lock()
-		n.writing = ip
+		n.state().writing = ip
 		n.mu.Unlock()
 		return h, n.s.openFlags(), 0
 	}
@@ -193,25 +216,37 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 func (n *storedFile) acquire() (f *os.File, level int, size int64, err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.refs > 0 {
-		n.refs++
-		return n.backing, n.level, n.size, nil
+	if st := n.st; st != nil && st.refs > 0 {
+		st.refs++
+		return st.backing, st.level, st.size, nil
 	}
 	h, err := n.s.stack.Open(n.key)
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	n.backing, n.refs = h.File, 1
-	n.level, n.size = int(h.TierID), h.Size
-	return h.File, n.level, n.size, nil
+	st := n.state()
+	st.backing, st.refs = h.File, 1
+	st.level, st.size = int(h.TierID), h.Size
+	return h.File, st.level, st.size, nil
 }
 
 // writer returns the write opened on this node while it is not done.
 func (n *storedFile) writer() *store.Write {
+	var ip *store.Write
 	n.mu.Lock()
-	ip := n.writing
+	if n.st != nil {
+		ip = n.st.writing
+	}
 	n.mu.Unlock()
 	if ip == nil || !ip.Writable() {
+		if ip != nil {
+			n.mu.Lock()
+			if n.st != nil && n.st.writing == ip {
+				n.st.writing = nil
+				n.trim()
+			}
+			n.mu.Unlock()
+		}
 		return nil
 	}
 	return ip
@@ -221,16 +256,21 @@ func (n *storedFile) writer() *store.Write {
 func (n *storedFile) readers() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.refs
+	if n.st == nil {
+		return 0
+	}
+	return n.st.refs
 }
 
 // release drops one handle's use of the shared descriptor.
 func (n *storedFile) release() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.refs--; n.refs == 0 {
-		n.backing.Close()
-		n.backing = nil
+	st := n.st
+	if st.refs--; st.refs == 0 {
+		st.backing.Close()
+		st.backing = nil
+		n.trim()
 	}
 }
 
@@ -239,10 +279,13 @@ func (n *storedFile) release() {
 func (n *storedFile) readHeader() ([]byte, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.header != nil {
-		return n.header, nil
+	if n.st != nil && n.st.header != nil {
+		return n.st.header, nil
 	}
-	f := n.backing
+	var f *os.File
+	if n.st != nil {
+		f = n.st.backing
+	}
 	if f == nil {
 		h, err := n.s.stack.Open(n.key)
 		if err != nil {
@@ -255,7 +298,7 @@ func (n *storedFile) readHeader() ([]byte, error) {
 	if _, err := f.ReadAt(b, 0); err != nil {
 		return nil, fmt.Errorf("%s: reading the header: %w", n.key, err)
 	}
-	n.header = b
+	n.state().header = b
 	return b, nil
 }
 

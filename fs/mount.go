@@ -29,6 +29,10 @@ type Options struct {
 	// control files (mode 0660 with that group); by default they are 0600,
 	// for the mounting user (and root) only.
 	ControlGroup string
+	// KernelNodes bounds the nodes of published files the kernel is let
+	// keep (prune.go); 0 takes DefaultKernelNodes (no bound), a negative
+	// value leaves it to the kernel.
+	KernelNodes int
 	// GPUSocket is where the socket that passes VMM descriptors to
 	// .ucm/gpu (register vmm) listens, outside the mount; .ucm/gpu.sock
 	// links to it. Empty: no socket (register vmm is refused). Used only
@@ -51,6 +55,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.KernelNodes == 0 {
+		o.KernelNodes = DefaultKernelNodes
 	}
 }
 
@@ -84,7 +91,7 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 		}
 	}
 	s := newState(st, opts)
-	if err := s.listenGPU(); err != nil {
+	if err := s.env.OpenGPUSocket(s.opts.GPUSocket, s.control); err != nil {
 		return nil, err
 	}
 	gopts := &gofs.Options{
@@ -117,7 +124,7 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 	s.root, s.rootNode = &root.Inode, root
 	srv, err := gofs.Mount(mnt, root, gopts)
 	if err != nil {
-		s.closeGPU()
+		s.env.CloseGPUSocket()
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)
 	}
 	server := &Server{srv: srv, state: s, mnt: mnt}
@@ -173,7 +180,7 @@ func checkMountpoint(mnt string) error {
 // external umount); the prefetch pool is stopped by then.
 func (s *Server) Wait() {
 	s.srv.Wait()
-	s.state.closeGPU()
+	s.state.env.CloseGPUSocket()
 	s.state.Close()
 }
 
@@ -196,7 +203,7 @@ func (s *Server) Mountpoint() string { return s.mnt }
 // the namespace at once and the kernel ends it when the last user goes.
 func (s *Server) Unmount() error {
 	defer s.state.Close()
-	defer s.state.closeGPU()
+	defer s.state.env.CloseGPUSocket()
 	if mounted, err := isMountpoint(s.mnt); err == nil && !mounted {
 		return nil // unmounted already (an external umount)
 	}

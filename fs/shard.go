@@ -124,9 +124,14 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 func (d *shardNode) fileInode(ctx context.Context, key tiers.Key, bi tiers.BlockInfo, out *fuse.EntryOut) *gofs.Inode {
 	id := fileInoName(key)
 	ino := d.s.inos.acquire(id)
+	made := false
 	ch := newChild(ctx, &d.Inode, key.FileName(), ino, syscall.S_IFREG, func() gofs.InodeEmbedder {
+		made = true
 		return newStoredNode(d.s, key, ino)
 	})
+	if made {
+		d.s.kernel.add(ch)
+	}
 	d.s.blockAttr(&out.Attr, bi.Size, bi.MTime, key.Model)
 	ttl(out, d.s.opts.EntryTTL)
 	return ch

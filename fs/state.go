@@ -31,6 +31,7 @@ type fsState struct {
 	mounted time.Time
 
 	inos     *inoTable
+	kernel   *pruner        // published files' nodes the kernel holds (nil: unbounded)
 	control  control.Access // who may use the session control files
 	root     *gofs.Inode    // the root node, once mounted
 	rootNode gofs.InodeEmbedder
@@ -56,6 +57,7 @@ func newState(st *store.Store, opts Options) *fsState {
 		mounted: time.Now(),
 		inos:    newInoTable(),
 	}
+	s.kernel = newPruner(s, opts.KernelNodes)
 	s.env = control.NewEnv(st, errName)
 	s.env.Log = opts.Logger
 	s.control = control.NewAccess(opts.ControlGroup, s.uid, s.gid)

@@ -111,22 +111,11 @@ type modelUsage struct {
 	Bytes  int64
 }
 
-// Usage walks the model's keys across the stack.
+// Usage reads the model's counters from the stack (O(1): the tiers keep
+// them per model as files come and go; see tiers.Stack.ModelUsage).
 func (s *Store) Usage(model string) modelUsage {
-	var keys []tiers.Key
-	s.stack.List(model, func(k tiers.Key) bool { keys = append(keys, k); return true })
-	var u modelUsage
-	for _, k := range keys {
-		bi, err := s.stack.Stat(k)
-		if err != nil {
-			continue
-		}
-		if k.Kind == hashdir.Block || k.Kind.Raw() {
-			u.Blocks++
-		}
-		u.Bytes += bi.Size
-	}
-	return u
+	c := s.stack.ModelUsage(model)
+	return modelUsage{Blocks: c.Blocks, Bytes: c.Bytes}
 }
 
 // quotaRecheck is how long a model's measured use serves quota checks

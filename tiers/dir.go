@@ -306,6 +306,11 @@ func (t *DirTier) Close() error {
 	}
 	close(t.stop)
 	t.wg.Wait()
+	if !t.shared && t.health.get() == Up {
+		if err := t.writeSnapshot(); err != nil {
+			t.log.Warn("index snapshot not written", "kind", t.kind, "dir", t.root, "err", err)
+		}
+	}
 	t.idx.drain()
 	t.release()
 	return nil

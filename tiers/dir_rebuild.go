@@ -1,14 +1,16 @@
 package tiers
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ucmfs/ucmfs/hashdir"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,10 +28,11 @@ const (
 
 // rebuildScan collects what the workers find.
 type rebuildScan struct {
-	mu    sync.Mutex
-	found []Info
-	bad   int // invalid names
-	temps int // temp files removed
+	mu      sync.Mutex
+	found   []*entry
+	bad     int // invalid names
+	temps   int // temp files removed
+	snapped int // shards taken from the snapshot
 }
 
 // skip logs an invalid name (the first few) and counts it.
@@ -47,12 +50,19 @@ func (t *DirTier) skip(s *rebuildScan, path, why string) {
 // fsck checks too).
 func (t *DirTier) rebuild() error {
 	s := &rebuildScan{}
+	var snap snapshot
+	if !t.shared {
+		snap = t.loadSnapshot()
+	}
 	w := &layoutWalk{
 		root:    t.root,
 		workers: rebuildWorkers,
 		readDir: t.readDir,
 		listShard: func(dir string) (ents []shardEntry, err error) {
 			err = t.do("scan", func() error {
+				if t.fromSnapshot(s, snap, dir) {
+					return nil
+				}
 				if ents, err = listShard(dir); err == nil {
 					t.removeTemps(s, dir, ents)
 				}
@@ -80,14 +90,36 @@ func (t *DirTier) rebuild() error {
 	if err := w.run(); err != nil {
 		return fmt.Errorf("%s tier: rebuild: %w", t.kind, err)
 	}
-	sort.Slice(s.found, func(i, j int) bool { return s.found[i].MTime.Before(s.found[j].MTime) })
-	for _, info := range s.found {
-		t.idx.adopt(newEntry(info))
-	}
+	slices.SortFunc(s.found, func(a, b *entry) int { return cmp.Compare(a.mtime, b.mtime) })
+	t.idx.adoptAll(s.found)
 	u := t.idx.usage()
 	t.log.Info("tier index rebuilt", "kind", t.kind, "dir", t.root, "files", u.Files, "bytes", u.Used,
-		"skipped", s.bad, "temp_removed", s.temps)
+		"skipped", s.bad, "temp_removed", s.temps, "shards_from_snapshot", s.snapped)
 	return nil
+}
+
+// fromSnapshot takes the shard directory dir's entries from the snapshot
+// when its part there is trusted (dir_snapshot.go), and reports whether
+// it did.
+func (t *DirTier) fromSnapshot(s *rebuildScan, snap snapshot, dir string) bool {
+	if snap == nil {
+		return false
+	}
+	model := filepath.Base(filepath.Dir(dir))
+	hh, ok := hashdir.ParseShard(filepath.Base(dir))
+	if !ok {
+		return false
+	}
+	part := snap.shard(dir, model, hh)
+	if part == nil {
+		return false
+	}
+	found := part.entries(internModel(model))
+	s.mu.Lock()
+	s.found = append(s.found, found...)
+	s.snapped++
+	s.mu.Unlock()
+	return true
 }
 
 // readDir lists a directory under the operation timeout.
@@ -105,15 +137,18 @@ func (t *DirTier) readDir(dir string) ([]os.DirEntry, error) {
 // the names outside the layout.
 func (t *DirTier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry) {
 	dir := filepath.Join(t.root, model, hh)
-	found := make([]Info, 0, len(ents))
+	name := internModel(model)
+	found := make([]*entry, 0, len(ents))
+	// One allocation for the shard's entries: an entry removed later is
+	// freed with the last of its shard's (at most what the rebuild found).
+	block := make([]entry, len(ents))
 	for _, e := range ents {
 		switch {
 		case e.class == fileEntry:
-			found = append(found, Info{
-				Key:   Key{Model: model, ID: e.id, Kind: e.kind},
-				Size:  e.size,
-				MTime: time.Unix(e.mtime.Unix()),
-			})
+			n := &block[len(found)]
+			n.model, n.id, n.kind, n.size = name, e.id, e.kind, e.size
+			n.mtime = time.Unix(e.mtime.Unix()).UnixNano()
+			found = append(found, n)
 		case e.class == badEntry, !strings.HasPrefix(e.name, tmpPrefix):
 			t.skip(s, filepath.Join(dir, e.name), "not a block or sidecar file")
 		}

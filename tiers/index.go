@@ -44,6 +44,27 @@ type modelSet struct {
 	shards [256]map[slot]*entry
 	files  int64
 	bytes  int64
+	// dirtyFiles and dirtyBytes count the entries flagged dirty (the
+	// memory tier's blocks not yet written back), so the stack can count
+	// a model's distinct files without walking them (Stack.ModelUsage).
+	// blocks counts the files of kind Block (files less sidecars).
+	dirty  ModelCount
+	blocks int64
+}
+
+// count adds (n = 1) or takes out (n = -1) e's part of the counters of m
+// other than files and bytes.
+func (m *modelSet) count(e *entry, n int64) {
+	block := int64(0)
+	if e.kind == hashdir.Block || e.kind.Raw() { // a raw payload is a block too
+		block = n
+	}
+	m.blocks += block
+	if e.is(flagDirty) {
+		m.dirty.Blocks += block
+		m.dirty.Files += n
+		m.dirty.Bytes += n * e.size
+	}
 }
 
 // index is a concurrency-safe map of Key to entry; see the file comment.
@@ -70,6 +91,11 @@ func (x *index) lookupLocked(key Key) *entry {
 	if m == nil {
 		return nil
 	}
+	return m.shardOf(key)
+}
+
+// shardOf returns key's entry in m, or nil.
+func (m *modelSet) shardOf(key Key) *entry {
 	return m.shards[key.ID[0]][slot{key.ID, key.Kind}]
 }
 
@@ -127,13 +153,48 @@ func (x *index) adopt(e *entry) bool {
 	return true
 }
 
-func (x *index) insertLocked(e *entry) {
-	m := x.models[e.model]
-	if m == nil {
-		m = &modelSet{name: e.model}
-		x.models[e.model] = m
+// adoptAll adopts entries found by a rebuild (into the empty index of a
+// starting tier), in order (the last is the most recently used), under
+// one lock; keys already recorded are skipped.
+func (x *index) adoptAll(es []*entry) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	// Size the new shard maps once: growing them entry by entry would
+	// leave every smaller table behind as garbage.
+	counts := map[*string]*[256]int{}
+	for _, e := range es {
+		c := counts[e.model]
+		if c == nil {
+			c = &[256]int{}
+			counts[e.model] = c
+		}
+		c[e.id[0]]++
 	}
-	e.model = m.name // one copy of the name per model
+	for name, c := range counts {
+		m := x.models[*name]
+		if m == nil {
+			m = &modelSet{name: *name}
+			x.models[m.name] = m
+		}
+		for hh, n := range c {
+			if m.shards[hh] == nil && n > 0 {
+				m.shards[hh] = make(map[slot]*entry, n)
+			}
+		}
+	}
+	for _, e := range es {
+		if x.lookupLocked(e.key()) == nil {
+			x.insertLocked(e)
+		}
+	}
+}
+
+func (x *index) insertLocked(e *entry) {
+	m := x.models[*e.model]
+	if m == nil {
+		m = &modelSet{name: *e.model}
+		x.models[m.name] = m
+	}
 	sh := &m.shards[e.id[0]]
 	if *sh == nil {
 		*sh = make(map[slot]*entry)
@@ -141,6 +202,7 @@ func (x *index) insertLocked(e *entry) {
 	(*sh)[slot{e.id, e.kind}] = e
 	m.files++
 	m.bytes += e.size
+	m.count(e, 1)
 	x.files++
 	x.used += e.size
 	x.pushFrontLocked(e)
@@ -148,7 +210,7 @@ func (x *index) insertLocked(e *entry) {
 
 func (x *index) deleteLocked(e *entry) {
 	x.unlinkLocked(e)
-	if m := x.models[e.model]; m != nil {
+	if m := x.models[*e.model]; m != nil {
 		sh := m.shards[e.id[0]]
 		delete(sh, slot{e.id, e.kind})
 		if len(sh) == 0 {
@@ -156,8 +218,9 @@ func (x *index) deleteLocked(e *entry) {
 		}
 		m.files--
 		m.bytes -= e.size
+		m.count(e, -1)
 		if m.files == 0 {
-			delete(x.models, e.model)
+			delete(x.models, m.name)
 		}
 	}
 	x.files--
@@ -279,10 +342,14 @@ func (x *index) setFlags(key Key, set func(*entry)) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
-	if e != nil {
-		set(e)
+	if e == nil {
+		return false
 	}
-	return e != nil
+	m := x.models[key.Model]
+	m.count(e, -1)
+	set(e)
+	m.count(e, 1)
+	return true
 }
 
 // flags returns the pinned and dirty flags of key (false for absent keys).

@@ -17,7 +17,7 @@ func (x *index) holds(e *entry) bool {
 func (x *index) attach(e *entry, b []byte) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if e.next == nil || x.lookupLocked(e.key()) != e || e.mapped != nil {
+	if e.next == nil || x.lookupLocked(e.key()) != e || e.hasMapping() {
 		return false
 	}
 	e.setMapping(b)
@@ -104,6 +104,17 @@ func (x *index) modelUsage(model string) (files, bytes int64) {
 		return m.files, m.bytes
 	}
 	return 0, 0
+}
+
+// modelCount returns the counts of model: all its entries, and those
+// flagged dirty.
+func (x *index) modelCount(model string) (all, dirty ModelCount) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if m := x.models[model]; m != nil {
+		return ModelCount{Blocks: m.blocks, Files: m.files, Bytes: m.bytes}, m.dirty
+	}
+	return ModelCount{}, ModelCount{}
 }
 
 // each calls fn with snapshots of Infos, model by model, without holding

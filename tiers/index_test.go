@@ -155,7 +155,7 @@ func TestIndexShardKeys(t *testing.T) {
 
 // TestIndexEntrySize: an entry stays small, since a tier holds millions.
 func TestIndexEntrySize(t *testing.T) {
-	if n := unsafe.Sizeof(entry{}); n > 80 {
-		t.Fatalf("an index entry is %d bytes, want at most 80", n)
+	if n := unsafe.Sizeof(entry{}); n > 64 {
+		t.Fatalf("an index entry is %d bytes, want at most 64", n)
 	}
 }

@@ -122,7 +122,7 @@ func (w *layoutWalk) run() error {
 		name := e.Name()
 		switch {
 		case strings.HasPrefix(name, ".") && e.IsDir():
-		case name == LockFileName:
+		case name == LockFileName, name == SnapshotFileName:
 		case strings.HasPrefix(name, "."):
 			w.leftover(name)
 		case name == "lost+found" && e.IsDir():

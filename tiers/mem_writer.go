@@ -86,7 +86,7 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 		w.discard()
 		return Info{}, err
 	}
-	e := newEntry(Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC})
+	e := newMemEntry(Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC})
 	e.set(flagDirty, true)
 	e.set(flagCRCRead, true)
 	e.setMapping(mapping)

@@ -79,6 +79,7 @@ type Stack struct {
 	room     chan struct{} // closed and replaced whenever memory may have room
 	verified map[Key]bool  // lower-tier files whose CRC was checked this run
 	closed   bool
+	promo    promoteQueue // promotions decided by reads (stack_promote.go)
 
 	metas modelMetas // the models' settings records (model_meta.go)
 
@@ -168,6 +169,7 @@ func newStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 		work:     make(chan struct{}, 1),
 		room:     make(chan struct{}),
 		verified: make(map[Key]bool),
+		promo:    newPromoteQueue(),
 		stop:     make(chan struct{}),
 	}
 	s.watchShared()
@@ -177,6 +179,10 @@ func newStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 	}
 	s.wg.Add(1)
 	go s.demoteLoop()
+	if len(dirs) > 0 {
+		s.wg.Add(1)
+		go s.promoteLoop()
+	}
 	return s, nil
 }
 

@@ -84,3 +84,15 @@ func mustEqual(t testing.TB, what string, got, want []byte) {
 		t.Fatalf("%s: %d bytes differ from the %d written", what, len(got), len(want))
 	}
 }
+
+// waitPromoted waits (up to 10 s) until the read-path promotions are done
+// and k is in memory.
+func waitPromoted(t testing.TB, s *Stack, k Key) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if s.promoting() == 0 && s.mem.idx.has(k) {
+			return
+		}
+	}
+	t.Fatalf("%s not promoted into memory", k)
+}

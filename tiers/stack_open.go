@@ -10,9 +10,10 @@ import (
 )
 
 // Open opens k for reading from the fastest tier that holds it. A file
-// found only on a lower tier is promoted into memory when it fits without
-// eviction or when the admission filter has seen it before; otherwise it
-// is served from where it is, after a one-time CRC check. A file of a
+// found only on a lower tier is served from where it is, after a one-time
+// CRC check; its promotion into memory, when it fits without eviction or
+// when the admission filter has seen it before, is queued for a
+// background worker (stack_promote.go), never waited for. A file of a
 // shared tier is always copied first, into memory or a private memfd
 // (shared_stack.go), so other daemons may remove it during the read.
 func (s *Stack) Open(k Key) (*Handle, error) {
@@ -73,8 +74,10 @@ func (s *Stack) Promote(k Key) error {
 	return nil
 }
 
-// locate finds the tier to read k from, promoting it on the way (always
-// when force is set). It runs inside a singleflight per key.
+// locate finds the tier to read k from. With force it promotes k into
+// memory first; without, it queues the promotion when shouldPromote
+// admits it and returns the lower tier. It runs inside a singleflight
+// per key.
 func (s *Stack) locate(k Key, force bool) (TierID, error) {
 	if _, err := s.mem.Stat(k); err == nil {
 		return Memory, nil
@@ -91,7 +94,7 @@ func (s *Stack) locate(k Key, force bool) (TierID, error) {
 		}
 		d.Touch(k)
 		shared := d.view != nil // always copied: never read in place
-		if force || shared || s.shouldPromote(k, info.Size) {
+		if force || shared {
 			err := s.promote(d, k)
 			if err == nil {
 				return Memory, nil
@@ -104,13 +107,11 @@ func (s *Stack) locate(k Key, force bool) (TierID, error) {
 			if force {
 				return TierID(i + 1), err
 			}
-			if shared && (errors.Is(err, ErrNotFound) || goneErr(err)) {
+			if errors.Is(err, ErrNotFound) || goneErr(err) {
 				lastErr = fmt.Errorf("%s: %w", k, ErrNotFound)
 				continue
 			}
-			if shared {
-				return TierID(i + 1), nil // Open makes a private copy
-			}
+			return TierID(i + 1), nil // shared: Open makes a private copy
 		}
 		if err := s.verifyOnce(d, k, info); err != nil {
 			if errors.Is(err, ErrCorrupt) {
@@ -120,6 +121,9 @@ func (s *Stack) locate(k Key, force bool) (TierID, error) {
 			}
 			lastErr = err
 			continue
+		}
+		if s.shouldPromote(k, info.Size) {
+			s.promoteLater(k) // off the read path: stack_promote.go
 		}
 		return TierID(i + 1), nil
 	}
@@ -206,6 +210,10 @@ func (s *Stack) verifyOnce(d *DirTier, k Key, info Info) error {
 	if size != info.Size || (known && crc != want) {
 		s.stats.crcErrors.Add(1)
 		return fmt.Errorf("%w: %s on %s: CRC-32C %08x (expected %08x), %d bytes", ErrCorrupt, k, d.Name(), crc, want, size)
+	}
+	if !known { // the check computed it: the tier's index keeps it
+		d.idx.setCRC(k, crc, true)
+		d.idx.fillCRC(k, crc)
 	}
 	s.mu.Lock()
 	s.verified[k] = true

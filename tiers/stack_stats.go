@@ -8,6 +8,7 @@ type counters struct {
 	published, rejected, duplicates  atomic.Int64
 	promotions, evictions, demotions atomic.Int64
 	drops                            atomic.Int64
+	promoteDropped                   atomic.Int64 // read-path promotions not queued or not done
 	writeBacks, writeBackErrors      atomic.Int64
 	directWrites, roomWaits          atomic.Int64
 	crcErrors, quarantined           atomic.Int64

@@ -136,8 +136,17 @@ func TestStackRestartFallsThroughAndPromotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.File.Close()
+	if h.Tier != "nvme" {
+		t.Fatalf("first read served from %s, want the nvme file (promotion is off the read path)", h.Tier)
+	}
+	waitPromoted(t, s2, k)
+	h, err = s2.Open(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.File.Close()
 	if h.Tier != "mem" {
-		t.Fatalf("read with free memory served from %s, want a promotion to mem", h.Tier)
+		t.Fatalf("read after the promotion served from %s, want mem", h.Tier)
 	}
 	mustEqual(t, "promoted", readAll(t, s2, k), data)
 	if st := s2.Stats(); st.Promotions != 1 {
@@ -228,7 +237,8 @@ func TestStackPublishTimeSurvivesCopies(t *testing.T) {
 	}
 	s.Close(context.Background())
 	s2 := newTestStack(t, 8<<20, dir, StackConfig{})
-	readAll(t, s2, k) // promotes
+	readAll(t, s2, k) // queues a promotion
+	waitPromoted(t, s2, k)
 	bi, err := s2.Stat(k)
 	if err != nil || bi.Holders[0] != "mem" || !bi.MTime.Equal(info.MTime) {
 		t.Fatalf("after promotion: %+v %v, published %v", bi, err, info.MTime)

@@ -50,6 +50,39 @@ func (s *Stack) Models() []string {
 	return slices.Compact(names)
 }
 
+// ModelCount is what one model stores: its block files, all its files
+// (blocks and sidecars) and their bytes.
+type ModelCount struct {
+	Blocks, Files, Bytes int64
+}
+
+// add adds c to m.
+func (m *ModelCount) add(c ModelCount) {
+	m.Blocks += c.Blocks
+	m.Files += c.Files
+	m.Bytes += c.Bytes
+}
+
+// ModelUsage counts the distinct files of model in the stack, each file
+// counted once however many tiers hold it, from the tiers' per-model
+// counters (no walk, no syscall). With directory tiers, a clean block in
+// memory is also on a directory tier (written back, or promoted from one),
+// so the distinct files are the directory tiers' files plus the memory
+// tier's dirty ones; a memory-only stack holds each file once. A file
+// being moved between two directory tiers (demotion) counts twice for the
+// moment of the copy.
+func (s *Stack) ModelUsage(model string) ModelCount {
+	all, dirty := s.mem.idx.modelCount(model)
+	if len(s.dirs) == 0 {
+		return all
+	}
+	for _, d := range s.dirs {
+		c, _ := d.idx.modelCount(model)
+		dirty.add(c)
+	}
+	return dirty
+}
+
 // HasModel reports whether any tier holds a file of model or, for a
 // shared tier, a directory of it (another daemon's model).
 func (s *Stack) HasModel(model string) bool {

@@ -28,6 +28,7 @@ type mountConfig struct {
 	Passthrough     bool          // FUSE passthrough (default: on as root)
 	EntryTTL        time.Duration // kernel cache of published entries and attrs
 	NegativeTTL     time.Duration // kernel cache of misses
+	KernelNodes     int           // published files' nodes the kernel may keep; 0: fs default, <0: unbounded
 	MaxFileSize     int64         // largest block file accepted, bytes
 	MaxPending      int64         // bytes of files being written (0: the memory tier's size)
 	MaxPendingUser  int64         // one user's share of MaxPending (0: all of it)
@@ -96,6 +97,7 @@ type fileConfig struct {
 	Passthrough     *bool          `yaml:"passthrough"`
 	EntryTTL        *time.Duration `yaml:"entry_ttl"`
 	NegativeTTL     *time.Duration `yaml:"negative_ttl"`
+	KernelNodes     *int           `yaml:"kernel_nodes"`
 	MaxFileSize     *byteSize      `yaml:"max_file_size"`
 	MaxPending      *byteSize      `yaml:"max_pending"`
 	MaxPendingUser  *byteSize      `yaml:"max_pending_per_user"`
@@ -194,6 +196,9 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 		}
 	}
 	set(&cfg.Memory, fc.Memory)
+	if fc.KernelNodes != nil {
+		cfg.KernelNodes = *fc.KernelNodes
+	}
 	set(&cfg.MaxFileSize, fc.MaxFileSize)
 	set(&cfg.MaxPending, fc.MaxPending)
 	set(&cfg.MaxPendingUser, fc.MaxPendingUser)

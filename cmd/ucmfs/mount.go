@@ -100,6 +100,8 @@ func fuseFlags() []cli.Flag {
 			Usage: "how long (`DURATION`) the kernel caches a miss; blocks another host publishes on a shared tier appear after it"},
 		&cli.DurationFlag{Name: "entry-ttl", Category: catFUSE, Value: defaultMountConfig().EntryTTL,
 			Usage: "how long (`DURATION`) the kernel caches published entries and attributes"},
+		&cli.IntFlag{Name: "kernel-nodes", Category: catFUSE, Value: fs.DefaultKernelNodes,
+			Usage: "most published files (`N`) the kernel keeps looked up; older ones are handed back, at a cost to long walks (-1: no bound)"},
 		&cli.StringFlag{Name: "max-file-size", Category: catFUSE, Value: "1GiB",
 			Usage: "largest block file accepted (`SIZE`); larger writes fail"},
 		&cli.StringFlag{Name: "max-pending", Category: catFUSE, Value: "0",
@@ -183,6 +185,9 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 	if cmd.IsSet("memory-dir") {
 		cfg.MemoryDir = cmd.String("memory-dir")
 	}
+	if cmd.IsSet("kernel-nodes") {
+		cfg.KernelNodes = int(cmd.Int("kernel-nodes"))
+	}
 	if err := applyControlFlags(cmd, cfg); err != nil {
 		return err
 	}
@@ -217,9 +222,6 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 // runMount mounts cfg and serves until a signal (ctx is cancelled) or an
 // external unmount; see serve for the shutdown.
 func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(daemonGCPercent)
-	}
 	log, flushLog := newLogger(cfg, stderr)
 	defer flushLog()
 	life := &lifecycle{log: log}
@@ -245,6 +247,13 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		return err
 	}
 	life.stack = st
+	// After the index rebuild: its heap is all kept, so the default GOGC
+	// collects fewer times while it grows; what it let go (listings, the
+	// snapshot's bytes) goes back to the system before the mount is ready.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(daemonGCPercent)
+	}
+	debug.FreeOSMemory()
 	core, err := store.New(st, store.Options{
 		MaxFileSize: cfg.MaxFileSize, Logger: log, Repr: cfg.Repr, GPU: dev,
 		MaxPending: cfg.MaxPending, MaxPendingPerUser: cfg.MaxPendingUser,
@@ -258,7 +267,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	exported := ucmmetrics.New(core) // before the mount: it installs the latency histograms
 	srv, err := fs.Mount(cfg.Mountpoint, core, fs.Options{
 		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
-		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL,
+		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL, KernelNodes: cfg.KernelNodes,
 		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup,
 		GPUSocket: gpuSocketPath(cfg, dev, log),
 	})

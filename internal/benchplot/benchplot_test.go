@@ -50,8 +50,8 @@ func TestParseBench(t *testing.T) {
 		got[v.what] = v.status()
 	}
 	for what, want := range map[string]string{
-		"passthrough read":                        "MISSED",
-		"passthrough write":                       "not measured",
+		"read, resident in memory, passthrough":   "MISSED",
+		"write, write-back running, passthrough":  "not measured",
 		"stat of misses, passthrough, one thread": "holds",
 		"stat of misses, fallback, one thread":    "MISSED",
 	} {
@@ -79,13 +79,13 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"6.00 GB/s (0.50x)", "12.00 GB/s", "40.0k/s (0.10x)",
-		"du -s of the model (first after restart)  1.50 s", "daemon VmRSS after du -s                  200.0 MiB"} {
+		"du -s of the model (first after restart)  1.50 s", "daemon VmRSS after du -s twice            200.0 MiB"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
 	}
 	mdText, err := os.ReadFile(md)
-	if err != nil || !strings.Contains(string(mdText), "| passthrough read | 0.50x | >= 0.9x tmpfs | MISSED |") {
+	if err != nil || !strings.Contains(string(mdText), "| read, resident in memory, passthrough | 0.50x | >= 0.95x tmpfs | MISSED |") {
 		t.Errorf("markdown (%v):\n%s", err, mdText)
 	}
 	f, err := os.Open(pngPath)

@@ -26,28 +26,35 @@ var (
 const (
 	width     = 1120
 	heightTop = 470 // the ratio chart
-	heightBot = 250 // the scale run
+	heightBot = 400 // the scale run
 	marginL   = 60
 	barGap    = 6  // between the bars of a group
 	groupGap  = 40 // between groups
 )
 
 // targetRatio is the acceptance target of op on target as a ratio to
-// tmpfs, or 0 for none. The miss target (30k/s) is absolute: it becomes a
-// ratio through the baseline's rate.
+// tmpfs, or 0 for none (issue 10's goals). The miss target (40k/s) is
+// absolute, and the spill read's is 0.9x the nvme directory: both become
+// ratios through the baseline's figure.
 func targetRatio(r results, op, target string) float64 {
 	switch {
 	case op == "Read2MiB" && target == "passthrough":
-		return 0.9
+		return 0.95
+	case op == "Read2MiB4Threads" && target == "passthrough":
+		return 0.95
 	case op == "Read2MiB" && target == "fallback":
 		return 0.5
 	case op == "Write2MiB" && target == "passthrough":
-		return 0.8
+		return 0.9
 	case op == "StatHit" && target != "nvme":
-		return 0.8
+		return 0.95
+	case op == "ReadSpill2MiB" && target == "passthrough":
+		if x, ok := r.ratio(op, "nvme"); ok {
+			return 0.9 * x
+		}
 	case op == "StatMiss" && target != "nvme":
 		if b, ok := r.get(op, baseline); ok {
-			return 30e3 / b.rate()
+			return 40e3 / b.rate()
 		}
 	}
 	return 0
@@ -153,10 +160,14 @@ func drawScale(img *image.RGBA, s *scaleResult, y0 int) {
 		shown     string
 		threshold string
 	}{
-		{"du -s of the model, first after restart", s.DuCold, 2, fmt.Sprintf("%.2f s", s.DuCold), "2 s"},
-		{"restart: SIGTERM to ready", s.Restart, 3, fmt.Sprintf("%.2f s", s.Restart), "3 s"},
-		{"daemon VmRSS when ready", mib(s.RSSReady), mib(s.RSSLimit), fmt.Sprintf("%.0f MiB", mib(s.RSSReady)), fmt.Sprintf("%.0f MiB", mib(s.RSSLimit))},
-		{"daemon VmRSS after du -s", mib(s.RSSAfterDu), mib(s.RSSLimit), fmt.Sprintf("%.0f MiB", mib(s.RSSAfterDu)), fmt.Sprintf("%.0f MiB", mib(s.RSSLimit))},
+		{"restart: start to ready", s.StartReady, 2, fmt.Sprintf("%.2f s", s.StartReady), "2 s"},
+		{"daemon VmRSS when ready", mib(s.RSSReady), mib(max(s.RSSReadyLim, 1)), fmt.Sprintf("%.0f MiB", mib(s.RSSReady)), fmt.Sprintf("%.0f MiB", mib(s.RSSReadyLim))},
+		{"daemon VmRSS after du -s twice", mib(s.RSSAfterDu), mib(s.RSSLimit), fmt.Sprintf("%.0f MiB", mib(s.RSSAfterDu)), fmt.Sprintf("%.0f MiB", mib(s.RSSLimit))},
+		{"getxattr user.ucm.blocks", s.Getfattr * 1e3, 10, fmt.Sprintf("%.2f ms", s.Getfattr*1e3), "10 ms"},
+		{"du -s of the model, first after restart", s.DuCold, 3, fmt.Sprintf("%.2f s", s.DuCold), "3 s"},
+		// Rates: the limit is a floor, so the share is limit / rate.
+		{"first stat of a block (1/rate)", 40e3, math.Max(s.FirstStat, 1), formatRate(s.FirstStat) + "/s", "40k/s"},
+		{"stat of a missing id (1/rate)", 40e3, math.Max(s.MissStat, 1), formatRate(s.MissStat) + "/s", "40k/s"},
 	}
 	x0, x1 := marginL+300, width-200
 	xmax := 1.5

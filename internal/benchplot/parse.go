@@ -22,6 +22,8 @@ var operations = []struct {
 }{
 	{"Write2MiB", "write 2 MiB (create, write, close)", "write 2 MiB", true},
 	{"Read2MiB", "read 2 MiB (open, read, close)", "read 2 MiB", true},
+	{"ReadSpill2MiB", "read 2 MiB, working set 3x the memory tier", "read, spill", true},
+	{"Read2MiB4Threads", "read 2 MiB, 4 reader threads", "read, 4 threads", true},
 	{"StatHit", "stat, hit, kernel cache warm", "stat hit, warm", false},
 	{"StatHitCold", "stat, hit, first after mount", "stat hit, cold", false},
 	{"StatMiss", "stat, miss (new id each)", "stat miss", false},
@@ -142,6 +144,11 @@ type scaleResult struct {
 	RSSReady    int64   `json:"rss_ready"`
 	RSSAfterDu  int64   `json:"rss_after_du"`
 	RSSLimit    int64   `json:"rss_limit"`
+	RSSReadyLim int64   `json:"rss_ready_limit"`
+	Getfattr    float64 `json:"getfattr_s"`
+	GetfattrN   int64   `json:"getfattr_blocks"`
+	FirstStat   float64 `json:"first_stat_per_s"`
+	MissStat    float64 `json:"miss_stat_per_s"`
 	DropCaches  bool    `json:"drop_caches"`
 	ColdRestart float64 `json:"cold_restart_s"`
 }
