@@ -25,7 +25,7 @@ import (
 //   - a published block or sidecar belongs to the model's owner, mode 0444
 //     masked by the model's read bits; a file being written belongs to the
 //     process writing it, 0644;
-//   - the control files are the daemon's, as before (control_access.go).
+//   - the control files are the daemon's, as before (control.Access).
 
 // rootSharedPerm is the root's mode on an allow_other mount.
 const rootSharedPerm = 0o1777
