@@ -161,7 +161,7 @@ func (t *DirTier) runInline(op string, fn func() error) error {
 	}
 	err := fn()
 	t.watch.end(id)
-	if t.health.observe(op, err) {
+	if t.health.observe(op, t.healthErr(err)) {
 		t.log.Warn("tier down: "+t.downWhy(), "kind", t.kind, "dir", t.root, "op", op, "err", err)
 	}
 	return err
@@ -198,7 +198,7 @@ func (t *DirTier) run(op string, fn func() error, late func()) error {
 	defer timer.Stop()
 	select {
 	case err := <-done:
-		if t.health.observe(op, err) {
+		if t.health.observe(op, t.healthErr(err)) {
 			t.log.Warn("tier down: "+t.downWhy(), "kind", t.kind, "dir", t.root, "op", op, "err", err)
 		}
 		return err
@@ -207,7 +207,7 @@ func (t *DirTier) run(op string, fn func() error, late func()) error {
 		if !state.CompareAndSwap(opRunning, opAbandoned) {
 			t.stuck.Add(-1)
 			err := <-done // answered just in time
-			t.health.observe(op, err)
+			t.health.observe(op, t.healthErr(err))
 			return err
 		}
 		if t.health.setDown() {
@@ -300,4 +300,13 @@ func (t *DirTier) downWhy() string {
 		return "the filesystem fails writes"
 	}
 	return "the mount lost its server"
+}
+
+// healthErr is err as the tier's health sees it: on a shared tier ESTALE
+// is another host's delete of a file (a miss), not a failing directory.
+func (t *DirTier) healthErr(err error) error {
+	if t.shared && errors.Is(err, unix.ESTALE) {
+		return nil
+	}
+	return err
 }

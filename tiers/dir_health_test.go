@@ -2,6 +2,7 @@ package tiers
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"golang.org/x/sys/unix"
 )
 
 // healthKey is block n of model "h".
@@ -260,5 +262,26 @@ func TestHealthFailingWrites(t *testing.T) {
 		if !h.observe(c.op, c.err) || h.get() != Down || h.failing() != c.reason {
 			t.Errorf("%s %v: %v (%v), want down (%v)", c.op, c.err, h.get(), h.failing(), c.reason)
 		}
+	}
+}
+
+// TestHealthSharedESTALE: on a shared tier ESTALE (another host removed
+// the file) is a miss and leaves the tier up; on a local one it is a
+// failing directory.
+func TestHealthSharedESTALE(t *testing.T) {
+	for _, shared := range []bool{true, false} {
+		d, err := NewDirTier(DirConfig{Kind: "nfs", Dir: t.TempDir(), Shared: &shared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.health.observe("open", d.healthErr(fmt.Errorf("open: %w", unix.ESTALE)))
+		want := Up
+		if !shared {
+			want = Unstable
+		}
+		if got := d.Health(); got != want {
+			t.Errorf("shared=%v: health %v after ESTALE, want %v", shared, got, want)
+		}
+		d.Close()
 	}
 }
