@@ -42,6 +42,11 @@ type StackConfig struct {
 	RetryDelay time.Duration
 	// Logger receives one line per notable event (default slog.Default()).
 	Logger *slog.Logger
+	// NoAdmission promotes every block read from a lower tier when memory
+	// is full, evicting the least recently used, instead of only those the
+	// TinyLFU filter has seen before (for comparison: a one-time scan then
+	// evicts the hot set; BenchmarkScanResistance).
+	NoAdmission bool
 }
 
 func (c *StackConfig) setDefaults() {

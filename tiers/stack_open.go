@@ -138,7 +138,7 @@ func (s *Stack) admitKey(k Key) uint64 { return maphash.Comparable(s.seed, k) }
 // TinyLFU filter must have seen the key before (ristretto is a shadow of
 // access frequency here, never the record of what memory holds).
 func (s *Stack) shouldPromote(k Key, size int64) bool {
-	if s.mem.Room() >= size {
+	if s.mem.Room() >= size || s.cfg.NoAdmission {
 		return true
 	}
 	ak := s.admitKey(k)
