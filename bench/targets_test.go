@@ -182,9 +182,9 @@ func sanitize(name string) string {
 	return string(b)
 }
 
-// dropBatch waits for a mount's write-back of what was written so far,
-// then removes the files at paths (untimed: a write benchmark's pause),
-// and returns paths emptied.
+// dropBatch removes the files a write benchmark wrote, once its timing is
+// over (a mount's write-back is let finish first, so the next run starts
+// with nothing dirty), and returns paths emptied.
 func (t *target) dropBatch(b *testing.B, paths []string) []string {
 	if t.mounted() {
 		if err := t.d.waitWriteBack(); err != nil {
