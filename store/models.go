@@ -245,9 +245,7 @@ func (s *Store) RemoveModel(model string) error {
 	s.models.remove(model)
 	s.ForgetHits(tiers.Key{Model: model}, true)
 	s.quotas.set(model, 0)
-	s.reprKinds.reset(model)
 	s.forgetSettings(model)
-	s.forgetGroup(model)
 	s.log.Info("model removed", "model", model)
 	return nil
 }

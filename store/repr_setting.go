@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/sparse"
@@ -92,38 +91,13 @@ func (r ReprSetting) String() string {
 	return r.Kind.String()
 }
 
-// reprSettings holds the settings made through the user.ucm.repr_kind
-// attribute of model directories (persisted in the models' settings
-// records, settings.go);
-// models without one take Options.Repr.
-type reprSettings struct {
-	mu sync.Mutex
-	m  map[string]ReprSetting
-}
-
-func (r *reprSettings) init() { r.m = make(map[string]ReprSetting) }
-
-// set gives model its own setting.
-func (r *reprSettings) set(model string, v ReprSetting) {
-	r.mu.Lock()
-	r.m[model] = v
-	r.mu.Unlock()
-}
-
-// reset makes model take the mount's default again.
-func (r *reprSettings) reset(model string) {
-	r.mu.Lock()
-	delete(r.m, model)
-	r.mu.Unlock()
-}
-
 // ModelRepr is the setting model derives with, its param resolved.
 func (s *Store) ModelRepr(model string) ReprSetting {
-	s.reprKinds.mu.Lock()
-	v, ok := s.reprKinds.m[model]
-	s.reprKinds.mu.Unlock()
-	if !ok {
-		v = s.opts.Repr
+	v := s.opts.Repr
+	if text := s.ModelSettings(model).ReprKind; text != "" {
+		if own, err := ParseReprSetting(text); err == nil {
+			v = own
+		}
 	}
 	return v.resolved()
 }
@@ -132,19 +106,11 @@ func (s *Store) ModelRepr(model string) ReprSetting {
 // "default" to take the mount's again.
 func (s *Store) SetReprKind(model, value string) error {
 	if value == "default" {
-		if err := s.updateSettings(model, func(st *Settings) error { st.ReprKind = ""; return nil }); err != nil {
-			return err
-		}
-		s.reprKinds.reset(model)
-		return nil
+		return s.updateSettings(model, func(st *Settings) error { st.ReprKind = ""; return nil })
 	}
 	v, err := ParseReprSetting(value)
 	if err != nil {
 		return err
 	}
-	if err := s.updateSettings(model, func(st *Settings) error { st.ReprKind = v.String(); return nil }); err != nil {
-		return err
-	}
-	s.reprKinds.set(model, v)
-	return nil
+	return s.updateSettings(model, func(st *Settings) error { st.ReprKind = v.String(); return nil })
 }

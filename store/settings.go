@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/ucmfs/ucmfs/hybrid"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -123,21 +122,10 @@ func (s *Store) forgetSettings(model string) {
 	s.settings.mu.Unlock()
 }
 
-// applySettings loads model's record at mount and hands its repr_kind and
-// quota to the tables that serve them.
+// applySettings loads model's record at mount and hands its quota to the
+// quota table (repr_kind, group and layout are read from the record).
 func (s *Store) applySettings(model string) {
-	v := s.ModelSettings(model)
-	if v.ReprKind != "" {
-		if r, err := ParseReprSetting(v.ReprKind); err == nil {
-			s.reprKinds.set(model, r)
-		}
-	}
-	if v.Quota > 0 {
+	if v := s.ModelSettings(model); v.Quota > 0 {
 		s.quotas.set(model, v.Quota)
-	}
-	if v.Group != "" {
-		if spec, err := hybrid.ParseSpec(v.Group); err == nil {
-			s.setGroup(model, spec)
-		}
 	}
 }

@@ -61,7 +61,7 @@ func (o *Options) setDefaults() {
 // pool and the counters. It returns Go errors only.
 //
 // Lock order: every mutex of a Store is a leaf (models.mu, hits.mu,
-// pending.mu, budget.mu, quotas.mu, reprKinds.mu, reprCache.mu,
+// pending.mu, budget.mu, quotas.mu, settings.mu, reprCache.mu,
 // settings.mu): none is held while another is taken or while the stack is
 // called. The exceptions are settings.write (settings.go) and pins.mu,
 // held while the memory tier's pin flag of a key changes, so that the flag
@@ -81,9 +81,7 @@ type Store struct {
 	prefetch prefetcher // the promotion pool
 	pins     loadPins   // blocks pinned by GPU loads in flight
 
-	reprKinds reprSettings       // per-model sidecar kinds (user.ucm.repr_kind)
 	settings  settingsTable      // per-model persisted settings (settings.go)
-	groups    groupSettings      // per-model KV-cache group kinds (user.ucm.group)
 	derives   singleflight.Group // sidecar derivations in flight, by path
 	reprCache *reprCache         // sidecar files .ucm/topk read or derived
 
@@ -125,7 +123,6 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	s.pending.init()
 	s.quotas.init()
 	s.pins.init()
-	s.reprKinds.init()
 	s.settings.init()
 	s.reprCache = newReprCache(opts.ReprCache)
 	s.budget.max, s.budget.perUser = opts.MaxPending, opts.MaxPendingPerUser
