@@ -55,6 +55,14 @@ func (p *publisher) publish(tmp, dst string) error {
 			if err == nil {
 				return nil
 			}
+			if errors.Is(err, unix.EINTR) {
+				// A network or FUSE filesystem interrupted by a signal:
+				// the rename happened or not; try again only if not.
+				if moved(tmp, dst) {
+					return nil
+				}
+				continue
+			}
 			if errors.Is(err, unix.EEXIST) {
 				return fmt.Errorf("%w: %s", ErrExist, dst)
 			}
@@ -92,6 +100,13 @@ func (p *publisher) publish(tmp, dst string) error {
 			return unix.Rename(tmp, dst)
 		}
 	}
+}
+
+// moved reports whether an interrupted rename of tmp to dst happened:
+// tmp is gone and dst is there.
+func moved(tmp, dst string) bool {
+	var st unix.Stat_t
+	return errors.Is(unix.Lstat(tmp, &st), unix.ENOENT) && unix.Lstat(dst, &st) == nil
 }
 
 // randomSuffix returns 16 hex characters for temp and directory names.
