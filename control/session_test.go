@@ -35,7 +35,9 @@ func testErrName(err error) (string, bool) {
 }
 
 // newTestEnv builds a store of a 64 MiB memory tier over an nvme tier,
-// with n blocks of testModel, and the environment of its sessions.
+// with n blocks of testModel, and the environment of its sessions. The
+// blocks are written back before it returns, so no background work runs
+// (and allocates) while a test measures.
 func newTestEnv(t testing.TB, n int) (*Env, []tiers.Key) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -44,7 +46,7 @@ func newTestEnv(t testing.TB, n int) (*Env, []tiers.Key) {
 	for i := range keys {
 		keys[i] = testKey(i)
 		h := hashdir.BlockHeader{ID: keys[i].ID, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16}
-		if _, err := st.Put(keys[i], hashdir.NewBlock(h, make([]byte, 64)), false); err != nil {
+		if _, err := st.Put(keys[i], hashdir.NewBlock(h, make([]byte, 64)), true); err != nil {
 			t.Fatal(err)
 		}
 	}
