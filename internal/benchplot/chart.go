@@ -40,7 +40,8 @@ func targetRatio(r results, op, target string) float64 {
 	switch {
 	case op == "Read2MiB" && target == "passthrough":
 		return 0.95
-	case op == "Read2MiB4Threads" && target == "passthrough":
+	case op == "Read2MiB4Threads" && target == "passthrough",
+		op == "Read2MiB4Procs" && target == "passthrough":
 		return 0.95
 	case op == "Read2MiB" && target == "fallback":
 		return 0.5

@@ -24,6 +24,7 @@ var operations = []struct {
 	{"Read2MiB", "read 2 MiB (open, read, close)", "read 2 MiB", true},
 	{"ReadSpill2MiB", "read 2 MiB, working set 3x the memory tier", "read, spill", true},
 	{"Read2MiB4Threads", "read 2 MiB, 4 reader threads", "read, 4 threads", true},
+	{"Read2MiB4Procs", "read 2 MiB, 4 reader processes", "read, 4 procs", true},
 	{"StatHit", "stat, hit, kernel cache warm", "stat hit, warm", false},
 	{"StatHitCold", "stat, hit, first after mount", "stat hit, cold", false},
 	{"StatMiss", "stat, miss (new id each)", "stat miss", false},

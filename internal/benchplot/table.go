@@ -58,6 +58,7 @@ func verdicts(r results, s *scaleResult) []verdict {
 	ratio("write, write-back running, passthrough", "Write2MiB", "passthrough", 0.9)
 	ratio("read, resident in memory, passthrough", "Read2MiB", "passthrough", 0.95)
 	ratio("read, 4 reader threads, passthrough", "Read2MiB4Threads", "passthrough", 0.95)
+	ratio("read, 4 reader processes, passthrough", "Read2MiB4Procs", "passthrough", 0.95)
 	ratio("fallback read", "Read2MiB", "fallback", 0.5)
 	ratio("stat of hits, passthrough (warm)", "StatHit", "passthrough", 0.95)
 	ratio("stat of hits, fallback (warm)", "StatHit", "fallback", 0.95)
