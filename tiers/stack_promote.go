@@ -24,6 +24,14 @@ type promoteQueue struct {
 	pending map[Key]bool // keys in ch or being promoted
 }
 
+// maybePromote queues k's promotion (size bytes) after a read from a
+// lower tier when the admission filter lets it in.
+func (s *Stack) maybePromote(k Key, size int64) {
+	if s.shouldPromote(k, size) {
+		s.promoteLater(k) // off the read path
+	}
+}
+
 func newPromoteQueue() promoteQueue {
 	return promoteQueue{ch: make(chan Key, promoteQueueLen), pending: make(map[Key]bool)}
 }
