@@ -122,7 +122,7 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 	}
 	root := newRoot(s)
 	s.root, s.rootNode = &root.Inode, root
-	srv, err := gofs.Mount(mnt, root, gopts)
+	srv, err := mountFS(s, mnt, root, gopts)
 	if err != nil {
 		s.env.CloseGPUSocket()
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)
