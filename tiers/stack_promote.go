@@ -1,6 +1,9 @@
 package tiers
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // Promotion off the read path
 //
@@ -13,23 +16,66 @@ import "sync"
 // does; the next open finds it there. The queue is bounded
 // (promoteQueueLen) and holds each key once; a promotion that finds no
 // room is dropped (the filter decides again at the next read).
+//
+// Promotions that evict are paced (promotePace): when memory is full, a
+// uniform working set larger than memory is admitted by TinyLFU block
+// after block (every block is seen again soon), and promoting each one
+// would copy and CRC a block per read, evicting another, while the read
+// itself is served as fast from the lower tier's page cache. A token
+// bucket bounds the bytes such promotions copy to a sixteenth of the
+// memory tier's capacity per second (a full turnover in 16 s; at least
+// promotePaceMin), with one second's worth as burst. Promotions into free
+// room are not paced: they fill memory once and evict nothing.
 
 // promoteQueueLen bounds the promotions waiting for the worker.
 const promoteQueueLen = 256
+
+// promotePaceMin is the least rate, in bytes per second, of promotions
+// that evict.
+const promotePaceMin = 16 << 20
 
 // promoteQueue is the queue of promotions decided on the read path.
 type promoteQueue struct {
 	ch      chan Key
 	mu      sync.Mutex
 	pending map[Key]bool // keys in ch or being promoted
+	tokens  float64      // bytes promotions that evict may still copy (under mu)
+	filled  time.Time    // when tokens was last refilled (under mu)
 }
 
 // maybePromote queues k's promotion (size bytes) after a read from a
-// lower tier when the admission filter lets it in.
+// lower tier when the admission filter lets it in and, if it would
+// evict, the pace allows it.
 func (s *Stack) maybePromote(k Key, size int64) {
-	if s.shouldPromote(k, size) {
-		s.promoteLater(k) // off the read path
+	if !s.shouldPromote(k, size) {
+		return
 	}
+	if s.mem.Room() < size && !s.paced(size) {
+		s.stats.promoteDropped.Add(1)
+		return
+	}
+	s.promoteLater(k) // off the read path
+}
+
+// paced takes size bytes from the bucket of promotions that evict; it
+// reports false when the bucket holds less.
+func (s *Stack) paced(size int64) bool {
+	rate := float64(max(s.mem.Usage().Capacity/16, promotePaceMin))
+	q := &s.promo
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	if q.filled.IsZero() {
+		q.tokens = rate
+	} else {
+		q.tokens = min(rate, q.tokens+rate*now.Sub(q.filled).Seconds())
+	}
+	q.filled = now
+	if q.tokens < float64(size) {
+		return false
+	}
+	q.tokens -= float64(size)
+	return true
 }
 
 func newPromoteQueue() promoteQueue {

@@ -3,6 +3,7 @@ package tiers
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // TestReuseToken: a memory handle's token stays reusable while the file
@@ -67,5 +68,51 @@ func TestReuseToken(t *testing.T) {
 	}
 	if (Token{}).Valid() || s.Reuse(k, Token{}) {
 		t.Fatal("the zero token is reusable")
+	}
+}
+
+// TestPromotePace: with memory full, promotions that evict copy at most
+// the pace's bucket (a second's worth of promotePaceMin here) however
+// many admitted blocks are read from the lower tier; the rest are
+// dropped, and the reads are served from the lower tier all the same.
+func TestPromotePace(t *testing.T) {
+	const block = 1 << 20
+	dir := t.TempDir()
+	s := newTestStack(t, 8*block, dir, StackConfig{NoAdmission: true})
+	var keys []Key
+	for i := range 48 {
+		k, data := testBlock("m", i, block-64)
+		if _, err := s.Put(k, data, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(context.Background(), k); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	before := s.Stats()
+	for _, k := range keys {
+		h, err := s.Open(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.File.Close()
+	}
+	waitQuiet(t, s)
+	got := s.Stats().Promotions - before.Promotions
+	t.Logf("%d promotions", got)
+	if most := int64(promotePaceMin/block) + 2; got > most || got == 0 {
+		t.Fatalf("%d promotions after reading 48 blocks with memory full, want 1..%d", got, most)
+	}
+}
+
+// waitQuiet waits until no promotion is queued or running.
+func waitQuiet(t *testing.T, s *Stack) {
+	t.Helper()
+	for i := 0; s.promoting() > 0; i++ {
+		if i > 2000 {
+			t.Fatal("promotions still queued")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
