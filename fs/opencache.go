@@ -21,12 +21,14 @@ import (
 // block's current file on the tier the read path would choose, and counts
 // the open as a read there.
 //
-// What is kept is bounded: at most idleMaxFiles descriptors holding at
-// most idleMaxBytes, the least recently closed closed first; a sweep every
-// idleSweep closes those idle for idleKeep and those whose file is no
-// longer current (evicted, promoted, removed), so an evicted memory-tier
-// file is not held for long in the tier's tmpfs. The node's forget and
-// the unmount close theirs.
+// What is kept is bounded: at most idleMaxFiles descriptors, of which
+// memory-tier files of at most idleMaxBytes, the least recently closed
+// closed first (a kept lower-tier file costs a descriptor; a kept memory
+// file that gets evicted would hold its RAM in the tier's tmpfs); a sweep
+// every idleSweep closes those idle for idleKeep and those whose file is
+// no longer current (evicted, promoted, removed), so an evicted memory
+// file is not held for long. The node's forget and the unmount close
+// theirs.
 
 const (
 	idleKeep     = time.Second
@@ -42,21 +44,21 @@ const (
 type openCache struct {
 	mu      sync.Mutex
 	lru     list.List // of idleRef, most recently closed at the front
-	bytes   int64     // the sizes of the kept files
+	bytes   int64     // the sizes of the kept memory-tier files
 	seq     uint64    // numbers the keeps
 	running bool      // a sweep is scheduled
 	closed  bool      // unmounted: nothing is kept any more
 }
 
 // idleRef is one kept descriptor: the node, its keep's number (a node
-// reused and kept again has a new one), the file it reads, its size and
-// when it was kept.
+// reused and kept again has a new one), the file it reads, its size if it
+// is a memory-tier file (0 otherwise) and when it was kept.
 type idleRef struct {
-	n    *storedFile
-	seq  uint64
-	tok  tiers.Token
-	size int64
-	at   time.Time
+	n   *storedFile
+	seq uint64
+	tok tiers.Token
+	mem int64
+	at  time.Time
 }
 
 // keep records st (n's state, refs 0, under n.mu) as kept; it returns the
@@ -71,11 +73,19 @@ func (c *openCache) keep(n *storedFile, st *openState, s *fsState) (bool, []idle
 	}
 	c.seq++
 	st.idle = c.seq
-	st.elem = c.lru.PushFront(idleRef{n: n, seq: c.seq, tok: st.tok, size: st.size, at: time.Now()})
-	c.bytes += st.size
+	r := idleRef{n: n, seq: c.seq, tok: st.tok, at: time.Now()}
+	if st.level == int(tiers.Memory) {
+		r.mem = st.size
+	}
+	st.elem = c.lru.PushFront(r)
+	c.bytes += r.mem
 	var over []idleRef
-	for c.lru.Len() > idleMaxFiles || c.bytes > idleMaxBytes {
-		over = append(over, c.removeLocked(c.lru.Back()))
+	for e := c.lru.Back(); e != nil && (c.lru.Len() > idleMaxFiles || c.bytes > idleMaxBytes); {
+		prev := e.Prev()
+		if c.lru.Len() > idleMaxFiles || e.Value.(idleRef).mem > 0 {
+			over = append(over, c.removeLocked(e))
+		}
+		e = prev
 	}
 	if !c.running {
 		c.running = true
@@ -103,7 +113,7 @@ func (c *openCache) unkeep(st *openState) {
 func (c *openCache) removeLocked(e *list.Element) idleRef {
 	r := e.Value.(idleRef)
 	c.lru.Remove(e)
-	c.bytes -= r.size
+	c.bytes -= r.mem
 	e.Value = nil
 	return r
 }

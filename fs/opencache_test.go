@@ -127,3 +127,35 @@ func TestKeptDescriptorUnmount(t *testing.T) {
 		t.Fatalf("%d descriptors of %s left after the unmount", n, k)
 	}
 }
+
+// TestKeptDescriptorBound: the memory-tier files kept after their last
+// close hold at most idleMaxBytes.
+func TestKeptDescriptorBound(t *testing.T) {
+	requireFUSE(t)
+	st := newTestStackWith(t, tiers.MemConfig{Capacity: 256 << 20}, tiers.DirConfig{Kind: "nvme"})
+	m := newMountWith(t, st, Options{Passthrough: true})
+	os.Mkdir(m.path(testModel), 0o755)
+	const size = 1 << 20
+	var keys []tiers.Key
+	for i := range idleMaxBytes/size + 16 {
+		k, d := testBlock(testModel, 92000+i, size-hashdir.HeaderSize)
+		if err := writeFile(m.keyPath(k), d); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.st.Flush(context.Background(), k); err != nil {
+			t.Fatal(err)
+		}
+		reread(t, m.keyPath(k), d)
+		keys = append(keys, k)
+	}
+	kept := 0
+	for _, k := range keys {
+		kept += tierFds(t, m, k)
+	}
+	if kept*size > idleMaxBytes {
+		t.Fatalf("%d memory-tier files of %d bytes kept, more than %d bytes", kept, size, idleMaxBytes)
+	}
+	if kept == 0 {
+		t.Fatal("no descriptor kept")
+	}
+}
