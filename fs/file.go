@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -39,14 +40,19 @@ type storedFile struct {
 //
 // The kernel keeps one backing file per inode for passthrough, so every
 // open of the node shares one descriptor: the first open gets it from the
-// stack (whichever tier holds the file), the last release closes it.
+// stack (whichever tier holds the file) and registers it with the kernel,
+// the last release keeps it for a while (opencache.go) or closes it.
 type openState struct {
-	backing *os.File     // nil when refs is 0
-	level   int          // the tier backing was opened from (Handle.TierID)
-	size    int64        // backing's size
-	refs    int          // open handles
-	header  []byte       // the first 64 bytes, once read
-	writing *store.Write // a write opened on this node (the file was absent)
+	backing   *os.File      // nil when neither open nor kept
+	backingID int32         // backing's passthrough id (0: none registered here)
+	tok       tiers.Token   // the tier file backing reads (Stack.Reuse)
+	level     int           // the tier backing was opened from (Handle.TierID)
+	size      int64         // backing's size
+	refs      int           // open handles
+	idle      uint64        // while kept after the last close: the keep's number
+	elem      *list.Element // while kept: its place in the mount's openCache
+	header    []byte        // the first 64 bytes, once read
+	writing   *store.Write  // a write opened on this node (the file was absent)
 }
 
 // state returns the open state, making it; under n.mu.
@@ -59,7 +65,7 @@ func (n *storedFile) state() *openState {
 
 // trim drops the open state when nothing in it is in use; under n.mu.
 func (n *storedFile) trim() {
-	if st := n.st; st != nil && st.refs == 0 && st.header == nil && st.writing == nil {
+	if st := n.st; st != nil && st.refs == 0 && st.backing == nil && st.header == nil && st.writing == nil {
 		n.st = nil
 	}
 }
@@ -105,8 +111,15 @@ func newStoredNode(s *fsState, key tiers.Key, ino uint64) gofs.InodeEmbedder {
 	return n
 }
 
-// OnForget frees the node's number.
+// OnForget frees the node's number and closes its kept descriptor.
 func (n *storedFile) OnForget() {
+	n.mu.Lock()
+	if st := n.st; st != nil && st.refs == 0 && st.backing != nil {
+		n.s.opens.unkeep(st)
+		n.s.closeBacking(st)
+		n.trim()
+	}
+	n.mu.Unlock()
 	n.s.inos.release(fileInoName(n.key), n.StableAttr().Ino)
 }
 
@@ -196,7 +209,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		n.mu.Unlock()
 		return h, n.s.openFlags(), 0
 	}
-	f, level, size, err := n.acquire()
+	f, level, size, id, err := n.acquire()
 	if err != nil {
 		if errors.Is(err, tiers.ErrNotFound) {
 			_, parent := n.Parent()
@@ -208,26 +221,38 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 	n.s.Hit(n.key)
 	n.s.CountOut(level, size)
 	// A reader has nothing to flush: no FLUSH round trip at its close.
-	return &readHandle{node: n, f: f}, n.s.openFlags() | fuse.FOPEN_NOFLUSH, 0
+	h := &readHandle{node: n, f: f, own: n.s.backing.give(ctx, id)}
+	return h, n.s.openFlags() | fuse.FOPEN_NOFLUSH, 0
 }
 
-// acquire returns the shared descriptor, opening it on first use, with
-// the tier it reads from and its size.
-func (n *storedFile) acquire() (f *os.File, level int, size int64, err error) {
+// acquire returns the shared descriptor, with the tier it reads from, its
+// size and its backing id: the open one, else the one kept after the last
+// close while the stack says it still reads the block's file, else a new
+// one from the stack.
+func (n *storedFile) acquire() (f *os.File, level int, size int64, id int32, err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if st := n.st; st != nil && st.refs > 0 {
-		st.refs++
-		return st.backing, st.level, st.size, nil
+	if st := n.st; st != nil && st.backing != nil {
+		if st.refs == 0 { // kept
+			n.s.opens.unkeep(st)
+			if !n.s.stack.Reuse(n.key, st.tok) {
+				n.s.closeBacking(st)
+			}
+		}
+		if st.backing != nil {
+			st.refs++
+			return st.backing, st.level, st.size, st.backingID, nil
+		}
 	}
 	h, err := n.s.stack.Open(n.key)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, 0, err
 	}
 	st := n.state()
-	st.backing, st.refs = h.File, 1
+	st.backing, st.refs, st.tok = h.File, 1, h.Token
 	st.level, st.size = int(h.TierID), h.Size
-	return h.File, st.level, st.size, nil
+	st.backingID = n.s.register(h.File)
+	return h.File, st.level, st.size, st.backingID, nil
 }
 
 // writer returns the write opened on this node while it is not done.
@@ -262,16 +287,26 @@ func (n *storedFile) readers() int {
 	return n.st.refs
 }
 
-// release drops one handle's use of the shared descriptor.
+// release drops one handle's use of the shared descriptor; the last one
+// keeps it for a while (opencache.go), or closes it when it cannot be
+// reused.
 func (n *storedFile) release() {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	st := n.st
-	if st.refs--; st.refs == 0 {
-		st.backing.Close()
-		st.backing = nil
+	if st.refs--; st.refs > 0 {
+		n.mu.Unlock()
+		return
+	}
+	kept, over := false, []idleRef(nil)
+	if st.tok.Valid() {
+		kept, over = n.s.opens.keep(n, st, n.s)
+	}
+	if !kept {
+		n.s.closeBacking(st)
 		n.trim()
 	}
+	n.mu.Unlock()
+	n.s.opens.closeRefs(n.s, over)
 }
 
 // readHeader returns the file's 64-byte header, read once per node: the

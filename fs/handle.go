@@ -17,6 +17,7 @@ import (
 type readHandle struct {
 	node *storedFile
 	f    *os.File // the node's shared descriptor
+	own  bool     // the OPEN reply carries the node's own backing id (backing.go)
 }
 
 var (
@@ -37,10 +38,10 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	return fuse.ReadResultData(dest[:n]), 0
 }
 
-// PassthroughFd hands the kernel the shared descriptor when the mount
-// uses passthrough.
+// PassthroughFd hands go-fuse the shared descriptor to register when the
+// mount uses passthrough and the node did not register it itself.
 func (h *readHandle) PassthroughFd() (int, bool) {
-	return int(h.f.Fd()), h.node.s.passthrough.Load()
+	return int(h.f.Fd()), h.node.s.passthrough.Load() && !h.own
 }
 
 // Flush has nothing to do for a reader. It must exist: a FLUSH answered

@@ -105,6 +105,10 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 			MaxBackground:        64,
 			DisableSplice:        true,
 			IgnoreSecurityLabels: true,
+			// No file here has suid, sgid or file capabilities to drop
+			// (writeAttr, blockAttr): the kernel need not ask for
+			// security.capability before every write (a round trip each).
+			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
 			// The kernel checks owners and modes (fs/owner.go).
 			Options:       []string{"default_permissions"},
 			MaxStackDepth: 2,
@@ -122,7 +126,7 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 	}
 	root := newRoot(s)
 	s.root, s.rootNode = &root.Inode, root
-	srv, err := gofs.Mount(mnt, root, gopts)
+	srv, err := mountFS(s, mnt, root, gopts)
 	if err != nil {
 		s.env.CloseGPUSocket()
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)

@@ -43,6 +43,9 @@ type fsState struct {
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)
 	daemonWrites atomic.Int64  // write requests the daemon served (none with passthrough)
 	passthrough  atomic.Bool   // hand the kernel backing fds
+
+	opens   openCache  // descriptors kept after their last close (opencache.go)
+	backing backingIDs // backing ids registered by the nodes (backing.go)
 }
 
 func newState(st *store.Store, opts Options) *fsState {
@@ -63,6 +66,12 @@ func newState(st *store.Store, opts Options) *fsState {
 	s.control = control.NewAccess(opts.ControlGroup, s.uid, s.gid)
 	st.OnPublish(s.notifyPublished)
 	return s
+}
+
+// Close closes the kept descriptors, then the store.
+func (s *fsState) Close() {
+	s.opens.closeAll(s)
+	s.Store.Close()
 }
 
 // fail turns err into an errno and logs the refused request in one line:

@@ -265,18 +265,18 @@ func (x *index) describe(key Key) (info Info, pinned, dirty, ok bool) {
 	return e.info(), e.is(flagPinned), e.is(flagDirty), true
 }
 
-// touchSize marks key as just used and returns its size; ok is false if
-// key is not recorded.
-func (x *index) touchSize(key Key) (size int64, ok bool) {
+// touchEntry marks key as just used and returns its entry and size; the
+// entry is nil if key is not recorded.
+func (x *index) touchEntry(key Key) (*entry, int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
 	if e == nil {
-		return 0, false
+		return nil, 0
 	}
 	x.unlinkLocked(e)
 	x.pushFrontLocked(e)
-	return e.size, true
+	return e, e.size
 }
 
 // has reports whether key is recorded (an allocation-free get).

@@ -49,21 +49,22 @@ func (t *MemTier) Open(key Key) (*os.File, error) {
 }
 
 // openHit is Open for the stack's read path: it reports a miss as false
-// (no error built) and returns the file's size from the index (no fstat).
-func (t *MemTier) openHit(key Key) (*os.File, int64, bool) {
+// (no error built) and returns the file's size from the index (no fstat)
+// and its index entry (the Token of the handle).
+func (t *MemTier) openHit(key Key) (*os.File, int64, *entry, bool) {
 	if t.enter() != nil {
-		return nil, 0, false
+		return nil, 0, nil, false
 	}
 	defer t.life.RUnlock()
-	size, ok := t.idx.touchSize(key)
-	if !ok {
-		return nil, 0, false
+	e, size := t.idx.touchEntry(key)
+	if e == nil {
+		return nil, 0, nil, false
 	}
 	f, err := openFile(t.path(key), unix.O_RDONLY, 0)
 	if err != nil {
-		return nil, 0, false
+		return nil, 0, nil, false
 	}
-	return f, size, true
+	return f, size, e, true
 }
 
 // Stat describes a published file.

@@ -15,6 +15,9 @@ type Handle struct {
 	Tier   string   // name of the tier the descriptor reads from
 	TierID TierID   // that tier's place in the stack
 	Size   int64
+	// Token names the tier file File reads, for Reuse (zero when the
+	// descriptor cannot be reused: a private copy of a shared tier's file).
+	Token Token
 }
 
 // BlockInfo describes a published key across the stack.

@@ -18,10 +18,10 @@ import (
 // (shared_stack.go), so other daemons may remove it during the read.
 func (s *Stack) Open(k Key) (*Handle, error) {
 	for attempt := 0; attempt < 3; attempt++ {
-		if f, size, ok := s.mem.openHit(k); ok {
+		if f, size, e, ok := s.mem.openHit(k); ok {
 			s.admit.Get(s.admitKey(k))
 			s.stats.memHits.Add(1)
-			return &Handle{File: f, Tier: s.mem.Name(), TierID: Memory, Size: size}, nil
+			return &Handle{File: f, Tier: s.mem.Name(), TierID: Memory, Size: size, Token: Token{e: e, id: Memory}}, nil
 		}
 		v, err, _ := s.flights.Do("rd\x00"+k.Path(), func() (any, error) { return s.locate(k, false) })
 		if err != nil {
@@ -33,10 +33,13 @@ func (s *Stack) Open(k Key) (*Handle, error) {
 		id := v.(TierID)
 		t := s.tierAt(id)
 		var f *os.File
+		var tok Token
 		if d := s.sharedAt(id); d != nil {
 			f, err = s.privateCopy(d, k) // no room in memory (shared_stack.go)
-		} else {
+		} else if id == Memory { // promoted by locate
 			f, err = t.Open(k)
+		} else {
+			f, tok, err = s.openLower(k, id)
 		}
 		if errors.Is(err, ErrNotFound) {
 			continue // moved between tiers meanwhile: look again
@@ -47,18 +50,19 @@ func (s *Stack) Open(k Key) (*Handle, error) {
 		if id != Memory {
 			s.stats.lowerHits.Add(1)
 		}
-		return handle(f, t.Name(), id)
+		return handle(f, t.Name(), id, tok)
 	}
 	return nil, fmt.Errorf("%s: %w: kept moving between tiers", k, ErrNotFound)
 }
 
-func handle(f *os.File, tier string, id TierID) (*Handle, error) {
+// handle describes f, read from tier id (its size from fstat).
+func handle(f *os.File, tier string, id TierID, tok Token) (*Handle, error) {
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &Handle{File: f, Tier: tier, TierID: id, Size: st.Size()}, nil
+	return &Handle{File: f, Tier: tier, TierID: id, Size: st.Size(), Token: tok}, nil
 }
 
 // Promote brings k into the memory tier (for prefetch). It returns nil
@@ -122,9 +126,7 @@ func (s *Stack) locate(k Key, force bool) (TierID, error) {
 			lastErr = err
 			continue
 		}
-		if s.shouldPromote(k, info.Size) {
-			s.promoteLater(k) // off the read path: stack_promote.go
-		}
+		s.maybePromote(k, info.Size)
 		return TierID(i + 1), nil
 	}
 	return 0, lastErr

@@ -1,6 +1,9 @@
 package tiers
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // Promotion off the read path
 //
@@ -13,36 +16,83 @@ import "sync"
 // does; the next open finds it there. The queue is bounded
 // (promoteQueueLen) and holds each key once; a promotion that finds no
 // room is dropped (the filter decides again at the next read).
+//
+// Promotions that evict are paced (promoteQueue.take): when memory is full, a
+// uniform working set larger than memory is admitted by TinyLFU block
+// after block (every block is seen again soon), and promoting each one
+// would copy and CRC a block per read, evicting another, while the read
+// itself is served as fast from the lower tier's page cache. A token
+// bucket bounds the bytes such promotions copy to a sixteenth of the
+// memory tier's capacity per second (a full turnover in 16 s; at least
+// promotePaceMin), with one second's worth as burst. Promotions into free
+// room (memory's room less the promotions already queued) are not paced:
+// they fill memory once and evict nothing.
 
 // promoteQueueLen bounds the promotions waiting for the worker.
 const promoteQueueLen = 256
+
+// promotePaceMin is the least rate, in bytes per second, of promotions
+// that evict.
+const promotePaceMin = 16 << 20
 
 // promoteQueue is the queue of promotions decided on the read path.
 type promoteQueue struct {
 	ch      chan Key
 	mu      sync.Mutex
-	pending map[Key]bool // keys in ch or being promoted
+	pending map[Key]int64 // keys in ch or being promoted, with their sizes
+	bytes   int64         // the sizes in pending
+	tokens  float64       // bytes promotions that evict may still copy (under mu)
+	filled  time.Time     // when tokens was last refilled (under mu)
 }
 
-func newPromoteQueue() promoteQueue {
-	return promoteQueue{ch: make(chan Key, promoteQueueLen), pending: make(map[Key]bool)}
-}
-
-// promoteLater queues k's promotion unless it is queued already or the
-// queue is full.
-func (s *Stack) promoteLater(k Key) {
+// maybePromote queues k's promotion (size bytes) after a read from a
+// lower tier when the admission filter lets it in and, if it would
+// evict (memory's room, less the promotions already queued, is short of
+// size), the pace allows it. It drops it when the queue is full.
+func (s *Stack) maybePromote(k Key, size int64) {
+	if !s.shouldPromote(k, size) {
+		return
+	}
 	q := &s.promo
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.pending[k] {
+	if _, ok := q.pending[k]; ok {
+		return
+	}
+	if s.mem.Room()-q.bytes < size && !q.take(size, s.mem.Usage().Capacity) {
+		s.stats.promoteDropped.Add(1)
 		return
 	}
 	select {
 	case q.ch <- k:
-		q.pending[k] = true
+		q.pending[k] = size
+		q.bytes += size
 	default:
 		s.stats.promoteDropped.Add(1)
 	}
+}
+
+// take takes size bytes from the bucket of promotions that evict, whose
+// rate follows capacity (the memory tier's); it reports false when the
+// bucket holds less. Under q.mu.
+func (q *promoteQueue) take(size, capacity int64) bool {
+	rate := float64(max(capacity/16, promotePaceMin))
+	now := time.Now()
+	if q.filled.IsZero() {
+		q.tokens = rate
+	} else {
+		q.tokens = min(rate, q.tokens+rate*now.Sub(q.filled).Seconds())
+	}
+	q.filled = now
+	if q.tokens < float64(size) {
+		return false
+	}
+	q.tokens -= float64(size)
+	return true
+}
+
+func newPromoteQueue() promoteQueue {
+	return promoteQueue{ch: make(chan Key, promoteQueueLen), pending: make(map[Key]int64)}
 }
 
 // promoteLoop runs the queued promotions until the stack stops.
@@ -57,6 +107,7 @@ func (s *Stack) promoteLoop() {
 				s.stats.promoteDropped.Add(1)
 			}
 			s.promo.mu.Lock()
+			s.promo.bytes -= s.promo.pending[k]
 			delete(s.promo.pending, k)
 			s.promo.mu.Unlock()
 		}

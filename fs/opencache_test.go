@@ -1,0 +1,161 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// tierFds counts this process's descriptors of k's tier files (the mount
+// runs in the test process): the descriptors the mount holds for k.
+func tierFds(t *testing.T, m *testMount, k tiers.Key) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err == nil && strings.Contains(target, k.ID.String()) && !strings.HasPrefix(target, m.mnt) {
+			n++
+		}
+	}
+	return n
+}
+
+// reread reads path and fails the test unless it holds want.
+func reread(t *testing.T, path string, want []byte) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s: read %d bytes, not the block's %d", path, len(got), len(want))
+	}
+}
+
+// waitFds waits up to within for k's descriptors to number want.
+func waitFds(t *testing.T, m *testMount, k tiers.Key, want int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for tierFds(t, m, k) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors of %s after %v, want %d", tierFds(t, m, k), k, within, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestKeptDescriptor: the mount keeps one descriptor of a block after its
+// last close, however many opens reuse it; a block removed and published
+// again under the same name reads its new bytes; an eviction from memory
+// closes the kept descriptor at the next sweep (not after idleKeep) and
+// the block then reads the same from the lower tier; idleKeep after the
+// last close nothing is kept.
+func TestKeptDescriptor(t *testing.T) {
+	modes(t, func(t *testing.T, m *testMount) {
+		k, d := testBlock(testModel, 91001, 256<<10) // an id no other test uses
+		path := m.keyPath(k)
+		os.Mkdir(m.path(testModel), 0o755)
+		if err := writeFile(path, d); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.st.Flush(context.Background(), k); err != nil {
+			t.Fatal(err) // no write-back holds the file while the test counts
+		}
+		for range 3 {
+			reread(t, path, d)
+		}
+		if n := tierFds(t, m, k); n != 1 {
+			t.Fatalf("%d descriptors kept after three reads, want 1", n)
+		}
+
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		d2 := otherBytes(k, len(d)-hashdir.HeaderSize)
+		if err := writeFile(path, d2); err != nil {
+			t.Fatal(err)
+		}
+		reread(t, path, d2)
+
+		if err := m.st.Flush(context.Background(), k); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.st.Evict(k); err != nil {
+			t.Fatal(err)
+		}
+		waitFds(t, m, k, 0, idleKeep/2)
+		reread(t, path, d2) // and its promotion may run meanwhile
+		waitFds(t, m, k, 0, idleKeep+5*idleSweep)
+	})
+}
+
+// otherBytes is a valid block of k's id with a payload of n bytes other
+// than testBlock's.
+func otherBytes(k tiers.Key, n int) []byte {
+	data := bytes.Repeat([]byte{0x5a}, n)
+	h := hashdir.BlockHeader{ID: k.ID, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16}
+	return hashdir.NewBlock(h, data)
+}
+
+// TestKeptDescriptorUnmount: the unmount closes the kept descriptors.
+func TestKeptDescriptorUnmount(t *testing.T) {
+	m := newMount(t, Options{Passthrough: true})
+	k, d := testBlock(testModel, 91002, 64<<10)
+	os.Mkdir(m.path(testModel), 0o755)
+	if err := writeFile(m.keyPath(k), d); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.st.Flush(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
+	reread(t, m.keyPath(k), d)
+	if err := m.srv.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	if n := tierFds(t, m, k); n != 0 {
+		t.Fatalf("%d descriptors of %s left after the unmount", n, k)
+	}
+}
+
+// TestKeptDescriptorBound: the memory-tier files kept after their last
+// close hold at most idleMaxBytes.
+func TestKeptDescriptorBound(t *testing.T) {
+	requireFUSE(t)
+	st := newTestStackWith(t, tiers.MemConfig{Capacity: 256 << 20}, tiers.DirConfig{Kind: "nvme"})
+	m := newMountWith(t, st, Options{Passthrough: true})
+	os.Mkdir(m.path(testModel), 0o755)
+	const size = 1 << 20
+	var keys []tiers.Key
+	for i := range idleMaxBytes/size + 16 {
+		k, d := testBlock(testModel, 92000+i, size-hashdir.HeaderSize)
+		if err := writeFile(m.keyPath(k), d); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.st.Flush(context.Background(), k); err != nil {
+			t.Fatal(err)
+		}
+		reread(t, m.keyPath(k), d)
+		keys = append(keys, k)
+	}
+	kept := 0
+	for _, k := range keys {
+		kept += tierFds(t, m, k)
+	}
+	if kept*size > idleMaxBytes {
+		t.Fatalf("%d memory-tier files of %d bytes kept, more than %d bytes", kept, size, idleMaxBytes)
+	}
+	if kept == 0 {
+		t.Fatal("no descriptor kept")
+	}
+}
