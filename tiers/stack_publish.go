@@ -116,6 +116,7 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 		return info, nil
 	}
 	s.enqueue(key)
+	s.throttle()
 	return info, nil
 }
 
@@ -175,6 +176,8 @@ func (s *Stack) makeRoom(size int64, deadline time.Time) error {
 		if !waited {
 			waited = true
 			s.stats.roomWaits.Add(1)
+			s.pressure.Add(1) // write back now: do not wait for the expiry
+			defer s.pressure.Add(-1)
 		}
 		s.kick()
 		select {
