@@ -29,16 +29,22 @@ func BenchmarkMountWrite2MiB(b *testing.B) {
 		b.SetBytes(bigBlock)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			id := nextID()
-			p := blockPath(t.root, model, id)
-			if err := writeBlock(p, blk.setID(id)); err != nil {
-				b.Fatal(err)
-			}
-			written = append(written, p)
+			written = writeNew(b, t, model, blk, written)
 		}
 		b.StopTimer()
 		t.dropBatch(b, written)
 	})
+}
+
+// writeNew writes blk as a new block of model on t (plain open, write,
+// close) and returns written with its path appended.
+func writeNew(b *testing.B, t *target, model string, blk *block, written []string) []string {
+	id := nextID()
+	p := blockPath(t.root, model, id)
+	if err := writeBlock(p, blk.setID(id)); err != nil {
+		b.Fatal(err)
+	}
+	return append(written, p)
 }
 
 // burstBlocks is the size of a write burst, in 2 MiB blocks: 3/4 of the
@@ -63,12 +69,7 @@ func BenchmarkMountWriteBurst2MiB(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			for j := 0; j < burstBlocks; j++ {
-				id := nextID()
-				p := blockPath(t.root, model, id)
-				if err := writeBlock(p, blk.setID(id)); err != nil {
-					b.Fatal(err)
-				}
-				written = append(written, p)
+				written = writeNew(b, t, model, blk, written)
 			}
 			b.StopTimer()
 			written = t.dropBatch(b, written)
