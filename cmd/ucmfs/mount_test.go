@@ -122,6 +122,9 @@ func TestMountUsageErrors(t *testing.T) {
 		"memory-only + tier":  {"--memory-only", "--tier", "nvme:/x", "/m"},
 		"unknown flag":        {"--turbo", "/m"},
 		"tier inside the mnt": {"--tier", "nvme:/m/cache", "/m"},
+		"background > limit":  {"--dirty-background", "2G", "--dirty-limit", "1G", "/m"},
+		"negative expiry":     {"--dirty-expire", "-1s", "/m"},
+		"bad dirty limit":     {"--dirty-limit", "half", "/m"},
 	} {
 		if _, code, msg := parseMount(t, args...); code != exitUsage || msg == "" {
 			t.Errorf("%s: exit %d (%q), want %d with a message", name, code, msg, exitUsage)
