@@ -12,7 +12,7 @@ import (
 // Blocks made durable by .ucm/flush survive kill -9 and read back after a
 // remount, while their expiry is far away.
 func TestDirtyExpiry(t *testing.T) {
-	const expire = 2 * time.Second
+	const expire = 3 * time.Second
 	d := mountUCM(t, mountOpts{Args: []string{"--dirty-expire", expire.String(), "--dirty-background", "16MiB"}})
 	if err := os.Mkdir(d.path("m"), 0o755); err != nil {
 		t.Fatal(err)
