@@ -76,15 +76,27 @@ func (x *index) dirtyTotal() ModelCount {
 	return c
 }
 
-// enqueue schedules a dirty key for write-back.
+// enqueue schedules a just published key for write-back, and makes its
+// writer wait while the dirty bytes are over the limit (throttle). A
+// worker is woken only when there is something for it to do: the key is
+// due now, or it is the only one queued (a worker then waits for its
+// expiry). A burst below the background threshold wakes no worker for
+// each block.
 func (s *Stack) enqueue(k Key) {
 	s.mu.Lock()
+	first := len(s.queue) == 0
 	if !s.queued[k] {
 		s.queued[k] = true
 		s.queue = append(s.queue, dirtyRef{k: k, at: time.Now()})
 	}
 	s.mu.Unlock()
-	s.kick()
+	dirty := s.DirtyUsage().Bytes
+	if first || s.cfg.DirtyExpire <= 0 || dirty > s.cfg.DirtyBackground {
+		s.kick()
+	}
+	if dirty > s.cfg.DirtyLimit {
+		s.throttle()
+	}
 }
 
 // requeue puts back a write-back that failed, first in line (it is the
@@ -166,14 +178,11 @@ func (s *Stack) writeBackLoop() {
 	}
 }
 
-// throttle makes a writer wait while the dirty bytes are over the limit,
+// throttle makes a writer wait, the dirty bytes being over the limit,
 // until write-back brings them under it. It gives up (the writer goes on)
 // when write-back cannot help: the stack is closing, every tier is down,
 // a write-back failed meanwhile, or RoomWait passed.
 func (s *Stack) throttle() {
-	if !s.Persistent() || s.DirtyUsage().Bytes <= s.cfg.DirtyLimit {
-		return
-	}
 	s.stats.throttles.Add(1)
 	deadline := time.Now().Add(s.cfg.RoomWait)
 	failed := s.stats.writeBackErrors.Load()

@@ -116,7 +116,6 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 		return info, nil
 	}
 	s.enqueue(key)
-	s.throttle()
 	return info, nil
 }
 
