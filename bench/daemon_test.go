@@ -224,6 +224,8 @@ type stackStats struct {
 	Published    int64 `json:"published"`
 	WriteBacks   int64 `json:"write_backs"`
 	DirectWrites int64 `json:"direct_writes"`
+	DirtyFiles   int64 `json:"dirty_files"`
+	DirtyBytes   int64 `json:"dirty_bytes"`
 }
 
 // stats reads MNT/.ucm/stats.
@@ -237,20 +239,39 @@ func (d *daemon) stats() (stackStats, error) {
 	return st, err
 }
 
-// waitWriteBack waits until every block published so far has reached the
-// nvme tier (write-back, or a direct write when memory was full).
+// waitWriteBack makes every block published so far durable on the nvme
+// tier (.ucm/flush all: the dirty expiry is not waited for).
 func (d *daemon) waitWriteBack() error {
+	f, err := os.OpenFile(d.path(".ucm", "flush"), os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.WriteString("all\n"); err != nil {
+		return err
+	}
+	buf := make([]byte, 256)
+	n, err := f.Read(buf)
+	if err != nil || string(buf[:n]) != "ok flushed\n" {
+		return fmt.Errorf("%s: flush: %q %v", d.Mnt, buf[:n], err)
+	}
+	return nil
+}
+
+// waitClean waits until the daemon holds nothing dirty (after a write
+// benchmark removed its blocks: write-backs of them still under way end).
+func (d *daemon) waitClean() error {
 	deadline := time.Now().Add(exitWait)
 	for {
 		st, err := d.stats()
 		if err != nil {
 			return err
 		}
-		if st.WriteBacks+st.DirectWrites >= st.Published {
+		if st.DirtyFiles == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: write-back not done after %v: %+v", d.Mnt, exitWait, st)
+			return fmt.Errorf("%s: still dirty after %v: %+v", d.Mnt, exitWait, st)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

@@ -13,7 +13,11 @@
 // the bytes itself):
 //
 //   - BenchmarkMountWrite2MiB: open(O_CREAT|O_EXCL|O_WRONLY), write 2 MiB,
-//     close (through the mount, close publishes the block).
+//     close (through the mount, close publishes the block), sustained:
+//     write-back runs beside the writes as in service.
+//   - BenchmarkMountWriteBurst2MiB: the same, in bursts of new blocks
+//     below the daemon's dirty background threshold (one burst per
+//     iteration; its blocks removed after its timing).
 //   - BenchmarkMountRead2MiB: open, read the whole 2 MiB, close.
 //   - BenchmarkMountStatHit: stat(2) of published blocks the kernel has
 //     cached; BenchmarkMountStatHitCold: the first stat of each block after

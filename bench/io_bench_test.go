@@ -2,6 +2,8 @@ package bench
 
 import (
 	"testing"
+
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
 const (
@@ -27,15 +29,52 @@ func BenchmarkMountWrite2MiB(b *testing.B) {
 		b.SetBytes(bigBlock)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			id := nextID()
-			p := blockPath(t.root, model, id)
-			if err := writeBlock(p, blk.setID(id)); err != nil {
-				b.Fatal(err)
-			}
-			written = append(written, p)
+			written = writeNew(b, t, model, blk, written)
 		}
 		b.StopTimer()
 		t.dropBatch(b, written)
+	})
+}
+
+// writeNew writes blk as a new block of model on t (plain open, write,
+// close) and returns written with its path appended.
+func writeNew(b *testing.B, t *target, model string, blk *block, written []string) []string {
+	id := nextID()
+	p := blockPath(t.root, model, id)
+	if err := writeBlock(p, blk.setID(id)); err != nil {
+		b.Fatal(err)
+	}
+	return append(written, p)
+}
+
+// burstBlocks is the size of a write burst, in 2 MiB blocks: 3/4 of the
+// shared daemons' dirty background threshold (their --dirty-background is
+// the default, a share of the memory tier), so a burst is absorbed in
+// memory with no write-back running.
+const burstBlocks = sharedMemoryBytes * tiers.DefaultDirtyBackgroundPercent / 100 * 3 / 4 / bigBlock
+
+// BenchmarkMountWriteBurst2MiB times bursts of new blocks, each burst
+// below the daemon's dirty background threshold: open(O_CREAT|O_EXCL|
+// O_WRONLY), write 2 MiB, close, burstBlocks times. One iteration is one
+// burst; after its timing its blocks are removed (dirty ones are dropped
+// with them), so every burst finds the memory tier clean, as an engine's
+// burst does when the write-back of the previous one is done.
+func BenchmarkMountWriteBurst2MiB(b *testing.B) {
+	runTargets(b, func(b *testing.B, t *target) {
+		model := modelFor(b)
+		t.prepare(b, model)
+		blk := newBlock(bigBlock)
+		written := make([]string, 0, burstBlocks)
+		b.SetBytes(burstBlocks * bigBlock)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			for j := 0; j < burstBlocks; j++ {
+				written = writeNew(b, t, model, blk, written)
+			}
+			b.StopTimer()
+			written = t.dropBatch(b, written)
+			b.StartTimer()
+		}
 	})
 }
 

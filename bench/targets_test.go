@@ -19,7 +19,10 @@ const (
 
 // sharedMemory is the memory tier of the shared daemons: room for every
 // block the benchmarks keep (reads, stats) and a write batch.
-const sharedMemory = "2GiB"
+const (
+	sharedMemory      = "2GiB"
+	sharedMemoryBytes = 2 << 30
+)
 
 // target is where a benchmark does its file operations: a mount point or
 // a plain directory in the same <model>/<hh>/<id>.bin layout.
@@ -183,16 +186,17 @@ func sanitize(name string) string {
 }
 
 // dropBatch removes the files a write benchmark wrote, once its timing is
-// over (a mount's write-back is let finish first, so the next run starts
-// with nothing dirty), and returns paths emptied.
+// over, and returns paths emptied. On a mount the blocks still dirty are
+// dropped with their files (nothing waits for their write-back), and the
+// next run starts with nothing dirty.
 func (t *target) dropBatch(b *testing.B, paths []string) []string {
-	if t.mounted() {
-		if err := t.d.waitWriteBack(); err != nil {
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil {
 			b.Fatal(err)
 		}
 	}
-	for _, p := range paths {
-		if err := os.Remove(p); err != nil {
+	if t.mounted() {
+		if err := t.d.waitClean(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -58,9 +58,20 @@ func TestSystemdNotify(t *testing.T) {
 	if code := d.stop(); code != 0 {
 		t.Fatalf("exit %d after SIGTERM\n%s", code, d.out.String())
 	}
+	// The reader goroutine may not have taken STOPPING=1 off the socket
+	// yet when the daemon has exited: wait for it (bounded), then for
+	// anything after it.
 	var rest []string
-	for len(msgs) > 0 {
-		rest = append(rest, <-msgs)
+	for wait := readyWait; ; wait = 100 * time.Millisecond {
+		var m string
+		select {
+		case m = <-msgs:
+		case <-time.After(wait):
+		}
+		if m == "" {
+			break
+		}
+		rest = append(rest, m)
 	}
 	if len(rest) == 0 || rest[len(rest)-1] != "STOPPING=1" || strings.Count(strings.Join(rest, " "), "STOPPING=1") != 1 {
 		t.Errorf("notifications after SIGTERM: %q, want WATCHDOG=1 pings then one STOPPING=1", rest)

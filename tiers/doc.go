@@ -9,8 +9,10 @@
 //
 // The Stack puts the tiers together and is the way in for the rest of the
 // daemon: New builds it from the tiers' configurations; writes land dirty
-// in memory, a bounded pool writes them back to the first persistent tier,
-// reads fall through to lower tiers and promote, and CRC-32C is checked on
+// in memory, a bounded pool writes them back to the first persistent tier
+// (paced like the kernel's dirty pages: an expiry age, a background
+// threshold and a limit at which writers wait; StackConfig), reads fall
+// through to lower tiers and promote, and CRC-32C is checked on
 // every copy between tiers. Results say which tier they came from (a
 // TierID: Memory, then the directory tiers in order); Tiers describes
 // them; pins and mappings for the GPU path are Stack methods too.
@@ -19,7 +21,8 @@
 // that a directory tier's index rebuild uses.
 //
 // Files by concept: stack.go (construction, lifecycle, lock order),
-// stack_publish.go (the write path to the memory tier), stack_writeback.go,
+// stack_publish.go (the write path to the memory tier), stack_dirty.go (the
+// write-back queue, its workers and their pacing), stack_writeback.go,
 // stack_copy.go (CRC-checked copies between tiers), stack_open.go and
 // stack_lookup.go (reads, stat, CRC), stack_demote.go (demotion, removal),
 // stack_pins.go, stack_tiers.go, stack_stats.go; mem*.go the memory tier;

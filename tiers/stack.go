@@ -21,6 +21,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
@@ -34,6 +35,19 @@ type StackConfig struct {
 	// WriteThrough makes Publish return only once the block is on the
 	// first persistent tier (default: write-back in the background).
 	WriteThrough bool
+	// DirtyExpire is how long a published block may stay dirty (in memory
+	// only) while the dirty bytes are under DirtyBackground: write-back of
+	// younger blocks is deferred (stack_dirty.go). Zero writes back at
+	// once; the daemon's default is DefaultDirtyExpire.
+	DirtyExpire time.Duration
+	// DirtyBackground is the dirty bytes above which the write-back
+	// workers write back, oldest first, without waiting for the expiry
+	// (default: DefaultDirtyBackgroundPercent of the memory tier).
+	DirtyBackground int64
+	// DirtyLimit is the dirty bytes at which Publish waits for write-back
+	// to bring them back under it (default: DefaultDirtyLimitPercent of the
+	// memory tier). It is raised to DirtyBackground if below it.
+	DirtyLimit int64
 	// RoomWait is how long a writer waits for write-back to free memory
 	// before it writes straight to a persistent tier (default 10s).
 	RoomWait time.Duration
@@ -78,7 +92,7 @@ type Stack struct {
 	admit   *ristretto.Cache[uint64, struct{}] // keyed by admitKey
 
 	mu       sync.Mutex
-	queue    []Key         // keys waiting for write-back
+	queue    []dirtyRef    // keys waiting for write-back, oldest first
 	queued   map[Key]bool  // members of queue
 	work     chan struct{} // wakes a write-back worker
 	room     chan struct{} // closed and replaced whenever memory may have room
@@ -90,6 +104,8 @@ type Stack struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	pressure atomic.Int32 // writers waiting for memory room (makeRoom)
 
 	stats counters
 }
@@ -177,6 +193,7 @@ func newStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 		promo:    newPromoteQueue(),
 		stop:     make(chan struct{}),
 	}
+	s.cfg.setDirtyDefaults(mem.Usage().Capacity, dirs)
 	s.watchShared()
 	for i := 0; i < cfg.WriteBackWorkers; i++ {
 		s.wg.Add(1)

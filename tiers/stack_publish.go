@@ -175,6 +175,8 @@ func (s *Stack) makeRoom(size int64, deadline time.Time) error {
 		if !waited {
 			waited = true
 			s.stats.roomWaits.Add(1)
+			s.pressure.Add(1) // write back now: do not wait for the expiry
+			defer s.pressure.Add(-1)
 		}
 		s.kick()
 		select {

@@ -11,6 +11,7 @@ type counters struct {
 	promoteDropped                   atomic.Int64 // read-path promotions not queued or not done
 	writeBacks, writeBackErrors      atomic.Int64
 	directWrites, roomWaits          atomic.Int64
+	throttles                        atomic.Int64 // publishes that waited at the dirty limit
 	crcErrors, quarantined           atomic.Int64
 	bytesIn, bytesOut                atomic.Int64
 }
@@ -47,6 +48,12 @@ type Stats struct {
 	BytesIn         int64       `json:"bytes_in"`
 	BytesOut        int64       `json:"bytes_out"`
 	FlushQueue      int         `json:"flush_queue"`
+	// DirtyBytes and DirtyFiles are what the memory tier holds that is
+	// not yet on a persistent tier (files: blocks and sidecars).
+	DirtyBytes int64 `json:"dirty_bytes"`
+	DirtyFiles int64 `json:"dirty_files"`
+	// Throttles counts publishes that waited at the dirty limit.
+	Throttles int64 `json:"dirty_throttles"`
 }
 
 // Stats returns a snapshot of counters and per-tier use.
@@ -59,8 +66,10 @@ func (s *Stack) Stats() Stats {
 		Drops: c.drops.Load(), WriteBacks: c.writeBacks.Load(), WriteBackErrors: c.writeBackErrors.Load(),
 		DirectWrites: c.directWrites.Load(), RoomWaits: c.roomWaits.Load(),
 		CRCErrors: c.crcErrors.Load(), Quarantined: c.quarantined.Load(),
-		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(),
+		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(), Throttles: c.throttles.Load(),
 	}
+	dirty := s.DirtyUsage()
+	st.DirtyBytes, st.DirtyFiles = dirty.Bytes, dirty.Files
 	for _, t := range s.Tiers() {
 		st.Tiers = append(st.Tiers, TierStats{Name: t.Name, Persistent: t.Persistent, Capacity: t.Usage.Capacity,
 			Used: t.Usage.Used, Blocks: t.Usage.Files, Health: t.Health.String()})

@@ -4,67 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 )
-
-// enqueue schedules a dirty key for write-back.
-func (s *Stack) enqueue(k Key) {
-	s.mu.Lock()
-	if !s.queued[k] {
-		s.queued[k] = true
-		s.queue = append(s.queue, k)
-	}
-	s.mu.Unlock()
-	s.kick()
-}
-
-// kick wakes one write-back worker.
-func (s *Stack) kick() {
-	select {
-	case s.work <- struct{}{}:
-	default:
-	}
-}
-
-func (s *Stack) dequeue() (Key, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.queue) == 0 {
-		return Key{}, false
-	}
-	k := s.queue[0]
-	s.queue[0] = Key{}
-	s.queue = s.queue[1:]
-	delete(s.queued, k)
-	if len(s.queue) > 0 {
-		select { // let a sibling worker share the backlog
-		case s.work <- struct{}{}:
-		default:
-		}
-	}
-	return k, true
-}
-
-// writeBackLoop is one worker of the write-back pool.
-func (s *Stack) writeBackLoop() {
-	defer s.wg.Done()
-	for {
-		k, ok := s.dequeue()
-		if !ok {
-			select {
-			case <-s.stop:
-				return
-			case <-s.work:
-			}
-			continue
-		}
-		if err := s.writeBack(k, false); err != nil && !errors.Is(err, ErrNotFound) {
-			s.stats.writeBackErrors.Add(1)
-			s.log.Warn("write-back failed; block stays dirty in memory and is retried", "key", k.String(), "err", err)
-			time.AfterFunc(s.cfg.RetryDelay, func() { s.enqueue(k) })
-		}
-	}
-}
 
 // writeBack copies a dirty block from memory to the first persistent tier
 // that takes it and marks it clean. With sync set it also makes the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/tiers"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -24,6 +25,9 @@ type mountConfig struct {
 	MemoryDir       string        // RAM-backed parent of the memory tier's private directory
 	Tiers           []tierSpec    // directory tiers, fastest first; empty: memory only
 	WriteThrough    bool          // publish waits for the first persistent tier
+	DirtyLimit      int64         // dirty bytes at which writers wait (0: 40% of Memory)
+	DirtyBackground int64         // dirty bytes above which write-back runs before the expiry (0: 10% of Memory)
+	DirtyExpire     time.Duration // age at which a dirty block is written back (0: at once)
 	AllowOther      bool          // let other users see the mount
 	Passthrough     bool          // FUSE passthrough (default: on as root)
 	EntryTTL        time.Duration // kernel cache of published entries and attrs
@@ -72,6 +76,7 @@ func defaultMountConfig() mountConfig {
 		LogFormat:       "text",
 		ShutdownTimeout: 30 * time.Second,
 		GPU:             "auto",
+		DirtyExpire:     tiers.DefaultDirtyExpire,
 	}
 }
 
@@ -93,6 +98,9 @@ type fileConfig struct {
 	MemoryDir       *string        `yaml:"memory_dir"`
 	Tiers           *[]fileTier    `yaml:"tiers"`
 	WriteThrough    *bool          `yaml:"write_through"`
+	DirtyLimit      *byteSize      `yaml:"dirty_limit"`
+	DirtyBackground *byteSize      `yaml:"dirty_background"`
+	DirtyExpire     *time.Duration `yaml:"dirty_expire"`
 	AllowOther      *bool          `yaml:"allow_other"`
 	Passthrough     *bool          `yaml:"passthrough"`
 	EntryTTL        *time.Duration `yaml:"entry_ttl"`
@@ -202,6 +210,8 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 	set(&cfg.MaxFileSize, fc.MaxFileSize)
 	set(&cfg.MaxPending, fc.MaxPending)
 	set(&cfg.MaxPendingUser, fc.MaxPendingUser)
+	set(&cfg.DirtyLimit, fc.DirtyLimit)
+	set(&cfg.DirtyBackground, fc.DirtyBackground)
 	for dst, v := range map[*bool]*bool{&cfg.WriteThrough: fc.WriteThrough, &cfg.AllowOther: fc.AllowOther,
 		&cfg.Passthrough: fc.Passthrough, &cfg.Debug: fc.Debug} {
 		if v != nil {
@@ -209,7 +219,7 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 		}
 	}
 	for dst, v := range map[*time.Duration]*time.Duration{&cfg.EntryTTL: fc.EntryTTL,
-		&cfg.NegativeTTL: fc.NegativeTTL, &cfg.ShutdownTimeout: fc.ShutdownTimeout} {
+		&cfg.NegativeTTL: fc.NegativeTTL, &cfg.ShutdownTimeout: fc.ShutdownTimeout, &cfg.DirtyExpire: fc.DirtyExpire} {
 		if v != nil {
 			*dst = *v
 		}
@@ -351,6 +361,12 @@ func (cfg *mountConfig) resolve(noTiers bool) error {
 	}
 	if cfg.MaxFileSize <= 0 || cfg.EntryTTL < 0 || cfg.NegativeTTL < 0 || cfg.ShutdownTimeout <= 0 {
 		return fmt.Errorf("max-file-size and shutdown-timeout must be > 0, TTLs >= 0")
+	}
+	if cfg.DirtyLimit < 0 || cfg.DirtyBackground < 0 || cfg.DirtyExpire < 0 {
+		return fmt.Errorf("dirty-limit, dirty-background and dirty-expire must be >= 0")
+	}
+	if cfg.DirtyLimit > 0 && cfg.DirtyBackground > cfg.DirtyLimit {
+		return fmt.Errorf("dirty-background (%s) must not exceed dirty-limit (%s)", formatSize(cfg.DirtyBackground), formatSize(cfg.DirtyLimit))
 	}
 	if err := checkControl(*cfg); err != nil {
 		return err

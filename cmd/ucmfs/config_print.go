@@ -24,6 +24,9 @@ type printedConfig struct {
 	MemoryDir       string        `yaml:"memory_dir"`
 	Tiers           []printedTier `yaml:"tiers"`
 	WriteThrough    bool          `yaml:"write_through"`
+	DirtyLimit      string        `yaml:"dirty_limit"`
+	DirtyBackground string        `yaml:"dirty_background"`
+	DirtyExpire     string        `yaml:"dirty_expire"`
 	AllowOther      bool          `yaml:"allow_other"`
 	Passthrough     bool          `yaml:"passthrough"`
 	EntryTTL        string        `yaml:"entry_ttl"`
@@ -55,7 +58,8 @@ type printedTier struct {
 func printConfig(w io.Writer, cfg mountConfig) error {
 	p := printedConfig{
 		Memory: exactSize(cfg.Memory), MemoryDir: cfg.MemoryDir, Tiers: []printedTier{},
-		WriteThrough: cfg.WriteThrough, AllowOther: cfg.AllowOther, Passthrough: cfg.Passthrough,
+		WriteThrough: cfg.WriteThrough, DirtyLimit: exactSize(cfg.DirtyLimit), DirtyBackground: exactSize(cfg.DirtyBackground),
+		DirtyExpire: cfg.DirtyExpire.String(), AllowOther: cfg.AllowOther, Passthrough: cfg.Passthrough,
 		EntryTTL: cfg.EntryTTL.String(), NegativeTTL: cfg.NegativeTTL.String(), MaxFileSize: exactSize(cfg.MaxFileSize),
 		MaxPending: exactSize(cfg.MaxPending), MaxPendingUser: exactSize(cfg.MaxPendingUser),
 		LogLevel: strings.ToLower(cfg.LogLevel.String()), LogFormat: cfg.LogFormat, Debug: cfg.Debug,

@@ -83,6 +83,9 @@ max_file_size: 64MiB
 log_level: debug
 shutdown_timeout: 1m
 gpu: sim
+dirty_limit: 2GiB
+dirty_background: 512MiB
+dirty_expire: 5s
 `)
 	fc, err := loadConfigFile(p)
 	if err != nil {
@@ -97,6 +100,7 @@ gpu: sim
 		Tiers:    []tierSpec{{Kind: "nvme", Dir: "/nvme/kv", Size: 100 << 30}, {Kind: "nfs", Dir: "/shared/kv"}},
 		EntryTTL: 10 * time.Minute, NegativeTTL: 250 * time.Millisecond, MaxFileSize: 64 << 20,
 		LogLevel: slog.LevelDebug, LogFormat: "text", ShutdownTimeout: time.Minute, GPU: "sim",
+		DirtyLimit: 2 << 30, DirtyBackground: 512 << 20, DirtyExpire: 5 * time.Second,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("config\n got %+v\nwant %+v", cfg, want)

@@ -84,6 +84,12 @@ func storageFlags() []cli.Flag {
 			Usage: "no directory tier: a volatile cache in RAM"},
 		&cli.BoolFlag{Name: "write-through", Category: catStorage,
 			Usage: "close() returns once the block is on the first directory tier"},
+		&cli.StringFlag{Name: "dirty-limit", Category: catStorage, Value: "0",
+			Usage: "dirty bytes (`SIZE`: in memory only, not yet on a directory tier) at which close() waits for write-back (0: 40% of --memory)"},
+		&cli.StringFlag{Name: "dirty-background", Category: catStorage, Value: "0",
+			Usage: "dirty bytes (`SIZE`) above which write-back runs, oldest first, before the blocks expire (0: 10% of --memory)"},
+		&cli.DurationFlag{Name: "dirty-expire", Category: catStorage, Value: defaultMountConfig().DirtyExpire,
+			Usage: "age (`DURATION`) at which a dirty block is written back; 0: at once"},
 		&cli.StringFlag{Name: "config", Category: catStorage, TakesFile: true,
 			Usage: "YAML `FILE` with the same settings (flags override it)"},
 		printConfigFlag(),
@@ -158,7 +164,8 @@ func mountConfigFrom(cmd *cli.Command) (mountConfig, error) {
 // applyFlags overlays the flags the user set onto cfg.
 func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 	for name, dst := range map[string]*int64{"memory": &cfg.Memory, "max-file-size": &cfg.MaxFileSize,
-		"max-pending": &cfg.MaxPending, "max-pending-per-user": &cfg.MaxPendingUser} {
+		"max-pending": &cfg.MaxPending, "max-pending-per-user": &cfg.MaxPendingUser,
+		"dirty-limit": &cfg.DirtyLimit, "dirty-background": &cfg.DirtyBackground} {
 		if cmd.IsSet(name) {
 			n, err := parseSize(cmd.String(name))
 			if err != nil {
@@ -177,7 +184,7 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 		cfg.Passthrough = !cmd.Bool("no-passthrough")
 	}
 	for name, dst := range map[string]*time.Duration{"negative-ttl": &cfg.NegativeTTL, "entry-ttl": &cfg.EntryTTL,
-		"shutdown-timeout": &cfg.ShutdownTimeout} {
+		"shutdown-timeout": &cfg.ShutdownTimeout, "dirty-expire": &cfg.DirtyExpire} {
 		if cmd.IsSet(name) {
 			*dst = cmd.Duration(name)
 		}
@@ -295,7 +302,8 @@ func buildStack(cfg mountConfig, log *slog.Logger, host tiers.HostRegistrar) (*t
 		}
 		dirs = append(dirs, tiers.DirConfig{Kind: t.Kind, Dir: t.Dir, Capacity: t.Size, Revalidate: sharedRevalidate(cfg)})
 	}
-	st, err := tiers.New(tiers.StackConfig{WriteThrough: cfg.WriteThrough, Logger: log},
+	st, err := tiers.New(tiers.StackConfig{WriteThrough: cfg.WriteThrough, Logger: log,
+		DirtyLimit: cfg.DirtyLimit, DirtyBackground: cfg.DirtyBackground, DirtyExpire: cfg.DirtyExpire},
 		tiers.MemConfig{Capacity: cfg.Memory, Dir: cfg.MemoryDir, Host: host, Pending: pendingBound(cfg)}, dirs...)
 	var te *tiers.TierError
 	switch {

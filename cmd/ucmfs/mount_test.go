@@ -74,7 +74,8 @@ write_through: false
 		"--tier", "nvme:/nvme/a,b:10G", "--tier", "ds3fs:/3fs/kv",
 		"--write-through", "--allow-other", "--negative-ttl", "100ms", "--entry-ttl", "2m",
 		"--log-level", "debug", "--no-passthrough", "--memory-dir", "/run/shm",
-		"--shutdown-timeout", "5s", "--max-file-size", "16M", "--debug", "--gpu", "off", "/mnt/kv")
+		"--shutdown-timeout", "5s", "--max-file-size", "16M", "--debug", "--gpu", "off",
+		"--dirty-limit", "1G", "--dirty-background", "100MiB", "--dirty-expire", "0", "/mnt/kv")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, msg)
 	}
@@ -84,6 +85,7 @@ write_through: false
 		WriteThrough: true, AllowOther: true, Passthrough: false,
 		EntryTTL: 2 * time.Minute, NegativeTTL: 100 * time.Millisecond, MaxFileSize: 16 << 20,
 		LogLevel: slog.LevelDebug, LogFormat: "text", Debug: true, ShutdownTimeout: 5 * time.Second, GPU: "off",
+		DirtyLimit: 1 << 30, DirtyBackground: 100 << 20,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("flags over file\n got %+v\nwant %+v", cfg, want)
@@ -120,6 +122,9 @@ func TestMountUsageErrors(t *testing.T) {
 		"memory-only + tier":  {"--memory-only", "--tier", "nvme:/x", "/m"},
 		"unknown flag":        {"--turbo", "/m"},
 		"tier inside the mnt": {"--tier", "nvme:/m/cache", "/m"},
+		"background > limit":  {"--dirty-background", "2G", "--dirty-limit", "1G", "/m"},
+		"negative expiry":     {"--dirty-expire", "-1s", "/m"},
+		"bad dirty limit":     {"--dirty-limit", "half", "/m"},
 	} {
 		if _, code, msg := parseMount(t, args...); code != exitUsage || msg == "" {
 			t.Errorf("%s: exit %d (%q), want %d with a message", name, code, msg, exitUsage)

@@ -111,6 +111,7 @@ func printStats(w io.Writer, raw []byte) error {
 		{"bytes in", formatSize(st.BytesIn)},
 		{"bytes out", formatSize(st.BytesOut)},
 		{"flush queue", fmt.Sprint(st.FlushQueue)},
+		{"dirty", fmt.Sprintf("%s in %d files (throttled publishes %d)", formatSize(st.DirtyBytes), st.DirtyFiles, st.Throttles)},
 		{"write-backs", fmt.Sprintf("%d (direct writes %d, room waits %d)", st.WriteBacks, st.DirectWrites, st.RoomWaits)},
 		{"evictions", fmt.Sprintf("%d (promotions %d, demotions %d, drops %d)", st.Evictions, st.Promotions, st.Demotions, st.Drops)},
 		{"errors", fmt.Sprintf("%d (write-back %d, crc %d, quarantined %d)",

@@ -51,7 +51,7 @@ func TestParseBench(t *testing.T) {
 	}
 	for what, want := range map[string]string{
 		"read, resident in memory, passthrough":   "MISSED",
-		"write, write-back running, passthrough":  "not measured",
+		"write, sustained, passthrough":           "not measured",
 		"stat of misses, passthrough, one thread": "holds",
 		"stat of misses, fallback, one thread":    "MISSED",
 	} {

@@ -21,6 +21,7 @@ var operations = []struct {
 	io                  bool // a throughput (GB/s), else a rate (stats/s)
 }{
 	{"Write2MiB", "write 2 MiB (create, write, close)", "write 2 MiB", true},
+	{"WriteBurst2MiB", "write 2 MiB, bursts below the dirty background threshold", "write burst", true},
 	{"Read2MiB", "read 2 MiB (open, read, close)", "read 2 MiB", true},
 	{"ReadSpill2MiB", "read 2 MiB, working set 3x the memory tier", "read, spill", true},
 	{"Read2MiB4Threads", "read 2 MiB, 4 reader threads", "read, 4 threads", true},

@@ -55,20 +55,15 @@ func verdicts(r results, s *scaleResult) []verdict {
 		}
 		out = append(out, v)
 	}
-	ratio("write, write-back running, passthrough", "Write2MiB", "passthrough", 0.9)
+	ratio("write, bursts below the dirty threshold, passthrough", "WriteBurst2MiB", "passthrough", 0.9)
+	out = append(out, againstNVMe(r, "write, sustained, passthrough", "Write2MiB", 0.8))
 	ratio("read, resident in memory, passthrough", "Read2MiB", "passthrough", 0.95)
 	ratio("read, 4 reader threads, passthrough", "Read2MiB4Threads", "passthrough", 0.95)
 	ratio("read, 4 reader processes, passthrough", "Read2MiB4Procs", "passthrough", 0.95)
 	ratio("fallback read", "Read2MiB", "fallback", 0.5)
 	ratio("stat of hits, passthrough (warm)", "StatHit", "passthrough", 0.95)
 	ratio("stat of hits, fallback (warm)", "StatHit", "fallback", 0.95)
-	spill := verdict{what: "read, working set 3x memory, passthrough", want: ">= 0.9x the nvme dir"}
-	if x, ok := r.ratio("ReadSpill2MiB", "passthrough"); ok {
-		if n, ok := r.ratio("ReadSpill2MiB", "nvme"); ok {
-			spill.got, spill.ok, spill.known = fmt.Sprintf("%.2fx nvme (%.2fx tmpfs)", x/n, x), x >= 0.9*n, true
-		}
-	}
-	out = append(out, spill)
+	out = append(out, againstNVMe(r, "read, working set 3x memory, passthrough", "ReadSpill2MiB", 0.9))
 	for _, t := range []string{"passthrough", "fallback"} {
 		v := verdict{what: "stat of misses, " + t + ", one thread", want: ">= 40k/s"}
 		if x, ok := r.get("StatMiss", t); ok {
@@ -93,6 +88,18 @@ func verdicts(r results, s *scaleResult) []verdict {
 		verdict{n + "first stat of a block after the restart", formatRate(s.FirstStat) + "/s", ">= 40k/s", s.FirstStat >= 40e3, s.FirstStat > 0},
 		verdict{n + "stat of a missing id", formatRate(s.MissStat) + "/s", ">= 40k/s", s.MissStat >= 40e3, s.MissStat > 0},
 	)
+}
+
+// againstNVMe is the verdict of op through the passthrough mount against
+// want times the nvme directory's figure of the same run.
+func againstNVMe(r results, what, op string, want float64) verdict {
+	v := verdict{what: what, want: fmt.Sprintf(">= %gx the nvme dir", want)}
+	if x, ok := r.ratio(op, "passthrough"); ok {
+		if n, ok := r.ratio(op, "nvme"); ok {
+			v.got, v.ok, v.known = fmt.Sprintf("%.2fx nvme (%.2fx tmpfs)", x/n, x), x >= want*n, true
+		}
+	}
+	return v
 }
 
 func (v verdict) status() string {
