@@ -31,6 +31,8 @@ type fsState struct {
 	mounted time.Time
 
 	inos     *inoTable
+	shards   *shardRegistry // the live shard nodes, by number (light_table.go)
+	light    *lightTable    // the light nodes (light.go)
 	kernel   *pruner        // published files' nodes the kernel holds (nil: unbounded)
 	control  control.Access // who may use the session control files
 	root     *gofs.Inode    // the root node, once mounted
@@ -56,6 +58,8 @@ func newState(st *store.Store, opts Options) *fsState {
 		gid:     uint32(syscall.Getgid()),
 		mounted: time.Now(),
 		inos:    newInoTable(),
+		shards:  newShardRegistry(),
+		light:   newLightTable(),
 	}
 	s.kernel = newPruner(s, opts.KernelNodes)
 	s.env = control.NewEnv(st, errName)
