@@ -69,11 +69,13 @@ type lightTable struct {
 	byKey   map[lightKey]uint32
 	shards  []lightShard
 	sfree   []uint32
-	byShard map[uint64]uint32 // the shard's node id -> its slot
+	byShard map[uint64]uint32    // the shard's node id -> its slot
+	byName  map[[2]string]uint32 // {model, dir} -> its slot
 }
 
 func newLightTable() *lightTable {
-	return &lightTable{byKey: make(map[lightKey]uint32), byShard: make(map[uint64]uint32)}
+	return &lightTable{byKey: make(map[lightKey]uint32), byShard: make(map[uint64]uint32),
+		byName: make(map[[2]string]uint32)}
 }
 
 // acquire counts one kernel lookup of key, in the shard directory whose
@@ -93,6 +95,7 @@ func (t *lightTable) acquire(shardNode uint64, ref shardRef, key tiers.Key) (id 
 		}
 		t.shards[si] = lightShard{ref: ref, node: shardNode}
 		t.byShard[shardNode] = si
+		t.byName[[2]string{ref.model, ref.dir}] = si
 		first = true
 	}
 	k := lightKey{shard: si, kind: key.Kind, id: key.ID}
@@ -167,12 +170,26 @@ func (t *lightTable) forget(id, n uint64) (real, shard uint64) {
 	if sh.count--; sh.count == 0 {
 		shard = sh.node
 		delete(t.byShard, sh.node)
+		delete(t.byName, [2]string{sh.ref.model, sh.ref.dir})
 		*sh = lightShard{}
 		t.sfree = append(t.sfree, e.shard)
 	}
 	*e = lightEntry{}
 	t.free = append(t.free, uint32(i))
 	return real, shard
+}
+
+// holds reports whether the kernel holds key, in shard directory dir of
+// its model, as a light node.
+func (t *lightTable) holds(dir string, key tiers.Key) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	si, ok := t.byName[[2]string{key.Model, dir}]
+	if !ok {
+		return false
+	}
+	_, ok = t.byKey[lightKey{shard: si, kind: key.Kind, id: key.ID}]
+	return ok
 }
 
 // count is the number of light nodes the kernel holds.

@@ -130,6 +130,16 @@ func TestLightAfterListing(t *testing.T) {
 		if _, err := os.Stat(m.keyPath(k)); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("stat after rm: %v", err)
 		}
+		// The sidecar went with its block; the kernel's entry of it (a
+		// light node since the listing) is dropped just after the unlink.
+		side := m.keyPath(tiers.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr})
+		deadline := time.Now().Add(5 * time.Second)
+		for _, err := os.Stat(side); !errors.Is(err, os.ErrNotExist); _, err = os.Stat(side) {
+			if time.Now().After(deadline) {
+				t.Fatalf("stat of the sidecar after rm of its block: %v", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		if strings.Contains(run(t, "ls", "-l", shard), k.FileName()) {
 			t.Fatal("the listing after rm shows the block")
 		}

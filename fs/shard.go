@@ -281,7 +281,7 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	if key.Kind == hashdir.Block {
 		side := tiers.Key{Model: key.Model, ID: key.ID, Kind: hashdir.Repr}
 		d.s.ForgetHits(side, false)
-		if d.GetChild(side.FileName()) != nil {
+		if d.GetChild(side.FileName()) != nil || d.s.light.holds(d.dir, side) {
 			// In the background: the kernel holds this directory's lock
 			// until UNLINK is answered, and the notification takes it.
 			go d.s.notifyGone(&d.Inode, side.FileName())
