@@ -138,11 +138,14 @@ func (w *lightFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, 
 // entry fills out with the light node of published file key (bi from the
 // index) in the shard whose go-fuse node id is shard.
 func (w *lightFS) entry(shard uint64, ref shardRef, key tiers.Key, bi tiers.BlockInfo, out *fuse.EntryOut) {
-	id, first := w.s.light.acquire(shard, ref, key)
+	id, made, first := w.s.light.acquire(shard, ref, key)
 	if first {
 		// The table's own lookup of the shard's node (see above).
 		var eo fuse.EntryOut
 		w.b.Lookup(nil, &fuse.InHeader{NodeId: shard}, ".", &eo)
+	}
+	if made {
+		w.s.kernel.addLight(id)
 	}
 	w.s.publishedAttr(key, bi, out)
 	out.NodeId, out.Generation = id, 0

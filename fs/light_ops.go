@@ -15,8 +15,11 @@ func (w *lightFS) String() string { return w.b.String() }
 // SetDebug passes the setting on.
 func (w *lightFS) SetDebug(debug bool) { w.b.SetDebug(debug) }
 
-// Init hands the server to the bridge.
-func (w *lightFS) Init(s *fuse.Server) { w.b.Init(s) }
+// Init hands the server to the bridge, and keeps it for the pruner.
+func (w *lightFS) Init(s *fuse.Server) {
+	w.s.server.Store(s)
+	w.b.Init(s)
+}
 
 // OnUnmount passes the unmount on.
 func (w *lightFS) OnUnmount() { w.b.OnUnmount() }

@@ -79,10 +79,10 @@ func newLightTable() *lightTable {
 }
 
 // acquire counts one kernel lookup of key, in the shard directory whose
-// go-fuse node id is shardNode, and returns its light node id. first
-// reports that the shard got its first light node: the caller then takes
-// the table's own lookup of the shard's node.
-func (t *lightTable) acquire(shardNode uint64, ref shardRef, key tiers.Key) (id uint64, first bool) {
+// go-fuse node id is shardNode, and returns its light node id. made
+// reports a new light node; first, that the shard got its first one: the
+// caller then takes the table's own lookup of the shard's node.
+func (t *lightTable) acquire(shardNode uint64, ref shardRef, key tiers.Key) (id uint64, made, first bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	si, ok := t.byShard[shardNode]
@@ -101,7 +101,7 @@ func (t *lightTable) acquire(shardNode uint64, ref shardRef, key tiers.Key) (id 
 	k := lightKey{shard: si, kind: key.Kind, id: key.ID}
 	if i, ok := t.byKey[k]; ok {
 		t.ents[i].refs++
-		return lightBase + uint64(i), false
+		return lightBase + uint64(i), false, false
 	}
 	var i uint32
 	if n := len(t.free); n > 0 {
@@ -113,7 +113,7 @@ func (t *lightTable) acquire(shardNode uint64, ref shardRef, key tiers.Key) (id 
 	t.ents[i] = lightEntry{id: key.ID, shard: si, kind: key.Kind, refs: 1}
 	t.byKey[k] = i
 	t.shards[si].count++
-	return lightBase + uint64(i), first
+	return lightBase + uint64(i), true, first
 }
 
 // lightInfo is what a request on a light node needs of it.
