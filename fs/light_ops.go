@@ -4,10 +4,10 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// The requests lightFS passes to go-fuse's bridge (light.go): a request
-// on a light node goes to the node it is materialized as, one that takes
-// a light node as a directory is ENOTDIR, everything else passes as is,
-// so the bridge never sees a light node id.
+// The node requests lightFS passes to go-fuse's bridge (light.go;
+// directory requests are in light_dir.go): a request on a light node goes
+// to the node it is materialized as, everything else passes as is, so the
+// bridge never sees a light node id.
 
 // String names the file system.
 func (w *lightFS) String() string { return w.b.String() }
@@ -23,96 +23,6 @@ func (w *lightFS) Init(s *fuse.Server) {
 
 // OnUnmount passes the unmount on.
 func (w *lightFS) OnUnmount() { w.b.OnUnmount() }
-
-// notDir reports a request that takes a light node as a directory.
-func notDir(ids ...uint64) bool {
-	for _, id := range ids {
-		if isLight(id) {
-			return true
-		}
-	}
-	return false
-}
-
-// Mknod takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
-	}
-	return w.b.Mknod(cancel, in, name, out)
-}
-
-// Mkdir takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
-	}
-	return w.b.Mkdir(cancel, in, name, out)
-}
-
-// Unlink takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Unlink(cancel <-chan struct{}, in *fuse.InHeader, name string) fuse.Status {
-	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
-	}
-	return w.b.Unlink(cancel, in, name)
-}
-
-// Rmdir takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Rmdir(cancel <-chan struct{}, in *fuse.InHeader, name string) fuse.Status {
-	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
-	}
-	return w.b.Rmdir(cancel, in, name)
-}
-
-// Rename takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName string, newName string) fuse.Status {
-	if notDir(in.NodeId, in.Newdir) {
-		return statusOf(errnoNotDir)
-	}
-	return w.b.Rename(cancel, in, oldName, newName)
-}
-
-// Symlink takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Symlink(cancel <-chan struct{}, in *fuse.InHeader, pointedTo string, linkName string, out *fuse.EntryOut) fuse.Status {
-	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
-	}
-	return w.b.Symlink(cancel, in, pointedTo, linkName, out)
-}
-
-// Create takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
-	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
-	}
-	return w.b.Create(cancel, in, name, out)
-}
-
-// Tmpfile takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
-	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
-	}
-	return w.b.Tmpfile(cancel, in, out)
-}
-
-// ReadDir takes a directory: ENOTDIR on a light node.
-func (w *lightFS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
-	}
-	return w.b.ReadDir(cancel, in, out)
-}
-
-// FsyncDir takes a directory: ENOTDIR on a light node.
-func (w *lightFS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
-	}
-	return w.b.FsyncDir(cancel, in)
-}
 
 // SetAttr goes to the node's go-fuse node.
 func (w *lightFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
