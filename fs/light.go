@@ -58,7 +58,7 @@ func materializing(ctx context.Context) bool {
 const matLocks = 64
 
 // lightFS is the layer that answers for light nodes and passes every
-// other request to go-fuse's bridge (light_ops.go).
+// other request to go-fuse's bridge (light_dir.go, light_ops.go).
 type lightFS struct {
 	b fuse.RawFileSystem
 	s *fsState
