@@ -22,20 +22,19 @@ import (
 
 // backingIDs passes backing ids from a node's Open to rawFS.Open.
 type backingIDs struct {
-	mu  sync.Mutex
-	srv *fuse.Server // set at INIT
-	m   map[<-chan struct{}]int32
+	mu sync.Mutex
+	m  map[<-chan struct{}]int32
 }
 
 // register registers f as a passthrough backing file; 0 when the mount
 // does not use passthrough or the kernel refused (the handle then falls
 // back to go-fuse's own registration).
 func (s *fsState) register(f *os.File) int32 {
-	b := &s.backing
-	if !s.passthrough.Load() || b.srv == nil {
+	srv := s.server.Load()
+	if !s.passthrough.Load() || srv == nil {
 		return 0
 	}
-	id, errno := b.srv.RegisterBackingFd(&fuse.BackingMap{Fd: int32(f.Fd())})
+	id, errno := srv.RegisterBackingFd(&fuse.BackingMap{Fd: int32(f.Fd())})
 	if errno != 0 {
 		s.log.Debug("registering a backing file", "errno", errno)
 		return 0
@@ -47,7 +46,7 @@ func (s *fsState) register(f *os.File) int32 {
 // (under its node's mu, refs 0).
 func (s *fsState) closeBacking(st *openState) {
 	if st.backingID != 0 {
-		if errno := s.backing.srv.UnregisterBackingFd(st.backingID); errno != 0 {
+		if errno := s.server.Load().UnregisterBackingFd(st.backingID); errno != 0 {
 			s.log.Debug("unregistering a backing file", "errno", errno)
 		}
 	}
@@ -94,9 +93,10 @@ func newRawFS(s *fsState, root gofs.InodeEmbedder, opts *gofs.Options) *rawFS {
 	return &rawFS{RawFileSystem: gofs.NewNodeFS(root, opts), s: s}
 }
 
-// Init keeps the server, which registers backing files.
+// Init keeps the server, which registers backing files and sends
+// notifications.
 func (r *rawFS) Init(srv *fuse.Server) {
-	r.s.backing.srv = srv
+	r.s.server.Store(srv)
 	r.RawFileSystem.Init(srv)
 }
 
@@ -109,18 +109,4 @@ func (r *rawFS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut)
 		out.OpenFlags &^= fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_DIRECT_IO
 	}
 	return status
-}
-
-// mountFS mounts root on mnt (gofs.Mount with the bridge wrapped) and
-// serves it.
-func mountFS(s *fsState, mnt string, root gofs.InodeEmbedder, opts *gofs.Options) (*fuse.Server, error) {
-	srv, err := fuse.NewServer(newRawFS(s, root, opts), mnt, &opts.MountOptions)
-	if err != nil {
-		return nil, err
-	}
-	go srv.Serve()
-	if err := srv.WaitMount(); err != nil {
-		return nil, err
-	}
-	return srv, nil
 }

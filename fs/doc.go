@@ -20,6 +20,10 @@
 // One node type per kind of file (root.go, model.go, shard.go, file.go,
 // pending.go, repr_node.go, control.go) shares the mount's state by pointer
 // (state.go). Mount (mount.go) is the entry point the command line uses.
+// Between the kernel and go-fuse's bridge a thin layer (light.go) answers
+// listings and lookups of published files in shard directories from the
+// index with light nodes, which get a go-fuse node only when used for
+// more than their attributes.
 //
 // # Control plane
 //

@@ -67,7 +67,7 @@ func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	}
 	ino := m.s.inos.acquire(shardInoName(m.model, sh, "", -1))
 	ch := newChild(ctx, &m.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
-		return newShardNode(m.s, m.model, sh, ino)
+		return m.s.shards.made(newShardNode(m.s, m.model, sh, ino))
 	})
 	m.s.modelAttr(&out.Attr, 2, m.model)
 	ttl(out, m.s.opts.EntryTTL)

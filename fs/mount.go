@@ -38,6 +38,10 @@ type Options struct {
 	// links to it. Empty: no socket (register vmm is refused). Used only
 	// with a GPU device.
 	GPUSocket string
+
+	// bridgeOnly leaves the light-node layer out (light.go): every
+	// request goes to go-fuse's bridge. For tests that compare the two.
+	bridgeOnly bool
 }
 
 // Defaults of Options.
@@ -126,7 +130,11 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 	}
 	root := newRoot(s)
 	s.root, s.rootNode = &root.Inode, root
-	srv, err := mountFS(s, mnt, root, gopts)
+	var rawFS fuse.RawFileSystem = newRawFS(s, root, gopts)
+	if !s.opts.bridgeOnly {
+		rawFS = newLightFS(rawFS, s)
+	}
+	srv, err := serve(mnt, rawFS, &gopts.MountOptions)
 	if err != nil {
 		s.env.CloseGPUSocket()
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)
@@ -141,6 +149,22 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 	}
 	s.log.Info("mounted", "mountpoint", mnt, "passthrough", s.passthrough.Load())
 	return server, nil
+}
+
+// serve mounts fs at mnt and serves it, as gofs.Mount does for go-fuse's
+// bridge; here fs is the light-node layer over it (light.go).
+func serve(mnt string, fs fuse.RawFileSystem, opts *fuse.MountOptions) (*fuse.Server, error) {
+	srv, err := fuse.NewServer(fs, mnt, opts)
+	if err != nil {
+		return nil, err
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		// As gofs.Mount: the serve loop ends by itself when the mount
+		// failed.
+		return nil, err
+	}
+	return srv, nil
 }
 
 // goLogger adapts the slog logger for go-fuse's log.Logger: its debug

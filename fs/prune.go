@@ -2,18 +2,20 @@ package fs
 
 import (
 	"sync"
+	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // Kernel nodes of published files
 //
 // The kernel keeps a node for every name it has looked up until memory
-// pressure makes it forget the name, and the daemon must keep its own
-// node for each (go-fuse's Inode, its place in the parent's children and
-// in the node-id table, our storedFile: some 600 bytes). A `du -s` of a
-// model of 10^6 blocks so holds 600 MB in the daemon for blocks nobody
-// may touch again. Options.KernelNodes bounds how many nodes of published
+// pressure makes it forget the name, and the daemon keeps its own for
+// each: a light node (light.go, ~80 bytes), or a go-fuse node (its Inode,
+// its place in the parent's children and in the node-id table, our
+// storedFile: some 600 bytes) for a file used or looked up outside a
+// shard listing. Options.KernelNodes bounds how many nodes of published
 // files the daemon lets the kernel keep: every node made for a lookup
 // joins a FIFO, and once more than the bound are in it, the oldest are
 // handed back in batches with FUSE_NOTIFY_PRUNE (Linux 6.18), which makes
@@ -26,6 +28,13 @@ import (
 // notification may wait on the kernel's locks, which a request being
 // answered holds.
 //
+// Light nodes (light.go) join the same FIFO when the kernel first gets
+// one, and are handed back the same way (by node id; the entry
+// invalidation names the shard's node and the file's name); their FORGET
+// frees the table's slot. A light node costs the daemon ~80 bytes, so the
+// bound now mostly bounds what the kernel keeps (an inode and a dentry per
+// name).
+//
 // The bound is off by default: measured on a 2-vCPU VM, a walk of more
 // names than the bound runs 4-6x slower (each pruned node costs the
 // kernel's prune and a FORGET, ~50 µs), so bounding trades walk speed for
@@ -37,13 +46,20 @@ const DefaultKernelNodes = -1
 // pruneBatch is how many nodes one notification hands back.
 const pruneBatch = 1024
 
+// kernelNode is a node given to the kernel: a go-fuse node, or a light
+// node's id.
+type kernelNode struct {
+	n     *gofs.Inode
+	light uint64
+}
+
 // pruner is the FIFO of published files' nodes given to the kernel.
 type pruner struct {
 	s     *fsState
 	limit int
 
 	mu      sync.Mutex
-	fifo    []*gofs.Inode // a ring: fifo[head] is the oldest
+	fifo    []kernelNode // a ring: fifo[head] is the oldest
 	head, n int
 	running bool // the goroutine is sending a batch
 	noPrune bool // the kernel refused FUSE_NOTIFY_PRUNE: invalidate names
@@ -53,18 +69,29 @@ func newPruner(s *fsState, limit int) *pruner {
 	if limit <= 0 {
 		return nil
 	}
-	return &pruner{s: s, limit: limit, fifo: make([]*gofs.Inode, limit+pruneBatch)}
+	return &pruner{s: s, limit: limit, fifo: make([]kernelNode, limit+pruneBatch)}
 }
 
-// add records a node just handed to the kernel and starts handing back
-// the oldest when there are too many.
+// add records a go-fuse node just handed to the kernel.
 func (p *pruner) add(n *gofs.Inode) {
-	if p == nil {
-		return
+	if p != nil {
+		p.push(kernelNode{n: n})
 	}
+}
+
+// addLight records a light node just handed to the kernel.
+func (p *pruner) addLight(id uint64) {
+	if p != nil {
+		p.push(kernelNode{light: id})
+	}
+}
+
+// push records a node and starts handing back the oldest when there are
+// too many.
+func (p *pruner) push(n kernelNode) {
 	p.mu.Lock()
 	if p.n == len(p.fifo) { // the goroutine lags: the oldest leave untold
-		p.fifo[p.head] = nil
+		p.fifo[p.head] = kernelNode{}
 		p.head = (p.head + 1) % len(p.fifo)
 		p.n--
 	}
@@ -81,7 +108,7 @@ func (p *pruner) add(n *gofs.Inode) {
 }
 
 // take removes up to pruneBatch of the oldest nodes while over the limit.
-func (p *pruner) take() []*gofs.Inode {
+func (p *pruner) take() []kernelNode {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := min(p.n-p.limit, pruneBatch)
@@ -89,10 +116,10 @@ func (p *pruner) take() []*gofs.Inode {
 		p.running = false
 		return nil
 	}
-	out := make([]*gofs.Inode, k)
+	out := make([]kernelNode, k)
 	for i := range out {
 		out[i] = p.fifo[p.head]
-		p.fifo[p.head] = nil
+		p.fifo[p.head] = kernelNode{}
 		p.head = (p.head + 1) % len(p.fifo)
 	}
 	p.n -= k
@@ -111,16 +138,28 @@ func (p *pruner) run() {
 }
 
 // send hands one batch back to the kernel.
-func (p *pruner) send(batch []*gofs.Inode) {
-	root := p.s.root
+func (p *pruner) send(batch []kernelNode) {
+	root, srv := p.s.root, p.s.server.Load()
 	if root == nil {
 		return
+	}
+	var nodes []*gofs.Inode
+	var lights []uint64
+	for _, kn := range batch {
+		if kn.n != nil {
+			nodes = append(nodes, kn.n)
+		} else {
+			lights = append(lights, kn.light)
+		}
 	}
 	p.mu.Lock()
 	noPrune := p.noPrune
 	p.mu.Unlock()
 	if !noPrune {
-		errno := root.NotifyPrune(batch)
+		errno := root.NotifyPrune(nodes)
+		if errno == 0 && len(lights) > 0 && srv != nil {
+			errno = syscallErrno(srv.PruneNotify(lights))
+		}
 		if errno == 0 {
 			return
 		}
@@ -129,9 +168,17 @@ func (p *pruner) send(batch []*gofs.Inode) {
 		p.noPrune = true
 		p.mu.Unlock()
 	}
-	for _, n := range batch {
+	for _, n := range nodes {
 		if name, parent := n.Parent(); parent != nil {
 			parent.NotifyEntry(name)
 		}
 	}
+	for _, id := range lights {
+		if li, ok := p.s.light.get(id); ok && srv != nil {
+			srv.EntryNotify(li.shard, li.key.FileName())
+		}
+	}
 }
+
+// syscallErrno is the errno of a status.
+func syscallErrno(st fuse.Status) syscall.Errno { return syscall.Errno(st) }

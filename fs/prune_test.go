@@ -11,8 +11,9 @@ import (
 )
 
 // TestKernelNodesBounded: after a walk of more published files than
-// Options.KernelNodes, the kernel forgets the oldest (the daemon's node
-// table shrinks back to about the bound), and a pruned block still reads.
+// Options.KernelNodes, the kernel forgets the oldest (the daemon's light
+// nodes and node numbers shrink back to about the bound), and a pruned
+// block still reads.
 func TestKernelNodesBounded(t *testing.T) {
 	st := newTestStackWith(t, tiers.MemConfig{Capacity: 64 << 20}, tiers.DirConfig{Kind: "nvme"})
 	const n, bound = 3000, 200
@@ -32,13 +33,14 @@ func TestKernelNodesBounded(t *testing.T) {
 	// Shards and models hold numbers too: 256 shards, a model, the root's.
 	const most = bound + pruneBatch + 300
 	deadline := time.Now().Add(10 * time.Second)
-	held := m.srv.state.inos.held()
-	for held > most && time.Now().Before(deadline) {
+	held, light := m.srv.state.inos.held(), m.lightCount()
+	for (held > most || light > bound+pruneBatch) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
-		held = m.srv.state.inos.held()
+		held, light = m.srv.state.inos.held(), m.lightCount()
 	}
-	if held > most {
-		t.Fatalf("after stats of %d blocks the daemon holds %d numbers, want at most %d", n, held, most)
+	if held > most || light > bound+pruneBatch {
+		t.Fatalf("after stats of %d blocks the daemon holds %d numbers and %d light nodes, want at most %d and %d",
+			n, held, light, most, bound+pruneBatch)
 	}
 	got, err := os.ReadFile(m.keyPath(keys[0]))
 	if err != nil || !bytes.Equal(got, datas[0]) {
@@ -49,13 +51,14 @@ func TestKernelNodesBounded(t *testing.T) {
 // TestPrunerRing: the FIFO hands back the oldest nodes beyond the bound,
 // in order, and drops the oldest untold when the sender lags.
 func TestPrunerRing(t *testing.T) {
-	p := &pruner{limit: 2, fifo: make([]*gofs.Inode, 4), running: true} // running: no goroutine
-	nodes := make([]gofs.Inode, 6)
+	p := &pruner{limit: 2, fifo: make([]kernelNode, 4), running: true} // running: no goroutine
+	nodes := make([]gofs.Inode, 5)
 	for i := range nodes {
 		p.add(&nodes[i])
 	}
+	p.addLight(lightBase + 7)
 	batch := p.take() // 6 added to a ring of 4: the first two left untold
-	if len(batch) != 2 || batch[0] != &nodes[2] || batch[1] != &nodes[3] {
+	if len(batch) != 2 || batch[0].n != &nodes[2] || batch[1].n != &nodes[3] {
 		t.Fatalf("batch %v", batch)
 	}
 	if p.take() != nil || p.running {

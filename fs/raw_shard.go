@@ -102,7 +102,7 @@ func (m *modelNode) rawLookup(ctx context.Context, name string, out *fuse.EntryO
 func (m *modelNode) rawChild(ctx context.Context, name string, w int, out *fuse.EntryOut) *gofs.Inode {
 	ino := m.s.inos.acquire(shardInoName(m.model, 0, name, w))
 	ch := newChild(ctx, &m.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
-		return newRawShardNode(m.s, m.model, name, w, ino)
+		return m.s.shards.made(newRawShardNode(m.s, m.model, name, w, ino))
 	})
 	m.s.modelAttr(&out.Attr, 2, m.model)
 	ttl(out, m.s.opts.EntryTTL)

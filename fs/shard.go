@@ -55,8 +55,9 @@ func newShardNode(s *fsState, model string, shard byte, ino uint64) *shardNode {
 	}
 }
 
-// OnForget frees the node's number.
+// OnForget frees the node's number and leaves the shard registry.
 func (d *shardNode) OnForget() {
+	d.s.shards.remove(d)
 	d.s.inos.release(shardInoName(d.model, d.shard, d.dir, d.width), d.ino)
 }
 
@@ -109,15 +110,36 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		}
 	}
 	if errors.Is(err, tiers.ErrNotFound) {
-		if d.s.Writing(key) || d.s.WriteEpoch(key) != epoch {
-			out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching the miss
+		if materializing(ctx) {
+			// A light node of a file gone since it was listed: it gets
+			// the node the kernel would have had (see light.go).
+			return d.fileInode(ctx, key, bi, out), 0
 		}
-		return nil, errnoMissing
+		return nil, d.s.missEntry(key, epoch, out)
 	}
 	if err != nil {
 		return nil, d.s.fail("lookup", key.Path(), err)
 	}
 	return d.fileInode(ctx, key, bi, out), 0
+}
+
+// missEntry fills the answer to a lookup of key that missed: ENOENT,
+// cached for the negative TTL, except while this mount writes the name
+// (or finished since epoch): then the kernel keeps nothing, so the file
+// shows up as soon as its writer's close publishes it.
+func (s *fsState) missEntry(key tiers.Key, epoch uint64, out *fuse.EntryOut) syscall.Errno {
+	if s.Writing(key) || s.WriteEpoch(key) != epoch {
+		out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching the miss
+	}
+	return errnoMissing
+}
+
+// publishedAttr fills the attributes and timeouts of the entry of a
+// published file: what a lookup answers, through its go-fuse node or as a
+// light node.
+func (s *fsState) publishedAttr(key tiers.Key, bi tiers.BlockInfo, out *fuse.EntryOut) {
+	s.blockAttr(&out.Attr, bi.Size, bi.MTime, key.Model)
+	ttl(out, s.opts.EntryTTL)
 }
 
 // fileInode returns the node of a published file and fills out.
@@ -129,11 +151,10 @@ func (d *shardNode) fileInode(ctx context.Context, key tiers.Key, bi tiers.Block
 		made = true
 		return newStoredNode(d.s, key, ino)
 	})
-	if made {
+	if made && !materializing(ctx) {
 		d.s.kernel.add(ch)
 	}
-	d.s.blockAttr(&out.Attr, bi.Size, bi.MTime, key.Model)
-	ttl(out, d.s.opts.EntryTTL)
+	d.s.publishedAttr(key, bi, out)
 	return ch
 }
 
@@ -148,16 +169,37 @@ func fileInoName(key tiers.Key) inoName {
 
 // Readdir lists the published files of the shard, sorted by name.
 func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	keys := d.keys()
-	ents := make([]fuse.DirEntry, 0, len(keys))
-	for _, k := range keys {
-		ents = append(ents, fuse.DirEntry{Name: k.FileName(), Mode: syscall.S_IFREG, Ino: d.s.inos.peek(fileInoName(k))})
+	list := d.listing(callerProc(ctx).Uid)
+	ents := make([]fuse.DirEntry, len(list))
+	for i, e := range list {
+		ents[i] = fuse.DirEntry{Name: e.name, Mode: syscall.S_IFREG, Ino: e.ino}
 	}
-	for _, w := range d.s.StagingFiles(d.model, d.dir, callerProc(ctx).Uid) {
-		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: pendingIno(w)})
-	}
-	sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
 	return gofs.NewListDirStream(ents), 0
+}
+
+// shardEntry is one name of a shard's listing: a published file (its key)
+// or a staging file.
+type shardEntry struct {
+	name      string
+	ino       uint64
+	key       tiers.Key
+	published bool
+}
+
+// listing is what the shard shows to a caller of uid, sorted by name: the
+// published files and uid's staging files.
+func (d *shardNode) listing(uid uint32) []shardEntry {
+	keys := d.keys()
+	staging := d.s.StagingFiles(d.model, d.dir, uid)
+	ents := make([]shardEntry, 0, len(keys)+len(staging))
+	for _, k := range keys {
+		ents = append(ents, shardEntry{name: k.FileName(), ino: d.s.inos.peek(fileInoName(k)), key: k, published: true})
+	}
+	for _, w := range staging {
+		ents = append(ents, shardEntry{name: w.Name(), ino: pendingIno(w)})
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
+	return ents
 }
 
 // Create starts writing a block or sidecar under its final name, or a
@@ -239,7 +281,7 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	if key.Kind == hashdir.Block {
 		side := tiers.Key{Model: key.Model, ID: key.ID, Kind: hashdir.Repr}
 		d.s.ForgetHits(side, false)
-		if d.GetChild(side.FileName()) != nil {
+		if d.GetChild(side.FileName()) != nil || d.s.light.holds(d.dir, side) {
 			// In the background: the kernel holds this directory's lock
 			// until UNLINK is answered, and the notification takes it.
 			go d.s.notifyGone(&d.Inode, side.FileName())

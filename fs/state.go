@@ -31,9 +31,12 @@ type fsState struct {
 	mounted time.Time
 
 	inos     *inoTable
-	kernel   *pruner        // published files' nodes the kernel holds (nil: unbounded)
-	control  control.Access // who may use the session control files
-	root     *gofs.Inode    // the root node, once mounted
+	shards   *shardRegistry              // the live shard nodes, by number (light_table.go)
+	light    *lightTable                 // the light nodes (light.go)
+	kernel   *pruner                     // published files' nodes the kernel holds (nil: unbounded)
+	control  control.Access              // who may use the session control files
+	root     *gofs.Inode                 // the root node, once mounted
+	server   atomic.Pointer[fuse.Server] // the FUSE server, once it has started
 	rootNode gofs.InodeEmbedder
 	// scratchDir holds the private entries of ucm-posix models
 	// (model_dot.go).
@@ -59,6 +62,8 @@ func newState(st *store.Store, opts Options) *fsState {
 		gid:     uint32(syscall.Getgid()),
 		mounted: time.Now(),
 		inos:    newInoTable(),
+		shards:  newShardRegistry(),
+		light:   newLightTable(),
 	}
 	s.kernel = newPruner(s, opts.KernelNodes)
 	s.env = control.NewEnv(st, errName)

@@ -1,0 +1,174 @@
+package fs
+
+import (
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// The directory requests of lightFS (light.go): a shard directory's
+// listing is answered from a snapshot per open handle; a request that
+// takes a light node as a directory is ENOTDIR.
+
+// OpenDir opens a directory through the bridge and remembers the handles
+// of shard directories, whose READDIRPLUS this layer answers.
+func (w *lightFS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if isLight(in.NodeId) {
+		return statusOf(errnoNotDir)
+	}
+	st := w.b.OpenDir(cancel, in, out)
+	if !st.Ok() {
+		return st
+	}
+	if ref, ok := w.shardOf(cancel, in.NodeId, in.Caller); ok {
+		w.dirsMu.Lock()
+		w.dirs[out.Fh] = &lightDir{ref: ref, node: in.NodeId}
+		w.dirsMu.Unlock()
+	}
+	return st
+}
+
+// dir returns the open shard directory of handle fh, or nil.
+func (w *lightFS) dir(fh uint64) *lightDir {
+	w.dirsMu.Lock()
+	defer w.dirsMu.Unlock()
+	return w.dirs[fh]
+}
+
+// ReleaseDir forgets an open shard directory and closes the handle.
+func (w *lightFS) ReleaseDir(in *fuse.ReleaseIn) {
+	if isLight(in.NodeId) {
+		return
+	}
+	w.dirsMu.Lock()
+	delete(w.dirs, in.Fh)
+	w.dirsMu.Unlock()
+	w.b.ReleaseDir(in)
+}
+
+// ReadDirPlus lists a shard directory from its listing, the published
+// files as light nodes, the rest looked up through the bridge.
+func (w *lightFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	if isLight(in.NodeId) {
+		return statusOf(errnoNotDir)
+	}
+	h := w.dir(in.Fh)
+	if h == nil {
+		return w.b.ReadDirPlus(cancel, in, out)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if in.Offset == 0 || h.snap == nil {
+		d := h.ref.node(w.s)
+		h.snap = d.listing(in.Caller.Uid)
+	}
+	for i := in.Offset; i < uint64(len(h.snap)); i++ {
+		e := &h.snap[i]
+		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.name, Mode: syscall.S_IFREG, Ino: e.ino, Off: i + 1})
+		if eo == nil {
+			break
+		}
+		if e.published {
+			if bi, err := w.s.stack.Stat(e.key); err == nil {
+				w.entry(h.node, h.ref, e.key, bi, eo)
+				continue
+			}
+		}
+		// A staging file, or a file gone since the listing: as before.
+		hdr := fuse.InHeader{NodeId: h.node, Caller: in.Caller}
+		if st := w.b.Lookup(cancel, &hdr, e.name, eo); !st.Ok() {
+			*eo = fuse.EntryOut{}
+		}
+	}
+	return fuse.OK
+}
+
+// notDir reports a request that takes a light node as a directory.
+func notDir(ids ...uint64) bool {
+	for _, id := range ids {
+		if isLight(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// Mknod takes a directory: ENOTDIR on a light node.
+func (w *lightFS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+	if notDir(in.NodeId) {
+		return statusOf(errnoNotDir)
+	}
+	return w.b.Mknod(cancel, in, name, out)
+}
+
+// Mkdir takes a directory: ENOTDIR on a light node.
+func (w *lightFS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+	if notDir(in.NodeId) {
+		return statusOf(errnoNotDir)
+	}
+	return w.b.Mkdir(cancel, in, name, out)
+}
+
+// Unlink takes a directory: ENOTDIR on a light node.
+func (w *lightFS) Unlink(cancel <-chan struct{}, in *fuse.InHeader, name string) fuse.Status {
+	if notDir(in.NodeId) {
+		return statusOf(errnoNotDir)
+	}
+	return w.b.Unlink(cancel, in, name)
+}
+
+// Rmdir takes a directory: ENOTDIR on a light node.
+func (w *lightFS) Rmdir(cancel <-chan struct{}, in *fuse.InHeader, name string) fuse.Status {
+	if notDir(in.NodeId) {
+		return statusOf(errnoNotDir)
+	}
+	return w.b.Rmdir(cancel, in, name)
+}
+
+// Rename takes a directory: ENOTDIR on a light node.
+func (w *lightFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName string, newName string) fuse.Status {
+	if notDir(in.NodeId, in.Newdir) {
+		return statusOf(errnoNotDir)
+	}
+	return w.b.Rename(cancel, in, oldName, newName)
+}
+
+// Symlink takes a directory: ENOTDIR on a light node.
+func (w *lightFS) Symlink(cancel <-chan struct{}, in *fuse.InHeader, pointedTo string, linkName string, out *fuse.EntryOut) fuse.Status {
+	if notDir(in.NodeId) {
+		return statusOf(errnoNotDir)
+	}
+	return w.b.Symlink(cancel, in, pointedTo, linkName, out)
+}
+
+// Create takes a directory: ENOTDIR on a light node.
+func (w *lightFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	if notDir(in.NodeId) {
+		return statusOf(errnoNotDir)
+	}
+	return w.b.Create(cancel, in, name, out)
+}
+
+// Tmpfile takes a directory: ENOTDIR on a light node.
+func (w *lightFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
+	if notDir(in.NodeId) {
+		return statusOf(errnoNotDir)
+	}
+	return w.b.Tmpfile(cancel, in, out)
+}
+
+// ReadDir takes a directory: ENOTDIR on a light node.
+func (w *lightFS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	if notDir(in.NodeId) {
+		return statusOf(errnoNotDir)
+	}
+	return w.b.ReadDir(cancel, in, out)
+}
+
+// FsyncDir takes a directory: ENOTDIR on a light node.
+func (w *lightFS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	if notDir(in.NodeId) {
+		return statusOf(errnoNotDir)
+	}
+	return w.b.FsyncDir(cancel, in)
+}
