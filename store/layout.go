@@ -118,13 +118,7 @@ func (s *Store) HasBlock(model string, id hashdir.ID) bool {
 // widths of its files join its record.
 func (s *Store) adoptLayouts() {
 	for _, model := range s.models.list() {
-		var widths []int
-		s.stack.List(model, func(k tiers.Key) bool {
-			if k.Kind.Raw() && !slices.Contains(widths, k.Kind.Width()) {
-				widths = append(widths, k.Kind.Width())
-			}
-			return len(widths) <= hashdir.MaxShardWidth
-		})
+		widths := s.stack.RawWidths(model)
 		if len(widths) == 0 {
 			continue
 		}

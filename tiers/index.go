@@ -50,6 +50,9 @@ type modelSet struct {
 	// blocks counts the files of kind Block (files less sidecars).
 	dirty  ModelCount
 	blocks int64
+	// raw counts the raw files (UCM's names) of each shard width, so the
+	// widths a model uses are known without a walk (Stack.RawWidths).
+	raw [hashdir.MaxShardWidth + 1]int64
 }
 
 // count adds (n = 1) or takes out (n = -1) e's part of the counters of m
@@ -60,6 +63,9 @@ func (m *modelSet) count(e *entry, n int64) {
 		block = n
 	}
 	m.blocks += block
+	if e.kind.Raw() {
+		m.raw[e.kind.Width()] += n
+	}
 	if e.is(flagDirty) {
 		m.dirty.Blocks += block
 		m.dirty.Files += n

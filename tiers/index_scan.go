@@ -1,6 +1,9 @@
 package tiers
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // The index's operations over many entries: LRU order, eviction, listings
 // by model and by shard, model removal.
@@ -104,6 +107,21 @@ func (x *index) modelUsage(model string) (files, bytes int64) {
 		return m.files, m.bytes
 	}
 	return 0, 0
+}
+
+// rawWidths adds to widths the shard widths of which model has raw
+// files, each once.
+func (x *index) rawWidths(model string, widths []int) []int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if m := x.models[model]; m != nil {
+		for w, n := range m.raw {
+			if n > 0 && !slices.Contains(widths, w) {
+				widths = append(widths, w)
+			}
+		}
+	}
+	return widths
 }
 
 // modelCount returns the counts of model: all its entries, and those

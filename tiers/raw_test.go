@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -52,6 +53,12 @@ func TestRawTierAdopt(t *testing.T) {
 		t.Fatalf("fsck of a UCM directory: %+v %v", rep, err)
 	}
 	s := newTestStack(t, 16<<20, dir, StackConfig{})
+	if w := s.RawWidths(model); !slices.Equal(w, []int{0, 2, 3}) {
+		t.Errorf("raw widths of the adopted directory: %v, want [0 2 3]", w)
+	}
+	if w := s.RawWidths("other"); len(w) != 0 {
+		t.Errorf("raw widths of a model with no files: %v", w)
+	}
 	for _, k := range keys {
 		if got := readAll(t, s, k); !bytes.Equal(got, datas[k]) {
 			t.Errorf("%s: %d bytes read, want the file's %d", k, len(got), len(datas[k]))

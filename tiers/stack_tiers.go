@@ -83,6 +83,18 @@ func (s *Stack) ModelUsage(model string) ModelCount {
 	return dirty
 }
 
+// RawWidths returns the shard widths of which some tier holds raw files
+// (UCM's names) of model, in increasing order, from the indexes'
+// counters (no walk).
+func (s *Stack) RawWidths(model string) []int {
+	widths := s.mem.idx.rawWidths(model, nil)
+	for _, d := range s.dirs {
+		widths = d.idx.rawWidths(model, widths)
+	}
+	slices.Sort(widths)
+	return widths
+}
+
 // HasModel reports whether any tier holds a file of model or, for a
 // shared tier, a directory of it (another daemon's model).
 func (s *Stack) HasModel(model string) bool {
