@@ -73,6 +73,15 @@ func (m *modelSet) count(e *entry, n int64) {
 	}
 }
 
+// count adds (n = 1) or takes out (n = -1) e's part of m's counters and
+// of the index's dirty total; under x.mu.
+func (x *index) count(m *modelSet, e *entry, n int64) {
+	d := m.dirty
+	x.dirty.add(ModelCount{Blocks: -d.Blocks, Files: -d.Files, Bytes: -d.Bytes})
+	m.count(e, n)
+	x.dirty.add(m.dirty)
+}
+
 // index is a concurrency-safe map of Key to entry; see the file comment.
 type index struct {
 	mu       sync.Mutex
@@ -82,6 +91,7 @@ type index struct {
 	capacity int64
 	used     int64
 	reserved int64
+	dirty    ModelCount // the entries flagged dirty, all models
 }
 
 // newIndex returns an empty index of the given capacity in bytes.
@@ -208,7 +218,7 @@ func (x *index) insertLocked(e *entry) {
 	(*sh)[slot{e.id, e.kind}] = e
 	m.files++
 	m.bytes += e.size
-	m.count(e, 1)
+	x.count(m, e, 1)
 	x.files++
 	x.used += e.size
 	x.pushFrontLocked(e)
@@ -224,7 +234,7 @@ func (x *index) deleteLocked(e *entry) {
 		}
 		m.files--
 		m.bytes -= e.size
-		m.count(e, -1)
+		x.count(m, e, -1)
 		if m.files == 0 {
 			delete(x.models, m.name)
 		}
@@ -352,9 +362,9 @@ func (x *index) setFlags(key Key, set func(*entry)) bool {
 		return false
 	}
 	m := x.models[key.Model]
-	m.count(e, -1)
+	x.count(m, e, -1)
 	set(e)
-	m.count(e, 1)
+	x.count(m, e, 1)
 	return true
 }
 

@@ -65,15 +65,13 @@ func (c *StackConfig) setDirtyDefaults(capacity int64, dirs []*DirTier) {
 // tier.
 func (s *Stack) DirtyUsage() ModelCount { return s.mem.idx.dirtyTotal() }
 
-// dirtyTotal sums the dirty counts of every model.
+// dirtyTotal is the dirty count of every model, kept as entries come,
+// go and change flags (index.count): the write-back path reads it once
+// per block.
 func (x *index) dirtyTotal() ModelCount {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	var c ModelCount
-	for _, m := range x.models {
-		c.add(m.dirty)
-	}
-	return c
+	return x.dirty
 }
 
 // enqueue schedules a just published key for write-back, and makes its
