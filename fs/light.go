@@ -120,7 +120,7 @@ func (w *lightFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, 
 	bi, err := w.s.stack.Stat(key)
 	switch {
 	case err == nil:
-		w.entry(h.NodeId, ref, key, bi, out)
+		w.entry(h.NodeId, ref, key, bi, w.s.inos.peek(fileInoName(key)), out)
 		return fuse.OK
 	case errors.Is(err, tiers.ErrNotFound) && key.Kind != hashdir.Repr:
 		// As the bridge answers a miss: cached for the negative TTL
@@ -136,8 +136,8 @@ func (w *lightFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, 
 }
 
 // entry fills out with the light node of published file key (bi from the
-// index) in the shard whose go-fuse node id is shard.
-func (w *lightFS) entry(shard uint64, ref shardRef, key tiers.Key, bi tiers.BlockInfo, out *fuse.EntryOut) {
+// index, ino its number) in the shard whose go-fuse node id is shard.
+func (w *lightFS) entry(shard uint64, ref shardRef, key tiers.Key, bi tiers.BlockInfo, ino uint64, out *fuse.EntryOut) {
 	id, made, first := w.s.light.acquire(shard, ref, key)
 	if first {
 		// The table's own lookup of the shard's node (see above).
@@ -149,7 +149,7 @@ func (w *lightFS) entry(shard uint64, ref shardRef, key tiers.Key, bi tiers.Bloc
 	}
 	w.s.publishedAttr(key, bi, out)
 	out.NodeId, out.Generation = id, 0
-	out.Attr.Ino = w.s.inos.peek(fileInoName(key))
+	out.Attr.Ino = ino
 	w.s.bridgeAttr(&out.Attr)
 }
 

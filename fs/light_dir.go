@@ -70,7 +70,7 @@ func (w *lightFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse
 		}
 		if e.published {
 			if bi, err := w.s.stack.Stat(e.key); err == nil {
-				w.entry(h.node, h.ref, e.key, bi, eo)
+				w.entry(h.node, h.ref, e.key, bi, e.ino, eo) // the listing's number
 				continue
 			}
 		}

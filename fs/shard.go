@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -198,7 +199,7 @@ func (d *shardNode) listing(uid uint32) []shardEntry {
 	for _, w := range staging {
 		ents = append(ents, shardEntry{name: w.Name(), ino: pendingIno(w)})
 	}
-	sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
+	slices.SortFunc(ents, func(a, b shardEntry) int { return strings.Compare(a.name, b.name) })
 	return ents
 }
 
