@@ -2,8 +2,9 @@ package store
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,13 +47,8 @@ func (m *modelSet) has(name string) bool {
 // list returns the registered names, sorted.
 func (m *modelSet) list() []string {
 	m.mu.Lock()
-	out := make([]string, 0, len(m.names))
-	for n := range m.names {
-		out = append(out, n)
-	}
-	m.mu.Unlock()
-	sort.Strings(out)
-	return out
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.names))
 }
 
 // tierModels returns the names of the models any tier holds files of.

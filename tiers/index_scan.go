@@ -1,8 +1,8 @@
 package tiers
 
 import (
+	"maps"
 	"slices"
-	"sort"
 )
 
 // The index's operations over many entries: LRU order, eviction, listings
@@ -90,13 +90,8 @@ func (x *index) shardKeys(model string, shard byte, keys []Key) []Key {
 // modelNames returns the models that have at least one entry, sorted.
 func (x *index) modelNames() []string {
 	x.mu.Lock()
-	out := make([]string, 0, len(x.models))
-	for name := range x.models {
-		out = append(out, name)
-	}
-	x.mu.Unlock()
-	sort.Strings(out)
-	return out
+	defer x.mu.Unlock()
+	return slices.Sorted(maps.Keys(x.models))
 }
 
 // modelUsage returns the files and bytes of model.
