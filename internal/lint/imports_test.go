@@ -15,9 +15,10 @@ const mod = "github.com/ucmfs/ucmfs/"
 //	                                 store <- metrics   <-    cmd/ucmfs
 //	hashdir <- hybrid (the hybrid prefix hit; for control's lookup and
 //	           store's check of user.ucm.group)
+//	internal/hashtab <- tiers, fs (tables of millions of small values)
 var allowed = map[string][]string{
 	"hashdir":           {},
-	"tiers":             {"hashdir"},
+	"tiers":             {"hashdir", "internal/hashtab"},
 	"tiers/tiertest":    {"hashdir", "tiers"},
 	"sparse":            {"hashdir"},
 	"hybrid":            {"hashdir"},
@@ -27,12 +28,13 @@ var allowed = map[string][]string{
 	"store":             {"hashdir", "tiers", "sparse", "gpu", "hybrid"},
 	"control":           {"hashdir", "tiers", "sparse", "gpu", "gpu/fdpass", "hybrid", "store"},
 	"metrics":           {"tiers", "store"},
-	"fs":                {"hashdir", "tiers", "gpu", "gpu/fdpass", "store", "control"}, // gpu: its sentinels in the errno table
+	"fs":                {"hashdir", "tiers", "gpu", "gpu/fdpass", "store", "control", "internal/hashtab"}, // gpu: its sentinels in the errno table
 	"cmd/ucmfs":         {"hashdir", "tiers", "sparse", "gpu", "gpu/engine", "store", "control", "metrics", "fs", "internal/ratelog"},
 	"internal/faultfs":  {},
 	"internal/ucmproto": {},
 	"internal/lint":     {},
 	"internal/ratelog":  {},
+	"internal/hashtab":  {},
 	"integration":       {"hashdir", "hybrid", "internal/faultfs", "internal/ucmproto"},
 
 	// The mount benchmarks (test files and a doc) and their plotting tool.
