@@ -102,14 +102,15 @@ func (x *index) appendSnapshot(buf []byte, model string, ctimes *[256]int64) []b
 	buf = binary.LittleEndian.AppendUint16(buf, uint16(len(model)))
 	buf = append(buf, model...)
 	buf = binary.LittleEndian.AppendUint16(buf, uint16(n))
-	for hh, sh := range m.shards {
+	for hh := range m.shards {
+		sh := &m.shards[hh]
 		if ctimes[hh] == 0 {
 			continue
 		}
 		buf = append(buf, byte(hh))
 		buf = binary.LittleEndian.AppendUint64(buf, uint64(ctimes[hh]))
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(sh)))
-		for _, e := range sh {
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(sh.len()))
+		for e := range sh.all() {
 			buf = append(buf, e.id[:]...)
 			buf = append(buf, byte(e.kind))
 			buf = binary.LittleEndian.AppendUint64(buf, uint64(e.size))

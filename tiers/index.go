@@ -1,9 +1,12 @@
 package tiers
 
 import (
+	"hash/maphash"
+	"iter"
 	"sync"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/internal/hashtab"
 )
 
 // The index is the in-memory record of what one tier holds: one entry per
@@ -14,7 +17,9 @@ import (
 //
 // It is sized for millions of files: an entry is one small struct (the
 // model name shared with its model's set, the publish time as nanoseconds,
-// the LRU links inside it) and one slot in its shard's map.
+// the LRU links inside it) and one pointer-sized slot in its shard's hash
+// table (internal/hashtab: 11 to 21 bytes an entry, where a Go map took
+// about 74).
 //
 // Lock order: index.mu is a leaf lock. Nothing else is locked and no
 // filesystem call is made while it is held; callers take their own locks
@@ -22,7 +27,7 @@ import (
 // other way round.
 //
 // Invariants, under index.mu:
-//   - the shard maps of models and the lru list hold the same set of
+//   - the shard tables of models and the lru list hold the same set of
 //     entries, and a model's set exists only while it holds one;
 //   - used is the sum of entries' sizes, files their count;
 //   - reserved is the sum of sizes of commits in flight (reserve called,
@@ -32,16 +37,50 @@ import (
 //     Files adopted from disk (adopt) are counted even past capacity: they
 //     exist, and honest accounting lets the stack evict them.
 
-// slot is an entry's key within its model's shard map.
+// slot is an entry's key within its model's shard table.
 type slot struct {
 	id   hashdir.ID
 	kind hashdir.Kind
 }
 
+// slotSeed seeds the shard tables' hash: ids are names users choose, so
+// they must not be able to pick ids that collide.
+var slotSeed = maphash.MakeSeed()
+
+func (s slot) hash() uint64 { return maphash.Comparable(slotSeed, s) }
+
+// shardSet is the entries of one shard directory of a model, by slot.
+type shardSet struct{ t hashtab.Table[*entry] }
+
+func hashEntry(e *entry) uint64 { return slot{e.id, e.kind}.hash() }
+
+// get returns the entry of s, or nil.
+func (sh *shardSet) get(s slot) *entry {
+	e, _ := sh.t.Find(s.hash(), func(e *entry) bool { return e.id == s.id && e.kind == s.kind })
+	return e
+}
+
+// reserve sizes the set for n entries.
+func (sh *shardSet) reserve(n int) { sh.t.Reserve(n) }
+
+// put adds e, whose slot is not in the set.
+func (sh *shardSet) put(e *entry) { sh.t.Insert(e) }
+
+// del takes e out of the set.
+func (sh *shardSet) del(e *entry) {
+	sh.t.Delete(hashEntry(e), func(x *entry) bool { return x == e })
+}
+
+// len returns the number of entries in the set.
+func (sh *shardSet) len() int { return sh.t.Len() }
+
+// all yields the entries of the set; it must not change meanwhile.
+func (sh *shardSet) all() iter.Seq[*entry] { return sh.t.All() }
+
 // modelSet is the entries of one model, by shard (the id's first byte).
 type modelSet struct {
 	name   string
-	shards [256]map[slot]*entry
+	shards [256]shardSet
 	files  int64
 	bytes  int64
 	// dirtyFiles and dirtyBytes count the entries flagged dirty (the
@@ -53,6 +92,15 @@ type modelSet struct {
 	// raw counts the raw files (UCM's names) of each shard width, so the
 	// widths a model uses are known without a walk (Stack.RawWidths).
 	raw [hashdir.MaxShardWidth + 1]int64
+}
+
+// newModelSet returns the empty set of model name.
+func newModelSet(name string) *modelSet {
+	m := &modelSet{name: name}
+	for i := range m.shards {
+		m.shards[i].t = hashtab.New(hashEntry)
+	}
+	return m
 }
 
 // count adds (n = 1) or takes out (n = -1) e's part of the counters of m
@@ -112,7 +160,7 @@ func (x *index) lookupLocked(key Key) *entry {
 
 // shardOf returns key's entry in m, or nil.
 func (m *modelSet) shardOf(key Key) *entry {
-	return m.shards[key.ID[0]][slot{key.ID, key.Kind}]
+	return m.shards[key.ID[0]].get(slot{key.ID, key.Kind})
 }
 
 // setCapacity changes the capacity (DirTier sizes itself after a rebuild).
@@ -175,7 +223,7 @@ func (x *index) adopt(e *entry) bool {
 func (x *index) adoptAll(es []*entry) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	// Size the new shard maps once: growing them entry by entry would
+	// Size the new shard tables once: growing them entry by entry would
 	// leave every smaller table behind as garbage.
 	counts := map[*string]*[256]int{}
 	for _, e := range es {
@@ -189,12 +237,12 @@ func (x *index) adoptAll(es []*entry) {
 	for name, c := range counts {
 		m := x.models[*name]
 		if m == nil {
-			m = &modelSet{name: *name}
+			m = newModelSet(*name)
 			x.models[m.name] = m
 		}
 		for hh, n := range c {
-			if m.shards[hh] == nil && n > 0 {
-				m.shards[hh] = make(map[slot]*entry, n)
+			if n > 0 {
+				m.shards[hh].reserve(m.shards[hh].len() + n)
 			}
 		}
 	}
@@ -208,14 +256,10 @@ func (x *index) adoptAll(es []*entry) {
 func (x *index) insertLocked(e *entry) {
 	m := x.models[*e.model]
 	if m == nil {
-		m = &modelSet{name: *e.model}
+		m = newModelSet(*e.model)
 		x.models[m.name] = m
 	}
-	sh := &m.shards[e.id[0]]
-	if *sh == nil {
-		*sh = make(map[slot]*entry)
-	}
-	(*sh)[slot{e.id, e.kind}] = e
+	m.shards[e.id[0]].put(e)
 	m.files++
 	m.bytes += e.size
 	x.count(m, e, 1)
@@ -227,11 +271,7 @@ func (x *index) insertLocked(e *entry) {
 func (x *index) deleteLocked(e *entry) {
 	x.unlinkLocked(e)
 	if m := x.models[*e.model]; m != nil {
-		sh := m.shards[e.id[0]]
-		delete(sh, slot{e.id, e.kind})
-		if len(sh) == 0 {
-			m.shards[e.id[0]] = nil
-		}
+		m.shards[e.id[0]].del(e)
 		m.files--
 		m.bytes -= e.size
 		x.count(m, e, -1)

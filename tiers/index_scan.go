@@ -65,8 +65,9 @@ func (x *index) list(model string) []Info {
 		return nil
 	}
 	out := make([]Info, 0, m.files)
-	for _, sh := range m.shards {
-		for _, e := range sh {
+	for i := range m.shards {
+		sh := &m.shards[i]
+		for e := range sh.all() {
 			out = append(out, e.info())
 		}
 	}
@@ -81,7 +82,7 @@ func (x *index) shardKeys(model string, shard byte, keys []Key) []Key {
 	if m == nil {
 		return keys
 	}
-	for _, e := range m.shards[shard] {
+	for e := range m.shards[shard].all() {
 		keys = append(keys, e.key())
 	}
 	return keys
@@ -156,8 +157,9 @@ func (x *index) removeModel(model string) []*entry {
 		return nil
 	}
 	out := make([]*entry, 0, m.files)
-	for _, sh := range m.shards {
-		for _, e := range sh {
+	for i := range m.shards {
+		sh := &m.shards[i]
+		for e := range sh.all() {
 			out = append(out, e)
 		}
 	}
