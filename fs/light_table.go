@@ -1,21 +1,29 @@
 package fs
 
 import (
+	"hash/maphash"
 	"sync"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/internal/hashtab"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
-// The light-node table (light.go explains light nodes): one 40-byte entry
-// per published file the kernel holds without a go-fuse node, in a slice
-// indexed by node id - lightBase, with a free list, and a map from the
-// file's key to its index so that a name listed or looked up again gets
-// the same node id (the kernel then counts one more lookup of it).
+// The light-node table (light.go explains light nodes): one 28-byte entry
+// per published file the kernel holds without a go-fuse node, in pages
+// indexed by node id - lightBase, with a free list, and a hash table
+// (internal/hashtab, 4-byte slots) from the file's key to its index, so
+// that a name listed or looked up again gets the same node id (the kernel
+// then counts one more lookup of it). With the table's slots a light node
+// costs 33 to 39 bytes; the pages never move, so the table leaves no
+// garbage behind as it grows.
 
 // lightBase is the first light node id. go-fuse numbers its nodes from 2
 // upward, one per node made, so the two ranges never meet.
 const lightBase = 1 << 62
+
+// lightPage is the number of entries in a page of the table (112 KiB).
+const lightPage = 4096
 
 // isLight reports whether a node id is a light node's.
 func isLight(id uint64) bool { return id >= lightBase && id < lightBase<<1 }
@@ -36,13 +44,12 @@ func (r shardRef) node(s *fsState) shardNode {
 		model: r.model, shard: r.shard, dir: r.dir, width: r.width}
 }
 
-// lightEntry is one light node: 40 bytes.
+// lightEntry is one light node: 28 bytes.
 type lightEntry struct {
 	id    hashdir.ID
 	shard uint32 // index in lightTable.shards
-	kind  hashdir.Kind
 	refs  uint32 // the kernel's lookups; 0: the slot is free
-	real  uint64 // the go-fuse node id it was materialized as; 0: none
+	kind  hashdir.Kind
 }
 
 // lightKey identifies a light node's file: its shard slot, id and kind.
@@ -51,6 +58,13 @@ type lightKey struct {
 	kind  hashdir.Kind
 	id    hashdir.ID
 }
+
+// lightSeed seeds the hash of light keys: ids are names users choose.
+var lightSeed = maphash.MakeSeed()
+
+func (k lightKey) hash() uint64 { return maphash.Comparable(lightSeed, k) }
+
+func (e *lightEntry) key() lightKey { return lightKey{shard: e.shard, kind: e.kind, id: e.id} }
 
 // lightShard is a shard directory that has light nodes: its go-fuse node
 // id, on which the table holds one lookup of its own while count > 0, so
@@ -64,9 +78,11 @@ type lightShard struct {
 // lightTable holds the light nodes. It is safe for concurrent use.
 type lightTable struct {
 	mu      sync.Mutex
-	ents    []lightEntry
+	pages   [][]lightEntry
+	used    uint32 // entries handed out so far (free or not)
 	free    []uint32
-	byKey   map[lightKey]uint32
+	byKey   hashtab.Table[uint32] // index + 1 of each entry in use
+	reals   map[uint32]uint64     // index -> the go-fuse node id it was materialized as
 	shards  []lightShard
 	sfree   []uint32
 	byShard map[uint64]uint32    // the shard's node id -> its slot
@@ -74,8 +90,30 @@ type lightTable struct {
 }
 
 func newLightTable() *lightTable {
-	return &lightTable{byKey: make(map[lightKey]uint32), byShard: make(map[uint64]uint32),
+	t := &lightTable{reals: make(map[uint32]uint64), byShard: make(map[uint64]uint32),
 		byName: make(map[[2]string]uint32)}
+	t.byKey = hashtab.New(func(v uint32) uint64 { return t.ent(v - 1).key().hash() })
+	return t
+}
+
+// ent returns entry i; under t.mu.
+func (t *lightTable) ent(i uint32) *lightEntry { return &t.pages[i/lightPage][i%lightPage] }
+
+// live returns entry i if it is in use; under t.mu.
+func (t *lightTable) live(i uint64) *lightEntry {
+	if i >= uint64(t.used) {
+		return nil
+	}
+	if e := t.ent(uint32(i)); e.refs > 0 {
+		return e
+	}
+	return nil
+}
+
+// find returns the index of key's entry; under t.mu.
+func (t *lightTable) find(k lightKey) (uint32, bool) {
+	v, ok := t.byKey.Find(k.hash(), func(v uint32) bool { return t.ent(v-1).key() == k })
+	return v - 1, ok
 }
 
 // acquire counts one kernel lookup of key, in the shard directory whose
@@ -99,19 +137,22 @@ func (t *lightTable) acquire(shardNode uint64, ref shardRef, key tiers.Key) (id 
 		first = true
 	}
 	k := lightKey{shard: si, kind: key.Kind, id: key.ID}
-	if i, ok := t.byKey[k]; ok {
-		t.ents[i].refs++
+	if i, ok := t.find(k); ok {
+		t.ent(i).refs++
 		return lightBase + uint64(i), false, false
 	}
 	var i uint32
 	if n := len(t.free); n > 0 {
 		i, t.free = t.free[n-1], t.free[:n-1]
 	} else {
-		i = uint32(len(t.ents))
-		t.ents = append(t.ents, lightEntry{})
+		if t.used == uint32(len(t.pages))*lightPage {
+			t.pages = append(t.pages, make([]lightEntry, lightPage))
+		}
+		i = t.used
+		t.used++
 	}
-	t.ents[i] = lightEntry{id: key.ID, shard: si, kind: key.Kind, refs: 1}
-	t.byKey[k] = i
+	*t.ent(i) = lightEntry{id: key.ID, shard: si, kind: key.Kind, refs: 1}
+	t.byKey.Insert(i + 1)
 	t.shards[si].count++
 	return lightBase + uint64(i), true, first
 }
@@ -129,22 +170,21 @@ type lightInfo struct {
 func (t *lightTable) get(id uint64) (lightInfo, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	i := id - lightBase
-	if i >= uint64(len(t.ents)) || t.ents[i].refs == 0 {
+	e := t.live(id - lightBase)
+	if e == nil {
 		return lightInfo{}, false
 	}
-	e := &t.ents[i]
 	sh := &t.shards[e.shard]
 	return lightInfo{key: tiers.Key{Model: sh.ref.model, ID: e.id, Kind: e.kind},
-		ref: sh.ref, shard: sh.node, real: e.real}, true
+		ref: sh.ref, shard: sh.node, real: t.reals[uint32(id-lightBase)]}, true
 }
 
 // setReal records the go-fuse node id light node id was materialized as.
 func (t *lightTable) setReal(id, real uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if i := id - lightBase; i < uint64(len(t.ents)) && t.ents[i].refs > 0 {
-		t.ents[i].real = real
+	if t.live(id-lightBase) != nil {
+		t.reals[uint32(id-lightBase)] = real
 	}
 }
 
@@ -155,18 +195,20 @@ func (t *lightTable) setReal(id, real uint64) {
 func (t *lightTable) forget(id, n uint64) (real, shard uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	i := id - lightBase
-	if i >= uint64(len(t.ents)) || t.ents[i].refs == 0 {
+	e := t.live(id - lightBase)
+	if e == nil {
 		return 0, 0
 	}
-	e := &t.ents[i]
 	if uint64(e.refs) > n {
 		e.refs -= uint32(n)
 		return 0, 0
 	}
-	real = e.real
+	i := uint32(id - lightBase)
+	real = t.reals[i]
+	delete(t.reals, i)
 	sh := &t.shards[e.shard]
-	delete(t.byKey, lightKey{shard: e.shard, kind: e.kind, id: e.id})
+	k := e.key()
+	t.byKey.Delete(k.hash(), func(v uint32) bool { return v == i+1 })
 	if sh.count--; sh.count == 0 {
 		shard = sh.node
 		delete(t.byShard, sh.node)
@@ -175,7 +217,7 @@ func (t *lightTable) forget(id, n uint64) (real, shard uint64) {
 		t.sfree = append(t.sfree, e.shard)
 	}
 	*e = lightEntry{}
-	t.free = append(t.free, uint32(i))
+	t.free = append(t.free, i)
 	return real, shard
 }
 
@@ -188,7 +230,7 @@ func (t *lightTable) holds(dir string, key tiers.Key) bool {
 	if !ok {
 		return false
 	}
-	_, ok = t.byKey[lightKey{shard: si, kind: key.Kind, id: key.ID}]
+	_, ok = t.find(lightKey{shard: si, kind: key.Kind, id: key.ID})
 	return ok
 }
 
@@ -196,7 +238,7 @@ func (t *lightTable) holds(dir string, key tiers.Key) bool {
 func (t *lightTable) count() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.byKey)
+	return t.byKey.Len()
 }
 
 // shardRegistry maps the inode numbers of live shard nodes to their names,
