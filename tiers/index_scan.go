@@ -82,6 +82,7 @@ func (x *index) shardKeys(model string, shard byte, keys []Key) []Key {
 	if m == nil {
 		return keys
 	}
+	keys = slices.Grow(keys, m.shards[shard].len())
 	for e := range m.shards[shard].all() {
 		keys = append(keys, e.key())
 	}

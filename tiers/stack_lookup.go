@@ -1,9 +1,11 @@
 package tiers
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/ucmfs/ucmfs/hashdir"
 	"golang.org/x/sys/unix"
@@ -101,27 +103,26 @@ func (s *Stack) List(model string, fn func(Key) bool) {
 // that of the shard, not of the model.
 func (s *Stack) ShardKeys(model string, shard byte) []Key {
 	keys := s.mem.idx.shardKeys(model, shard, nil)
-	if len(s.dirs) == 0 {
-		return keys
-	}
-	inMem := len(keys)
+	// A block is usually in several tiers, but a tier lists each key
+	// once: only keys added after others may repeat them.
+	repeats := false
 	for _, d := range s.dirs {
 		d.revalidate(Key{Model: model, ID: hashdir.ID{shard}})
+		before := len(keys)
 		keys = d.idx.shardKeys(model, shard, keys)
+		repeats = repeats || (before > 0 && len(keys) > before)
 	}
-	if len(keys) == inMem {
+	if !repeats {
 		return keys
 	}
-	// A block is usually in several tiers: keep the first of each key.
-	seen := make(map[Key]struct{}, len(keys))
-	out := keys[:0]
-	for _, k := range keys {
-		if _, dup := seen[k]; !dup {
-			seen[k] = struct{}{}
-			out = append(out, k)
+	// All keys are of model: equal id and kind is the same key.
+	slices.SortFunc(keys, func(a, b Key) int {
+		if c := bytes.Compare(a.ID[:], b.ID[:]); c != 0 {
+			return c
 		}
-	}
-	return out
+		return int(a.Kind) - int(b.Kind)
+	})
+	return slices.Compact(keys)
 }
 
 // listKeys collects the keys of t (of model, "" = all) before the caller

@@ -259,16 +259,20 @@ func TestStackShardKeys(t *testing.T) {
 		}
 		want[k.ID[0]][k] = true
 	}
-	s.mem.EvictClean(1 << 40) // the durable half now lives on disk only
-	for shard, keys := range want {
-		got := s.ShardKeys("m", shard)
-		if len(got) != len(keys) {
-			t.Fatalf("shard %02x: %d keys, want %d", shard, len(got), len(keys))
-		}
-		for _, k := range got {
-			if !keys[k] {
-				t.Fatalf("shard %02x lists %s", shard, k)
+	check := func(when string) {
+		for shard, keys := range want {
+			got := s.ShardKeys("m", shard)
+			if len(got) != len(keys) {
+				t.Fatalf("%s: shard %02x: %d keys, want %d", when, shard, len(got), len(keys))
+			}
+			for _, k := range got {
+				if !keys[k] {
+					t.Fatalf("%s: shard %02x lists %s", when, shard, k)
+				}
 			}
 		}
 	}
+	check("the durable half in both tiers")
+	s.mem.EvictClean(1 << 40)
+	check("the durable half on disk only")
 }
