@@ -3,6 +3,7 @@ package fs
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/internal/hashtab"
@@ -87,13 +88,14 @@ type lightTable struct {
 	sfree   []uint32
 	byShard map[uint64]uint32    // the shard's node id -> its slot
 	byName  map[[2]string]uint32 // {model, dir} -> its slot
+	gauge   *atomic.Int64        // the number of light nodes, for .ucm/stats
 }
 
-func newLightTable() *lightTable {
-	t := &lightTable{reals: make(map[uint32]uint64), byShard: make(map[uint64]uint32),
-		byName: make(map[[2]string]uint32)}
-	t.byKey = hashtab.New(func(v uint32) uint64 { return t.ent(v - 1).key().hash() })
-	return t
+// newLightTable returns an empty table that keeps gauge at its number of
+// light nodes.
+func newLightTable(gauge *atomic.Int64) *lightTable {
+	return &lightTable{reals: make(map[uint32]uint64), byShard: make(map[uint64]uint32),
+		byName: make(map[[2]string]uint32), gauge: gauge}
 }
 
 // ent returns entry i; under t.mu.
@@ -152,7 +154,8 @@ func (t *lightTable) acquire(shardNode uint64, ref shardRef, key tiers.Key) (id 
 		t.used++
 	}
 	*t.ent(i) = lightEntry{id: key.ID, shard: si, kind: key.Kind, refs: 1}
-	t.byKey.Insert(i + 1)
+	t.byKey.Insert(k.hash(), i+1)
+	t.gauge.Add(1)
 	t.shards[si].count++
 	return lightBase + uint64(i), true, first
 }
@@ -209,6 +212,7 @@ func (t *lightTable) forget(id, n uint64) (real, shard uint64) {
 	sh := &t.shards[e.shard]
 	k := e.key()
 	t.byKey.Delete(k.hash(), func(v uint32) bool { return v == i+1 })
+	t.gauge.Add(-1)
 	if sh.count--; sh.count == 0 {
 		shard = sh.node
 		delete(t.byShard, sh.node)

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -170,6 +171,14 @@ func TestLightTableFlat(t *testing.T) {
 	run(t, "ls", "-lR", m.path("m"))
 	if again := m.lightCount(); first != 500+167 || again != first {
 		t.Fatalf("light nodes: %d after one du, %d after more walks, want %d", first, again, 500+167)
+	}
+	var stats struct {
+		LightNodes int `json:"light_nodes"`
+	}
+	if data, err := os.ReadFile(m.path(".ucm/stats")); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(data, &stats); err != nil || stats.LightNodes != first {
+		t.Fatalf(".ucm/stats: light_nodes %d (%v), want %d", stats.LightNodes, err, first)
 	}
 	if err := m.srv.Unmount(); err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func newState(st *store.Store, opts Options) *fsState {
 		mounted: time.Now(),
 		inos:    newInoTable(),
 		shards:  newShardRegistry(),
-		light:   newLightTable(),
+		light:   newLightTable(&st.Counters.LightNodes),
 	}
 	s.kernel = newPruner(s, opts.KernelNodes)
 	s.env = control.NewEnv(st, errName)

@@ -125,6 +125,7 @@ var mountMetricDefs = []metricDef{
 	counter("prefetch_missing_total", "Prefetched ids no tier held.", func(m *store.Stats) int64 { return m.PrefetchMissing }),
 	counter("prefetch_promoted_total", "Prefetch promotions done.", func(m *store.Stats) int64 { return m.PrefetchPromoted }),
 	counter("prefetch_failed_total", "Prefetch promotions that failed.", func(m *store.Stats) int64 { return m.PrefetchFailed }),
+	gauge("light_nodes", "Published files the kernel holds looked up as light nodes.", func(m *store.Stats) int64 { return m.LightNodes }),
 	gauge("prefetch_pending", "Prefetch promotions queued or running.", func(m *store.Stats) int64 { return m.PrefetchPending }),
 	counter("flush_requests_total", "Flush requests.", func(m *store.Stats) int64 { return m.Flushes }),
 	counter("flush_errors_total", "Flush requests that failed.", func(m *store.Stats) int64 { return m.FlushErrors }),

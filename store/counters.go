@@ -32,6 +32,10 @@ type Counters struct {
 	TopKs, TopKCandidates    atomic.Int64
 	TopKMissing, TopKDerived atomic.Int64
 	TopKReused               atomic.Int64
+
+	// LightNodes is the published files the kernel holds looked up as
+	// light nodes now (package fs keeps it: its light.go).
+	LightNodes atomic.Int64
 }
 
 // tierIO counts the bytes clients moved through one tier.
@@ -90,12 +94,21 @@ type TierStats struct {
 	BytesOut int64 `json:"bytes_out"`
 }
 
+// MountStats is the FUSE adapter's part of the snapshot.
+type MountStats struct {
+	// LightNodes is the published files the kernel holds looked up
+	// (listed with READDIRPLUS, or stat'ed) as light nodes: each costs the
+	// daemon 33-39 bytes until the kernel forgets it.
+	LightNodes int64 `json:"light_nodes"`
+}
+
 // Stats is the content of .ucm/stats: the stack's snapshot with its
-// tiers extended, and the control plane's counters.
+// tiers extended, the control plane's counters and the adapter's.
 type Stats struct {
 	Tiers []TierStats `json:"tiers"`
 	tiers.Stats
 	ControlStats
+	MountStats
 }
 
 // Snapshot takes the counters now.
@@ -123,6 +136,7 @@ func (s *Store) Snapshot() Stats {
 		ReprDerived:     c.ReprDerived.Load(), TopKs: c.TopKs.Load(), TopKCandidates: c.TopKCandidates.Load(),
 		TopKMissing: c.TopKMissing.Load(), TopKDerived: c.TopKDerived.Load(), TopKReused: c.TopKReused.Load(),
 	}
+	m.LightNodes = c.LightNodes.Load()
 	if s.opts.GPU != nil {
 		m.GPUDevice = s.opts.GPU.Name()
 		g := s.opts.GPU.Stats()

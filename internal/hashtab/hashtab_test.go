@@ -38,7 +38,7 @@ func TestAgainstMap(t *testing.T) {
 	for name, hash := range hashes {
 		t.Run(name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
-			tab := New(hash)
+			var tab Table[uint32]
 			want := map[uint32]bool{}
 			for step := 0; step < 20000; step++ {
 				v := uint32(r.IntN(300) + 1)
@@ -52,7 +52,7 @@ func TestAgainstMap(t *testing.T) {
 					if _, ok := tab.Delete(hash(v), match); ok {
 						t.Fatalf("step %d: Delete(%d) of an absent value found one", step, v)
 					}
-					tab.Insert(v)
+					tab.Insert(hash(v), v)
 					want[v] = true
 				}
 				if step%97 == 0 {
@@ -68,11 +68,11 @@ func TestAgainstMap(t *testing.T) {
 // shrinks when sparse and does not grow after Reserve.
 func TestShrinkAndReserve(t *testing.T) {
 	hash := func(v uint32) uint64 { return uint64(v) * 0x9E3779B97F4A7C15 }
-	tab := New(hash)
+	var tab Table[uint32]
 	tab.Reserve(1000)
 	size := len(tab.slots)
 	for v := uint32(1); v <= 1000; v++ {
-		tab.Insert(v)
+		tab.Insert(hash(v), v)
 	}
 	if len(tab.slots) != size {
 		t.Fatalf("the table grew from %d to %d slots after Reserve(1000)", size, len(tab.slots))
@@ -98,9 +98,9 @@ func BenchmarkFind(b *testing.B) {
 	hash := func(v uint32) uint64 { return uint64(v) * 0x9E3779B97F4A7C15 }
 	order := rand.New(rand.NewPCG(3, 4)).Perm(n)
 	b.Run("hashtab", func(b *testing.B) {
-		tab := New(hash)
+		var tab Table[uint32]
 		for v := uint32(1); v <= n; v++ {
-			tab.Insert(v)
+			tab.Insert(hash(v), v)
 		}
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
