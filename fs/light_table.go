@@ -13,10 +13,10 @@ import (
 // The light-node table (light.go explains light nodes): one 28-byte entry
 // per published file the kernel holds without a go-fuse node, in pages
 // indexed by node id - lightBase, with a free list, and a hash table
-// (internal/hashtab, 4-byte slots) from the file's key to its index, so
+// (internal/hashtab, 8-byte slots) from the file's key to its index, so
 // that a name listed or looked up again gets the same node id (the kernel
 // then counts one more lookup of it). With the table's slots a light node
-// costs 33 to 39 bytes; the pages never move, so the table leaves no
+// costs 39 to 49 bytes; the pages never move, so the table leaves no
 // garbage behind as it grows.
 
 // lightBase is the first light node id. go-fuse numbers its nodes from 2

@@ -98,7 +98,7 @@ type TierStats struct {
 type MountStats struct {
 	// LightNodes is the published files the kernel holds looked up
 	// (listed with READDIRPLUS, or stat'ed) as light nodes: each costs the
-	// daemon 33-39 bytes until the kernel forgets it.
+	// daemon 39-49 bytes until the kernel forgets it.
 	LightNodes int64 `json:"light_nodes"`
 }
 
