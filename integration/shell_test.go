@@ -95,6 +95,29 @@ func TestShellTools(t *testing.T) {
 		t.Errorf("user.ucm.blocks of the model: %q, want %d", m, len(ids))
 	}
 
+	// A shell redirection writes a block: the shell opens the file, moves
+	// the descriptor to stdout (dup2) and closes the original before cat
+	// writes a byte; that first close must not publish an empty file.
+	saved, err := os.ReadFile(blockPath(d.Mnt, model, ids[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(testDir(t), "saved.bin")
+	if err := os.WriteFile(src, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, "rm", blockPath(d.Mnt, model, ids[2]))
+	sh(t, "sh", "-c", `cat "$1" > "$2"`, "sh", src, blockPath(d.Mnt, model, ids[2]))
+	sh(t, "rm", blockPath(d.Mnt, model, ids[2]))
+	sh(t, "dd", "if="+src, "of="+blockPath(d.Mnt, model, ids[2]), "bs=64k", "status=none")
+	mustPy(t, "verify", d.Mnt, model, "--seed", "5", ids[2])
+	// A file closed empty is refused at its last release: nothing appears.
+	empty := blockPath(d.Mnt, model, testIDs("shell-empty", 1)[0])
+	sh(t, "sh", "-c", `: > "$1"`, "sh", empty)
+	if _, err := os.Stat(empty); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an empty block after its close: %v", err)
+	}
+
 	// rm removes the block from the mount and from the tier.
 	sh(t, "rm", blockPath(d.Mnt, model, ids[0]))
 	if _, err := os.Stat(blockPath(d.Mnt, model, ids[0])); !errors.Is(err, os.ErrNotExist) {

@@ -225,12 +225,25 @@ func (d *Desc) Close(ctx context.Context, tgid uint32) (verdict error, published
 		w.descs[d] = true
 	}
 	w.closed = true
-	ready := !w.done && !w.staging && w.allClosed()
+	ready := !w.done && !w.staging && w.allClosed() && !w.emptyLocked()
 	w.mu.Unlock()
 	if !ready {
 		return w.Verdict(), false
 	}
 	return w.publish(ctx, false)
+}
+
+// emptyLocked reports whether nothing was written to the file yet (under
+// mu). A close then does not publish: a shell's `cat blk > path` opens
+// the file, moves the descriptor to stdout with dup2 and closes the
+// original before cat writes a byte, and the kernel sends that close
+// like any other. An empty file can never be a valid block, so waiting
+// loses nothing: the next close publishes, or the last descriptor's
+// release does (and a file left empty is refused there, logged, with no
+// caller to tell).
+func (w *Write) emptyLocked() bool {
+	st, err := w.f.Stat()
+	return err == nil && st.Size() == 0
 }
 
 // Sync publishes and returns once the block is durable on the first
