@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -191,10 +192,24 @@ type shardEntry struct {
 // published files and uid's staging files.
 func (d *shardNode) listing(uid uint32) []shardEntry {
 	keys := d.keys()
+	// Sorted by name without reading the names: a published file's name
+	// is its id in lowercase hex, which sorts as the id's bytes, then its
+	// extension. The ids are in the keys themselves; comparing the name
+	// strings followed two pointers per comparison (13% of the daemon's
+	// CPU in a `du -s` of 10^6 blocks).
+	slices.SortFunc(keys, func(a, b tiers.Key) int {
+		if c := bytes.Compare(a.ID[:], b.ID[:]); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Kind.Ext(), b.Kind.Ext())
+	})
 	staging := d.s.StagingFiles(d.model, d.dir, uid)
 	ents := make([]shardEntry, 0, len(keys)+len(staging))
 	for _, k := range keys {
 		ents = append(ents, shardEntry{name: k.FileName(), ino: d.s.inos.peek(fileInoName(k)), key: k, published: true})
+	}
+	if len(staging) == 0 {
+		return ents
 	}
 	for _, w := range staging {
 		ents = append(ents, shardEntry{name: w.Name(), ino: pendingIno(w)})
