@@ -112,9 +112,9 @@ func (t *lightTable) live(i uint64) *lightEntry {
 	return nil
 }
 
-// find returns the index of key's entry; under t.mu.
-func (t *lightTable) find(k lightKey) (uint32, bool) {
-	v, ok := t.byKey.Find(k.hash(), func(v uint32) bool { return t.ent(v-1).key() == k })
+// find returns the index of key's entry, k hashing to h; under t.mu.
+func (t *lightTable) find(k lightKey, h uint64) (uint32, bool) {
+	v, ok := t.byKey.Find(h, func(v uint32) bool { return t.ent(v-1).key() == k })
 	return v - 1, ok
 }
 
@@ -139,7 +139,8 @@ func (t *lightTable) acquire(shardNode uint64, ref shardRef, key tiers.Key) (id 
 		first = true
 	}
 	k := lightKey{shard: si, kind: key.Kind, id: key.ID}
-	if i, ok := t.find(k); ok {
+	h := k.hash() // once, for the lookup and the insert of a new node
+	if i, ok := t.find(k, h); ok {
 		t.ent(i).refs++
 		return lightBase + uint64(i), false, false
 	}
@@ -154,7 +155,7 @@ func (t *lightTable) acquire(shardNode uint64, ref shardRef, key tiers.Key) (id 
 		t.used++
 	}
 	*t.ent(i) = lightEntry{id: key.ID, shard: si, kind: key.Kind, refs: 1}
-	t.byKey.Insert(k.hash(), i+1)
+	t.byKey.Insert(h, i+1)
 	t.gauge.Add(1)
 	t.shards[si].count++
 	return lightBase + uint64(i), true, first
@@ -234,7 +235,8 @@ func (t *lightTable) holds(dir string, key tiers.Key) bool {
 	if !ok {
 		return false
 	}
-	_, ok = t.find(lightKey{shard: si, kind: key.Kind, id: key.ID})
+	k := lightKey{shard: si, kind: key.Kind, id: key.ID}
+	_, ok = t.find(k, k.hash())
 	return ok
 }
 
