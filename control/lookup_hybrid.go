@@ -31,7 +31,6 @@ func (l *lookupSession) hybridLookup(ctx context.Context, t *tokens, out []byte)
 	if !ok {
 		return out, reqErr(ErrInvalid, "hybrid: max_tokens is not a count")
 	}
-	st := l.s.Stack()
 	var groups []hybrid.Group
 	total := 0
 	for !t.done() {
@@ -62,7 +61,7 @@ func (l *lookupSession) hybridLookup(ctx context.Context, t *tokens, out []byte)
 		}
 		groups = append(groups, hybrid.Group{
 			Spec: l.s.ModelGroup(model), BlockSize: int(bs), IDs: ids,
-			Exists: func(id hashdir.ID) bool { return st.HasBlock(model, id) },
+			Exists: func(id hashdir.ID) bool { return l.s.HasBlock(model, id) }, // the model's layout names the file
 		})
 	}
 	if len(groups) == 0 {

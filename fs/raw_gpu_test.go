@@ -74,6 +74,11 @@ func TestRawModelControl(t *testing.T) {
 	if a := openCtl(t, m, "lookup").mustOK(fmt.Sprintf("exists %s %s %s %s %s", model, k0.ID, k1.ID, k2.ID, absent.ID)); a != want {
 		t.Errorf("lookup: %q, want %q", a, want)
 	}
+	// The hybrid prefix hit asks the model's layout too: two raw blocks of
+	// a full-attention group of block size 16 are a 32-token hit.
+	if a := openCtl(t, m, "lookup").mustOK(fmt.Sprintf("hybrid 100 %s 16 3 %s %s %s", model, k0.ID, k1.ID, absent.ID)); a != "ok 32 0-2" {
+		t.Errorf("hybrid lookup: %q, want ok 32 0-2", a)
+	}
 	if _, err := os.Stat(filepath.Join(m.path(model), "ab", k0.ID.String()+".bin")); err == nil {
 		t.Error("a .bin name resolves in a ucm-posix model")
 	}
