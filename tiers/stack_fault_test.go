@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -128,5 +129,38 @@ func TestStackFaultStall(t *testing.T) {
 	}
 	if err := s.Flush(context.Background(), b); err != nil {
 		t.Fatalf("flush after the stall ended: %v", err)
+	}
+}
+
+// TestStackFlushAfterFaultCleared: a flush asked after a fault cleared
+// answers from an attempt of its own, not with the failure of a
+// write-back it found under way that met the fault (the cause of
+// TestStackFaultENOSPC's flakes: the pool's write-back had failed its
+// create and its retry when the fault was cleared, and FlushAll, asked
+// a moment later, was handed that ENOSPC). Each create here fails with
+// ENOSPC after a delay, so the background write-back is still in its
+// retry's create when the flush is asked.
+func TestStackFlushAfterFaultCleared(t *testing.T) {
+	s, ffs, _ := faultStack(t, 8<<20, StackConfig{})
+	ffs.Inject(faultfs.Fault{Op: faultfs.OpCreate, Errno: syscall.ENOSPC, Delay: 250 * time.Millisecond}) // under OpTimeout
+	k, d := testBlock("f", 1, 100<<10)
+	if _, err := s.Put(k, d, false); err != nil {
+		t.Fatal(err)
+	}
+	go s.writeBack(k, false) // the pool's write-back of the block
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for ffs.Calls(faultfs.OpCreate) < 2 { // the first create failed; the retry's create is matched
+		if ctx.Err() != nil {
+			t.Fatal("the write-back never retried its create")
+		}
+		runtime.Gosched()
+	}
+	ffs.Clear()
+	if err := s.FlushAll(context.Background(), ""); err != nil {
+		t.Fatalf("flush asked after the fault was cleared: %v, want nil", err)
+	}
+	if bi, err := s.Stat(k); err != nil || bi.Dirty {
+		t.Fatalf("after the flush: %+v, %v; want clean", bi, err)
 	}
 }

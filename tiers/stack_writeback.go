@@ -9,10 +9,23 @@ import (
 // writeBack copies a dirty block from memory to the first persistent tier
 // that takes it and marks it clean. With sync set it also makes the
 // block durable there, whether this call or an earlier one wrote it.
+//
+// Concurrent calls for one key share one attempt. A call that joined an
+// attempt already under way and got its failure tries once more, in an
+// attempt that starts after the first ended: the first may have met a
+// fault that was gone before this call was made (a flush asked once
+// space came back must not be handed the ENOSPC of a write-back that
+// started before). When the second fails too, the first failure is the
+// answer: it names the fault, where the second may only say that the
+// tier is down because of it.
 func (s *Stack) writeBack(k Key, sync bool) error {
-	_, err, _ := s.flights.Do("wb\x00"+k.Path(), func() (any, error) {
-		return nil, s.writeBackOnce(k)
-	})
+	attempt := func() (any, error) { return nil, s.writeBackOnce(k) }
+	_, err, shared := s.flights.Do("wb\x00"+k.Path(), attempt)
+	if err != nil && shared {
+		if _, again, _ := s.flights.Do("wb\x00"+k.Path(), attempt); again == nil {
+			err = nil
+		}
+	}
 	if err != nil || !sync {
 		return err
 	}
