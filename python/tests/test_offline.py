@@ -1,5 +1,6 @@
 """Tests of the parts of ucmfs that need no mount: CRC-32C, hash chain, header."""
 
+import ast
 import os
 import unittest
 
@@ -24,6 +25,33 @@ class CRCTest(unittest.TestCase):
         head = crc.crc32c_python(data[:40000])
         self.assertEqual(crc.crc32c_python(data[40000:], head), crc.crc32c_python(data))
         self.assertEqual(ucmfs.crc32c(data[40000:], ucmfs.crc32c(data[:40000])), ucmfs.crc32c(data))
+
+
+class ImportTest(unittest.TestCase):
+    def test_modules_import_one_way(self):
+        """The modules of the package import each other without a cycle, at
+        module level or inside a function."""
+        pkg = os.path.dirname(ucmfs.__file__)
+        graph = {}
+        for name in os.listdir(pkg):
+            if not name.endswith(".py") or name == "__init__.py":
+                continue
+            with open(os.path.join(pkg, name)) as f:
+                tree = ast.parse(f.read())
+            deps = set()
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.level == 1:
+                    deps.update([node.module] if node.module else [a.name for a in node.names])
+            graph[name[:-3]] = deps
+
+        def reaches(start, goal, seen):
+            for dep in graph.get(start, ()):
+                if dep == goal or (dep not in seen and reaches(dep, goal, seen | {dep})):
+                    return True
+            return False
+
+        for mod in graph:
+            self.assertFalse(reaches(mod, mod, {mod}), "ucmfs.%s imports itself through %s" % (mod, sorted(graph[mod])))
 
 
 class HeaderTest(unittest.TestCase):

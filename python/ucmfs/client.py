@@ -20,8 +20,9 @@ Nothing here needs the daemon's internals (Python standard library only):
     exists and prefix of up to 100k ids per request, prefetch into the
     memory tier, flush until durable. A Control object is one session:
     os.open(O_RDWR), os.write of a request line, os.read of its answer;
-  * sparse-attention sidecars (docs/sparse.md): read_repr and topk here,
-    the rest (TopK sessions, write_repr) in ucmfs.sparse;
+  * sparse-attention sidecars (docs/sparse.md) are ucmfs.sparse, which
+    builds on this module (read_repr, topk, TopK sessions, write_repr;
+    the package re-exports read_repr and topk);
   * the GPU data path (MNT/.ucm/gpu, docs/gpu.md): a GPU session registers
     engine memory (a CUDA IPC handle, or on a mount without a GPU a
     SimRegion, a shared-memory file this process maps) and loads blocks,
@@ -49,7 +50,7 @@ __all__ = [
     "MAGIC", "MAX_IDS", "Part", "SEED_PREFIX", "SimRegion", "VERSION", "block_path",
     "block_xattrs", "chain", "chain_seed", "crc32c", "escape_model", "exists", "flush",
     "lookup_prefix", "make_header", "meta", "next_id", "prefetch", "prefix", "read_block",
-    "read_layer", "read_repr", "test_payload", "topk", "write_block", "write_file",
+    "read_layer", "test_payload", "write_block", "write_file",
 ]
 
 HEADER_SIZE = 64
@@ -344,33 +345,6 @@ def flush(mnt: str, model: Optional[str] = None) -> None:
     """Return once every dirty block (of model, or of all) is durable."""
     with Control(mnt, "flush") as c:
         c.request("model %s" % model if model else "all")
-
-
-# ---------------------------------------------------------------- sidecars and top-k
-# The sparse-attention part of the client is ucmfs.sparse
-# (sidecar headers, decoding, TopK sessions); these two are its main
-# entry points.
-
-
-def _ucmsparse():
-    from . import sparse  # imported late: sparse imports this module
-
-    return sparse
-
-
-def read_repr(root: str, model: str, block_id: bytes):
-    """A block's sidecar <id>.repr, decoded and checked: ucmfs.sparse.read_repr.
-
-    On a mount, a block without a stored sidecar gets one derived from its
-    keys at this first read (the model's user.ucm.repr_kind, mean by default).
-    """
-    return _ucmsparse().read_repr(root, model, block_id)
-
-
-def topk(mnt: str, model: str, query: Sequence[float], ids: Sequence[bytes], k: int,
-         heads: int, dim: int, kind: str = "mean", layer: Union[int, str] = 0):
-    """Rank ids against query through MNT/.ucm/topk: ucmfs.sparse.topk, (hits, missing)."""
-    return _ucmsparse().topk(mnt, model, query, ids, k, heads, dim, kind, layer)
 
 
 # ---------------------------------------------------------------- GPU data path

@@ -10,7 +10,8 @@ through a simulated GPU region. Run it with ``ucmcli demo MOUNTPOINT`` or
 
 import os
 
-from .client import (GPU, SimRegion, block_path, block_xattrs, chain, crc32c, escape_model, exists, flush, lookup_prefix, make_header, meta, prefetch, prefix, read_layer, read_repr, test_payload, topk, write_block)
+from .client import (GPU, SimRegion, block_path, block_xattrs, chain, crc32c, escape_model, exists, flush, lookup_prefix, make_header, meta, prefetch, prefix, read_layer, test_payload, write_block)
+from .sparse import read_repr, topk
 
 
 def demo(mnt: str) -> None:
