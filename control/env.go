@@ -14,7 +14,7 @@ const Dir = ".ucm"
 // Env is what every session of one mount shares: the store, the GPU
 // device, and how the front end names errors.
 type Env struct {
-	*store.Store
+	store *store.Store // the core: models, blocks, pins, counters
 	// GPU is the device .ucm/gpu moves blocks to and from; nil: the mount
 	// has no .ucm/gpu.
 	GPU gpu.Device
@@ -31,7 +31,7 @@ type Env struct {
 
 // NewEnv returns the environment of the sessions of st's mount.
 func NewEnv(st *store.Store, errName func(error) (string, bool)) *Env {
-	return &Env{Store: st, GPU: st.GPU(), Log: st.Logger(), ErrName: errName}
+	return &Env{store: st, GPU: st.GPU(), Log: st.Logger(), ErrName: errName}
 }
 
 // handler answers the requests of one session of one control file.

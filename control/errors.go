@@ -60,7 +60,7 @@ func (e *Env) refuse(out []byte, file string, req []byte, err error) []byte {
 	if len(msg) > maxAnswer {
 		msg = fmt.Sprintf("%s... (%d bytes cut)", msg[:maxAnswer], len(msg)-maxAnswer)
 	}
-	e.Counters.Errors.Add(1)
+	e.store.Counters.Errors.Add(1)
 	level := slog.LevelWarn
 	if !known {
 		level = slog.LevelError

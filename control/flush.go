@@ -14,7 +14,7 @@ import (
 //	model <model>   ->  ok flushed
 //
 // Every dirty block (of every model, or of one) is written back to the
-// first persistent tier and fsynced there (tiers.Stack.FlushAll); then
+// first persistent tier and fsynced there (store.Store.Flush); then
 // every directory tier's filesystem is synced (syncfs), so that blocks
 // written back earlier in the background are durable too. A failure is
 // "err <ERRNO> ..." (EIO for an I/O error; ETIMEDOUT for a tier that is
@@ -57,11 +57,11 @@ func (f flushSession) answer(ctx context.Context, req []byte, out []byte) ([]byt
 		return out, reqErr(ErrInvalid, "unexpected %q after the request", clip(t.next()))
 	}
 	start := time.Now()
-	f.s.Counters.Flushes.Add(1)
-	err := f.s.Flush(context.WithoutCancel(ctx), model)
-	store.ObserveSince(f.s.Latency.Flush, start)
+	f.s.store.Counters.Flushes.Add(1)
+	err := f.s.store.Flush(context.WithoutCancel(ctx), model)
+	store.ObserveSince(f.s.store.Latency.Flush, start)
 	if err != nil {
-		f.s.Counters.FlushErrors.Add(1)
+		f.s.store.Counters.FlushErrors.Add(1)
 		return out, fmt.Errorf("flush: %w", err)
 	}
 	return append(out, "ok flushed\n"...), nil

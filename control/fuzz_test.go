@@ -22,10 +22,10 @@ import (
 // bounded time.
 
 // fuzzEnv is an environment with blocks and a simulated GPU.
-func fuzzEnv(f *testing.F) (*Env, []tiers.Key) {
+func fuzzEnv(f *testing.F) (*Env, []hashdir.Key) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := tiertest.NewStack(f, log, tiers.MemConfig{Capacity: 64 << 20}, tiers.DirConfig{Kind: "nvme"})
-	keys := make([]tiers.Key, 4)
+	keys := make([]hashdir.Key, 4)
 	for i := range keys {
 		keys[i] = testKey(i)
 		h := hashdir.BlockHeader{ID: keys[i].ID, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16, NumKVHeads: 2, HeadDim: 4}

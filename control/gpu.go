@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // .ucm/gpu: the GPU data path between the memory tier and engine memory.
@@ -89,7 +88,7 @@ func (g *gpuSession) answer(ctx context.Context, req []byte, out []byte) ([]byte
 // close ends the session: every region is refused at once, then closed
 // (gpu.Session.Close), and the staging buffer is released.
 func (g *gpuSession) close() {
-	g.s.Counters.GPURegions.Add(-int64(len(g.regions)))
+	g.s.store.Counters.GPURegions.Add(-int64(len(g.regions)))
 	if err := g.sess.Close(); err != nil {
 		g.s.Log.Warn("gpu: closing the regions of a session", "regions", len(g.regions), "err", err)
 	}
@@ -102,7 +101,7 @@ func (g *gpuSession) close() {
 func (g *gpuSession) drop(id uint64) {
 	r := g.regions[id]
 	delete(g.regions, id)
-	g.s.Counters.GPURegions.Add(-1)
+	g.s.store.Counters.GPURegions.Add(-1)
 	if err := g.sess.CloseRegion(r.r); err != nil {
 		g.s.Log.Warn("gpu: closing a region", "region", r.what, "err", err)
 	}
@@ -133,18 +132,3 @@ func (g *gpuSession) lookup(tok []byte) (uint64, *gpuRegion, error) {
 
 // simDevice reports whether the mount's device is the simulated one.
 func (g *gpuSession) simDevice() bool { return g.s.GPU.Name() == "sim" }
-
-// HostPages adapts dev to the memory tier's registration hook
-// (tiers.MemConfig.Host): every mapping the tier locks is registered with
-// the device for DMA, read-only, as the tier maps it. The device must
-// stay open until the memory tier is closed.
-func HostPages(dev gpu.Device) tiers.HostRegistrar { return hostPages{dev} }
-
-// hostPages is HostPages' registrar.
-type hostPages struct{ dev gpu.Device }
-
-// Register implements tiers.HostRegistrar.
-func (h hostPages) Register(b []byte) error { return h.dev.RegisterHost(b, gpu.HostReadOnly) }
-
-// Unregister implements tiers.HostRegistrar.
-func (h hostPages) Unregister(b []byte) error { return h.dev.UnregisterHost(b) }

@@ -7,11 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ucmfs/ucmfs/store"
-
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // dump <r> <model> <id>:<offset>:<length>...  ->  ok dumped=<n> existing=<m>
@@ -32,9 +30,9 @@ import (
 
 // dumpItem is one item of a dump.
 type dumpItem struct {
-	key    tiers.Key
+	key    hashdir.Key
 	off, n int64
-	pw     *tiers.PendingWrite // the block being written, until published
+	pw     *store.PendingWrite // the block being written, until published
 }
 
 // dump publishes the items of one request from a region.
@@ -53,15 +51,15 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 	if err != nil {
 		return out, err
 	}
-	if g.s.Stopped() {
+	if g.s.store.Stopped() {
 		return out, fmt.Errorf("dump: shutting down: %w", store.ErrStopped)
 	}
-	defer store.ObserveSince(g.s.Latency.Dump, start)
+	defer store.ObserveSince(g.s.store.Latency.Dump, start)
 	existing := 0
 	for i := range items {
 		it := &items[i]
-		pw, err := g.s.Stack().Create(it.key)
-		if errors.Is(err, tiers.ErrExist) {
+		pw, err := g.s.store.CreateFile(it.key)
+		if errors.Is(err, store.ErrExist) {
 			existing++
 			continue
 		}
@@ -69,7 +67,7 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 			return out, fmt.Errorf("item %d %s: %w", i+1, it.key.ID, err)
 		}
 		it.pw = pw
-		g.s.WriteStarted(it.key)
+		g.s.store.WriteStarted(it.key)
 	}
 	if err := g.stageAll(reg, items); err != nil {
 		return out, err
@@ -82,20 +80,20 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 		}
 		pw := it.pw
 		it.pw = nil
-		_, err := g.s.Publish(pw, it.n, false)
-		g.s.WriteEnded(it.key)
+		_, err := g.s.store.Publish(pw, it.n, false)
+		g.s.store.WriteEnded(it.key)
 		switch {
-		case errors.Is(err, tiers.ErrExist):
+		case errors.Is(err, store.ErrExist):
 			existing++
 		case err != nil:
 			return out, fmt.Errorf("item %d %s: %w (%d blocks of this request published before it)", i+1, it.key.ID, err, dumped)
 		default:
 			dumped++
 			bytes += it.n
-			g.s.NotifyPublished(it.key)
+			g.s.store.NotifyPublished(it.key)
 		}
 	}
-	c := &g.s.Counters
+	c := &g.s.store.Counters
 	c.GPUDumps.Add(1)
 	c.GPUDumpBlocks.Add(int64(dumped))
 	c.GPUDumpExisting.Add(int64(existing))
@@ -114,8 +112,8 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dumpItem, error) {
 	var items []dumpItem
 	var total int64
-	room := g.s.Stack().Tiers()[tiers.Memory].Usage.Capacity
-	raw := g.s.Raw(model) // a raw block is its payload: no header to hold
+	room := g.s.store.MemoryCapacity()
+	raw := g.s.store.Raw(model) // a raw block is its payload: no header to hold
 	for tok := t.next(); tok != nil; tok = t.next() {
 		i := len(items) + 1
 		if i > MaxIDs {
@@ -131,15 +129,15 @@ func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dump
 			return items, reqErr(ErrInvalid, "item %d %q: want <id>:<offset>:<length>", i, clip(tok))
 		case n < hashdir.HeaderSize && !raw:
 			return items, reqErr(ErrInvalid, "item %d %s: %d bytes cannot hold a block (at least the %d-byte header)", i, id, n, hashdir.HeaderSize)
-		case n > g.s.MaxFileSize():
-			return items, reqErr(store.ErrTooBig, "item %d %s: %d bytes pass the %d-byte limit", i, id, n, g.s.MaxFileSize())
+		case n > g.s.store.MaxFileSize():
+			return items, reqErr(store.ErrTooBig, "item %d %s: %d bytes pass the %d-byte limit", i, id, n, g.s.store.MaxFileSize())
 		case off > size || n > size-off:
 			return items, reqErr(ErrInvalid, "item %d %s: %d bytes at offset %d pass the end of region (%d bytes); nothing published", i, id, n, off, size)
 		}
 		if total += n; total > room {
 			return items, reqErr(ErrTooMany, "the blocks of this request take more than the memory tier's %d bytes: split it", room)
 		}
-		items = append(items, dumpItem{key: g.s.BlockKey(model, id), off: off, n: n})
+		items = append(items, dumpItem{key: g.s.store.BlockKey(model, id), off: off, n: n})
 	}
 	if len(items) == 0 {
 		return items, reqErr(ErrInvalid, "no blocks to dump")
@@ -214,7 +212,7 @@ func (it *dumpItem) write(b []byte) error {
 		})
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %w", tiers.ErrInvalid, err)
+		return fmt.Errorf("%w: %w", store.ErrInvalidBlock, err)
 	}
 	if _, err := it.pw.File().WriteAt(b, 0); err != nil {
 		return fmt.Errorf("staging the block: %w", err)
@@ -227,8 +225,8 @@ func (it *dumpItem) write(b []byte) error {
 func (g *gpuSession) abortDumps(items []dumpItem) {
 	for i := range items {
 		if it := &items[i]; it.pw != nil {
-			g.s.Stack().Abort(it.pw)
-			g.s.WriteEnded(it.key)
+			g.s.store.AbortFile(it.pw)
+			g.s.store.WriteEnded(it.key)
 			it.pw = nil
 		}
 	}

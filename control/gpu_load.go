@@ -9,11 +9,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ucmfs/ucmfs/store"
-
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // load <r> <model> <id>:<offset>[:<part>]...                    ->  ok loaded=<n> bytes=<b>
@@ -54,7 +52,7 @@ const (
 // loadItem is one item of a load: what to copy where, then (once
 // resolved) where the bytes are.
 type loadItem struct {
-	key         tiers.Key
+	key         hashdir.Key
 	dst         int64 // offset in the region
 	part        partKind
 	first, last uint32 // partLayers; for a K/V target, also the payload's layers
@@ -84,12 +82,12 @@ func (g *gpuSession) load(ctx context.Context, t *tokens, out []byte) ([]byte, e
 	if err != nil {
 		return out, err
 	}
-	defer store.ObserveSince(g.s.Latency.Load, start)
+	defer store.ObserveSince(g.s.store.Latency.Load, start)
 	for i := range items {
 		it := &items[i]
 		if err := g.resolve(it, len(tg.k)); err != nil {
-			if errors.Is(err, tiers.ErrNotFound) {
-				return out, reqErr(tiers.ErrNotFound, "%s: not stored in %s (item %d)", it.key.ID, model, i+1)
+			if errors.Is(err, store.ErrNotFound) {
+				return out, reqErr(store.ErrNotFound, "%s: not stored in %s (item %d)", it.key.ID, model, i+1)
 			}
 			return out, fmt.Errorf("item %d %s: %w", i+1, it.key.ID, err)
 		}
@@ -101,14 +99,14 @@ func (g *gpuSession) load(ctx context.Context, t *tokens, out []byte) ([]byte, e
 	if err != nil {
 		return out, fmt.Errorf("load into %s: %w", tg.what, err)
 	}
-	c := &g.s.Counters
+	c := &g.s.store.Counters
 	c.GPULoads.Add(1)
 	c.GPULoadBlocks.Add(int64(len(items)))
 	c.GPULoadBytes.Add(total)
 	for i := range items {
 		it := &items[i]
-		g.s.CountOut(it.level, it.n)
-		g.s.Hit(it.key)
+		g.s.store.CountOut(it.level, it.n)
+		g.s.store.Hit(it.key)
 		if it.src == nil {
 			c.GPULoadUnmapped.Add(1)
 		}
@@ -178,26 +176,26 @@ func parseLoadItem(tok []byte) (loadItem, bool) {
 // in the memory tier, or else in its file (memory full, or not mapped).
 // kv is the number of K (and V) regions of the target, 0 for one region.
 func (g *gpuSession) resolve(it *loadItem, kv int) error {
-	it.key = g.s.BlockKey(it.key.Model, it.key.ID)
+	it.key = g.s.store.BlockKey(it.key.Model, it.key.ID)
 	s, k := g.s, it.key
-	err := s.AcquirePin(k)
+	err := s.store.AcquirePin(k)
 	switch {
 	case err == nil:
-		if m := s.Stack().Mapping(k); m != nil {
+		if m := s.store.Mapping(k); m != nil {
 			it.pinned = true
 			if err := it.span(m[:min(len(m), hashdir.HeaderSize)], int64(len(m)), kv); err != nil {
 				return err
 			}
 			it.src, it.level = m[it.off:it.off+it.n], 0
-			s.Stack().Touch(k)
+			s.store.Touch(k)
 			return nil
 		}
-		s.ReleasePin(k) // in memory but not mapped: read its file
-	case errors.Is(err, tiers.ErrFull): // memory cannot take it: read it where it is
+		s.store.ReleasePin(k) // in memory but not mapped: read its file
+	case errors.Is(err, store.ErrFull): // memory cannot take it: read it where it is
 	default:
 		return err
 	}
-	h, err := s.Stack().Open(k)
+	h, err := s.store.OpenFile(k)
 	if err != nil {
 		return err
 	}
@@ -223,7 +221,7 @@ func (it *loadItem) span(hdr []byte, size int64, kv int) error {
 	}
 	h, err := hashdir.DecodeBlockHeader(hdr)
 	if err != nil {
-		return fmt.Errorf("stored block unreadable: %w: %w", tiers.ErrCorrupt, err)
+		return fmt.Errorf("stored block unreadable: %w: %w", store.ErrCorrupt, err)
 	}
 	payload := size - hashdir.HeaderSize
 	if kv > 0 {
@@ -324,7 +322,7 @@ func (g *gpuSession) release(items []loadItem) {
 	for i := range items {
 		it := &items[i]
 		if it.pinned {
-			g.s.ReleasePin(it.key)
+			g.s.store.ReleasePin(it.key)
 		}
 		if it.f != nil {
 			it.f.Close()

@@ -105,7 +105,7 @@ func (g *gpuSession) register(ctx context.Context, t *tokens, out []byte) ([]byt
 	}
 	g.last++
 	g.regions[g.last] = &gpuRegion{r: r, what: what}
-	g.s.Counters.GPURegions.Add(1)
+	g.s.store.Counters.GPURegions.Add(1)
 	out = append(out, "ok region="...)
 	out = strconv.AppendUint(out, g.last, 10)
 	return append(out, '\n'), nil

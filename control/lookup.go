@@ -5,9 +5,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ucmfs/ucmfs/store"
-
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // .ucm/lookup: batch existence of blocks, and the engine's prefix match.
@@ -19,7 +18,7 @@ import (
 // The bitmap has one character per id, in order: '1' present, '0' absent.
 // A block is present when any tier holds it; a block being written is
 // not present until its close publishes it. Presence comes from the
-// tiers' indexes (tiers.Stack.HasBlock), so a request of 10k ids costs a
+// tiers' indexes (store.Store.HasBlock), so a request of 10k ids costs a
 // few milliseconds and no allocation per id.
 
 func init() {
@@ -61,13 +60,13 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 		return out, err
 	}
 	st := l.s
-	c := &l.s.Counters
+	c := &l.s.store.Counters
 	c.Lookups.Add(1)
-	defer store.ObserveSince(l.s.Latency.Lookup, start)
+	defer store.ObserveSince(l.s.store.Latency.Lookup, start)
 	out = append(out, "ok "...)
 	if prefix {
 		n := 0
-		for n < len(ids) && st.HasBlock(model, ids[n]) {
+		for n < len(ids) && st.store.HasBlock(model, ids[n]) {
 			n++
 		}
 		c.LookupIDs.Add(int64(min(n+1, len(ids))))
@@ -78,7 +77,7 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 	bm := l.bitmap[:0]
 	present := 0
 	for _, id := range ids {
-		if st.HasBlock(model, id) {
+		if st.store.HasBlock(model, id) {
 			bm = append(bm, '1')
 			present++
 		} else {

@@ -60,8 +60,8 @@ func (l *lookupSession) hybridLookup(ctx context.Context, t *tokens, out []byte)
 			ids[i] = id
 		}
 		groups = append(groups, hybrid.Group{
-			Spec: l.s.ModelGroup(model), BlockSize: int(bs), IDs: ids,
-			Exists: func(id hashdir.ID) bool { return l.s.HasBlock(model, id) }, // the model's layout names the file
+			Spec: l.s.store.ModelGroup(model), BlockSize: int(bs), IDs: ids,
+			Exists: func(id hashdir.ID) bool { return l.s.store.HasBlock(model, id) }, // the model's layout names the file
 		})
 	}
 	if len(groups) == 0 {
@@ -71,10 +71,10 @@ func (l *lookupSession) hybridLookup(ctx context.Context, t *tokens, out []byte)
 	if err != nil {
 		return out, reqErr(ErrInvalid, "hybrid: %v", err)
 	}
-	c := &l.s.Counters
+	c := &l.s.store.Counters
 	c.Lookups.Add(1)
 	c.LookupIDs.Add(int64(total))
-	defer store.ObserveSince(l.s.Latency.Lookup, start)
+	defer store.ObserveSince(l.s.store.Latency.Lookup, start)
 	out = append(out, "ok "...)
 	out = strconv.AppendInt(out, int64(hit), 10)
 	for _, g := range groups {

@@ -2,7 +2,7 @@ package control
 
 import (
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // Request parsing for the control files: tokens are separated by spaces
@@ -83,8 +83,8 @@ func (s *Env) controlModel(t *tokens) (string, error) {
 	if err := hashdir.ValidateModel(model); err != nil {
 		return "", reqErr(ErrInvalid, "model %q: not a valid model directory name", clip(tok))
 	}
-	if !s.ModelExists(model) {
-		return "", reqErr(tiers.ErrNotFound, "model %q does not exist", model)
+	if !s.store.ModelExists(model) {
+		return "", reqErr(store.ErrNotFound, "model %q does not exist", model)
 	}
 	return model, nil
 }

@@ -11,7 +11,7 @@ import (
 //
 //	<model> <id>...   ->  ok queued=<n> missing=<m>
 //
-// Every id some tier holds is queued for promotion (tiers.Stack.Promote)
+// Every id some tier holds is queued for promotion (store.Store.EnqueuePrefetch)
 // and counted in queued; ids no tier holds are counted in missing. The
 // answer comes at once; a bounded pool of prefetchWorkers promotes in the
 // background. When prefetchQueue promotions already wait, the request
@@ -41,16 +41,15 @@ func (p *prefetchSession) answer(ctx context.Context, req []byte, out []byte) ([
 	if err != nil {
 		return out, err
 	}
-	c := &p.s.Counters
+	c := &p.s.store.Counters
 	c.Prefetches.Add(1)
 	queued, missing := 0, 0
 	for _, id := range ids {
-		key := p.s.BlockKey(model, id)
-		if !p.s.Stack().HasKey(key) {
+		if !p.s.store.HasBlock(model, id) {
 			missing++
 			continue
 		}
-		if err := p.s.EnqueuePrefetch(ctx, key); err != nil {
+		if err := p.s.store.EnqueuePrefetch(ctx, p.s.store.BlockKey(model, id)); err != nil {
 			c.PrefetchQueued.Add(int64(queued))
 			c.PrefetchMissing.Add(int64(missing))
 			return out, err

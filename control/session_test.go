@@ -26,7 +26,7 @@ func testErrName(err error) (string, bool) {
 	for _, r := range []struct {
 		target error
 		name   string
-	}{{ErrBackpressure, "ENOBUFS"}, {ErrInvalid, "EINVAL"}, {ErrTooMany, "E2BIG"}, {tiers.ErrNotFound, "ENOENT"}} {
+	}{{ErrBackpressure, "ENOBUFS"}, {ErrInvalid, "EINVAL"}, {ErrTooMany, "E2BIG"}, {store.ErrNotFound, "ENOENT"}} {
 		if errors.Is(err, r.target) {
 			return r.name, true
 		}
@@ -38,11 +38,11 @@ func testErrName(err error) (string, bool) {
 // with n blocks of testModel, and the environment of its sessions. The
 // blocks are written back before it returns, so no background work runs
 // (and allocates) while a test measures.
-func newTestEnv(t testing.TB, n int) (*Env, []tiers.Key) {
+func newTestEnv(t testing.TB, n int) (*Env, []hashdir.Key) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := tiertest.NewStack(t, log, tiers.MemConfig{Capacity: 64 << 20}, tiers.DirConfig{Kind: "nvme"})
-	keys := make([]tiers.Key, n)
+	keys := make([]hashdir.Key, n)
 	for i := range keys {
 		keys[i] = testKey(i)
 		h := hashdir.BlockHeader{ID: keys[i].ID, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16}
@@ -59,8 +59,8 @@ func newTestEnv(t testing.TB, n int) (*Env, []tiers.Key) {
 }
 
 // testKey is the key of block i of testModel.
-func testKey(i int) tiers.Key {
-	return tiers.Key{Model: testModel, ID: hashdir.ID(md5.Sum(fmt.Appendf(nil, "%s/%d", testModel, i)))}
+func testKey(i int) hashdir.Key {
+	return hashdir.Key{Model: testModel, ID: hashdir.ID(md5.Sum(fmt.Appendf(nil, "%s/%d", testModel, i)))}
 }
 
 // TestSessionUnreadLimit: a write while more than the limit of answer
@@ -116,8 +116,8 @@ func TestSessionAnswers(t *testing.T) {
 	if len(lines) != 3 || lines[0] != "ok 1 10" || !strings.HasPrefix(lines[1], "err EINVAL ") || lines[2] != "ok 1 1" {
 		t.Fatalf("answers %q", got)
 	}
-	if e.Counters.Errors.Load() != 1 || e.Counters.Lookups.Load() != 2 {
-		t.Errorf("counters: errors %d, lookups %d", e.Counters.Errors.Load(), e.Counters.Lookups.Load())
+	if e.store.Counters.Errors.Load() != 1 || e.store.Counters.Lookups.Load() != 2 {
+		t.Errorf("counters: errors %d, lookups %d", e.store.Counters.Errors.Load(), e.store.Counters.Lookups.Load())
 	}
 }
 
@@ -170,8 +170,8 @@ func TestLookupAllocs(t *testing.T) {
 // window group lost) hits 80 tokens and names the blocks to load.
 func TestHybridRequest(t *testing.T) {
 	e, _ := newTestEnv(t, 0)
-	ids := func(g int) []tiers.Key {
-		keys := make([]tiers.Key, 7)
+	ids := func(g int) []hashdir.Key {
+		keys := make([]hashdir.Key, 7)
 		for i := range keys {
 			keys[i] = testKey(100*g + i)
 			keys[i].Model = fmt.Sprintf("%s.g%d", testModel, g)
@@ -181,7 +181,7 @@ func TestHybridRequest(t *testing.T) {
 	req := "hybrid 119"
 	for g := range 2 {
 		model := fmt.Sprintf("%s.g%d", testModel, g)
-		e.AddModel(model)
+		e.store.AddModel(model)
 		req += " " + model + " 16 7"
 		for i, k := range ids(g) {
 			req += " " + k.ID.String()
@@ -189,12 +189,10 @@ func TestHybridRequest(t *testing.T) {
 				continue
 			}
 			h := hashdir.BlockHeader{ID: k.ID, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16}
-			if _, err := e.Stack().Put(k, hashdir.NewBlock(h, make([]byte, 64)), false); err != nil {
-				t.Fatal(err)
-			}
+			putBlock(t, e, k, hashdir.NewBlock(h, make([]byte, 64)))
 		}
 	}
-	if err := e.SetModelGroup(testModel+".g1", "swa:32"); err != nil {
+	if err := e.store.SetModelGroup(testModel+".g1", "swa:32"); err != nil {
 		t.Fatal(err)
 	}
 	l := &lookupSession{s: e}
@@ -219,5 +217,21 @@ func TestSessionDebugLines(t *testing.T) {
 	}
 	if got := buf.String(); !strings.Contains(got, `msg="control request" file=.ucm/lookup`) || !strings.Contains(got, `answer="ok 1 1"`) {
 		t.Errorf("debug log: %s", got)
+	}
+}
+
+// putBlock publishes data as k through the store, as a GPU dump does.
+func putBlock(t *testing.T, e *Env, k hashdir.Key, data []byte) {
+	t.Helper()
+	pw, err := e.store.CreateFile(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pw.File().Write(data); err != nil {
+		e.store.AbortFile(pw)
+		t.Fatal(err)
+	}
+	if _, err := e.store.Publish(pw, int64(len(data)), false); err != nil {
+		t.Fatal(err)
 	}
 }

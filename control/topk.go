@@ -8,10 +8,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ucmfs/ucmfs/store"
-
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/sparse"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // .ucm/topk: rank candidate blocks by their sidecars against a query
@@ -78,11 +77,11 @@ func (t *topkSession) answer(ctx context.Context, req []byte, out []byte) ([]byt
 	if err != nil {
 		return out, err
 	}
-	c := &t.s.Counters
+	c := &t.s.store.Counters
 	c.TopKs.Add(1)
 	c.TopKCandidates.Add(int64(len(r.ids)))
 	c.TopKMissing.Add(int64(len(res.Missing)))
-	defer store.ObserveSince(t.s.Latency.TopK, start)
+	defer store.ObserveSince(t.s.store.Latency.TopK, start)
 	return appendTopK(out, res, r.kind), nil
 }
 
@@ -118,7 +117,7 @@ func (s *Env) topkParam(r *topkRequest) uint32 {
 	if r.param != 0 {
 		return r.param
 	}
-	if set := s.ModelRepr(r.model); !set.Off && set.Kind == r.kind {
+	if set := s.store.ModelRepr(r.model); !set.Off && set.Kind == r.kind {
 		return set.Param
 	}
 	p, _ := sparse.ResolveParam(r.kind, 0)
@@ -133,11 +132,11 @@ func (t *topkSession) index(r *topkRequest, param uint32) (*sparse.Index, error)
 		l.layer == r.layer && l.layers == r.layers && l.heads == r.heads && l.dim == r.dim && slices.Equal(l.ids, r.ids) {
 		toks := t.toks[:0]
 		for _, id := range r.ids {
-			toks = append(toks, t.s.CandidateToken(r.model, id))
+			toks = append(toks, t.s.store.CandidateToken(r.model, id))
 		}
 		t.toks = toks[:0]
 		if slices.Equal(toks, l.toks) {
-			t.s.Counters.TopKReused.Add(1)
+			t.s.store.Counters.TopKReused.Add(1)
 			return l.idx, nil
 		}
 	}
@@ -149,10 +148,10 @@ func (t *topkSession) index(r *topkRequest, param uint32) (*sparse.Index, error)
 	toks := make([]store.SourceToken, len(r.ids))
 	grown := false
 	for i, id := range r.ids {
-		data, tok, derived := t.s.TopkSidecar(r.model, id, r.kind, param)
+		data, tok, derived := t.s.store.TopkSidecar(r.model, id, r.kind, param)
 		toks[i] = tok
 		if derived {
-			t.s.Counters.TopKDerived.Add(1)
+			t.s.store.Counters.TopKDerived.Add(1)
 		}
 		if data != nil && r.fits(data) {
 			err := b.Add(id, data)

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,11 +29,11 @@ type benchTarget struct {
 }
 
 // path is key's path on the target.
-func (t benchTarget) path(k tiers.Key) string { return filepath.Join(t.root, k.Path()) }
+func (t benchTarget) path(k hashdir.Key) string { return filepath.Join(t.root, k.Path()) }
 
 // store publishes data as key: through the stack on a mount, as a plain
 // file in the baseline directory (with all 256 shard directories).
-func (t benchTarget) store(b *testing.B, k tiers.Key, data []byte) {
+func (t benchTarget) store(b *testing.B, k hashdir.Key, data []byte) {
 	b.Helper()
 	if t.m != nil {
 		put(b, t.m.st, k, data)
@@ -147,7 +146,7 @@ func BenchmarkStatMiss(b *testing.B) {
 			var id hashdir.ID
 			binary.LittleEndian.PutUint64(id[:8], uint64(i))
 			binary.LittleEndian.PutUint64(id[8:], salt)
-			p := t.path(tiers.Key{Model: testModel, ID: id})
+			p := t.path(hashdir.Key{Model: testModel, ID: id})
 			if err := unix.Stat(p, &st); !errors.Is(err, unix.ENOENT) {
 				b.Fatalf("stat %s: %v, want ENOENT", p, err)
 			}

@@ -20,22 +20,22 @@ type caseEnv struct {
 	st   *tiers.Stack
 	s    *fsState   // node depth: the state nodes are built on
 	m    *testMount // kernel depth
-	key  tiers.Key
+	key  hashdir.Key
 	data []byte
 	n    int // the case's number, for fresh keys
 }
 
 // fresh is a block no other case writes.
-func (e *caseEnv) fresh() (tiers.Key, []byte) { return testBlock(testModel, 1000+e.n, 64) }
+func (e *caseEnv) fresh() (hashdir.Key, []byte) { return testBlock(testModel, 1000+e.n, 64) }
 
-func (e *caseEnv) shard(k tiers.Key) *shardNode { return newShardNode(e.s, k.Model, k.ID[0], 0) }
-func (e *caseEnv) block() *blockFile            { return newStoredNode(e.s, e.key, 0).(*blockFile) }
-func (e *caseEnv) model() *modelNode            { return newModelNode(e.s, testModel, 0) }
-func (e *caseEnv) p(k tiers.Key) string         { return e.m.keyPath(k) }
+func (e *caseEnv) shard(k hashdir.Key) *shardNode { return newShardNode(e.s, k.Model, k.ID[0], 0) }
+func (e *caseEnv) block() *blockFile              { return newStoredNode(e.s, e.key, 0).(*blockFile) }
+func (e *caseEnv) model() *modelNode              { return newModelNode(e.s, testModel, 0) }
+func (e *caseEnv) p(k hashdir.Key) string         { return e.m.keyPath(k) }
 
 // nodeWrite writes data through a write handle without a kernel and
 // returns the close verdict.
-func (e *caseEnv) nodeWrite(k tiers.Key, data []byte) syscall.Errno {
+func (e *caseEnv) nodeWrite(k hashdir.Key, data []byte) syscall.Errno {
 	_, h, errno := e.s.beginWrite(callerProc(context.Background()), k, k.FileName(), false, syscall.O_CREAT|syscall.O_WRONLY|syscall.O_EXCL)
 	if errno != 0 {
 		return errno
@@ -178,7 +178,7 @@ var errCases = []struct {
 }
 
 // caseSetup publishes the block every case refers to.
-func caseSetup(t *testing.T, st *tiers.Stack) (tiers.Key, []byte) {
+func caseSetup(t *testing.T, st *tiers.Stack) (hashdir.Key, []byte) {
 	key, data := testBlock(testModel, 0, 4096)
 	put(t, st, key, data)
 	return key, data

@@ -8,8 +8,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // common is embedded in every node type: the shared state, and the answers
@@ -21,13 +21,8 @@ type common struct {
 
 // Statfs reports the tiers' capacity and use in 4096-byte blocks.
 func (c common) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	st := c.s.stack.Stats()
-	var capacity, used, files int64
-	for _, t := range st.Tiers {
-		capacity += t.Capacity
-		used += t.Used
-		files += t.Blocks
-	}
+	sp := c.s.store.Space()
+	capacity, used, files := sp.Capacity, sp.Used, sp.Files
 	const bs = 4096
 	free := capacity - used
 	if free < 0 {
@@ -165,7 +160,7 @@ func ttl(out *fuse.EntryOut, d time.Duration) {
 // behind its back (by a GPU dump, not through a file it created), so that
 // a lookup made before the dump does not hide it for the negative TTL. It
 // is the store's OnPublish hook.
-func (s *fsState) notifyPublished(k tiers.Key) {
+func (s *fsState) notifyPublished(k hashdir.Key) {
 	if s.root == nil {
 		return
 	}

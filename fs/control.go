@@ -95,7 +95,7 @@ var (
 
 // snapshot is the file's content now.
 func (f *statsFile) snapshot() []byte {
-	b, err := json.MarshalIndent(f.s.Snapshot(), "", "  ")
+	b, err := json.MarshalIndent(f.s.store.Snapshot(), "", "  ")
 	if err != nil {
 		f.s.log.Error("stats: encoding", "err", err)
 		return nil

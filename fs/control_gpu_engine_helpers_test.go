@@ -13,7 +13,6 @@ import (
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/gpu/engine"
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // The GPU tests that play an engine in a process of its own: this test
@@ -56,7 +55,7 @@ func kvSeed(n, layer, kv int) uint64 { return uint64(n*1000 + 2*layer + kv) }
 // kvBlock is block n of gpuModel laid out for testKV: layer after layer,
 // its K bytes then its V bytes, each engine.Pattern(kvSeed(...)), so the
 // engine can check where they land.
-func kvBlock(n int) (tiers.Key, []byte) {
+func kvBlock(n int) (hashdir.Key, []byte) {
 	id := hashdir.ID(md5.Sum(fmt.Appendf(nil, "gpu-kv/%d", n)))
 	var payload []byte
 	for l := range testKV.Layers {
@@ -65,12 +64,12 @@ func kvBlock(n int) (tiers.Key, []byte) {
 		}
 	}
 	h := hashdir.BlockHeader{ID: id, NumLayers: gpuLayers, BlockSize: 16, Dtype: hashdir.Float16}
-	return tiers.Key{Model: gpuModel, ID: id}, hashdir.NewBlock(h, payload)
+	return hashdir.Key{Model: gpuModel, ID: id}, hashdir.NewBlock(h, payload)
 }
 
 // putKV publishes kvBlock(n) through the mount (the memory tier maps and
 // registers it).
-func putKV(t testing.TB, m *testMount, n int) tiers.Key {
+func putKV(t testing.TB, m *testMount, n int) hashdir.Key {
 	t.Helper()
 	k, b := kvBlock(n)
 	if err := writeFile(m.keyPath(k), b); err != nil {

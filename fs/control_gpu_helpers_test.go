@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
@@ -36,7 +35,7 @@ func newGPUMount(t testing.TB, dev gpu.Device, opts Options) *testMount {
 		}
 	}
 	t.Cleanup(func() { dev.Close() }) // runs last: after the unmount and the stack's close
-	st := newTestStackWith(t, tiers.MemConfig{Capacity: 64 << 20, Host: control.HostPages(dev)}, tiers.DirConfig{Kind: "nvme"})
+	st := newTestStackWith(t, tiers.MemConfig{Capacity: 64 << 20, Host: gpu.TierPages{Dev: dev}}, tiers.DirConfig{Kind: "nvme"})
 	m := newMountWith(t, st, opts, store.Options{GPU: dev})
 	if err := os.Mkdir(m.path(gpuModel), 0o755); err != nil {
 		t.Fatal(err)
@@ -47,7 +46,7 @@ func newGPUMount(t testing.TB, dev gpu.Device, opts Options) *testMount {
 // gpuBlock builds block n of gpuModel: gpuLayers layers of perLayer
 // bytes each (K and V, no heads stated; perLayer even),
 // random bytes seeded by n.
-func gpuBlock(n, perLayer int) (tiers.Key, []byte) {
+func gpuBlock(n, perLayer int) (hashdir.Key, []byte) {
 	id := hashdir.ID(md5.Sum(fmt.Appendf(nil, "gpu/%d", n)))
 	payload := make([]byte, gpuLayers*perLayer)
 	r := rand.New(rand.NewPCG(uint64(n), 7))
@@ -55,7 +54,7 @@ func gpuBlock(n, perLayer int) (tiers.Key, []byte) {
 		binary.LittleEndian.PutUint64(payload[i:], r.Uint64())
 	}
 	h := hashdir.BlockHeader{ID: id, NumLayers: gpuLayers, BlockSize: 16, Dtype: hashdir.Float16}
-	return tiers.Key{Model: gpuModel, ID: id}, hashdir.NewBlock(h, payload)
+	return hashdir.Key{Model: gpuModel, ID: id}, hashdir.NewBlock(h, payload)
 }
 
 // guardByte is the byte a fresh region holds at offset i.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // TestLoadPins: loads pin a block while they run and leave the pin flag
@@ -16,37 +16,37 @@ func TestLoadPins(t *testing.T) {
 	k, b := gpuBlock(1, 1000)
 	put(t, st, k, b)
 
-	if err := s.AcquirePin(k); err != nil {
+	if err := s.store.AcquirePin(k); err != nil {
 		t.Fatal(err)
 	}
-	s.AcquirePin(k)
-	s.ReleasePin(k)
+	s.store.AcquirePin(k)
+	s.store.ReleasePin(k)
 	if !mem.Pinned(k) {
 		t.Error("unpinned while a load still runs")
 	}
-	s.ReleasePin(k)
+	s.store.ReleasePin(k)
 	if mem.Pinned(k) {
 		t.Error("still pinned after the last load")
 	}
 
 	// The user's pin outlives a load; an unpin during one applies at its end.
-	if err := s.SetUserPin(k, true); err != nil {
+	if err := s.store.SetUserPin(k, true); err != nil {
 		t.Fatal(err)
 	}
-	s.AcquirePin(k)
-	s.ReleasePin(k)
+	s.store.AcquirePin(k)
+	s.store.ReleasePin(k)
 	if !mem.Pinned(k) {
 		t.Error("a load dropped the user's pin")
 	}
-	s.AcquirePin(k)
-	if err := s.SetUserPin(k, false); err != nil {
+	s.store.AcquirePin(k)
+	if err := s.store.SetUserPin(k, false); err != nil {
 		t.Fatal(err)
 	}
-	if pinned, loading := s.UserPin(k); !mem.Pinned(k) || pinned || !loading {
+	if pinned, loading := s.store.UserPin(k); !mem.Pinned(k) || pinned || !loading {
 		t.Errorf("unpin during a load: pinned %v, user's choice %v, loading %v", mem.Pinned(k), pinned, loading)
 	}
-	s.ReleasePin(k)
-	if _, loading := s.UserPin(k); mem.Pinned(k) || loading {
+	s.store.ReleasePin(k)
+	if _, loading := s.store.UserPin(k); mem.Pinned(k) || loading {
 		t.Error("the user's unpin was not applied when the load ended")
 	}
 
@@ -57,43 +57,43 @@ func TestLoadPins(t *testing.T) {
 	if err := st.Evict(k); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AcquirePin(k); err != nil || !mem.Pinned(k) {
+	if err := s.store.AcquirePin(k); err != nil || !mem.Pinned(k) {
 		t.Fatalf("pin of a block on nvme: %v", err)
 	}
 
 	// A removal waits until no load pins the block.
 	seen := make(chan bool)
 	go func() {
-		done := s.Removal(k)
-		_, loading := s.UserPin(k)
+		done := s.store.Removal(k)
+		_, loading := s.store.UserPin(k)
 		done()
 		seen <- loading
 	}()
-	s.ReleasePin(k)
+	s.store.ReleasePin(k)
 	if <-seen {
 		t.Error("a removal ran while a load pinned the block")
 	}
 
 	// A load waits while the block is being removed, then finds it gone.
 	for _, remove := range []func() func(){
-		func() func() { return s.Removal(k) },
-		func() func() { return s.ModelRemoval(k.Model) },
+		func() func() { return s.store.Removal(k) },
+		func() func() { return s.store.ModelRemoval(k.Model) },
 	} {
 		if !st.Has(k) {
 			put(t, st, k, b)
 		}
 		done := remove()
 		got := make(chan error)
-		go func() { got <- s.AcquirePin(k) }()
+		go func() { got <- s.store.AcquirePin(k) }()
 		if err := st.Remove(k); err != nil {
 			t.Fatal(err)
 		}
 		done()
-		if err := <-got; !errors.Is(err, tiers.ErrNotFound) {
+		if err := <-got; !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("a load during a removal: %v, want ErrNotFound", err)
 		}
 	}
-	if err := s.AcquirePin(k); !errors.Is(err, tiers.ErrNotFound) {
+	if err := s.store.AcquirePin(k); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("pin of a removed block: %v", err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // TestGPUSessions: a region belongs to the session that registered it and
@@ -71,7 +70,7 @@ func TestGPUNoDevice(t *testing.T) {
 // gone (ENOENT), never a fault from a mapping unmapped under it.
 func TestGPULoadWhileRemoving(t *testing.T) {
 	m := newGPUMount(t, nil, Options{})
-	keys := make([]tiers.Key, 8)
+	keys := make([]hashdir.Key, 8)
 	blocks := make([][]byte, len(keys))
 	items := make([]string, len(keys))
 	region := newSimRegion(t, len(keys)*300<<10)

@@ -17,7 +17,7 @@ import (
 func TestGPULoad(t *testing.T) {
 	m := newGPUMount(t, nil, Options{})
 	const per = 1000 // bytes per layer
-	keys := make([]tiers.Key, 12)
+	keys := make([]hashdir.Key, 12)
 	blocks := make([][]byte, len(keys))
 	for i := range keys {
 		keys[i], blocks[i] = gpuBlock(i, per)
@@ -131,7 +131,7 @@ func TestGPULoadUnmapped(t *testing.T) {
 func TestGPUDump(t *testing.T) {
 	m := newGPUMount(t, nil, Options{})
 	region := newSimRegion(t, 128<<10)
-	keys := make([]tiers.Key, 8)
+	keys := make([]hashdir.Key, 8)
 	blocks := make([][]byte, len(keys))
 	offs := make([]int, len(keys))
 	for i := range keys {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -97,7 +98,7 @@ func errnoOfAnswer(a string) string {
 }
 
 // idList joins the hex ids of keys with spaces.
-func idList(keys []tiers.Key) string {
+func idList(keys []hashdir.Key) string {
 	var b bytes.Buffer
 	for i, k := range keys {
 		if i > 0 {
@@ -123,9 +124,9 @@ func readStats(t testing.TB, m *testMount) store.Stats {
 }
 
 // putKeys publishes blocks 0..n-1 of model straight through the stack.
-func putKeys(t testing.TB, st *tiers.Stack, model string, n int) []tiers.Key {
+func putKeys(t testing.TB, st *tiers.Stack, model string, n int) []hashdir.Key {
 	t.Helper()
-	keys := make([]tiers.Key, n)
+	keys := make([]hashdir.Key, n)
 	for i := range keys {
 		k, d := testBlock(model, i, 64)
 		put(t, st, k, d)
@@ -135,8 +136,8 @@ func putKeys(t testing.TB, st *tiers.Stack, model string, n int) []tiers.Key {
 }
 
 // absentKeys are n keys of model that no test stores.
-func absentKeys(model string, n int) []tiers.Key {
-	keys := make([]tiers.Key, n)
+func absentKeys(model string, n int) []hashdir.Key {
+	keys := make([]hashdir.Key, n)
 	for i := range keys {
 		keys[i], _ = testBlock(model, 1_000_000+i, 64)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/internal/faultfs"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -80,7 +81,7 @@ func TestFlush(t *testing.T) {
 	if err := os.Mkdir(m.path(other), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var keys []tiers.Key
+	var keys []hashdir.Key
 	for i := 0; i < 8; i++ {
 		model := testModel
 		if i%2 == 1 {
@@ -118,7 +119,7 @@ func TestFlush(t *testing.T) {
 	if st := readStats(t, m); st.Flushes != 2 || st.FlushErrors != 0 {
 		t.Errorf("stats: flushes %d errors %d", st.Flushes, st.FlushErrors)
 	}
-	if n := testutil.CollectAndCount(m.srv.state.Latency.Flush.(prometheus.Collector)); n != 1 {
+	if n := testutil.CollectAndCount(m.srv.state.store.Latency.Flush.(prometheus.Collector)); n != 1 {
 		t.Errorf("flush histogram: %d series", n)
 	}
 }

@@ -47,14 +47,14 @@ func benchTopKStack(b *testing.B) (*tiers.Stack, []hashdir.ID, [][]byte) {
 	for i := range ids {
 		id := hashdir.ID(md5.Sum([]byte(fmt.Sprintf("bench-topk/%d", i))))
 		bh := hashdir.BlockHeader{ID: id, NumLayers: 1, BlockSize: 1, Dtype: hashdir.BFloat16}
-		put(b, st, tiers.Key{Model: testModel, ID: id}, hashdir.NewBlock(bh, make([]byte, 4)))
+		put(b, st, hashdir.Key{Model: testModel, ID: id}, hashdir.NewBlock(bh, make([]byte, 4)))
 		for j := 0; j < len(data); j += 4 {
 			binary.LittleEndian.PutUint32(data[j:], math.Float32bits(float32(r.NormFloat64())))
 		}
 		rh := hashdir.ReprHeader{ID: id, Kind: hashdir.ReprMean, Dtype: hashdir.Float32, NumLayers: 1,
 			NumKVHeads: benchHeads, Rows: 1, Dim: benchDim}
 		reprs[i] = hashdir.NewRepr(rh, data)
-		put(b, st, tiers.Key{Model: testModel, ID: id, Kind: hashdir.Repr}, reprs[i])
+		put(b, st, hashdir.Key{Model: testModel, ID: id, Kind: hashdir.Repr}, reprs[i])
 		ids[i] = id
 	}
 	return st, ids, reprs

@@ -97,7 +97,7 @@ func newTopKSet(t *testing.T, st *tiers.Stack, model string) *topkSet {
 		s.ids = append(s.ids, k.ID)
 	}
 	// Block 5's stored sidecar holds block 6's maxima.
-	k5 := tiers.Key{Model: model, ID: s.ids[5]}
+	k5 := hashdir.Key{Model: model, ID: s.ids[5]}
 	mx := mustDerive(t, s.blocks[s.ids[6]], hashdir.ReprMax, 0)
 	mx = hashdir.NewRepr(withID(t, mx, k5.ID), mx[64:])
 	put(t, st, sidecarKey(k5), mx)
@@ -195,7 +195,7 @@ func TestTopKStoresAndReuses(t *testing.T) {
 		t.Fatalf("after the first request: %+v", st.ControlStats)
 	}
 	for id := range set.blocks {
-		if !m.st.Has(tiers.Key{Model: testModel, ID: id, Kind: hashdir.Repr}) {
+		if !m.st.Has(hashdir.Key{Model: testModel, ID: id, Kind: hashdir.Repr}) {
 			t.Fatalf("sidecar of %s not stored", id)
 		}
 	}
@@ -206,7 +206,7 @@ func TestTopKStoresAndReuses(t *testing.T) {
 		t.Fatalf("after the second request: reused %d derived %d", st.TopKReused, st.TopKDerived)
 	}
 	gone := set.ids[0]
-	if err := os.Remove(m.keyPath(tiers.Key{Model: testModel, ID: gone})); err != nil {
+	if err := os.Remove(m.keyPath(hashdir.Key{Model: testModel, ID: gone})); err != nil {
 		t.Fatal(err)
 	}
 	delete(set.blocks, gone)

@@ -10,7 +10,6 @@ import (
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
-	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,18 +67,18 @@ var errnoRules = []errnoRule{
 	{control.ErrAccess, syscall.EACCES},
 	{control.ErrNoToken, syscall.ENOENT},
 	{control.ErrNoSocket, syscall.ENOTSUP},
-	{tiers.ErrInvalid, syscall.EINVAL},
+	{store.ErrInvalidBlock, syscall.EINVAL},
 	{hashdir.ErrFormat, syscall.EINVAL},
 	{hashdir.ErrName, syscall.EINVAL},
-	{tiers.ErrNotFound, syscall.ENOENT},
-	{tiers.ErrExist, syscall.EEXIST},
-	{tiers.ErrReadOnly, syscall.EROFS},
-	{tiers.ErrTierFailed, syscall.EIO},
-	{tiers.ErrNoSpace, syscall.ENOSPC},
-	{tiers.ErrFull, syscall.ENOSPC},
-	{tiers.ErrStalled, syscall.ETIMEDOUT},
-	{tiers.ErrClosed, syscall.ESHUTDOWN},
-	{tiers.ErrCorrupt, syscall.EIO},
+	{store.ErrNotFound, syscall.ENOENT},
+	{store.ErrExist, syscall.EEXIST},
+	{store.ErrReadOnly, syscall.EROFS},
+	{store.ErrTierFailed, syscall.EIO},
+	{store.ErrNoSpace, syscall.ENOSPC},
+	{store.ErrFull, syscall.ENOSPC},
+	{store.ErrStalled, syscall.ETIMEDOUT},
+	{store.ErrClosed, syscall.ESHUTDOWN},
+	{store.ErrCorrupt, syscall.EIO},
 	// Before the other gpu rules: a reset or a wrong GPU may wrap a
 	// driver error that matches one of them.
 	{gpu.ErrWrongDevice, syscall.EXDEV},

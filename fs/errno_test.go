@@ -12,7 +12,6 @@ import (
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // TestToErrno checks the one mapping from Go errors to errno.
@@ -26,18 +25,18 @@ func TestToErrno(t *testing.T) {
 		known bool
 	}{
 		{nil, 0, true},
-		{tiers.ErrNotFound, syscall.ENOENT, true},
-		{wrap(tiers.ErrNotFound), syscall.ENOENT, true},
-		{tiers.ErrExist, syscall.EEXIST, true},
-		{tiers.ErrNoSpace, syscall.ENOSPC, true},
-		{fmt.Errorf("%w: %w", tiers.ErrNoSpace, syscall.EIO), syscall.ENOSPC, true},
-		{tiers.ErrFull, syscall.ENOSPC, true},
-		{fmt.Errorf("%w: x: %w", tiers.ErrInvalid, formatErr), syscall.EINVAL, true},
+		{store.ErrNotFound, syscall.ENOENT, true},
+		{wrap(store.ErrNotFound), syscall.ENOENT, true},
+		{store.ErrExist, syscall.EEXIST, true},
+		{store.ErrNoSpace, syscall.ENOSPC, true},
+		{fmt.Errorf("%w: %w", store.ErrNoSpace, syscall.EIO), syscall.ENOSPC, true},
+		{store.ErrFull, syscall.ENOSPC, true},
+		{fmt.Errorf("%w: x: %w", store.ErrInvalidBlock, formatErr), syscall.EINVAL, true},
 		{formatErr, syscall.EINVAL, true},
 		{nameErr, syscall.EINVAL, true},
-		{tiers.ErrStalled, syscall.ETIMEDOUT, true},
-		{tiers.ErrClosed, syscall.ESHUTDOWN, true},
-		{tiers.ErrCorrupt, syscall.EIO, true},
+		{store.ErrStalled, syscall.ETIMEDOUT, true},
+		{store.ErrClosed, syscall.ESHUTDOWN, true},
+		{store.ErrCorrupt, syscall.EIO, true},
 		{store.ErrImmutable, syscall.EPERM, true},
 		{wrap(store.ErrImmutable), syscall.EPERM, true},
 		{store.ErrQuota, syscall.EDQUOT, true},

@@ -13,7 +13,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
-	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,7 +29,7 @@ const publishedPerm = 0o444
 type storedFile struct {
 	gofs.Inode
 	common
-	key tiers.Key
+	key hashdir.Key
 
 	mu sync.Mutex
 	st *openState // under mu; nil until the first open or header read
@@ -45,7 +44,7 @@ type storedFile struct {
 type openState struct {
 	backing   *os.File      // nil when neither open nor kept
 	backingID int32         // backing's passthrough id (0: none registered here)
-	tok       tiers.Token   // the tier file backing reads (Stack.Reuse)
+	tok       store.Token   // the tier file backing reads (Stack.Reuse)
 	level     int           // the tier backing was opened from (Handle.TierID)
 	size      int64         // backing's size
 	refs      int           // open handles
@@ -100,7 +99,7 @@ var (
 )
 
 // newStoredNode returns the node type of key's kind.
-func newStoredNode(s *fsState, key tiers.Key, ino uint64) gofs.InodeEmbedder {
+func newStoredNode(s *fsState, key hashdir.Key, ino uint64) gofs.InodeEmbedder {
 	if key.Kind == hashdir.Repr {
 		n := &reprFile{}
 		n.s, n.key = s, key
@@ -133,15 +132,15 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 			return 0
 		}
 	}
-	bi, err := n.s.stack.Stat(n.key)
-	if rh, ok := f.(*readHandle); ok && errors.Is(err, tiers.ErrNotFound) {
+	bi, err := n.s.store.StatFile(n.key)
+	if rh, ok := f.(*readHandle); ok && errors.Is(err, store.ErrNotFound) {
 		// Gone from the tiers while open: describe what the reader reads.
 		if fi, ferr := rh.f.Stat(); ferr == nil {
 			bi.Size, bi.MTime, err = fi.Size(), fi.ModTime(), nil
 		}
 	}
 	if err != nil {
-		if errors.Is(err, tiers.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return errnoMissing
 		}
 		return n.s.fail("getattr", n.key.Path(), err)
@@ -166,7 +165,7 @@ func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 		return n.s.fail("setattr", n.key.Path(), err)
 	}
 	if mtime, ok := in.GetMTime(); ok {
-		if err := n.s.stack.SetMTime(n.key, mtime); err != nil {
+		if err := n.s.store.SetFileMTime(n.key, mtime); err != nil {
 			return n.s.fail("utimes", n.key.Path(), err)
 		}
 	}
@@ -197,7 +196,7 @@ func (s *fsState) checkSetattr(in *fuse.SetAttrIn) error {
 // path) the open starts a new write of it, as a create would.
 func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
-		if n.s.stack.Has(n.key) || n.readers() > 0 {
+		if n.s.store.HasFile(n.key) || n.readers() > 0 {
 			return nil, 0, n.s.fail("open", n.key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
 		}
 		ip, h, errno := n.s.beginWrite(callerProc(ctx), n.key, n.key.FileName(), false, flags)
@@ -211,15 +210,15 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 	}
 	f, level, size, id, err := n.acquire()
 	if err != nil {
-		if errors.Is(err, tiers.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			_, parent := n.Parent()
 			n.s.notifyGone(parent, n.key.FileName())
 			return nil, 0, errnoMissing
 		}
 		return nil, 0, n.s.fail("open", n.key.Path(), err)
 	}
-	n.s.Hit(n.key)
-	n.s.CountOut(level, size)
+	n.s.store.Hit(n.key)
+	n.s.store.CountOut(level, size)
 	// A reader has nothing to flush: no FLUSH round trip at its close.
 	h := &readHandle{node: n, f: f, own: n.s.backing.give(ctx, id)}
 	return h, n.s.openFlags() | fuse.FOPEN_NOFLUSH, 0
@@ -235,7 +234,7 @@ func (n *storedFile) acquire() (f *os.File, level int, size int64, id int32, err
 	if st := n.st; st != nil && st.backing != nil {
 		if st.refs == 0 { // kept
 			n.s.opens.unkeep(st)
-			if !n.s.stack.Reuse(n.key, st.tok) {
+			if !n.s.store.ReuseOpen(n.key, st.tok) {
 				n.s.closeBacking(st)
 			}
 		}
@@ -244,7 +243,7 @@ func (n *storedFile) acquire() (f *os.File, level int, size int64, id int32, err
 			return st.backing, st.level, st.size, st.backingID, nil
 		}
 	}
-	h, err := n.s.stack.Open(n.key)
+	h, err := n.s.store.OpenFile(n.key)
 	if err != nil {
 		return nil, 0, 0, 0, err
 	}
@@ -322,7 +321,7 @@ func (n *storedFile) readHeader() ([]byte, error) {
 		f = n.st.backing
 	}
 	if f == nil {
-		h, err := n.s.stack.Open(n.key)
+		h, err := n.s.store.OpenFile(n.key)
 		if err != nil {
 			return nil, err
 		}

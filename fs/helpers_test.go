@@ -13,12 +13,11 @@ import (
 	"sync"
 	"testing"
 
-	ucmmetrics "github.com/ucmfs/ucmfs/metrics"
-	"github.com/ucmfs/ucmfs/tiers/tiertest"
-
 	"github.com/ucmfs/ucmfs/hashdir"
+	ucmmetrics "github.com/ucmfs/ucmfs/metrics"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/tiers/tiertest"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,7 +49,7 @@ func newTestStackWith(t testing.TB, mc tiers.MemConfig, dc tiers.DirConfig) *tie
 
 // testBlock builds a valid block of payload bytes whose id is derived from
 // (model, n).
-func testBlock(model string, n, payload int) (tiers.Key, []byte) {
+func testBlock(model string, n, payload int) (hashdir.Key, []byte) {
 	id := hashdir.ID(md5.Sum([]byte(fmt.Sprintf("%s/%d", model, n))))
 	data := make([]byte, payload)
 	r := rand.New(rand.NewPCG(uint64(n), 11))
@@ -58,17 +57,17 @@ func testBlock(model string, n, payload int) (tiers.Key, []byte) {
 		data[i] = byte(r.Uint32())
 	}
 	h := hashdir.BlockHeader{ID: id, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16, TensorsPerLayer: 0}
-	return tiers.Key{Model: model, ID: id}, hashdir.NewBlock(h, data)
+	return hashdir.Key{Model: model, ID: id}, hashdir.NewBlock(h, data)
 }
 
 // testRepr builds a valid mean-pooled sidecar of key's block.
-func testRepr(key tiers.Key) (tiers.Key, []byte) {
+func testRepr(key hashdir.Key) (hashdir.Key, []byte) {
 	h := hashdir.ReprHeader{ID: key.ID, Kind: hashdir.ReprMean, Dtype: hashdir.BFloat16, NumLayers: 2, NumKVHeads: 1, Rows: 1, Dim: 8}
-	return tiers.Key{Model: key.Model, ID: key.ID, Kind: hashdir.Repr}, hashdir.NewRepr(h, make([]byte, 2*1*1*8*2))
+	return hashdir.Key{Model: key.Model, ID: key.ID, Kind: hashdir.Repr}, hashdir.NewRepr(h, make([]byte, 2*1*1*8*2))
 }
 
 // put publishes data as key straight through the stack.
-func put(t testing.TB, st *tiers.Stack, key tiers.Key, data []byte) {
+func put(t testing.TB, st *tiers.Stack, key hashdir.Key, data []byte) {
 	t.Helper()
 	if _, err := st.Put(key, data, false); err != nil {
 		t.Fatalf("put %s: %v", key, err)
@@ -104,7 +103,7 @@ func (m *testMount) path(parts ...string) string {
 }
 
 // keyPath is the path of key under the mount.
-func (m *testMount) keyPath(k tiers.Key) string { return m.path(k.Path()) }
+func (m *testMount) keyPath(k hashdir.Key) string { return m.path(k.Path()) }
 
 // newMount mounts a new stack on a temporary directory; the mount goes at
 // the end of the test. Without /dev/fuse the test is skipped, unless
@@ -223,12 +222,12 @@ func testState(t testing.TB, st *tiers.Stack, opts Options) *fsState {
 	return newState(testStore(t, st, store.Options{Logger: opts.Logger}), opts)
 }
 
-func isDirty(st *tiers.Stack, k tiers.Key) bool { bi, _ := st.Stat(k); return bi.Dirty }
+func isDirty(st *tiers.Stack, k hashdir.Key) bool { bi, _ := st.Stat(k); return bi.Dirty }
 
-func onDisk(st *tiers.Stack, k tiers.Key) (tiers.BlockInfo, error) {
+func onDisk(st *tiers.Stack, k hashdir.Key) (store.BlockInfo, error) {
 	bi, err := st.Stat(k)
 	if err == nil && !slices.Contains(bi.Holders, "nvme") {
-		err = tiers.ErrNotFound
+		err = store.ErrNotFound
 	}
 	return bi, err
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // Light nodes
@@ -108,7 +108,7 @@ func (w *lightFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, 
 		return statusOf(errnoNotDir)
 	}
 	ref, ok := w.shardOf(cancel, h.NodeId, h.Caller)
-	if !ok || name == "." || name == ".." || w.s.WriteNamed(ref.model, ref.dir, name) {
+	if !ok || name == "." || name == ".." || w.s.store.WriteNamed(ref.model, ref.dir, name) {
 		return w.b.Lookup(cancel, h, name, out)
 	}
 	d := ref.node(w.s)
@@ -116,13 +116,13 @@ func (w *lightFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, 
 	if err != nil {
 		return w.b.Lookup(cancel, h, name, out)
 	}
-	epoch := w.s.WriteEpoch(key)
-	bi, err := w.s.stack.Stat(key)
+	epoch := w.s.store.WriteEpoch(key)
+	bi, err := w.s.store.StatFile(key)
 	switch {
 	case err == nil:
 		w.entry(h.NodeId, ref, key, bi, w.s.inos.peek(fileInoName(key)), out)
 		return fuse.OK
-	case errors.Is(err, tiers.ErrNotFound) && key.Kind != hashdir.Repr:
+	case errors.Is(err, store.ErrNotFound) && key.Kind != hashdir.Repr:
 		// As the bridge answers a miss: cached for the negative TTL
 		// unless missEntry set a timeout.
 		errno := w.s.missEntry(key, epoch, out)
@@ -137,7 +137,7 @@ func (w *lightFS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, 
 
 // entry fills out with the light node of published file key (bi from the
 // index, ino its number) in the shard whose go-fuse node id is shard.
-func (w *lightFS) entry(shard uint64, ref shardRef, key tiers.Key, bi tiers.BlockInfo, ino uint64, out *fuse.EntryOut) {
+func (w *lightFS) entry(shard uint64, ref shardRef, key hashdir.Key, bi store.BlockInfo, ino uint64, out *fuse.EntryOut) {
 	id, made, first := w.s.light.acquire(shard, ref, key)
 	if first {
 		// The table's own lookup of the shard's node (see above).
@@ -155,7 +155,7 @@ func (w *lightFS) entry(shard uint64, ref shardRef, key tiers.Key, bi tiers.Bloc
 
 // attr fills out with the attributes of published file key from the
 // index, as GETATTR of its go-fuse node would.
-func (w *lightFS) attr(key tiers.Key, bi tiers.BlockInfo, out *fuse.AttrOut) {
+func (w *lightFS) attr(key hashdir.Key, bi store.BlockInfo, out *fuse.AttrOut) {
 	w.s.blockAttr(&out.Attr, bi.Size, bi.MTime, key.Model)
 	out.SetTimeout(w.s.opts.EntryTTL)
 	out.Ino = w.s.inos.peek(fileInoName(key))
@@ -230,7 +230,7 @@ func (w *lightFS) real(id uint64, caller fuse.Caller) (uint64, fuse.Status) {
 func (w *lightFS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
 	if isLight(in.NodeId) {
 		if li, ok := w.s.light.get(in.NodeId); ok && li.real == 0 {
-			if bi, err := w.s.stack.Stat(li.key); err == nil {
+			if bi, err := w.s.store.StatFile(li.key); err == nil {
 				w.attr(li.key, bi, out)
 				return fuse.OK
 			}

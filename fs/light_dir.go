@@ -69,7 +69,7 @@ func (w *lightFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse
 			break
 		}
 		if e.published {
-			if bi, err := w.s.stack.Stat(e.key); err == nil {
+			if bi, err := w.s.store.StatFile(e.key); err == nil {
 				w.entry(h.node, h.ref, e.key, bi, e.ino, eo) // the listing's number
 				continue
 			}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/internal/hashtab"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // The light-node table (light.go explains light nodes): one 28-byte entry
@@ -122,7 +121,7 @@ func (t *lightTable) find(k lightKey, h uint64) (uint32, bool) {
 // go-fuse node id is shardNode, and returns its light node id. made
 // reports a new light node; first, that the shard got its first one: the
 // caller then takes the table's own lookup of the shard's node.
-func (t *lightTable) acquire(shardNode uint64, ref shardRef, key tiers.Key) (id uint64, made, first bool) {
+func (t *lightTable) acquire(shardNode uint64, ref shardRef, key hashdir.Key) (id uint64, made, first bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	si, ok := t.byShard[shardNode]
@@ -163,7 +162,7 @@ func (t *lightTable) acquire(shardNode uint64, ref shardRef, key tiers.Key) (id 
 
 // lightInfo is what a request on a light node needs of it.
 type lightInfo struct {
-	key   tiers.Key
+	key   hashdir.Key
 	ref   shardRef
 	shard uint64 // the shard directory's go-fuse node id
 	real  uint64 // the materialized node id, 0 if none
@@ -179,7 +178,7 @@ func (t *lightTable) get(id uint64) (lightInfo, bool) {
 		return lightInfo{}, false
 	}
 	sh := &t.shards[e.shard]
-	return lightInfo{key: tiers.Key{Model: sh.ref.model, ID: e.id, Kind: e.kind},
+	return lightInfo{key: hashdir.Key{Model: sh.ref.model, ID: e.id, Kind: e.kind},
 		ref: sh.ref, shard: sh.node, real: t.reals[uint32(id-lightBase)]}, true
 }
 
@@ -228,7 +227,7 @@ func (t *lightTable) forget(id, n uint64) (real, shard uint64) {
 
 // holds reports whether the kernel holds key, in shard directory dir of
 // its model, as a light node.
-func (t *lightTable) holds(dir string, key tiers.Key) bool {
+func (t *lightTable) holds(dir string, key hashdir.Key) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	si, ok := t.byName[[2]string{key.Model, dir}]

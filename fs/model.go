@@ -57,7 +57,7 @@ func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	if m.dotEntry(name) {
 		return m.dotLookup(ctx, name, out)
 	}
-	if m.s.Raw(m.model) {
+	if m.s.store.Raw(m.model) {
 		return m.rawLookup(ctx, name, out)
 	}
 	sh, ok := hashdir.ParseShard(name)
@@ -77,7 +77,7 @@ func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 // Readdir lists the 256 shard directories (of a ucm-posix model: those of
 // its widths).
 func (m *modelNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	if m.s.Raw(m.model) {
+	if m.s.store.Raw(m.model) {
 		return gofs.NewListDirStream(append(m.dotEntries(), m.rawReaddir()...)), 0
 	}
 	ents := make([]fuse.DirEntry, 256)
@@ -99,7 +99,7 @@ func (m *modelNode) Mkdir(ctx context.Context, name string, mode uint32, out *fu
 	if m.dotEntry(name) {
 		return m.dotMkdir(ctx, name, mode, out)
 	}
-	if m.s.Raw(m.model) {
+	if m.s.store.Raw(m.model) {
 		return m.rawMkdir(ctx, name, out)
 	}
 	if _, ok := hashdir.ParseShard(name); ok {
@@ -115,14 +115,14 @@ func (m *modelNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if m.dotEntry(name) {
 		return m.dotRemove(name, true)
 	}
-	if m.s.Raw(m.model) {
+	if m.s.store.Raw(m.model) {
 		return m.rawRmdir(ctx, name)
 	}
 	sh, ok := hashdir.ParseShard(name)
 	if !ok {
 		return errnoMissing
 	}
-	if len(m.s.Stack().ShardKeys(m.model, sh)) > 0 {
+	if len(m.s.store.ShardFiles(m.model, sh)) > 0 {
 		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", store.ErrNotEmpty))
 	}
 	return 0

@@ -10,6 +10,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/store"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,7 +34,7 @@ type scratchRoot struct {
 // scratch returns the loopback root, making <memtier>/.scratch.
 func (s *fsState) scratch() (*gofs.LoopbackRoot, error) {
 	s.scratchDir.once.Do(func() {
-		dir := filepath.Join(s.stack.Tiers()[0].Dir, ".scratch")
+		dir := filepath.Join(s.store.TierDirs()[store.MemoryTier], ".scratch")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			s.scratchDir.err = err
 			return
@@ -56,7 +57,7 @@ func (s *fsState) scratch() (*gofs.LoopbackRoot, error) {
 
 // dotEntry reports whether name is a private entry of model m.
 func (m *modelNode) dotEntry(name string) bool {
-	return strings.HasPrefix(name, ".") && name != "." && name != ".." && m.s.Raw(m.model)
+	return strings.HasPrefix(name, ".") && name != "." && name != ".." && m.s.store.Raw(m.model)
 }
 
 // dotPath is the scratch path of private entry name of m.

@@ -216,7 +216,7 @@ func (s *Server) Wait() {
 // daemon is shutting down. Files already being written still publish at
 // close while the stack is open.
 func (s *Server) StopWrites() {
-	s.state.Stop()
+	s.state.store.Stop()
 }
 
 // PassthroughActive reports whether the kernel reads and writes the

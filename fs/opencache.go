@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // Descriptors kept after the last close
@@ -17,7 +17,7 @@ import (
 // three times. Now a node keeps its descriptor and backing id for
 // idleKeep after its last close: an open in that time hands the kernel
 // the same id, without an openat or an ioctl, once the stack confirms
-// (tiers.Stack.Reuse, no syscall) that the descriptor still reads the
+// (store.Store.ReuseOpen, no syscall) that the descriptor still reads the
 // block's current file on the tier the read path would choose, and counts
 // the open as a read there.
 //
@@ -56,7 +56,7 @@ type openCache struct {
 type idleRef struct {
 	n   *storedFile
 	seq uint64
-	tok tiers.Token
+	tok store.Token
 	mem int64
 	at  time.Time
 }
@@ -74,7 +74,7 @@ func (c *openCache) keep(n *storedFile, st *openState, s *fsState) (bool, []idle
 	c.seq++
 	st.idle = c.seq
 	r := idleRef{n: n, seq: c.seq, tok: st.tok, at: time.Now()}
-	if st.level == int(tiers.Memory) {
+	if st.level == store.MemoryTier {
 		r.mem = st.size
 	}
 	st.elem = c.lru.PushFront(r)
@@ -127,7 +127,7 @@ func (c *openCache) sweep(s *fsState) {
 	for e := c.lru.Front(); e != nil; {
 		next := e.Next()
 		r := e.Value.(idleRef)
-		if now.Sub(r.at) >= idleKeep || !s.stack.Current(r.n.key, r.tok) {
+		if now.Sub(r.at) >= idleKeep || !s.store.StillCurrent(r.n.key, r.tok) {
 			done = append(done, c.removeLocked(e))
 		}
 		e = next

@@ -15,7 +15,7 @@ import (
 
 // tierFds counts this process's descriptors of k's tier files (the mount
 // runs in the test process): the descriptors the mount holds for k.
-func tierFds(t *testing.T, m *testMount, k tiers.Key) int {
+func tierFds(t *testing.T, m *testMount, k hashdir.Key) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
@@ -44,7 +44,7 @@ func reread(t *testing.T, path string, want []byte) {
 }
 
 // waitFds waits up to within for k's descriptors to number want.
-func waitFds(t *testing.T, m *testMount, k tiers.Key, want int, within time.Duration) {
+func waitFds(t *testing.T, m *testMount, k hashdir.Key, want int, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for tierFds(t, m, k) != want {
@@ -102,7 +102,7 @@ func TestKeptDescriptor(t *testing.T) {
 
 // otherBytes is a valid block of k's id with a payload of n bytes other
 // than testBlock's.
-func otherBytes(k tiers.Key, n int) []byte {
+func otherBytes(k hashdir.Key, n int) []byte {
 	data := bytes.Repeat([]byte{0x5a}, n)
 	h := hashdir.BlockHeader{ID: k.ID, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16}
 	return hashdir.NewBlock(h, data)
@@ -136,7 +136,7 @@ func TestKeptDescriptorBound(t *testing.T) {
 	m := newMountWith(t, st, Options{Passthrough: true})
 	os.Mkdir(m.path(testModel), 0o755)
 	const size = 1 << 20
-	var keys []tiers.Key
+	var keys []hashdir.Key
 	for i := range idleMaxBytes/size + 16 {
 		k, d := testBlock(testModel, 92000+i, size-hashdir.HeaderSize)
 		if err := writeFile(m.keyPath(k), d); err != nil {

@@ -48,14 +48,14 @@ func (r *rootNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 // shard directories.
 func (s *fsState) modelAttr(a *fuse.Attr, nlink uint32, model string) {
 	s.dirAttr(a, nlink)
-	o := s.ModelOwner(model)
+	o := s.store.ModelOwner(model)
 	a.Mode = syscall.S_IFDIR | o.Mode
 	a.Owner = fuse.Owner{Uid: o.Uid, Gid: o.Gid}
 }
 
 // blockAttr fills the attributes of a published file of model.
 func (s *fsState) blockAttr(a *fuse.Attr, size int64, mtime time.Time, model string) {
-	o := s.ModelOwner(model)
+	o := s.store.ModelOwner(model)
 	s.fileAttr(a, size, mtime, publishedPerm&(o.Mode|0o7000)&0o444)
 	a.Owner = fuse.Owner{Uid: o.Uid, Gid: o.Gid}
 }
@@ -70,7 +70,7 @@ func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 		return m.s.fail("setattr", m.model, store.ErrImmutable)
 	}
 	c := callerProc(ctx)
-	o := m.s.ModelOwner(m.model)
+	o := m.s.store.ModelOwner(m.model)
 	next := o
 	if mode, ok := in.GetMode(); ok {
 		next.Mode = mode & 0o7777
@@ -82,13 +82,13 @@ func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 		next.Gid = gid
 	}
 	if next != o {
-		if err := m.s.CheckOwner(m.model, c.Uid); err != nil {
+		if err := m.s.store.CheckOwner(m.model, c.Uid); err != nil {
 			return m.s.fail("setattr", m.model, err)
 		}
 		if next.Uid != o.Uid && c.Uid != 0 {
 			return m.s.fail("chown", m.model, fmt.Errorf("only root gives a model away: %w", store.ErrNotOwner))
 		}
-		if err := m.s.SetModelOwner(m.model, next); err != nil {
+		if err := m.s.store.SetModelOwner(m.model, next); err != nil {
 			return m.s.fail("setattr", m.model, err)
 		}
 	}
@@ -104,7 +104,7 @@ func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 func (d *shardNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	d.s.modelAttr(&out.Attr, 2, d.model)
 	if _, ok := in.GetMode(); ok {
-		if err := d.s.CheckOwner(d.model, callerProc(ctx).Uid); err != nil {
+		if err := d.s.store.CheckOwner(d.model, callerProc(ctx).Uid); err != nil {
 			return d.s.fail("chmod", d.what, err)
 		}
 		in.Valid &^= fuse.FATTR_MODE
@@ -115,7 +115,7 @@ func (d *shardNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 // checkModelOwner refuses a change of model's settings (its xattrs) by
 // anyone but its owner or root.
 func (s *fsState) checkModelOwner(ctx context.Context, model, attr string) syscall.Errno {
-	if err := s.CheckOwner(model, callerProc(ctx).Uid); err != nil {
+	if err := s.store.CheckOwner(model, callerProc(ctx).Uid); err != nil {
 		return s.fail("setxattr", model+" "+attr, err)
 	}
 	return 0

@@ -24,11 +24,7 @@ func (s *Server) probePassthrough() error {
 	if s.srv.KernelSettings().Flags64()&fuse.CAP_PASSTHROUGH == 0 {
 		return errNoPassthrough
 	}
-	var dirs []string
-	for _, t := range s.state.stack.Tiers() {
-		dirs = append(dirs, t.Dir)
-	}
-	for _, dir := range dirs {
+	for _, dir := range s.state.store.TierDirs() {
 		if err := s.probeDir(dir); err != nil {
 			return err
 		}

@@ -9,8 +9,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // Files being written, as the kernel sees them. The rules (who publishes
@@ -62,10 +62,10 @@ func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 // when staging is set) that p writes, starting it if there is none. An id
 // already published is EEXIST with O_EXCL and EACCES without; after
 // StopWrites every write is EROFS.
-func (s *fsState) beginWrite(p store.Proc, key tiers.Key, name string, staging bool, flags uint32) (*store.Write, *writeHandle, syscall.Errno) {
+func (s *fsState) beginWrite(p store.Proc, key hashdir.Key, name string, staging bool, flags uint32) (*store.Write, *writeHandle, syscall.Errno) {
 	excl := flags&syscall.O_EXCL != 0
-	w, d, err := s.BeginWrite(p, key, name, staging, excl, flags&syscall.O_TRUNC != 0)
-	if errors.Is(err, tiers.ErrExist) {
+	w, d, err := s.store.BeginWrite(p, key, name, staging, excl, flags&syscall.O_TRUNC != 0)
+	if errors.Is(err, store.ErrExist) {
 		if !excl {
 			err = fmt.Errorf("%w: published files are read-only", errReadOnly)
 		}
@@ -81,7 +81,7 @@ func (s *fsState) beginWrite(p store.Proc, key tiers.Key, name string, staging b
 type writeHandle struct {
 	s   *fsState
 	d   *store.Desc
-	key tiers.Key
+	key hashdir.Key
 }
 
 var (

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestKernelNodesBounded(t *testing.T) {
 	st := newTestStackWith(t, tiers.MemConfig{Capacity: 64 << 20}, tiers.DirConfig{Kind: "nvme"})
 	const n, bound = 3000, 200
-	var keys []tiers.Key
+	var keys []hashdir.Key
 	var datas [][]byte
 	for i := 0; i < n; i++ {
 		k, data := testBlock("m", i, 128)

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,11 +29,11 @@ func TestRawModelControl(t *testing.T) {
 	if err := os.Mkdir(m.path(model, "ab"), 0o774); err != nil {
 		t.Fatal(err)
 	}
-	raw := func(n, size int) (tiers.Key, []byte) {
+	raw := func(n, size int) (hashdir.Key, []byte) {
 		sum := md5.Sum(fmt.Appendf(nil, "raw/%d", n))
 		sum[0] = 0xab // in shard ab
 		b := bytes.Repeat([]byte{byte(n), 0x5a, byte(n >> 3)}, size/3+1)[:size]
-		return tiers.Key{Model: model, ID: hashdir.ID(sum), Kind: hashdir.RawKind(2)}, b
+		return hashdir.Key{Model: model, ID: hashdir.ID(sum), Kind: hashdir.RawKind(2)}, b
 	}
 	k0, b0 := raw(0, 3000)
 	k1, b1 := raw(1, 5000)

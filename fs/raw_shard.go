@@ -10,7 +10,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // The directories of a ucm-posix model (docs/spec.md §2): UCM
@@ -32,10 +31,10 @@ func newRawShardNode(s *fsState, model, dir string, w int, ino uint64) *shardNod
 
 // keys returns the published files of the shard: for a raw shard, the
 // raw blocks of its width whose id starts with its name.
-func (d *shardNode) keys() []tiers.Key {
-	st := d.s.Stack()
+func (d *shardNode) keys() []hashdir.Key {
+	st := d.s.store
 	if d.width < 0 {
-		keys := st.ShardKeys(d.model, d.shard)
+		keys := st.ShardFiles(d.model, d.shard)
 		out := keys[:0]
 		for _, k := range keys {
 			if !k.Kind.Raw() {
@@ -54,9 +53,9 @@ func (d *shardNode) keys() []tiers.Key {
 		lo, hi = int(b), int(b)+1
 	}
 	kind := hashdir.RawKind(d.width)
-	var out []tiers.Key
+	var out []hashdir.Key
 	for b := lo; b < hi; b++ {
-		for _, k := range st.ShardKeys(d.model, byte(b)) {
+		for _, k := range st.ShardFiles(d.model, byte(b)) {
 			if k.Kind == kind && (d.width <= 2 || strings.HasPrefix(k.ID.String(), d.dir)) {
 				out = append(out, k)
 			}
@@ -67,7 +66,7 @@ func (d *shardNode) keys() []tiers.Key {
 
 // blockOf is the key whose GPU loads a removal of k waits for: the block
 // of a sidecar, k itself otherwise.
-func blockOf(k tiers.Key) tiers.Key {
+func blockOf(k hashdir.Key) hashdir.Key {
 	if k.Kind == hashdir.Repr {
 		k.Kind = hashdir.Block
 	}
@@ -81,7 +80,7 @@ func (m *modelNode) rawShard(name string) (w int, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	for _, have := range m.s.ShardWidths(m.model) {
+	for _, have := range m.s.store.ShardWidths(m.model) {
 		if have == w {
 			return w, true
 		}
@@ -117,7 +116,7 @@ func (m *modelNode) rawReaddir() []fuse.DirEntry {
 			Ino: m.s.inos.peek(shardInoName(m.model, 0, name, w))})
 	}
 	const digits = "0123456789abcdef"
-	for _, w := range m.s.ShardWidths(m.model) {
+	for _, w := range m.s.store.ShardWidths(m.model) {
 		if w == 0 {
 			add(hashdir.RawDataShard, 0)
 			continue
@@ -149,7 +148,7 @@ func (m *modelNode) rawMkdir(ctx context.Context, name string, out *fuse.EntryOu
 		return nil, m.s.fail("mkdir", m.model+"/"+name,
 			fmt.Errorf("%w: %q is not a shard directory (data or 1..4 lowercase hex characters)", hashdir.ErrName, name))
 	}
-	if err := m.s.AddShardWidth(m.model, w); err != nil {
+	if err := m.s.store.AddShardWidth(m.model, w); err != nil {
 		return nil, m.s.fail("mkdir", m.model+"/"+name, err)
 	}
 	return m.rawChild(ctx, name, w, out), 0

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/sparse"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // blockShape is the layout of a test block with stated heads and dim.
@@ -29,7 +28,7 @@ var small = blockShape{layers: 2, tokens: 5, heads: 3, dim: 8, dtype: hashdir.Fl
 // floatBlock builds block n of model with shape: random keys and values
 // (normal, seeded by n), K and V per layer. Blocks with the same seed
 // and shape have the same payload whatever their n.
-func floatBlock(model string, n int, sh blockShape, seed uint64) (tiers.Key, []byte) {
+func floatBlock(model string, n int, sh blockShape, seed uint64) (hashdir.Key, []byte) {
 	id := hashdir.ID(md5.Sum([]byte(fmt.Sprintf("%s/float/%d", model, n))))
 	elems := sh.layers * 2 * sh.tokens * sh.heads * sh.dim
 	payload := make([]byte, elems*sh.dtype.Size())
@@ -47,7 +46,7 @@ func floatBlock(model string, n int, sh blockShape, seed uint64) (tiers.Key, []b
 	}
 	h := hashdir.BlockHeader{ID: id, NumLayers: uint32(sh.layers), BlockSize: uint32(sh.tokens), Dtype: sh.dtype,
 		NumKVHeads: uint32(sh.heads), HeadDim: uint32(sh.dim), TensorsPerLayer: 2}
-	return tiers.Key{Model: model, ID: id}, hashdir.NewBlock(h, payload)
+	return hashdir.Key{Model: model, ID: id}, hashdir.NewBlock(h, payload)
 }
 
 // keyMeans is the reference kind-0 data of a float32 block: per layer and
@@ -73,8 +72,8 @@ func keyMeans(block []byte, sh blockShape) []float32 {
 }
 
 // sidecarKey is the sidecar key of a block key.
-func sidecarKey(k tiers.Key) tiers.Key {
-	return tiers.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr}
+func sidecarKey(k hashdir.Key) hashdir.Key {
+	return hashdir.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr}
 }
 
 // mustDerive derives the sidecar of kind and param of a block.

@@ -8,7 +8,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // The sidecar node's answers for a sidecar that is derivable but not yet
@@ -25,7 +26,7 @@ var (
 // publish time. Nothing is cached by the kernel (timeouts 0) until the
 // sidecar is stored: the model's kind may change, or an engine may write
 // its own sidecar first, and either changes the size.
-func (d *shardNode) derivedEntry(ctx context.Context, key tiers.Key, size int64, mtime time.Time, out *fuse.EntryOut) *gofs.Inode {
+func (d *shardNode) derivedEntry(ctx context.Context, key hashdir.Key, size int64, mtime time.Time, out *fuse.EntryOut) *gofs.Inode {
 	ino := d.s.inos.acquire(fileInoName(key))
 	ch := newChild(ctx, &d.Inode, key.FileName(), ino, syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return newStoredNode(d.s, key, ino)
@@ -38,8 +39,8 @@ func (d *shardNode) derivedEntry(ctx context.Context, key tiers.Key, size int64,
 // Getattr describes a stored sidecar as storedFile does, and a derivable
 // one by its derived size (not cached by the kernel).
 func (n *reprFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if f == nil && !n.s.stack.Has(n.key) {
-		size, mtime, ok, err := n.s.Derivable(n.key)
+	if f == nil && !n.s.store.HasFile(n.key) {
+		size, mtime, ok, err := n.s.store.Derivable(n.key)
 		if err != nil {
 			return n.s.fail("getattr", n.key.Path(), err)
 		}
@@ -68,11 +69,11 @@ func (n *reprFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 // absent; an underivable block or a failed derivation is refused (with
 // one log line).
 func (n *reprFile) ensure(op string) syscall.Errno {
-	if n.s.stack.Has(n.key) {
+	if n.s.store.HasFile(n.key) {
 		return 0
 	}
-	err := n.s.DeriveSidecar(n.key)
-	if err == nil || errors.Is(err, tiers.ErrNotFound) {
+	err := n.s.store.DeriveSidecar(n.key)
+	if err == nil || errors.Is(err, store.ErrNotFound) {
 		return 0
 	}
 	return n.s.fail(op, n.key.Path(), err)

@@ -13,7 +13,6 @@ import (
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/sparse"
 	"github.com/ucmfs/ucmfs/store"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // TestDerivedMean: a float32 block written through the mount has a
@@ -289,7 +288,7 @@ func TestUnderivable(t *testing.T) {
 	fp8, dfp8 := floatBlock(testModel, 1, blockShape{layers: 1, tokens: 4, heads: 2, dim: 8, dtype: hashdir.Float8E4M3FN}, 1)
 	noHeads, dnh := testBlock(testModel, 2, 64) // bfloat16, heads and head_dim not stated
 	for _, b := range []struct {
-		k tiers.Key
+		k hashdir.Key
 		d []byte
 	}{{fp8, dfp8}, {noHeads, dnh}} {
 		if err := writeFile(m.keyPath(b.k), b.d); err != nil {

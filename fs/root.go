@@ -63,7 +63,7 @@ func (r *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		r.s.debugFail("lookup", name, err)
 		return nil, errnoMissing
 	}
-	if !r.s.ModelExists(name) {
+	if !r.s.store.ModelExists(name) {
 		return nil, errnoMissing
 	}
 	return r.modelInode(ctx, name, out), 0
@@ -83,8 +83,8 @@ func (r *rootNode) modelInode(ctx context.Context, name string, out *fuse.EntryO
 
 // Readdir lists .ucm and every model.
 func (r *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	r.s.RefreshModels()
-	names := r.s.Models()
+	r.s.store.RefreshModels()
+	names := r.s.store.Models()
 	ents := make([]fuse.DirEntry, 0, len(names)+1)
 	ents = append(ents, fuse.DirEntry{Name: ucmName, Mode: syscall.S_IFDIR, Ino: inoUCM})
 	for _, n := range names {
@@ -102,15 +102,15 @@ func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	if err := hashdir.ValidateModel(name); err != nil {
 		return nil, r.s.fail("mkdir", name, err)
 	}
-	if r.s.Stopped() {
+	if r.s.store.Stopped() {
 		return nil, r.s.fail("mkdir", name, store.ErrStopped)
 	}
-	if r.s.ModelExists(name) {
+	if r.s.store.ModelExists(name) {
 		return nil, errnoExists
 	}
-	r.s.AddModel(name)
+	r.s.store.AddModel(name)
 	c := callerProc(ctx)
-	if err := r.s.SetModelOwner(name, store.ModelOwner{Uid: c.Uid, Gid: c.Gid, Mode: mode & 0o7777}); err != nil {
+	if err := r.s.store.SetModelOwner(name, store.ModelOwner{Uid: c.Uid, Gid: c.Gid, Mode: mode & 0o7777}); err != nil {
 		return nil, r.s.fail("mkdir", name, err)
 	}
 	return r.modelInode(ctx, name, out), 0
@@ -128,10 +128,10 @@ func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 		r.s.debugFail("rmdir", name, err)
 		return errnoMissing
 	}
-	if !r.s.ModelExists(name) {
+	if !r.s.store.ModelExists(name) {
 		return errnoMissing
 	}
-	if err := r.s.RemoveModel(name); err != nil {
+	if err := r.s.store.RemoveModel(name); err != nil {
 		return r.s.fail("rmdir", name, err)
 	}
 	return 0

@@ -14,7 +14,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
-	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
 
@@ -65,18 +64,18 @@ func (d *shardNode) OnForget() {
 
 // key parses a file name of this shard: a block or sidecar name in a
 // ucmb shard, a raw block's in a raw shard.
-func (d *shardNode) key(name string) (tiers.Key, error) {
+func (d *shardNode) key(name string) (hashdir.Key, error) {
 	id, kind, err := hashdir.ParseFileName(d.dir, name)
 	if err != nil {
-		return tiers.Key{}, err
+		return hashdir.Key{}, err
 	}
 	if kind.Raw() != (d.width >= 0) {
 		if d.width >= 0 {
-			return tiers.Key{}, fmt.Errorf("%w: %q: a ucm-posix model holds <id> files only", hashdir.ErrName, name)
+			return hashdir.Key{}, fmt.Errorf("%w: %q: a ucm-posix model holds <id> files only", hashdir.ErrName, name)
 		}
-		return tiers.Key{}, fmt.Errorf("%w: %q is neither <id>.bin nor <id>.repr", hashdir.ErrName, name)
+		return hashdir.Key{}, fmt.Errorf("%w: %q is neither <id>.bin nor <id>.repr", hashdir.ErrName, name)
 	}
-	return tiers.Key{Model: d.model, ID: id, Kind: kind}, nil
+	return hashdir.Key{Model: d.model, ID: id, Kind: kind}, nil
 }
 
 // Getattr describes the shard directory.
@@ -100,10 +99,10 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		d.s.debugFail("lookup", d.what+"/"+name, err)
 		return nil, errnoMissing
 	}
-	epoch := d.s.WriteEpoch(key)
-	bi, err := d.s.stack.Stat(key)
-	if errors.Is(err, tiers.ErrNotFound) && key.Kind == hashdir.Repr {
-		size, mtime, ok, derr := d.s.Derivable(key)
+	epoch := d.s.store.WriteEpoch(key)
+	bi, err := d.s.store.StatFile(key)
+	if errors.Is(err, store.ErrNotFound) && key.Kind == hashdir.Repr {
+		size, mtime, ok, derr := d.s.store.Derivable(key)
 		if derr != nil {
 			return nil, d.s.fail("lookup", key.Path(), derr)
 		}
@@ -111,7 +110,7 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 			return d.derivedEntry(ctx, key, size, mtime, out), 0
 		}
 	}
-	if errors.Is(err, tiers.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		if materializing(ctx) {
 			// A light node of a file gone since it was listed: it gets
 			// the node the kernel would have had (see light.go).
@@ -129,8 +128,8 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 // cached for the negative TTL, except while this mount writes the name
 // (or finished since epoch): then the kernel keeps nothing, so the file
 // shows up as soon as its writer's close publishes it.
-func (s *fsState) missEntry(key tiers.Key, epoch uint64, out *fuse.EntryOut) syscall.Errno {
-	if s.Writing(key) || s.WriteEpoch(key) != epoch {
+func (s *fsState) missEntry(key hashdir.Key, epoch uint64, out *fuse.EntryOut) syscall.Errno {
+	if s.store.Writing(key) || s.store.WriteEpoch(key) != epoch {
 		out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching the miss
 	}
 	return errnoMissing
@@ -139,13 +138,13 @@ func (s *fsState) missEntry(key tiers.Key, epoch uint64, out *fuse.EntryOut) sys
 // publishedAttr fills the attributes and timeouts of the entry of a
 // published file: what a lookup answers, through its go-fuse node or as a
 // light node.
-func (s *fsState) publishedAttr(key tiers.Key, bi tiers.BlockInfo, out *fuse.EntryOut) {
+func (s *fsState) publishedAttr(key hashdir.Key, bi store.BlockInfo, out *fuse.EntryOut) {
 	s.blockAttr(&out.Attr, bi.Size, bi.MTime, key.Model)
 	ttl(out, s.opts.EntryTTL)
 }
 
 // fileInode returns the node of a published file and fills out.
-func (d *shardNode) fileInode(ctx context.Context, key tiers.Key, bi tiers.BlockInfo, out *fuse.EntryOut) *gofs.Inode {
+func (d *shardNode) fileInode(ctx context.Context, key hashdir.Key, bi store.BlockInfo, out *fuse.EntryOut) *gofs.Inode {
 	id := fileInoName(key)
 	ino := d.s.inos.acquire(id)
 	made := false
@@ -161,7 +160,7 @@ func (d *shardNode) fileInode(ctx context.Context, key tiers.Key, bi tiers.Block
 }
 
 // fileInoName is the identity of a published file's number.
-func fileInoName(key tiers.Key) inoName {
+func fileInoName(key hashdir.Key) inoName {
 	tag := tagBlock
 	if key.Kind == hashdir.Repr {
 		tag = tagRepr
@@ -184,7 +183,7 @@ func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno)
 type shardEntry struct {
 	name      string
 	ino       uint64
-	key       tiers.Key
+	key       hashdir.Key
 	published bool
 }
 
@@ -197,13 +196,13 @@ func (d *shardNode) listing(uid uint32) []shardEntry {
 	// extension. The ids are in the keys themselves; comparing the name
 	// strings followed two pointers per comparison (13% of the daemon's
 	// CPU in a `du -s` of 10^6 blocks).
-	slices.SortFunc(keys, func(a, b tiers.Key) int {
+	slices.SortFunc(keys, func(a, b hashdir.Key) int {
 		if c := bytes.Compare(a.ID[:], b.ID[:]); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Kind.Ext(), b.Kind.Ext())
 	})
-	staging := d.s.StagingFiles(d.model, d.dir, uid)
+	staging := d.s.store.StagingFiles(d.model, d.dir, uid)
 	ents := make([]shardEntry, 0, len(keys)+len(staging))
 	for _, k := range keys {
 		ents = append(ents, shardEntry{name: k.FileName(), ino: d.s.inos.peek(fileInoName(k)), key: k, published: true})
@@ -237,7 +236,7 @@ func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode 
 
 // parseName parses a final or a staging name of this shard: the key it
 // stands for, and whether it is a staging name.
-func (d *shardNode) parseName(name string) (tiers.Key, bool, error) {
+func (d *shardNode) parseName(name string) (hashdir.Key, bool, error) {
 	if final, ok := hashdir.ParseStagingName(d.dir, name); ok {
 		key, err := d.key(final)
 		return key, true, err
@@ -252,14 +251,14 @@ func (d *shardNode) parseName(name string) (tiers.Key, bool, error) {
 // it is published (a second descriptor of it comes from a create by the
 // same process, see store.Store.BeginWrite).
 func (d *shardNode) staging(ctx context.Context, name string) *store.Write {
-	if !d.s.WriteNamed(d.model, d.dir, name) {
+	if !d.s.store.WriteNamed(d.model, d.dir, name) {
 		return nil
 	}
 	key, staging, err := d.parseName(name)
 	if err != nil || !staging {
 		return nil
 	}
-	return d.s.StagingFile(key, name, callerProc(ctx).Uid)
+	return d.s.store.StagingFile(key, name, callerProc(ctx).Uid)
 }
 
 // pendingInode returns the node of a file being written and fills out;
@@ -286,17 +285,17 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		d.s.debugFail("unlink", d.what+"/"+name, err)
 		return errnoMissing
 	}
-	done := d.s.Removal(blockOf(key)) // after the GPU loads of the block
-	err = d.s.stack.Remove(key)
+	done := d.s.store.Removal(blockOf(key)) // after the GPU loads of the block
+	err = d.s.store.RemoveFile(key)
 	done()
 	if err != nil {
 		return d.s.fail("unlink", key.Path(), err)
 	}
-	d.s.ForgetHits(key, false)
-	d.s.ForgetUsage(key.Model)
+	d.s.store.ForgetHits(key, false)
+	d.s.store.ForgetUsage(key.Model)
 	if key.Kind == hashdir.Block {
-		side := tiers.Key{Model: key.Model, ID: key.ID, Kind: hashdir.Repr}
-		d.s.ForgetHits(side, false)
+		side := hashdir.Key{Model: key.Model, ID: key.ID, Kind: hashdir.Repr}
+		d.s.store.ForgetHits(side, false)
 		if d.GetChild(side.FileName()) != nil || d.s.light.holds(d.dir, side) {
 			// In the background: the kernel holds this directory's lock
 			// until UNLINK is answered, and the notification takes it.
@@ -328,7 +327,7 @@ func (d *shardNode) Rename(ctx context.Context, name string, newParent gofs.Inod
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, fmt.Errorf("exchange: %w", store.ErrImmutable))
 	}
-	if flags&unix.RENAME_NOREPLACE != 0 && d.s.stack.Has(key) {
+	if flags&unix.RENAME_NOREPLACE != 0 && d.s.store.HasFile(key) {
 		return errnoExists
 	}
 	if err := w.Rename(ctx); err != nil {

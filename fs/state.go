@@ -10,19 +10,17 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/store"
-	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
 
 // fsState is what every node of one mount shares, by pointer: the store
-// (embedded: the models, publish rules, sidecars and counters every node
+// (the models, publish rules, sidecars, blocks and counters every node
 // uses), the options and the adapter's own tables.
 //
 // Lock order: inoTable.mu is a leaf; the store's locks are the store's
 // (store.Store).
 type fsState struct {
-	*store.Store
-	stack   *tiers.Stack // the store's stack: blocks are opened and created through it
+	store   *store.Store // the core: every block and model goes through it
 	env     *control.Env // what the sessions of .ucm/ share
 	opts    Options
 	log     *slog.Logger
@@ -54,8 +52,7 @@ type fsState struct {
 func newState(st *store.Store, opts Options) *fsState {
 	opts.setDefaults()
 	s := &fsState{
-		Store:   st,
-		stack:   st.Stack(),
+		store:   st,
 		opts:    opts,
 		log:     opts.Logger,
 		uid:     uint32(syscall.Getuid()),
@@ -76,7 +73,7 @@ func newState(st *store.Store, opts Options) *fsState {
 // Close closes the kept descriptors, then the store.
 func (s *fsState) Close() {
 	s.opens.closeAll(s)
-	s.Store.Close()
+	s.store.Close()
 }
 
 // fail turns err into an errno and logs the refused request in one line:

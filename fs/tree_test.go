@@ -34,7 +34,7 @@ func TestModelDirs(t *testing.T) {
 		if names := entNames(root); !contains(names, ".ucm") || !contains(names, model) {
 			t.Fatalf("root lists %v", names)
 		}
-		var keys []tiers.Key
+		var keys []hashdir.Key
 		for i := 0; i < 5; i++ {
 			k, d := testBlock(model, i, 128)
 			if err := writeFile(m.keyPath(k), d); err != nil {
@@ -56,7 +56,7 @@ func TestModelDirs(t *testing.T) {
 			t.Fatalf("model after rm -r: %v", err)
 		}
 		n := 0
-		m.st.List(model, func(tiers.Key) bool { n++; return true })
+		m.st.List(model, func(hashdir.Key) bool { n++; return true })
 		if n != 0 {
 			t.Fatalf("%d files of the model left in the stack", n)
 		}

@@ -11,7 +11,7 @@ import (
 // names and computes them (store.Attrs); these nodes serve them.
 
 // xattrs is the attribute table of a block.
-func (n *blockFile) xattrs() *store.Attrs { return n.s.FileAttrs(n.key, n.readHeader) }
+func (n *blockFile) xattrs() *store.Attrs { return n.s.store.FileAttrs(n.key, n.readHeader) }
 
 // Getxattr serves user.ucm.* of a block.
 func (n *blockFile) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
@@ -36,7 +36,7 @@ func (n *blockFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscall
 // xattrs is the attribute table of a sidecar (all read-only): a
 // derivable one is derived and stored first.
 func (n *reprFile) xattrs() *store.Attrs {
-	a := n.s.FileAttrs(n.key, n.readHeader)
+	a := n.s.store.FileAttrs(n.key, n.readHeader)
 	get := a.Get
 	a.Get = func(name string) (string, error) {
 		if errno := n.ensure("getxattr"); errno != 0 {
@@ -72,7 +72,7 @@ func (n *reprFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.
 // directories (in the background: it holds this directory's lock until
 // the request is answered).
 func (m *modelNode) xattrs() *store.Attrs {
-	a := m.s.ModelAttrs(m.model)
+	a := m.s.store.ModelAttrs(m.model)
 	set := a.Set
 	a.Set = func(name, value string) error {
 		if err := set(name, value); err != nil || name != "layout" {

@@ -16,7 +16,7 @@ import (
 )
 
 // xattrWant is the expected user.ucm.* of the test block and sidecar.
-func xattrWant(k tiers.Key, size int, hits int) map[string]string {
+func xattrWant(k hashdir.Key, size int, hits int) map[string]string {
 	return map[string]string{
 		"hash": k.ID.String(), "model": k.Model, "num_layers": "2", "block_size": "4",
 		"dtype": "bfloat16", "num_kv_heads": "0", "head_dim": "0", "tensors_per_layer": "2",
@@ -63,7 +63,7 @@ func TestXattrsNodes(t *testing.T) {
 		t.Errorf("size probe: %d %v", n, errno)
 	}
 	m := newModelNode(s, testModel, 0)
-	u := s.Usage(testModel)
+	u := s.store.Usage(testModel)
 	if u.Blocks != 1 || u.Bytes != int64(len(d)+len(rd)) {
 		t.Errorf("usage %+v", u)
 	}
@@ -105,7 +105,7 @@ func TestXattrsKernel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := append([]string(nil), m.srv.state.FileAttrs(k, nil).Names...)
+		want := append([]string(nil), m.srv.state.store.FileAttrs(k, nil).Names...)
 		for i := range want {
 			want[i] = "user.ucm." + want[i]
 		}

@@ -118,3 +118,15 @@ func (s *hostSet) drain() []hostRange {
 	s.ranges = nil
 	return out
 }
+
+// TierPages adapts dev to the memory tier's registration hook
+// (tiers.MemConfig.Host): every mapping the tier locks is registered with
+// the device for DMA, read-only, as the tier maps it. The device must
+// stay open until the memory tier is closed.
+type TierPages struct{ Dev Device }
+
+// Register registers b read-only.
+func (h TierPages) Register(b []byte) error { return h.Dev.RegisterHost(b, HostReadOnly) }
+
+// Unregister unregisters b.
+func (h TierPages) Unregister(b []byte) error { return h.Dev.UnregisterHost(b) }

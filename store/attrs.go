@@ -49,7 +49,7 @@ func (a *Attrs) Has(name string) bool {
 
 // FileAttrs is the table of the published file k. header returns the
 // file's 64-byte header (the front end may cache it: a file is immutable).
-func (s *Store) FileAttrs(k tiers.Key, header func() ([]byte, error)) *Attrs {
+func (s *Store) FileAttrs(k hashdir.Key, header func() ([]byte, error)) *Attrs {
 	switch {
 	case k.Kind == hashdir.Repr:
 		return &Attrs{Names: reprAttrNames, Get: func(name string) (string, error) { return s.reprAttr(k, name, header) }}
@@ -62,7 +62,7 @@ func (s *Store) FileAttrs(k tiers.Key, header func() ([]byte, error)) *Attrs {
 }
 
 // pinSetter writes user.ucm.pinned (0 or 1).
-func (s *Store) pinSetter(k tiers.Key) func(name, value string) error {
+func (s *Store) pinSetter(k hashdir.Key) func(name, value string) error {
 	return func(name, value string) error {
 		pin, err := ParseBool(value)
 		if err != nil {
@@ -74,7 +74,7 @@ func (s *Store) pinSetter(k tiers.Key) func(name, value string) error {
 
 // stackAttr answers the attributes every stored file has from the stack:
 // ok is false for a name it does not know.
-func (s *Store) stackAttr(k tiers.Key, name string) (val string, ok bool, err error) {
+func (s *Store) stackAttr(k hashdir.Key, name string) (val string, ok bool, err error) {
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	switch name {
 	case "hash":
@@ -122,7 +122,7 @@ func (s *Store) stackAttr(k tiers.Key, name string) (val string, ok bool, err er
 
 // blockAttr is one attribute of a block (of a raw block: those of the
 // stack only, it has no header).
-func (s *Store) blockAttr(k tiers.Key, name string, header func() ([]byte, error)) (string, error) {
+func (s *Store) blockAttr(k hashdir.Key, name string, header func() ([]byte, error)) (string, error) {
 	if v, ok, err := s.stackAttr(k, name); ok && (err != nil || v != "") {
 		return v, err
 	}
@@ -165,8 +165,8 @@ func (s *Store) blockAttr(k tiers.Key, name string, header func() ([]byte, error
 
 // reprKindOf names the kind of block k's stored sidecar, "" when it has
 // none.
-func (s *Store) reprKindOf(k tiers.Key) (string, error) {
-	side := tiers.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr}
+func (s *Store) reprKindOf(k hashdir.Key) (string, error) {
+	side := hashdir.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr}
 	h, err := s.stack.Open(side)
 	if errors.Is(err, tiers.ErrNotFound) {
 		return "", nil
@@ -187,7 +187,7 @@ func (s *Store) reprKindOf(k tiers.Key) (string, error) {
 }
 
 // reprAttr is one attribute of a sidecar.
-func (s *Store) reprAttr(k tiers.Key, name string, header func() ([]byte, error)) (string, error) {
+func (s *Store) reprAttr(k hashdir.Key, name string, header func() ([]byte, error)) (string, error) {
 	if v, ok, err := s.stackAttr(k, name); ok && (err != nil || v != "") {
 		return v, err
 	}
@@ -239,14 +239,14 @@ func (s *Store) ModelAttrs(model string) *Attrs {
 			case "group":
 				return s.ModelGroup(model).String(), nil
 			}
-			return strconv.FormatInt(s.Quota(model), 10), nil
+			return strconv.FormatInt(s.quota(model), 10), nil
 		},
 		Set: func(name, value string) error {
 			switch name {
 			case "repr_kind":
-				return s.SetReprKind(model, value)
+				return s.setReprKind(model, value)
 			case "layout":
-				return s.SetLayout(model, strings.TrimSpace(value))
+				return s.setLayout(model, strings.TrimSpace(value))
 			case "group":
 				return s.SetModelGroup(model, value)
 			}
@@ -254,7 +254,7 @@ func (s *Store) ModelAttrs(model string) *Attrs {
 			if err != nil {
 				return err
 			}
-			return s.SetQuota(model, n)
+			return s.setQuota(model, n)
 		}}
 }
 

@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 
 	"github.com/ucmfs/ucmfs/gpu"
-
 	"github.com/ucmfs/ucmfs/tiers"
 )
 

@@ -1,6 +1,10 @@
 package store
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/ucmfs/ucmfs/tiers"
+)
 
 // Errors of the store that have no tiers or hashdir sentinel. The front
 // end decides what each means to its caller (the FUSE adapter maps them
@@ -30,3 +34,28 @@ var ErrNotEmpty = errors.New("model not empty")
 // ErrNoSidecar: a sidecar that is not stored and cannot be derived from
 // its block (no layout to derive from, or derivation off for its model).
 var ErrNoSidecar = errors.New("no such sidecar")
+
+// The tier stack's sentinels, as the store returns them: the same values
+// as package tiers', so a front end tests them here without importing it.
+var (
+	// ErrNotFound: no tier holds the file.
+	ErrNotFound = tiers.ErrNotFound
+	// ErrExist: the file is already published; the new copy was discarded.
+	ErrExist = tiers.ErrExist
+	// ErrInvalidBlock: the bytes are not a valid block (header, size).
+	ErrInvalidBlock = tiers.ErrInvalid
+	// ErrFull: a tier has no room for the file right now.
+	ErrFull = tiers.ErrFull
+	// ErrNoSpace: no tier has room: each is full of pinned or dirty data.
+	ErrNoSpace = tiers.ErrNoSpace
+	// ErrCorrupt: a stored file failed its CRC-32C or header check.
+	ErrCorrupt = tiers.ErrCorrupt
+	// ErrStalled: a directory tier did not answer in its timeout.
+	ErrStalled = tiers.ErrStalled
+	// ErrReadOnly: a directory tier's filesystem refused a write (EROFS).
+	ErrReadOnly = tiers.ErrReadOnly
+	// ErrTierFailed: a directory tier's filesystem failed a write (EIO).
+	ErrTierFailed = tiers.ErrTierFailed
+	// ErrClosed: the tiers were closed.
+	ErrClosed = tiers.ErrClosed
+)

@@ -14,7 +14,7 @@ import (
 // ModelGroup is model's group kind, from its settings record (full
 // attention when none is set, or when the record's text does not parse).
 func (s *Store) ModelGroup(model string) hybrid.Spec {
-	spec, err := hybrid.ParseSpec(s.ModelSettings(model).Group)
+	spec, err := hybrid.ParseSpec(s.modelSettings(model).Group)
 	if err != nil {
 		return hybrid.Spec{Kind: hybrid.Full}
 	}

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // The layouts of a model directory (docs/spec.md §2).
@@ -30,7 +29,7 @@ func ParseLayout(s string) (string, error) {
 
 // Layout is model's layout: its record's, LayoutUCMB when it has none.
 func (s *Store) Layout(model string) string {
-	if l := s.ModelSettings(model).Layout; l != "" {
+	if l := s.modelSettings(model).Layout; l != "" {
 		return l
 	}
 	return LayoutUCMB
@@ -39,10 +38,10 @@ func (s *Store) Layout(model string) string {
 // Raw reports whether model has the ucm-posix layout.
 func (s *Store) Raw(model string) bool { return s.Layout(model) == LayoutUCMPosix }
 
-// SetLayout sets model's layout. It may change only while no tier holds a
+// setLayout sets model's layout. It may change only while no tier holds a
 // file of the model (ErrNotEmpty otherwise); setting the layout it has is
 // always accepted. Errors of a bad name wrap ErrInvalid.
-func (s *Store) SetLayout(model, value string) error {
+func (s *Store) setLayout(model, value string) error {
 	layout, err := ParseLayout(value)
 	if err != nil {
 		return err
@@ -55,7 +54,7 @@ func (s *Store) SetLayout(model, value string) error {
 		if cur == layout {
 			return nil
 		}
-		if !s.ModelEmpty(model) {
+		if !s.modelEmpty(model) {
 			return fmt.Errorf("layout of model %s: it holds files: %w", model, ErrNotEmpty)
 		}
 		v.Layout, v.ShardWidths = layout, nil
@@ -68,7 +67,7 @@ func (s *Store) SetLayout(model, value string) error {
 
 // ShardWidths are the shard widths of a ucm-posix model's directories,
 // sorted (none for a ucmb model).
-func (s *Store) ShardWidths(model string) []int { return s.ModelSettings(model).ShardWidths }
+func (s *Store) ShardWidths(model string) []int { return s.modelSettings(model).ShardWidths }
 
 // AddShardWidth records that model has shard directories of width w
 // (0..4), as a mkdir of one of them does.
@@ -90,20 +89,20 @@ const DefaultShardWidth = 3
 // BlockKey is the key of block id of model: a UCMB block, or in a
 // ucm-posix model the raw block of the first of its shard widths that
 // holds it (else of its first width, DefaultShardWidth when it has none).
-func (s *Store) BlockKey(model string, id hashdir.ID) tiers.Key {
-	v := s.ModelSettings(model)
+func (s *Store) BlockKey(model string, id hashdir.ID) hashdir.Key {
+	v := s.modelSettings(model)
 	if v.Layout != LayoutUCMPosix {
-		return tiers.Key{Model: model, ID: id, Kind: hashdir.Block}
+		return hashdir.Key{Model: model, ID: id, Kind: hashdir.Block}
 	}
 	if len(v.ShardWidths) == 0 {
-		return tiers.Key{Model: model, ID: id, Kind: hashdir.RawKind(DefaultShardWidth)}
+		return hashdir.Key{Model: model, ID: id, Kind: hashdir.RawKind(DefaultShardWidth)}
 	}
 	for _, w := range v.ShardWidths {
-		if k := (tiers.Key{Model: model, ID: id, Kind: hashdir.RawKind(w)}); s.stack.HasKey(k) {
+		if k := (hashdir.Key{Model: model, ID: id, Kind: hashdir.RawKind(w)}); s.stack.HasKey(k) {
 			return k
 		}
 	}
-	return tiers.Key{Model: model, ID: id, Kind: hashdir.RawKind(v.ShardWidths[0])}
+	return hashdir.Key{Model: model, ID: id, Kind: hashdir.RawKind(v.ShardWidths[0])}
 }
 
 // HasBlock reports whether a tier holds block id of model (BlockKey's),

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // modelSet is the registry of model directories: the models made with
@@ -210,17 +209,17 @@ func (s *Store) AddModel(name string) {
 	if err := s.stack.ShareModel(name); err != nil {
 		s.log.Warn("model directory not made on a shared tier", "model", name, "err", err)
 	}
-	if s.opts.Layout == LayoutUCMPosix && settingsEqual(s.ModelSettings(name), Settings{}) {
-		if err := s.SetLayout(name, s.opts.Layout); err != nil {
+	if s.opts.Layout == LayoutUCMPosix && settingsEqual(s.modelSettings(name), Settings{}) {
+		if err := s.setLayout(name, s.opts.Layout); err != nil {
 			s.log.Warn("default layout not recorded", "model", name, "err", err)
 		}
 	}
 }
 
-// ModelEmpty reports whether no tier holds a file of model.
-func (s *Store) ModelEmpty(model string) bool {
+// modelEmpty reports whether no tier holds a file of model.
+func (s *Store) modelEmpty(model string) bool {
 	empty := true
-	s.stack.List(model, func(tiers.Key) bool { empty = false; return false })
+	s.stack.List(model, func(hashdir.Key) bool { empty = false; return false })
 	return empty
 }
 
@@ -229,7 +228,7 @@ func (s *Store) ModelEmpty(model string) bool {
 // its blocks), and it leaves the registry with its hits, quota and sidecar
 // setting.
 func (s *Store) RemoveModel(model string) error {
-	if !s.ModelEmpty(model) {
+	if !s.modelEmpty(model) {
 		return fmt.Errorf("model %s still holds files: %w", model, ErrNotEmpty)
 	}
 	done := s.ModelRemoval(model)
@@ -239,19 +238,19 @@ func (s *Store) RemoveModel(model string) error {
 		return err
 	}
 	s.models.remove(model)
-	s.ForgetHits(tiers.Key{Model: model}, true)
+	s.ForgetHits(hashdir.Key{Model: model}, true)
 	s.quotas.set(model, 0)
 	s.forgetSettings(model)
 	s.log.Info("model removed", "model", model)
 	return nil
 }
 
-// Quota is model's quota in bytes, 0 when none is set.
-func (s *Store) Quota(model string) int64 { return s.quotas.get(model) }
+// quota is model's quota in bytes, 0 when none is set.
+func (s *Store) quota(model string) int64 { return s.quotas.get(model) }
 
-// SetQuota sets model's quota in bytes (kept in its settings record); 0
+// setQuota sets model's quota in bytes (kept in its settings record); 0
 // removes it.
-func (s *Store) SetQuota(model string, limit int64) error {
+func (s *Store) setQuota(model string, limit int64) error {
 	limit = max(limit, 0)
 	if err := s.updateSettings(model, func(v *Settings) error { v.Quota = limit; return nil }); err != nil {
 		return err

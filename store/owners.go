@@ -30,7 +30,7 @@ var daemonOwner = ModelOwner{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()),
 
 // ModelOwner returns model's owner and mode.
 func (s *Store) ModelOwner(model string) ModelOwner {
-	if o := s.ModelSettings(model).Owner; o != nil {
+	if o := s.modelSettings(model).Owner; o != nil {
 		return *o
 	}
 	return daemonOwner

@@ -38,8 +38,8 @@ type pendingBudget struct {
 	files map[*os.File]uint32 // open temp files and their writers' uid
 }
 
-// PendingFile registers f, a file uid is writing; PendingDone ends it.
-func (s *Store) PendingFile(f *os.File, uid uint32) {
+// pendingFile registers f, a file uid is writing; PendingDone ends it.
+func (s *Store) pendingFile(f *os.File, uid uint32) {
 	b := &s.budget
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -49,18 +49,18 @@ func (s *Store) PendingFile(f *os.File, uid uint32) {
 	b.files[f] = uid
 }
 
-// PendingDone forgets f (published or discarded).
-func (s *Store) PendingDone(f *os.File) {
+// pendingDone forgets f (published or discarded).
+func (s *Store) pendingDone(f *os.File) {
 	b := &s.budget
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.files, f)
 }
 
-// AdmitPending checks that uid may add grow bytes to the data being
+// admitPending checks that uid may add grow bytes to the data being
 // written: ErrPendingFull past the mount's budget, ErrQuota past the
 // user's share.
-func (s *Store) AdmitPending(uid uint32, grow int64) error {
+func (s *Store) admitPending(uid uint32, grow int64) error {
 	b := &s.budget
 	if b.max <= 0 {
 		return nil

@@ -13,7 +13,7 @@ import (
 // tiers.Stack.Publish, which validates the file. The pending write is used
 // up either way. tiers.ErrExist means the key was already published: one
 // copy is kept, which callers report as success.
-func (s *Store) Publish(pw *tiers.PendingWrite, size int64, durable bool) (tiers.Info, error) {
+func (s *Store) Publish(pw *PendingWrite, size int64, durable bool) (Info, error) {
 	key := pw.Key()
 	if size > s.opts.MaxFileSize {
 		s.stack.Abort(pw)

@@ -30,7 +30,7 @@ type reprCache struct {
 // and param zero) or a sidecar derived in memory from a block (key.Kind
 // is Block) with a kind and param.
 type reprCacheKey struct {
-	key   tiers.Key
+	key   hashdir.Key
 	kind  hashdir.ReprKind
 	param uint32
 }
@@ -58,7 +58,7 @@ func tokenOf(bi tiers.BlockInfo) fileToken {
 }
 
 // statToken is the token of k now; ok is false when no tier holds it.
-func (s *Store) statToken(k tiers.Key) (tok fileToken, ok bool) {
+func (s *Store) statToken(k hashdir.Key) (tok fileToken, ok bool) {
 	bi, err := s.stack.Stat(k)
 	if err != nil {
 		return fileToken{}, false

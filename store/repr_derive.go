@@ -29,13 +29,17 @@ import (
 )
 
 // blockOf is the key of the block a sidecar key belongs to.
-func blockOf(k tiers.Key) tiers.Key { return tiers.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Block} }
+func blockOf(k hashdir.Key) hashdir.Key {
+	return hashdir.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Block}
+}
 
 // sidecarOf is the key of a block's sidecar.
-func sidecarOf(k tiers.Key) tiers.Key { return tiers.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr} }
+func sidecarOf(k hashdir.Key) hashdir.Key {
+	return hashdir.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr}
+}
 
 // blockHeader reads and decodes the header of a stored block.
-func (s *Store) blockHeader(k tiers.Key) (hashdir.BlockHeader, tiers.Info, error) {
+func (s *Store) blockHeader(k hashdir.Key) (hashdir.BlockHeader, tiers.Info, error) {
 	b, info, err := s.stack.ReadFile(k, hashdir.HeaderSize)
 	if err != nil {
 		return hashdir.BlockHeader{}, info, err
@@ -49,7 +53,7 @@ func (s *Store) blockHeader(k tiers.Key) (hashdir.BlockHeader, tiers.Info, error
 
 // underivable marks a block whose layout does not allow derivation: the
 // sidecar does not exist (ErrNoSidecar), and the refusal is logged.
-func underivable(k tiers.Key, err error) error {
+func underivable(k hashdir.Key, err error) error {
 	return fmt.Errorf("%s: no sidecar stored, and none can be derived: %w (%w)", k, err, ErrNoSidecar)
 }
 
@@ -58,7 +62,7 @@ func underivable(k tiers.Key, err error) error {
 // with a nil error, when derivation is off for the model or the block is
 // not stored; an error means the block's layout does not allow it
 // (underivable) or its header could not be read.
-func (s *Store) Derivable(key tiers.Key) (size int64, mtime time.Time, ok bool, err error) {
+func (s *Store) Derivable(key hashdir.Key) (size int64, mtime time.Time, ok bool, err error) {
 	set := s.ModelRepr(key.Model)
 	if set.Off {
 		return 0, time.Time{}, false, nil
@@ -81,7 +85,7 @@ func (s *Store) Derivable(key tiers.Key) (size int64, mtime time.Time, ok bool, 
 // deriveBytes reads block (a block key), checks its payload CRC against
 // the stack's, and derives its sidecar of kind and param in memory.
 // A layout that does not allow it is underivable.
-func (s *Store) deriveBytes(block tiers.Key, kind hashdir.ReprKind, param uint32) ([]byte, error) {
+func (s *Store) deriveBytes(block hashdir.Key, kind hashdir.ReprKind, param uint32) ([]byte, error) {
 	data, _, err := s.stack.ReadFile(block, -1)
 	if err != nil {
 		return nil, err
@@ -106,7 +110,7 @@ func (s *Store) deriveBytes(block tiers.Key, kind hashdir.ReprKind, param uint32
 // is not an error. Derived sidecars are not held to the model's quota:
 // they are a small fraction of their block, and a read must not fail for
 // want of quota; they count in its use like any file.
-func (s *Store) storeDerived(key tiers.Key, data []byte) error {
+func (s *Store) storeDerived(key hashdir.Key, data []byte) error {
 	info, err := s.stack.Put(key, data, false)
 	if errors.Is(err, tiers.ErrExist) {
 		return nil
@@ -124,7 +128,7 @@ func (s *Store) storeDerived(key tiers.Key, data []byte) error {
 // calls for one key derive once. It fails with tiers.ErrNotFound when
 // derivation is off or the block is not stored, and with an underivable
 // error when the block's layout does not allow it.
-func (s *Store) DeriveSidecar(key tiers.Key) error {
+func (s *Store) DeriveSidecar(key hashdir.Key) error {
 	_, err, _ := s.derives.Do(key.Path(), func() (any, error) {
 		if s.stack.Has(key) {
 			return nil, nil

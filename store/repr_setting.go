@@ -94,7 +94,7 @@ func (r ReprSetting) String() string {
 // ModelRepr is the setting model derives with, its param resolved.
 func (s *Store) ModelRepr(model string) ReprSetting {
 	v := s.opts.Repr
-	if text := s.ModelSettings(model).ReprKind; text != "" {
+	if text := s.modelSettings(model).ReprKind; text != "" {
 		if own, err := ParseReprSetting(text); err == nil {
 			v = own
 		}
@@ -102,9 +102,9 @@ func (s *Store) ModelRepr(model string) ReprSetting {
 	return v.resolved()
 }
 
-// SetReprKind writes the repr_kind attribute of model: a setting, or
+// setReprKind writes the repr_kind attribute of model: a setting, or
 // "default" to take the mount's again.
-func (s *Store) SetReprKind(model, value string) error {
+func (s *Store) setReprKind(model, value string) error {
 	if value == "default" {
 		return s.updateSettings(model, func(st *Settings) error { st.ReprKind = ""; return nil })
 	}

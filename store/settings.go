@@ -46,8 +46,8 @@ type settingsTable struct {
 
 func (t *settingsTable) init() { t.m = make(map[string]Settings) }
 
-// ModelSettings returns model's record (the zero value when it has none).
-func (s *Store) ModelSettings(model string) Settings {
+// modelSettings returns model's record (the zero value when it has none).
+func (s *Store) modelSettings(model string) Settings {
 	s.settings.mu.Lock()
 	v, ok := s.settings.m[model]
 	s.settings.mu.Unlock()
@@ -85,7 +85,7 @@ func (s *Store) loadSettings(model string) Settings {
 func (s *Store) updateSettings(model string, fn func(*Settings) error) error {
 	s.settings.write.Lock()
 	defer s.settings.write.Unlock()
-	old := s.ModelSettings(model)
+	old := s.modelSettings(model)
 	v := old
 	v.ShardWidths = slices.Clone(old.ShardWidths)
 	if err := fn(&v); err != nil {
@@ -125,7 +125,7 @@ func (s *Store) forgetSettings(model string) {
 // applySettings loads model's record at mount and hands its quota to the
 // quota table (repr_kind, group and layout are read from the record).
 func (s *Store) applySettings(model string) {
-	if v := s.ModelSettings(model); v.Quota > 0 {
+	if v := s.modelSettings(model); v.Quota > 0 {
 		s.quotas.set(model, v.Quota)
 	}
 }

@@ -35,14 +35,14 @@ func TestSettingsPersist(t *testing.T) {
 	s, st := open()
 	s.AddModel(testModel)
 	for _, err := range []error{
-		s.SetLayout(testModel, LayoutUCMPosix), s.SetModelGroup(testModel, "swa:4096"),
-		s.SetReprKind(testModel, "max"), s.SetQuota(testModel, 1<<20),
+		s.setLayout(testModel, LayoutUCMPosix), s.SetModelGroup(testModel, "swa:4096"),
+		s.setReprKind(testModel, "max"), s.setQuota(testModel, 1<<20),
 	} {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.SetLayout(testModel, "posix"); !errors.Is(err, ErrInvalid) {
+	if err := s.setLayout(testModel, "posix"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad layout: %v, want ErrInvalid", err)
 	}
 	if err := s.SetModelGroup(testModel, "swa:0"); !errors.Is(err, ErrInvalid) {
@@ -64,7 +64,7 @@ func TestSettingsPersist(t *testing.T) {
 	s2, st2 := open()
 	defer st2.Close(ctx)
 	defer s2.Close()
-	if l, g, r, q := s2.Layout(testModel), s2.ModelGroup(testModel).String(), s2.ModelRepr(testModel).String(), s2.Quota(testModel); l != LayoutUCMPosix || g != "swa:4096" || r != "max" || q != 1<<20 {
+	if l, g, r, q := s2.Layout(testModel), s2.ModelGroup(testModel).String(), s2.ModelRepr(testModel).String(), s2.quota(testModel); l != LayoutUCMPosix || g != "swa:4096" || r != "max" || q != 1<<20 {
 		t.Errorf("after a restart: layout %q group %q repr_kind %q quota %d", l, g, r, q)
 	}
 	if !s2.ModelExists(testModel) {
@@ -74,13 +74,13 @@ func TestSettingsPersist(t *testing.T) {
 	// A model with a file keeps its layout.
 	s3 := newTestStore(t, Options{})
 	k, d := testBlock(1, 64)
-	if _, err := s3.Stack().Put(k, d, false); err != nil {
+	if _, err := s3.stack.Put(k, d, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s3.SetLayout(testModel, LayoutUCMPosix); !errors.Is(err, ErrNotEmpty) {
+	if err := s3.setLayout(testModel, LayoutUCMPosix); !errors.Is(err, ErrNotEmpty) {
 		t.Errorf("layout of a model with files: %v, want ErrNotEmpty", err)
 	}
-	if err := s3.SetLayout(testModel, LayoutUCMB); err != nil {
+	if err := s3.setLayout(testModel, LayoutUCMB); err != nil {
 		t.Errorf("the layout it has: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ucmfs/ucmfs/gpu"
+	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sync/singleflight"
 )
@@ -95,8 +96,8 @@ type Store struct {
 	writes   writeTable    // files being written, by name (writes_table.go)
 	writeSeq atomic.Uint64 // numbers of files being written
 
-	published atomic.Pointer[func(tiers.Key)] // the front end's hook (OnPublish)
-	stopped   atomic.Bool                     // Stop was called
+	published atomic.Pointer[func(hashdir.Key)] // the front end's hook (OnPublish)
+	stopped   atomic.Bool                       // Stop was called
 }
 
 // New returns the store over st and registers the models its tiers hold.
@@ -133,10 +134,6 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Stack is the tier stack under the store: blocks are opened, stated and
-// created through it.
-func (s *Store) Stack() *tiers.Stack { return s.stack }
-
 // GPU is the device of .ucm/gpu, nil without one.
 func (s *Store) GPU() gpu.Device { return s.opts.GPU }
 
@@ -155,10 +152,10 @@ func (s *Store) Stopped() bool { return s.stopped.Load() }
 
 // OnPublish sets the hook called with the key of a block published behind
 // the front end's back (a GPU dump), so it can drop a cached miss.
-func (s *Store) OnPublish(fn func(tiers.Key)) { s.published.Store(&fn) }
+func (s *Store) OnPublish(fn func(hashdir.Key)) { s.published.Store(&fn) }
 
 // NotifyPublished calls the OnPublish hook for k.
-func (s *Store) NotifyPublished(k tiers.Key) {
+func (s *Store) NotifyPublished(k hashdir.Key) {
 	if fn := s.published.Load(); fn != nil {
 		(*fn)(k)
 	}

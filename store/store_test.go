@@ -33,16 +33,16 @@ func newTestStore(t testing.TB, opts Options) *Store {
 }
 
 // testBlock is block n of testModel with payload bytes.
-func testBlock(n, payload int) (tiers.Key, []byte) {
+func testBlock(n, payload int) (hashdir.Key, []byte) {
 	id := hashdir.ID(md5.Sum(fmt.Appendf(nil, "%s/%d", testModel, n)))
 	h := hashdir.BlockHeader{ID: id, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16}
-	return tiers.Key{Model: testModel, ID: id}, hashdir.NewBlock(h, make([]byte, payload))
+	return hashdir.Key{Model: testModel, ID: id}, hashdir.NewBlock(h, make([]byte, payload))
 }
 
 // publish writes data as key through a pending write and Publish.
-func publish(t *testing.T, s *Store, key tiers.Key, data []byte) (tiers.Info, error) {
+func publish(t *testing.T, s *Store, key hashdir.Key, data []byte) (tiers.Info, error) {
 	t.Helper()
-	pw, err := s.Stack().Create(key)
+	pw, err := s.stack.Create(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func publish(t *testing.T, s *Store, key tiers.Key, data []byte) (tiers.Info, er
 func TestHitsPrune(t *testing.T) {
 	s := newTestStore(t, Options{})
 	k1, d1 := testBlock(1, 64)
-	if _, err := s.Stack().Put(k1, d1, false); err != nil {
+	if _, err := s.stack.Put(k1, d1, false); err != nil {
 		t.Fatal(err)
 	}
 	k2, _ := testBlock(2, 64)
@@ -77,14 +77,14 @@ func TestPublishRules(t *testing.T) {
 		t.Fatalf("past the size limit: %v, want ErrTooBig", err)
 	}
 	k, d := testBlock(2, 1024)
-	s.SetQuota(testModel, 512)
+	s.setQuota(testModel, 512)
 	if _, err := publish(t, s, k, d); !errors.Is(err, ErrQuota) {
 		t.Fatalf("past the quota: %v, want ErrQuota", err)
 	}
-	if s.Stack().Has(big) || s.Stack().Has(k) || s.ModelExists(testModel) {
+	if s.stack.Has(big) || s.stack.Has(k) || s.ModelExists(testModel) {
 		t.Fatal("a refused write left a block or a model")
 	}
-	s.SetQuota(testModel, 0)
+	s.setQuota(testModel, 0)
 	info, err := publish(t, s, k, d)
 	if err != nil || info.Size != int64(len(d)) {
 		t.Fatalf("publish: %+v, %v", info, err)

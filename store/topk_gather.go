@@ -24,8 +24,8 @@ type SourceToken struct {
 // CandidateToken is the token of candidate id of model now.
 func (s *Store) CandidateToken(model string, id hashdir.ID) SourceToken {
 	var t SourceToken
-	t.repr, t.hasRepr = s.statToken(tiers.Key{Model: model, ID: id, Kind: hashdir.Repr})
-	t.block, t.hasBlock = s.statToken(tiers.Key{Model: model, ID: id, Kind: hashdir.Block})
+	t.repr, t.hasRepr = s.statToken(hashdir.Key{Model: model, ID: id, Kind: hashdir.Repr})
+	t.block, t.hasBlock = s.statToken(hashdir.Key{Model: model, ID: id, Kind: hashdir.Block})
 	return t
 }
 
@@ -45,7 +45,7 @@ func reprIs(data []byte, kind hashdir.ReprKind, param uint32) bool {
 // derived for this call.
 func (s *Store) TopkSidecar(model string, id hashdir.ID, kind hashdir.ReprKind, param uint32) (data []byte, tok SourceToken, derived bool) {
 	tok = s.CandidateToken(model, id)
-	rk := tiers.Key{Model: model, ID: id, Kind: hashdir.Repr}
+	rk := hashdir.Key{Model: model, ID: id, Kind: hashdir.Repr}
 	bk := blockOf(rk)
 	if !tok.hasBlock {
 		return nil, tok, false // a sidecar without its block is not a candidate's

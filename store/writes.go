@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
@@ -51,7 +52,7 @@ var ErrDone = errors.New("file no longer being written")
 // Write is one file being written.
 type Write struct {
 	s     *Store
-	key   tiers.Key // what it publishes as
+	key   hashdir.Key // what it publishes as
 	wk    writeKey
 	owner Proc
 	pw    *tiers.PendingWrite
@@ -73,7 +74,7 @@ type Write struct {
 type Desc struct{ w *Write }
 
 // Key is what the file publishes as.
-func (w *Write) Key() tiers.Key { return w.key }
+func (w *Write) Key() hashdir.Key { return w.key }
 
 // Name is the file's name in its shard directory.
 func (w *Write) Name() string { return w.wk.name }
@@ -88,7 +89,7 @@ func (w *Write) Owner() Proc { return w.owner }
 // staging name when staging is set) that p writes, starting it if there
 // is none (truncated when trunc is set). With excl an existing file is
 // tiers.ErrExist, and so is an id already published (under a final name).
-func (s *Store) BeginWrite(p Proc, key tiers.Key, name string, staging, excl, trunc bool) (*Write, *Desc, error) {
+func (s *Store) BeginWrite(p Proc, key hashdir.Key, name string, staging, excl, trunc bool) (*Write, *Desc, error) {
 	wk := writeKeyOf(key, name, staging, p)
 	w := s.writes.get(wk)
 	if w != nil && excl {
@@ -109,11 +110,11 @@ func (s *Store) BeginWrite(p Proc, key tiers.Key, name string, staging, excl, tr
 
 // startWrite makes a new Write. A staging file may stand for a block
 // already published (rsync writes it again): publishing it keeps one copy.
-func (s *Store) startWrite(key tiers.Key, wk writeKey, staging bool, p Proc) (*Write, error) {
+func (s *Store) startWrite(key hashdir.Key, wk writeKey, staging bool, p Proc) (*Write, error) {
 	if s.Stopped() {
 		return nil, fmt.Errorf("shutting down: %w", ErrStopped)
 	}
-	if err := s.AdmitPending(p.Uid, 0); err != nil {
+	if err := s.admitPending(p.Uid, 0); err != nil {
 		return nil, err
 	}
 	var pw *tiers.PendingWrite
@@ -127,7 +128,7 @@ func (s *Store) startWrite(key tiers.Key, wk writeKey, staging bool, p Proc) (*W
 		return nil, err
 	}
 	s.WriteStarted(key)
-	s.PendingFile(pw.File(), p.Uid)
+	s.pendingFile(pw.File(), p.Uid)
 	return &Write{
 		s: s, key: key, wk: wk, owner: p, pw: pw, f: pw.File(), staging: staging,
 		seq: s.writeSeq.Add(1), descs: make(map[*Desc]bool),
@@ -172,7 +173,7 @@ func (d *Desc) WriteAt(data []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("%d bytes at %d pass the %d-byte limit: %w", len(data), off, w.s.MaxFileSize(), ErrTooBig)
 	}
 	if fi, err := w.f.Stat(); err == nil && off+int64(len(data)) > fi.Size() {
-		if err := w.s.AdmitPending(w.owner.Uid, off+int64(len(data))-fi.Size()); err != nil {
+		if err := w.s.admitPending(w.owner.Uid, off+int64(len(data))-fi.Size()); err != nil {
 			return 0, err
 		}
 	}
@@ -317,7 +318,7 @@ func (w *Write) Discard() {
 
 // end takes the file out of the table and ends its write.
 func (w *Write) end() {
-	w.s.PendingDone(w.f)
+	w.s.pendingDone(w.f)
 	w.s.writes.drop(w.wk, w)
 	w.s.WriteEnded(w.key)
 }

@@ -3,7 +3,7 @@ package store
 import (
 	"sync"
 
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/hashdir"
 )
 
 // writeKey names a file being written in the table: its shard directory
@@ -18,7 +18,7 @@ type writeKey struct {
 }
 
 // writeKeyOf is the table key of name in key's shard as p sees it.
-func writeKeyOf(key tiers.Key, name string, staging bool, p Proc) writeKey {
+func writeKeyOf(key hashdir.Key, name string, staging bool, p Proc) writeKey {
 	who := p.Tgid
 	if staging {
 		who = p.Uid
@@ -94,7 +94,7 @@ func (s *Store) WriteNamed(model, shard, name string) bool {
 
 // StagingFile returns the staging file name (standing for key) that
 // user uid sees, or nil.
-func (s *Store) StagingFile(key tiers.Key, name string, uid uint32) *Write {
+func (s *Store) StagingFile(key hashdir.Key, name string, uid uint32) *Write {
 	return s.writes.get(writeKeyOf(key, name, true, Proc{Uid: uid}))
 }
 

@@ -12,11 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ucmfs/ucmfs/control"
+	"github.com/ucmfs/ucmfs/fs"
+	"github.com/ucmfs/ucmfs/gpu"
 	ucmmetrics "github.com/ucmfs/ucmfs/metrics"
 	"github.com/ucmfs/ucmfs/store"
-
-	"github.com/ucmfs/ucmfs/fs"
 	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/urfave/cli/v3"
 )
@@ -247,7 +246,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	defer closeGPU(dev, log) // after the stack, closed before runMount returns
 	var host tiers.HostRegistrar
 	if dev != nil {
-		host = control.HostPages(dev)
+		host = gpu.TierPages{Dev: dev}
 	}
 	st, err := buildStack(cfg, log, host)
 	if err != nil {

@@ -26,9 +26,9 @@ var allowed = map[string][]string{
 	"gpu/fdpass":        {},
 	"gpu/engine":        {"gpu/fdpass"},
 	"store":             {"hashdir", "tiers", "sparse", "gpu", "hybrid"},
-	"control":           {"hashdir", "tiers", "sparse", "gpu", "gpu/fdpass", "hybrid", "store"},
+	"control":           {"hashdir", "sparse", "gpu", "gpu/fdpass", "hybrid", "store"},
 	"metrics":           {"tiers", "store"},
-	"fs":                {"hashdir", "tiers", "gpu", "gpu/fdpass", "store", "control", "internal/hashtab"}, // gpu: its sentinels in the errno table
+	"fs":                {"hashdir", "gpu", "gpu/fdpass", "store", "control", "internal/hashtab"}, // gpu: its sentinels in the errno table
 	"cmd/ucmfs":         {"hashdir", "tiers", "sparse", "gpu", "gpu/engine", "store", "control", "metrics", "fs", "internal/ratelog"},
 	"internal/faultfs":  {},
 	"internal/ucmproto": {},
