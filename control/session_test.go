@@ -12,7 +12,7 @@ import (
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
-	"github.com/ucmfs/ucmfs/tiers/tiertest"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 )
 
 // These tests drive the control protocol without a kernel: bytes in,

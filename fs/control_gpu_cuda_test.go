@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/gpu/engine"
+	"github.com/ucmfs/ucmfs/internal/engine"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"golang.org/x/sys/unix"
 )

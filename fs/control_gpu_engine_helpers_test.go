@@ -11,12 +11,12 @@ import (
 
 	"github.com/ebitengine/purego"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/gpu/engine"
+	"github.com/ucmfs/ucmfs/internal/engine"
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 
 // The GPU tests that play an engine in a process of its own: this test
-// binary re-executed with UCMFS_ENGINE set (TestMain), package gpu/engine.
+// binary re-executed with UCMFS_ENGINE set (TestMain), package internal/engine.
 
 // testKV is the engine's KV cache: per-layer K and V tensors of 8 block
 // slots of 2 KiB, one after another in one segment, 4 KiB aligned.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/gpu/engine"
+	"github.com/ucmfs/ucmfs/internal/engine"
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 

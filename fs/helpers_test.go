@@ -17,7 +17,7 @@ import (
 	ucmmetrics "github.com/ucmfs/ucmfs/metrics"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
-	"github.com/ucmfs/ucmfs/tiers/tiertest"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"golang.org/x/sys/unix"
 )
 

@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
-	"github.com/ucmfs/ucmfs/gpu/engine"
+	"github.com/ucmfs/ucmfs/internal/engine"
 )
 
 // TestMain runs the tests, then fails if any mount they made is still
 // mounted. With UCMFS_ENGINE set the binary is an engine process of the
-// GPU tests instead (package gpu/engine).
+// GPU tests instead (package internal/engine).
 func TestMain(m *testing.M) {
 	if os.Getenv(engine.EnvKind) != "" {
 		os.Exit(engine.Main(os.Getenv, os.Stdin, os.Stdout))

@@ -3,7 +3,7 @@ package gpu
 import (
 	"testing"
 
-	"github.com/ucmfs/ucmfs/gpu/engine"
+	"github.com/ucmfs/ucmfs/internal/engine"
 )
 
 // kv is the layout of the batch tests: 32 layers, K and V, 32 KiB per

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/gpu/engine"
+	"github.com/ucmfs/ucmfs/internal/engine"
 )
 
 // engineProc is the test's handle on an engine process: engine.Proc,

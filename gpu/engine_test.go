@@ -5,7 +5,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/ucmfs/ucmfs/gpu/engine"
+	"github.com/ucmfs/ucmfs/internal/engine"
 )
 
 // The engine process is package engine's Main, run by the test binary

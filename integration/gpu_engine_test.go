@@ -11,12 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/gpu/engine"
+	"github.com/ucmfs/ucmfs/internal/engine"
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 
 // The GPU path of the real binary, driven by engine processes (package
-// gpu/engine: this test binary re-executed, see TestMain) against the
+// internal/engine: this test binary re-executed, see TestMain) against the
 // stand-in CUDA driver, which CI builds with its C compiler, and against
 // the simulated device.
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/gpu/engine"
+	"github.com/ucmfs/ucmfs/internal/engine"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,7 +28,7 @@ var (
 
 // TestMain runs the tests (runTests). With UCMFS_ENGINE set the binary
 // is an engine process of the GPU tests
-// instead (package gpu/engine).
+// instead (package internal/engine).
 func TestMain(m *testing.M) {
 	if os.Getenv(engine.EnvKind) != "" {
 		os.Exit(engine.Main(os.Getenv, os.Stdin, os.Stdout))

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/tiers"
-	"github.com/ucmfs/ucmfs/tiers/tiertest"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 )
 
 // Benchmarks of the tiers beside the raw file operations they wrap, on the

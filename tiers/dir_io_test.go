@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/tiers"
-	"github.com/ucmfs/ucmfs/tiers/tiertest"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"golang.org/x/sys/unix"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/tiers"
-	"github.com/ucmfs/ucmfs/tiers/tiertest"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 )
 
 const fsckModel = "meta-llama--Llama-3.1-8B"

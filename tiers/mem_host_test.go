@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/ucmfs/ucmfs/tiers"
-	"github.com/ucmfs/ucmfs/tiers/tiertest"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 )
 
 // hostBook is a HostRegistrar that keeps the registered ranges, as a

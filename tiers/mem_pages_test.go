@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/tiers"
-	"github.com/ucmfs/ucmfs/tiers/tiertest"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 )
 
 // vmLocked returns the process's locked memory (VmLck) in bytes.

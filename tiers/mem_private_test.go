@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ucmfs/ucmfs/tiers"
-	"github.com/ucmfs/ucmfs/tiers/tiertest"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 )
 
 // TestMemPrivateTmpfs: as root, the memory tier lives on a tmpfs of its

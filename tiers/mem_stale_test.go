@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/tiers"
-	"github.com/ucmfs/ucmfs/tiers/tiertest"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"golang.org/x/sys/unix"
 )
 

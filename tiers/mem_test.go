@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/tiers"
-	"github.com/ucmfs/ucmfs/tiers/tiertest"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 )
 
 // quiet discards the tiers' log lines in tests.

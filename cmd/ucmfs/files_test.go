@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers/tiertest"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 )
 
 // testIDs are real chain ids, distinct and in different shards.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/gpu/engine"
+	"github.com/ucmfs/ucmfs/internal/engine"
 )
 
 // fakeCUDA builds the gpu package's stand-in CUDA driver and returns its

@@ -1,7 +1,7 @@
 // A stand-in for libcuda.so.1 used by the gpu package's tests on machines
 // without a GPU. It exports the driver entry points the package resolves
 // (with the same versioned names and signatures) plus the ones an engine
-// (package gpu/engine) uses to allocate memory and export it.
+// (package internal/engine) uses to allocate memory and export it.
 //
 // "Device memory" is a shared-memory file mapped MAP_SHARED. An IPC handle
 // carries the file's path ("FAKE" + path), so another process that opens

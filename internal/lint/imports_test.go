@@ -19,18 +19,18 @@ const mod = "github.com/ucmfs/ucmfs/"
 var allowed = map[string][]string{
 	"hashdir":           {},
 	"tiers":             {"hashdir", "internal/hashtab"},
-	"tiers/tiertest":    {"hashdir", "tiers"},
 	"sparse":            {"hashdir"},
 	"hybrid":            {"hashdir"},
 	"gpu":               {"hashdir"},
 	"gpu/fdpass":        {},
-	"gpu/engine":        {"gpu/fdpass"},
 	"store":             {"hashdir", "tiers", "sparse", "gpu", "hybrid"},
 	"control":           {"hashdir", "sparse", "gpu", "gpu/fdpass", "hybrid", "store"},
 	"metrics":           {"tiers", "store"},
 	"fs":                {"hashdir", "gpu", "gpu/fdpass", "store", "control", "internal/hashtab"}, // gpu: its sentinels in the errno table
-	"cmd/ucmfs":         {"hashdir", "tiers", "sparse", "gpu", "gpu/engine", "store", "control", "metrics", "fs", "internal/ratelog"},
+	"cmd/ucmfs":         {"hashdir", "tiers", "sparse", "gpu", "store", "control", "metrics", "fs", "internal/ratelog"},
 	"internal/faultfs":  {},
+	"internal/tiertest": {"hashdir", "tiers"}, // test support: stacks over real directories
+	"internal/engine":   {"gpu/fdpass"},       // test support: a stand-in engine process
 	"internal/ucmproto": {},
 	"internal/lint":     {},
 	"internal/ratelog":  {},
