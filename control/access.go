@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+
+	"github.com/ucmfs/ucmfs/control/line"
 )
 
 // Access is who may use the session control files: the mounting user
@@ -51,17 +53,17 @@ func NewAccess(group string, uid, gid uint32) Access {
 // Allowed checks the caller of a request on a control file: the mounting
 // user, root, and members of the control group (the caller's group, or a
 // supplementary group of its thread) may use the files; anyone else gets
-// ErrAccess (the FUSE mount does not ask the kernel to check modes here,
+// line.ErrAccess (the FUSE mount does not ask the kernel to check modes here,
 // and only a mount with allow_other lets other users reach the files at
 // all).
-func (a Access) Allowed(c Caller) error {
+func (a Access) Allowed(c line.Caller) error {
 	if c.Uid == 0 || c.Uid == a.uid {
 		return nil
 	}
 	if a.Group && (c.Gid == a.Gid || inGroup(c.Pid, a.Gid)) {
 		return nil
 	}
-	return ErrAccess
+	return line.ErrAccess
 }
 
 // inGroup reports whether process (thread) pid has gid among its

@@ -6,13 +6,14 @@
 // answer bytes (Session.Read). Every request line gets one answer line,
 // "ok ..." or "err <ERRNO> <message>". Each file is one handler in its own
 // source file that registers itself (File, env.go): lookup.go,
-// prefetch.go, flush.go, topk.go with topk_parse.go, and the GPU transfer
-// path in gpu.go, gpu_load.go and gpu_dump.go. Requests are tokenized
-// without allocating per id (parse.go).
+// prefetch.go, flush.go, topk.go with topk_parse.go, and gpu.go, whose
+// sessions are the GPU transfer engine's (package transfer). Requests are
+// tokenized without allocating per id by package control/line, the
+// grammar this package and transfer share.
 //
 // Handlers work on the store (store.Store, through Env) and return Go
-// errors: the sentinels of errors.go, or those of store, tiers, hashdir and
-// gpu. The errno an answer line names comes from the front end
+// errors: the sentinels of line and errors.go, or those of store, hashdir,
+// gpu and transfer. The errno an answer line names comes from the front end
 // (Env.ErrName), so this package imports neither go-fuse nor errno
 // constants, and its tests run without a kernel. docs/control.md is the
 // user's reference of the grammar.

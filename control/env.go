@@ -4,23 +4,20 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/transfer"
 )
 
 // Dir is the name of the control directory in the mount's root.
 const Dir = ".ucm"
 
 // Env is what every session of one mount shares: the store, the GPU
-// device, and how the front end names errors.
+// transfer engine, and how the front end names errors.
 type Env struct {
 	store *store.Store // the core: models, blocks, pins, counters
-	// GPU is the device .ucm/gpu moves blocks to and from; nil: the mount
-	// has no .ucm/gpu.
-	GPU gpu.Device
-	// GPUSocket passes VMM descriptors to register vmm (ListenGPU); nil:
-	// the mount has none, and register vmm is refused.
-	GPUSocket *GPUSocket
+	// GPU moves blocks to and from the mount's device for .ucm/gpu; nil:
+	// the mount has no device and no .ucm/gpu.
+	GPU *transfer.Engine
 	// Log gets one line per refused request (default: the store's).
 	Log *slog.Logger
 	// ErrName names the errno an error stands for in an answer line
@@ -29,9 +26,17 @@ type Env struct {
 	ErrName func(error) (name string, known bool)
 }
 
-// NewEnv returns the environment of the sessions of st's mount.
-func NewEnv(st *store.Store, errName func(error) (string, bool)) *Env {
-	return &Env{store: st, GPU: st.GPU(), Log: st.Logger(), ErrName: errName}
+// NewEnv returns the environment of the sessions of st's mount, logging
+// to log (nil: the store's logger).
+func NewEnv(st *store.Store, log *slog.Logger, errName func(error) (string, bool)) *Env {
+	if log == nil {
+		log = st.Logger()
+	}
+	e := &Env{store: st, Log: log, ErrName: errName}
+	if dev := st.GPU(); dev != nil {
+		e.GPU = transfer.New(st, dev, log, e.refuse)
+	}
+	return e
 }
 
 // handler answers the requests of one session of one control file.
@@ -70,23 +75,4 @@ func Files(e *Env) []File {
 		}
 	}
 	return out
-}
-
-// Caller is who sent a request, as the kernel told the front end.
-type Caller struct {
-	Uid, Gid, Pid uint32
-}
-
-type callerKey struct{}
-
-// WithCaller returns ctx carrying the caller of a request.
-func WithCaller(ctx context.Context, c Caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, c)
-}
-
-// CallerOf returns the caller ctx carries; ok is false for a request from
-// inside the daemon.
-func CallerOf(ctx context.Context) (c Caller, ok bool) {
-	c, ok = ctx.Value(callerKey{}).(Caller)
-	return c, ok
 }

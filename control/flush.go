@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -40,9 +41,9 @@ type flushSession struct{ s *Env }
 
 // answer runs one flush.
 func (f flushSession) answer(ctx context.Context, req []byte, out []byte) ([]byte, error) {
-	t := tokens{b: req}
+	t := line.NewTokens(req)
 	model := ""
-	switch verb := t.next(); string(verb) {
+	switch verb := t.Next(); string(verb) {
 	case "all":
 	case "model":
 		m, err := f.s.controlModel(&t)
@@ -51,10 +52,10 @@ func (f flushSession) answer(ctx context.Context, req []byte, out []byte) ([]byt
 		}
 		model = m
 	default:
-		return out, reqErr(ErrInvalid, "unknown flush command %q: want all or model <model>", clip(verb))
+		return out, line.Err(line.ErrInvalid, "unknown flush command %q: want all or model <model>", line.Clip(verb))
 	}
-	if !t.done() {
-		return out, reqErr(ErrInvalid, "unexpected %q after the request", clip(t.next()))
+	if !t.Done() {
+		return out, line.Err(line.ErrInvalid, "unexpected %q after the request", line.Clip(t.Next()))
 	}
 	start := time.Now()
 	f.s.store.Counters.Flushes.Add(1)

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
-	"github.com/ucmfs/ucmfs/internal/tiertest"
 )
 
 // The grammar of every control file is fuzzed kernel-free, as the session
@@ -42,7 +43,7 @@ func fuzzEnv(f *testing.F) (*Env, []hashdir.Key) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { core.Close(); dev.Close() })
-	return NewEnv(core, testErrName), keys
+	return NewEnv(core, nil, testErrName), keys
 }
 
 // fuzzFile fuzzes the grammar of one control file, seeded with seeds
@@ -67,9 +68,9 @@ func fuzzFile(f *testing.F, name string, seeds ...string) {
 	}
 	// The caller is "nobody": a fuzzed register sim path is opened with its
 	// credentials and must be its file, so no fuzzed load writes anywhere.
-	caller := Caller{Uid: 65534, Gid: 65534, Pid: uint32(os.Getpid())}
+	caller := line.Caller{Uid: 65534, Gid: 65534, Pid: uint32(os.Getpid())}
 	f.Fuzz(func(t *testing.T, req []byte) {
-		ctx := WithCaller(t.Context(), caller)
+		ctx := line.WithCaller(t.Context(), caller)
 		ss := file.Open(e)
 		defer ss.Close()
 		if _, err := ss.Write(ctx, req); err != nil {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
@@ -38,8 +39,8 @@ type lookupSession struct {
 // answer handles one exists or prefix request.
 func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]byte, error) {
 	start := time.Now()
-	t := tokens{b: req}
-	verb := t.next()
+	t := line.NewTokens(req)
+	verb := t.Next()
 	prefix := false
 	switch string(verb) {
 	case "exists":
@@ -48,7 +49,7 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 	case "hybrid":
 		return l.hybridLookup(ctx, &t, out)
 	default:
-		return out, reqErr(ErrInvalid, "unknown lookup command %q: want exists, prefix or hybrid", clip(verb))
+		return out, line.Err(line.ErrInvalid, "unknown lookup command %q: want exists, prefix or hybrid", line.Clip(verb))
 	}
 	model, err := l.s.controlModel(&t)
 	if err != nil {

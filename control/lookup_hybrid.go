@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/hybrid"
 	"github.com/ucmfs/ucmfs/store"
@@ -25,37 +26,37 @@ import (
 const maxGroups = 64
 
 // hybridLookup answers one hybrid request (after its verb).
-func (l *lookupSession) hybridLookup(ctx context.Context, t *tokens, out []byte) ([]byte, error) {
+func (l *lookupSession) hybridLookup(ctx context.Context, t *line.Tokens, out []byte) ([]byte, error) {
 	start := time.Now()
-	maxTokens, ok := parseCount(t.next())
+	maxTokens, ok := line.Count(t.Next())
 	if !ok {
-		return out, reqErr(ErrInvalid, "hybrid: max_tokens is not a count")
+		return out, line.Err(line.ErrInvalid, "hybrid: max_tokens is not a count")
 	}
 	var groups []hybrid.Group
 	total := 0
-	for !t.done() {
+	for !t.Done() {
 		if len(groups) == maxGroups {
-			return out, reqErr(ErrTooMany, "hybrid: more than %d groups", maxGroups)
+			return out, line.Err(line.ErrTooMany, "hybrid: more than %d groups", maxGroups)
 		}
 		model, err := l.s.controlModel(t)
 		if err != nil {
 			return out, err
 		}
-		bs, ok := parseCount(t.next())
+		bs, ok := line.Count(t.Next())
 		if !ok || bs < 1 {
-			return out, reqErr(ErrInvalid, "hybrid: group %d: block size is not a positive count", len(groups)+1)
+			return out, line.Err(line.ErrInvalid, "hybrid: group %d: block size is not a positive count", len(groups)+1)
 		}
-		n, ok := parseCount(t.next())
+		n, ok := line.Count(t.Next())
 		if !ok || total+int(n) > MaxIDs {
-			return out, reqErr(ErrInvalid, "hybrid: group %d: the id count is not a count of at most %d ids in all", len(groups)+1, MaxIDs)
+			return out, line.Err(line.ErrInvalid, "hybrid: group %d: the id count is not a count of at most %d ids in all", len(groups)+1, MaxIDs)
 		}
 		total += int(n)
 		ids := make([]hashdir.ID, n)
 		for i := range ids {
-			tok := t.next()
-			id, ok := parseID(tok)
+			tok := t.Next()
+			id, ok := line.ID(tok)
 			if !ok {
-				return out, reqErr(ErrInvalid, "hybrid: group %d, id %d %q: not 32 lowercase hex digits", len(groups)+1, i+1, clip(tok))
+				return out, line.Err(line.ErrInvalid, "hybrid: group %d, id %d %q: not 32 lowercase hex digits", len(groups)+1, i+1, line.Clip(tok))
 			}
 			ids[i] = id
 		}
@@ -65,11 +66,11 @@ func (l *lookupSession) hybridLookup(ctx context.Context, t *tokens, out []byte)
 		})
 	}
 	if len(groups) == 0 {
-		return out, reqErr(ErrInvalid, "hybrid: no groups")
+		return out, line.Err(line.ErrInvalid, "hybrid: no groups")
 	}
 	hit, err := hybrid.HitLength(groups, int(maxTokens))
 	if err != nil {
-		return out, reqErr(ErrInvalid, "hybrid: %v", err)
+		return out, line.Err(line.ErrInvalid, "hybrid: %v", err)
 	}
 	c := &l.s.store.Counters
 	c.Lookups.Add(1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 
@@ -31,7 +32,7 @@ type prefetchSession struct {
 
 // answer queues the present ids of one request.
 func (p *prefetchSession) answer(ctx context.Context, req []byte, out []byte) ([]byte, error) {
-	t := tokens{b: req}
+	t := line.NewTokens(req)
 	model, err := p.s.controlModel(&t)
 	if err != nil {
 		return out, err

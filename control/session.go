@@ -35,6 +35,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/ucmfs/ucmfs/control/line"
 )
 
 // Session limits.
@@ -42,7 +44,7 @@ const (
 	// MaxRequest is the longest request line, in bytes (4 MiB).
 	MaxRequest = 4 << 20
 	// MaxIDs is the most block ids one request may name.
-	MaxIDs = 100_000
+	MaxIDs = line.MaxIDs
 	// MaxUnread is how many answer bytes may wait unread before writes
 	// fail with ENOBUFS.
 	MaxUnread = 16 << 20
@@ -77,7 +79,7 @@ func (ss *Session) Write(ctx context.Context, data []byte) (int, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if len(ss.out)-ss.read > ss.limit {
-		return 0, reqErr(ErrBackpressure, "more than %d answer bytes unread: read the answers first", ss.limit)
+		return 0, line.Err(ErrBackpressure, "more than %d answer bytes unread: read the answers first", ss.limit)
 	}
 	n := len(data)
 	for len(data) > 0 {
@@ -124,28 +126,28 @@ func (ss *Session) buffer(part []byte) {
 // tooLong answers a request line past MaxRequest.
 func (ss *Session) tooLong() {
 	ss.out = ss.e.refuse(ss.out, ss.file, nil,
-		reqErr(ErrTooMany, "request longer than %d bytes", MaxRequest))
+		line.Err(line.ErrTooMany, "request longer than %d bytes", MaxRequest))
 }
 
 // request answers one complete line.
-func (ss *Session) request(ctx context.Context, line []byte) {
-	line = bytes.TrimRight(line, "\r")
-	line = bytes.Trim(line, " \t")
-	if len(line) == 0 {
+func (ss *Session) request(ctx context.Context, req []byte) {
+	req = bytes.TrimRight(req, "\r")
+	req = bytes.Trim(req, " \t")
+	if len(req) == 0 {
 		return
 	}
 	start := len(ss.out)
 	began := time.Now()
-	out, err := ss.h.answer(ctx, line, ss.out)
+	out, err := ss.h.answer(ctx, req, ss.out)
 	if err != nil {
-		out = ss.e.refuse(out[:start], ss.file, line, err)
+		out = ss.e.refuse(out[:start], ss.file, req, err)
 	}
 	ss.out = out
 	if ss.e.Log.Enabled(ctx, slog.LevelDebug) {
 		// What each request did, for an admin following a daemon with
 		// --log-level debug (the answer line, clipped like the request).
-		ss.e.Log.Debug("control request", "file", Dir+"/"+ss.file, "request", clip(line),
-			"answer", clip(bytes.TrimSuffix(out[start:], []byte("\n"))), "took", time.Since(began))
+		ss.e.Log.Debug("control request", "file", Dir+"/"+ss.file, "request", line.Clip(req),
+			"answer", line.Clip(bytes.TrimSuffix(out[start:], []byte("\n"))), "took", time.Since(began))
 	}
 }
 

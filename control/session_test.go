@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
-	"github.com/ucmfs/ucmfs/internal/tiertest"
 )
 
 // These tests drive the control protocol without a kernel: bytes in,
@@ -26,7 +27,7 @@ func testErrName(err error) (string, bool) {
 	for _, r := range []struct {
 		target error
 		name   string
-	}{{ErrBackpressure, "ENOBUFS"}, {ErrInvalid, "EINVAL"}, {ErrTooMany, "E2BIG"}, {store.ErrNotFound, "ENOENT"}} {
+	}{{ErrBackpressure, "ENOBUFS"}, {line.ErrInvalid, "EINVAL"}, {line.ErrTooMany, "E2BIG"}, {store.ErrNotFound, "ENOENT"}} {
 		if errors.Is(err, r.target) {
 			return r.name, true
 		}
@@ -55,7 +56,7 @@ func newTestEnv(t testing.TB, n int) (*Env, []hashdir.Key) {
 		t.Fatal(err)
 	}
 	t.Cleanup(core.Close)
-	return NewEnv(core, testErrName), keys
+	return NewEnv(core, nil, testErrName), keys
 }
 
 // testKey is the key of block i of testModel.
@@ -200,8 +201,8 @@ func TestHybridRequest(t *testing.T) {
 	if err != nil || string(out) != "ok 80 0-5 3-5\n" {
 		t.Fatalf("hybrid: %q, %v", out, err)
 	}
-	if _, err := l.answer(t.Context(), []byte("hybrid 119 "+testModel+".g0 16 2 "+ids(0)[0].ID.String()), nil); !errors.Is(err, ErrInvalid) {
-		t.Errorf("a short id list: %v, want ErrInvalid", err)
+	if _, err := l.answer(t.Context(), []byte("hybrid 119 "+testModel+".g0 16 2 "+ids(0)[0].ID.String()), nil); !errors.Is(err, line.ErrInvalid) {
+		t.Errorf("a short id list: %v, want line.ErrInvalid", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/sparse"
 	"github.com/ucmfs/ucmfs/store"
@@ -72,7 +73,7 @@ func (t *topkSession) answer(ctx context.Context, req []byte, out []byte) ([]byt
 	}
 	res, err := idx.Search(r.q, r.k)
 	if errors.Is(err, sparse.ErrArgument) {
-		return out, reqErr(ErrInvalid, "query: %v", err)
+		return out, line.Err(line.ErrInvalid, "query: %v", err)
 	}
 	if err != nil {
 		return out, err
@@ -143,7 +144,7 @@ func (t *topkSession) index(r *topkRequest, param uint32) (*sparse.Index, error)
 	t.last = nil // free the old index before building the next
 	b, err := sparse.NewBuilder(r.kind, r.layer)
 	if err != nil {
-		return nil, reqErr(ErrInvalid, "%v", err)
+		return nil, line.Err(line.ErrInvalid, "%v", err)
 	}
 	toks := make([]store.SourceToken, len(r.ids))
 	grown := false

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/sparse"
 )
@@ -52,9 +53,9 @@ var optNames = []string{"kind", "layer", "k", "heads", "dim", "q"}
 
 // parse reads a request into the session's buffers.
 func (t *topkSession) parse(req []byte) (*topkRequest, error) {
-	tk := tokens{b: req}
-	if verb := tk.next(); string(verb) != "topk" {
-		return nil, reqErr(ErrInvalid, "unknown topk command %q: want topk", clip(verb))
+	tk := line.NewTokens(req)
+	if verb := tk.Next(); string(verb) != "topk" {
+		return nil, line.Err(line.ErrInvalid, "unknown topk command %q: want topk", line.Clip(verb))
 	}
 	model, err := t.s.controlModel(&tk)
 	if err != nil {
@@ -65,7 +66,7 @@ func (t *topkSession) parse(req []byte) (*topkRequest, error) {
 	given := 0
 	for {
 		before := tk
-		tok := tk.next()
+		tok := tk.Next()
 		name, val, isOpt := bytes.Cut(tok, []byte("="))
 		if tok == nil || !isOpt {
 			tk = before // the ids begin
@@ -76,13 +77,13 @@ func (t *topkSession) parse(req []byte) (*topkRequest, error) {
 			return nil, err
 		}
 		if given&bit != 0 {
-			return nil, reqErr(ErrInvalid, "option %s given twice", name)
+			return nil, line.Err(line.ErrInvalid, "option %s given twice", name)
 		}
 		given |= bit
 	}
 	for i, n := range optNames {
 		if given&(1<<i) == 0 {
-			return nil, reqErr(ErrInvalid, "missing option %s=", n)
+			return nil, line.Err(line.ErrInvalid, "missing option %s=", n)
 		}
 	}
 	if r.ids, err = parseIDs(&tk, r.ids); err != nil {
@@ -118,7 +119,7 @@ func (r *topkRequest) option(t *topkSession, name string, val []byte) (int, erro
 		r.q, err = t.decodeQuery(val)
 		return optQ, err
 	}
-	return 0, reqErr(ErrInvalid, "unknown option %q: want kind, layer, k, heads, dim, q, then the ids", clip([]byte(name)))
+	return 0, line.Err(line.ErrInvalid, "unknown option %q: want kind, layer, k, heads, dim, q, then the ids", line.Clip([]byte(name)))
 }
 
 // parseTopKKind parses kind=<name>[:<param>]; the name may also be the
@@ -129,7 +130,7 @@ func parseTopKKind(val []byte) (hashdir.ReprKind, uint32, error) {
 	if err != nil {
 		n, nerr := strconv.ParseUint(string(name), 10, 32)
 		if nerr != nil || !hashdir.ReprKind(n).Valid() {
-			return 0, 0, reqErr(ErrInvalid, "unknown kind %q: want mean, max, merged[:N] or signhash[:BITS]", clip(val))
+			return 0, 0, line.Err(line.ErrInvalid, "unknown kind %q: want mean, max, merged[:N] or signhash[:BITS]", line.Clip(val))
 		}
 		kind = hashdir.ReprKind(n)
 	}
@@ -137,12 +138,12 @@ func parseTopKKind(val []byte) (hashdir.ReprKind, uint32, error) {
 	if hasArg {
 		n, err := strconv.ParseUint(string(arg), 10, 32)
 		if err != nil || n == 0 || kind == hashdir.ReprMean || kind == hashdir.ReprMax {
-			return 0, 0, reqErr(ErrInvalid, "kind %q: bad parameter (merged:N with N >= 1, signhash:BITS)", clip(val))
+			return 0, 0, line.Err(line.ErrInvalid, "kind %q: bad parameter (merged:N with N >= 1, signhash:BITS)", line.Clip(val))
 		}
 		param = uint32(n)
 	}
 	if _, err := sparse.ResolveParam(kind, param); err != nil {
-		return 0, 0, reqErr(ErrInvalid, "kind %q: %v", clip(val), err)
+		return 0, 0, line.Err(line.ErrInvalid, "kind %q: %v", line.Clip(val), err)
 	}
 	return kind, param, nil
 }
@@ -151,7 +152,7 @@ func parseTopKKind(val []byte) (hashdir.ReprKind, uint32, error) {
 func optInt(name string, val []byte, lo, hi int) (int, error) {
 	n, err := strconv.Atoi(string(val))
 	if err != nil || n < lo || n > hi {
-		return 0, reqErr(ErrInvalid, "%s=%q: want an integer from %d to %d", name, clip(val), lo, hi)
+		return 0, line.Err(line.ErrInvalid, "%s=%q: want an integer from %d to %d", name, line.Clip(val), lo, hi)
 	}
 	return n, nil
 }
@@ -167,10 +168,10 @@ func (t *topkSession) decodeQuery(val []byte) ([]float32, error) {
 	b = b[:max(n, 0)]
 	t.b64 = b[:0]
 	if err != nil {
-		return nil, reqErr(ErrInvalid, "q: not standard base64: %v", err)
+		return nil, line.Err(line.ErrInvalid, "q: not standard base64: %v", err)
 	}
 	if n == 0 || n%4 != 0 {
-		return nil, reqErr(ErrInvalid, "q: %d bytes, not a whole number of float32 values", n)
+		return nil, line.Err(line.ErrInvalid, "q: %d bytes, not a whole number of float32 values", n)
 	}
 	q := t.req.q[:0]
 	for i := 0; i < n; i += 4 {
@@ -185,11 +186,11 @@ func (r *topkRequest) checkShape() error {
 	per := r.heads * r.dim
 	switch {
 	case r.layer != sparse.AllLayers && len(r.q) != per:
-		return reqErr(ErrInvalid, "q has %d values, want heads %d * dim %d = %d", len(r.q), r.heads, r.dim, per)
+		return line.Err(line.ErrInvalid, "q has %d values, want heads %d * dim %d = %d", len(r.q), r.heads, r.dim, per)
 	case r.layer == sparse.AllLayers && len(r.q)%per != 0:
-		return reqErr(ErrInvalid, "q has %d values, not a whole number of layers of heads %d * dim %d", len(r.q), r.heads, r.dim)
+		return line.Err(line.ErrInvalid, "q has %d values, not a whole number of layers of heads %d * dim %d", len(r.q), r.heads, r.dim)
 	case r.layer == sparse.AllLayers && len(r.q)/per > topkMaxLayers:
-		return reqErr(ErrInvalid, "q has %d layers, more than %d", len(r.q)/per, topkMaxLayers)
+		return line.Err(line.ErrInvalid, "q has %d layers, more than %d", len(r.q)/per, topkMaxLayers)
 	}
 	r.layers = len(r.q) / per
 	return nil

@@ -9,6 +9,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/control"
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -56,7 +57,7 @@ func (d *ucmDir) OnAdd(ctx context.Context) {
 		f := &controlFile{common: common{s: d.s}, spec: spec}
 		d.AddChild(spec.Name, d.NewPersistentInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), false)
 	}
-	if sock := d.s.env.GPUSocket; sock != nil {
+	if sock := d.s.env.GPUSocket(); sock != nil {
 		l := &gpuSockLink{common: common{s: d.s}, target: sock.Path()}
 		d.AddChild(gpuSockName, d.NewPersistentInode(ctx, l, gofs.StableAttr{Mode: syscall.S_IFLNK, Ino: inoGPUSock}), false)
 	}
@@ -122,7 +123,7 @@ func (f *statsFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.Se
 // Open takes the snapshot this descriptor reads; writing is EACCES.
 func (f *statsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		return nil, 0, f.s.fail("open", ucmName+"/stats", control.ErrAccess)
+		return nil, 0, f.s.fail("open", ucmName+"/stats", line.ErrAccess)
 	}
 	return &bytesHandle{data: f.snapshot()}, fuse.FOPEN_DIRECT_IO, 0
 }
@@ -189,7 +190,7 @@ func (f *controlFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.
 // Access answers access(2) with the same rule as Open.
 func (f *controlFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 	if mask&1 != 0 { // X_OK
-		return toErrno(control.ErrAccess)
+		return toErrno(line.ErrAccess)
 	}
 	return toErrno(f.s.controlAllowed(ctx))
 }
@@ -251,7 +252,7 @@ func (h *sessionHandle) Release(ctx context.Context) syscall.Errno {
 // package.
 func withCaller(ctx context.Context) context.Context {
 	if c, ok := fuse.FromContext(ctx); ok {
-		return control.WithCaller(ctx, control.Caller{Uid: c.Uid, Gid: c.Gid, Pid: c.Pid})
+		return line.WithCaller(ctx, line.Caller{Uid: c.Uid, Gid: c.Gid, Pid: c.Pid})
 	}
 	return ctx
 }

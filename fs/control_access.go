@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/ucmfs/ucmfs/control"
+	"github.com/ucmfs/ucmfs/control/line"
 )
 
 // controlAllowed checks the caller of a request on a control file
@@ -14,5 +14,5 @@ func (s *fsState) controlAllowed(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	return s.control.Allowed(control.Caller{Uid: c.Uid, Gid: c.Gid, Pid: c.Pid})
+	return s.control.Allowed(line.Caller{Uid: c.Uid, Gid: c.Gid, Pid: c.Pid})
 }

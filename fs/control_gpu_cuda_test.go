@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/internal/engine"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/internal/engine"
 	"golang.org/x/sys/unix"
 )
 

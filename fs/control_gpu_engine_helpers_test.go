@@ -11,8 +11,8 @@ import (
 
 	"github.com/ebitengine/purego"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/internal/engine"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/internal/engine"
 )
 
 // The GPU tests that play an engine in a process of its own: this test

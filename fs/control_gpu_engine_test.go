@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/internal/engine"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/internal/engine"
 )
 
 // TestGPUEngineKV: an engine process on the stand-in driver's third GPU

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/transfer"
 )
 
 // TestGPUSessions: a region belongs to the session that registered it and
@@ -44,7 +44,7 @@ func TestGPUSessions(t *testing.T) {
 	if a := c2.ask(load); errnoOfAnswer(a) != "EBADF" {
 		t.Errorf("after unregister: %q", a)
 	}
-	for i := range control.MaxRegions {
+	for i := range transfer.MaxRegions {
 		if a := c2.ask(fmt.Sprintf("register sim %s 64", region.path)); !strings.HasPrefix(a, "ok region=") {
 			t.Fatalf("registration %d: %q", i+1, a)
 		}
@@ -52,8 +52,8 @@ func TestGPUSessions(t *testing.T) {
 	if a := c2.ask(fmt.Sprintf("register sim %s 64", region.path)); errnoOfAnswer(a) != "EMFILE" {
 		t.Errorf("registration past the limit: %q", a)
 	}
-	if st := readStats(t, m); st.GPURegions != control.MaxRegions {
-		t.Errorf("gpu_regions %d, want %d", st.GPURegions, control.MaxRegions)
+	if st := readStats(t, m); st.GPURegions != transfer.MaxRegions {
+		t.Errorf("gpu_regions %d, want %d", st.GPURegions, transfer.MaxRegions)
 	}
 }
 

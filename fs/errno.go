@@ -7,9 +7,11 @@ import (
 	"syscall"
 
 	"github.com/ucmfs/ucmfs/control"
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/transfer"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,14 +61,14 @@ var errnoRules = []errnoRule{
 	{store.ErrNotEmpty, syscall.ENOTEMPTY},
 	{store.ErrShutdown, syscall.ESHUTDOWN},
 	{store.ErrInterrupted, syscall.EINTR},
-	{control.ErrInvalid, syscall.EINVAL},
-	{control.ErrTooMany, syscall.E2BIG},
-	{control.ErrBadRegion, syscall.EBADF},
-	{control.ErrTooManyRegions, syscall.EMFILE},
+	{line.ErrInvalid, syscall.EINVAL},
+	{line.ErrTooMany, syscall.E2BIG},
+	{transfer.ErrBadRegion, syscall.EBADF},
+	{transfer.ErrTooManyRegions, syscall.EMFILE},
 	{control.ErrBackpressure, syscall.ENOBUFS},
-	{control.ErrAccess, syscall.EACCES},
-	{control.ErrNoToken, syscall.ENOENT},
-	{control.ErrNoSocket, syscall.ENOTSUP},
+	{line.ErrAccess, syscall.EACCES},
+	{transfer.ErrNoToken, syscall.ENOENT},
+	{transfer.ErrNoSocket, syscall.ENOTSUP},
 	{store.ErrInvalidBlock, syscall.EINVAL},
 	{hashdir.ErrFormat, syscall.EINVAL},
 	{hashdir.ErrName, syscall.EINVAL},

@@ -8,10 +8,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/transfer"
 )
 
 // TestToErrno checks the one mapping from Go errors to errno.
@@ -51,8 +51,8 @@ func TestToErrno(t *testing.T) {
 		{wrap(gpu.ErrWrongDevice), syscall.EXDEV, true},
 		{fmt.Errorf("%w: %w", gpu.ErrReset, gpu.ErrFault), syscall.ESTALE, true},
 		{wrap(gpu.ErrDeviceLost), syscall.ENXIO, true},
-		{wrap(control.ErrNoToken), syscall.ENOENT, true},
-		{wrap(control.ErrNoSocket), syscall.ENOTSUP, true},
+		{wrap(transfer.ErrNoToken), syscall.ENOENT, true},
+		{wrap(transfer.ErrNoSocket), syscall.ENOTSUP, true},
 		{syscall.Errno(0), syscall.EIO, false},
 		{errors.New("something odd"), syscall.EIO, false},
 	} {

@@ -9,7 +9,7 @@ import (
 )
 
 // The GPU socket beside the control files. The daemon listens on a Unix
-// socket outside the mount (Options.GPUSocket; control.ListenGPU), since
+// socket outside the mount (Options.GPUSocket; transfer.Listen), since
 // a listening socket cannot live in the daemon's own FUSE file system,
 // and <mnt>/.ucm/gpu.sock is a symbolic link to it: engines find it next
 // to .ucm/gpu whatever path the daemon chose, and connect(2) follows the

@@ -14,10 +14,10 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 	ucmmetrics "github.com/ucmfs/ucmfs/metrics"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
-	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"golang.org/x/sys/unix"
 )
 

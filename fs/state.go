@@ -63,8 +63,7 @@ func newState(st *store.Store, opts Options) *fsState {
 		light:   newLightTable(&st.Counters.LightNodes),
 	}
 	s.kernel = newPruner(s, opts.KernelNodes)
-	s.env = control.NewEnv(st, errName)
-	s.env.Log = opts.Logger
+	s.env = control.NewEnv(st, opts.Logger, errName)
 	s.control = control.NewAccess(opts.ControlGroup, s.uid, s.gid)
 	st.OnPublish(s.notifyPublished)
 	return s

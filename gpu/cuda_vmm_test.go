@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/internal/engine"
 	"github.com/ucmfs/ucmfs/gpu/fdpass"
+	"github.com/ucmfs/ucmfs/internal/engine"
 )
 
 // receiveFD accepts one connection on l and returns the file it carries,

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/internal/engine"
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/internal/engine"
 )
 
 // The GPU path of the real binary, driven by engine processes (package

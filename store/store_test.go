@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // These tests drive the store without a kernel, over a real stack in

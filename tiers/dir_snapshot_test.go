@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // TestDirSnapshot: a clean close writes the index snapshot; the next

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
 const fsckModel = "meta-llama--Llama-3.1-8B"

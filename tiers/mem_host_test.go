@@ -8,8 +8,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // hostBook is a HostRegistrar that keeps the registered ranges, as a

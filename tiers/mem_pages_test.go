@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // vmLocked returns the process's locked memory (VmLck) in bytes.

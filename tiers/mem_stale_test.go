@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
+	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
 

@@ -24,9 +24,11 @@ var allowed = map[string][]string{
 	"gpu":               {"hashdir"},
 	"gpu/fdpass":        {},
 	"store":             {"hashdir", "tiers", "sparse", "gpu", "hybrid"},
-	"control":           {"hashdir", "sparse", "gpu", "gpu/fdpass", "hybrid", "store"},
+	"control/line":      {"hashdir"},
+	"transfer":          {"hashdir", "gpu", "gpu/fdpass", "store", "control/line"},
+	"control":           {"hashdir", "sparse", "gpu", "hybrid", "store", "control/line", "transfer"},
 	"metrics":           {"tiers", "store"},
-	"fs":                {"hashdir", "gpu", "gpu/fdpass", "store", "control", "internal/hashtab"}, // gpu: its sentinels in the errno table
+	"fs":                {"hashdir", "gpu", "gpu/fdpass", "store", "control", "control/line", "transfer", "internal/hashtab"}, // gpu, transfer: their sentinels in the errno table
 	"cmd/ucmfs":         {"hashdir", "tiers", "sparse", "gpu", "store", "control", "metrics", "fs", "internal/ratelog"},
 	"internal/faultfs":  {},
 	"internal/tiertest": {"hashdir", "tiers"}, // test support: stacks over real directories

@@ -1,4 +1,4 @@
-package control
+package transfer
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/gpu/fdpass"
 )
 
@@ -16,7 +17,7 @@ import (
 //
 // A file descriptor crosses processes only over a Unix socket
 // (SCM_RIGHTS); a control file under the mount cannot carry one. So the
-// daemon listens on a socket file outside the mount (GPUSocket) and the
+// daemon listens on a socket file outside the mount (Socket) and the
 // mount shows its path beside the control files. An engine connects and
 // sends, as one message with one descriptor,
 //
@@ -37,10 +38,10 @@ const (
 	MaxTokens = 64
 )
 
-// GPUSocket accepts descriptors for register vmm. Its methods are safe
+// Socket accepts descriptors for register vmm. Its methods are safe
 // for concurrent use.
-type GPUSocket struct {
-	env *Env
+type Socket struct {
+	e   *Engine
 	l   *fdpass.Listener
 	ttl time.Duration
 
@@ -65,10 +66,10 @@ type passedFD struct {
 	at    time.Time
 }
 
-// ListenGPU creates the socket file at path (mode perm; a stale socket is
-// replaced) and serves it for e's sessions until Close. ttl is how long a
+// Listen creates the socket file at path (mode perm; a stale socket is
+// replaced) and serves it for the sessions of e until Close. ttl is how long a
 // descriptor waits for its register (0: TokenTTL).
-func ListenGPU(e *Env, path string, perm os.FileMode, ttl time.Duration) (*GPUSocket, error) {
+func Listen(e *Engine, path string, perm os.FileMode, ttl time.Duration) (*Socket, error) {
 	l, err := fdpass.Listen(path, perm)
 	if err != nil {
 		return nil, err
@@ -76,18 +77,18 @@ func ListenGPU(e *Env, path string, perm os.FileMode, ttl time.Duration) (*GPUSo
 	if ttl <= 0 {
 		ttl = TokenTTL
 	}
-	s := &GPUSocket{env: e, l: l, ttl: ttl, waiting: make(map[tokenKey]*passedFD), conns: make(map[*fdpass.Conn]struct{})}
+	s := &Socket{e: e, l: l, ttl: ttl, waiting: make(map[tokenKey]*passedFD), conns: make(map[*fdpass.Conn]struct{})}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
 }
 
 // Path is the socket file.
-func (s *GPUSocket) Path() string { return s.l.Path() }
+func (s *Socket) Path() string { return s.l.Path() }
 
 // Close stops listening, ends the connections, removes the socket file
 // and closes every descriptor still waiting.
-func (s *GPUSocket) Close() error {
+func (s *Socket) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -108,13 +109,13 @@ func (s *GPUSocket) Close() error {
 }
 
 // accept serves connections until the listener closes.
-func (s *GPUSocket) accept() {
+func (s *Socket) accept() {
 	defer s.wg.Done()
 	for {
 		c, err := s.l.Accept()
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
-				s.env.Log.Warn("gpu socket: accept", "socket", s.Path(), "err", err)
+				s.e.log.Warn("gpu socket: accept", "socket", s.Path(), "err", err)
 			}
 			return
 		}
@@ -132,7 +133,7 @@ func (s *GPUSocket) accept() {
 }
 
 // serve answers the messages of one connection.
-func (s *GPUSocket) serve(c *fdpass.Conn) {
+func (s *Socket) serve(c *fdpass.Conn) {
 	defer s.wg.Done()
 	defer func() {
 		s.mu.Lock()
@@ -142,7 +143,7 @@ func (s *GPUSocket) serve(c *fdpass.Conn) {
 	}()
 	uid, pid, err := c.Peer()
 	if err != nil {
-		s.env.Log.Warn("gpu socket: peer credentials", "err", err)
+		s.e.log.Warn("gpu socket: peer credentials", "err", err)
 		return
 	}
 	buf := make([]byte, fdpass.MaxMessage)
@@ -154,7 +155,7 @@ func (s *GPUSocket) serve(c *fdpass.Conn) {
 		var answer []byte
 		token, err2 := s.put(uid, buf[:n], files, err)
 		if err2 != nil {
-			answer = s.env.refuse(nil, "gpu.sock", buf[:n], fmt.Errorf("pid %d: %w", pid, err2))
+			answer = s.e.refuse(nil, "gpu.sock", buf[:n], fmt.Errorf("pid %d: %w", pid, err2))
 		} else {
 			answer = append(strconv.AppendUint([]byte("ok token="), token, 10), '\n')
 		}
@@ -165,7 +166,7 @@ func (s *GPUSocket) serve(c *fdpass.Conn) {
 }
 
 // put keeps the one descriptor of a message under a new token of uid.
-func (s *GPUSocket) put(uid int, msg []byte, files []*os.File, recvErr error) (uint64, error) {
+func (s *Socket) put(uid int, msg []byte, files []*os.File, recvErr error) (uint64, error) {
 	keep := false
 	defer func() {
 		if !keep {
@@ -175,26 +176,26 @@ func (s *GPUSocket) put(uid int, msg []byte, files []*os.File, recvErr error) (u
 		}
 	}()
 	if recvErr != nil {
-		return 0, reqErr(ErrTooMany, "message or descriptors truncated: send one short line and one descriptor")
+		return 0, line.Err(line.ErrTooMany, "message or descriptors truncated: send one short line and one descriptor")
 	}
-	t := tokens{b: msg}
+	t := line.NewTokens(msg)
 	var alloc int64
-	if verb := t.next(); string(verb) != "register" {
-		return 0, reqErr(ErrInvalid, "unknown message %q: want register [<alloc bytes>] with one descriptor", clip(verb))
+	if verb := t.Next(); string(verb) != "register" {
+		return 0, line.Err(line.ErrInvalid, "unknown message %q: want register [<alloc bytes>] with one descriptor", line.Clip(verb))
 	}
-	if tok := t.next(); tok != nil {
+	if tok := t.Next(); tok != nil {
 		var ok bool
-		if alloc, ok = parseCount(tok); !ok || !t.done() {
-			return 0, reqErr(ErrInvalid, "register %q: want register [<alloc bytes>]", clip(msg))
+		if alloc, ok = line.Count(tok); !ok || !t.Done() {
+			return 0, line.Err(line.ErrInvalid, "register %q: want register [<alloc bytes>]", line.Clip(msg))
 		}
 	}
 	if len(files) != 1 {
-		return 0, reqErr(ErrInvalid, "register carries %d descriptors, want 1", len(files))
+		return 0, line.Err(line.ErrInvalid, "register carries %d descriptors, want 1", len(files))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return 0, reqErr(ErrNoSocket, "the GPU socket is closing")
+		return 0, line.Err(ErrNoSocket, "the GPU socket is closing")
 	}
 	now := time.Now()
 	held := 0
@@ -208,7 +209,7 @@ func (s *GPUSocket) put(uid int, msg []byte, files []*os.File, recvErr error) (u
 		}
 	}
 	if held >= MaxTokens {
-		return 0, reqErr(ErrTooMany, "uid %d has %d descriptors waiting for register vmm, the most it may", uid, held)
+		return 0, line.Err(line.ErrTooMany, "uid %d has %d descriptors waiting for register vmm, the most it may", uid, held)
 	}
 	s.next++
 	s.waiting[tokenKey{uid, s.next}] = &passedFD{f: files[0], alloc: alloc, at: now}
@@ -218,56 +219,59 @@ func (s *GPUSocket) put(uid int, msg []byte, files []*os.File, recvErr error) (u
 
 // take hands the descriptor waiting under token for uid to the caller,
 // who closes it.
-func (s *GPUSocket) take(uid int, token uint64) (*passedFD, error) {
+func (s *Socket) take(uid int, token uint64) (*passedFD, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := tokenKey{uid, token}
 	p := s.waiting[k]
 	if p == nil {
-		return nil, reqErr(ErrNoToken, "no descriptor waits under token %d for uid %d: pass it over %s first (a token is good once)", token, uid, s.Path())
+		return nil, line.Err(ErrNoToken, "no descriptor waits under token %d for uid %d: pass it over %s first (a token is good once)", token, uid, s.Path())
 	}
 	delete(s.waiting, k)
 	if time.Since(p.at) > s.ttl {
 		p.f.Close()
-		return nil, reqErr(ErrNoToken, "token %d expired: a descriptor waits %v for its register", token, s.ttl)
+		return nil, line.Err(ErrNoToken, "token %d expired: a descriptor waits %v for its register", token, s.ttl)
 	}
 	return p, nil
 }
 
 // Waiting is the number of descriptors waiting for their register.
-func (s *GPUSocket) Waiting() int {
+func (s *Socket) Waiting() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.waiting)
 }
 
-// OpenGPUSocket opens the GPU socket of e's mount at path (nothing
-// without a GPU device or a path), with the control files' mode and group
-// (a), and keeps it in e.GPUSocket.
-func (e *Env) OpenGPUSocket(path string, a Access) error {
-	if e.GPU == nil || path == "" {
+// OpenSocket opens the GPU socket of the engine at path (nothing
+// without a path), with mode perm and, when gid >= 0, that group, and
+// keeps it for register vmm.
+func (e *Engine) OpenSocket(path string, perm os.FileMode, gid int) error {
+	if path == "" {
 		return nil
 	}
-	sock, err := ListenGPU(e, path, os.FileMode(a.Perm), 0)
+	sock, err := Listen(e, path, perm, 0)
 	if err != nil {
 		return fmt.Errorf("gpu socket: %w", err)
 	}
-	if a.Group {
-		if err := os.Chown(sock.Path(), -1, int(a.Gid)); err != nil {
+	if gid >= 0 {
+		if err := os.Chown(sock.Path(), -1, gid); err != nil {
 			sock.Close()
 			return fmt.Errorf("gpu socket: %w", err)
 		}
 	}
-	e.GPUSocket = sock
+	e.socket = sock
 	return nil
 }
 
-// CloseGPUSocket closes the GPU socket, if any: the descriptors waiting
+// Socket is the GPU socket, nil when none is open.
+func (e *Engine) Socket() *Socket { return e.socket }
+
+// CloseSocket closes the GPU socket, if any: the descriptors waiting
 // under tokens are closed and the socket file removed.
-func (e *Env) CloseGPUSocket() {
-	if sock := e.GPUSocket; sock != nil {
+func (e *Engine) CloseSocket() {
+	if sock := e.socket; sock != nil {
 		if err := sock.Close(); err != nil {
-			e.Log.Warn("closing the gpu socket", "socket", sock.Path(), "err", err)
+			e.log.Warn("closing the gpu socket", "socket", sock.Path(), "err", err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package control
+package transfer
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
@@ -36,13 +37,13 @@ type dumpItem struct {
 }
 
 // dump publishes the items of one request from a region.
-func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, error) {
+func (g *Session) dump(ctx context.Context, t *line.Tokens, out []byte) ([]byte, error) {
 	start := time.Now()
 	_, reg, err := g.region(t)
 	if err != nil {
 		return out, err
 	}
-	model, err := g.s.controlModel(t)
+	model, err := g.e.model(t)
 	if err != nil {
 		return out, err
 	}
@@ -51,14 +52,14 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 	if err != nil {
 		return out, err
 	}
-	if g.s.store.Stopped() {
+	if g.e.store.Stopped() {
 		return out, fmt.Errorf("dump: shutting down: %w", store.ErrStopped)
 	}
-	defer store.ObserveSince(g.s.store.Latency.Dump, start)
+	defer store.ObserveSince(g.e.store.Latency.Dump, start)
 	existing := 0
 	for i := range items {
 		it := &items[i]
-		pw, err := g.s.store.CreateFile(it.key)
+		pw, err := g.e.store.CreateFile(it.key)
 		if errors.Is(err, store.ErrExist) {
 			existing++
 			continue
@@ -67,7 +68,7 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 			return out, fmt.Errorf("item %d %s: %w", i+1, it.key.ID, err)
 		}
 		it.pw = pw
-		g.s.store.WriteStarted(it.key)
+		g.e.store.WriteStarted(it.key)
 	}
 	if err := g.stageAll(reg, items); err != nil {
 		return out, err
@@ -80,8 +81,8 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 		}
 		pw := it.pw
 		it.pw = nil
-		_, err := g.s.store.Publish(pw, it.n, false)
-		g.s.store.WriteEnded(it.key)
+		_, err := g.e.store.Publish(pw, it.n, false)
+		g.e.store.WriteEnded(it.key)
 		switch {
 		case errors.Is(err, store.ErrExist):
 			existing++
@@ -90,10 +91,10 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 		default:
 			dumped++
 			bytes += it.n
-			g.s.store.NotifyPublished(it.key)
+			g.e.store.NotifyPublished(it.key)
 		}
 	}
-	c := &g.s.store.Counters
+	c := &g.e.store.Counters
 	c.GPUDumps.Add(1)
 	c.GPUDumpBlocks.Add(int64(dumped))
 	c.GPUDumpExisting.Add(int64(existing))
@@ -109,38 +110,38 @@ func (g *gpuSession) dump(ctx context.Context, t *tokens, out []byte) ([]byte, e
 // each, and checks every range against the region (EINVAL), every length
 // against the size limit (EFBIG), and their total against the memory
 // tier, which stages them (E2BIG).
-func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dumpItem, error) {
+func (g *Session) parseDumpItems(t *line.Tokens, model string, size int64) ([]dumpItem, error) {
 	var items []dumpItem
 	var total int64
-	room := g.s.store.MemoryCapacity()
-	raw := g.s.store.Raw(model) // a raw block is its payload: no header to hold
-	for tok := t.next(); tok != nil; tok = t.next() {
+	room := g.e.store.MemoryCapacity()
+	raw := g.e.store.Raw(model) // a raw block is its payload: no header to hold
+	for tok := t.Next(); tok != nil; tok = t.Next() {
 		i := len(items) + 1
-		if i > MaxIDs {
-			return items, reqErr(ErrTooMany, "more than %d blocks in one request", MaxIDs)
+		if i > line.MaxIDs {
+			return items, line.Err(line.ErrTooMany, "more than %d blocks in one request", line.MaxIDs)
 		}
-		idTok, rest, _ := cutByte(tok, ':')
-		offTok, lenTok, _ := cutByte(rest, ':')
-		id, ok1 := parseID(idTok)
-		off, ok2 := parseCount(offTok)
-		n, ok3 := parseCount(lenTok)
+		idTok, rest, _ := line.Cut(tok, ':')
+		offTok, lenTok, _ := line.Cut(rest, ':')
+		id, ok1 := line.ID(idTok)
+		off, ok2 := line.Count(offTok)
+		n, ok3 := line.Count(lenTok)
 		switch {
 		case !ok1 || !ok2 || !ok3:
-			return items, reqErr(ErrInvalid, "item %d %q: want <id>:<offset>:<length>", i, clip(tok))
+			return items, line.Err(line.ErrInvalid, "item %d %q: want <id>:<offset>:<length>", i, line.Clip(tok))
 		case n < hashdir.HeaderSize && !raw:
-			return items, reqErr(ErrInvalid, "item %d %s: %d bytes cannot hold a block (at least the %d-byte header)", i, id, n, hashdir.HeaderSize)
-		case n > g.s.store.MaxFileSize():
-			return items, reqErr(store.ErrTooBig, "item %d %s: %d bytes pass the %d-byte limit", i, id, n, g.s.store.MaxFileSize())
+			return items, line.Err(line.ErrInvalid, "item %d %s: %d bytes cannot hold a block (at least the %d-byte header)", i, id, n, hashdir.HeaderSize)
+		case n > g.e.store.MaxFileSize():
+			return items, line.Err(store.ErrTooBig, "item %d %s: %d bytes pass the %d-byte limit", i, id, n, g.e.store.MaxFileSize())
 		case off > size || n > size-off:
-			return items, reqErr(ErrInvalid, "item %d %s: %d bytes at offset %d pass the end of region (%d bytes); nothing published", i, id, n, off, size)
+			return items, line.Err(line.ErrInvalid, "item %d %s: %d bytes at offset %d pass the end of region (%d bytes); nothing published", i, id, n, off, size)
 		}
 		if total += n; total > room {
-			return items, reqErr(ErrTooMany, "the blocks of this request take more than the memory tier's %d bytes: split it", room)
+			return items, line.Err(line.ErrTooMany, "the blocks of this request take more than the memory tier's %d bytes: split it", room)
 		}
-		items = append(items, dumpItem{key: g.s.store.BlockKey(model, id), off: off, n: n})
+		items = append(items, dumpItem{key: g.e.store.BlockKey(model, id), off: off, n: n})
 	}
 	if len(items) == 0 {
-		return items, reqErr(ErrInvalid, "no blocks to dump")
+		return items, line.Err(line.ErrInvalid, "no blocks to dump")
 	}
 	return items, nil
 }
@@ -148,7 +149,7 @@ func (g *gpuSession) parseDumpItems(t *tokens, model string, size int64) ([]dump
 // stageAll copies the new items' bytes out of the region into the
 // staging buffer, one batch per round, then validates each as a block
 // named by its id and writes it to its pending file.
-func (g *gpuSession) stageAll(reg *gpuRegion, items []dumpItem) error {
+func (g *Session) stageAll(reg *gpuRegion, items []dumpItem) error {
 	var total, largest int64
 	for i := range items {
 		if items[i].pw != nil {
@@ -222,11 +223,11 @@ func (it *dumpItem) write(b []byte) error {
 
 // abortDumps discards the pending files of a dump that were not
 // published, and drops a large staging buffer.
-func (g *gpuSession) abortDumps(items []dumpItem) {
+func (g *Session) abortDumps(items []dumpItem) {
 	for i := range items {
 		if it := &items[i]; it.pw != nil {
-			g.s.store.AbortFile(it.pw)
-			g.s.store.WriteEnded(it.key)
+			g.e.store.AbortFile(it.pw)
+			g.e.store.WriteEnded(it.key)
 			it.pw = nil
 		}
 	}

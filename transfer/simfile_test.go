@@ -1,4 +1,4 @@
-package control
+package transfer
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/gpu"
 )
 
@@ -29,8 +30,8 @@ func TestGPUSimFileOwner(t *testing.T) {
 	for _, tc := range []struct {
 		uid  uint32
 		want error
-	}{{12345, nil}, {0, nil}, {54321, ErrAccess}} {
-		ctx := WithCaller(context.Background(), Caller{Uid: tc.uid, Gid: tc.uid, Pid: processOf(t, tc.uid)})
+	}{{12345, nil}, {0, nil}, {54321, line.ErrAccess}} {
+		ctx := line.WithCaller(context.Background(), line.Caller{Uid: tc.uid, Gid: tc.uid, Pid: processOf(t, tc.uid)})
 		f, err := openSimFile(ctx, path, spec)
 		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 			t.Errorf("caller uid %d: %v, want %v", tc.uid, err, tc.want)

@@ -1,4 +1,4 @@
-package control
+package transfer
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/gpu"
 	"golang.org/x/sys/unix"
 )
@@ -33,7 +34,7 @@ import (
 // daemon, with the same checks; so does a daemon that is not root, which
 // cannot take another's credentials.
 func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.File, error) {
-	c, ok := CallerOf(ctx)
+	c, ok := line.CallerOf(ctx)
 	if !ok || os.Geteuid() != 0 {
 		return openSimChecked(path, "", c, ok, spec)
 	}
@@ -61,7 +62,7 @@ func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.Fil
 // the caller's filesystem credentials: supplementary groups (from
 // /proc/<pid>/status), fsgid, fsuid. Changing the fsuid from 0 drops the
 // thread's filesystem capabilities (DAC override and the like).
-func becomeCaller(c Caller) error {
+func becomeCaller(c line.Caller) error {
 	groups, err := callerGroups(c.Pid)
 	if err != nil {
 		return err
@@ -114,12 +115,12 @@ func callerGroups(pid uint32) ([]uint32, error) {
 // openSimChecked resolves path (under proc, the caller's /proc/<pid>, when
 // not empty), checks it with an O_PATH descriptor and reopens it
 // read-write; see openSimFile.
-func openSimChecked(path, proc string, c Caller, hasCaller bool, spec gpu.RegionSpec) (*os.File, error) {
+func openSimChecked(path, proc string, c line.Caller, hasCaller bool, spec gpu.RegionSpec) (*os.File, error) {
 	fail := func(code error, format string, args ...any) (*os.File, error) {
-		return nil, reqErr(code, "register sim %s: "+format, append([]any{path}, args...)...)
+		return nil, line.Err(code, "register sim %s: "+format, append([]any{path}, args...)...)
 	}
 	if path == "" {
-		return fail(ErrInvalid, "empty path")
+		return fail(line.ErrInvalid, "empty path")
 	}
 	dir, how := unix.AT_FDCWD, unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC}
 	if proc != "" {
@@ -148,11 +149,11 @@ func openSimChecked(path, proc string, c Caller, hasCaller bool, spec gpu.Region
 	switch {
 	case isDir:
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return fail(ErrInvalid, "not a regular file")
+		return fail(line.ErrInvalid, "not a regular file")
 	case hasCaller && c.Uid != 0 && c.Uid != st.Uid:
-		return fail(ErrAccess, "owned by uid %d, not by the caller (uid %d)", st.Uid, c.Uid)
+		return fail(line.ErrAccess, "owned by uid %d, not by the caller (uid %d)", st.Uid, c.Uid)
 	case spec.Offset > st.Size || spec.Size > st.Size-spec.Offset:
-		return fail(ErrInvalid, "the file holds %d bytes, the region is %d bytes at offset %d", st.Size, spec.Size, spec.Offset)
+		return fail(line.ErrInvalid, "the file holds %d bytes, the region is %d bytes at offset %d", st.Size, spec.Size, spec.Offset)
 	}
 	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -1,7 +1,9 @@
-package control
+package transfer
 
 import (
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/gpu/fdpass"
 )
 
 // passFD sends msg with the given files over a new connection to sock and
 // returns the answer line.
-func passFD(t *testing.T, sock *GPUSocket, msg string, files ...*os.File) string {
+func passFD(t *testing.T, sock *Socket, msg string, files ...*os.File) string {
 	t.Helper()
 	c, err := fdpass.Dial(sock.Path())
 	if err != nil {
@@ -32,12 +35,12 @@ func passFD(t *testing.T, sock *GPUSocket, msg string, files ...*os.File) string
 	return strings.TrimSuffix(string(buf[:n]), "\n")
 }
 
-// TestGPUSocket: a descriptor passed with "register <alloc>" waits under
+// TestSocket: a descriptor passed with "register <alloc>" waits under
 // a token of the sender's uid; only that uid takes it, once; a token
 // expires; malformed messages are refused and their descriptors closed.
-func TestGPUSocket(t *testing.T) {
-	e, _ := newTestEnv(t, 0)
-	sock, err := ListenGPU(e, filepath.Join(t.TempDir(), "gpu.sock"), 0o600, 0)
+func TestSocket(t *testing.T) {
+	e := &Engine{log: slog.New(slog.NewTextHandler(io.Discard, nil)), refuse: testRefuse}
+	sock, err := Listen(e, filepath.Join(t.TempDir(), "gpu.sock"), 0o600, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,4 +89,14 @@ func TestGPUSocket(t *testing.T) {
 	if _, err := sock.take(os.Getuid(), n); !errors.Is(err, ErrNoToken) {
 		t.Errorf("an expired token: %v, want ErrNoToken", err)
 	}
+}
+
+// testRefuse answers a refused message as the control files do, with
+// EINVAL for a request error and EIO for any other.
+func testRefuse(out []byte, file string, req []byte, err error) []byte {
+	name := "EIO"
+	if errors.Is(err, line.ErrInvalid) {
+		name = "EINVAL"
+	}
+	return append(append(out, "err "+name+" "...), err.Error()+"\n"...)
 }

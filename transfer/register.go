@@ -1,4 +1,4 @@
-package control
+package transfer
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/gpu"
 )
 
@@ -21,7 +22,7 @@ import (
 // Either way the memory must be on that GPU (EXDEV otherwise).
 //
 // vmm takes a descriptor the engine passed over the GPU socket
-// (gpu_socket.go) and got a token for; the token is good for one
+// (socket.go) and got a token for; the token is good for one
 // register, by the same user, whether the register succeeds or not.
 
 // regionOpts says which options a register form takes.
@@ -33,22 +34,22 @@ const (
 )
 
 // register opens a region in the session and gives it the next number.
-func (g *gpuSession) register(ctx context.Context, t *tokens, out []byte) ([]byte, error) {
+func (g *Session) register(ctx context.Context, t *line.Tokens, out []byte) ([]byte, error) {
 	if len(g.regions) >= MaxRegions {
-		return out, reqErr(ErrTooManyRegions, "this session holds %d regions, the most it may: unregister one", MaxRegions)
+		return out, line.Err(ErrTooManyRegions, "this session holds %d regions, the most it may: unregister one", MaxRegions)
 	}
-	dev := g.s.GPU
+	dev := g.e.dev
 	var spec gpu.RegionSpec
 	var what string
 	var err error
-	switch kind := t.next(); string(kind) {
+	switch kind := t.Next(); string(kind) {
 	case "sim":
 		if !g.simDevice() {
-			return out, reqErr(gpu.ErrNoDevice, "this mount's device is %s: register cuda <handle> <size> or register vmm <token> <size>", dev.Name())
+			return out, line.Err(gpu.ErrNoDevice, "this mount's device is %s: register cuda <handle> <size> or register vmm <token> <size>", dev.Name())
 		}
-		path := t.next()
+		path := t.Next()
 		if path == nil {
-			return out, reqErr(ErrInvalid, "missing the path of the shared-memory file")
+			return out, line.Err(line.ErrInvalid, "missing the path of the shared-memory file")
 		}
 		what = "sim " + string(path)
 		if spec, err = regionOptions(t, 0); err != nil {
@@ -62,11 +63,11 @@ func (g *gpuSession) register(ctx context.Context, t *tokens, out []byte) ([]byt
 		spec.Path = "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) // the file checked, not what the path names now
 	case "cuda":
 		if g.simDevice() {
-			return out, reqErr(gpu.ErrNoDevice, "this mount's device is sim (no CUDA driver): register sim <path> <size>")
+			return out, line.Err(gpu.ErrNoDevice, "this mount's device is sim (no CUDA driver): register sim <path> <size>")
 		}
-		handle := t.next()
+		handle := t.Next()
 		if handle == nil {
-			return out, reqErr(ErrInvalid, "missing the CUDA IPC handle (128 hex digits)")
+			return out, line.Err(line.ErrInvalid, "missing the CUDA IPC handle (128 hex digits)")
 		}
 		if spec, err = regionOptions(t, optGPU); err != nil {
 			return out, err
@@ -74,17 +75,17 @@ func (g *gpuSession) register(ctx context.Context, t *tokens, out []byte) ([]byt
 		spec.Handle = handle
 		what = "cuda " + gpuNamed(spec)
 	case "vmm":
-		tok := t.next()
+		tok := t.Next()
 		token, err := strconv.ParseUint(string(tok), 10, 64)
 		if tok == nil || err != nil {
-			return out, reqErr(ErrInvalid, "token %q: want the number the GPU socket answered (ok token=N)", clip(tok))
+			return out, line.Err(line.ErrInvalid, "token %q: want the number the GPU socket answered (ok token=N)", line.Clip(tok))
 		}
 		if spec, err = regionOptions(t, optGPU|optAlloc); err != nil {
 			return out, err
 		}
-		sock := g.s.GPUSocket
+		sock := g.e.socket
 		if sock == nil {
-			return out, reqErr(ErrNoSocket, "this mount has no GPU socket (.ucm/gpu.sock) to pass a VMM descriptor over")
+			return out, line.Err(ErrNoSocket, "this mount has no GPU socket (.ucm/gpu.sock) to pass a VMM descriptor over")
 		}
 		h, err := sock.take(callerUID(ctx), token)
 		if err != nil {
@@ -97,7 +98,7 @@ func (g *gpuSession) register(ctx context.Context, t *tokens, out []byte) ([]byt
 		}
 		what = "vmm token " + strconv.FormatUint(token, 10) + " " + gpuNamed(spec)
 	default:
-		return out, reqErr(ErrInvalid, "register %q: want register sim <path> <size>, register cuda <handle> <size> or register vmm <token> <size>", clip(kind))
+		return out, line.Err(line.ErrInvalid, "register %q: want register sim <path> <size>, register cuda <handle> <size> or register vmm <token> <size>", line.Clip(kind))
 	}
 	r, err := g.sess.OpenRegion(spec)
 	if err != nil {
@@ -105,7 +106,7 @@ func (g *gpuSession) register(ctx context.Context, t *tokens, out []byte) ([]byt
 	}
 	g.last++
 	g.regions[g.last] = &gpuRegion{r: r, what: what}
-	g.s.store.Counters.GPURegions.Add(1)
+	g.e.store.Counters.GPURegions.Add(1)
 	out = append(out, "ok region="...)
 	out = strconv.AppendUint(out, g.last, 10)
 	return append(out, '\n'), nil
@@ -122,28 +123,28 @@ func gpuNamed(spec gpu.RegionSpec) string {
 // callerUID is the uid of the process that sent the request (the
 // daemon's own for a request from inside it).
 func callerUID(ctx context.Context) int {
-	if c, ok := CallerOf(ctx); ok {
+	if c, ok := line.CallerOf(ctx); ok {
 		return int(c.Uid)
 	}
 	return os.Getuid()
 }
 
 // regionOptions reads "<size> [offset=N]" and the options opts allows.
-func regionOptions(t *tokens, opts regionOpts) (gpu.RegionSpec, error) {
+func regionOptions(t *line.Tokens, opts regionOpts) (gpu.RegionSpec, error) {
 	var spec gpu.RegionSpec
-	tok := t.next()
+	tok := t.Next()
 	if tok == nil {
-		return spec, reqErr(ErrInvalid, "missing the region size")
+		return spec, line.Err(line.ErrInvalid, "missing the region size")
 	}
-	size, ok := parseCount(tok)
+	size, ok := line.Count(tok)
 	if !ok {
-		return spec, reqErr(ErrInvalid, "size %q: not a decimal byte count", clip(tok))
+		return spec, line.Err(line.ErrInvalid, "size %q: not a decimal byte count", line.Clip(tok))
 	}
 	spec.Size = size
 	device := false
-	for tok := t.next(); tok != nil; tok = t.next() {
-		name, val, _ := cutByte(tok, '=')
-		n, isCount := parseCount(val)
+	for tok := t.Next(); tok != nil; tok = t.Next() {
+		name, val, _ := line.Cut(tok, '=')
+		n, isCount := line.Count(val)
 		switch {
 		case string(name) == "offset" && isCount:
 			spec.Offset = n
@@ -154,11 +155,11 @@ func regionOptions(t *tokens, opts regionOpts) (gpu.RegionSpec, error) {
 		case string(name) == "device" && isCount && n <= 1<<20 && opts&optGPU != 0:
 			spec.DeviceIndex, device = int(n), true
 		default:
-			return spec, reqErr(ErrInvalid, "option %q: want %s", clip(tok), optionNames(opts))
+			return spec, line.Err(line.ErrInvalid, "option %q: want %s", line.Clip(tok), optionNames(opts))
 		}
 	}
 	if device && spec.DeviceUUID != "" {
-		return spec, reqErr(ErrInvalid, "uuid= and device= both given: name the GPU by uuid= alone")
+		return spec, line.Err(line.ErrInvalid, "uuid= and device= both given: name the GPU by uuid= alone")
 	}
 	return spec, nil
 }
@@ -173,23 +174,4 @@ func optionNames(opts regionOpts) string {
 		s += ", uuid=GPU-... or device=N"
 	}
 	return s
-}
-
-// parseCount parses a decimal count of at most MaxInt64.
-func parseCount(tok []byte) (int64, bool) {
-	if len(tok) == 0 || tok[0] < '0' || tok[0] > '9' {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(tok), 10, 64)
-	return n, err == nil
-}
-
-// cutByte splits b at the first c.
-func cutByte(b []byte, c byte) (before, after []byte, found bool) {
-	for i, x := range b {
-		if x == c {
-			return b[:i], b[i+1:], true
-		}
-	}
-	return b, nil, false
 }

@@ -1,4 +1,4 @@
-package control
+package transfer
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
@@ -67,13 +68,13 @@ type loadItem struct {
 
 // load copies the items of one request into a region, or into K and V
 // regions.
-func (g *gpuSession) load(ctx context.Context, t *tokens, out []byte) ([]byte, error) {
+func (g *Session) load(ctx context.Context, t *line.Tokens, out []byte) ([]byte, error) {
 	start := time.Now()
 	tg, err := g.target(t)
 	if err != nil {
 		return out, err
 	}
-	model, err := g.s.controlModel(t)
+	model, err := g.e.model(t)
 	if err != nil {
 		return out, err
 	}
@@ -82,31 +83,31 @@ func (g *gpuSession) load(ctx context.Context, t *tokens, out []byte) ([]byte, e
 	if err != nil {
 		return out, err
 	}
-	defer store.ObserveSince(g.s.store.Latency.Load, start)
+	defer store.ObserveSince(g.e.store.Latency.Load, start)
 	for i := range items {
 		it := &items[i]
 		if err := g.resolve(it, len(tg.k)); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return out, reqErr(store.ErrNotFound, "%s: not stored in %s (item %d)", it.key.ID, model, i+1)
+				return out, line.Err(store.ErrNotFound, "%s: not stored in %s (item %d)", it.key.ID, model, i+1)
 			}
 			return out, fmt.Errorf("item %d %s: %w", i+1, it.key.ID, err)
 		}
 		if err := tg.fits(it); err != nil {
-			return out, reqErr(ErrInvalid, "item %d %s: %v; nothing copied", i+1, it.key.ID, err)
+			return out, line.Err(line.ErrInvalid, "item %d %s: %v; nothing copied", i+1, it.key.ID, err)
 		}
 	}
 	total, err := g.copyIn(tg, items)
 	if err != nil {
 		return out, fmt.Errorf("load into %s: %w", tg.what, err)
 	}
-	c := &g.s.store.Counters
+	c := &g.e.store.Counters
 	c.GPULoads.Add(1)
 	c.GPULoadBlocks.Add(int64(len(items)))
 	c.GPULoadBytes.Add(total)
 	for i := range items {
 		it := &items[i]
-		g.s.store.CountOut(it.level, it.n)
-		g.s.store.Hit(it.key)
+		g.e.store.CountOut(it.level, it.n)
+		g.e.store.Hit(it.key)
 		if it.src == nil {
 			c.GPULoadUnmapped.Add(1)
 		}
@@ -119,22 +120,22 @@ func (g *gpuSession) load(ctx context.Context, t *tokens, out []byte) ([]byte, e
 }
 
 // parseLoadItems appends the items of a load request to items: at least
-// one, at most MaxIDs, each <id>:<offset>[:<part>].
-func parseLoadItems(t *tokens, model string, items []loadItem) ([]loadItem, error) {
-	for tok := t.next(); tok != nil; tok = t.next() {
-		if len(items) == MaxIDs {
-			return items, reqErr(ErrTooMany, "more than %d blocks in one request", MaxIDs)
+// one, at most line.MaxIDs, each <id>:<offset>[:<part>].
+func parseLoadItems(t *line.Tokens, model string, items []loadItem) ([]loadItem, error) {
+	for tok := t.Next(); tok != nil; tok = t.Next() {
+		if len(items) == line.MaxIDs {
+			return items, line.Err(line.ErrTooMany, "more than %d blocks in one request", line.MaxIDs)
 		}
 		it, ok := parseLoadItem(tok)
 		if !ok {
-			return items, reqErr(ErrInvalid, "item %d %q: want <id>:<offset>, <id>:<offset>:<first>-<last> or <id>:<offset>:file",
-				len(items)+1, clip(tok))
+			return items, line.Err(line.ErrInvalid, "item %d %q: want <id>:<offset>, <id>:<offset>:<first>-<last> or <id>:<offset>:file",
+				len(items)+1, line.Clip(tok))
 		}
 		it.key.Model = model
 		items = append(items, it)
 	}
 	if len(items) == 0 {
-		return items, reqErr(ErrInvalid, "no blocks to load")
+		return items, line.Err(line.ErrInvalid, "no blocks to load")
 	}
 	return items, nil
 }
@@ -142,14 +143,14 @@ func parseLoadItems(t *tokens, model string, items []loadItem) ([]loadItem, erro
 // parseLoadItem parses <id>:<offset>[:<part>].
 func parseLoadItem(tok []byte) (loadItem, bool) {
 	var it loadItem
-	idTok, rest, _ := cutByte(tok, ':')
-	offTok, partTok, hasPart := cutByte(rest, ':')
-	id, ok := parseID(idTok)
+	idTok, rest, _ := line.Cut(tok, ':')
+	offTok, partTok, hasPart := line.Cut(rest, ':')
+	id, ok := line.ID(idTok)
 	if !ok {
 		return it, false
 	}
 	it.key.ID = id
-	if it.dst, ok = parseCount(offTok); !ok {
+	if it.dst, ok = line.Count(offTok); !ok {
 		return it, false
 	}
 	switch {
@@ -158,7 +159,7 @@ func parseLoadItem(tok []byte) (loadItem, bool) {
 	case string(partTok) == "file":
 		it.part = partFile
 	default:
-		a, b, isRange := cutByte(partTok, '-')
+		a, b, isRange := line.Cut(partTok, '-')
 		if !isRange {
 			b = a
 		}
@@ -175,9 +176,9 @@ func parseLoadItem(tok []byte) (loadItem, bool) {
 // resolve finds the bytes of an item: in the pinned mapping of the block
 // in the memory tier, or else in its file (memory full, or not mapped).
 // kv is the number of K (and V) regions of the target, 0 for one region.
-func (g *gpuSession) resolve(it *loadItem, kv int) error {
-	it.key = g.s.store.BlockKey(it.key.Model, it.key.ID)
-	s, k := g.s, it.key
+func (g *Session) resolve(it *loadItem, kv int) error {
+	it.key = g.e.store.BlockKey(it.key.Model, it.key.ID)
+	s, k := g.e, it.key
 	err := s.store.AcquirePin(k)
 	switch {
 	case err == nil:
@@ -214,7 +215,7 @@ func (g *gpuSession) resolve(it *loadItem, kv int) error {
 func (it *loadItem) span(hdr []byte, size int64, kv int) error {
 	if it.key.Kind.Raw() {
 		if it.part == partLayers || kv > 0 {
-			return reqErr(ErrInvalid, "a raw block has no layer layout to split")
+			return line.Err(line.ErrInvalid, "a raw block has no layer layout to split")
 		}
 		it.off, it.n = 0, size
 		return nil
@@ -236,10 +237,10 @@ func (it *loadItem) span(hdr []byte, size int64, kv int) error {
 		it.off, it.n = hashdir.HeaderSize, payload
 	case partLayers:
 		if h.Opaque() {
-			return reqErr(ErrInvalid, "layers %d-%d: the block is opaque: it has no layer layout", it.first, it.last)
+			return line.Err(line.ErrInvalid, "layers %d-%d: the block is opaque: it has no layer layout", it.first, it.last)
 		}
 		if it.last >= h.NumLayers {
-			return reqErr(ErrInvalid, "layers %d-%d: the block has %d layers", it.first, it.last, h.NumLayers)
+			return line.Err(line.ErrInvalid, "layers %d-%d: the block has %d layers", it.first, it.last, h.NumLayers)
 		}
 		it.per = payload / int64(h.NumLayers)
 		it.off = hashdir.HeaderSize + int64(it.first)*it.per
@@ -253,13 +254,13 @@ func (it *loadItem) span(hdr []byte, size int64, kv int) error {
 func (it *loadItem) splitKV(h hashdir.BlockHeader, payload int64, kv int) error {
 	switch {
 	case it.part == partFile:
-		return reqErr(ErrInvalid, "a whole file has no place in K and V regions: load its payload or layers")
+		return line.Err(line.ErrInvalid, "a whole file has no place in K and V regions: load its payload or layers")
 	case h.Opaque():
-		return reqErr(ErrInvalid, "the block is opaque: it has no K/V layout to split")
+		return line.Err(line.ErrInvalid, "the block is opaque: it has no K/V layout to split")
 	case int(h.NumLayers) != kv:
-		return reqErr(ErrInvalid, "the block has %d layers, the request names %d K and %d V regions", h.NumLayers, kv, kv)
+		return line.Err(line.ErrInvalid, "the block has %d layers, the request names %d K and %d V regions", h.NumLayers, kv, kv)
 	case payload%(2*int64(kv)) != 0:
-		return reqErr(ErrInvalid, "a payload of %d bytes does not split into %d layers of K and V halves", payload, kv)
+		return line.Err(line.ErrInvalid, "a payload of %d bytes does not split into %d layers of K and V halves", payload, kv)
 	}
 	if it.part == partPayload {
 		it.part, it.first, it.last = partLayers, 0, h.NumLayers-1
@@ -271,7 +272,7 @@ func (it *loadItem) splitKV(h hashdir.BlockHeader, payload int64, kv int) error 
 // gpu.CopyInRegions: items in mappings straight from them, the others
 // read into the session's pinned staging buffer first (in rounds only
 // when they pass stagingCap). It returns the bytes copied.
-func (g *gpuSession) copyIn(tg *loadTarget, items []loadItem) (int64, error) {
+func (g *Session) copyIn(tg *loadTarget, items []loadItem) (int64, error) {
 	ops := g.ops[:0]
 	defer func() { clear(ops); g.ops = ops[:0] }()
 	var total, staged, largest int64
@@ -318,11 +319,11 @@ func (g *gpuSession) copyIn(tg *loadTarget, items []loadItem) (int64, error) {
 
 // release unpins and closes what the items of a request hold, and keeps
 // their slice for the next request (without references to mappings).
-func (g *gpuSession) release(items []loadItem) {
+func (g *Session) release(items []loadItem) {
 	for i := range items {
 		it := &items[i]
 		if it.pinned {
-			g.s.store.ReleasePin(it.key)
+			g.e.store.ReleasePin(it.key)
 		}
 		if it.f != nil {
 			it.f.Close()

@@ -1,14 +1,15 @@
-package control
+package transfer
 
 import (
 	"bytes"
 	"fmt"
 
+	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/gpu"
 )
 
 // loadTarget is where a load copies to: one region (r), or one K and one
-// V region per layer (k, v; see gpu_load.go).
+// V region per layer (k, v; see load.go).
 type loadTarget struct {
 	r    gpu.Region
 	k, v []gpu.Region
@@ -17,12 +18,12 @@ type loadTarget struct {
 
 // target reads a load's target: "<r>" or "<k0>,<k1>,.../<v0>,<v1>,...",
 // as many K regions as V regions, each registered in this session.
-func (g *gpuSession) target(t *tokens) (*loadTarget, error) {
-	tok := t.next()
+func (g *Session) target(t *line.Tokens) (*loadTarget, error) {
+	tok := t.Next()
 	if tok == nil {
-		return nil, reqErr(ErrInvalid, "missing region number")
+		return nil, line.Err(line.ErrInvalid, "missing region number")
 	}
-	kTok, vTok, kv := cutByte(tok, '/')
+	kTok, vTok, kv := line.Cut(tok, '/')
 	if !kv {
 		_, r, err := g.lookup(tok)
 		if err != nil {
@@ -30,7 +31,7 @@ func (g *gpuSession) target(t *tokens) (*loadTarget, error) {
 		}
 		return &loadTarget{r: r.r, what: r.what}, nil
 	}
-	tg := &loadTarget{what: "K/V regions " + clip(tok)}
+	tg := &loadTarget{what: "K/V regions " + line.Clip(tok)}
 	var err error
 	if tg.k, err = g.regionList(kTok, "K"); err != nil {
 		return nil, err
@@ -39,25 +40,25 @@ func (g *gpuSession) target(t *tokens) (*loadTarget, error) {
 		return nil, err
 	}
 	if len(tg.k) != len(tg.v) {
-		return nil, reqErr(ErrInvalid, "%d K regions and %d V regions: want one of each per layer", len(tg.k), len(tg.v))
+		return nil, line.Err(line.ErrInvalid, "%d K regions and %d V regions: want one of each per layer", len(tg.k), len(tg.v))
 	}
 	return tg, nil
 }
 
 // regionList reads comma-separated region numbers.
-func (g *gpuSession) regionList(tok []byte, what string) ([]gpu.Region, error) {
+func (g *Session) regionList(tok []byte, what string) ([]gpu.Region, error) {
 	if len(tok) == 0 {
-		return nil, reqErr(ErrInvalid, "no %s regions: want <k0>,<k1>,.../<v0>,<v1>,...", what)
+		return nil, line.Err(line.ErrInvalid, "no %s regions: want <k0>,<k1>,.../<v0>,<v1>,...", what)
 	}
 	if bytes.HasSuffix(tok, []byte{','}) {
-		return nil, reqErr(ErrInvalid, "a %s region list ends in a comma", what)
+		return nil, line.Err(line.ErrInvalid, "a %s region list ends in a comma", what)
 	}
 	var rs []gpu.Region
 	for len(tok) > 0 {
 		if len(rs) == MaxRegions {
-			return nil, reqErr(ErrTooMany, "more than %d %s regions", MaxRegions, what)
+			return nil, line.Err(line.ErrTooMany, "more than %d %s regions", MaxRegions, what)
 		}
-		num, rest, _ := cutByte(tok, ',')
+		num, rest, _ := line.Cut(tok, ',')
 		_, r, err := g.lookup(num)
 		if err != nil {
 			return nil, err

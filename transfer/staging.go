@@ -1,4 +1,4 @@
-package control
+package transfer
 
 import (
 	"fmt"
@@ -34,13 +34,13 @@ func stagingSize(total, largest int64) int64 { return min(total, max(stagingCap,
 
 // stagingBuf returns the session's staging buffer, at least n bytes long
 // (n > 0), mapping and registering a larger one when needed.
-func (g *gpuSession) stagingBuf(n int64) ([]byte, error) {
+func (g *Session) stagingBuf(n int64) ([]byte, error) {
 	if g.staging != nil && int64(len(g.staging.Bytes())) >= n {
 		return g.staging.Bytes(), nil
 	}
 	g.closeStaging()
 	size := (n + stagingRound - 1) / stagingRound * stagingRound
-	st, err := gpu.NewStaging(g.s.GPU, int(size))
+	st, err := gpu.NewStaging(g.e.dev, int(size))
 	if err != nil {
 		return nil, fmt.Errorf("a pinned staging buffer of %d bytes: %w", size, err)
 	}
@@ -50,19 +50,19 @@ func (g *gpuSession) stagingBuf(n int64) ([]byte, error) {
 
 // trimStaging drops a staging buffer larger than gpuKeepBuffer after a
 // request.
-func (g *gpuSession) trimStaging() {
+func (g *Session) trimStaging() {
 	if g.staging != nil && len(g.staging.Bytes()) > gpuKeepBuffer {
 		g.closeStaging()
 	}
 }
 
 // closeStaging unregisters and unmaps the staging buffer.
-func (g *gpuSession) closeStaging() {
+func (g *Session) closeStaging() {
 	if g.staging == nil {
 		return
 	}
 	if err := g.staging.Close(); err != nil {
-		g.s.Log.Warn("gpu: releasing a staging buffer", "err", err)
+		g.e.log.Warn("gpu: releasing a staging buffer", "err", err)
 	}
 	g.staging = nil
 }
