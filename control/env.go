@@ -49,30 +49,3 @@ type handler interface {
 	// close ends the session: its descriptor was released.
 	close()
 }
-
-// File is one session control file under .ucm/.
-type File struct {
-	// Name is the file's name in .ucm/.
-	Name string
-	// open starts the handler of a new session.
-	open func(e *Env) handler
-	// enabled reports whether the mount shows the file (nil: always).
-	enabled func(e *Env) bool
-}
-
-// files are the registered session control files.
-var files []File
-
-// register adds a session control file; each file's init calls it.
-func register(f File) { files = append(files, f) }
-
-// Files returns the session control files the mount of e shows.
-func Files(e *Env) []File {
-	var out []File
-	for _, f := range files {
-		if f.enabled == nil || f.enabled(e) {
-			out = append(out, f)
-		}
-	}
-	return out
-}

@@ -30,12 +30,6 @@ import (
 // tier's operation timeout, syncTimeout), it is idempotent, and a fatal
 // signal still ends the client at once (the kernel waits killably).
 
-func init() {
-	register(File{Name: "flush", open: func(s *Env) handler {
-		return flushSession{s: s}
-	}})
-}
-
 // flushSession answers flush requests.
 type flushSession struct{ s *Env }
 

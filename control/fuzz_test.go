@@ -61,7 +61,7 @@ func fuzzFile(f *testing.F, name string, seeds ...string) {
 		f.Add([]byte(expand(s)))
 	}
 	var file File
-	for _, fl := range files {
+	for _, fl := range table {
 		if fl.Name == name {
 			file = fl
 		}

@@ -11,12 +11,7 @@ import (
 // register engine memory, load blocks into it, dump blocks from it
 // (docs/control.md has the grammar). The file exists only on a mount with
 // a device.
-func init() {
-	register(File{Name: "gpu",
-		open:    func(e *Env) handler { return gpuHandler{e.GPU.NewSession()} },
-		enabled: func(e *Env) bool { return e.GPU != nil },
-	})
-}
+func openGPU(e *Env) handler { return gpuHandler{e.GPU.NewSession()} }
 
 // gpuHandler is the handler of a .ucm/gpu session.
 type gpuHandler struct{ s *transfer.Session }

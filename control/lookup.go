@@ -22,12 +22,6 @@ import (
 // tiers' indexes (store.Store.HasBlock), so a request of 10k ids costs a
 // few milliseconds and no allocation per id.
 
-func init() {
-	register(File{Name: "lookup", open: func(s *Env) handler {
-		return &lookupSession{s: s}
-	}})
-}
-
 // lookupSession answers lookup requests; its buffers serve every request
 // of the session.
 type lookupSession struct {

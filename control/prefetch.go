@@ -18,12 +18,6 @@ import (
 // background. When prefetchQueue promotions already wait, the request
 // waits for room (interrupting the writer ends the wait: EINTR).
 
-func init() {
-	register(File{Name: "prefetch", open: func(s *Env) handler {
-		return &prefetchSession{s: s}
-	}})
-}
-
 // prefetchSession answers prefetch requests.
 type prefetchSession struct {
 	s   *Env

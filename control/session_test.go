@@ -125,7 +125,7 @@ func TestSessionAnswers(t *testing.T) {
 // fileNamed finds a registered control file.
 func fileNamed(t *testing.T, name string) File {
 	t.Helper()
-	for _, f := range files {
+	for _, f := range table {
 		if f.Name == name {
 			return f
 		}
@@ -234,5 +234,24 @@ func putBlock(t *testing.T, e *Env, k hashdir.Key, data []byte) {
 	}
 	if _, err := e.store.Publish(pw, int64(len(data)), false); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFileTable: the files of .ucm/ have distinct names and distinct
+// inode numbers in the reserved range, a Requests file has a handler and
+// no mode of its own, and the others have a mode and no handler.
+func TestFileTable(t *testing.T) {
+	names, inos := map[string]bool{}, map[uint64]bool{}
+	for _, f := range table {
+		if names[f.Name] || inos[f.Ino] {
+			t.Errorf("%s: name or inode number %d used twice", f.Name, f.Ino)
+		}
+		names[f.Name], inos[f.Ino] = true, true
+		if f.Ino <= DirIno || f.Ino > LastIno {
+			t.Errorf("%s: inode number %d outside (%d, %d]", f.Name, f.Ino, DirIno, LastIno)
+		}
+		if (f.Kind == Requests) != (f.open != nil) || (f.Kind == Requests) != (f.Perm == 0) {
+			t.Errorf("%s: kind %d with handler %v and mode %o", f.Name, f.Kind, f.open != nil, f.Perm)
+		}
 	}
 }

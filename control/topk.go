@@ -32,12 +32,6 @@ import (
 // model, kind, param, layer, shape and ids, whose candidates' files are
 // all unchanged (sidecarToken), reuses it and only scans.
 
-func init() {
-	register(File{Name: "topk", open: func(s *Env) handler {
-		return &topkSession{s: s}
-	}})
-}
-
 // topkSession answers the topk requests of one session.
 type topkSession struct {
 	s    *Env

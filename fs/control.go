@@ -16,11 +16,6 @@ import (
 // ucmName is the control directory's name in the root.
 const ucmName = control.Dir
 
-// controlInos are the numbers of the session control files, by name.
-var controlInos = map[string]uint64{
-	"lookup": inoLookup, "prefetch": inoPrefetch, "flush": inoFlush, "gpu": inoGPU, "topk": inoTopK,
-}
-
 // ucmDir is <mnt>/.ucm/, the control directory. Its files are a static
 // subtree built in OnAdd, with numbers from the reserved range.
 type ucmDir struct {
@@ -43,23 +38,26 @@ func newUCMDir(s *fsState) *ucmDir {
 	return &ucmDir{dirCommon: dirCommon{common: common{s: s}, what: ucmName}}
 }
 
-// OnAdd adds the control files: stats, every enabled session file
-// (session.go) and the link to the GPU socket (gpu_socket.go).
+// OnAdd adds the files of control's table (control.Files): a session
+// file per Requests row, the stats snapshot, the link to the GPU socket,
+// each with the row's inode number.
 func (d *ucmDir) OnAdd(ctx context.Context) {
-	stats := &statsFile{common: common{s: d.s}}
-	d.AddChild("stats", d.NewPersistentInode(ctx, stats, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: inoStats}), false)
 	for _, spec := range control.Files(d.s.env) {
-		ino, ok := controlInos[spec.Name]
-		if !ok {
-			d.s.log.Error("control file without an inode number", "file", spec.Name)
+		var node gofs.InodeEmbedder
+		mode := uint32(syscall.S_IFREG)
+		switch spec.Kind {
+		case control.Requests:
+			node = &controlFile{common: common{s: d.s}, spec: spec}
+		case control.Snapshot:
+			node = &statsFile{common: common{s: d.s}, perm: spec.Perm}
+		case control.SocketLink:
+			node = &gpuSockLink{common: common{s: d.s}, target: d.s.env.GPUSocket().Path(), perm: spec.Perm}
+			mode = syscall.S_IFLNK
+		default:
+			d.s.log.Error("control file of an unknown kind", "file", spec.Name, "kind", spec.Kind)
 			continue
 		}
-		f := &controlFile{common: common{s: d.s}, spec: spec}
-		d.AddChild(spec.Name, d.NewPersistentInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), false)
-	}
-	if sock := d.s.env.GPUSocket(); sock != nil {
-		l := &gpuSockLink{common: common{s: d.s}, target: sock.Path()}
-		d.AddChild(gpuSockName, d.NewPersistentInode(ctx, l, gofs.StableAttr{Mode: syscall.S_IFLNK, Ino: inoGPUSock}), false)
+		d.AddChild(spec.Name, d.NewPersistentInode(ctx, node, gofs.StableAttr{Mode: mode, Ino: spec.Ino}), false)
 	}
 }
 
@@ -85,6 +83,7 @@ func (d *ucmDir) Rmdir(ctx context.Context, name string) syscall.Errno {
 type statsFile struct {
 	gofs.Inode
 	common
+	perm uint32 // its row's mode (0444)
 }
 
 var (
@@ -111,7 +110,7 @@ func (f *statsFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.A
 	if h, ok := fh.(*bytesHandle); ok {
 		size = len(h.data)
 	}
-	f.s.fileAttr(&out.Attr, int64(size), time.Now(), 0o444)
+	f.s.fileAttr(&out.Attr, int64(size), time.Now(), f.perm)
 	return 0
 }
 

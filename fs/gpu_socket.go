@@ -15,14 +15,12 @@ import (
 // to .ucm/gpu whatever path the daemon chose, and connect(2) follows the
 // link. The socket has the control files' mode and group.
 
-// gpuSockName is the link's name in .ucm/.
-const gpuSockName = "gpu.sock"
-
 // gpuSockLink is .ucm/gpu.sock, a symbolic link to the GPU socket.
 type gpuSockLink struct {
 	gofs.Inode
 	common
 	target string
+	perm   uint32 // its row's mode (0777, as for any link)
 }
 
 var (
@@ -37,8 +35,8 @@ func (l *gpuSockLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 
 // Getattr describes the link.
 func (l *gpuSockLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	l.s.fileAttr(&out.Attr, int64(len(l.target)), l.s.mounted, 0o777)
-	out.Mode = syscall.S_IFLNK | 0o777
+	l.s.fileAttr(&out.Attr, int64(len(l.target)), l.s.mounted, l.perm)
+	out.Mode = syscall.S_IFLNK | l.perm
 	out.Blocks = 0
 	return 0
 }

@@ -45,23 +45,17 @@ import (
 	"hash/maphash"
 	"sync"
 
+	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 
-// The fixed numbers.
+// The fixed numbers: the root, .ucm/ and the control files, whose
+// numbers are control's table's (control.Files).
 const (
-	inoRoot  = 1
-	inoUCM   = 2
-	inoStats = 3
-	// The session control files (control_*.go).
-	inoLookup   = 4
-	inoPrefetch = 5
-	inoFlush    = 6
-	inoGPU      = 7
-	inoTopK     = 8
-	inoGPUSock  = 9 // .ucm/gpu.sock, a link to the GPU socket
+	inoRoot = control.RootIno
+	inoUCM  = control.DirIno
 	// inoControlMax is the last number reserved for control files.
-	inoControlMax = 255
+	inoControlMax = control.LastIno
 )
 
 // inoTag is the kind tag in the top four bits of a hashed number.
