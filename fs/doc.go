@@ -20,10 +20,12 @@
 // One node type per kind of file (root.go, model.go, shard.go, file.go,
 // pending.go, repr_node.go, control.go) shares the mount's state by pointer
 // (state.go). Mount (mount.go) is the entry point the command line uses.
-// Between the kernel and go-fuse's bridge a thin layer (light.go) answers
-// listings and lookups of published files in shard directories from the
-// index with light nodes, which get a go-fuse node only when used for
-// more than their attributes.
+// Between the kernel and go-fuse's bridge a thin layer (package fs/light)
+// answers listings and lookups of published files in shard directories
+// from the index with light nodes, which get a go-fuse node only when
+// used for more than their attributes; it also carries the passthrough
+// backing ids and the bound on kernel nodes. Every node's inode number
+// comes from its name (package fs/ino).
 //
 // # Control plane
 //
@@ -48,7 +50,7 @@
 // that holds it (the kernel keeps one passthrough backing file per inode),
 // registered as a backing file by the daemon itself and kept, with its
 // backing id, for a second after the last close while it still reads the
-// block's current file (opencache.go, backing.go).
+// block's current file (opencache.go, light.Backing).
 // With FUSE passthrough the kernel reads and writes the tier files itself
 // and the daemon sees no I/O; without it the daemon serves each request
 // with one pread or pwrite on the same files (direct I/O, 1 MiB requests).
@@ -82,6 +84,6 @@
 // an errno in one place (errno.go, which also names the plain answers
 // such as a lookup's ENOENT), and every refused request logs one line
 // (fsState.fail); internal/lint keeps errno constants out of every other
-// file but the mount-time checks of mount.go. Inode numbers are derived from names (inode.go).
+// file but the mount-time checks of mount.go and xattr.go.
 // docs/semantics.md and docs/xattrs.md describe what users see.
 package fs

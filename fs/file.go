@@ -11,6 +11,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 	"golang.org/x/sys/unix"
@@ -119,7 +120,7 @@ func (n *storedFile) OnForget() {
 		n.trim()
 	}
 	n.mu.Unlock()
-	n.s.inos.release(fileInoName(n.key), n.StableAttr().Ino)
+	n.s.inos.Release(ino.FileName(n.key), n.StableAttr().Ino)
 }
 
 // Getattr describes the file: 0444, size = header + payload, st_blocks in
@@ -220,7 +221,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 	n.s.store.Hit(n.key)
 	n.s.store.CountOut(level, size)
 	// A reader has nothing to flush: no FLUSH round trip at its close.
-	h := &readHandle{node: n, f: f, own: n.s.backing.give(ctx, id)}
+	h := &readHandle{node: n, f: f, own: n.s.backing.Give(ctx, id)}
 	return h, n.s.openFlags() | fuse.FOPEN_NOFLUSH, 0
 }
 
@@ -250,7 +251,7 @@ func (n *storedFile) acquire() (f *os.File, level int, size int64, id int32, err
 	st := n.state()
 	st.backing, st.refs, st.tok = h.File, 1, h.Token
 	st.level, st.size = int(h.TierID), h.Size
-	st.backingID = n.s.register(h.File)
+	st.backingID = n.s.backing.Register(h.File, n.s.log)
 	return h.File, st.level, st.size, st.backingID, nil
 }
 

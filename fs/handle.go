@@ -17,7 +17,7 @@ import (
 type readHandle struct {
 	node *storedFile
 	f    *os.File // the node's shared descriptor
-	own  bool     // the OPEN reply carries the node's own backing id (backing.go)
+	own  bool     // the OPEN reply carries the node's own backing id (light.Backing)
 }
 
 var (
@@ -41,7 +41,7 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 // PassthroughFd hands go-fuse the shared descriptor to register when the
 // mount uses passthrough and the node did not register it itself.
 func (h *readHandle) PassthroughFd() (int, bool) {
-	return int(h.f.Fd()), h.node.s.passthrough.Load() && !h.own
+	return int(h.f.Fd()), h.node.s.backing.Active() && !h.own
 }
 
 // Flush has nothing to do for a reader. It must exist: a FLUSH answered
@@ -67,7 +67,7 @@ func (h *readHandle) Release(ctx context.Context) syscall.Errno {
 // passthrough (FOPEN_DIRECT_IO would override it), else direct I/O so
 // reads of any size go straight to the daemon in up to 1 MiB requests.
 func (s *fsState) openFlags() uint32 {
-	if s.passthrough.Load() {
+	if s.backing.Active() {
 		return 0
 	}
 	return fuse.FOPEN_DIRECT_IO

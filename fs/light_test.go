@@ -46,7 +46,7 @@ func run(t *testing.T, name string, args ...string) string {
 }
 
 // lightCount is the number of light nodes the kernel holds.
-func (m *testMount) lightCount() int { return m.srv.state.light.count() }
+func (m *testMount) lightCount() int { return m.srv.state.light.Count() }
 
 // TestLightSameAnswers: ls -l, du and stat of a model show the same with
 // the light-node layer as through go-fuse's bridge alone, and the walk
@@ -73,7 +73,7 @@ func TestLightSameAnswers(t *testing.T) {
 		}
 		out, _ := exec.Command("stat", args...).CombinedOutput() // the missing sidecars fail
 		b.WriteString(strings.ReplaceAll(string(out), m.mnt, "MNT"))
-		return b.String(), m.lightCount(), m.srv.state.inos.held()
+		return b.String(), m.lightCount(), m.srv.state.inos.Held()
 	}
 	light, n, heldLight := walk(false)
 	plain, n0, heldPlain := walk(true)

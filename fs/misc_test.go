@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/control"
+	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -71,5 +73,13 @@ func TestNoSpace(t *testing.T) {
 	}
 	if st.Has(k) {
 		t.Fatal("stored without room")
+	}
+}
+
+// TestReservedNumbers: the numbers package ino keeps from names are the
+// ones control's table may give its files.
+func TestReservedNumbers(t *testing.T) {
+	if ino.Reserved != control.LastIno || control.RootIno > ino.Reserved || control.DirIno > ino.Reserved {
+		t.Fatalf("ino reserves up to %d, control numbers its files up to %d", ino.Reserved, control.LastIno)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
@@ -42,7 +43,7 @@ func newModelNode(s *fsState, model string, ino uint64) *modelNode {
 
 // OnForget frees the node's number.
 func (m *modelNode) OnForget() {
-	m.s.inos.release(inoName{tag: tagModel, model: m.model}, m.ino)
+	m.s.inos.Release(ino.ModelName(m.model), m.ino)
 }
 
 // Getattr describes the model directory.
@@ -65,9 +66,9 @@ func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		m.s.debugFail("lookup", m.model+"/"+name, fmt.Errorf("%w: %q is not a shard directory 00..ff", hashdir.ErrName, name))
 		return nil, errnoMissing
 	}
-	ino := m.s.inos.acquire(shardInoName(m.model, sh, "", -1))
+	ino := m.s.inos.Acquire(ino.ShardName(m.model, sh, "", -1))
 	ch := newChild(ctx, &m.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
-		return m.s.shards.made(newShardNode(m.s, m.model, sh, ino))
+		return m.s.madeShard(newShardNode(m.s, m.model, sh, ino))
 	})
 	m.s.modelAttr(&out.Attr, 2, m.model)
 	ttl(out, m.s.opts.EntryTTL)
@@ -86,7 +87,7 @@ func (m *modelNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno)
 		ents[i] = fuse.DirEntry{
 			Name: hashdir.ShardName(sh),
 			Mode: syscall.S_IFDIR,
-			Ino:  m.s.inos.peek(shardInoName(m.model, sh, "", -1)),
+			Ino:  m.s.inos.Peek(ino.ShardName(m.model, sh, "", -1)),
 		}
 	}
 	return gofs.NewListDirStream(ents), 0

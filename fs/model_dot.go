@@ -10,6 +10,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
 	"golang.org/x/sys/unix"
 )
@@ -21,7 +22,7 @@ import (
 // are no blocks: plain files and directories of a scratch directory in the
 // memory tier (<memtier>/.scratch/<model>/), served by go-fuse's loopback
 // nodes, shared by every process of the mount, gone at a restart (a lease
-// is taken again). Their inode numbers carry tagScratch.
+// is taken again). Their inode numbers carry ino.Scratch.
 
 // scratchRoot is the loopback root of the private entries, made at first
 // use.
@@ -45,8 +46,8 @@ func (s *fsState) scratch() (*gofs.LoopbackRoot, error) {
 			return
 		}
 		// idFromStat gives (dev ^ Dev) rotated by 32 bits ^ st_ino: this
-		// Dev puts tagScratch in the top bits of every number.
-		dev := st.Dev ^ uint64(tagScratch)<<(tagShift-32)
+		// Dev puts ino.Scratch in the top bits of every number.
+		dev := st.Dev ^ uint64(ino.Scratch)<<(ino.Shift-32)
 		s.scratchDir.root = &gofs.LoopbackRoot{Path: dir, Dev: dev, RootNode: s.rootNode,
 			NewNode: func(r *gofs.LoopbackRoot, _ *gofs.Inode, _ string, _ *syscall.Stat_t) gofs.InodeEmbedder {
 				return &scratchNode{gofs.LoopbackNode{RootData: r}}
@@ -73,7 +74,7 @@ func (m *modelNode) dotPath(name string) (string, *gofs.LoopbackRoot, error) {
 // dotChild returns the loopback node of private entry name, which st
 // describes, and fills out.
 func (m *modelNode) dotChild(ctx context.Context, r *gofs.LoopbackRoot, name string, st *unix.Stat_t, out *fuse.EntryOut) *gofs.Inode {
-	ino := uint64(tagScratch)<<tagShift ^ st.Ino
+	ino := uint64(ino.Scratch)<<ino.Shift ^ st.Ino
 	ch := newChild(ctx, &m.Inode, name, ino, st.Mode&syscall.S_IFMT, func() gofs.InodeEmbedder {
 		return &scratchNode{gofs.LoopbackNode{RootData: r}}
 	})
@@ -178,14 +179,14 @@ func (m *modelNode) dotEntries() []fuse.DirEntry {
 		if unix.Lstat(filepath.Join(r.Path, m.model, e.Name()), &st) != nil {
 			continue
 		}
-		out = append(out, fuse.DirEntry{Name: e.Name(), Mode: st.Mode & syscall.S_IFMT, Ino: uint64(tagScratch)<<tagShift ^ st.Ino})
+		out = append(out, fuse.DirEntry{Name: e.Name(), Mode: st.Mode & syscall.S_IFMT, Ino: uint64(ino.Scratch)<<ino.Shift ^ st.Ino})
 	}
 	return out
 }
 
 // scratchNode is a loopback node whose attributes leave the inode number
 // to go-fuse: the loopback fills in the scratch file's own, which is not
-// the node's (tagScratch), and go-fuse would log every such answer.
+// the node's (ino.Scratch), and go-fuse would log every such answer.
 type scratchNode struct{ gofs.LoopbackNode }
 
 // Getattr is the loopback's, without its inode number.

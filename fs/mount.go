@@ -13,9 +13,15 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/moby/sys/mountinfo"
 	"github.com/ucmfs/ucmfs/control"
+	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/store"
 )
+
+// DefaultKernelNodes is the default of Options.KernelNodes: no bound
+// (light.Pruner says why).
+const DefaultKernelNodes = -1
 
 // Options configure a mount. Zero values take the defaults.
 type Options struct {
@@ -30,7 +36,7 @@ type Options struct {
 	// for the mounting user (and root) only.
 	ControlGroup string
 	// KernelNodes bounds the nodes of published files the kernel is let
-	// keep (prune.go); 0 takes DefaultKernelNodes (no bound), a negative
+	// keep (light.Pruner); 0 takes DefaultKernelNodes (no bound), a negative
 	// value leaves it to the kernel.
 	KernelNodes int
 	// GPUSocket is where the socket that passes VMM descriptors to
@@ -39,7 +45,7 @@ type Options struct {
 	// with a GPU device.
 	GPUSocket string
 
-	// bridgeOnly leaves the light-node layer out (light.go): every
+	// bridgeOnly leaves the light-node layer out (package light): every
 	// request goes to go-fuse's bridge. For tests that compare the two.
 	bridgeOnly bool
 }
@@ -120,7 +126,7 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 			Logger:        goLogger(s.log, s.opts.Debug, slog.LevelInfo),
 		},
 		NegativeTimeout: &s.opts.NegativeTTL,
-		RootStableAttr:  &gofs.StableAttr{Ino: inoRoot},
+		RootStableAttr:  &gofs.StableAttr{Ino: control.RootIno},
 		UID:             s.uid,
 		GID:             s.gid,
 		Logger:          goLogger(s.log, true, slog.LevelWarn),
@@ -130,41 +136,23 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 	}
 	root := newRoot(s)
 	s.root, s.rootNode = &root.Inode, root
-	var rawFS fuse.RawFileSystem = newRawFS(s, root, gopts)
+	var rawFS fuse.RawFileSystem = light.NewBridge(root, gopts, &s.backing, s.server.Store)
 	if !s.opts.bridgeOnly {
-		rawFS = newLightFS(rawFS, s)
+		rawFS = light.NewLayer(rawFS, lightHost{s}, s.light, s.shards)
 	}
-	srv, err := serve(mnt, rawFS, &gopts.MountOptions)
+	srv, err := light.Serve(mnt, rawFS, &gopts.MountOptions)
 	if err != nil {
 		s.env.CloseGPUSocket()
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)
 	}
 	server := &Server{srv: srv, state: s, mnt: mnt}
 	if s.opts.Passthrough {
-		if err := server.probePassthrough(); err != nil {
+		if err := s.backing.Probe(s.store.TierDirs(), s.log); err != nil {
 			s.log.Warn("FUSE passthrough unavailable; the daemon serves reads and writes itself", "mountpoint", mnt, "err", err)
-		} else {
-			s.passthrough.Store(true)
 		}
 	}
-	s.log.Info("mounted", "mountpoint", mnt, "passthrough", s.passthrough.Load())
+	s.log.Info("mounted", "mountpoint", mnt, "passthrough", s.backing.Active())
 	return server, nil
-}
-
-// serve mounts fs at mnt and serves it, as gofs.Mount does for go-fuse's
-// bridge; here fs is the light-node layer over it (light.go).
-func serve(mnt string, fs fuse.RawFileSystem, opts *fuse.MountOptions) (*fuse.Server, error) {
-	srv, err := fuse.NewServer(fs, mnt, opts)
-	if err != nil {
-		return nil, err
-	}
-	go srv.Serve()
-	if err := srv.WaitMount(); err != nil {
-		// As gofs.Mount: the serve loop ends by itself when the mount
-		// failed.
-		return nil, err
-	}
-	return srv, nil
 }
 
 // goLogger adapts the slog logger for go-fuse's log.Logger: its debug
@@ -221,7 +209,7 @@ func (s *Server) StopWrites() {
 
 // PassthroughActive reports whether the kernel reads and writes the
 // tiers' files directly (FUSE passthrough).
-func (s *Server) PassthroughActive() bool { return s.state.passthrough.Load() }
+func (s *Server) PassthroughActive() bool { return s.state.backing.Active() }
 
 // Mountpoint is the absolute path of the mount.
 func (s *Server) Mountpoint() string { return s.mnt }
@@ -247,4 +235,17 @@ func (s *Server) Unmount() error {
 	}
 	s.state.log.Warn("mount was busy; detached it", "mountpoint", s.mnt, "err", err)
 	return nil
+}
+
+// isMountpoint reports whether path is the mount point of a mount in this
+// mount namespace (the mount table, /proc/thread-self/mountinfo).
+func isMountpoint(path string) (bool, error) {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(path))
+	if err != nil {
+		return false, fmt.Errorf("checking the mountpoint: %w", err)
+	}
+	return len(mounts) > 0, nil
 }

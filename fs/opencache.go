@@ -167,3 +167,23 @@ func (c *openCache) closeAll(s *fsState) {
 	c.mu.Unlock()
 	c.closeRefs(s, all)
 }
+
+// Passthrough backing ids the daemon registers itself (light.Backing
+// registers them and hands them to the OPEN reply)
+//
+// go-fuse registers a node's backing file at its first open and
+// unregisters it at its last release. A published file keeps its
+// descriptor for a while after the last close (opencache.go), and its
+// backing id with it, so the daemon registers the descriptor itself and
+// hands the id to the kernel in the OPEN reply: light.Bridge wraps
+// go-fuse's node bridge and, after the node's Open, writes the id its
+// node left for the request (light.Backing.Give, keyed by the request's
+// cancel channel, which is the request's own while it runs).
+
+// closeBacking unregisters st's backing id and closes its descriptor
+// (under its node's mu, refs 0).
+func (s *fsState) closeBacking(st *openState) {
+	s.backing.Unregister(st.backingID, s.log)
+	st.backing.Close()
+	st.backing, st.backingID, st.idle = nil, 0, 0
+}

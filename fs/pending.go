@@ -9,6 +9,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
@@ -35,7 +36,7 @@ var (
 )
 
 // pendingIno is the node number of a file being written.
-func pendingIno(w *store.Write) uint64 { return uint64(tagPending)<<tagShift | w.Seq()&lowMask }
+func pendingIno(w *store.Write) uint64 { return uint64(ino.Pending)<<ino.Shift | w.Seq()&ino.LowMask }
 
 // Getattr describes the file as written so far (never cached).
 func (p *pendingNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -127,7 +128,7 @@ func (h *writeHandle) Allocate(ctx context.Context, off, size uint64, mode uint3
 
 // PassthroughFd hands the kernel the file being written.
 func (h *writeHandle) PassthroughFd() (int, bool) {
-	return int(h.d.File().Fd()), h.s.passthrough.Load()
+	return int(h.d.File().Fd()), h.s.backing.Active()
 }
 
 // Flush is a close() of the descriptor (store.Desc.Close): the close that

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -32,37 +32,19 @@ func TestKernelNodesBounded(t *testing.T) {
 		}
 	}
 	// Shards and models hold numbers too: 256 shards, a model, the root's.
-	const most = bound + pruneBatch + 300
+	const most = bound + light.PruneBatch + 300
 	deadline := time.Now().Add(10 * time.Second)
-	held, light := m.srv.state.inos.held(), m.lightCount()
-	for (held > most || light > bound+pruneBatch) && time.Now().Before(deadline) {
+	held, lights := m.srv.state.inos.Held(), m.lightCount()
+	for (held > most || lights > bound+light.PruneBatch) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
-		held, light = m.srv.state.inos.held(), m.lightCount()
+		held, lights = m.srv.state.inos.Held(), m.lightCount()
 	}
-	if held > most || light > bound+pruneBatch {
+	if held > most || lights > bound+light.PruneBatch {
 		t.Fatalf("after stats of %d blocks the daemon holds %d numbers and %d light nodes, want at most %d and %d",
-			n, held, light, most, bound+pruneBatch)
+			n, held, lights, most, bound+light.PruneBatch)
 	}
 	got, err := os.ReadFile(m.keyPath(keys[0]))
 	if err != nil || !bytes.Equal(got, datas[0]) {
 		t.Fatalf("the first (pruned) block: %v", err)
-	}
-}
-
-// TestPrunerRing: the FIFO hands back the oldest nodes beyond the bound,
-// in order, and drops the oldest untold when the sender lags.
-func TestPrunerRing(t *testing.T) {
-	p := &pruner{limit: 2, fifo: make([]kernelNode, 4), running: true} // running: no goroutine
-	nodes := make([]gofs.Inode, 5)
-	for i := range nodes {
-		p.add(&nodes[i])
-	}
-	p.addLight(lightBase + 7)
-	batch := p.take() // 6 added to a ring of 4: the first two left untold
-	if len(batch) != 2 || batch[0].n != &nodes[2] || batch[1].n != &nodes[3] {
-		t.Fatalf("batch %v", batch)
-	}
-	if p.take() != nil || p.running {
-		t.Fatal("under the bound: nothing more, and the sender stops")
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
@@ -99,9 +100,9 @@ func (m *modelNode) rawLookup(ctx context.Context, name string, out *fuse.EntryO
 
 // rawChild returns the node of raw shard directory name (width w).
 func (m *modelNode) rawChild(ctx context.Context, name string, w int, out *fuse.EntryOut) *gofs.Inode {
-	ino := m.s.inos.acquire(shardInoName(m.model, 0, name, w))
+	ino := m.s.inos.Acquire(ino.ShardName(m.model, 0, name, w))
 	ch := newChild(ctx, &m.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
-		return m.s.shards.made(newRawShardNode(m.s, m.model, name, w, ino))
+		return m.s.madeShard(newRawShardNode(m.s, m.model, name, w, ino))
 	})
 	m.s.modelAttr(&out.Attr, 2, m.model)
 	ttl(out, m.s.opts.EntryTTL)
@@ -113,7 +114,7 @@ func (m *modelNode) rawReaddir() []fuse.DirEntry {
 	var ents []fuse.DirEntry
 	add := func(name string, w int) {
 		ents = append(ents, fuse.DirEntry{Name: name, Mode: syscall.S_IFDIR,
-			Ino: m.s.inos.peek(shardInoName(m.model, 0, name, w))})
+			Ino: m.s.inos.Peek(ino.ShardName(m.model, 0, name, w))})
 	}
 	const digits = "0123456789abcdef"
 	for _, w := range m.s.store.ShardWidths(m.model) {

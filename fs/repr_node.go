@@ -8,6 +8,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
@@ -27,7 +28,7 @@ var (
 // sidecar is stored: the model's kind may change, or an engine may write
 // its own sidecar first, and either changes the size.
 func (d *shardNode) derivedEntry(ctx context.Context, key hashdir.Key, size int64, mtime time.Time, out *fuse.EntryOut) *gofs.Inode {
-	ino := d.s.inos.acquire(fileInoName(key))
+	ino := d.s.inos.Acquire(ino.FileName(key))
 	ch := newChild(ctx, &d.Inode, key.FileName(), ino, syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return newStoredNode(d.s, key, ino)
 	})
@@ -68,7 +69,7 @@ func (n *reprFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 // stored. A sidecar that is neither is left for the caller to find
 // absent; an underivable block or a failed derivation is refused (with
 // one log line).
-func (n *reprFile) ensure(op string) syscall.Errno {
+func (n *storedFile) ensure(op string) syscall.Errno {
 	if n.s.store.HasFile(n.key) {
 		return 0
 	}

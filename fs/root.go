@@ -6,6 +6,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/control"
+	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
@@ -40,7 +42,7 @@ func newRoot(s *fsState) *rootNode {
 // OnAdd builds the static .ucm subtree.
 func (r *rootNode) OnAdd(ctx context.Context) {
 	ucm := newUCMDir(r.s)
-	ch := r.NewPersistentInode(ctx, ucm, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: inoUCM})
+	ch := r.NewPersistentInode(ctx, ucm, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: control.DirIno})
 	r.AddChild(ucmName, ch, false)
 }
 
@@ -71,8 +73,8 @@ func (r *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 
 // modelInode returns the node of model directory name and fills out.
 func (r *rootNode) modelInode(ctx context.Context, name string, out *fuse.EntryOut) *gofs.Inode {
-	id := inoName{tag: tagModel, model: name}
-	ino := r.s.inos.acquire(id)
+	id := ino.ModelName(name)
+	ino := r.s.inos.Acquire(id)
 	ch := newChild(ctx, &r.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
 		return newModelNode(r.s, name, ino)
 	})
@@ -86,9 +88,9 @@ func (r *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) 
 	r.s.store.RefreshModels()
 	names := r.s.store.Models()
 	ents := make([]fuse.DirEntry, 0, len(names)+1)
-	ents = append(ents, fuse.DirEntry{Name: ucmName, Mode: syscall.S_IFDIR, Ino: inoUCM})
+	ents = append(ents, fuse.DirEntry{Name: ucmName, Mode: syscall.S_IFDIR, Ino: control.DirIno})
 	for _, n := range names {
-		ents = append(ents, fuse.DirEntry{Name: n, Mode: syscall.S_IFDIR, Ino: r.s.inos.peek(inoName{tag: tagModel, model: n})})
+		ents = append(ents, fuse.DirEntry{Name: n, Mode: syscall.S_IFDIR, Ino: r.s.inos.Peek(ino.ModelName(n))})
 	}
 	return gofs.NewListDirStream(ents), 0
 }

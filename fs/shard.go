@@ -12,6 +12,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/fs/ino"
+	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 	"golang.org/x/sys/unix"
@@ -58,8 +60,8 @@ func newShardNode(s *fsState, model string, shard byte, ino uint64) *shardNode {
 
 // OnForget frees the node's number and leaves the shard registry.
 func (d *shardNode) OnForget() {
-	d.s.shards.remove(d)
-	d.s.inos.release(shardInoName(d.model, d.shard, d.dir, d.width), d.ino)
+	d.s.shards.Remove(d.ino, d)
+	d.s.inos.Release(ino.ShardName(d.model, d.shard, d.dir, d.width), d.ino)
 }
 
 // key parses a file name of this shard: a block or sidecar name in a
@@ -111,9 +113,9 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		if materializing(ctx) {
+		if light.Materializing(ctx) {
 			// A light node of a file gone since it was listed: it gets
-			// the node the kernel would have had (see light.go).
+			// the node the kernel would have had (see package light).
 			return d.fileInode(ctx, key, bi, out), 0
 		}
 		return nil, d.s.missEntry(key, epoch, out)
@@ -145,27 +147,18 @@ func (s *fsState) publishedAttr(key hashdir.Key, bi store.BlockInfo, out *fuse.E
 
 // fileInode returns the node of a published file and fills out.
 func (d *shardNode) fileInode(ctx context.Context, key hashdir.Key, bi store.BlockInfo, out *fuse.EntryOut) *gofs.Inode {
-	id := fileInoName(key)
-	ino := d.s.inos.acquire(id)
+	id := ino.FileName(key)
+	ino := d.s.inos.Acquire(id)
 	made := false
 	ch := newChild(ctx, &d.Inode, key.FileName(), ino, syscall.S_IFREG, func() gofs.InodeEmbedder {
 		made = true
 		return newStoredNode(d.s, key, ino)
 	})
-	if made && !materializing(ctx) {
-		d.s.kernel.add(ch)
+	if made && !light.Materializing(ctx) {
+		d.s.kernel.Add(ch)
 	}
 	d.s.publishedAttr(key, bi, out)
 	return ch
-}
-
-// fileInoName is the identity of a published file's number.
-func fileInoName(key hashdir.Key) inoName {
-	tag := tagBlock
-	if key.Kind == hashdir.Repr {
-		tag = tagRepr
-	}
-	return inoName{tag: tag, model: key.Model, id: key.ID}
 }
 
 // Readdir lists the published files of the shard, sorted by name.
@@ -173,23 +166,14 @@ func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno)
 	list := d.listing(callerProc(ctx).Uid)
 	ents := make([]fuse.DirEntry, len(list))
 	for i, e := range list {
-		ents[i] = fuse.DirEntry{Name: e.name, Mode: syscall.S_IFREG, Ino: e.ino}
+		ents[i] = fuse.DirEntry{Name: e.Name, Mode: syscall.S_IFREG, Ino: e.Ino}
 	}
 	return gofs.NewListDirStream(ents), 0
 }
 
-// shardEntry is one name of a shard's listing: a published file (its key)
-// or a staging file.
-type shardEntry struct {
-	name      string
-	ino       uint64
-	key       hashdir.Key
-	published bool
-}
-
 // listing is what the shard shows to a caller of uid, sorted by name: the
 // published files and uid's staging files.
-func (d *shardNode) listing(uid uint32) []shardEntry {
+func (d *shardNode) listing(uid uint32) []light.Entry {
 	keys := d.keys()
 	// Sorted by name without reading the names: a published file's name
 	// is its id in lowercase hex, which sorts as the id's bytes, then its
@@ -203,17 +187,17 @@ func (d *shardNode) listing(uid uint32) []shardEntry {
 		return strings.Compare(a.Kind.Ext(), b.Kind.Ext())
 	})
 	staging := d.s.store.StagingFiles(d.model, d.dir, uid)
-	ents := make([]shardEntry, 0, len(keys)+len(staging))
+	ents := make([]light.Entry, 0, len(keys)+len(staging))
 	for _, k := range keys {
-		ents = append(ents, shardEntry{name: k.FileName(), ino: d.s.inos.peek(fileInoName(k)), key: k, published: true})
+		ents = append(ents, light.Entry{Name: k.FileName(), Ino: d.s.inos.Peek(ino.FileName(k)), Key: k, Published: true})
 	}
 	if len(staging) == 0 {
 		return ents
 	}
 	for _, w := range staging {
-		ents = append(ents, shardEntry{name: w.Name(), ino: pendingIno(w)})
+		ents = append(ents, light.Entry{Name: w.Name(), Ino: pendingIno(w)})
 	}
-	slices.SortFunc(ents, func(a, b shardEntry) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(ents, func(a, b light.Entry) int { return strings.Compare(a.Name, b.Name) })
 	return ents
 }
 
@@ -296,7 +280,7 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	if key.Kind == hashdir.Block {
 		side := hashdir.Key{Model: key.Model, ID: key.ID, Kind: hashdir.Repr}
 		d.s.store.ForgetHits(side, false)
-		if d.GetChild(side.FileName()) != nil || d.s.light.holds(d.dir, side) {
+		if d.GetChild(side.FileName()) != nil || d.s.light.Holds(d.dir, side) {
 			// In the background: the kernel holds this directory's lock
 			// until UNLINK is answered, and the notification takes it.
 			go d.s.notifyGone(&d.Inode, side.FileName())

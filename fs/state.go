@@ -9,6 +9,8 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/control"
+	"github.com/ucmfs/ucmfs/fs/ino"
+	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/store"
 	"golang.org/x/sys/unix"
 )
@@ -17,7 +19,7 @@ import (
 // (the models, publish rules, sidecars, blocks and counters every node
 // uses), the options and the adapter's own tables.
 //
-// Lock order: inoTable.mu is a leaf; the store's locks are the store's
+// Lock order: ino.Table's mutex is a leaf; the store's locks are the store's
 // (store.Store).
 type fsState struct {
 	store   *store.Store // the core: every block and model goes through it
@@ -28,10 +30,10 @@ type fsState struct {
 	gid     uint32
 	mounted time.Time
 
-	inos     *inoTable
-	shards   *shardRegistry              // the live shard nodes, by number (light_table.go)
-	light    *lightTable                 // the light nodes (light.go)
-	kernel   *pruner                     // published files' nodes the kernel holds (nil: unbounded)
+	inos     *ino.Table
+	shards   *light.Registry             // the live shard nodes, by number
+	light    *light.Table                // the light nodes (package light)
+	kernel   *light.Pruner               // published files' nodes the kernel holds (nil: unbounded)
 	control  control.Access              // who may use the session control files
 	root     *gofs.Inode                 // the root node, once mounted
 	server   atomic.Pointer[fuse.Server] // the FUSE server, once it has started
@@ -43,10 +45,9 @@ type fsState struct {
 	seq          atomic.Uint64 // numbers of files being written
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)
 	daemonWrites atomic.Int64  // write requests the daemon served (none with passthrough)
-	passthrough  atomic.Bool   // hand the kernel backing fds
 
-	opens   openCache  // descriptors kept after their last close (opencache.go)
-	backing backingIDs // backing ids registered by the nodes (backing.go)
+	opens   openCache     // descriptors kept after their last close (opencache.go)
+	backing light.Backing // passthrough: backing files and their ids
 }
 
 func newState(st *store.Store, opts Options) *fsState {
@@ -58,11 +59,12 @@ func newState(st *store.Store, opts Options) *fsState {
 		uid:     uint32(syscall.Getuid()),
 		gid:     uint32(syscall.Getgid()),
 		mounted: time.Now(),
-		inos:    newInoTable(),
-		shards:  newShardRegistry(),
-		light:   newLightTable(&st.Counters.LightNodes),
+		inos:    ino.NewTable(),
+		shards:  light.NewRegistry(),
+		light:   light.NewTable(&st.Counters.LightNodes),
 	}
-	s.kernel = newPruner(s, opts.KernelNodes)
+	s.kernel = light.NewPruner(opts.KernelNodes, s.light, s.log,
+		func() *gofs.Inode { return s.root }, func() *fuse.Server { return s.server.Load() })
 	s.env = control.NewEnv(st, opts.Logger, errName)
 	s.control = control.NewAccess(opts.ControlGroup, s.uid, s.gid)
 	st.OnPublish(s.notifyPublished)

@@ -4,39 +4,21 @@ import (
 	"context"
 	"syscall"
 
+	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
 
 // The user.ucm.* attributes of blocks, sidecars and models: the store
 // names and computes them (store.Attrs); these nodes serve them.
 
-// xattrs is the attribute table of a block.
-func (n *blockFile) xattrs() *store.Attrs { return n.s.store.FileAttrs(n.key, n.readHeader) }
-
-// Getxattr serves user.ucm.* of a block.
-func (n *blockFile) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	return n.s.getxattr(n.xattrs(), n.key.Path(), attr, dest)
-}
-
-// Setxattr writes user.ucm.pinned (0 or 1); the others are read-only.
-func (n *blockFile) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	return n.s.setxattr(n.xattrs(), n.key.Path(), attr, data)
-}
-
-// Removexattr is refused: the attributes always exist.
-func (n *blockFile) Removexattr(ctx context.Context, attr string) syscall.Errno {
-	return n.s.removexattr(n.xattrs(), n.key.Path(), attr)
-}
-
-// Listxattr lists user.ucm.* of a block.
-func (n *blockFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	return listxattr(n.xattrs(), dest)
-}
-
-// xattrs is the attribute table of a sidecar (all read-only): a
-// derivable one is derived and stored first.
-func (n *reprFile) xattrs() *store.Attrs {
+// xattrs is the attribute table of a published file: a block's, or a
+// sidecar's (all read-only), which is derived and stored first if it is
+// derivable.
+func (n *storedFile) xattrs() *store.Attrs {
 	a := n.s.store.FileAttrs(n.key, n.readHeader)
+	if n.key.Kind != hashdir.Repr {
+		return a
+	}
 	get := a.Get
 	a.Get = func(name string) (string, error) {
 		if errno := n.ensure("getxattr"); errno != 0 {
@@ -47,23 +29,24 @@ func (n *reprFile) xattrs() *store.Attrs {
 	return a
 }
 
-// Getxattr serves user.ucm.* of a sidecar.
-func (n *reprFile) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+// Getxattr serves user.ucm.* of a published file.
+func (n *storedFile) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	return n.s.getxattr(n.xattrs(), n.key.Path(), attr, dest)
 }
 
-// Setxattr is refused: a sidecar's attributes are read-only.
-func (n *reprFile) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+// Setxattr writes a block's user.ucm.pinned (0 or 1); the others, and a
+// sidecar's, are read-only.
+func (n *storedFile) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	return n.s.setxattr(n.xattrs(), n.key.Path(), attr, data)
 }
 
 // Removexattr is refused: the attributes always exist.
-func (n *reprFile) Removexattr(ctx context.Context, attr string) syscall.Errno {
+func (n *storedFile) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	return n.s.removexattr(n.xattrs(), n.key.Path(), attr)
 }
 
-// Listxattr lists user.ucm.* of a sidecar.
-func (n *reprFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+// Listxattr lists user.ucm.* of a published file.
+func (n *storedFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
 	return listxattr(n.xattrs(), dest)
 }
 

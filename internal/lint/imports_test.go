@@ -28,7 +28,9 @@ var allowed = map[string][]string{
 	"transfer":          {"hashdir", "gpu", "gpu/fdpass", "store", "control/line"},
 	"control":           {"hashdir", "sparse", "gpu", "hybrid", "store", "control/line", "transfer"},
 	"metrics":           {"tiers", "store"},
-	"fs":                {"hashdir", "gpu", "gpu/fdpass", "store", "control", "control/line", "transfer", "internal/hashtab"}, // gpu, transfer: their sentinels in the errno table
+	"fs/light":          {"hashdir", "internal/hashtab"},
+	"fs/ino":            {"hashdir"},
+	"fs":                {"hashdir", "gpu", "gpu/fdpass", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "internal/hashtab"}, // gpu, transfer: their sentinels in the errno table
 	"cmd/ucmfs":         {"hashdir", "tiers", "sparse", "gpu", "store", "control", "metrics", "fs", "internal/ratelog"},
 	"internal/faultfs":  {},
 	"internal/tiertest": {"hashdir", "tiers"}, // test support: stacks over real directories
@@ -46,7 +48,7 @@ var allowed = map[string][]string{
 
 // restricted third-party imports and the only packages that may use them.
 var restricted = map[string][]string{
-	"github.com/hanwen/go-fuse/v2":         {"fs", "internal/faultfs"},
+	"github.com/hanwen/go-fuse/v2":         {"fs", "fs/light", "internal/faultfs"},
 	"github.com/urfave/cli/v3":             {"cmd/ucmfs"},
 	"github.com/prometheus/client_golang/": {"metrics"},
 }

@@ -1,6 +1,7 @@
-package fs
+package light
 
 import (
+	"log/slog"
 	"sync"
 	"syscall"
 
@@ -12,7 +13,7 @@ import (
 //
 // The kernel keeps a node for every name it has looked up until memory
 // pressure makes it forget the name, and the daemon keeps its own for
-// each: a light node (light.go, ~80 bytes), or a go-fuse node (its Inode,
+// each: a light node (layer.go, ~80 bytes), or a go-fuse node (its Inode,
 // its place in the parent's children and in the node-id table, our
 // storedFile: some 600 bytes) for a file used or looked up outside a
 // shard listing. Options.KernelNodes bounds how many nodes of published
@@ -28,7 +29,7 @@ import (
 // notification may wait on the kernel's locks, which a request being
 // answered holds.
 //
-// Light nodes (light.go) join the same FIFO when the kernel first gets
+// Light nodes (layer.go) join the same FIFO when the kernel first gets
 // one, and are handed back the same way (by node id; the entry
 // invalidation names the shard's node and the file's name); their FORGET
 // frees the table's slot. A light node costs the daemon ~80 bytes, so the
@@ -40,11 +41,8 @@ import (
 // kernel's prune and a FORGET, ~50 µs), so bounding trades walk speed for
 // memory; operators of very large models choose it (docs/operations.md).
 
-// DefaultKernelNodes is the default of Options.KernelNodes: no bound.
-const DefaultKernelNodes = -1
-
-// pruneBatch is how many nodes one notification hands back.
-const pruneBatch = 1024
+// PruneBatch is how many nodes one notification hands back.
+const PruneBatch = 1024
 
 // kernelNode is a node given to the kernel: a go-fuse node, or a light
 // node's id.
@@ -53,10 +51,14 @@ type kernelNode struct {
 	light uint64
 }
 
-// pruner is the FIFO of published files' nodes given to the kernel.
-type pruner struct {
-	s     *fsState
-	limit int
+// Pruner is the FIFO of published files' nodes given to the kernel. A
+// nil Pruner bounds nothing.
+type Pruner struct {
+	limit  int
+	table  *Table
+	log    *slog.Logger
+	root   func() *gofs.Inode  // the root node, nil until mounted
+	server func() *fuse.Server // the server, nil until it started
 
 	mu      sync.Mutex
 	fifo    []kernelNode // a ring: fifo[head] is the oldest
@@ -65,22 +67,24 @@ type pruner struct {
 	noPrune bool // the kernel refused FUSE_NOTIFY_PRUNE: invalidate names
 }
 
-func newPruner(s *fsState, limit int) *pruner {
+// NewPruner returns the FIFO bounding the nodes to limit (nil for no
+// bound, limit <= 0), handing light nodes of table back too.
+func NewPruner(limit int, table *Table, log *slog.Logger, root func() *gofs.Inode, server func() *fuse.Server) *Pruner {
 	if limit <= 0 {
 		return nil
 	}
-	return &pruner{s: s, limit: limit, fifo: make([]kernelNode, limit+pruneBatch)}
+	return &Pruner{limit: limit, table: table, log: log, root: root, server: server, fifo: make([]kernelNode, limit+PruneBatch)}
 }
 
-// add records a go-fuse node just handed to the kernel.
-func (p *pruner) add(n *gofs.Inode) {
+// Add records a go-fuse node just handed to the kernel.
+func (p *Pruner) Add(n *gofs.Inode) {
 	if p != nil {
 		p.push(kernelNode{n: n})
 	}
 }
 
-// addLight records a light node just handed to the kernel.
-func (p *pruner) addLight(id uint64) {
+// AddLight records a light node just handed to the kernel.
+func (p *Pruner) AddLight(id uint64) {
 	if p != nil {
 		p.push(kernelNode{light: id})
 	}
@@ -88,7 +92,7 @@ func (p *pruner) addLight(id uint64) {
 
 // push records a node and starts handing back the oldest when there are
 // too many.
-func (p *pruner) push(n kernelNode) {
+func (p *Pruner) push(n kernelNode) {
 	p.mu.Lock()
 	if p.n == len(p.fifo) { // the goroutine lags: the oldest leave untold
 		p.fifo[p.head] = kernelNode{}
@@ -107,11 +111,11 @@ func (p *pruner) push(n kernelNode) {
 	}
 }
 
-// take removes up to pruneBatch of the oldest nodes while over the limit.
-func (p *pruner) take() []kernelNode {
+// take removes up to PruneBatch of the oldest nodes while over the limit.
+func (p *Pruner) take() []kernelNode {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	k := min(p.n-p.limit, pruneBatch)
+	k := min(p.n-p.limit, PruneBatch)
 	if k <= 0 {
 		p.running = false
 		return nil
@@ -127,7 +131,7 @@ func (p *pruner) take() []kernelNode {
 }
 
 // run hands batches back until the FIFO is under the limit.
-func (p *pruner) run() {
+func (p *Pruner) run() {
 	for {
 		batch := p.take()
 		if batch == nil {
@@ -138,8 +142,8 @@ func (p *pruner) run() {
 }
 
 // send hands one batch back to the kernel.
-func (p *pruner) send(batch []kernelNode) {
-	root, srv := p.s.root, p.s.server.Load()
+func (p *Pruner) send(batch []kernelNode) {
+	root, srv := p.root(), p.server()
 	if root == nil {
 		return
 	}
@@ -163,7 +167,7 @@ func (p *pruner) send(batch []kernelNode) {
 		if errno == 0 {
 			return
 		}
-		p.s.log.Info("kernel nodes: no FUSE_NOTIFY_PRUNE, invalidating names instead", "errno", errno)
+		p.log.Info("kernel nodes: no FUSE_NOTIFY_PRUNE, invalidating names instead", "errno", errno)
 		p.mu.Lock()
 		p.noPrune = true
 		p.mu.Unlock()
@@ -174,8 +178,8 @@ func (p *pruner) send(batch []kernelNode) {
 		}
 	}
 	for _, id := range lights {
-		if li, ok := p.s.light.get(id); ok && srv != nil {
-			srv.EntryNotify(li.shard, li.key.FileName())
+		if li, ok := p.table.Get(id); ok && srv != nil {
+			srv.EntryNotify(li.Shard, li.Key.FileName())
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package fs
+package light
 
 import (
 	"syscall"
@@ -6,15 +6,15 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// The directory requests of lightFS (light.go): a shard directory's
+// The directory requests of Layer (layer.go): a shard directory's
 // listing is answered from a snapshot per open handle; a request that
 // takes a light node as a directory is ENOTDIR.
 
 // OpenDir opens a directory through the bridge and remembers the handles
 // of shard directories, whose READDIRPLUS this layer answers.
-func (w *lightFS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	if isLight(in.NodeId) {
-		return statusOf(errnoNotDir)
+func (w *Layer) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if IsLight(in.NodeId) {
+		return notDirStatus
 	}
 	st := w.b.OpenDir(cancel, in, out)
 	if !st.Ok() {
@@ -29,15 +29,15 @@ func (w *lightFS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Ope
 }
 
 // dir returns the open shard directory of handle fh, or nil.
-func (w *lightFS) dir(fh uint64) *lightDir {
+func (w *Layer) dir(fh uint64) *lightDir {
 	w.dirsMu.Lock()
 	defer w.dirsMu.Unlock()
 	return w.dirs[fh]
 }
 
 // ReleaseDir forgets an open shard directory and closes the handle.
-func (w *lightFS) ReleaseDir(in *fuse.ReleaseIn) {
-	if isLight(in.NodeId) {
+func (w *Layer) ReleaseDir(in *fuse.ReleaseIn) {
+	if IsLight(in.NodeId) {
 		return
 	}
 	w.dirsMu.Lock()
@@ -48,9 +48,9 @@ func (w *lightFS) ReleaseDir(in *fuse.ReleaseIn) {
 
 // ReadDirPlus lists a shard directory from its listing, the published
 // files as light nodes, the rest looked up through the bridge.
-func (w *lightFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	if isLight(in.NodeId) {
-		return statusOf(errnoNotDir)
+func (w *Layer) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	if IsLight(in.NodeId) {
+		return notDirStatus
 	}
 	h := w.dir(in.Fh)
 	if h == nil {
@@ -59,24 +59,22 @@ func (w *lightFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if in.Offset == 0 || h.snap == nil {
-		d := h.ref.node(w.s)
-		h.snap = d.listing(in.Caller.Uid)
+		h.snap = w.host.Listing(h.ref, in.Caller.Uid)
 	}
 	for i := in.Offset; i < uint64(len(h.snap)); i++ {
 		e := &h.snap[i]
-		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.name, Mode: syscall.S_IFREG, Ino: e.ino, Off: i + 1})
+		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Mode: syscall.S_IFREG, Ino: e.Ino, Off: i + 1})
 		if eo == nil {
 			break
 		}
-		if e.published {
-			if bi, err := w.s.store.StatFile(e.key); err == nil {
-				w.entry(h.node, h.ref, e.key, bi, e.ino, eo) // the listing's number
-				continue
-			}
+		if e.Published && w.host.Entry(e.Key, eo) {
+			eo.Attr.Ino = e.Ino // the listing's number
+			w.entry(h.node, h.ref, e.Key, eo)
+			continue
 		}
 		// A staging file, or a file gone since the listing: as before.
 		hdr := fuse.InHeader{NodeId: h.node, Caller: in.Caller}
-		if st := w.b.Lookup(cancel, &hdr, e.name, eo); !st.Ok() {
+		if st := w.b.Lookup(cancel, &hdr, e.Name, eo); !st.Ok() {
 			*eo = fuse.EntryOut{}
 		}
 	}
@@ -86,7 +84,7 @@ func (w *lightFS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse
 // notDir reports a request that takes a light node as a directory.
 func notDir(ids ...uint64) bool {
 	for _, id := range ids {
-		if isLight(id) {
+		if IsLight(id) {
 			return true
 		}
 	}
@@ -94,81 +92,81 @@ func notDir(ids ...uint64) bool {
 }
 
 // Mknod takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+func (w *Layer) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
 	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
+		return notDirStatus
 	}
 	return w.b.Mknod(cancel, in, name, out)
 }
 
 // Mkdir takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+func (w *Layer) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
 	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
+		return notDirStatus
 	}
 	return w.b.Mkdir(cancel, in, name, out)
 }
 
 // Unlink takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Unlink(cancel <-chan struct{}, in *fuse.InHeader, name string) fuse.Status {
+func (w *Layer) Unlink(cancel <-chan struct{}, in *fuse.InHeader, name string) fuse.Status {
 	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
+		return notDirStatus
 	}
 	return w.b.Unlink(cancel, in, name)
 }
 
 // Rmdir takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Rmdir(cancel <-chan struct{}, in *fuse.InHeader, name string) fuse.Status {
+func (w *Layer) Rmdir(cancel <-chan struct{}, in *fuse.InHeader, name string) fuse.Status {
 	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
+		return notDirStatus
 	}
 	return w.b.Rmdir(cancel, in, name)
 }
 
 // Rename takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName string, newName string) fuse.Status {
+func (w *Layer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName string, newName string) fuse.Status {
 	if notDir(in.NodeId, in.Newdir) {
-		return statusOf(errnoNotDir)
+		return notDirStatus
 	}
 	return w.b.Rename(cancel, in, oldName, newName)
 }
 
 // Symlink takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Symlink(cancel <-chan struct{}, in *fuse.InHeader, pointedTo string, linkName string, out *fuse.EntryOut) fuse.Status {
+func (w *Layer) Symlink(cancel <-chan struct{}, in *fuse.InHeader, pointedTo string, linkName string, out *fuse.EntryOut) fuse.Status {
 	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
+		return notDirStatus
 	}
 	return w.b.Symlink(cancel, in, pointedTo, linkName, out)
 }
 
 // Create takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+func (w *Layer) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
 	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
+		return notDirStatus
 	}
 	return w.b.Create(cancel, in, name, out)
 }
 
 // Tmpfile takes a directory: ENOTDIR on a light node.
-func (w *lightFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
+func (w *Layer) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
 	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
+		return notDirStatus
 	}
 	return w.b.Tmpfile(cancel, in, out)
 }
 
 // ReadDir takes a directory: ENOTDIR on a light node.
-func (w *lightFS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+func (w *Layer) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
+		return notDirStatus
 	}
 	return w.b.ReadDir(cancel, in, out)
 }
 
 // FsyncDir takes a directory: ENOTDIR on a light node.
-func (w *lightFS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+func (w *Layer) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
+		return notDirStatus
 	}
 	return w.b.FsyncDir(cancel, in)
 }

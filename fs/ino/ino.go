@@ -1,4 +1,7 @@
-package fs
+// Package ino gives the adapter's nodes their inode numbers: the same
+// number for the same name in every run, a kind tag in the top bits, and
+// no two live names sharing one (Table).
+package ino
 
 // Inode numbers
 //
@@ -8,10 +11,10 @@ package fs
 //
 //	number                      node
 //	1                           root
-//	2 .. 255                    control: 2 .ucm, 3 .ucm/stats, 4 .ucm/lookup,
-//	                            5 .ucm/prefetch, 6 .ucm/flush, 7 .ucm/gpu,
-//	                            8 .ucm/topk,
-//	                            9 .. 255 reserved for more control files
+//	2 .. 255                    2 .ucm, then the control files in the
+//	                            numbers of control's table (3 .ucm/stats,
+//	                            4 .ucm/lookup, ...); the rest reserved for
+//	                            more control files
 //	tag 1: 1<<60 | h60(model)   model directory
 //	tag 2: 2<<60 | h52(model)<<8 | shard
 //	                            shard directory 00..ff of a model
@@ -45,112 +48,107 @@ import (
 	"hash/maphash"
 	"sync"
 
-	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 
-// The fixed numbers: the root, .ucm/ and the control files, whose
-// numbers are control's table's (control.Files).
-const (
-	inoRoot = control.RootIno
-	inoUCM  = control.DirIno
-	// inoControlMax is the last number reserved for control files.
-	inoControlMax = control.LastIno
-)
+// Reserved is the last of the fixed numbers, which no name gets: the
+// root, .ucm/ and the control files, numbered by the control package's
+// table (control.LastIno, which a test of package fs holds equal).
+const Reserved = 255
 
-// inoTag is the kind tag in the top four bits of a hashed number.
-type inoTag uint64
+// Tag is the kind tag in the top four bits of a hashed number.
+type Tag uint64
 
 // The kind tags.
 const (
-	tagModel   inoTag = 1
-	tagShard   inoTag = 2
-	tagBlock   inoTag = 3
-	tagRepr    inoTag = 4
-	tagPending inoTag = 5
-	tagScratch inoTag = 6 // private entries of a ucm-posix model (model_dot.go)
+	Model   Tag = 1
+	Shard   Tag = 2
+	Block   Tag = 3
+	Repr    Tag = 4
+	Pending Tag = 5
+	Scratch Tag = 6 // private entries of a ucm-posix model (fs/model_dot.go)
 )
 
 const (
-	tagShift = 60
-	lowMask  = 1<<tagShift - 1
+	Shift   = 60
+	LowMask = 1<<Shift - 1
 )
 
-// tagOf returns the kind tag of a hashed number.
-func tagOf(ino uint64) inoTag { return inoTag(ino >> tagShift) }
+// TagOf returns the kind tag of a hashed number.
+func TagOf(ino uint64) Tag { return Tag(ino >> Shift) }
 
-// inoName is the identity a number stands for: the tag and the names.
-type inoName struct {
-	tag   inoTag
-	model string
-	shard byte
-	dir   string // a raw shard's name (shardInoName)
-	id    hashdir.ID
+// Name is the identity a number stands for: the tag and the names.
+type Name struct {
+	Tag   Tag
+	Model string
+	Shard byte
+	Dir   string // a raw shard's name (ShardName)
+	ID    hashdir.ID
 }
 
-// shardInoName is the identity of a shard directory of model: a ucmb
+// ShardName is the identity of a shard directory of model: a ucmb
 // shard by its number, a raw shard (width >= 0) by its name, so the two
 // never share a node when a model's layout changes.
-func shardInoName(model string, shard byte, dir string, width int) inoName {
+func ShardName(model string, shard byte, dir string, width int) Name {
 	if width >= 0 {
-		return inoName{tag: tagShard, model: model, dir: dir}
+		return Name{Tag: Shard, Model: model, Dir: dir}
 	}
-	return inoName{tag: tagShard, model: model, shard: shard}
+	return Name{Tag: Shard, Model: model, Shard: shard}
 }
 
 // home is the number a name gets when nobody else holds it.
-func (n inoName) home() uint64 {
+func (n Name) home() uint64 {
 	h := fnv.New64a()
-	h.Write([]byte{byte(n.tag)})
-	h.Write([]byte(n.model))
+	h.Write([]byte{byte(n.Tag)})
+	h.Write([]byte(n.Model))
 	var low uint64
-	switch n.tag {
-	case tagShard:
-		if n.dir != "" {
+	switch n.Tag {
+	case Shard:
+		if n.Dir != "" {
 			h.Write([]byte{0})
-			h.Write([]byte(n.dir))
+			h.Write([]byte(n.Dir))
 		}
-		low = (h.Sum64()&(1<<52-1))<<8 | uint64(n.shard)
-	case tagBlock, tagRepr:
+		low = (h.Sum64()&(1<<52-1))<<8 | uint64(n.Shard)
+	case Block, Repr:
 		h.Write([]byte{0})
-		h.Write(n.id[:])
-		low = h.Sum64() & lowMask
+		h.Write(n.ID[:])
+		low = h.Sum64() & LowMask
 	default:
-		low = h.Sum64() & lowMask
+		low = h.Sum64() & LowMask
 	}
-	return uint64(n.tag)<<tagShift | low
+	return uint64(n.Tag)<<Shift | low
 }
 
 // next is the number probed after ino: the next one in the same tag,
 // wrapping around, never a reserved low number.
 func next(ino uint64) uint64 {
-	tag := ino &^ lowMask
-	low := (ino + 1) & lowMask
-	if tag == 0 && low <= inoControlMax {
-		low = inoControlMax + 1
+	tag := ino &^ LowMask
+	low := (ino + 1) & LowMask
+	if tag == 0 && low <= Reserved {
+		low = Reserved + 1
 	}
 	return tag | low
 }
 
-// inoTable hands out numbers for names and keeps them unique among the
+// Table hands out numbers for names and keeps them unique among the
 // names whose nodes live. It is safe for concurrent use.
-type inoTable struct {
+type Table struct {
 	mu    sync.Mutex
 	seed  maphash.Seed
-	taken map[uint64]uint64  // number held -> fingerprint of its holder
-	moved map[inoName]uint64 // holders of a number other than their home
+	taken map[uint64]uint64 // number held -> fingerprint of its holder
+	moved map[Name]uint64   // holders of a number other than their home
 }
 
-func newInoTable() *inoTable {
-	return &inoTable{seed: maphash.MakeSeed(), taken: make(map[uint64]uint64), moved: make(map[inoName]uint64)}
+func NewTable() *Table {
+	return &Table{seed: maphash.MakeSeed(), taken: make(map[uint64]uint64), moved: make(map[Name]uint64)}
 }
 
 // fingerprint is a 64-bit hash of name independent of its number.
-func (t *inoTable) fingerprint(name inoName) uint64 { return maphash.Comparable(t.seed, name) }
+func (t *Table) fingerprint(name Name) uint64 { return maphash.Comparable(t.seed, name) }
 
-// acquire returns name's number: the one it holds, else its home number,
+// Acquire returns name's number: the one it holds, else its home number,
 // else the next free one after it.
-func (t *inoTable) acquire(name inoName) uint64 {
+func (t *Table) Acquire(name Name) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.moved) > 0 {
@@ -178,10 +176,10 @@ func (t *inoTable) acquire(name inoName) uint64 {
 	return ino
 }
 
-// release frees name's number when its node is forgotten by the kernel.
+// Release frees name's number when its node is forgotten by the kernel.
 // A node that lost a lookup race to an equal one releases nothing: the
 // number is only freed when it is still name's.
-func (t *inoTable) release(name inoName, ino uint64) {
+func (t *Table) Release(name Name, ino uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if holder, ok := t.taken[ino]; !ok || holder != t.fingerprint(name) {
@@ -193,16 +191,16 @@ func (t *inoTable) release(name inoName, ino uint64) {
 	}
 }
 
-// held is the number of names holding numbers (for tests).
-func (t *inoTable) held() int {
+// Held is the number of names holding numbers (for tests).
+func (t *Table) Held() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.taken)
 }
 
-// peek returns the number name holds, or its home number, without taking
+// Peek returns the number name holds, or its home number, without taking
 // one (for directory listings).
-func (t *inoTable) peek(name inoName) uint64 {
+func (t *Table) Peek(name Name) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if ino, ok := t.moved[name]; ok {
@@ -210,3 +208,16 @@ func (t *inoTable) peek(name inoName) uint64 {
 	}
 	return name.home()
 }
+
+// FileName is the identity of published file key: a block, or a sidecar
+// under another tag, so the two never share a number.
+func FileName(key hashdir.Key) Name {
+	tag := Block
+	if key.Kind == hashdir.Repr {
+		tag = Repr
+	}
+	return Name{Tag: tag, Model: key.Model, ID: key.ID}
+}
+
+// ModelName is the identity of model's directory.
+func ModelName(model string) Name { return Name{Tag: Model, Model: model} }

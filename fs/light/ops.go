@@ -1,29 +1,29 @@
-package fs
+package light
 
 import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// The node requests lightFS passes to go-fuse's bridge (light.go;
-// directory requests are in light_dir.go): a request on a light node goes
+// The node requests Layer passes to go-fuse's bridge (layer.go;
+// directory requests are in dir.go): a request on a light node goes
 // to the node it is materialized as, everything else passes as is, so the
 // bridge never sees a light node id.
 
 // String names the file system.
-func (w *lightFS) String() string { return w.b.String() }
+func (w *Layer) String() string { return w.b.String() }
 
 // SetDebug passes the setting on.
-func (w *lightFS) SetDebug(debug bool) { w.b.SetDebug(debug) }
+func (w *Layer) SetDebug(debug bool) { w.b.SetDebug(debug) }
 
-// Init passes the server on (rawFS keeps it, for the pruner and the
+// Init passes the server on (rawFS keeps it, for the Pruner and the
 // backing ids).
-func (w *lightFS) Init(s *fuse.Server) { w.b.Init(s) }
+func (w *Layer) Init(s *fuse.Server) { w.b.Init(s) }
 
 // OnUnmount passes the unmount on.
-func (w *lightFS) OnUnmount() { w.b.OnUnmount() }
+func (w *Layer) OnUnmount() { w.b.OnUnmount() }
 
 // SetAttr goes to the node's go-fuse node.
-func (w *lightFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+func (w *Layer) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -32,7 +32,7 @@ func (w *lightFS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.
 }
 
 // Access goes to the node's go-fuse node.
-func (w *lightFS) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
+func (w *Layer) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -41,7 +41,7 @@ func (w *lightFS) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status 
 }
 
 // SetXAttr goes to the node's go-fuse node.
-func (w *lightFS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, attr string, data []byte) fuse.Status {
+func (w *Layer) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, attr string, data []byte) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -50,7 +50,7 @@ func (w *lightFS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, attr str
 }
 
 // RemoveXAttr goes to the node's go-fuse node.
-func (w *lightFS) RemoveXAttr(cancel <-chan struct{}, in *fuse.InHeader, attr string) fuse.Status {
+func (w *Layer) RemoveXAttr(cancel <-chan struct{}, in *fuse.InHeader, attr string) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -59,7 +59,7 @@ func (w *lightFS) RemoveXAttr(cancel <-chan struct{}, in *fuse.InHeader, attr st
 }
 
 // Open goes to the node's go-fuse node.
-func (w *lightFS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+func (w *Layer) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -68,7 +68,7 @@ func (w *lightFS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOu
 }
 
 // Lseek goes to the node's go-fuse node.
-func (w *lightFS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
+func (w *Layer) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -77,7 +77,7 @@ func (w *lightFS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.Lsee
 }
 
 // GetLk goes to the node's go-fuse node.
-func (w *lightFS) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fuse.Status {
+func (w *Layer) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -86,7 +86,7 @@ func (w *lightFS) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) 
 }
 
 // SetLk goes to the node's go-fuse node.
-func (w *lightFS) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
+func (w *Layer) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -95,7 +95,7 @@ func (w *lightFS) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 }
 
 // SetLkw goes to the node's go-fuse node.
-func (w *lightFS) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
+func (w *Layer) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -104,7 +104,7 @@ func (w *lightFS) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 }
 
 // Ioctl goes to the node's go-fuse node.
-func (w *lightFS) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, out *fuse.IoctlOut, outbuf []byte) fuse.Status {
+func (w *Layer) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, out *fuse.IoctlOut, outbuf []byte) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -113,7 +113,7 @@ func (w *lightFS) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, 
 }
 
 // Flush goes to the node's go-fuse node.
-func (w *lightFS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+func (w *Layer) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -122,7 +122,7 @@ func (w *lightFS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 }
 
 // Fsync goes to the node's go-fuse node.
-func (w *lightFS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+func (w *Layer) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -131,7 +131,7 @@ func (w *lightFS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 }
 
 // Fallocate goes to the node's go-fuse node.
-func (w *lightFS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
+func (w *Layer) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -140,7 +140,7 @@ func (w *lightFS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.S
 }
 
 // StatFs goes to the node's go-fuse node.
-func (w *lightFS) StatFs(cancel <-chan struct{}, in *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
+func (w *Layer) StatFs(cancel <-chan struct{}, in *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -149,7 +149,7 @@ func (w *lightFS) StatFs(cancel <-chan struct{}, in *fuse.InHeader, out *fuse.St
 }
 
 // Statx goes to the node's go-fuse node.
-func (w *lightFS) Statx(cancel <-chan struct{}, in *fuse.StatxIn, out *fuse.StatxOut) fuse.Status {
+func (w *Layer) Statx(cancel <-chan struct{}, in *fuse.StatxIn, out *fuse.StatxOut) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
@@ -159,9 +159,9 @@ func (w *lightFS) Statx(cancel <-chan struct{}, in *fuse.StatxIn, out *fuse.Stat
 
 // Link takes a directory (ENOTDIR on a light node) and a node that goes to
 // its go-fuse node.
-func (w *lightFS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+func (w *Layer) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
 	if notDir(in.NodeId) {
-		return statusOf(errnoNotDir)
+		return notDirStatus
 	}
 	var st fuse.Status
 	if in.Oldnodeid, st = w.real(in.Oldnodeid, in.Caller); !st.Ok() {
@@ -171,7 +171,7 @@ func (w *lightFS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out
 }
 
 // Readlink goes to the node's go-fuse node.
-func (w *lightFS) Readlink(cancel <-chan struct{}, in *fuse.InHeader) ([]byte, fuse.Status) {
+func (w *Layer) Readlink(cancel <-chan struct{}, in *fuse.InHeader) ([]byte, fuse.Status) {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return nil, st
@@ -180,7 +180,7 @@ func (w *lightFS) Readlink(cancel <-chan struct{}, in *fuse.InHeader) ([]byte, f
 }
 
 // GetXAttr goes to the node's go-fuse node.
-func (w *lightFS) GetXAttr(cancel <-chan struct{}, in *fuse.InHeader, attr string, dest []byte) (uint32, fuse.Status) {
+func (w *Layer) GetXAttr(cancel <-chan struct{}, in *fuse.InHeader, attr string, dest []byte) (uint32, fuse.Status) {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return 0, st
@@ -189,7 +189,7 @@ func (w *lightFS) GetXAttr(cancel <-chan struct{}, in *fuse.InHeader, attr strin
 }
 
 // ListXAttr goes to the node's go-fuse node.
-func (w *lightFS) ListXAttr(cancel <-chan struct{}, in *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
+func (w *Layer) ListXAttr(cancel <-chan struct{}, in *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return 0, st
@@ -198,7 +198,7 @@ func (w *lightFS) ListXAttr(cancel <-chan struct{}, in *fuse.InHeader, dest []by
 }
 
 // Read goes to the node's go-fuse node.
-func (w *lightFS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+func (w *Layer) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return nil, st
@@ -207,7 +207,7 @@ func (w *lightFS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fus
 }
 
 // Release goes to the node's go-fuse node.
-func (w *lightFS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+func (w *Layer) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); st.Ok() {
 		w.b.Release(cancel, in)
@@ -215,7 +215,7 @@ func (w *lightFS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 }
 
 // Write goes to the node's go-fuse node.
-func (w *lightFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+func (w *Layer) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return 0, st
@@ -224,7 +224,7 @@ func (w *lightFS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (
 }
 
 // Writev goes to the node's go-fuse node.
-func (w *lightFS) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
+func (w *Layer) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return 0, st
@@ -233,7 +233,7 @@ func (w *lightFS) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte
 }
 
 // CopyFileRange goes to the go-fuse nodes of both files.
-func (w *lightFS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
+func (w *Layer) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return 0, st

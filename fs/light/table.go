@@ -1,4 +1,4 @@
-package fs
+package light
 
 import (
 	"hash/maphash"
@@ -9,7 +9,7 @@ import (
 	"github.com/ucmfs/ucmfs/internal/hashtab"
 )
 
-// The light-node table (light.go explains light nodes): one 28-byte entry
+// The light-node table (layer.go explains light nodes): one 28-byte entry
 // per published file the kernel holds without a go-fuse node, in pages
 // indexed by node id - lightBase, with a free list, and a hash table
 // (internal/hashtab, 8-byte slots) from the file's key to its index, so
@@ -25,29 +25,22 @@ const lightBase = 1 << 62
 // lightPage is the number of entries in a page of the table (112 KiB).
 const lightPage = 4096
 
-// isLight reports whether a node id is a light node's.
-func isLight(id uint64) bool { return id >= lightBase && id < lightBase<<1 }
+// IsLight reports whether a node id is a light node's.
+func IsLight(id uint64) bool { return id >= lightBase && id < lightBase<<1 }
 
-// shardRef names a shard directory: what a shardNode is built from
-// (model, number or name, width), without its go-fuse node.
-type shardRef struct {
-	model string
-	shard byte
-	dir   string
-	width int
-}
-
-// node returns a shardNode value for ref's names and rules (key, keys,
-// staging); it has no go-fuse node.
-func (r shardRef) node(s *fsState) shardNode {
-	return shardNode{dirCommon: dirCommon{common: common{s: s}, what: r.model + "/" + r.dir},
-		model: r.model, shard: r.shard, dir: r.dir, width: r.width}
+// Ref names a shard directory: what the adapter's shard node is built
+// from (model, number or name, width), without its go-fuse node.
+type Ref struct {
+	Model string
+	Shard byte   // the shard's number, for a shard of ids' first byte
+	Dir   string // the directory's name
+	Width int    // -1: a ucmb shard; 0..4: a raw shard of that width
 }
 
 // lightEntry is one light node: 28 bytes.
 type lightEntry struct {
 	id    hashdir.ID
-	shard uint32 // index in lightTable.shards
+	shard uint32 // index in Table.shards
 	refs  uint32 // the kernel's lookups; 0: the slot is free
 	kind  hashdir.Kind
 }
@@ -70,13 +63,13 @@ func (e *lightEntry) key() lightKey { return lightKey{shard: e.shard, kind: e.ki
 // id, on which the table holds one lookup of its own while count > 0, so
 // that the shard's node outlives every light node under it.
 type lightShard struct {
-	ref   shardRef
+	ref   Ref
 	node  uint64
 	count int
 }
 
-// lightTable holds the light nodes. It is safe for concurrent use.
-type lightTable struct {
+// Table holds the light nodes. It is safe for concurrent use.
+type Table struct {
 	mu      sync.Mutex
 	pages   [][]lightEntry
 	used    uint32 // entries handed out so far (free or not)
@@ -90,18 +83,18 @@ type lightTable struct {
 	gauge   *atomic.Int64        // the number of light nodes, for .ucm/stats
 }
 
-// newLightTable returns an empty table that keeps gauge at its number of
+// NewTable returns an empty table that keeps gauge at its number of
 // light nodes.
-func newLightTable(gauge *atomic.Int64) *lightTable {
-	return &lightTable{reals: make(map[uint32]uint64), byShard: make(map[uint64]uint32),
+func NewTable(gauge *atomic.Int64) *Table {
+	return &Table{reals: make(map[uint32]uint64), byShard: make(map[uint64]uint32),
 		byName: make(map[[2]string]uint32), gauge: gauge}
 }
 
 // ent returns entry i; under t.mu.
-func (t *lightTable) ent(i uint32) *lightEntry { return &t.pages[i/lightPage][i%lightPage] }
+func (t *Table) ent(i uint32) *lightEntry { return &t.pages[i/lightPage][i%lightPage] }
 
 // live returns entry i if it is in use; under t.mu.
-func (t *lightTable) live(i uint64) *lightEntry {
+func (t *Table) live(i uint64) *lightEntry {
 	if i >= uint64(t.used) {
 		return nil
 	}
@@ -112,16 +105,16 @@ func (t *lightTable) live(i uint64) *lightEntry {
 }
 
 // find returns the index of key's entry, k hashing to h; under t.mu.
-func (t *lightTable) find(k lightKey, h uint64) (uint32, bool) {
+func (t *Table) find(k lightKey, h uint64) (uint32, bool) {
 	v, ok := t.byKey.Find(h, func(v uint32) bool { return t.ent(v-1).key() == k })
 	return v - 1, ok
 }
 
-// acquire counts one kernel lookup of key, in the shard directory whose
+// Acquire counts one kernel lookup of key, in the shard directory whose
 // go-fuse node id is shardNode, and returns its light node id. made
 // reports a new light node; first, that the shard got its first one: the
 // caller then takes the table's own lookup of the shard's node.
-func (t *lightTable) acquire(shardNode uint64, ref shardRef, key hashdir.Key) (id uint64, made, first bool) {
+func (t *Table) Acquire(shardNode uint64, ref Ref, key hashdir.Key) (id uint64, made, first bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	si, ok := t.byShard[shardNode]
@@ -134,7 +127,7 @@ func (t *lightTable) acquire(shardNode uint64, ref shardRef, key hashdir.Key) (i
 		}
 		t.shards[si] = lightShard{ref: ref, node: shardNode}
 		t.byShard[shardNode] = si
-		t.byName[[2]string{ref.model, ref.dir}] = si
+		t.byName[[2]string{ref.Model, ref.Dir}] = si
 		first = true
 	}
 	k := lightKey{shard: si, kind: key.Kind, id: key.ID}
@@ -160,30 +153,30 @@ func (t *lightTable) acquire(shardNode uint64, ref shardRef, key hashdir.Key) (i
 	return lightBase + uint64(i), true, first
 }
 
-// lightInfo is what a request on a light node needs of it.
-type lightInfo struct {
-	key   hashdir.Key
-	ref   shardRef
-	shard uint64 // the shard directory's go-fuse node id
-	real  uint64 // the materialized node id, 0 if none
+// Info is what a request on a light node needs of it.
+type Info struct {
+	Key   hashdir.Key
+	Ref   Ref
+	Shard uint64 // the shard directory's go-fuse node id
+	Real  uint64 // the materialized node id, 0 if none
 }
 
-// get returns what light node id stands for; false for a free or unknown
+// Get returns what light node id stands for; false for a free or unknown
 // one.
-func (t *lightTable) get(id uint64) (lightInfo, bool) {
+func (t *Table) Get(id uint64) (Info, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.live(id - lightBase)
 	if e == nil {
-		return lightInfo{}, false
+		return Info{}, false
 	}
 	sh := &t.shards[e.shard]
-	return lightInfo{key: hashdir.Key{Model: sh.ref.model, ID: e.id, Kind: e.kind},
-		ref: sh.ref, shard: sh.node, real: t.reals[uint32(id-lightBase)]}, true
+	return Info{Key: hashdir.Key{Model: sh.ref.Model, ID: e.id, Kind: e.kind},
+		Ref: sh.ref, Shard: sh.node, Real: t.reals[uint32(id-lightBase)]}, true
 }
 
-// setReal records the go-fuse node id light node id was materialized as.
-func (t *lightTable) setReal(id, real uint64) {
+// SetReal records the go-fuse node id light node id was materialized as.
+func (t *Table) SetReal(id, real uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.live(id-lightBase) != nil {
@@ -191,11 +184,11 @@ func (t *lightTable) setReal(id, real uint64) {
 	}
 }
 
-// forget subtracts n kernel lookups of light node id. When none is left
+// Forget subtracts n kernel lookups of light node id. When none is left
 // it frees the slot and returns the node id it was materialized as (0 if
 // none) and, if it was the shard's last light node, the shard's node id:
 // the caller forgets the table's lookups of both.
-func (t *lightTable) forget(id, n uint64) (real, shard uint64) {
+func (t *Table) Forget(id, n uint64) (real, shard uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.live(id - lightBase)
@@ -216,7 +209,7 @@ func (t *lightTable) forget(id, n uint64) (real, shard uint64) {
 	if sh.count--; sh.count == 0 {
 		shard = sh.node
 		delete(t.byShard, sh.node)
-		delete(t.byName, [2]string{sh.ref.model, sh.ref.dir})
+		delete(t.byName, [2]string{sh.ref.Model, sh.ref.Dir})
 		*sh = lightShard{}
 		t.sfree = append(t.sfree, e.shard)
 	}
@@ -225,9 +218,9 @@ func (t *lightTable) forget(id, n uint64) (real, shard uint64) {
 	return real, shard
 }
 
-// holds reports whether the kernel holds key, in shard directory dir of
+// Holds reports whether the kernel holds key, in shard directory dir of
 // its model, as a light node.
-func (t *lightTable) holds(dir string, key hashdir.Key) bool {
+func (t *Table) Holds(dir string, key hashdir.Key) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	si, ok := t.byName[[2]string{key.Model, dir}]
@@ -239,18 +232,18 @@ func (t *lightTable) holds(dir string, key hashdir.Key) bool {
 	return ok
 }
 
-// count is the number of light nodes the kernel holds.
-func (t *lightTable) count() int {
+// Count is the number of light nodes the kernel holds.
+func (t *Table) Count() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.byKey.Len()
 }
 
-// shardRegistry maps the inode numbers of live shard nodes to their names,
-// and the go-fuse node ids seen for them, so the wrapper can tell a shard
+// Registry maps the inode numbers of live shard nodes to their names,
+// and the go-fuse node ids seen for them, so the layer can tell a shard
 // directory by its node id. Shard nodes register when made and leave
-// in OnForget.
-type shardRegistry struct {
+// when forgotten. It is safe for concurrent use.
+type Registry struct {
 	mu     sync.RWMutex
 	byIno  map[uint64]*shardReg
 	byNode map[uint64]*shardReg
@@ -258,56 +251,56 @@ type shardRegistry struct {
 
 // shardReg is one registered shard node.
 type shardReg struct {
-	ref   shardRef
-	owner *shardNode // the node that registered it (a lookup race may make two)
-	nodes []uint64   // the go-fuse node ids resolved to it
+	ref   Ref
+	owner any      // the node that registered it (a lookup race may make two)
+	nodes []uint64 // the go-fuse node ids resolved to it
 }
 
-func newShardRegistry() *shardRegistry {
-	return &shardRegistry{byIno: make(map[uint64]*shardReg), byNode: make(map[uint64]*shardReg)}
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{byIno: make(map[uint64]*shardReg), byNode: make(map[uint64]*shardReg)}
 }
 
-// made registers shard node d, just made, under its number and returns
-// it.
-func (r *shardRegistry) made(d *shardNode) *shardNode {
+// Made registers shard node owner, just made with number ino, as ref.
+func (r *Registry) Made(ino uint64, owner any, ref Ref) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.byIno[d.ino] = &shardReg{owner: d, ref: shardRef{model: d.model, shard: d.shard, dir: d.dir, width: d.width}}
-	return d
+	r.byIno[ino] = &shardReg{owner: owner, ref: ref}
 }
 
-// remove drops shard node d, when it is still the one registered.
-func (r *shardRegistry) remove(d *shardNode) {
+// Remove drops shard node owner of number ino, when it is still the one
+// registered.
+func (r *Registry) Remove(ino uint64, owner any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	reg := r.byIno[d.ino]
-	if reg == nil || reg.owner != d {
+	reg := r.byIno[ino]
+	if reg == nil || reg.owner != owner {
 		return
 	}
-	delete(r.byIno, d.ino)
+	delete(r.byIno, ino)
 	for _, n := range reg.nodes {
 		delete(r.byNode, n)
 	}
 }
 
 // byID returns the shard registered for go-fuse node id, if resolved.
-func (r *shardRegistry) byID(node uint64) (shardRef, bool) {
+func (r *Registry) byID(node uint64) (Ref, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if reg := r.byNode[node]; reg != nil {
 		return reg.ref, true
 	}
-	return shardRef{}, false
+	return Ref{}, false
 }
 
 // resolve records that go-fuse node id node has number ino, and returns
 // the shard registered under it.
-func (r *shardRegistry) resolve(node, ino uint64) (shardRef, bool) {
+func (r *Registry) resolve(node, ino uint64) (Ref, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	reg := r.byIno[ino]
 	if reg == nil {
-		return shardRef{}, false
+		return Ref{}, false
 	}
 	if r.byNode[node] != reg {
 		reg.nodes = append(reg.nodes, node)

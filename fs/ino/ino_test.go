@@ -1,0 +1,83 @@
+package ino
+
+import (
+	"testing"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// TestInodeLayout: numbers carry their kind tag, are stable across runs,
+// and a sidecar never shares its block's number.
+func TestInodeLayout(t *testing.T) {
+	id := hashdir.ID{0xab, 1, 2, 3}
+	names := map[Tag]Name{
+		Model: {Tag: Model, Model: "m"},
+		Shard: {Tag: Shard, Model: "m", Shard: 0xab},
+		Block: {Tag: Block, Model: "m", ID: id},
+		Repr:  {Tag: Repr, Model: "m", ID: id},
+	}
+	seen := map[uint64]bool{}
+	for tag, n := range names {
+		ino := n.home()
+		if TagOf(ino) != tag {
+			t.Errorf("%+v: tag %d, want %d", n, TagOf(ino), tag)
+		}
+		if seen[ino] {
+			t.Errorf("%+v: number %#x taken twice", n, ino)
+		}
+		seen[ino] = true
+		if again := NewTable().Acquire(n); again != ino {
+			t.Errorf("%+v: %#x in a new table, %#x before", n, again, ino)
+		}
+	}
+	if sh := names[Shard].home(); sh&0xff != 0xab {
+		t.Errorf("shard number %#x does not end in its shard", sh)
+	}
+	if n := (Name{Tag: Model, Model: "m"}).home(); n != names[Model].home() {
+		t.Error("a model's number changes between calls")
+	}
+	if next(Reserved-1) != Reserved+1 || next(uint64(Block)<<Shift|LowMask) != uint64(Block)<<Shift {
+		t.Error("probing leaves its tag or lands in the reserved range")
+	}
+}
+
+// TestInodeCollision: two names with the same home number get different
+// numbers; a released number is free again; release of a stale number is
+// ignored.
+func TestInodeCollision(t *testing.T) {
+	tab := NewTable()
+	a := Name{Tag: Block, Model: "a", ID: hashdir.ID{1}}
+	b := Name{Tag: Block, Model: "b", ID: hashdir.ID{2}}
+	home := a.home()
+	// Make b collide: pretend b's home is taken by a.
+	tab.taken[b.home()] = tab.fingerprint(a)
+	tab.moved[a] = b.home()
+	ib := tab.Acquire(b)
+	if ib == b.home() || TagOf(ib) != Block {
+		t.Fatalf("colliding name got %#x (home %#x)", ib, b.home())
+	}
+	if tab.Acquire(b) != ib {
+		t.Fatal("a name's number changed while it is held")
+	}
+	tab.Release(a, home) // stale: a holds another number
+	if tab.Held() != 2 {
+		t.Fatalf("stale release freed a number: %d held", tab.Held())
+	}
+	tab.Release(b, ib)
+	if tab.Held() != 1 {
+		t.Fatalf("%d numbers held after release, want 1", tab.Held())
+	}
+	if tab.Peek(b) != b.home() {
+		t.Fatal("peek of a free name is not its home")
+	}
+	if tab.Acquire(a) != b.home() || tab.Peek(a) != b.home() {
+		t.Fatal("the moved name lost its number")
+	}
+	tab.Release(a, b.home())
+	if tab.Held() != 0 || len(tab.moved) != 0 {
+		t.Fatalf("after releasing every name: %d held, %d moved", tab.Held(), len(tab.moved))
+	}
+	if tab.Acquire(a) != home {
+		t.Fatal("a free name does not get its home number")
+	}
+}

@@ -1,0 +1,124 @@
+package fs
+
+import (
+	"errors"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/fs/ino"
+	"github.com/ucmfs/ucmfs/fs/light"
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/store"
+)
+
+// lightHost is the adapter as package light's layer sees it: the names
+// and attributes of shard directories' files, answered from the index as
+// the shard's go-fuse node would answer them (shard.go).
+type lightHost struct{ s *fsState }
+
+var _ light.Host = lightHost{}
+
+// madeShard registers shard node d, just made, with the light layer.
+func (s *fsState) madeShard(d *shardNode) *shardNode {
+	s.shards.Made(d.ino, d, light.Ref{Model: d.model, Shard: d.shard, Dir: d.dir, Width: d.width})
+	return d
+}
+
+// shardFor returns a shardNode value for ref's names and rules (key,
+// keys, staging); it has no go-fuse node.
+func (s *fsState) shardFor(ref light.Ref) shardNode {
+	return shardNode{dirCommon: dirCommon{common: common{s: s}, what: ref.Model + "/" + ref.Dir},
+		model: ref.Model, shard: ref.Shard, dir: ref.Dir, width: ref.Width}
+}
+
+// ShardIno reports whether ino is a shard directory's number.
+func (h lightHost) ShardIno(n uint64) bool { return ino.TagOf(n) == ino.Shard }
+
+// Lookup answers a lookup of a published file, and a miss of a block,
+// from the index; a staging file, a name that is no file of the shard and
+// a sidecar that may be derived go to the bridge.
+func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (hashdir.Key, light.Outcome, fuse.Status) {
+	s := h.s
+	if s.store.WriteNamed(ref.Model, ref.Dir, name) {
+		return hashdir.Key{}, light.Pass, fuse.OK
+	}
+	d := s.shardFor(ref)
+	key, err := d.key(name)
+	if err != nil {
+		return key, light.Pass, fuse.OK
+	}
+	epoch := s.store.WriteEpoch(key)
+	bi, err := s.store.StatFile(key)
+	switch {
+	case err == nil:
+		h.fill(key, bi, s.inos.Peek(ino.FileName(key)), out)
+		return key, light.Hit, fuse.OK
+	case errors.Is(err, store.ErrNotFound) && key.Kind != hashdir.Repr:
+		// As the bridge answers a miss: cached for the negative TTL
+		// unless missEntry set a timeout.
+		errno := s.missEntry(key, epoch, out)
+		if errno == errnoMissing && out.EntryTimeout() == 0 {
+			out.SetEntryTimeout(s.opts.NegativeTTL)
+			return key, light.Answered, fuse.OK
+		}
+		return key, light.Answered, fuse.Status(errno)
+	}
+	return key, light.Pass, fuse.OK
+}
+
+// Listing is the shard's listing for uid (shardNode.listing).
+func (h lightHost) Listing(ref light.Ref, uid uint32) []light.Entry {
+	d := h.s.shardFor(ref)
+	return d.listing(uid)
+}
+
+// Entry fills out with published file key's entry from the index.
+func (h lightHost) Entry(key hashdir.Key, out *fuse.EntryOut) bool {
+	bi, err := h.s.store.StatFile(key)
+	if err != nil {
+		return false
+	}
+	h.fill(key, bi, h.s.inos.Peek(ino.FileName(key)), out)
+	return true
+}
+
+// fill fills out as a lookup of key's go-fuse node would (bi from the
+// index, ino its number).
+func (h lightHost) fill(key hashdir.Key, bi store.BlockInfo, ino uint64, out *fuse.EntryOut) {
+	h.s.publishedAttr(key, bi, out)
+	out.Attr.Ino = ino
+	h.s.bridgeAttr(&out.Attr)
+}
+
+// Attr fills out with the attributes of published file key from the
+// index, as GETATTR of its go-fuse node would.
+func (h lightHost) Attr(key hashdir.Key, out *fuse.AttrOut) bool {
+	s := h.s
+	bi, err := s.store.StatFile(key)
+	if err != nil {
+		return false
+	}
+	s.blockAttr(&out.Attr, bi.Size, bi.MTime, key.Model)
+	out.SetTimeout(s.opts.EntryTTL)
+	out.Ino = s.inos.Peek(ino.FileName(key))
+	s.bridgeAttr(&out.Attr)
+	return true
+}
+
+// Handed counts a light node given to the kernel against the bound on
+// kernel nodes.
+func (h lightHost) Handed(id uint64) { h.s.kernel.AddLight(id) }
+
+// bridgeAttr applies what go-fuse's bridge adds to the attributes it
+// passes on: a mode with no permission bits shows 0644, owner 0 shows the
+// mount's.
+func (s *fsState) bridgeAttr(a *fuse.Attr) {
+	if a.Mode&0o7777 == 0 {
+		a.Mode |= 0o644
+	}
+	if s.uid != 0 && a.Uid == 0 {
+		a.Uid = s.uid
+	}
+	if s.gid != 0 && a.Gid == 0 {
+		a.Gid = s.gid
+	}
+}
