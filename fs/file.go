@@ -52,7 +52,7 @@ type openState struct {
 	idle      uint64        // while kept after the last close: the keep's number
 	elem      *list.Element // while kept: its place in the mount's openCache
 	header    []byte        // the first 64 bytes, once read
-	writing   *store.Write  // a write opened on this node (the file was absent)
+	writing   *store.Draft  // a write opened on this node (the file was absent)
 }
 
 // state returns the open state, making it; under n.mu.
@@ -256,8 +256,8 @@ func (n *storedFile) acquire() (f *os.File, level int, size int64, id int32, err
 }
 
 // writer returns the write opened on this node while it is not done.
-func (n *storedFile) writer() *store.Write {
-	var ip *store.Write
+func (n *storedFile) writer() *store.Draft {
+	var ip *store.Draft
 	n.mu.Lock()
 	if n.st != nil {
 		ip = n.st.writing

@@ -15,7 +15,7 @@ import (
 )
 
 // Files being written, as the kernel sees them. The rules (who publishes
-// a file and when, staging names, renames) are the store's (store.Write,
+// a file and when, staging names, renames) are the store's (store.Draft,
 // store/writes.go); here a file being written is a node and each open
 // descriptor a handle.
 
@@ -25,7 +25,7 @@ import (
 type pendingNode struct {
 	gofs.Inode
 	common
-	w *store.Write
+	w *store.Draft
 }
 
 var (
@@ -36,7 +36,7 @@ var (
 )
 
 // pendingIno is the node number of a file being written.
-func pendingIno(w *store.Write) uint64 { return uint64(ino.Pending)<<ino.Shift | w.Seq()&ino.LowMask }
+func pendingIno(w *store.Draft) uint64 { return uint64(ino.Pending)<<ino.Shift | w.Seq()&ino.LowMask }
 
 // Getattr describes the file as written so far (never cached).
 func (p *pendingNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -63,7 +63,7 @@ func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 // when staging is set) that p writes, starting it if there is none. An id
 // already published is EEXIST with O_EXCL and EACCES without; after
 // StopWrites every write is EROFS.
-func (s *fsState) beginWrite(p store.Proc, key hashdir.Key, name string, staging bool, flags uint32) (*store.Write, *writeHandle, syscall.Errno) {
+func (s *fsState) beginWrite(p store.Proc, key hashdir.Key, name string, staging bool, flags uint32) (*store.Draft, *writeHandle, syscall.Errno) {
 	excl := flags&syscall.O_EXCL != 0
 	w, d, err := s.store.BeginWrite(p, key, name, staging, excl, flags&syscall.O_TRUNC != 0)
 	if errors.Is(err, store.ErrExist) {
@@ -81,7 +81,7 @@ func (s *fsState) beginWrite(p store.Proc, key hashdir.Key, name string, staging
 // writeHandle is one open descriptor of a file being written.
 type writeHandle struct {
 	s   *fsState
-	d   *store.Desc
+	d   *store.Writer
 	key hashdir.Key
 }
 
@@ -131,26 +131,26 @@ func (h *writeHandle) PassthroughFd() (int, bool) {
 	return int(h.d.File().Fd()), h.s.backing.Active()
 }
 
-// Flush is a close() of the descriptor (store.Desc.Close): the close that
+// Flush is a close() of the descriptor (store.Writer.Close): the close that
 // publishes returns the verdict (0 published or already present, EINVAL
 // invalid, ENOSPC no room, EFBIG too large, EDQUOT over the quota, ENOENT
 // a sidecar without its block), logged once; the others return the
 // verdict so far.
 func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
-	err, published := h.d.Close(ctx, callerProc(ctx).Tgid)
-	return h.verdict("close", err, published)
+	published, err := h.d.Close(ctx, callerProc(ctx).Tgid)
+	return h.verdict("close", published, err)
 }
 
 // Fsync publishes and returns once the block is durable on the first
 // persistent tier; a staging file is kept until its rename.
 func (h *writeHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	err, published := h.d.Sync(ctx)
-	return h.verdict("fsync", err, published)
+	published, err := h.d.Sync(ctx)
+	return h.verdict("fsync", published, err)
 }
 
 // verdict turns a publish's verdict into the errno of the close or fsync,
 // logging it when this call published.
-func (h *writeHandle) verdict(op string, err error, published bool) syscall.Errno {
+func (h *writeHandle) verdict(op string, published bool, err error) syscall.Errno {
 	if err == nil || errors.Is(err, store.ErrDiscarded) {
 		return 0
 	}
@@ -160,7 +160,7 @@ func (h *writeHandle) verdict(op string, err error, published bool) syscall.Errn
 	return toErrno(err)
 }
 
-// Release ends the descriptor (store.Desc.Release).
+// Release ends the descriptor (store.Writer.Release).
 func (h *writeHandle) Release(ctx context.Context) syscall.Errno {
 	h.d.Release(ctx)
 	return 0
@@ -168,7 +168,7 @@ func (h *writeHandle) Release(ctx context.Context) syscall.Errno {
 
 // writeAttr describes a file being written as its writers see it: mode
 // 0644 and its writer's owner while it is written, 0444 once published.
-func (s *fsState) writeAttr(w *store.Write, a *fuse.Attr) {
+func (s *fsState) writeAttr(w *store.Draft, a *fuse.Attr) {
 	size, mtime, published := w.Attr()
 	if published {
 		s.blockAttr(a, size, mtime, w.Key().Model)
@@ -182,7 +182,7 @@ func (s *fsState) writeAttr(w *store.Write, a *fuse.Attr) {
 // (ftruncate, within MaxFileSize) and new times (kept as the published
 // mtime) apply; chmod and chown are accepted and change nothing (a
 // published file is always 0444). After publish every change is EPERM.
-func (s *fsState) setWrite(w *store.Write, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+func (s *fsState) setWrite(w *store.Draft, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	var size *int64
 	if sz, ok := in.GetSize(); ok {
 		n := int64(sz)

@@ -234,7 +234,7 @@ func (d *shardNode) parseName(name string) (hashdir.Key, bool, error) {
 // name: no process, its writer included, reads or stats a block before
 // it is published (a second descriptor of it comes from a create by the
 // same process, see store.Store.BeginWrite).
-func (d *shardNode) staging(ctx context.Context, name string) *store.Write {
+func (d *shardNode) staging(ctx context.Context, name string) *store.Draft {
 	if !d.s.store.WriteNamed(d.model, d.dir, name) {
 		return nil
 	}
@@ -247,7 +247,7 @@ func (d *shardNode) staging(ctx context.Context, name string) *store.Write {
 
 // pendingInode returns the node of a file being written and fills out;
 // nothing is cached by the kernel, so other processes never see it.
-func (d *shardNode) pendingInode(ctx context.Context, w *store.Write, out *fuse.EntryOut) *gofs.Inode {
+func (d *shardNode) pendingInode(ctx context.Context, w *store.Draft, out *fuse.EntryOut) *gofs.Inode {
 	ch := newChild(ctx, &d.Inode, w.Name(), pendingIno(w), syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return &pendingNode{common: common{s: d.s}, w: w}
 	})
@@ -290,7 +290,7 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 // Rename publishes a staging file under the final name it stands for
-// (store.Write.Rename): at once when no descriptor of it is open (the errno is
+// (store.Draft.Rename): at once when no descriptor of it is open (the errno is
 // the verdict), else when its writer has closed them all. Every other
 // rename is refused: published names are immutable.
 func (d *shardNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {

@@ -16,8 +16,8 @@ import (
 
 // Files being written (docs/spec.md §6, docs/semantics.md "Publish").
 //
-// A file being written is a Write: one private file of the memory tier
-// (a tiers.PendingWrite) that any number of descriptors (Desc) may write
+// A file being written is a Draft: one private file of the memory tier
+// (a tiers.PendingWrite) that any number of descriptors (Writer) may write
 // at any offset. It is one of two kinds:
 //
 //   - a final name (<id>.bin, <id>.repr, a raw <id>) that a process
@@ -49,8 +49,9 @@ var ErrDiscarded = errors.New("file discarded before it was published")
 // ErrDone: the descriptor's file is published or discarded.
 var ErrDone = errors.New("file no longer being written")
 
-// Write is one file being written.
-type Write struct {
+// Draft is one file being written, not yet published: its publish
+// rules (owner, staging name, verdict) around the memory-tier file.
+type Draft struct {
 	s     *Store
 	key   hashdir.Key // what it publishes as
 	wk    writeKey
@@ -59,37 +60,38 @@ type Write struct {
 	f     *os.File // pw.File(); closed by the stack once done is set
 	seq   uint64
 
-	mu       sync.RWMutex   // writes hold it shared, publish exclusively
-	descs    map[*Desc]bool // open descriptors: true once the owner closed it
-	closed   bool           // the owner closed a descriptor of it
-	staging  bool           // not renamed yet: publishes only at rename
-	done     bool           // published or discarded
-	verdict  error          // of the publish (ErrDiscarded when discarded)
-	size     int64          // once done
-	mtime    time.Time      // once done
-	setMTime time.Time      // set by utimes while written (zero: none)
+	mu       sync.RWMutex     // writes hold it shared, publish exclusively
+	descs    map[*Writer]bool // open descriptors: true once the owner closed it
+	closed   bool             // the owner closed a descriptor of it
+	staging  bool             // not renamed yet: publishes only at rename
+	done     bool             // published or discarded
+	verdict  error            // of the publish (ErrDiscarded when discarded)
+	size     int64            // once done
+	mtime    time.Time        // once done
+	setMTime time.Time        // set by utimes while written (zero: none)
 }
 
-// Desc is one open descriptor of a Write.
-type Desc struct{ w *Write }
+// Writer is one open descriptor of a Draft: what a front end writes
+// through, syncs and closes.
+type Writer struct{ w *Draft }
 
 // Key is what the file publishes as.
-func (w *Write) Key() hashdir.Key { return w.key }
+func (w *Draft) Key() hashdir.Key { return w.key }
 
 // Name is the file's name in its shard directory.
-func (w *Write) Name() string { return w.wk.name }
+func (w *Draft) Name() string { return w.wk.name }
 
 // Seq is a number of the file's own, unique in the mount.
-func (w *Write) Seq() uint64 { return w.seq }
+func (w *Draft) Seq() uint64 { return w.seq }
 
 // Owner is the process that made the file.
-func (w *Write) Owner() Proc { return w.owner }
+func (w *Draft) Owner() Proc { return w.owner }
 
 // BeginWrite opens a descriptor on the file name (standing for key; a
 // staging name when staging is set) that p writes, starting it if there
 // is none (truncated when trunc is set). With excl an existing file is
 // tiers.ErrExist, and so is an id already published (under a final name).
-func (s *Store) BeginWrite(p Proc, key hashdir.Key, name string, staging, excl, trunc bool) (*Write, *Desc, error) {
+func (s *Store) BeginWrite(p Proc, key hashdir.Key, name string, staging, excl, trunc bool) (*Draft, *Writer, error) {
 	wk := writeKeyOf(key, name, staging, p)
 	w := s.writes.get(wk)
 	if w != nil && excl {
@@ -108,9 +110,9 @@ func (s *Store) BeginWrite(p Proc, key hashdir.Key, name string, staging, excl, 
 	return w, d, err
 }
 
-// startWrite makes a new Write. A staging file may stand for a block
+// startWrite makes a new Draft. A staging file may stand for a block
 // already published (rsync writes it again): publishing it keeps one copy.
-func (s *Store) startWrite(key hashdir.Key, wk writeKey, staging bool, p Proc) (*Write, error) {
+func (s *Store) startWrite(key hashdir.Key, wk writeKey, staging bool, p Proc) (*Draft, error) {
 	if s.Stopped() {
 		return nil, fmt.Errorf("shutting down: %w", ErrStopped)
 	}
@@ -129,15 +131,15 @@ func (s *Store) startWrite(key hashdir.Key, wk writeKey, staging bool, p Proc) (
 	}
 	s.WriteStarted(key)
 	s.pendingFile(pw.File(), p.Uid)
-	return &Write{
+	return &Draft{
 		s: s, key: key, wk: wk, owner: p, pw: pw, f: pw.File(), staging: staging,
-		seq: s.writeSeq.Add(1), descs: make(map[*Desc]bool),
+		seq: s.writeSeq.Add(1), descs: make(map[*Writer]bool),
 	}, nil
 }
 
 // Open adds a descriptor (for writing or reading back); trunc empties the
 // file first.
-func (w *Write) Open(trunc bool) (*Desc, error) {
+func (w *Draft) Open(trunc bool) (*Writer, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {
@@ -148,18 +150,18 @@ func (w *Write) Open(trunc bool) (*Desc, error) {
 			return nil, err
 		}
 	}
-	d := &Desc{w: w}
+	d := &Writer{w: w}
 	w.descs[d] = false
 	return d, nil
 }
 
 // File is the file being written (its descriptor is what a kernel writes
 // directly with FUSE passthrough).
-func (d *Desc) File() *os.File { return d.w.f }
+func (d *Writer) File() *os.File { return d.w.f }
 
 // WriteAt writes at any offset within MaxFileSize (ErrTooBig past it). A
 // write to a discarded file is accepted and dropped.
-func (d *Desc) WriteAt(data []byte, off int64) (int, error) {
+func (d *Writer) WriteAt(data []byte, off int64) (int, error) {
 	w := d.w
 	w.mu.RLock()
 	defer w.mu.RUnlock()
@@ -181,7 +183,7 @@ func (d *Desc) WriteAt(data []byte, off int64) (int, error) {
 }
 
 // ReadAt reads back what was written; ErrDone once it is published.
-func (d *Desc) ReadAt(dest []byte, off int64) (int, error) {
+func (d *Writer) ReadAt(dest []byte, off int64) (int, error) {
 	w := d.w
 	w.mu.RLock()
 	defer w.mu.RUnlock()
@@ -196,7 +198,7 @@ func (d *Desc) ReadAt(dest []byte, off int64) (int, error) {
 }
 
 // Allocate preallocates (fallocate) within MaxFileSize.
-func (d *Desc) Allocate(off, size uint64, mode uint32) error {
+func (d *Writer) Allocate(off, size uint64, mode uint32) error {
 	w := d.w
 	w.mu.RLock()
 	defer w.mu.RUnlock()
@@ -212,14 +214,14 @@ func (d *Desc) Allocate(off, size uint64, mode uint32) error {
 // Close is a close() of the descriptor by process tgid. From the creating
 // process it marks the descriptor closed, and when every descriptor is
 // (and the file is not a staging file) publishes. It returns the verdict
-// (nil once published or already present; ErrInvalid, tiers.ErrNoSpace,
-// ErrTooBig, ErrQuota, tiers.ErrNotFound for a sidecar without its block)
-// and whether this call published. From any other process it changes
-// nothing and returns the verdict so far.
-func (d *Desc) Close(ctx context.Context, tgid uint32) (verdict error, published bool) {
+// whether this call published, and the verdict (nil once published or
+// already present; ErrInvalid, ErrNoSpace, ErrTooBig, ErrQuota,
+// ErrNotFound for a sidecar without its block). From any other process it
+// changes nothing and returns the verdict so far.
+func (d *Writer) Close(ctx context.Context, tgid uint32) (published bool, verdict error) {
 	w := d.w
 	if tgid != w.owner.Tgid {
-		return w.Verdict(), false
+		return false, w.Verdict()
 	}
 	w.mu.Lock()
 	if _, open := w.descs[d]; open {
@@ -229,7 +231,7 @@ func (d *Desc) Close(ctx context.Context, tgid uint32) (verdict error, published
 	ready := !w.done && !w.staging && w.allClosed() && !w.emptyLocked()
 	w.mu.Unlock()
 	if !ready {
-		return w.Verdict(), false
+		return false, w.Verdict()
 	}
 	return w.publish(ctx, false)
 }
@@ -242,7 +244,7 @@ func (d *Desc) Close(ctx context.Context, tgid uint32) (verdict error, published
 // loses nothing: the next close publishes, or the last descriptor's
 // release does (and a file left empty is refused there, logged, with no
 // caller to tell).
-func (w *Write) emptyLocked() bool {
+func (w *Draft) emptyLocked() bool {
 	st, err := w.f.Stat()
 	return err == nil && st.Size() == 0
 }
@@ -250,13 +252,13 @@ func (w *Write) emptyLocked() bool {
 // Sync publishes and returns once the block is durable on the first
 // persistent tier. A staging file is not published: it is kept until its
 // rename.
-func (d *Desc) Sync(ctx context.Context) (verdict error, published bool) {
+func (d *Writer) Sync(ctx context.Context) (published bool, verdict error) {
 	w := d.w
 	w.mu.RLock()
 	staging := w.staging && !w.done
 	w.mu.RUnlock()
 	if staging {
-		return nil, false
+		return false, nil
 	}
 	return w.publish(ctx, true)
 }
@@ -265,7 +267,7 @@ func (d *Desc) Sync(ctx context.Context) (verdict error, published bool) {
 // process closed publishes it if that has not happened yet (a descriptor
 // only another process held); one nobody closed is discarded. A staging
 // file outlives its descriptors until rename or unlink.
-func (d *Desc) Release(ctx context.Context) {
+func (d *Writer) Release(ctx context.Context) {
 	w := d.w
 	w.mu.Lock()
 	delete(w.descs, d)
@@ -283,7 +285,7 @@ func (d *Desc) Release(ctx context.Context) {
 
 // allClosed reports whether the owner closed every open descriptor
 // (under mu).
-func (w *Write) allClosed() bool {
+func (w *Draft) allClosed() bool {
 	for _, closed := range w.descs {
 		if !closed {
 			return false
@@ -294,7 +296,7 @@ func (w *Write) allClosed() bool {
 
 // Verdict is the publish's verdict so far (nil before it, or once
 // published).
-func (w *Write) Verdict() error {
+func (w *Draft) Verdict() error {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	return w.verdict
@@ -302,7 +304,7 @@ func (w *Write) Verdict() error {
 
 // Discard drops a file that will not be published (unlinked, or a
 // duplicate start) and ends its write.
-func (w *Write) Discard() {
+func (w *Draft) Discard() {
 	w.mu.Lock()
 	gone := !w.done
 	if gone {
@@ -317,21 +319,21 @@ func (w *Write) Discard() {
 }
 
 // end takes the file out of the table and ends its write.
-func (w *Write) end() {
+func (w *Draft) end() {
 	w.s.pendingDone(w.f)
 	w.s.writes.drop(w.wk, w)
 	w.s.WriteEnded(w.key)
 }
 
 // Writable reports whether the file is still being written.
-func (w *Write) Writable() bool {
+func (w *Draft) Writable() bool {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	return !w.done
 }
 
 // IsStaging reports whether the file is a staging file not yet renamed.
-func (w *Write) IsStaging() bool {
+func (w *Draft) IsStaging() bool {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	return w.staging && !w.done
@@ -341,7 +343,7 @@ func (w *Write) IsStaging() bool {
 // once when no descriptor of it is open, or all are closed by the writer
 // (the verdict is returned), else when the creating process has closed
 // them all (nil now).
-func (w *Write) Rename(ctx context.Context) error {
+func (w *Draft) Rename(ctx context.Context) error {
 	w.mu.Lock()
 	w.staging = false
 	ready := !w.done && w.allClosed()
@@ -351,13 +353,13 @@ func (w *Write) Rename(ctx context.Context) error {
 	if !ready {
 		return nil
 	}
-	err, _ := w.publish(ctx, false)
+	_, err := w.publish(ctx, false)
 	return err
 }
 
 // Attr describes the file as its writers see it: its size and mtime, and
 // whether it is published (then size and mtime are the published file's).
-func (w *Write) Attr() (size int64, mtime time.Time, published bool) {
+func (w *Draft) Attr() (size int64, mtime time.Time, published bool) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.done {
@@ -377,7 +379,7 @@ func (w *Write) Attr() (size int64, mtime time.Time, published bool) {
 // MaxFileSize), and new times, kept: the published file takes the mtime
 // its writer set last (rsync restores the source's, so its second run
 // finds nothing to copy). After publish every change is ErrImmutable.
-func (w *Write) Setattr(size *int64, mtime *time.Time) error {
+func (w *Draft) Setattr(size *int64, mtime *time.Time) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {

@@ -11,24 +11,24 @@ import (
 // publish validates and publishes the file once; later calls return the
 // first verdict (and, for fsync, make the block durable). published says
 // whether this call published (or refused) it.
-func (w *Write) publish(ctx context.Context, durable bool) (verdict error, published bool) {
+func (w *Draft) publish(ctx context.Context, durable bool) (published bool, verdict error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {
 		if durable && w.verdict == nil {
-			return w.s.stack.Flush(ctx, w.key), false
+			return false, w.s.stack.Flush(ctx, w.key)
 		}
-		return w.verdict, false
+		return false, w.verdict
 	}
 	w.done = true
 	w.verdict = w.publishOnce(ctx, durable)
 	w.end()
-	return w.verdict, true
+	return true, w.verdict
 }
 
 // publishOnce is publish's work, under w.mu. With durable set the block
 // is durable when it returns nil.
-func (w *Write) publishOnce(ctx context.Context, durable bool) error {
+func (w *Draft) publishOnce(ctx context.Context, durable bool) error {
 	s := w.s
 	st, err := w.f.Stat()
 	if err != nil {

@@ -36,23 +36,23 @@ type writeName struct {
 // a lookup of a name nobody writes costs no look at the caller.
 type writeTable struct {
 	mu       sync.Mutex
-	m        map[writeKey]*Write
+	m        map[writeKey]*Draft
 	names    map[writeName]int
 	stagings int // staging entries
 }
 
-func (t *writeTable) get(k writeKey) *Write {
+func (t *writeTable) get(k writeKey) *Draft {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.m[k]
 }
 
 // put adds w under k unless k is taken; it returns the entry under k.
-func (t *writeTable) put(k writeKey, w *Write) *Write {
+func (t *writeTable) put(k writeKey, w *Draft) *Draft {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
-		t.m = make(map[writeKey]*Write)
+		t.m = make(map[writeKey]*Draft)
 		t.names = make(map[writeName]int)
 	}
 	if old := t.m[k]; old != nil {
@@ -67,7 +67,7 @@ func (t *writeTable) put(k writeKey, w *Write) *Write {
 }
 
 // drop removes k if it still holds w.
-func (t *writeTable) drop(k writeKey, w *Write) {
+func (t *writeTable) drop(k writeKey, w *Draft) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m[k] != w {
@@ -94,20 +94,20 @@ func (s *Store) WriteNamed(model, shard, name string) bool {
 
 // StagingFile returns the staging file name (standing for key) that
 // user uid sees, or nil.
-func (s *Store) StagingFile(key hashdir.Key, name string, uid uint32) *Write {
+func (s *Store) StagingFile(key hashdir.Key, name string, uid uint32) *Draft {
 	return s.writes.get(writeKeyOf(key, name, true, Proc{Uid: uid}))
 }
 
 // StagingFiles returns the staging files of model's shard directory that
 // user uid sees.
-func (s *Store) StagingFiles(model, shard string, uid uint32) []*Write {
+func (s *Store) StagingFiles(model, shard string, uid uint32) []*Draft {
 	t := &s.writes
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stagings == 0 {
 		return nil
 	}
-	var out []*Write
+	var out []*Draft
 	for k, w := range t.m {
 		if k.staging && k.model == model && k.shard == shard && k.who == uid {
 			out = append(out, w)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ucmfs/ucmfs/hashdir"
 	"golang.org/x/sys/unix"
 )
 
@@ -245,7 +246,7 @@ func (t *DirTier) Dir() string { return t.root }
 // Persistent is true: files survive restarts.
 func (t *DirTier) Persistent() bool { return true }
 
-func (t *DirTier) path(key Key) string { return filepath.Join(t.root, key.Path()) }
+func (t *DirTier) path(key hashdir.Key) string { return filepath.Join(t.root, key.Path()) }
 
 // Usage reports capacity and use.
 func (t *DirTier) Usage() Usage { return t.idx.usage() }
@@ -271,7 +272,7 @@ func (t *DirTier) Oldest(n int) []Info { return t.idx.oldest(n) }
 // Touch marks key as just used (LRU). On a shared tier it also moves the
 // file's mtime to now (at most once per touchEvery), the use every daemon
 // sees and evicts by (shared_evict.go).
-func (t *DirTier) Touch(key Key) {
+func (t *DirTier) Touch(key hashdir.Key) {
 	t.idx.touch(key)
 	if t.view != nil {
 		t.touchShared(key)

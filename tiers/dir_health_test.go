@@ -16,7 +16,7 @@ import (
 )
 
 // healthKey is block n of model "h".
-func healthKey(n byte) Key { return Key{Model: "h", ID: hashdir.ID{n, 1, 2, 3}} }
+func healthKey(n byte) hashdir.Key { return hashdir.Key{Model: "h", ID: hashdir.ID{n, 1, 2, 3}} }
 
 // gate blocks the operations it names until released.
 type gate struct {

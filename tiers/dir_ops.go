@@ -26,7 +26,7 @@ func syncDir(dir string) error {
 
 // Sync makes an already published file and its directory entry durable
 // (fsync of both), for a file committed without Sync.
-func (t *DirTier) Sync(key Key) error {
+func (t *DirTier) Sync(key hashdir.Key) error {
 	if err := checkKey(key); err != nil {
 		return fmt.Errorf("%s tier: %s: %w", t.kind, key, ErrNotFound)
 	}
@@ -53,7 +53,7 @@ func (t *DirTier) Sync(key Key) error {
 // stays unset until CRC has read it). In a shared directory the index of
 // the key's shard is revalidated first, and a key missing from it is
 // looked up on disk and, if present, adopted (shared.go).
-func (t *DirTier) Stat(key Key) (Info, error) {
+func (t *DirTier) Stat(key hashdir.Key) (Info, error) {
 	if t.closed.Load() {
 		return Info{}, t.errClosed("stat")
 	}
@@ -71,7 +71,7 @@ func (t *DirTier) Stat(key Key) (Info, error) {
 // or the first time it is asked for a file found by a rebuild or adopted,
 // from the file's xattr (then remembered). has is false when the file has
 // none; ErrNotFound when the tier does not hold key.
-func (t *DirTier) CRC(key Key) (crc uint32, has bool, err error) {
+func (t *DirTier) CRC(key hashdir.Key) (crc uint32, has bool, err error) {
 	info, crcRead, ok := t.idx.get(key)
 	if !ok {
 		if info, err = t.Stat(key); err != nil {
@@ -97,13 +97,13 @@ func (t *DirTier) CRC(key Key) (crc uint32, has bool, err error) {
 	return crc, has, nil
 }
 
-func (t *DirTier) notFound(key Key) error {
+func (t *DirTier) notFound(key hashdir.Key) error {
 	return fmt.Errorf("%s tier: %s: %w", t.kind, key, ErrNotFound)
 }
 
 // readCRC reads the CRC xattr of key's file: has is false when the file
 // has none or the filesystem keeps no xattrs.
-func (t *DirTier) readCRC(key Key) (crc uint32, has bool, err error) {
+func (t *DirTier) readCRC(key hashdir.Key) (crc uint32, has bool, err error) {
 	return t.readXattrCRC(key, crcXattr)
 }
 
@@ -111,12 +111,12 @@ func (t *DirTier) readCRC(key Key) (crc uint32, has bool, err error) {
 // key's file (hashdir.HeaderCRCXattr): has is false when the file has none
 // (written before it was kept, or no xattrs). It is read from the file
 // each time: only a first serve or a copy asks for it.
-func (t *DirTier) HeaderCRC(key Key) (crc uint32, has bool, err error) {
+func (t *DirTier) HeaderCRC(key hashdir.Key) (crc uint32, has bool, err error) {
 	return t.readXattrCRC(key, hashdir.HeaderCRCXattr)
 }
 
 // readXattrCRC reads a CRC kept in the xattr name of key's file.
-func (t *DirTier) readXattrCRC(key Key, name string) (crc uint32, has bool, err error) {
+func (t *DirTier) readXattrCRC(key hashdir.Key, name string) (crc uint32, has bool, err error) {
 	p := t.path(key)
 	err = t.do("getxattr", func() error {
 		var buf [16]byte
@@ -136,7 +136,7 @@ func (t *DirTier) readXattrCRC(key Key, name string) (crc uint32, has bool, err 
 
 // lookup finds a file another daemon published in a shared directory and
 // adopts it into the index.
-func (t *DirTier) lookup(key Key) (Info, error) {
+func (t *DirTier) lookup(key hashdir.Key) (Info, error) {
 	p := t.path(key)
 	var st unix.Stat_t
 	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)
@@ -156,7 +156,7 @@ func (t *DirTier) lookup(key Key) (Info, error) {
 
 // Open opens a published file read-only and marks it used. A file gone
 // from disk is dropped from the index (ErrNotFound).
-func (t *DirTier) Open(key Key) (*os.File, error) {
+func (t *DirTier) Open(key hashdir.Key) (*os.File, error) {
 	if checkKey(key) != nil {
 		return nil, t.notFound(key)
 	}
@@ -198,7 +198,7 @@ func (t *DirTier) Open(key Key) (*os.File, error) {
 // Remove deletes a published file. The file is unlinked even if the index
 // does not know it (a file another daemon published, or one added by
 // hand), so a removed key does not come back at the next start.
-func (t *DirTier) Remove(key Key) error {
+func (t *DirTier) Remove(key hashdir.Key) error {
 	if checkKey(key) != nil {
 		return t.notFound(key)
 	}
@@ -222,7 +222,7 @@ func (t *DirTier) Remove(key Key) error {
 // <dir>/.quarantine/<model>/<hh>/<name> (where ucmfs fsck --repair puts
 // what it finds bad, and where the rebuild does not look), for a person to
 // look at; the index forgets it. When the move fails the file is removed.
-func (t *DirTier) Quarantine(key Key) error {
+func (t *DirTier) Quarantine(key hashdir.Key) error {
 	if checkKey(key) != nil {
 		return t.notFound(key)
 	}

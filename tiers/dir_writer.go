@@ -18,7 +18,7 @@ import (
 // under a final name.
 type dirWriter struct {
 	t   *DirTier
-	key Key
+	key hashdir.Key
 	tmp string
 	f   *os.File
 
@@ -30,7 +30,7 @@ type dirWriter struct {
 }
 
 // Create starts a temp file for key beside its final name.
-func (t *DirTier) Create(key Key) (Writer, error) {
+func (t *DirTier) Create(key hashdir.Key) (Writer, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}

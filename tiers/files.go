@@ -134,7 +134,7 @@ func notFound(op string, err error) error {
 
 // checkKey rejects keys whose model is not a valid model directory name,
 // so no key can name a path outside the tier.
-func checkKey(key Key) error {
+func checkKey(key hashdir.Key) error {
 	if err := hashdir.ValidateModel(key.Model); err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ type dirCache struct {
 }
 
 // ensure creates root/<model>/<shard> unless it is known to exist.
-func (c *dirCache) ensure(root string, key Key) error {
+func (c *dirCache) ensure(root string, key hashdir.Key) error {
 	rel := key.Model + "/" + key.ShardDir()
 	c.mu.Lock()
 	_, ok := c.known[rel]

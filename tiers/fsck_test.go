@@ -97,7 +97,7 @@ func TestFsckRebuildAgree(t *testing.T) {
 	dir := t.TempDir()
 	d := newDir(t, tiers.DirConfig{Kind: "nvme", Dir: dir})
 	for _, id := range fsckIDs[:3] {
-		tiertestPut(d, tiers.Key{Model: fsckModel, ID: id}, tiertest.BlockFile(id))
+		tiertestPut(d, hashdir.Key{Model: fsckModel, ID: id}, tiertest.BlockFile(id))
 	}
 	d.Close()
 	tiertest.WriteFile(t, dir, fsckModel+"/"+fsckIDs[0].Shard()+"/.tmp-x", []byte("half"))

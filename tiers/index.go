@@ -140,7 +140,7 @@ func newIndex(capacity int64) *index {
 }
 
 // lookupLocked returns key's entry, or nil.
-func (x *index) lookupLocked(key Key) *entry {
+func (x *index) lookupLocked(key hashdir.Key) *entry {
 	m := x.models[key.Model]
 	if m == nil {
 		return nil
@@ -149,7 +149,7 @@ func (x *index) lookupLocked(key Key) *entry {
 }
 
 // shardOf returns key's entry in m, or nil.
-func (m *modelSet) shardOf(key Key) *entry {
+func (m *modelSet) shardOf(key hashdir.Key) *entry {
 	return m.shards[key.ID[0]].get(slot{key.ID, key.Kind})
 }
 
@@ -290,7 +290,7 @@ func (x *index) unlinkLocked(e *entry) {
 }
 
 // get returns the Info of key and whether its CRC fields are final.
-func (x *index) get(key Key) (info Info, crcRead, ok bool) {
+func (x *index) get(key hashdir.Key) (info Info, crcRead, ok bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -301,7 +301,7 @@ func (x *index) get(key Key) (info Info, crcRead, ok bool) {
 }
 
 // describe returns the Info and the flags of key.
-func (x *index) describe(key Key) (info Info, pinned, dirty, ok bool) {
+func (x *index) describe(key hashdir.Key) (info Info, pinned, dirty, ok bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -313,7 +313,7 @@ func (x *index) describe(key Key) (info Info, pinned, dirty, ok bool) {
 
 // touchEntry marks key as just used and returns its entry and size; the
 // entry is nil if key is not recorded.
-func (x *index) touchEntry(key Key) (*entry, int64) {
+func (x *index) touchEntry(key hashdir.Key) (*entry, int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -326,14 +326,14 @@ func (x *index) touchEntry(key Key) (*entry, int64) {
 }
 
 // has reports whether key is recorded (an allocation-free get).
-func (x *index) has(key Key) bool {
+func (x *index) has(key hashdir.Key) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.lookupLocked(key) != nil
 }
 
 // setCRC records the CRC read lazily for key (if it is still recorded).
-func (x *index) setCRC(key Key, crc uint32, has bool) {
+func (x *index) setCRC(key hashdir.Key, crc uint32, has bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if e := x.lookupLocked(key); e != nil && !e.is(flagCRCRead) {
@@ -345,7 +345,7 @@ func (x *index) setCRC(key Key, crc uint32, has bool) {
 
 // fillCRC records crc as key's CRC if the entry has none yet; it reports
 // whether key is recorded.
-func (x *index) fillCRC(key Key, crc uint32) bool {
+func (x *index) fillCRC(key hashdir.Key, crc uint32) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -358,7 +358,7 @@ func (x *index) fillCRC(key Key, crc uint32) bool {
 
 // remove takes key out of the index and returns its entry, whose mapping
 // the caller now owns.
-func (x *index) remove(key Key) (*entry, bool) {
+func (x *index) remove(key hashdir.Key) (*entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -370,7 +370,7 @@ func (x *index) remove(key Key) (*entry, bool) {
 }
 
 // touch marks key as just used. It reports whether key is recorded.
-func (x *index) touch(key Key) bool {
+func (x *index) touch(key hashdir.Key) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -384,7 +384,7 @@ func (x *index) touch(key Key) bool {
 
 // setFlags sets the dirty or pinned flag of key; it reports false if the
 // key is not recorded.
-func (x *index) setFlags(key Key, set func(*entry)) bool {
+func (x *index) setFlags(key hashdir.Key, set func(*entry)) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -399,7 +399,7 @@ func (x *index) setFlags(key Key, set func(*entry)) bool {
 }
 
 // flags returns the pinned and dirty flags of key (false for absent keys).
-func (x *index) flags(key Key) (pinned, dirty bool) {
+func (x *index) flags(key hashdir.Key) (pinned, dirty bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if e := x.lookupLocked(key); e != nil {
@@ -409,7 +409,7 @@ func (x *index) flags(key Key) (pinned, dirty bool) {
 }
 
 // mapping returns key's mapping, or nil.
-func (x *index) mapping(key Key) []byte {
+func (x *index) mapping(key hashdir.Key) []byte {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if e := x.lookupLocked(key); e != nil {

@@ -11,15 +11,15 @@ import (
 
 // benchIndex returns an index of n blocks of one model and their keys,
 // in random order.
-func benchIndex(b *testing.B, n int) (*index, []Key) {
+func benchIndex(b *testing.B, n int) (*index, []hashdir.Key) {
 	b.Helper()
 	x := newIndex(1 << 62)
-	keys := make([]Key, n)
+	keys := make([]hashdir.Key, n)
 	es := make([]*entry, n)
 	for i := range keys {
 		var seed [8]byte
 		binary.LittleEndian.PutUint64(seed[:], uint64(i))
-		keys[i] = Key{Model: "m", ID: hashdir.ID(md5.Sum(seed[:])), Kind: hashdir.Block}
+		keys[i] = hashdir.Key{Model: "m", ID: hashdir.ID(md5.Sum(seed[:])), Kind: hashdir.Block}
 		es[i] = newEntry(Info{Key: keys[i], Size: 1088})
 	}
 	x.adoptAll(es)

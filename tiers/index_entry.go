@@ -118,7 +118,7 @@ func (e *entry) fill(info Info) {
 }
 
 // key is the entry's Key.
-func (e *entry) key() Key { return Key{Model: *e.model, ID: e.id, Kind: e.kind} }
+func (e *entry) key() hashdir.Key { return hashdir.Key{Model: *e.model, ID: e.id, Kind: e.kind} }
 
 // info is the entry's Info.
 func (e *entry) info() Info {

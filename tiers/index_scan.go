@@ -3,6 +3,8 @@ package tiers
 import (
 	"maps"
 	"slices"
+
+	"github.com/ucmfs/ucmfs/hashdir"
 )
 
 // The index's operations over many entries: LRU order, eviction, listings
@@ -75,7 +77,7 @@ func (x *index) list(model string) []Info {
 }
 
 // shardKeys appends the keys of model in shard to keys.
-func (x *index) shardKeys(model string, shard byte, keys []Key) []Key {
+func (x *index) shardKeys(model string, shard byte, keys []hashdir.Key) []hashdir.Key {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	m := x.models[model]

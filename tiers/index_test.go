@@ -7,10 +7,10 @@ import (
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 
-func ikey(model string, n byte) Key { return Key{Model: model, ID: hashdir.ID{n}} }
+func ikey(model string, n byte) hashdir.Key { return hashdir.Key{Model: model, ID: hashdir.ID{n}} }
 
 // iadd reserves and adds a file of size bytes.
-func iadd(t *testing.T, x *index, k Key, size int64) {
+func iadd(t *testing.T, x *index, k hashdir.Key, size int64) {
 	t.Helper()
 	if !x.reserve(size) {
 		t.Fatalf("no room for %s (%d bytes)", k, size)
@@ -126,10 +126,10 @@ func TestIndexEachStops(t *testing.T) {
 func TestIndexShardKeys(t *testing.T) {
 	x := newIndex(1 << 20)
 	for i := byte(0); i < 6; i++ {
-		iadd(t, x, Key{Model: "m", ID: hashdir.ID{i % 3, i}}, 1)
+		iadd(t, x, hashdir.Key{Model: "m", ID: hashdir.ID{i % 3, i}}, 1)
 	}
-	iadd(t, x, Key{Model: "m", ID: hashdir.ID{1, 9}, Kind: hashdir.Repr}, 1)
-	iadd(t, x, Key{Model: "other", ID: hashdir.ID{1, 1}}, 1)
+	iadd(t, x, hashdir.Key{Model: "m", ID: hashdir.ID{1, 9}, Kind: hashdir.Repr}, 1)
+	iadd(t, x, hashdir.Key{Model: "other", ID: hashdir.ID{1, 1}}, 1)
 	got := x.shardKeys("m", 1, nil)
 	if len(got) != 3 {
 		t.Fatalf("shard 01 of m: %v, want 3 keys", got)
@@ -140,7 +140,7 @@ func TestIndexShardKeys(t *testing.T) {
 		}
 	}
 	for i := byte(0); i < 6; i += 3 {
-		x.remove(Key{Model: "m", ID: hashdir.ID{0, i}})
+		x.remove(hashdir.Key{Model: "m", ID: hashdir.ID{0, i}})
 	}
 	if got := x.shardKeys("m", 0, nil); len(got) != 0 {
 		t.Fatalf("emptied shard lists %v", got)

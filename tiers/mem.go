@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/ucmfs/ucmfs/hashdir"
 	"golang.org/x/sys/unix"
 )
 
@@ -157,7 +158,7 @@ func (t *MemTier) Persistent() bool { return false }
 // Dir is the tier's private directory.
 func (t *MemTier) Dir() string { return t.root }
 
-func (t *MemTier) path(key Key) string { return filepath.Join(t.root, key.Path()) }
+func (t *MemTier) path(key hashdir.Key) string { return filepath.Join(t.root, key.Path()) }
 
 // enter takes the shared life lock; it fails once the tier is closed.
 func (t *MemTier) enter() error {

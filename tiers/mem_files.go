@@ -11,7 +11,7 @@ import (
 )
 
 // Create starts a file for key in the tier's staging area.
-func (t *MemTier) Create(key Key) (Writer, error) {
+func (t *MemTier) Create(key hashdir.Key) (Writer, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (t *MemTier) Create(key Key) (Writer, error) {
 }
 
 // Open opens a published file and marks it used.
-func (t *MemTier) Open(key Key) (*os.File, error) {
+func (t *MemTier) Open(key hashdir.Key) (*os.File, error) {
 	if err := t.enter(); err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (t *MemTier) Open(key Key) (*os.File, error) {
 // openHit is Open for the stack's read path: it reports a miss as false
 // (no error built) and returns the file's size from the index (no fstat)
 // and its index entry (the Token of the handle).
-func (t *MemTier) openHit(key Key) (*os.File, int64, *entry, bool) {
+func (t *MemTier) openHit(key hashdir.Key) (*os.File, int64, *entry, bool) {
 	if t.enter() != nil {
 		return nil, 0, nil, false
 	}
@@ -68,7 +68,7 @@ func (t *MemTier) openHit(key Key) (*os.File, int64, *entry, bool) {
 }
 
 // Stat describes a published file.
-func (t *MemTier) Stat(key Key) (Info, error) {
+func (t *MemTier) Stat(key hashdir.Key) (Info, error) {
 	info, _, ok := t.idx.get(key)
 	if !ok {
 		return Info{}, fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
@@ -78,7 +78,7 @@ func (t *MemTier) Stat(key Key) (Info, error) {
 
 // Remove deletes a published file, pinned or dirty alike. Its mapping is
 // unmapped: a caller using Mapping must pin the key and not remove it.
-func (t *MemTier) Remove(key Key) error {
+func (t *MemTier) Remove(key hashdir.Key) error {
 	if err := t.enter(); err != nil {
 		return err
 	}
@@ -137,10 +137,10 @@ func (t *MemTier) Usage() Usage { return t.idx.usage() }
 func (t *MemTier) Room() int64 { return t.idx.room() }
 
 // Touch marks key as just used (LRU).
-func (t *MemTier) Touch(key Key) { t.idx.touch(key) }
+func (t *MemTier) Touch(key hashdir.Key) { t.idx.touch(key) }
 
 // SetDirty marks key dirty (not yet on a persistent tier) or clean.
-func (t *MemTier) SetDirty(key Key, dirty bool) error {
+func (t *MemTier) SetDirty(key hashdir.Key, dirty bool) error {
 	if !t.idx.setFlags(key, func(e *entry) { e.set(flagDirty, dirty) }) {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
@@ -150,7 +150,7 @@ func (t *MemTier) SetDirty(key Key, dirty bool) error {
 // SetCRC records crc as the payload CRC-32C of key when the tier has none
 // for it (a block published without a CRC in its header gets one from
 // the first copy that reads it). A CRC already known is kept.
-func (t *MemTier) SetCRC(key Key, crc uint32) error {
+func (t *MemTier) SetCRC(key hashdir.Key, crc uint32) error {
 	if !t.idx.fillCRC(key, crc) {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
@@ -158,7 +158,7 @@ func (t *MemTier) SetCRC(key Key, crc uint32) error {
 }
 
 // SetPinned pins key in the tier (EvictClean skips it) or unpins it.
-func (t *MemTier) SetPinned(key Key, pinned bool) error {
+func (t *MemTier) SetPinned(key hashdir.Key, pinned bool) error {
 	if !t.idx.setFlags(key, func(e *entry) { e.set(flagPinned, pinned) }) {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
@@ -166,15 +166,15 @@ func (t *MemTier) SetPinned(key Key, pinned bool) error {
 }
 
 // Pinned reports whether key is pinned (false if absent).
-func (t *MemTier) Pinned(key Key) bool { p, _ := t.idx.flags(key); return p }
+func (t *MemTier) Pinned(key hashdir.Key) bool { p, _ := t.idx.flags(key); return p }
 
 // Dirty reports whether key is dirty (false if absent).
-func (t *MemTier) Dirty(key Key) bool { _, d := t.idx.flags(key); return d }
+func (t *MemTier) Dirty(key hashdir.Key) bool { _, d := t.idx.flags(key); return d }
 
 // EvictClean removes least recently used files that are neither dirty nor
 // pinned until Room() >= need or nothing evictable is left. It returns the
 // bytes freed and the keys removed.
-func (t *MemTier) EvictClean(need int64) (freed int64, evicted []Key) {
+func (t *MemTier) EvictClean(need int64) (freed int64, evicted []hashdir.Key) {
 	if err := t.enter(); err != nil {
 		return 0, nil
 	}

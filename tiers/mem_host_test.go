@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -93,7 +94,7 @@ func (h *hostBook) check(t *testing.T) {
 func TestMemHostRegistrar(t *testing.T) {
 	book := newHostBook()
 	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Host: book})
-	keys := make([]tiers.Key, 6)
+	keys := make([]hashdir.Key, 6)
 	for i := range keys {
 		keys[i] = tiertest.Key("m", i)
 		if i >= 4 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/ucmfs/ucmfs/hashdir"
 	"golang.org/x/sys/unix"
 )
 
@@ -14,7 +15,7 @@ import (
 // by Commit.
 type memWriter struct {
 	t   *MemTier
-	key Key
+	key hashdir.Key
 	tmp string
 
 	mu   sync.Mutex // serializes Write, Commit and Abort
@@ -102,7 +103,7 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 }
 
 // publish renames tmp to key's path, creating its directories as needed.
-func (t *MemTier) publish(tmp string, key Key) error {
+func (t *MemTier) publish(tmp string, key hashdir.Key) error {
 	dst := t.path(key)
 	for attempt := 0; ; attempt++ {
 		if err := t.dirs.ensure(t.root, key); err != nil {

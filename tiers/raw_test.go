@@ -16,10 +16,10 @@ import (
 )
 
 // rawBlock is raw block n of model at shard width w, with its payload.
-func rawBlock(model string, n, w, size int) (Key, []byte) {
+func rawBlock(model string, n, w, size int) (hashdir.Key, []byte) {
 	id := hashdir.ID(md5.Sum(fmt.Appendf(nil, "raw/%s/%d", model, n)))
 	data := bytes.Repeat([]byte{byte(n), byte(n >> 8), 0x5a}, size/3+1)[:size]
-	return Key{Model: model, ID: id, Kind: hashdir.RawKind(w)}, data
+	return hashdir.Key{Model: model, ID: id, Kind: hashdir.RawKind(w)}, data
 }
 
 // TestRawTierAdopt: a UCM PosixStore directory (shards of widths 0, 2 and
@@ -31,8 +31,8 @@ func rawBlock(model string, n, w, size int) (Key, []byte) {
 func TestRawTierAdopt(t *testing.T) {
 	dir := t.TempDir()
 	const model = "ucm"
-	var keys []Key
-	datas := map[Key][]byte{}
+	var keys []hashdir.Key
+	datas := map[hashdir.Key][]byte{}
 	for i, w := range []int{0, 2, 3, 3} {
 		k, d := rawBlock(model, i, w, 4096+i)
 		p := filepath.Join(dir, k.Path())

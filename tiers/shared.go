@@ -62,8 +62,8 @@ type sharedView struct {
 	models   map[string]struct{} // the root's listing
 	modelsAt time.Time
 
-	scanned chan struct{} // closed when the background scan is done
-	gone    func([]Key)   // told of the keys found gone (the stack's)
+	scanned chan struct{}       // closed when the background scan is done
+	gone    func([]hashdir.Key) // told of the keys found gone (the stack's)
 }
 
 func newSharedView(ttl time.Duration) *sharedView {
@@ -86,7 +86,7 @@ func (t *DirTier) Scanned() bool {
 
 // revalidate makes the index's entries of key's shard at most one TTL
 // old (shared tiers only).
-func (t *DirTier) revalidate(key Key) {
+func (t *DirTier) revalidate(key hashdir.Key) {
 	if t.view == nil || t.view.ttl < 0 {
 		return
 	}
@@ -165,14 +165,14 @@ func (t *DirTier) recordShard(ref shardRef, c shardCheck) {
 // ents: the keys of before (the index's, taken before the listing) not
 // listed are dropped and the stack told; files not indexed are adopted.
 // A key committed here while the listing ran is not in before: kept.
-func (t *DirTier) reconcile(ref shardRef, before []Key, ents []shardEntry) {
-	listed := make(map[Key]shardEntry, len(ents))
+func (t *DirTier) reconcile(ref shardRef, before []hashdir.Key, ents []shardEntry) {
+	listed := make(map[hashdir.Key]shardEntry, len(ents))
 	for _, e := range ents {
 		if e.class == fileEntry {
-			listed[Key{Model: ref.model, ID: e.id, Kind: e.kind}] = e
+			listed[hashdir.Key{Model: ref.model, ID: e.id, Kind: e.kind}] = e
 		}
 	}
-	var gone []Key
+	var gone []hashdir.Key
 	for _, k := range before {
 		if _, ok := listed[k]; ok {
 			continue
@@ -253,14 +253,14 @@ func (t *DirTier) HasModel(model string) bool {
 
 // sharedStat answers Stat for a shared tier: the revalidated index, else
 // a stat of the file.
-func (t *DirTier) sharedStat(key Key) (Info, error) {
+func (t *DirTier) sharedStat(key hashdir.Key) (Info, error) {
 	t.revalidate(key)
 	return t.sharedGet(key)
 }
 
 // sharedGet is sharedStat once key's shard is revalidated: a key the
 // index lacks is looked for on disk.
-func (t *DirTier) sharedGet(key Key) (Info, error) {
+func (t *DirTier) sharedGet(key hashdir.Key) (Info, error) {
 	if info, _, ok := t.idx.get(key); ok {
 		return info, nil
 	}
@@ -274,7 +274,7 @@ func (t *DirTier) sharedGet(key Key) (Info, error) {
 // which no kernel cache stands in front of: a key the index lacks is a
 // miss without a syscall when its shard was listed (or found unchanged
 // since a listing) within the TTL, else it is looked for on disk.
-func (t *DirTier) sharedHas(key Key) bool {
+func (t *DirTier) sharedHas(key hashdir.Key) bool {
 	if _, _, ok := t.idx.get(key); ok {
 		return true
 	}
@@ -287,7 +287,7 @@ func (t *DirTier) sharedHas(key Key) bool {
 
 // listedFresh reports whether the index holds all of key's shard as of
 // less than a TTL ago.
-func (t *DirTier) listedFresh(key Key) bool {
+func (t *DirTier) listedFresh(key hashdir.Key) bool {
 	v := t.view
 	if v.ttl < 0 {
 		return false

@@ -50,7 +50,7 @@ func (s *Stack) sharedAt(id TierID) *DirTier {
 // revalidateShared revalidates k's shard on every shared tier (cheap
 // within the TTL), so that a memory copy of a block another daemon
 // removed goes too (dropGone).
-func (s *Stack) revalidateShared(k Key) {
+func (s *Stack) revalidateShared(k hashdir.Key) {
 	for _, d := range s.dirs {
 		if d.view != nil {
 			d.revalidate(k)
@@ -62,14 +62,14 @@ func (s *Stack) revalidateShared(k Key) {
 func (s *Stack) watchShared() {
 	for _, d := range s.dirs {
 		if d.view != nil {
-			d.view.gone = func(keys []Key) { go s.dropGone(keys) }
+			d.view.gone = func(keys []hashdir.Key) { go s.dropGone(keys) }
 		}
 	}
 }
 
 // dropGone drops the clean, unpinned memory copies of keys another daemon
 // removed from a shared tier, unless a tier of the stack still holds them.
-func (s *Stack) dropGone(keys []Key) {
+func (s *Stack) dropGone(keys []hashdir.Key) {
 	for _, k := range keys {
 		mu := s.keyLock(k)
 		mu.Lock()
@@ -94,7 +94,7 @@ func (s *Stack) dropGone(keys []Key) {
 // privateCopy copies k from the shared tier d into an anonymous memory
 // file (memfd), CRC-checked: the descriptor of a read when memory has no
 // room, readable whatever other hosts do to the file.
-func (s *Stack) privateCopy(d *DirTier, k Key) (*os.File, error) {
+func (s *Stack) privateCopy(d *DirTier, k hashdir.Key) (*os.File, error) {
 	fd, err := unix.MemfdCreate("ucmfs-"+k.FileName(), unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("%s: private copy: %w", k, err)
@@ -119,15 +119,15 @@ type memfdWriter struct {
 var _ Tier = (*memfdWriter)(nil)
 
 // Name, Persistent, ... make the writer its own destination tier.
-func (w *memfdWriter) Name() string                 { return "private copy" }
-func (w *memfdWriter) Persistent() bool             { return false }
-func (w *memfdWriter) Create(Key) (Writer, error)   { return w, nil }
-func (w *memfdWriter) Open(Key) (*os.File, error)   { return nil, errors.ErrUnsupported }
-func (w *memfdWriter) Stat(Key) (Info, error)       { return Info{}, ErrNotFound }
-func (w *memfdWriter) Remove(Key) error             { return ErrNotFound }
-func (w *memfdWriter) List(string, func(Info) bool) {}
-func (w *memfdWriter) Usage() Usage                 { return Usage{} }
-func (w *memfdWriter) Close() error                 { return nil }
+func (w *memfdWriter) Name() string                       { return "private copy" }
+func (w *memfdWriter) Persistent() bool                   { return false }
+func (w *memfdWriter) Create(hashdir.Key) (Writer, error) { return w, nil }
+func (w *memfdWriter) Open(hashdir.Key) (*os.File, error) { return nil, errors.ErrUnsupported }
+func (w *memfdWriter) Stat(hashdir.Key) (Info, error)     { return Info{}, ErrNotFound }
+func (w *memfdWriter) Remove(hashdir.Key) error           { return ErrNotFound }
+func (w *memfdWriter) List(string, func(Info) bool)       {}
+func (w *memfdWriter) Usage() Usage                       { return Usage{} }
+func (w *memfdWriter) Close() error                       { return nil }
 
 // File is the memfd.
 func (w *memfdWriter) File() *os.File { return w.f }
@@ -169,7 +169,7 @@ func (t *DirTier) touchEvery() time.Duration { return min(time.Minute, t.keepRec
 
 // touchShared moves key's mtime to now when it is older than touchEvery:
 // the use other daemons see and evict by.
-func (t *DirTier) touchShared(key Key) {
+func (t *DirTier) touchShared(key hashdir.Key) {
 	info, _, ok := t.idx.get(key)
 	if !ok || time.Since(info.MTime) < t.touchEvery() {
 		return
@@ -185,7 +185,7 @@ func (t *DirTier) touchShared(key Key) {
 // is there and its mtime (which any daemon moves on use) is older than
 // KeepRecent. A younger file gets its mtime in the index and moves to the
 // back of the eviction order; a file gone is dropped from the index.
-func (t *DirTier) mayEvict(key Key) bool {
+func (t *DirTier) mayEvict(key hashdir.Key) bool {
 	var st unix.Stat_t
 	p := t.path(key)
 	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)

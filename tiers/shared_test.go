@@ -34,8 +34,8 @@ const testTTL = 100 * time.Millisecond
 
 // plantFiles writes n blocks of model "m" with payloads of size bytes
 // straight into the directory dir, as another host would.
-func plantFiles(dir string, n, size int) []Key {
-	keys := make([]Key, n)
+func plantFiles(dir string, n, size int) []hashdir.Key {
+	keys := make([]hashdir.Key, n)
 	for i := range keys {
 		k, data := testBlock("m", i, size)
 		p := filepath.Join(dir, k.Path())

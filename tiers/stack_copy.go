@@ -88,7 +88,7 @@ func payloadCRC(f *os.File, kind hashdir.Kind) (int64, uint32, error) {
 
 // knownCRC is the payload CRC-32C that t keeps for k, given its Stat
 // info: the index's, or for a directory tier the file's xattr (read once).
-func knownCRC(t Tier, k Key, info Info) (uint32, bool) {
+func knownCRC(t Tier, k hashdir.Key, info Info) (uint32, bool) {
 	if info.HasCRC {
 		return info.CRC, true
 	}
@@ -108,7 +108,7 @@ func knownCRC(t Tier, k Key, info Info) (uint32, bool) {
 // becomes the block's: the returned options carry it to dst, and the
 // memory tier records it too when it is the source. The caller commits
 // or aborts the returned Writer.
-func (s *Stack) copyOut(src, dst Tier, key Key) (Writer, CommitOptions, error) {
+func (s *Stack) copyOut(src, dst Tier, key hashdir.Key) (Writer, CommitOptions, error) {
 	info, err := src.Stat(key)
 	if err != nil {
 		return nil, CommitOptions{}, err
@@ -181,10 +181,10 @@ func (s *Stack) copyOut(src, dst Tier, key Key) (Writer, CommitOptions, error) {
 
 // quarantine takes a corrupt file out of a tier so it is never served
 // again: a directory tier moves it aside, the memory tier drops it.
-func (s *Stack) quarantine(t Tier, key Key, cause error) {
+func (s *Stack) quarantine(t Tier, key hashdir.Key, cause error) {
 	s.stats.quarantined.Add(1)
 	var err error
-	if q, ok := t.(interface{ Quarantine(Key) error }); ok {
+	if q, ok := t.(interface{ Quarantine(hashdir.Key) error }); ok {
 		err = q.Quarantine(key)
 	} else {
 		err = t.Remove(key)
@@ -196,7 +196,7 @@ func (s *Stack) quarantine(t Tier, key Key, cause error) {
 // only if src still holds k (it was not removed while the bytes moved).
 // A copy already present at the destination counts as committed. then
 // runs under the lock after a successful commit.
-func (s *Stack) commitCopy(src Tier, w Writer, opts CommitOptions, k Key, then func() error) error {
+func (s *Stack) commitCopy(src Tier, w Writer, opts CommitOptions, k hashdir.Key, then func() error) error {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()

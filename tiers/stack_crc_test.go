@@ -11,7 +11,7 @@ import (
 
 // testBlockNoCRC is testBlock with no CRC in the header (flags 0), as an
 // engine that leaves the CRC to ucmfs writes it.
-func testBlockNoCRC(model string, n, payload int) (Key, []byte) {
+func testBlockNoCRC(model string, n, payload int) (hashdir.Key, []byte) {
 	k, data := testBlock(model, n, payload)
 	h, err := hashdir.DecodeBlockHeader(data[:hashdir.HeaderSize])
 	if err != nil {
@@ -73,7 +73,7 @@ func TestStackCRCComputedOnDemand(t *testing.T) {
 	if bi, _ := s.Stat(k); !bi.HasCRC || bi.CRC != want {
 		t.Fatalf("the computed CRC is not kept: %+v", bi)
 	}
-	if _, _, err := s.CRC(Key{Model: "m", ID: hashdir.ID{9}}); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.CRC(hashdir.Key{Model: "m", ID: hashdir.ID{9}}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("CRC of an absent block: %v, want ErrNotFound", err)
 	}
 }

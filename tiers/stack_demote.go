@@ -91,7 +91,7 @@ func (s *Stack) makeRoomOn(i int, size int64) bool {
 
 // evictFrom takes k off dirs[i]: down to the next tier, or out of the
 // last one.
-func (s *Stack) evictFrom(i int, k Key) error {
+func (s *Stack) evictFrom(i int, k hashdir.Key) error {
 	if i+1 < len(s.dirs) {
 		return s.moveDown(s.dirs[i], s.dirs[i+1], k)
 	}
@@ -99,7 +99,7 @@ func (s *Stack) evictFrom(i int, k Key) error {
 }
 
 // moveDown copies k from d to the next tier, then removes it from d.
-func (s *Stack) moveDown(d, next *DirTier, k Key) error {
+func (s *Stack) moveDown(d, next *DirTier, k hashdir.Key) error {
 	w, opts, err := s.copyOut(d, next, k)
 	if errors.Is(err, ErrCorrupt) {
 		s.quarantine(d, k, err)
@@ -116,8 +116,8 @@ func (s *Stack) moveDown(d, next *DirTier, k Key) error {
 
 // drop removes k from the last tier and from the whole stack, unless its
 // block is pinned in memory. A block's sidecar goes with it.
-func (s *Stack) drop(d *DirTier, k Key) error {
-	block := Key{Model: k.Model, ID: k.ID}
+func (s *Stack) drop(d *DirTier, k hashdir.Key) error {
+	block := hashdir.Key{Model: k.Model, ID: k.ID}
 	if s.mem.Pinned(block) {
 		return fmt.Errorf("%s: pinned", k)
 	}
@@ -128,10 +128,10 @@ func (s *Stack) drop(d *DirTier, k Key) error {
 // Remove deletes k from every tier; removing a block removes its sidecar
 // too. Open descriptors keep reading their data. ErrNotFound when no tier
 // held k.
-func (s *Stack) Remove(k Key) error {
+func (s *Stack) Remove(k hashdir.Key) error {
 	removed := s.removeKey(k)
 	if k.Kind == hashdir.Block {
-		s.removeKey(Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr})
+		s.removeKey(hashdir.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr})
 	}
 	if !removed {
 		return fmt.Errorf("%s: %w", k, ErrNotFound)
@@ -140,7 +140,7 @@ func (s *Stack) Remove(k Key) error {
 	return nil
 }
 
-func (s *Stack) removeKey(k Key) bool {
+func (s *Stack) removeKey(k hashdir.Key) bool {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()

@@ -3,6 +3,8 @@ package tiers
 import (
 	"errors"
 	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
 )
 
 // Dirty blocks and their write-back, paced as the kernel paces its dirty
@@ -42,7 +44,7 @@ const throttlePoll = 50 * time.Millisecond
 
 // dirtyRef is one queued write-back: the key and when it was queued.
 type dirtyRef struct {
-	k  Key
+	k  hashdir.Key
 	at time.Time
 }
 
@@ -80,7 +82,7 @@ func (x *index) dirtyTotal() ModelCount {
 // due now, or it is the only one queued (a worker then waits for its
 // expiry). A burst below the background threshold wakes no worker for
 // each block.
-func (s *Stack) enqueue(k Key) {
+func (s *Stack) enqueue(k hashdir.Key) {
 	s.mu.Lock()
 	first := len(s.queue) == 0
 	if !s.queued[k] {

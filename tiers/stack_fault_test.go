@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/internal/faultfs"
 )
 
@@ -81,7 +82,7 @@ func TestStackFaultEIO(t *testing.T) {
 func TestStackFaultENOSPC(t *testing.T) {
 	s, ffs, _ := faultStack(t, 1<<20, StackConfig{RoomWait: 200 * time.Millisecond})
 	ffs.Inject(faultfs.Fault{Op: faultfs.OpCreate, Errno: syscall.ENOSPC})
-	var keys []Key
+	var keys []hashdir.Key
 	var datas [][]byte
 	var err error
 	for i := 0; i < 4 && err == nil; i++ { // 4 × 300 KiB into 1 MiB

@@ -25,7 +25,7 @@ func testLogger() *slog.Logger {
 
 // testBlock builds a valid block of the given payload size, its id derived
 // from (model, n) so tests can find it again.
-func testBlock(model string, n, payload int) (Key, []byte) {
+func testBlock(model string, n, payload int) (hashdir.Key, []byte) {
 	id := hashdir.ID(md5.Sum([]byte(fmt.Sprintf("%s/%d", model, n))))
 	data := make([]byte, payload)
 	r := rand.New(rand.NewPCG(uint64(n), 7))
@@ -33,7 +33,7 @@ func testBlock(model string, n, payload int) (Key, []byte) {
 		data[i] = byte(r.Uint32())
 	}
 	h := hashdir.BlockHeader{ID: id, NumLayers: 1, BlockSize: 1, Dtype: hashdir.Uint8, TensorsPerLayer: 1}
-	return Key{Model: model, ID: id}, hashdir.NewBlock(h, data)
+	return hashdir.Key{Model: model, ID: id}, hashdir.NewBlock(h, data)
 }
 
 // newTestStack builds a stack of a memory tier of memCap bytes over one
@@ -64,7 +64,7 @@ func buildStack(t testing.TB, cfg StackConfig, mc MemConfig, dirs ...DirConfig) 
 }
 
 // readAll opens k through the stack and returns its bytes.
-func readAll(t testing.TB, s *Stack, k Key) []byte {
+func readAll(t testing.TB, s *Stack, k hashdir.Key) []byte {
 	t.Helper()
 	h, err := s.Open(k)
 	if err != nil {
@@ -87,7 +87,7 @@ func mustEqual(t testing.TB, what string, got, want []byte) {
 
 // waitPromoted waits (up to 10 s) until the read-path promotions are done
 // and k is in memory.
-func waitPromoted(t testing.TB, s *Stack, k Key) {
+func waitPromoted(t testing.TB, s *Stack, k hashdir.Key) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if s.promoting() == 0 && s.mem.idx.has(k) {

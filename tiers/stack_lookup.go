@@ -31,7 +31,7 @@ type BlockInfo struct {
 }
 
 // Has reports whether any tier holds k.
-func (s *Stack) Has(k Key) bool {
+func (s *Stack) Has(k hashdir.Key) bool {
 	if _, err := s.mem.Stat(k); err == nil {
 		return true
 	}
@@ -44,11 +44,11 @@ func (s *Stack) Has(k Key) bool {
 // its index revalidated, a block it lacks looked for on disk, because
 // another daemon may have published or removed it (shared.go).
 func (s *Stack) HasBlock(model string, id hashdir.ID) bool {
-	return s.HasKey(Key{Model: model, ID: id})
+	return s.HasKey(hashdir.Key{Model: model, ID: id})
 }
 
 // HasKey is HasBlock for any key (a raw block's, a sidecar's).
-func (s *Stack) HasKey(k Key) bool {
+func (s *Stack) HasKey(k hashdir.Key) bool {
 	s.revalidateShared(k)
 	if _, _, ok := s.mem.idx.get(k); ok {
 		return true
@@ -68,7 +68,7 @@ func (s *Stack) HasKey(k Key) bool {
 }
 
 // inDirs reports whether a directory tier holds k.
-func (s *Stack) inDirs(k Key) bool {
+func (s *Stack) inDirs(k hashdir.Key) bool {
 	for _, d := range s.dirs {
 		if _, err := d.Stat(k); err == nil {
 			return true
@@ -78,8 +78,8 @@ func (s *Stack) inDirs(k Key) bool {
 }
 
 // List calls fn once for every key of model ("" = all) held by any tier.
-func (s *Stack) List(model string, fn func(Key) bool) {
-	seen := make(map[Key]struct{})
+func (s *Stack) List(model string, fn func(hashdir.Key) bool) {
+	seen := make(map[hashdir.Key]struct{})
 	tiers := []Tier{s.mem}
 	for _, d := range s.dirs {
 		tiers = append(tiers, d)
@@ -101,13 +101,13 @@ func (s *Stack) List(model string, fn func(Key) bool) {
 // (the files of one <model>/<hh> directory), held by any tier, each once,
 // in no particular order. It reads the tiers' indexes only: its cost is
 // that of the shard, not of the model.
-func (s *Stack) ShardKeys(model string, shard byte) []Key {
+func (s *Stack) ShardKeys(model string, shard byte) []hashdir.Key {
 	keys := s.mem.idx.shardKeys(model, shard, nil)
 	// A block is usually in several tiers, but a tier lists each key
 	// once: only keys added after others may repeat them.
 	repeats := false
 	for _, d := range s.dirs {
-		d.revalidate(Key{Model: model, ID: hashdir.ID{shard}})
+		d.revalidate(hashdir.Key{Model: model, ID: hashdir.ID{shard}})
 		before := len(keys)
 		keys = d.idx.shardKeys(model, shard, keys)
 		repeats = repeats || (before > 0 && len(keys) > before)
@@ -116,7 +116,7 @@ func (s *Stack) ShardKeys(model string, shard byte) []Key {
 		return keys
 	}
 	// All keys are of model: equal id and kind is the same key.
-	slices.SortFunc(keys, func(a, b Key) int {
+	slices.SortFunc(keys, func(a, b hashdir.Key) int {
 		if c := bytes.Compare(a.ID[:], b.ID[:]); c != 0 {
 			return c
 		}
@@ -127,8 +127,8 @@ func (s *Stack) ShardKeys(model string, shard byte) []Key {
 
 // listKeys collects the keys of t (of model, "" = all) before the caller
 // looks at any of them, so no tier lock is held meanwhile.
-func listKeys(t Tier, model string) []Key {
-	var keys []Key
+func listKeys(t Tier, model string) []hashdir.Key {
+	var keys []hashdir.Key
 	t.List(model, func(in Info) bool { keys = append(keys, in.Key); return true })
 	return keys
 }
@@ -139,7 +139,7 @@ func listKeys(t Tier, model string) []Key {
 // block published without a CRC in its header, before its write-back
 // copy computed one; a file found by a directory tier's rebuild whose
 // xattr was not read yet). CRC gets it in every case.
-func (s *Stack) Stat(k Key) (BlockInfo, error) {
+func (s *Stack) Stat(k hashdir.Key) (BlockInfo, error) {
 	var bi BlockInfo
 	found := false
 	s.revalidateShared(k)
@@ -179,7 +179,7 @@ func (s *Stack) Stat(k Key) (BlockInfo, error) {
 // there. has is false when only a directory tier holds k and keeps no CRC
 // for it (a filesystem without xattrs, a file copied in by hand);
 // ErrNotFound when no tier holds k.
-func (s *Stack) CRC(k Key) (crc uint32, has bool, err error) {
+func (s *Stack) CRC(k hashdir.Key) (crc uint32, has bool, err error) {
 	bi, err := s.Stat(k)
 	if err != nil {
 		return 0, false, err
@@ -202,7 +202,7 @@ func (s *Stack) CRC(k Key) (crc uint32, has bool, err error) {
 
 // memCRC computes the payload CRC-32C of k's copy in the memory tier and
 // records it there. It reports false when the copy is gone or unreadable.
-func (s *Stack) memCRC(k Key) (uint32, bool) {
+func (s *Stack) memCRC(k hashdir.Key) (uint32, bool) {
 	f, err := openFile(s.mem.path(k), unix.O_RDONLY, 0) // not mem.Open: no LRU use
 	if err != nil {
 		return 0, false
@@ -225,7 +225,7 @@ func (s *Stack) memCRC(k Key) (uint32, bool) {
 // small file (a sidecar) where it lies. A file removed or moved between
 // tiers meanwhile is looked for in the next tier. ErrNotFound when no
 // tier holds k.
-func (s *Stack) ReadFile(k Key, n int64) ([]byte, Info, error) {
+func (s *Stack) ReadFile(k hashdir.Key, n int64) ([]byte, Info, error) {
 	for id := Memory; int(id) <= len(s.dirs); id++ {
 		t := s.tierAt(id)
 		info, err := t.Stat(k)

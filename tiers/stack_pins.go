@@ -1,6 +1,10 @@
 package tiers
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
 
 // Pins and mappings: a block is pinned in the memory tier (never evicted)
 // while a user asks for it (user.ucm.pinned) or a GPU load reads its
@@ -8,7 +12,7 @@ import "fmt"
 // registered, view of the file (MemConfig.Host).
 
 // Pin keeps k in memory (promoting it first) or releases it.
-func (s *Stack) Pin(k Key, pinned bool) error {
+func (s *Stack) Pin(k hashdir.Key, pinned bool) error {
 	if pinned {
 		if err := s.Promote(k); err != nil {
 			return err
@@ -20,7 +24,7 @@ func (s *Stack) Pin(k Key, pinned bool) error {
 // SetPinned sets or clears the pin of k's copy in the memory tier,
 // without promoting it: ErrNotFound when memory does not hold k (a block
 // evicted between a Promote and this call).
-func (s *Stack) SetPinned(k Key, pinned bool) error {
+func (s *Stack) SetPinned(k hashdir.Key, pinned bool) error {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
@@ -29,23 +33,23 @@ func (s *Stack) SetPinned(k Key, pinned bool) error {
 
 // Pinned reports whether k is pinned in the memory tier (false if memory
 // does not hold it).
-func (s *Stack) Pinned(k Key) bool { return s.mem.Pinned(k) }
+func (s *Stack) Pinned(k hashdir.Key) bool { return s.mem.Pinned(k) }
 
 // Mapping returns the memory tier's read-only mapping of k's file, or nil
 // when it has none (not in memory, past the mapping budget, or not mapped
 // yet); see MemTier.Mapping. It stays valid while k is pinned and not
 // removed: pin k first (SetPinned or Pin).
-func (s *Stack) Mapping(k Key) []byte { return s.mem.Mapping(k) }
+func (s *Stack) Mapping(k hashdir.Key) []byte { return s.mem.Mapping(k) }
 
 // Touch marks k's copy in the memory tier as just used (its LRU order),
 // for a reader that used its Mapping rather than Open.
-func (s *Stack) Touch(k Key) { s.mem.Touch(k) }
+func (s *Stack) Touch(k hashdir.Key) { s.mem.Touch(k) }
 
 // Evict drops k's copy from the memory tier when a persistent tier holds
 // it too and it is not pinned, so that it is read from there next.
 // ErrNotFound when memory does not hold k; an error when the memory copy
 // is the only one or is pinned.
-func (s *Stack) Evict(k Key) error {
+func (s *Stack) Evict(k hashdir.Key) error {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()

@@ -15,20 +15,20 @@ var ErrInvalid = errors.New("invalid block")
 // PendingWrite is a block or sidecar being written: a private temp file in
 // the memory tier that no reader can see until Publish.
 type PendingWrite struct {
-	key   Key
+	key   hashdir.Key
 	w     Writer
 	mtime time.Time // the publish time to keep (SetMTime); zero: now
 }
 
 // Key is the key being written.
-func (p *PendingWrite) Key() Key { return p.key }
+func (p *PendingWrite) Key() hashdir.Key { return p.key }
 
 // File is the temp file; write it with pwrite or hand its fd to the kernel.
 func (p *PendingWrite) File() *os.File { return p.w.File() }
 
 // Create starts writing key. It fails with ErrExist when key is already
 // published, and with ErrClosed once the stack is closing.
-func (s *Stack) Create(key Key) (*PendingWrite, error) {
+func (s *Stack) Create(key hashdir.Key) (*PendingWrite, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
@@ -46,7 +46,7 @@ func (s *Stack) Create(key Key) (*PendingWrite, error) {
 func (s *Stack) Abort(p *PendingWrite) { p.w.Abort() }
 
 // Put writes data as key and publishes it; see Publish.
-func (s *Stack) Put(key Key, data []byte, durable bool) (Info, error) {
+func (s *Stack) Put(key hashdir.Key, data []byte, durable bool) (Info, error) {
 	p, err := s.Create(key)
 	if err != nil {
 		return Info{}, err
@@ -79,7 +79,7 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 		s.stats.rejected.Add(1)
 		return Info{}, err
 	}
-	if key.Kind == hashdir.Repr && !s.Has(Key{Model: key.Model, ID: key.ID}) {
+	if key.Kind == hashdir.Repr && !s.Has(hashdir.Key{Model: key.Model, ID: key.ID}) {
 		p.w.Abort()
 		return Info{}, fmt.Errorf("sidecar %s: %w: its block is not stored", key, ErrNotFound)
 	}
@@ -250,7 +250,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 // The payload is read, and its CRC-32C returned with hasCRC set, only
 // when the header states a CRC: then a mismatch rejects the file.
 // Errors wrap ErrInvalid.
-func validate(key Key, f *os.File) (size int64, crc uint32, hasCRC bool, err error) {
+func validate(key hashdir.Key, f *os.File) (size int64, crc uint32, hasCRC bool, err error) {
 	fi, err := fileStat(f)
 	if err != nil {
 		return 0, 0, false, err

@@ -1,6 +1,10 @@
 package tiers
 
-import "os"
+import (
+	"os"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
 
 // Reusing a descriptor
 //
@@ -29,7 +33,7 @@ func (t Token) Valid() bool { return t.e != nil }
 // admission filter, the hit counters, and for a lower tier the promotion
 // decision). A false answer asks the caller to close the descriptor and
 // Open again.
-func (s *Stack) Reuse(k Key, t Token) bool {
+func (s *Stack) Reuse(k hashdir.Key, t Token) bool {
 	switch {
 	case t.e == nil:
 		return false
@@ -56,7 +60,7 @@ func (s *Stack) Reuse(k Key, t Token) bool {
 
 // Current reports, without counting a use, whether the descriptor of
 // token t still reads k's current file and is what Open would read.
-func (s *Stack) Current(k Key, t Token) bool {
+func (s *Stack) Current(k hashdir.Key, t Token) bool {
 	switch {
 	case t.e == nil:
 		return false
@@ -69,7 +73,7 @@ func (s *Stack) Current(k Key, t Token) bool {
 // openLower opens k on directory tier id with its token: the entry is
 // read before and after the open, so a file replaced meanwhile gives a
 // zero token (the descriptor is used once, never reused).
-func (s *Stack) openLower(k Key, id TierID) (*os.File, Token, error) {
+func (s *Stack) openLower(k hashdir.Key, id TierID) (*os.File, Token, error) {
 	d := s.dirs[id-1]
 	e := d.idx.entryOf(k)
 	f, err := d.Open(k)
@@ -83,18 +87,18 @@ func (s *Stack) openLower(k Key, id TierID) (*os.File, Token, error) {
 }
 
 // entryOf returns key's entry, or nil.
-func (x *index) entryOf(key Key) *entry {
+func (x *index) entryOf(key hashdir.Key) *entry {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.lookupLocked(key)
 }
 
 // isEntry reports whether e is key's entry.
-func (x *index) isEntry(key Key, e *entry) bool { return x.entryOf(key) == e }
+func (x *index) isEntry(key hashdir.Key, e *entry) bool { return x.entryOf(key) == e }
 
 // touchIf marks key as just used if e is still its entry, and reports
 // whether it is, with its size.
-func (x *index) touchIf(key Key, e *entry) (int64, bool) {
+func (x *index) touchIf(key hashdir.Key, e *entry) (int64, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.lookupLocked(key) != e {

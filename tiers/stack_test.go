@@ -14,7 +14,7 @@ import (
 func TestStackWriteBackIsPlainStore(t *testing.T) {
 	dir := t.TempDir()
 	s := newTestStack(t, 8<<20, dir, StackConfig{})
-	var keys []Key
+	var keys []hashdir.Key
 	var datas [][]byte
 	for i := 0; i < 20; i++ {
 		k, data := testBlock("m", i, 100_000+i)
@@ -64,7 +64,7 @@ func TestStackPublishVerdicts(t *testing.T) {
 		t.Fatalf("mismatched id: %v, want ErrInvalid", err)
 	}
 	// A sidecar without its block.
-	rk := Key{Model: "m", ID: k3.ID, Kind: hashdir.Repr}
+	rk := hashdir.Key{Model: "m", ID: k3.ID, Kind: hashdir.Repr}
 	if _, err := s.Put(rk, testRepr(k3.ID), false); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("orphan sidecar: %v, want ErrNotFound", err)
 	}
@@ -86,7 +86,7 @@ func TestStackRemoveDropsEveryTierAndSidecar(t *testing.T) {
 	if _, err := s.Put(k, data, true); err != nil {
 		t.Fatal(err)
 	}
-	rk := Key{Model: "m", ID: k.ID, Kind: hashdir.Repr}
+	rk := hashdir.Key{Model: "m", ID: k.ID, Kind: hashdir.Repr}
 	if _, err := s.Put(rk, testRepr(k.ID), true); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestStackRemoveDropsEveryTierAndSidecar(t *testing.T) {
 	if err := s.Remove(k); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []Key{k, rk} {
+	for _, key := range []hashdir.Key{k, rk} {
 		if s.Has(key) {
 			t.Fatalf("%s still held after remove", key)
 		}
@@ -248,14 +248,14 @@ func TestStackPublishTimeSurvivesCopies(t *testing.T) {
 func TestStackShardKeys(t *testing.T) {
 	dir := t.TempDir()
 	s := newTestStack(t, 8<<20, dir, StackConfig{})
-	want := map[byte]map[Key]bool{}
+	want := map[byte]map[hashdir.Key]bool{}
 	for i := 0; i < 64; i++ {
 		k, data := testBlock("m", i, 1024)
 		if _, err := s.Put(k, data, i%2 == 0); err != nil { // half also on disk
 			t.Fatal(err)
 		}
 		if want[k.ID[0]] == nil {
-			want[k.ID[0]] = map[Key]bool{}
+			want[k.ID[0]] = map[hashdir.Key]bool{}
 		}
 		want[k.ID[0]][k] = true
 	}

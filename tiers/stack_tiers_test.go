@@ -48,7 +48,7 @@ func TestStackTierView(t *testing.T) {
 	if bi, _ := s.Stat(k); bi.Tier != 1 {
 		t.Fatalf("stat after evict: tier %d, want 1 (ReadFile must not promote)", bi.Tier)
 	}
-	if _, _, err := s.ReadFile(Key{Model: "m", ID: hashdir.ID{9}}, -1); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.ReadFile(hashdir.Key{Model: "m", ID: hashdir.ID{9}}, -1); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("read file of an absent key: %v", err)
 	}
 	if m := s.Models(); len(m) != 1 || m[0] != "m" {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
 )
 
 // Times and staging writes: what a writer that restores times (rsync,
@@ -12,7 +14,7 @@ import (
 // CreateStaging starts writing key like Create, also when key is already
 // published: the writer (a staging file, rsync writing a block again)
 // learns at Publish, which keeps the first copy (ErrExist).
-func (s *Stack) CreateStaging(key Key) (*PendingWrite, error) {
+func (s *Stack) CreateStaging(key hashdir.Key) (*PendingWrite, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
@@ -31,7 +33,7 @@ func (p *PendingWrite) SetMTime(t time.Time) { p.mtime = t }
 // a file, and marks it as just used: for UCM's hotness (utime on a hit)
 // and GC (oldest mtime first), and rsync's comparison of times. It fails
 // with ErrNotFound when no tier holds k.
-func (s *Stack) SetMTime(k Key, t time.Time) error {
+func (s *Stack) SetMTime(k hashdir.Key, t time.Time) error {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
@@ -63,7 +65,7 @@ func (s *Stack) SetMTime(k Key, t time.Time) error {
 
 // setMTime records t as key's mtime and marks it used; it reports whether
 // key is recorded.
-func (x *index) setMTime(key Key, t time.Time) bool {
+func (x *index) setMTime(key hashdir.Key, t time.Time) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)

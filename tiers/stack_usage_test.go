@@ -10,8 +10,8 @@ import (
 // walkUsage counts model's distinct files by walking the stack, as the
 // counters must.
 func walkUsage(s *Stack, model string) ModelCount {
-	var keys []Key
-	s.List(model, func(k Key) bool { keys = append(keys, k); return true })
+	var keys []hashdir.Key
+	s.List(model, func(k hashdir.Key) bool { keys = append(keys, k); return true })
 	var c ModelCount
 	for _, k := range keys {
 		bi, err := s.Stat(k)
@@ -40,7 +40,7 @@ func TestStackModelUsageCounters(t *testing.T) {
 			}
 		}
 		check("empty")
-		var keys []Key
+		var keys []hashdir.Key
 		for i := 0; i < 12; i++ { // 12 × 200 kB: more than memory holds
 			k, data := testBlock("m", i, 200_000)
 			if _, err := s.Put(k, data, false); err != nil {

@@ -13,7 +13,7 @@ import (
 // the caller checks). Raw blocks have no header. Files of the memory tier were validated when they
 // were published and are not checked again. A failure wraps ErrCorrupt:
 // the caller quarantines the file and the block is a miss.
-func checkHeader(src Tier, key Key, hdr []byte, size int64) error {
+func checkHeader(src Tier, key hashdir.Key, hdr []byte, size int64) error {
 	d, ok := src.(*DirTier)
 	if !ok || key.Kind.Raw() {
 		return nil // a raw block (ucm-posix) has no header: its CRC covers it all

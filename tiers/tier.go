@@ -8,9 +8,6 @@ import (
 	"github.com/ucmfs/ucmfs/hashdir"
 )
 
-// Key names one stored file (a block or its sidecar); see hashdir.Key.
-type Key = hashdir.Key
-
 // Errors returned by tiers and the stack. Callers test them with errors.Is;
 // the FUSE layer maps them to errno in one place.
 var (
@@ -38,7 +35,7 @@ var (
 
 // Info describes one published file in a tier.
 type Info struct {
-	Key   Key
+	Key   hashdir.Key
 	Size  int64     // bytes, header included
 	MTime time.Time // publish time
 	// CRC is the CRC-32C of the payload (the bytes after the 64-byte
@@ -95,14 +92,14 @@ type Tier interface {
 	Persistent() bool
 	// Create starts a new file for key in a private temporary place. Its
 	// bytes become visible under key only when Commit succeeds.
-	Create(key Key) (Writer, error)
+	Create(key hashdir.Key) (Writer, error)
 	// Open opens a published file read-only. The caller closes it. A file
 	// removed while open stays readable through the open descriptor.
-	Open(key Key) (*os.File, error)
+	Open(key hashdir.Key) (*os.File, error)
 	// Stat describes a published file, or returns ErrNotFound.
-	Stat(key Key) (Info, error)
+	Stat(key hashdir.Key) (Info, error)
 	// Remove deletes a published file (ErrNotFound if absent).
-	Remove(key Key) error
+	Remove(key hashdir.Key) error
 	// List calls fn for every published file of model (all models when
 	// model is ""), in no particular order, until fn returns false.
 	List(model string, fn func(Info) bool)

@@ -49,8 +49,8 @@ func Run(t *testing.T, newTier func(t *testing.T) tiers.Tier) {
 }
 
 // Key returns a deterministic key of model: the n-th block id.
-func Key(model string, n int) tiers.Key {
-	return tiers.Key{Model: model, ID: hashdir.ID(md5.Sum(fmt.Appendf(nil, "%s/%d", model, n))), Kind: hashdir.Block}
+func Key(model string, n int) hashdir.Key {
+	return hashdir.Key{Model: model, ID: hashdir.ID(md5.Sum(fmt.Appendf(nil, "%s/%d", model, n))), Kind: hashdir.Block}
 }
 
 // Payload returns size deterministic pseudo-random bytes for seed.
@@ -64,7 +64,7 @@ func Payload(seed uint64, size int) []byte {
 }
 
 // Put writes data under key (in chunks, through Write) and commits it.
-func Put(t testing.TB, tier tiers.Tier, key tiers.Key, data []byte, opts tiers.CommitOptions) tiers.Info {
+func Put(t testing.TB, tier tiers.Tier, key hashdir.Key, data []byte, opts tiers.CommitOptions) tiers.Info {
 	t.Helper()
 	info, err := put(tier, key, data, opts)
 	if err != nil {
@@ -74,7 +74,7 @@ func Put(t testing.TB, tier tiers.Tier, key tiers.Key, data []byte, opts tiers.C
 }
 
 // put is Put returning the Commit error instead of failing.
-func put(tier tiers.Tier, key tiers.Key, data []byte, opts tiers.CommitOptions) (tiers.Info, error) {
+func put(tier tiers.Tier, key hashdir.Key, data []byte, opts tiers.CommitOptions) (tiers.Info, error) {
 	w, err := tier.Create(key)
 	if err != nil {
 		return tiers.Info{}, fmt.Errorf("create: %w", err)
@@ -91,7 +91,7 @@ func put(tier tiers.Tier, key tiers.Key, data []byte, opts tiers.CommitOptions) 
 }
 
 // Read returns the bytes of key's published file.
-func Read(t testing.TB, tier tiers.Tier, key tiers.Key) []byte {
+func Read(t testing.TB, tier tiers.Tier, key hashdir.Key) []byte {
 	t.Helper()
 	f, err := tier.Open(key)
 	if err != nil {
@@ -126,8 +126,8 @@ func wantUsage(t testing.TB, tier tiers.Tier, files, used int64) {
 }
 
 // listed returns the Infos List gives for model.
-func listed(tier tiers.Tier, model string) map[tiers.Key]tiers.Info {
-	out := make(map[tiers.Key]tiers.Info)
+func listed(tier tiers.Tier, model string) map[hashdir.Key]tiers.Info {
+	out := make(map[hashdir.Key]tiers.Info)
 	tier.List(model, func(info tiers.Info) bool {
 		out[info.Key] = info
 		return true
