@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,7 +119,7 @@ type DirTier struct {
 	low     float64
 	timeout time.Duration
 	syncAll bool
-	shared  bool
+	share   dirSharing // private or shared: who else uses the directory (dir_sharing.go)
 
 	direct     atomic.Bool // O_DIRECT writes enabled (cleared if unsupported)
 	directWarn sync.Once
@@ -137,10 +136,6 @@ type DirTier struct {
 	closed atomic.Bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
-	lockf  *os.File // held for unshared kinds
-
-	view       *sharedView   // shared kinds: revalidation of the index (shared.go)
-	keepRecent time.Duration // shared kinds: never evict a file younger
 }
 
 var _ Tier = (*DirTier)(nil)
@@ -163,7 +158,12 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 		kind: cfg.Kind, root: root, log: cfg.Logger,
 		high: orDefault(cfg.HighWatermark, def.high), low: orDefault(cfg.LowWatermark, def.low),
 		timeout: def.timeout, syncAll: boolOr(cfg.SyncOnCommit, def.syncOnCommit),
-		shared: boolOr(cfg.Shared, def.shared), stop: make(chan struct{}),
+		stop: make(chan struct{}),
+	}
+	if boolOr(cfg.Shared, def.shared) {
+		t.share = newSharedDir(t, cfg)
+	} else {
+		t.share = &privateDir{DirTier: t}
 	}
 	if cfg.OpTimeout > 0 {
 		t.timeout = cfg.OpTimeout
@@ -182,29 +182,13 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 	if err := t.do("mkdir", func() error { return os.MkdirAll(root, 0o755) }, nil); err != nil {
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
-	if !t.shared {
-		if t.lockf, err = lockExclusive(filepath.Join(root, LockFileName)); err != nil {
-			return nil, fmt.Errorf("%s tier: %s is in use by another daemon: %w", t.kind, root, err)
-		}
-	}
-	if t.shared {
-		// Nothing is read at start: lookups fall through to the directory
-		// while a background scan builds the index (shared.go).
-		t.view = newSharedView(cfg.Revalidate)
-		if cfg.Revalidate == 0 {
-			t.view.ttl = DefaultRevalidate
-		}
-		t.keepRecent = cfg.KeepRecent
-		if t.keepRecent <= 0 {
-			t.keepRecent = DefaultKeepRecent
-		}
-	} else if err := t.rebuild(); err != nil {
-		t.release()
+	if err := t.share.start(); err != nil {
+		t.share.release(false)
 		return nil, err
 	}
 	if cfg.Capacity == 0 {
 		if err := t.setFreeCapacity(); err != nil {
-			t.release()
+			t.share.release(false)
 			return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 		}
 	}
@@ -213,10 +197,7 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 	t.inline = !def.detach
 	t.wg.Add(1)
 	go t.probeLoop()
-	if t.view != nil {
-		t.wg.Add(1)
-		go t.scanShared(cfg.Capacity == 0)
-	}
+	t.share.serve(cfg.Capacity == 0)
 	return t, nil
 }
 
@@ -251,6 +232,11 @@ func (t *DirTier) path(key hashdir.Key) string { return filepath.Join(t.root, ke
 // Usage reports capacity and use.
 func (t *DirTier) Usage() Usage { return t.idx.usage() }
 
+// Scanned reports whether the index knows the whole directory: at once
+// for a private tier, whose index is built at start; once its background
+// scan is done for a shared one.
+func (t *DirTier) Scanned() bool { return t.share.scanned() }
+
 // OverHigh reports whether use is above the high watermark.
 // A shared tier is never over it before its background scan is done.
 func (t *DirTier) OverHigh() bool {
@@ -274,9 +260,7 @@ func (t *DirTier) Oldest(n int) []Info { return t.idx.oldest(n) }
 // sees and evicts by (shared_evict.go).
 func (t *DirTier) Touch(key hashdir.Key) {
 	t.idx.touch(key)
-	if t.view != nil {
-		t.touchShared(key)
-	}
+	t.share.touched(key)
 }
 
 // List calls fn for the indexed files of model ("" for all).
@@ -285,15 +269,7 @@ func (t *DirTier) List(model string, fn func(Info) bool) { t.idx.each(model, fn)
 // Models returns the models that have indexed files, sorted; a shared
 // tier adds the model directories at its root (shared.go).
 func (t *DirTier) Models() []string {
-	names := t.idx.modelNames()
-	if t.view == nil {
-		return names
-	}
-	for m := range t.sharedModels() {
-		names = append(names, m)
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
+	return t.share.models(t.idx.modelNames())
 }
 
 // ModelUsage returns the number of indexed files and bytes of model.
@@ -307,22 +283,9 @@ func (t *DirTier) Close() error {
 	}
 	close(t.stop)
 	t.wg.Wait()
-	if !t.shared && t.health.get() == Up {
-		if err := t.writeSnapshot(); err != nil {
-			t.log.Warn("index snapshot not written", "kind", t.kind, "dir", t.root, "err", err)
-		}
-	}
+	t.share.release(true) // the index snapshot is written from the index
 	t.idx.drain()
-	t.release()
 	return nil
-}
-
-// release drops the directory lock.
-func (t *DirTier) release() {
-	if t.lockf != nil {
-		t.lockf.Close()
-		t.lockf = nil
-	}
 }
 
 // errClosed is the error of operations on a closed tier.

@@ -304,9 +304,4 @@ func (t *DirTier) downWhy() string {
 
 // healthErr is err as the tier's health sees it: on a shared tier ESTALE
 // is another host's delete of a file (a miss), not a failing directory.
-func (t *DirTier) healthErr(err error) error {
-	if t.shared && errors.Is(err, unix.ESTALE) {
-		return nil
-	}
-	return err
-}
+func (t *DirTier) healthErr(err error) error { return t.share.healthErr(err) }

@@ -57,14 +57,7 @@ func (t *DirTier) Stat(key hashdir.Key) (Info, error) {
 	if t.closed.Load() {
 		return Info{}, t.errClosed("stat")
 	}
-	if t.view != nil {
-		return t.sharedStat(key)
-	}
-	info, _, ok := t.idx.get(key)
-	if !ok {
-		return Info{}, t.notFound(key)
-	}
-	return info, nil
+	return t.share.stat(key)
 }
 
 // CRC returns the payload CRC-32C the tier keeps for key: from the index,
@@ -161,7 +154,7 @@ func (t *DirTier) Open(key hashdir.Key) (*os.File, error) {
 		return nil, t.notFound(key)
 	}
 	known := t.idx.touch(key)
-	if !known && !t.shared {
+	if !known && !t.share.opensUnindexed() {
 		if t.closed.Load() {
 			return nil, t.errClosed("open")
 		}

@@ -50,10 +50,7 @@ func (t *DirTier) skip(s *rebuildScan, path, why string) {
 // fsck checks too).
 func (t *DirTier) rebuild() error {
 	s := &rebuildScan{}
-	var snap snapshot
-	if !t.shared {
-		snap = t.loadSnapshot()
-	}
+	snap := t.loadSnapshot() // only a private tier rebuilds (privateDir.start)
 	w := &layoutWalk{
 		root:    t.root,
 		workers: rebuildWorkers,
@@ -159,13 +156,11 @@ func (t *DirTier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry
 }
 
 // removeTemps removes the temp files a crash left in the shard directory
-// dir (in a shared directory only stale ones: staleTemp).
+// dir of a private tier (a shared one removes only the stale temps of
+// dead writers as it lists: removeForeignTemps).
 func (t *DirTier) removeTemps(s *rebuildScan, dir string, ents []shardEntry) {
 	for _, e := range ents {
 		if e.class != leftoverEntry || !strings.HasPrefix(e.name, tmpPrefix) {
-			continue
-		}
-		if t.shared && !staleTemp(e.name, time.Unix(e.mtime.Unix())) {
 			continue
 		}
 		if err := unix.Unlink(filepath.Join(dir, e.name)); err == nil {

@@ -5,10 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
+	"golang.org/x/sys/unix"
 )
 
 // TestMemPrivateTmpfs: as root, the memory tier lives on a tmpfs of its

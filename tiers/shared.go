@@ -3,6 +3,7 @@ package tiers
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -66,16 +67,41 @@ type sharedView struct {
 	gone    func([]hashdir.Key) // told of the keys found gone (the stack's)
 }
 
-func newSharedView(ttl time.Duration) *sharedView {
-	return &sharedView{ttl: ttl, shards: make(map[shardRef]shardCheck), scanned: make(chan struct{})}
+// sharedDir is a directory other daemons use too: its index is
+// revalidated within a TTL (sharedView), eviction goes by the mtime every
+// daemon moves on use and spares files younger than keepRecent
+// (shared_stack.go), and the stack reads its files only through copies.
+type sharedDir struct {
+	*DirTier
+	view       sharedView
+	keepRecent time.Duration // never evict a file younger
 }
 
-// Scanned reports whether the background scan of a shared tier is done
-// (always true for an unshared tier, whose index is built at start).
-func (t *DirTier) Scanned() bool {
-	if t.view == nil {
-		return true
+// newSharedDir is the sharing of shared tier t, as cfg sets it.
+func newSharedDir(t *DirTier, cfg DirConfig) *sharedDir {
+	sd := &sharedDir{DirTier: t, keepRecent: cfg.KeepRecent,
+		view: sharedView{ttl: cfg.Revalidate, shards: make(map[shardRef]shardCheck), scanned: make(chan struct{})}}
+	if cfg.Revalidate == 0 {
+		sd.view.ttl = DefaultRevalidate
 	}
+	if sd.keepRecent <= 0 {
+		sd.keepRecent = DefaultKeepRecent
+	}
+	return sd
+}
+
+// start reads nothing: lookups fall through to the directory while the
+// background scan (serve) builds the index.
+func (t *sharedDir) start() error { return nil }
+
+// serve starts the background scan (shared_scan.go).
+func (t *sharedDir) serve(sizeless bool) {
+	t.wg.Add(1)
+	go t.scanShared(sizeless)
+}
+
+// scanned reports whether the background scan is done.
+func (t *sharedDir) scanned() bool {
 	select {
 	case <-t.view.scanned:
 		return true
@@ -85,13 +111,13 @@ func (t *DirTier) Scanned() bool {
 }
 
 // revalidate makes the index's entries of key's shard at most one TTL
-// old (shared tiers only).
-func (t *DirTier) revalidate(key hashdir.Key) {
-	if t.view == nil || t.view.ttl < 0 {
+// old.
+func (t *sharedDir) revalidate(key hashdir.Key) {
+	if t.view.ttl < 0 {
 		return
 	}
 	ref := shardRef{model: key.Model, hh: key.ID[0]}
-	v := t.view
+	v := &t.view
 	v.mu.Lock()
 	c, ok := v.shards[ref]
 	v.mu.Unlock()
@@ -106,7 +132,7 @@ func (t *DirTier) revalidate(key hashdir.Key) {
 
 // checkShard stats the shard directory and lists it again unless its
 // mtime says it has not changed since last.
-func (t *DirTier) checkShard(ref shardRef, last shardCheck, force bool) {
+func (t *sharedDir) checkShard(ref shardRef, last shardCheck, force bool) {
 	dir := filepath.Join(t.root, ref.model, hashdir.ShardName(ref.hh))
 	now := time.Now()
 	var st unix.Stat_t
@@ -155,7 +181,7 @@ func trusted(mtime unix.Timespec, now time.Time) bool {
 	return now.Sub(time.Unix(mtime.Unix())) > mtimeSlack
 }
 
-func (t *DirTier) recordShard(ref shardRef, c shardCheck) {
+func (t *sharedDir) recordShard(ref shardRef, c shardCheck) {
 	t.view.mu.Lock()
 	t.view.shards[ref] = c
 	t.view.mu.Unlock()
@@ -165,7 +191,7 @@ func (t *DirTier) recordShard(ref shardRef, c shardCheck) {
 // ents: the keys of before (the index's, taken before the listing) not
 // listed are dropped and the stack told; files not indexed are adopted.
 // A key committed here while the listing ran is not in before: kept.
-func (t *DirTier) reconcile(ref shardRef, before []hashdir.Key, ents []shardEntry) {
+func (t *sharedDir) reconcile(ref shardRef, before []hashdir.Key, ents []shardEntry) {
 	listed := make(map[hashdir.Key]shardEntry, len(ents))
 	for _, e := range ents {
 		if e.class == fileEntry {
@@ -201,8 +227,8 @@ func (t *DirTier) reconcile(ref shardRef, before []hashdir.Key, ents []shardEntr
 
 // sharedModels returns the model directories at the tier's root, listed
 // at most once per TTL.
-func (t *DirTier) sharedModels() map[string]struct{} {
-	v := t.view
+func (t *sharedDir) sharedModels() map[string]struct{} {
+	v := &t.view
 	v.mu.Lock()
 	if v.models != nil && (v.ttl < 0 || time.Since(v.modelsAt) < v.ttl) {
 		m := v.models
@@ -239,7 +265,12 @@ func (t *DirTier) HasModel(model string) bool {
 	if n, _ := t.idx.modelUsage(model); n > 0 {
 		return true
 	}
-	if t.view == nil || hashdir.ValidateModel(model) != nil {
+	return t.share.hasModel(model)
+}
+
+// hasModel reports whether model is a model directory at the root.
+func (t *sharedDir) hasModel(model string) bool {
+	if hashdir.ValidateModel(model) != nil {
 		return false
 	}
 	if _, ok := t.sharedModels()[model]; ok {
@@ -251,16 +282,31 @@ func (t *DirTier) HasModel(model string) bool {
 	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
-// sharedStat answers Stat for a shared tier: the revalidated index, else
-// a stat of the file.
-func (t *DirTier) sharedStat(key hashdir.Key) (Info, error) {
+// models adds the model directories at the root to names, sorted.
+func (t *sharedDir) models(names []string) []string {
+	for m := range t.sharedModels() {
+		names = append(names, m)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// stat answers Stat for a shared tier: the revalidated index, else a
+// stat of the file.
+func (t *sharedDir) stat(key hashdir.Key) (Info, error) {
 	t.revalidate(key)
 	return t.sharedGet(key)
 }
 
+// get is sharedGet as the stack asks it.
+func (t *sharedDir) get(key hashdir.Key) (Info, bool) {
+	info, err := t.sharedGet(key)
+	return info, err == nil
+}
+
 // sharedGet is sharedStat once key's shard is revalidated: a key the
 // index lacks is looked for on disk.
-func (t *DirTier) sharedGet(key hashdir.Key) (Info, error) {
+func (t *sharedDir) sharedGet(key hashdir.Key) (Info, error) {
 	if info, _, ok := t.idx.get(key); ok {
 		return info, nil
 	}
@@ -270,11 +316,11 @@ func (t *DirTier) sharedGet(key hashdir.Key) (Info, error) {
 	return t.lookup(key)
 }
 
-// sharedHas is sharedGet for batch lookups (HasBlock, .ucm/lookup),
+// has is sharedGet for batch lookups (HasBlock, .ucm/lookup),
 // which no kernel cache stands in front of: a key the index lacks is a
 // miss without a syscall when its shard was listed (or found unchanged
 // since a listing) within the TTL, else it is looked for on disk.
-func (t *DirTier) sharedHas(key hashdir.Key) bool {
+func (t *sharedDir) has(key hashdir.Key) bool {
 	if _, _, ok := t.idx.get(key); ok {
 		return true
 	}
@@ -287,8 +333,8 @@ func (t *DirTier) sharedHas(key hashdir.Key) bool {
 
 // listedFresh reports whether the index holds all of key's shard as of
 // less than a TTL ago.
-func (t *DirTier) listedFresh(key hashdir.Key) bool {
-	v := t.view
+func (t *sharedDir) listedFresh(key hashdir.Key) bool {
+	v := &t.view
 	if v.ttl < 0 {
 		return false
 	}
@@ -297,6 +343,27 @@ func (t *DirTier) listedFresh(key hashdir.Key) bool {
 	v.mu.Unlock()
 	return ok && c.listed && time.Since(c.at) < v.ttl
 }
+
+// inPlace is false: a file of a shared directory may vanish under an
+// open descriptor (NFS: ESTALE after another host's unlink), so reads go
+// to a copy.
+func (t *sharedDir) inPlace() bool { return false }
+
+// opensUnindexed is true: another daemon may have published the file.
+func (t *sharedDir) opensUnindexed() bool { return true }
+
+// healthErr: on a shared tier ESTALE is another host's delete of a file
+// (a miss), not a failing directory.
+func (t *sharedDir) healthErr(err error) error {
+	if errors.Is(err, unix.ESTALE) {
+		return nil
+	}
+	return err
+}
+
+// release has nothing to give back: a shared directory is not locked
+// and keeps no snapshot.
+func (t *sharedDir) release(bool) {}
 
 // goneErr reports an error that says a file of a shared directory is
 // gone: ENOENT, or ESTALE (NFS: another host removed it).

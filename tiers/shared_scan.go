@@ -23,7 +23,7 @@ var rescanEvery = time.Minute
 // so its use is known; then it sets the capacity a tier without a size
 // gets and lets eviction begin. From then on it checks every shard again
 // each rescanEvery.
-func (t *DirTier) scanShared(sizeless bool) {
+func (t *sharedDir) scanShared(sizeless bool) {
 	defer t.wg.Done()
 	start := time.Now()
 	done := t.walkShards(true)
@@ -55,7 +55,7 @@ func (t *DirTier) scanShared(sizeless bool) {
 // the index: listing each (force), or as a lookup would (a stat, and a
 // listing where the directory changed). It reports false when the tier
 // was closed meanwhile.
-func (t *DirTier) walkShards(force bool) bool {
+func (t *sharedDir) walkShards(force bool) bool {
 	jobs := make(chan shardRef)
 	var wg sync.WaitGroup
 	for i := 0; i < rebuildWorkers; i++ {

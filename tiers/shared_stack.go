@@ -34,17 +34,20 @@ const (
 
 // Shared reports whether the tier is a shared kind (nfs, ds3fs, or one
 // configured Shared).
-func (t *DirTier) Shared() bool { return t.view != nil }
+func (t *DirTier) Shared() bool { return t.sharedDir() != nil }
+
+// sharedDir is the tier's sharing when it is shared, or nil.
+func (t *DirTier) sharedDir() *sharedDir {
+	sd, _ := t.share.(*sharedDir)
+	return sd
+}
 
 // sharedAt is the shared directory tier id, or nil.
 func (s *Stack) sharedAt(id TierID) *DirTier {
-	if id == Memory || int(id) > len(s.dirs) {
+	if id == Memory || int(id) > len(s.dirs) || !s.dirs[id-1].Shared() {
 		return nil
 	}
-	if d := s.dirs[id-1]; d.view != nil {
-		return d
-	}
-	return nil
+	return s.dirs[id-1]
 }
 
 // revalidateShared revalidates k's shard on every shared tier (cheap
@@ -52,17 +55,15 @@ func (s *Stack) sharedAt(id TierID) *DirTier {
 // removed goes too (dropGone).
 func (s *Stack) revalidateShared(k hashdir.Key) {
 	for _, d := range s.dirs {
-		if d.view != nil {
-			d.revalidate(k)
-		}
+		d.share.revalidate(k) // nothing to do for a private tier
 	}
 }
 
 // watchShared subscribes the stack to the keys its shared tiers find gone.
 func (s *Stack) watchShared() {
 	for _, d := range s.dirs {
-		if d.view != nil {
-			d.view.gone = func(keys []hashdir.Key) { go s.dropGone(keys) }
+		if sd := d.sharedDir(); sd != nil {
+			sd.view.gone = func(keys []hashdir.Key) { go s.dropGone(keys) }
 		}
 	}
 }
@@ -153,7 +154,7 @@ func (s *Stack) ShareModel(model string) error {
 	}
 	var errs []error
 	for _, d := range s.dirs {
-		if d.view == nil {
+		if !d.Shared() {
 			continue
 		}
 		p := filepath.Join(d.root, model)
@@ -165,11 +166,11 @@ func (s *Stack) ShareModel(model string) error {
 }
 
 // touchEvery is how often a shared tier moves a used file's mtime.
-func (t *DirTier) touchEvery() time.Duration { return min(time.Minute, t.keepRecent/4) }
+func (t *sharedDir) touchEvery() time.Duration { return min(time.Minute, t.keepRecent/4) }
 
-// touchShared moves key's mtime to now when it is older than touchEvery:
+// touched moves key's mtime to now when it is older than touchEvery:
 // the use other daemons see and evict by.
-func (t *DirTier) touchShared(key hashdir.Key) {
+func (t *sharedDir) touched(key hashdir.Key) {
 	info, _, ok := t.idx.get(key)
 	if !ok || time.Since(info.MTime) < t.touchEvery() {
 		return
@@ -185,7 +186,7 @@ func (t *DirTier) touchShared(key hashdir.Key) {
 // is there and its mtime (which any daemon moves on use) is older than
 // KeepRecent. A younger file gets its mtime in the index and moves to the
 // back of the eviction order; a file gone is dropped from the index.
-func (t *DirTier) mayEvict(key hashdir.Key) bool {
+func (t *sharedDir) mayEvict(key hashdir.Key) bool {
 	var st unix.Stat_t
 	p := t.path(key)
 	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)

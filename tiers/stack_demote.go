@@ -42,7 +42,7 @@ func (s *Stack) demote(i int) {
 			if d.Usage().Used <= d.LowTarget() {
 				return
 			}
-			if d.view != nil && !d.mayEvict(v.Key) {
+			if !d.share.mayEvict(v.Key) {
 				continue // used by some daemon lately, or gone
 			}
 			err := s.evictFrom(i, v.Key)
@@ -74,7 +74,7 @@ func (s *Stack) makeRoomOn(i int, size int64) bool {
 			if freed >= need {
 				break
 			}
-			if d.view != nil && !d.mayEvict(v.Key) {
+			if !d.share.mayEvict(v.Key) {
 				continue // used by some daemon lately, or gone
 			}
 			if s.evictFrom(i, v.Key) == nil {

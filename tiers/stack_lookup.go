@@ -54,13 +54,7 @@ func (s *Stack) HasKey(k hashdir.Key) bool {
 		return true
 	}
 	for _, d := range s.dirs {
-		if d.view != nil {
-			if d.sharedHas(k) { // revalidated above
-				return true
-			}
-			continue
-		}
-		if _, _, ok := d.idx.get(k); ok {
+		if d.share.has(k) { // revalidated above
 			return true
 		}
 	}
@@ -107,7 +101,7 @@ func (s *Stack) ShardKeys(model string, shard byte) []hashdir.Key {
 	// once: only keys added after others may repeat them.
 	repeats := false
 	for _, d := range s.dirs {
-		d.revalidate(hashdir.Key{Model: model, ID: hashdir.ID{shard}})
+		d.share.revalidate(hashdir.Key{Model: model, ID: hashdir.ID{shard}})
 		before := len(keys)
 		keys = d.idx.shardKeys(model, shard, keys)
 		repeats = repeats || (before > 0 && len(keys) > before)
@@ -149,13 +143,8 @@ func (s *Stack) Stat(k hashdir.Key) (BlockInfo, error) {
 		bi.Dirty, bi.Pinned = dirty, pinned
 	}
 	for i, d := range s.dirs {
-		in, _, ok := d.idx.get(k) // no error built for a miss
-		if d.view != nil {
-			var err error
-			if in, err = d.sharedGet(k); err != nil { // revalidated above
-				continue
-			}
-		} else if !ok {
+		in, ok := d.share.get(k) // revalidated above; no error built for a miss
+		if !ok {
 			continue
 		}
 		if !found {

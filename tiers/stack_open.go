@@ -97,7 +97,7 @@ func (s *Stack) locate(k hashdir.Key, force bool) (TierID, error) {
 			continue
 		}
 		d.Touch(k)
-		shared := d.view != nil // always copied: never read in place
+		shared := !d.share.inPlace() // always copied: never read in place
 		if force || shared {
 			err := s.promote(d, k)
 			if err == nil {

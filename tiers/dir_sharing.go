@@ -1,0 +1,120 @@
+package tiers
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+)
+
+// A directory tier is private (the daemon's alone: the kinds nvme and
+// any configured unshared) or shared (nfs, ds3fs: other daemons publish,
+// read, evict and remove files in the same directory). What differs is
+// one interface, dirSharing, with one type for each: privateDir here and
+// sharedDir (shared.go, shared_scan.go, shared_evict.go). The tier and
+// the stack ask it, never which kind it is.
+
+// dirSharing is what a directory tier does according to who else uses
+// its directory.
+type dirSharing interface {
+	// start readies the index when the tier opens: a private tier locks
+	// its directory and rebuilds its index before it serves; a shared
+	// one starts empty.
+	start() error
+	// serve starts the background work of an opened tier, if any (a
+	// shared tier's scan; sizeless: the tier takes the filesystem's
+	// free space as its capacity once the scan is done).
+	serve(sizeless bool)
+	// stat is DirTier.Stat: the index, trusted or revalidated.
+	stat(key hashdir.Key) (Info, error)
+	// get is stat once the key's shard was revalidated (Stack.Stat):
+	// the index only, or for a shared tier the disk for a key it lacks.
+	get(key hashdir.Key) (Info, bool)
+	// has is get for batch lookups: no syscall while the index knows.
+	has(key hashdir.Key) bool
+	// revalidate makes the index of key's shard at most a TTL old.
+	revalidate(key hashdir.Key)
+	// touched records a use of key others should see (a shared file's
+	// mtime, which every daemon evicts by).
+	touched(key hashdir.Key)
+	// models adds to names (the index's models) those only the
+	// directory shows, sorted.
+	models(names []string) []string
+	// hasModel reports a model the index lacks but the directory has.
+	hasModel(model string) bool
+	// scanned reports whether the index knows the whole directory.
+	scanned() bool
+	// mayEvict reports whether key may be evicted now.
+	mayEvict(key hashdir.Key) bool
+	// inPlace reports whether reads may use the tier's file itself (a
+	// shared file may vanish under an open descriptor: it is copied).
+	inPlace() bool
+	// opensUnindexed reports whether Open looks for a key the index lacks.
+	opensUnindexed() bool
+	// healthErr is err as the tier's health sees it.
+	healthErr(err error) error
+	// release ends the sharing as the tier closes (clean) or fails to
+	// open: a private tier writes its index snapshot at a clean close of
+	// a healthy tier, and unlocks the directory.
+	release(clean bool)
+}
+
+// privateDir is a directory only this daemon uses: locked at open, its
+// index rebuilt at start (from the snapshot of the last clean close
+// where a shard did not change) and trusted from then on.
+type privateDir struct {
+	*DirTier
+	lockf *os.File // the lock file, held while the tier is open
+}
+
+func (p *privateDir) start() error {
+	f, err := lockExclusive(filepath.Join(p.root, LockFileName))
+	if err != nil {
+		return fmt.Errorf("%s tier: %s is in use by another daemon: %w", p.kind, p.root, err)
+	}
+	p.lockf = f
+	return p.rebuild()
+}
+
+func (p *privateDir) serve(bool) {}
+
+func (p *privateDir) stat(key hashdir.Key) (Info, error) {
+	info, ok := p.get(key)
+	if !ok {
+		return Info{}, p.notFound(key)
+	}
+	return info, nil
+}
+
+func (p *privateDir) get(key hashdir.Key) (Info, bool) {
+	info, _, ok := p.idx.get(key)
+	return info, ok
+}
+
+func (p *privateDir) has(key hashdir.Key) bool {
+	_, _, ok := p.idx.get(key)
+	return ok
+}
+
+func (p *privateDir) revalidate(hashdir.Key)         {}
+func (p *privateDir) touched(hashdir.Key)            {}
+func (p *privateDir) models(names []string) []string { return names }
+func (p *privateDir) hasModel(string) bool           { return false }
+func (p *privateDir) scanned() bool                  { return true }
+func (p *privateDir) mayEvict(hashdir.Key) bool      { return true }
+func (p *privateDir) inPlace() bool                  { return true }
+func (p *privateDir) opensUnindexed() bool           { return false }
+func (p *privateDir) healthErr(err error) error      { return err }
+
+func (p *privateDir) release(clean bool) {
+	if clean && p.health.get() == Up {
+		if err := p.writeSnapshot(); err != nil {
+			p.log.Warn("index snapshot not written", "kind", p.kind, "dir", p.root, "err", err)
+		}
+	}
+	if p.lockf != nil {
+		p.lockf.Close()
+		p.lockf = nil
+	}
+}
