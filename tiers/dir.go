@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
 
@@ -112,7 +113,7 @@ type DirTier struct {
 	kind    string
 	root    string
 	log     *slog.Logger
-	idx     *index
+	idx     *index.Index
 	pub     publisher
 	dirs    dirCache
 	high    float64
@@ -178,7 +179,7 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 	if cfg.Capacity < 0 {
 		return nil, fmt.Errorf("%s tier: negative capacity %d", t.kind, cfg.Capacity)
 	}
-	t.idx = newIndex(cfg.Capacity)
+	t.idx = index.New(cfg.Capacity)
 	if err := t.do("mkdir", func() error { return os.MkdirAll(root, 0o755) }, nil); err != nil {
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
@@ -230,7 +231,7 @@ func (t *DirTier) Persistent() bool { return true }
 func (t *DirTier) path(key hashdir.Key) string { return filepath.Join(t.root, key.Path()) }
 
 // Usage reports capacity and use.
-func (t *DirTier) Usage() Usage { return t.idx.usage() }
+func (t *DirTier) Usage() Usage { return Usage(t.idx.Usage()) }
 
 // Scanned reports whether the index knows the whole directory: at once
 // for a private tier, whose index is built at start; once its background
@@ -243,37 +244,39 @@ func (t *DirTier) OverHigh() bool {
 	if !t.Scanned() {
 		return false
 	}
-	u := t.idx.usage()
+	u := t.idx.Usage()
 	return float64(u.Used) > t.high*float64(u.Capacity)
 }
 
 // LowTarget is the use, in bytes, that eviction frees down to.
 func (t *DirTier) LowTarget() int64 {
-	return int64(t.low * float64(t.idx.usage().Capacity))
+	return int64(t.low * float64(t.idx.Usage().Capacity))
 }
 
 // Oldest returns up to n files, least recently used first.
-func (t *DirTier) Oldest(n int) []Info { return t.idx.oldest(n) }
+func (t *DirTier) Oldest(n int) []Info { return infosOf(t.idx.Oldest(n)) }
 
 // Touch marks key as just used (LRU). On a shared tier it also moves the
 // file's mtime to now (at most once per touchEvery), the use every daemon
 // sees and evicts by (shared_evict.go).
 func (t *DirTier) Touch(key hashdir.Key) {
-	t.idx.touch(key)
+	t.idx.Touch(key)
 	t.share.touched(key)
 }
 
 // List calls fn for the indexed files of model ("" for all).
-func (t *DirTier) List(model string, fn func(Info) bool) { t.idx.each(model, fn) }
+func (t *DirTier) List(model string, fn func(Info) bool) {
+	t.idx.Each(model, func(e *index.Entry) bool { return fn(infoOf(e)) })
+}
 
 // Models returns the models that have indexed files, sorted; a shared
 // tier adds the model directories at its root (shared.go).
 func (t *DirTier) Models() []string {
-	return t.share.models(t.idx.modelNames())
+	return t.share.models(t.idx.ModelNames())
 }
 
 // ModelUsage returns the number of indexed files and bytes of model.
-func (t *DirTier) ModelUsage(model string) (files, bytes int64) { return t.idx.modelUsage(model) }
+func (t *DirTier) ModelUsage(model string) (files, bytes int64) { return t.idx.ModelUsage(model) }
 
 // Close stops the health probe and releases the directory; the files stay.
 // Closing twice is harmless.
@@ -284,7 +287,7 @@ func (t *DirTier) Close() error {
 	close(t.stop)
 	t.wg.Wait()
 	t.share.release(true) // the index snapshot is written from the index
-	t.idx.drain()
+	t.idx.Drain()
 	return nil
 }
 

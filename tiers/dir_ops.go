@@ -65,12 +65,12 @@ func (t *DirTier) Stat(key hashdir.Key) (Info, error) {
 // from the file's xattr (then remembered). has is false when the file has
 // none; ErrNotFound when the tier does not hold key.
 func (t *DirTier) CRC(key hashdir.Key) (crc uint32, has bool, err error) {
-	info, crcRead, ok := t.idx.get(key)
+	info, crcRead, ok := indexGet(t.idx, key)
 	if !ok {
 		if info, err = t.Stat(key); err != nil {
 			return 0, false, err
 		}
-		info, crcRead, ok = t.idx.get(key)
+		info, crcRead, ok = indexGet(t.idx, key)
 		if !ok {
 			return info.CRC, info.HasCRC, nil
 		}
@@ -81,12 +81,12 @@ func (t *DirTier) CRC(key hashdir.Key) (crc uint32, has bool, err error) {
 	crc, has, err = t.readCRC(key)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		t.idx.remove(key) // removed behind our back
+		t.idx.Remove(key) // removed behind our back
 		return 0, false, err
 	case err != nil:
 		return 0, false, nil // the CRC stays unknown; the file is still there
 	}
-	t.idx.setCRC(key, crc, has)
+	t.idx.SetCRC(key, crc, has)
 	return crc, has, nil
 }
 
@@ -143,7 +143,7 @@ func (t *DirTier) lookup(key hashdir.Key) (Info, error) {
 		return Info{}, t.notFound(key)
 	}
 	info := Info{Key: key, Size: st.Size, MTime: statMTime(&st)}
-	t.idx.adopt(newEntry(info)) // its CRC is read when asked (CRC)
+	t.idx.Adopt(newEntry(info)) // its CRC is read when asked (CRC)
 	return info, nil
 }
 
@@ -153,7 +153,7 @@ func (t *DirTier) Open(key hashdir.Key) (*os.File, error) {
 	if checkKey(key) != nil {
 		return nil, t.notFound(key)
 	}
-	known := t.idx.touch(key)
+	known := t.idx.Touch(key)
 	if !known && !t.share.opensUnindexed() {
 		if t.closed.Load() {
 			return nil, t.errClosed("open")
@@ -173,7 +173,7 @@ func (t *DirTier) Open(key hashdir.Key) (*os.File, error) {
 	})
 	if err != nil {
 		if known && goneErr(err) {
-			t.idx.remove(key)
+			t.idx.Remove(key)
 		}
 		if goneErr(err) {
 			return nil, t.notFound(key)
@@ -182,7 +182,7 @@ func (t *DirTier) Open(key hashdir.Key) (*os.File, error) {
 	}
 	if !known {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			t.idx.adopt(newEntry(Info{Key: key, Size: fi.Size(), MTime: fi.ModTime()}))
+			t.idx.Adopt(newEntry(Info{Key: key, Size: fi.Size(), MTime: fi.ModTime()}))
 		}
 	}
 	return f, nil
@@ -195,7 +195,7 @@ func (t *DirTier) Remove(key hashdir.Key) error {
 	if checkKey(key) != nil {
 		return t.notFound(key)
 	}
-	e, known := t.idx.remove(key)
+	e, known := t.idx.Remove(key)
 	p := t.path(key)
 	err := t.do("remove", func() error { return unix.Unlink(p) }, nil)
 	switch {
@@ -206,7 +206,7 @@ func (t *DirTier) Remove(key hashdir.Key) error {
 	case known && !isENOENT(err):
 		// Still on disk (or unknown): keep it indexed. The index went
 		// first so a racing commit of the key cannot be forgotten.
-		t.idx.adopt(e)
+		t.idx.Adopt(e)
 	}
 	return fmt.Errorf("%s tier: %w", t.kind, notFound("remove", err))
 }
@@ -219,7 +219,7 @@ func (t *DirTier) Quarantine(key hashdir.Key) error {
 	if checkKey(key) != nil {
 		return t.notFound(key)
 	}
-	t.idx.remove(key)
+	t.idx.Remove(key)
 	rel := key.Model + "/" + key.ID.Shard() + "/" + filepath.Base(t.path(key))
 	err := t.do("quarantine", func() error {
 		_, err := moveAside(t.root, rel)
@@ -240,7 +240,7 @@ func (t *DirTier) RemoveModel(model string) error {
 	if err := hashdir.ValidateModel(model); err != nil {
 		return err
 	}
-	t.idx.removeModel(model)
+	t.idx.RemoveModel(model)
 	t.dirs.forget(model)
 	dir := filepath.Join(t.root, model)
 	var names []string

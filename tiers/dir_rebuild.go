@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,7 +30,7 @@ const (
 // rebuildScan collects what the workers find.
 type rebuildScan struct {
 	mu      sync.Mutex
-	found   []*entry
+	found   []*index.Entry
 	bad     int // invalid names
 	temps   int // temp files removed
 	snapped int // shards taken from the snapshot
@@ -87,9 +88,9 @@ func (t *DirTier) rebuild() error {
 	if err := w.run(); err != nil {
 		return fmt.Errorf("%s tier: rebuild: %w", t.kind, err)
 	}
-	slices.SortFunc(s.found, func(a, b *entry) int { return cmp.Compare(a.mtime, b.mtime) })
-	t.idx.adoptAll(s.found)
-	u := t.idx.usage()
+	slices.SortFunc(s.found, func(a, b *index.Entry) int { return cmp.Compare(a.MTime, b.MTime) })
+	t.idx.AdoptAll(s.found)
+	u := t.idx.Usage()
 	t.log.Info("tier index rebuilt", "kind", t.kind, "dir", t.root, "files", u.Files, "bytes", u.Used,
 		"skipped", s.bad, "temp_removed", s.temps, "shards_from_snapshot", s.snapped)
 	return nil
@@ -111,7 +112,7 @@ func (t *DirTier) fromSnapshot(s *rebuildScan, snap snapshot, dir string) bool {
 	if part == nil {
 		return false
 	}
-	found := part.entries(internModel(model))
+	found := part.entries(model)
 	s.mu.Lock()
 	s.found = append(s.found, found...)
 	s.snapped++
@@ -134,17 +135,16 @@ func (t *DirTier) readDir(dir string) ([]os.DirEntry, error) {
 // the names outside the layout.
 func (t *DirTier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry) {
 	dir := filepath.Join(t.root, model, hh)
-	name := internModel(model)
-	found := make([]*entry, 0, len(ents))
+	found := make([]*index.Entry, 0, len(ents))
 	// One allocation for the shard's entries: an entry removed later is
 	// freed with the last of its shard's (at most what the rebuild found).
-	block := make([]entry, len(ents))
+	block := index.NewEntries(model, len(ents))
 	for _, e := range ents {
 		switch {
 		case e.class == fileEntry:
 			n := &block[len(found)]
-			n.model, n.id, n.kind, n.size = name, e.id, e.kind, e.size
-			n.mtime = time.Unix(e.mtime.Unix()).UnixNano()
+			n.ID, n.Kind, n.Size = e.id, e.kind, e.size
+			n.MTime = time.Unix(e.mtime.Unix()).UnixNano()
 			found = append(found, n)
 		case e.class == badEntry, !strings.HasPrefix(e.name, tmpPrefix):
 			t.skip(s, filepath.Join(dir, e.name), "not a block or sidecar file")

@@ -88,12 +88,12 @@ func (p *privateDir) stat(key hashdir.Key) (Info, error) {
 }
 
 func (p *privateDir) get(key hashdir.Key) (Info, bool) {
-	info, _, ok := p.idx.get(key)
+	info, _, ok := indexGet(p.idx, key)
 	return info, ok
 }
 
 func (p *privateDir) has(key hashdir.Key) bool {
-	_, _, ok := p.idx.get(key)
+	_, _, ok := indexGet(p.idx, key)
 	return ok
 }
 

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"iter"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,7 +69,7 @@ type snapshot map[string]*[256]*snapShard
 func (t *DirTier) writeSnapshot() error {
 	start := time.Now().UnixNano()
 	buf := binary.LittleEndian.AppendUint64([]byte(snapMagic), uint64(start))
-	for _, model := range t.idx.modelNames() {
+	for _, model := range t.idx.ModelNames() {
 		var ctimes [256]int64
 		for hh := range 256 {
 			var st unix.Stat_t
@@ -75,7 +77,7 @@ func (t *DirTier) writeSnapshot() error {
 				ctimes[hh] = st.Ctim.Nano()
 			}
 		}
-		buf = t.idx.appendSnapshot(buf, model, &ctimes)
+		buf = appendSnapshot(t.idx, buf, model, &ctimes)
 	}
 	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
 	tmp := filepath.Join(t.root, SnapshotFileName+".tmp")
@@ -86,37 +88,34 @@ func (t *DirTier) writeSnapshot() error {
 }
 
 // appendSnapshot appends model's part (the shards with a ctime) to buf.
-func (x *index) appendSnapshot(buf []byte, model string, ctimes *[256]int64) []byte {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	m := x.models[model]
-	if m == nil {
-		return buf
-	}
+func appendSnapshot(x *index.Index, buf []byte, model string, ctimes *[256]int64) []byte {
 	n := 0
 	for hh := range 256 {
 		if ctimes[hh] != 0 {
 			n++
 		}
 	}
-	buf = binary.LittleEndian.AppendUint16(buf, uint16(len(model)))
-	buf = append(buf, model...)
-	buf = binary.LittleEndian.AppendUint16(buf, uint16(n))
-	for hh := range m.shards {
-		sh := &m.shards[hh]
+	written := false
+	x.EachShard(model, func(hh byte, count int, entries iter.Seq[*index.Entry]) {
+		if !written {
+			buf = binary.LittleEndian.AppendUint16(buf, uint16(len(model)))
+			buf = append(buf, model...)
+			buf = binary.LittleEndian.AppendUint16(buf, uint16(n))
+			written = true
+		}
 		if ctimes[hh] == 0 {
-			continue
+			return
 		}
-		buf = append(buf, byte(hh))
+		buf = append(buf, hh)
 		buf = binary.LittleEndian.AppendUint64(buf, uint64(ctimes[hh]))
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(sh.len()))
-		for e := range sh.all() {
-			buf = append(buf, e.id[:]...)
-			buf = append(buf, byte(e.kind))
-			buf = binary.LittleEndian.AppendUint64(buf, uint64(e.size))
-			buf = binary.LittleEndian.AppendUint64(buf, uint64(e.mtime))
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(count))
+		for e := range entries {
+			buf = append(buf, e.ID[:]...)
+			buf = append(buf, byte(e.Kind))
+			buf = binary.LittleEndian.AppendUint64(buf, uint64(e.Size))
+			buf = binary.LittleEndian.AppendUint64(buf, uint64(e.MTime))
 		}
-	}
+	})
 	return buf
 }
 
@@ -194,19 +193,18 @@ func (s snapshot) shard(dir, model string, hh byte) *snapShard {
 }
 
 // entries decodes the part into index entries of model (one allocation).
-func (sh *snapShard) entries(model *string) []*entry {
+func (sh *snapShard) entries(model string) []*index.Entry {
 	le := binary.LittleEndian
 	n := len(sh.data) / snapEntrySize
-	block := make([]entry, n)
-	out := make([]*entry, n)
+	block := index.NewEntries(model, n)
+	out := make([]*index.Entry, n)
 	for i := range block {
 		b := sh.data[i*snapEntrySize:]
 		e := &block[i]
-		e.model = model
-		copy(e.id[:], b[:hashdir.IDLen])
-		e.kind = hashdir.Kind(b[hashdir.IDLen])
-		e.size = int64(le.Uint64(b[hashdir.IDLen+1:]))
-		e.mtime = int64(le.Uint64(b[hashdir.IDLen+9:]))
+		copy(e.ID[:], b[:hashdir.IDLen])
+		e.Kind = hashdir.Kind(b[hashdir.IDLen])
+		e.Size = int64(le.Uint64(b[hashdir.IDLen+1:]))
+		e.MTime = int64(le.Uint64(b[hashdir.IDLen+9:]))
 		out[i] = e
 	}
 	return out

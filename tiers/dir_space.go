@@ -76,7 +76,7 @@ func (t *DirTier) fsFull(size int64) bool {
 // FSNeed returns how many bytes must be freed on the tier, by the index
 // and by its filesystem, before a file of size bytes fits; 0 when it fits.
 func (t *DirTier) FSNeed(size int64) int64 {
-	need := size - t.idx.room()
+	need := size - t.idx.Room()
 	if free, ok := t.fsFree(); ok {
 		need = max(need, size+fsSlack-free)
 	}

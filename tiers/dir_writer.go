@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
 
@@ -187,17 +188,17 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 		return Info{}, false, err
 	}
 	size := fi.Size()
-	if !t.idx.reserve(size) {
-		return Info{}, true, fmt.Errorf("%s needs %d bytes, %d free: %w", w.key, size, t.idx.room(), ErrFull)
+	if !t.idx.Reserve(size) {
+		return Info{}, true, fmt.Errorf("%s needs %d bytes, %d free: %w", w.key, size, t.idx.Room(), ErrFull)
 	}
 	if t.fsFull(size) {
-		t.idx.unreserve(size)
+		t.idx.Unreserve(size)
 		return Info{}, true, fmt.Errorf("%s needs %d bytes, the filesystem has less free: %w", w.key, size, ErrFull)
 	}
 	added := false
 	defer func() {
 		if !added {
-			t.idx.unreserve(size)
+			t.idx.Unreserve(size)
 		}
 	}()
 	if opts.HasCRC {
@@ -240,9 +241,9 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 	t.fsTake(size)
 	info = Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC}
 	e := newEntry(info)
-	e.set(flagCRCRead, true)
-	info, _ = t.idx.add(e)
-	added = true
+	e.Set(index.CRCRead, true)
+	rec, _ := t.idx.Add(e)
+	info, added = infoOf(&rec), true
 	if sync {
 		if err := syncDir(filepath.Dir(dst)); err != nil {
 			return info, false, fmt.Errorf("published %s, but: %w", w.key, err)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
 
@@ -65,7 +66,7 @@ const (
 type MemTier struct {
 	root  string
 	log   *slog.Logger
-	idx   *index
+	idx   *index.Index
 	pages *pageLocker
 	lockq *lockQueue // nil unless pages are locked after commit
 	pub   publisher
@@ -138,7 +139,7 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 		root:    root,
 		private: isProcFd(root),
 		log:     log,
-		idx:     newIndex(cfg.Capacity),
+		idx:     index.New(cfg.Capacity),
 		pages:   newPageLocker(cfg.MaxMappings, mlock, log, cfg.Host),
 		lockf:   lockf,
 	}
@@ -182,9 +183,9 @@ func (t *MemTier) Close() error {
 		return nil
 	}
 	t.closed = true
-	for _, e := range t.idx.drain() {
-		t.pages.unlock(e.mapping())
-		e.setMapping(nil)
+	for _, e := range t.idx.Drain() {
+		t.pages.unlock(e.Mapping())
+		e.SetMapping(nil)
 	}
 	t.pages.close()
 	t.dirs.forget("")

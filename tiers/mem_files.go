@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,7 +39,7 @@ func (t *MemTier) Open(key hashdir.Key) (*os.File, error) {
 		return nil, err
 	}
 	defer t.life.RUnlock()
-	if !t.idx.touch(key) {
+	if !t.idx.Touch(key) {
 		return nil, fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
 	f, err := openFile(t.path(key), unix.O_RDONLY, 0)
@@ -51,12 +52,12 @@ func (t *MemTier) Open(key hashdir.Key) (*os.File, error) {
 // openHit is Open for the stack's read path: it reports a miss as false
 // (no error built) and returns the file's size from the index (no fstat)
 // and its index entry (the Token of the handle).
-func (t *MemTier) openHit(key hashdir.Key) (*os.File, int64, *entry, bool) {
+func (t *MemTier) openHit(key hashdir.Key) (*os.File, int64, *index.Entry, bool) {
 	if t.enter() != nil {
 		return nil, 0, nil, false
 	}
 	defer t.life.RUnlock()
-	e, size := t.idx.touchEntry(key)
+	e, size := t.idx.TouchEntry(key)
 	if e == nil {
 		return nil, 0, nil, false
 	}
@@ -69,7 +70,7 @@ func (t *MemTier) openHit(key hashdir.Key) (*os.File, int64, *entry, bool) {
 
 // Stat describes a published file.
 func (t *MemTier) Stat(key hashdir.Key) (Info, error) {
-	info, _, ok := t.idx.get(key)
+	info, _, ok := indexGet(t.idx, key)
 	if !ok {
 		return Info{}, fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
@@ -83,7 +84,7 @@ func (t *MemTier) Remove(key hashdir.Key) error {
 		return err
 	}
 	defer t.life.RUnlock()
-	e, ok := t.idx.remove(key)
+	e, ok := t.idx.Remove(key)
 	if !ok {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
@@ -91,23 +92,25 @@ func (t *MemTier) Remove(key hashdir.Key) error {
 }
 
 // drop releases a removed entry: unmaps it and unlinks its file.
-func (t *MemTier) drop(e *entry) error {
-	t.pages.unlock(e.mapping())
-	e.setMapping(nil)
-	if err := os.Remove(t.path(e.key())); err != nil && !errors.Is(err, os.ErrNotExist) {
+func (t *MemTier) drop(e *index.Entry) error {
+	t.pages.unlock(e.Mapping())
+	e.SetMapping(nil)
+	if err := os.Remove(t.path(e.Key())); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return osErr("memory tier: remove", err)
 	}
 	return nil
 }
 
 // List calls fn for the published files of model ("" for all).
-func (t *MemTier) List(model string, fn func(Info) bool) { t.idx.each(model, fn) }
+func (t *MemTier) List(model string, fn func(Info) bool) {
+	t.idx.Each(model, func(e *index.Entry) bool { return fn(infoOf(e)) })
+}
 
 // Models returns the models that have files in the tier, sorted.
-func (t *MemTier) Models() []string { return t.idx.modelNames() }
+func (t *MemTier) Models() []string { return t.idx.ModelNames() }
 
 // ModelUsage returns the number of files and bytes of model in the tier.
-func (t *MemTier) ModelUsage(model string) (files, bytes int64) { return t.idx.modelUsage(model) }
+func (t *MemTier) ModelUsage(model string) (files, bytes int64) { return t.idx.ModelUsage(model) }
 
 // RemoveModel removes every file of model, dirty and pinned ones included.
 func (t *MemTier) RemoveModel(model string) error {
@@ -118,9 +121,9 @@ func (t *MemTier) RemoveModel(model string) error {
 		return err
 	}
 	defer t.life.RUnlock()
-	for _, e := range t.idx.removeModel(model) {
-		t.pages.unlock(e.mapping())
-		e.setMapping(nil)
+	for _, e := range t.idx.RemoveModel(model) {
+		t.pages.unlock(e.Mapping())
+		e.SetMapping(nil)
 	}
 	t.dirs.forget(model)
 	if err := os.RemoveAll(filepath.Join(t.root, model)); err != nil {
@@ -130,18 +133,18 @@ func (t *MemTier) RemoveModel(model string) error {
 }
 
 // Usage reports capacity and use.
-func (t *MemTier) Usage() Usage { return t.idx.usage() }
+func (t *MemTier) Usage() Usage { return Usage(t.idx.Usage()) }
 
 // Room is the capacity left: Capacity minus Used minus bytes of commits in
 // flight.
-func (t *MemTier) Room() int64 { return t.idx.room() }
+func (t *MemTier) Room() int64 { return t.idx.Room() }
 
 // Touch marks key as just used (LRU).
-func (t *MemTier) Touch(key hashdir.Key) { t.idx.touch(key) }
+func (t *MemTier) Touch(key hashdir.Key) { t.idx.Touch(key) }
 
 // SetDirty marks key dirty (not yet on a persistent tier) or clean.
 func (t *MemTier) SetDirty(key hashdir.Key, dirty bool) error {
-	if !t.idx.setFlags(key, func(e *entry) { e.set(flagDirty, dirty) }) {
+	if !t.idx.SetFlags(key, func(e *index.Entry) { e.Set(index.Dirty, dirty) }) {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
 	return nil
@@ -151,7 +154,7 @@ func (t *MemTier) SetDirty(key hashdir.Key, dirty bool) error {
 // for it (a block published without a CRC in its header gets one from
 // the first copy that reads it). A CRC already known is kept.
 func (t *MemTier) SetCRC(key hashdir.Key, crc uint32) error {
-	if !t.idx.fillCRC(key, crc) {
+	if !t.idx.FillCRC(key, crc) {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
 	return nil
@@ -159,17 +162,17 @@ func (t *MemTier) SetCRC(key hashdir.Key, crc uint32) error {
 
 // SetPinned pins key in the tier (EvictClean skips it) or unpins it.
 func (t *MemTier) SetPinned(key hashdir.Key, pinned bool) error {
-	if !t.idx.setFlags(key, func(e *entry) { e.set(flagPinned, pinned) }) {
+	if !t.idx.SetFlags(key, func(e *index.Entry) { e.Set(index.Pinned, pinned) }) {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
 	return nil
 }
 
 // Pinned reports whether key is pinned (false if absent).
-func (t *MemTier) Pinned(key hashdir.Key) bool { p, _ := t.idx.flags(key); return p }
+func (t *MemTier) Pinned(key hashdir.Key) bool { p, _ := t.idx.Flags(key); return p }
 
 // Dirty reports whether key is dirty (false if absent).
-func (t *MemTier) Dirty(key hashdir.Key) bool { _, d := t.idx.flags(key); return d }
+func (t *MemTier) Dirty(key hashdir.Key) bool { _, d := t.idx.Flags(key); return d }
 
 // EvictClean removes least recently used files that are neither dirty nor
 // pinned until Room() >= need or nothing evictable is left. It returns the
@@ -179,12 +182,12 @@ func (t *MemTier) EvictClean(need int64) (freed int64, evicted []hashdir.Key) {
 		return 0, nil
 	}
 	defer t.life.RUnlock()
-	for _, e := range t.idx.evictClean(need) {
+	for _, e := range t.idx.EvictClean(need) {
 		if err := t.drop(e); err != nil {
-			t.log.Warn("memory tier: evict", "key", e.key(), "err", err)
+			t.log.Warn("memory tier: evict", "key", e.Key(), "err", err)
 		}
-		freed += e.size
-		evicted = append(evicted, e.key())
+		freed += e.Size
+		evicted = append(evicted, e.Key())
 	}
 	return freed, evicted
 }

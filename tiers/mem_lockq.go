@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
 // Page locking modes of MemConfig.Lock.
@@ -55,7 +57,7 @@ func resolveLock(mode string) (lock bool, why string, err error) {
 // locks: the entry it was committed as and the writer's descriptor, which
 // the worker owns and closes.
 type lockJob struct {
-	e *entry
+	e *index.Entry
 	f *os.File
 }
 
@@ -153,11 +155,11 @@ func (t *MemTier) lockOne(j lockJob) {
 		return
 	}
 	defer t.life.RUnlock()
-	if !t.idx.holds(j.e) {
+	if !t.idx.Holds(j.e) {
 		return
 	}
-	b := t.pages.lock(int(j.f.Fd()), j.e.size)
-	if b != nil && !t.idx.attach(j.e, b) {
+	b := t.pages.lock(int(j.f.Fd()), j.e.Size)
+	if b != nil && !t.idx.Attach(j.e, b) {
 		t.pages.unlock(b)
 	}
 }

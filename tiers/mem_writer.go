@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,12 +65,12 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 		return Info{}, err
 	}
 	size := fi.Size()
-	if !t.idx.reserve(size) {
-		return Info{}, fmt.Errorf("memory tier: %s needs %d bytes, %d free: %w", w.key, size, t.idx.room(), ErrFull)
+	if !t.idx.Reserve(size) {
+		return Info{}, fmt.Errorf("memory tier: %s needs %d bytes, %d free: %w", w.key, size, t.idx.Room(), ErrFull)
 	}
 	mtime := opts.publishTime()
 	if err := os.Chtimes(w.tmp, mtime, mtime); err != nil {
-		t.idx.unreserve(size)
+		t.idx.Unreserve(size)
 		w.discard()
 		return Info{}, err
 	}
@@ -80,7 +81,7 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 	err = t.publish(w.tmp, w.key)
 	if err != nil {
 		t.pages.unlock(mapping)
-		t.idx.unreserve(size)
+		t.idx.Unreserve(size)
 		if errors.Is(err, ErrFull) {
 			return Info{}, err
 		}
@@ -88,10 +89,11 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 		return Info{}, err
 	}
 	e := newMemEntry(Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC})
-	e.set(flagDirty, true)
-	e.set(flagCRCRead, true)
-	e.setMapping(mapping)
-	info, added := t.idx.add(e)
+	e.Set(index.Dirty, true)
+	e.Set(index.CRCRead, true)
+	e.SetMapping(mapping)
+	rec, added := t.idx.Add(e)
+	info := infoOf(&rec)
 	if !added {
 		t.pages.unlock(mapping)
 	} else if t.lockq != nil && size > 0 {

@@ -141,7 +141,7 @@ func (t *sharedDir) checkShard(ref shardRef, last shardCheck, force bool) {
 	case err != nil && !isENOENT(err) && !errors.Is(err, unix.ESTALE):
 		return // the directory fails: keep what we know, try again later
 	case err != nil: // the shard (or its model) is gone
-		t.reconcile(ref, t.idx.shardKeys(ref.model, ref.hh, nil), nil)
+		t.reconcile(ref, t.idx.ShardKeys(ref.model, ref.hh, nil), nil)
 		t.recordShard(ref, shardCheck{at: now, listed: true})
 		return
 	}
@@ -149,7 +149,7 @@ func (t *sharedDir) checkShard(ref shardRef, last shardCheck, force bool) {
 		t.recordShard(ref, shardCheck{at: now, mtime: st.Mtim, listed: last.listed})
 		return
 	}
-	before := t.idx.shardKeys(ref.model, ref.hh, nil) // what the listing may drop
+	before := t.idx.ShardKeys(ref.model, ref.hh, nil) // what the listing may drop
 	if !force && last.at.IsZero() && len(before) == 0 && trusted(st.Mtim, now) {
 		// First look at a shard the index knows nothing of: its mtime is
 		// the baseline; the keys asked are looked up one by one, and the
@@ -203,7 +203,7 @@ func (t *sharedDir) reconcile(ref shardRef, before []hashdir.Key, ents []shardEn
 		if _, ok := listed[k]; ok {
 			continue
 		}
-		if _, ok := t.idx.remove(k); ok {
+		if _, ok := t.idx.Remove(k); ok {
 			gone = append(gone, k)
 		}
 	}
@@ -211,7 +211,7 @@ func (t *sharedDir) reconcile(ref shardRef, before []hashdir.Key, ents []shardEn
 		t.view.gone(gone)
 	}
 	for k := range listed {
-		if t.idx.has(k) {
+		if t.idx.Has(k) {
 			delete(listed, k)
 		}
 	}
@@ -221,7 +221,7 @@ func (t *sharedDir) reconcile(ref shardRef, before []hashdir.Key, ents []shardEn
 	}
 	sort.Slice(found, func(i, j int) bool { return found[i].MTime.Before(found[j].MTime) })
 	for _, in := range found {
-		t.idx.adopt(newEntry(in))
+		t.idx.Adopt(newEntry(in))
 	}
 }
 
@@ -262,7 +262,7 @@ func (t *sharedDir) sharedModels() map[string]struct{} {
 // HasModel reports whether the tier holds model: in its index, or, in a
 // shared directory, as a model directory at its root (another daemon's).
 func (t *DirTier) HasModel(model string) bool {
-	if n, _ := t.idx.modelUsage(model); n > 0 {
+	if n, _ := t.idx.ModelUsage(model); n > 0 {
 		return true
 	}
 	return t.share.hasModel(model)
@@ -307,7 +307,7 @@ func (t *sharedDir) get(key hashdir.Key) (Info, bool) {
 // sharedGet is sharedStat once key's shard is revalidated: a key the
 // index lacks is looked for on disk.
 func (t *sharedDir) sharedGet(key hashdir.Key) (Info, error) {
-	if info, _, ok := t.idx.get(key); ok {
+	if info, _, ok := indexGet(t.idx, key); ok {
 		return info, nil
 	}
 	if checkKey(key) != nil {
@@ -321,7 +321,7 @@ func (t *sharedDir) sharedGet(key hashdir.Key) (Info, error) {
 // miss without a syscall when its shard was listed (or found unchanged
 // since a listing) within the TTL, else it is looked for on disk.
 func (t *sharedDir) has(key hashdir.Key) bool {
-	if _, _, ok := t.idx.get(key); ok {
+	if _, _, ok := indexGet(t.idx, key); ok {
 		return true
 	}
 	if checkKey(key) != nil || t.listedFresh(key) {

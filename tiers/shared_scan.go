@@ -34,7 +34,7 @@ func (t *sharedDir) scanShared(sizeless bool) {
 	if !done {
 		return
 	}
-	u := t.idx.usage()
+	u := t.idx.Usage()
 	t.log.Info("shared tier index built in the background", "kind", t.kind, "dir", t.root,
 		"files", u.Files, "bytes", u.Used, "took", time.Since(start).Round(time.Millisecond))
 	tick := time.NewTicker(rescanEvery)
@@ -78,7 +78,7 @@ func (t *sharedDir) walkShards(force bool) bool {
 	}
 	defer wg.Wait()
 	defer close(jobs)
-	names := t.idx.modelNames()
+	names := t.idx.ModelNames()
 	for m := range t.sharedModels() {
 		names = append(names, m)
 	}
@@ -128,6 +128,6 @@ func (t *DirTier) setFreeCapacity() error {
 	if bs == 0 {
 		bs = st.Bsize
 	}
-	t.idx.setCapacity(t.idx.usage().Used + int64(st.Bavail)*bs)
+	t.idx.SetCapacity(t.idx.Usage().Used + int64(st.Bavail)*bs)
 	return nil
 }

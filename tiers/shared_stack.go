@@ -74,14 +74,14 @@ func (s *Stack) dropGone(keys []hashdir.Key) {
 	for _, k := range keys {
 		mu := s.keyLock(k)
 		mu.Lock()
-		pinned, dirty := s.mem.idx.flags(k)
+		pinned, dirty := s.mem.idx.Flags(k)
 		held := false
 		for _, d := range s.dirs {
-			if d.idx.has(k) {
+			if d.idx.Has(k) {
 				held = true
 			}
 		}
-		if !pinned && !dirty && !held && s.mem.idx.has(k) {
+		if !pinned && !dirty && !held && s.mem.idx.Has(k) {
 			_ = s.mem.Remove(k)
 			s.mu.Lock()
 			delete(s.verified, k)
@@ -171,14 +171,14 @@ func (t *sharedDir) touchEvery() time.Duration { return min(time.Minute, t.keepR
 // touched moves key's mtime to now when it is older than touchEvery:
 // the use other daemons see and evict by.
 func (t *sharedDir) touched(key hashdir.Key) {
-	info, _, ok := t.idx.get(key)
+	info, _, ok := indexGet(t.idx, key)
 	if !ok || time.Since(info.MTime) < t.touchEvery() {
 		return
 	}
 	now := time.Now()
 	p := t.path(key)
 	if err := t.do("utimes", func() error { return os.Chtimes(p, now, now) }, nil); err == nil {
-		t.idx.setMTime(key, now)
+		t.idx.SetMTime(key, now)
 	}
 }
 
@@ -192,13 +192,13 @@ func (t *sharedDir) mayEvict(key hashdir.Key) bool {
 	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)
 	if err != nil {
 		if goneErr(err) {
-			t.idx.remove(key)
+			t.idx.Remove(key)
 		}
 		return false
 	}
 	mtime := statMTime(&st)
 	if time.Since(mtime) < t.keepRecent {
-		t.idx.setMTime(key, mtime)
+		t.idx.SetMTime(key, mtime)
 		return false
 	}
 	return true

@@ -65,16 +65,7 @@ func (c *StackConfig) setDirtyDefaults(capacity int64, dirs []*DirTier) {
 
 // DirtyUsage is what the memory tier holds dirty: not yet on a persistent
 // tier.
-func (s *Stack) DirtyUsage() ModelCount { return s.mem.idx.dirtyTotal() }
-
-// dirtyTotal is the dirty count of every model, kept as entries come,
-// go and change flags (index.count): the write-back path reads it once
-// per block.
-func (x *index) dirtyTotal() ModelCount {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.dirty
-}
+func (s *Stack) DirtyUsage() ModelCount { return ModelCount(s.mem.idx.DirtyTotal()) }
 
 // enqueue schedules a just published key for write-back, and makes its
 // writer wait while the dirty bytes are over the limit (throttle). A

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,7 +51,7 @@ func (s *Stack) HasBlock(model string, id hashdir.ID) bool {
 // HasKey is HasBlock for any key (a raw block's, a sidecar's).
 func (s *Stack) HasKey(k hashdir.Key) bool {
 	s.revalidateShared(k)
-	if _, _, ok := s.mem.idx.get(k); ok {
+	if _, _, ok := indexGet(s.mem.idx, k); ok {
 		return true
 	}
 	for _, d := range s.dirs {
@@ -96,14 +97,14 @@ func (s *Stack) List(model string, fn func(hashdir.Key) bool) {
 // in no particular order. It reads the tiers' indexes only: its cost is
 // that of the shard, not of the model.
 func (s *Stack) ShardKeys(model string, shard byte) []hashdir.Key {
-	keys := s.mem.idx.shardKeys(model, shard, nil)
+	keys := s.mem.idx.ShardKeys(model, shard, nil)
 	// A block is usually in several tiers, but a tier lists each key
 	// once: only keys added after others may repeat them.
 	repeats := false
 	for _, d := range s.dirs {
 		d.share.revalidate(hashdir.Key{Model: model, ID: hashdir.ID{shard}})
 		before := len(keys)
-		keys = d.idx.shardKeys(model, shard, keys)
+		keys = d.idx.ShardKeys(model, shard, keys)
 		repeats = repeats || (before > 0 && len(keys) > before)
 	}
 	if !repeats {
@@ -137,7 +138,8 @@ func (s *Stack) Stat(k hashdir.Key) (BlockInfo, error) {
 	var bi BlockInfo
 	found := false
 	s.revalidateShared(k)
-	if in, pinned, dirty, ok := s.mem.idx.describe(k); ok {
+	if e, ok := s.mem.idx.Get(k); ok {
+		in, pinned, dirty := infoOf(&e), e.Is(index.Pinned), e.Is(index.Dirty)
 		bi.Info, found = in, true
 		bi.Holders = append(bi.Holders, s.mem.Name())
 		bi.Dirty, bi.Pinned = dirty, pinned

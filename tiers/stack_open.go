@@ -214,8 +214,8 @@ func (s *Stack) verifyOnce(d *DirTier, k hashdir.Key, info Info) error {
 		return fmt.Errorf("%w: %s on %s: CRC-32C %08x (expected %08x), %d bytes", ErrCorrupt, k, d.Name(), crc, want, size)
 	}
 	if !known { // the check computed it: the tier's index keeps it
-		d.idx.setCRC(k, crc, true)
-		d.idx.fillCRC(k, crc)
+		d.idx.SetCRC(k, crc, true)
+		d.idx.FillCRC(k, crc)
 	}
 	s.mu.Lock()
 	s.verified[k] = true

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
 // Pins and mappings: a block is pinned in the memory tier (never evicted)
@@ -53,7 +54,8 @@ func (s *Stack) Evict(k hashdir.Key) error {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
-	_, pinned, dirty, ok := s.mem.idx.describe(k)
+	e, ok := s.mem.idx.Get(k)
+	pinned, dirty := e.Is(index.Pinned), e.Is(index.Dirty)
 	switch {
 	case !ok:
 		return fmt.Errorf("evict %s: %w", k, ErrNotFound)

@@ -4,6 +4,7 @@ import (
 	"os"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
 // Reusing a descriptor
@@ -20,7 +21,7 @@ import (
 // Token names the tier file a Handle was opened from: the tier and its
 // index entry of the file. The zero Token names nothing.
 type Token struct {
-	e  *entry
+	e  *index.Entry
 	id TierID
 }
 
@@ -38,7 +39,7 @@ func (s *Stack) Reuse(k hashdir.Key, t Token) bool {
 	case t.e == nil:
 		return false
 	case t.id == Memory:
-		if _, ok := s.mem.idx.touchIf(k, t.e); !ok {
+		if _, ok := s.mem.idx.TouchIf(k, t.e); !ok {
 			return false
 		}
 		s.admit.Get(s.admitKey(k))
@@ -46,10 +47,10 @@ func (s *Stack) Reuse(k hashdir.Key, t Token) bool {
 		return true
 	}
 	d := s.dirs[t.id-1]
-	if s.mem.idx.has(k) {
+	if s.mem.idx.Has(k) {
 		return false // promoted meanwhile: Open reads memory
 	}
-	size, ok := d.idx.touchIf(k, t.e)
+	size, ok := d.idx.TouchIf(k, t.e)
 	if !ok {
 		return false
 	}
@@ -65,9 +66,9 @@ func (s *Stack) Current(k hashdir.Key, t Token) bool {
 	case t.e == nil:
 		return false
 	case t.id == Memory:
-		return s.mem.idx.isEntry(k, t.e)
+		return s.mem.idx.IsEntry(k, t.e)
 	}
-	return !s.mem.idx.has(k) && s.dirs[t.id-1].idx.isEntry(k, t.e)
+	return !s.mem.idx.Has(k) && s.dirs[t.id-1].idx.IsEntry(k, t.e)
 }
 
 // openLower opens k on directory tier id with its token: the entry is
@@ -75,36 +76,13 @@ func (s *Stack) Current(k hashdir.Key, t Token) bool {
 // zero token (the descriptor is used once, never reused).
 func (s *Stack) openLower(k hashdir.Key, id TierID) (*os.File, Token, error) {
 	d := s.dirs[id-1]
-	e := d.idx.entryOf(k)
+	e := d.idx.EntryOf(k)
 	f, err := d.Open(k)
 	if err != nil {
 		return nil, Token{}, err
 	}
-	if e == nil || d.idx.entryOf(k) != e {
+	if e == nil || d.idx.EntryOf(k) != e {
 		return f, Token{}, nil
 	}
 	return f, Token{e: e, id: id}, nil
-}
-
-// entryOf returns key's entry, or nil.
-func (x *index) entryOf(key hashdir.Key) *entry {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.lookupLocked(key)
-}
-
-// isEntry reports whether e is key's entry.
-func (x *index) isEntry(key hashdir.Key, e *entry) bool { return x.entryOf(key) == e }
-
-// touchIf marks key as just used if e is still its entry, and reports
-// whether it is, with its size.
-func (x *index) touchIf(key hashdir.Key, e *entry) (int64, bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.lookupLocked(key) != e {
-		return 0, false
-	}
-	x.unlinkLocked(e)
-	x.pushFrontLocked(e)
-	return e.size, true
 }

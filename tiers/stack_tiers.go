@@ -1,6 +1,10 @@
 package tiers
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/ucmfs/ucmfs/tiers/index"
+)
 
 // TierID is a tier's place in a stack: Memory (0) for the memory tier,
 // then 1, 2, ... for the directory tiers in the order the stack was built
@@ -56,6 +60,12 @@ type ModelCount struct {
 	Blocks, Files, Bytes int64
 }
 
+// modelCounts is index.ModelCount as ModelCounts.
+func modelCounts(x *index.Index, model string) (all, dirty ModelCount) {
+	a, d := x.ModelCount(model)
+	return ModelCount(a), ModelCount(d)
+}
+
 // add adds c to m.
 func (m *ModelCount) add(c ModelCount) {
 	m.Blocks += c.Blocks
@@ -72,12 +82,12 @@ func (m *ModelCount) add(c ModelCount) {
 // being moved between two directory tiers (demotion) counts twice for the
 // moment of the copy.
 func (s *Stack) ModelUsage(model string) ModelCount {
-	all, dirty := s.mem.idx.modelCount(model)
+	all, dirty := modelCounts(s.mem.idx, model)
 	if len(s.dirs) == 0 {
 		return all
 	}
 	for _, d := range s.dirs {
-		c, _ := d.idx.modelCount(model)
+		c, _ := modelCounts(d.idx, model)
 		dirty.add(c)
 	}
 	return dirty
@@ -87,9 +97,9 @@ func (s *Stack) ModelUsage(model string) ModelCount {
 // (UCM's names) of model, in increasing order, from the indexes'
 // counters (no walk).
 func (s *Stack) RawWidths(model string) []int {
-	widths := s.mem.idx.rawWidths(model, nil)
+	widths := s.mem.idx.RawWidths(model, nil)
 	for _, d := range s.dirs {
-		widths = d.idx.rawWidths(model, widths)
+		widths = d.idx.RawWidths(model, widths)
 	}
 	slices.Sort(widths)
 	return widths
@@ -98,7 +108,7 @@ func (s *Stack) RawWidths(model string) []int {
 // HasModel reports whether any tier holds a file of model or, for a
 // shared tier, a directory of it (another daemon's model).
 func (s *Stack) HasModel(model string) bool {
-	if n, _ := s.mem.idx.modelUsage(model); n > 0 {
+	if n, _ := s.mem.idx.ModelUsage(model); n > 0 {
 		return true
 	}
 	for _, d := range s.dirs {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
 // Times and staging writes: what a writer that restores times (rsync,
@@ -38,8 +39,8 @@ func (s *Stack) SetMTime(k hashdir.Key, t time.Time) error {
 	mu.Lock()
 	defer mu.Unlock()
 	found := false
-	set := func(ix *index, path string) error {
-		if !ix.setMTime(k, t) {
+	set := func(ix *index.Index, path string) error {
+		if !ix.SetMTime(k, t) {
 			return nil
 		}
 		found = true
@@ -61,19 +62,4 @@ func (s *Stack) SetMTime(k hashdir.Key, t time.Time) error {
 		return fmt.Errorf("%s: %w", k, ErrNotFound)
 	}
 	return nil
-}
-
-// setMTime records t as key's mtime and marks it used; it reports whether
-// key is recorded.
-func (x *index) setMTime(key hashdir.Key, t time.Time) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	e := x.lookupLocked(key)
-	if e == nil {
-		return false
-	}
-	e.mtime = t.UnixNano()
-	x.unlinkLocked(e)
-	x.pushFrontLocked(e)
-	return true
 }

@@ -18,7 +18,8 @@ const mod = "github.com/ucmfs/ucmfs/"
 //	internal/hashtab <- tiers, fs (tables of millions of small values)
 var allowed = map[string][]string{
 	"hashdir":           {},
-	"tiers":             {"hashdir", "internal/hashtab"},
+	"tiers/index":       {"hashdir", "internal/hashtab"},
+	"tiers":             {"hashdir", "tiers/index"},
 	"sparse":            {"hashdir"},
 	"hybrid":            {"hashdir"},
 	"gpu":               {"hashdir"},

@@ -1,25 +1,14 @@
-package tiers
-
-import (
-	"hash/maphash"
-	"iter"
-	"sync"
-
-	"github.com/ucmfs/ucmfs/hashdir"
-	"github.com/ucmfs/ucmfs/internal/hashtab"
-)
-
-// The index is the in-memory record of what one tier holds: one entry per
+// Package index is the in-memory record of what one tier holds: one Entry per
 // published file, an LRU order by the daemon's own accesses (never atime),
 // exact byte accounting, and the files of each model grouped by shard (so
 // a shard directory is listed without walking its model). Both tiers use
-// it.
+// it (package tiers).
 //
-// It is sized for millions of files: an entry is one small struct (the
+// It is sized for millions of files: an Entry is one small struct (the
 // model name shared with its model's set, the publish time as nanoseconds,
 // the LRU links inside it) and one 16-byte slot (the pointer and 32 bits
 // of its hash) in its shard's hash table (internal/hashtab: 21 to 43
-// bytes an entry, where a Go map took 37 to 75).
+// bytes an Entry, where a Go map took 37 to 75).
 //
 // Lock order: index.mu is a leaf lock. Nothing else is locked and no
 // filesystem call is made while it is held; callers take their own locks
@@ -36,8 +25,32 @@ import (
 //     files all arrive through reserve never holds more than capacity.
 //     Files adopted from disk (adopt) are counted even past capacity: they
 //     exist, and honest accounting lets the stack evict them.
+package index
 
-// slot is an entry's key within its model's shard table.
+import (
+	"hash/maphash"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/internal/hashtab"
+)
+
+// Count is a number of files, the blocks among them, and their bytes
+// (the fields of tiers.ModelCount, which converts from it).
+type Count struct {
+	Blocks, Files, Bytes int64
+}
+
+// add adds c to m.
+func (m *Count) add(c Count) {
+	m.Blocks += c.Blocks
+	m.Files += c.Files
+	m.Bytes += c.Bytes
+}
+
+// slot is an Entry's key within its model's shard table.
 type slot struct {
 	id   hashdir.ID
 	kind hashdir.Kind
@@ -51,30 +64,30 @@ func (s slot) hash() uint64 { return maphash.Comparable(slotSeed, s) }
 
 // shardSet is the entries of one shard directory of a model, by slot.
 // The zero shardSet is empty.
-type shardSet struct{ t hashtab.Table[*entry] }
+type shardSet struct{ t hashtab.Table[*Entry] }
 
-// get returns the entry of s, or nil.
-func (sh *shardSet) get(s slot) *entry {
-	e, _ := sh.t.Find(s.hash(), func(e *entry) bool { return e.id == s.id && e.kind == s.kind })
+// get returns the Entry of s, or nil.
+func (sh *shardSet) get(s slot) *Entry {
+	e, _ := sh.t.Find(s.hash(), func(e *Entry) bool { return e.ID == s.id && e.Kind == s.kind })
 	return e
 }
 
-// reserve sizes the set for n entries.
+// Reserve sizes the set for n entries.
 func (sh *shardSet) reserve(n int) { sh.t.Reserve(n) }
 
 // put adds e, whose slot is not in the set.
-func (sh *shardSet) put(e *entry) { sh.t.Insert(slot{e.id, e.kind}.hash(), e) }
+func (sh *shardSet) put(e *Entry) { sh.t.Insert(slot{e.ID, e.Kind}.hash(), e) }
 
 // del takes e out of the set.
-func (sh *shardSet) del(e *entry) {
-	sh.t.Delete(slot{e.id, e.kind}.hash(), func(x *entry) bool { return x == e })
+func (sh *shardSet) del(e *Entry) {
+	sh.t.Delete(slot{e.ID, e.Kind}.hash(), func(x *Entry) bool { return x == e })
 }
 
 // len returns the number of entries in the set.
 func (sh *shardSet) len() int { return sh.t.Len() }
 
 // all yields the entries of the set; it must not change meanwhile.
-func (sh *shardSet) all() iter.Seq[*entry] { return sh.t.All() }
+func (sh *shardSet) all() iter.Seq[*Entry] { return sh.t.All() }
 
 // modelSet is the entries of one model, by shard (the id's first byte).
 type modelSet struct {
@@ -86,7 +99,7 @@ type modelSet struct {
 	// memory tier's blocks not yet written back), so the stack can count
 	// a model's distinct files without walking them (Stack.ModelUsage).
 	// blocks counts the files of kind Block (files less sidecars).
-	dirty  ModelCount
+	dirty  Count
 	blocks int64
 	// raw counts the raw files (UCM's names) of each shard width, so the
 	// widths a model uses are known without a walk (Stack.RawWidths).
@@ -95,52 +108,53 @@ type modelSet struct {
 
 // count adds (n = 1) or takes out (n = -1) e's part of the counters of m
 // other than files and bytes.
-func (m *modelSet) count(e *entry, n int64) {
+func (m *modelSet) count(e *Entry, n int64) {
 	block := int64(0)
-	if e.kind == hashdir.Block || e.kind.Raw() { // a raw payload is a block too
+	if e.Kind == hashdir.Block || e.Kind.Raw() { // a raw payload is a block too
 		block = n
 	}
 	m.blocks += block
-	if e.kind.Raw() {
-		m.raw[e.kind.Width()] += n
+	if e.Kind.Raw() {
+		m.raw[e.Kind.Width()] += n
 	}
-	if e.is(flagDirty) {
+	if e.Is(Dirty) {
 		m.dirty.Blocks += block
 		m.dirty.Files += n
-		m.dirty.Bytes += n * e.size
+		m.dirty.Bytes += n * e.Size
 	}
 }
 
 // count adds (n = 1) or takes out (n = -1) e's part of m's counters and
 // of the index's dirty total; under x.mu.
-func (x *index) count(m *modelSet, e *entry, n int64) {
+func (x *Index) count(m *modelSet, e *Entry, n int64) {
 	d := m.dirty
-	x.dirty.add(ModelCount{Blocks: -d.Blocks, Files: -d.Files, Bytes: -d.Bytes})
+	x.dirty.add(Count{Blocks: -d.Blocks, Files: -d.Files, Bytes: -d.Bytes})
 	m.count(e, n)
 	x.dirty.add(m.dirty)
 }
 
-// index is a concurrency-safe map of Key to entry; see the file comment.
-type index struct {
+// Index is a concurrency-safe map of keys to entries; see the package
+// comment.
+type Index struct {
 	mu       sync.Mutex
 	models   map[string]*modelSet
-	lru      entry // sentinel: lru.next is the most recently used
+	lru      Entry // sentinel: lru.next is the most recently used
 	files    int64
 	capacity int64
 	used     int64
 	reserved int64
-	dirty    ModelCount // the entries flagged dirty, all models
+	dirty    Count // the entries flagged dirty, all models
 }
 
-// newIndex returns an empty index of the given capacity in bytes.
-func newIndex(capacity int64) *index {
-	x := &index{models: make(map[string]*modelSet), capacity: capacity}
+// New returns an empty index of the given capacity in bytes.
+func New(capacity int64) *Index {
+	x := &Index{models: make(map[string]*modelSet), capacity: capacity}
 	x.lru.next, x.lru.prev = &x.lru, &x.lru
 	return x
 }
 
-// lookupLocked returns key's entry, or nil.
-func (x *index) lookupLocked(key hashdir.Key) *entry {
+// lookupLocked returns key's Entry, or nil.
+func (x *Index) lookupLocked(key hashdir.Key) *Entry {
 	m := x.models[key.Model]
 	if m == nil {
 		return nil
@@ -148,21 +162,21 @@ func (x *index) lookupLocked(key hashdir.Key) *entry {
 	return m.shardOf(key)
 }
 
-// shardOf returns key's entry in m, or nil.
-func (m *modelSet) shardOf(key hashdir.Key) *entry {
+// shardOf returns key's Entry in m, or nil.
+func (m *modelSet) shardOf(key hashdir.Key) *Entry {
 	return m.shards[key.ID[0]].get(slot{key.ID, key.Kind})
 }
 
-// setCapacity changes the capacity (DirTier sizes itself after a rebuild).
-func (x *index) setCapacity(c int64) {
+// SetCapacity changes the capacity (DirTier sizes itself after a rebuild).
+func (x *Index) SetCapacity(c int64) {
 	x.mu.Lock()
 	x.capacity = c
 	x.mu.Unlock()
 }
 
-// reserve claims size bytes for a commit in flight. It reports false, and
+// Reserve claims size bytes for a commit in flight. It reports false, and
 // claims nothing, when used+reserved+size would exceed the capacity.
-func (x *index) reserve(size int64) bool {
+func (x *Index) Reserve(size int64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if size < 0 || x.used+x.reserved+size > x.capacity {
@@ -172,48 +186,48 @@ func (x *index) reserve(size int64) bool {
 	return true
 }
 
-// unreserve gives back a reservation whose commit did not publish.
-func (x *index) unreserve(size int64) {
+// Unreserve gives back a reservation whose commit did not publish.
+func (x *Index) Unreserve(size int64) {
 	x.mu.Lock()
 	x.reserved -= size
 	x.mu.Unlock()
 }
 
-// add records a file published after reserve(e.size), turning the
+// Add records a file published after reserve(e.Size), turning the
 // reservation into use. If the key is already recorded (a racing adopt),
-// the reservation is given back, the recorded entry is kept and add
-// reports false with the recorded Info.
-func (x *index) add(e *entry) (Info, bool) {
+// the reservation is given back, the recorded Entry is kept and add
+// reports false with a copy of it; else true with a copy of e.
+func (x *Index) Add(e *Entry) (Entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.reserved -= e.size
-	if old := x.lookupLocked(e.key()); old != nil {
-		return old.info(), false
+	x.reserved -= e.Size
+	if old := x.lookupLocked(e.Key()); old != nil {
+		return old.snapshot(), false
 	}
 	x.insertLocked(e)
-	return e.info(), true
+	return e.snapshot(), true
 }
 
-// adopt records a file found on disk without a reservation (rebuild, or a
+// Adopt records a file found on disk without a reservation (rebuild, or a
 // file another daemon published in a shared directory). It reports false
 // if the key was already recorded.
-func (x *index) adopt(e *entry) bool {
+func (x *Index) Adopt(e *Entry) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.lookupLocked(e.key()) != nil {
+	if x.lookupLocked(e.Key()) != nil {
 		return false
 	}
 	x.insertLocked(e)
 	return true
 }
 
-// adoptAll adopts entries found by a rebuild (into the empty index of a
+// AdoptAll adopts entries found by a rebuild (into the empty index of a
 // starting tier), in order (the last is the most recently used), under
 // one lock; keys already recorded are skipped.
-func (x *index) adoptAll(es []*entry) {
+func (x *Index) AdoptAll(es []*Entry) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	// Size the new shard tables once: growing them entry by entry would
+	// Size the new shard tables once: growing them Entry by Entry would
 	// leave every smaller table behind as garbage.
 	counts := map[*string]*[256]int{}
 	for _, e := range es {
@@ -222,7 +236,7 @@ func (x *index) adoptAll(es []*entry) {
 			c = &[256]int{}
 			counts[e.model] = c
 		}
-		c[e.id[0]]++
+		c[e.ID[0]]++
 	}
 	for name, c := range counts {
 		m := x.models[*name]
@@ -237,51 +251,51 @@ func (x *index) adoptAll(es []*entry) {
 		}
 	}
 	for _, e := range es {
-		if x.lookupLocked(e.key()) == nil {
+		if x.lookupLocked(e.Key()) == nil {
 			x.insertLocked(e)
 		}
 	}
 }
 
-func (x *index) insertLocked(e *entry) {
+func (x *Index) insertLocked(e *Entry) {
 	m := x.models[*e.model]
 	if m == nil {
 		m = &modelSet{name: *e.model}
 		x.models[m.name] = m
 	}
-	m.shards[e.id[0]].put(e)
+	m.shards[e.ID[0]].put(e)
 	m.files++
-	m.bytes += e.size
+	m.bytes += e.Size
 	x.count(m, e, 1)
 	x.files++
-	x.used += e.size
+	x.used += e.Size
 	x.pushFrontLocked(e)
 }
 
-func (x *index) deleteLocked(e *entry) {
+func (x *Index) deleteLocked(e *Entry) {
 	x.unlinkLocked(e)
 	if m := x.models[*e.model]; m != nil {
-		m.shards[e.id[0]].del(e)
+		m.shards[e.ID[0]].del(e)
 		m.files--
-		m.bytes -= e.size
+		m.bytes -= e.Size
 		x.count(m, e, -1)
 		if m.files == 0 {
 			delete(x.models, m.name)
 		}
 	}
 	x.files--
-	x.used -= e.size
+	x.used -= e.Size
 }
 
 // pushFrontLocked puts e first (most recently used) in the LRU list.
-func (x *index) pushFrontLocked(e *entry) {
+func (x *Index) pushFrontLocked(e *Entry) {
 	e.prev, e.next = &x.lru, x.lru.next
 	x.lru.next.prev = e
 	x.lru.next = e
 }
 
 // unlinkLocked takes e out of the LRU list.
-func (x *index) unlinkLocked(e *entry) {
+func (x *Index) unlinkLocked(e *Entry) {
 	if e.next == nil {
 		return
 	}
@@ -289,31 +303,20 @@ func (x *index) unlinkLocked(e *entry) {
 	e.prev, e.next = nil, nil
 }
 
-// get returns the Info of key and whether its CRC fields are final.
-func (x *index) get(key hashdir.Key) (info Info, crcRead, ok bool) {
+// Get returns a copy of key's entry (its flags included).
+func (x *Index) Get(key hashdir.Key) (Entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
 	if e == nil {
-		return Info{}, false, false
+		return Entry{}, false
 	}
-	return e.info(), e.is(flagCRCRead), true
+	return e.snapshot(), true
 }
 
-// describe returns the Info and the flags of key.
-func (x *index) describe(key hashdir.Key) (info Info, pinned, dirty, ok bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	e := x.lookupLocked(key)
-	if e == nil {
-		return Info{}, false, false, false
-	}
-	return e.info(), e.is(flagPinned), e.is(flagDirty), true
-}
-
-// touchEntry marks key as just used and returns its entry and size; the
-// entry is nil if key is not recorded.
-func (x *index) touchEntry(key hashdir.Key) (*entry, int64) {
+// TouchEntry marks key as just used and returns its Entry and size; the
+// Entry is nil if key is not recorded.
+func (x *Index) TouchEntry(key hashdir.Key) (*Entry, int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -322,43 +325,43 @@ func (x *index) touchEntry(key hashdir.Key) (*entry, int64) {
 	}
 	x.unlinkLocked(e)
 	x.pushFrontLocked(e)
-	return e, e.size
+	return e, e.Size
 }
 
-// has reports whether key is recorded (an allocation-free get).
-func (x *index) has(key hashdir.Key) bool {
+// Has reports whether key is recorded (an allocation-free get).
+func (x *Index) Has(key hashdir.Key) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.lookupLocked(key) != nil
 }
 
-// setCRC records the CRC read lazily for key (if it is still recorded).
-func (x *index) setCRC(key hashdir.Key, crc uint32, has bool) {
+// SetCRC records the CRC read lazily for key (if it is still recorded).
+func (x *Index) SetCRC(key hashdir.Key, crc uint32, has bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if e := x.lookupLocked(key); e != nil && !e.is(flagCRCRead) {
-		e.crc = crc
-		e.set(flagHasCRC, has)
-		e.set(flagCRCRead, true)
+	if e := x.lookupLocked(key); e != nil && !e.Is(CRCRead) {
+		e.CRC = crc
+		e.Set(HasCRC, has)
+		e.Set(CRCRead, true)
 	}
 }
 
-// fillCRC records crc as key's CRC if the entry has none yet; it reports
+// FillCRC records crc as key's CRC if the Entry has none yet; it reports
 // whether key is recorded.
-func (x *index) fillCRC(key hashdir.Key, crc uint32) bool {
+func (x *Index) FillCRC(key hashdir.Key, crc uint32) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
-	if e != nil && !e.is(flagHasCRC) {
-		e.crc = crc
-		e.set(flagHasCRC, true)
+	if e != nil && !e.Is(HasCRC) {
+		e.CRC = crc
+		e.Set(HasCRC, true)
 	}
 	return e != nil
 }
 
-// remove takes key out of the index and returns its entry, whose mapping
+// Remove takes key out of the index and returns its Entry, whose mapping
 // the caller now owns.
-func (x *index) remove(key hashdir.Key) (*entry, bool) {
+func (x *Index) Remove(key hashdir.Key) (*Entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -369,8 +372,8 @@ func (x *index) remove(key hashdir.Key) (*entry, bool) {
 	return e, true
 }
 
-// touch marks key as just used. It reports whether key is recorded.
-func (x *index) touch(key hashdir.Key) bool {
+// Touch marks key as just used. It reports whether key is recorded.
+func (x *Index) Touch(key hashdir.Key) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -382,9 +385,9 @@ func (x *index) touch(key hashdir.Key) bool {
 	return true
 }
 
-// setFlags sets the dirty or pinned flag of key; it reports false if the
+// SetFlags sets the dirty or pinned flag of key; it reports false if the
 // key is not recorded.
-func (x *index) setFlags(key hashdir.Key, set func(*entry)) bool {
+func (x *Index) SetFlags(key hashdir.Key, set func(*Entry)) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -398,22 +401,69 @@ func (x *index) setFlags(key hashdir.Key, set func(*entry)) bool {
 	return true
 }
 
-// flags returns the pinned and dirty flags of key (false for absent keys).
-func (x *index) flags(key hashdir.Key) (pinned, dirty bool) {
+// Flags returns the pinned and dirty flags of key (false for absent keys).
+func (x *Index) Flags(key hashdir.Key) (pinned, dirty bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if e := x.lookupLocked(key); e != nil {
-		return e.is(flagPinned), e.is(flagDirty)
+		return e.Is(Pinned), e.Is(Dirty)
 	}
 	return false, false
 }
 
-// mapping returns key's mapping, or nil.
-func (x *index) mapping(key hashdir.Key) []byte {
+// Mapping returns key's mapping, or nil.
+func (x *Index) Mapping(key hashdir.Key) []byte {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if e := x.lookupLocked(key); e != nil {
-		return e.mapping()
+		return e.Mapping()
 	}
 	return nil
+}
+
+// DirtyTotal is the dirty count of every model, kept as entries come,
+// go and change flags (index.count): the write-back path reads it once
+// per block.
+func (x *Index) DirtyTotal() Count {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.dirty
+}
+
+// EntryOf returns key's entry, or nil.
+func (x *Index) EntryOf(key hashdir.Key) *Entry {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.lookupLocked(key)
+}
+
+// IsEntry reports whether e is key's entry.
+func (x *Index) IsEntry(key hashdir.Key, e *Entry) bool { return x.EntryOf(key) == e }
+
+// TouchIf marks key as just used if e is still its entry, and reports
+// whether it is, with its size.
+func (x *Index) TouchIf(key hashdir.Key, e *Entry) (int64, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.lookupLocked(key) != e {
+		return 0, false
+	}
+	x.unlinkLocked(e)
+	x.pushFrontLocked(e)
+	return e.Size, true
+}
+
+// SetMTime records t as key's mtime and marks it used; it reports whether
+// key is recorded.
+func (x *Index) SetMTime(key hashdir.Key, t time.Time) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.lookupLocked(key)
+	if e == nil {
+		return false
+	}
+	e.MTime = t.UnixNano()
+	x.unlinkLocked(e)
+	x.pushFrontLocked(e)
+	return true
 }
