@@ -78,6 +78,11 @@ func TestKeptDescriptor(t *testing.T) {
 		if n := tierFds(t, m, k); n != 1 {
 			t.Fatalf("%d descriptors kept after three reads, want 1", n)
 		}
+		// The kernel sends a close's RELEASE after close returns: the
+		// replacement below is a new open only once the daemon has taken
+		// the last one (a reader still holding the old file shares its
+		// node, and reads the old bytes: docs/semantics.md).
+		waitKept(t, m, 1)
 
 		if err := os.Remove(path); err != nil {
 			t.Fatal(err)
@@ -98,6 +103,24 @@ func TestKeptDescriptor(t *testing.T) {
 		reread(t, path, d2) // and its promotion may run meanwhile
 		waitFds(t, m, k, 0, idleKeep+5*idleSweep)
 	})
+}
+
+// waitKept waits until the mount keeps n descriptors after their last
+// close (every RELEASE taken).
+func waitKept(t *testing.T, m *testMount, n int) {
+	t.Helper()
+	c := &m.srv.state.opens
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		got := c.lru.Len()
+		c.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors kept, want %d", got, n)
+		}
+	}
 }
 
 // otherBytes is a valid block of k's id with a payload of n bytes other
