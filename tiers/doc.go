@@ -20,15 +20,27 @@
 // Fsck checks a tier directory offline with the same walk of the layout
 // that a directory tier's index rebuild uses.
 //
-// Files by concept: stack.go (construction, lifecycle, lock order),
-// stack_publish.go (the write path to the memory tier), stack_dirty.go (the
-// write-back queue, its workers and their pacing), stack_writeback.go,
-// stack_copy.go (CRC-checked copies between tiers), stack_open.go and
-// stack_lookup.go (reads, stat, CRC), stack_demote.go (demotion, removal),
-// stack_pins.go, stack_tiers.go, stack_stats.go; mem*.go the memory tier;
-// dir*.go a directory tier; files.go what both publish with; layout.go
-// and fsck.go the on-disk layout; index*.go the in-memory index; lock.go
-// the tier lock; shared*.go what a tier other daemons share (nfs, ds3fs)
-// does: its index revalidated, reads copied off it, eviction by mtime,
-// crash leftovers. docs/design.md explains the decisions.
+// Files by concept, so the folder shows the parts:
+//   - the stack: stack.go (construction, lifecycle, lock order),
+//     stack_publish.go (the write path to the memory tier), stack_open.go
+//     and stack_lookup.go (reads, stat, CRC), stack_reuse.go (kept
+//     descriptors), stack_pins.go, stack_tiers.go, stack_stats.go,
+//     stack_times.go, stack_verify.go;
+//   - moving files between tiers: move_dirty.go (the write-back queue,
+//     its workers and their pacing), move_writeback.go, move_copy.go
+//     (CRC-checked copies), move_promote.go, move_demote.go (demotion,
+//     removal), move_errors.go;
+//   - the memory tier: mem*.go;
+//   - a directory tier: dir*.go, with dir_sharing.go for what depends on
+//     who else uses its directory (privateDir there, sharedDir in
+//     shared*.go: the index revalidated, reads copied off it, eviction by
+//     mtime, crash leftovers);
+//   - what every tier shares: tier.go (the Tier interface, Info, Usage,
+//     errors), files.go (what both publish with), entries.go (index
+//     entries as Info), layout.go and fsck.go (the on-disk layout),
+//     lock.go (the tier lock), model_meta.go;
+//   - the in-memory index of a tier: package tiers/index, behind its
+//     exported methods.
+//
+// docs/design.md explains the decisions.
 package tiers

@@ -38,7 +38,7 @@ type StackConfig struct {
 	WriteThrough bool
 	// DirtyExpire is how long a published block may stay dirty (in memory
 	// only) while the dirty bytes are under DirtyBackground: write-back of
-	// younger blocks is deferred (stack_dirty.go). Zero writes back at
+	// younger blocks is deferred (move_dirty.go). Zero writes back at
 	// once; the daemon's default is DefaultDirtyExpire.
 	DirtyExpire time.Duration
 	// DirtyBackground is the dirty bytes above which the write-back
@@ -99,7 +99,7 @@ type Stack struct {
 	room     chan struct{}        // closed and replaced whenever memory may have room
 	verified map[hashdir.Key]bool // lower-tier files whose CRC was checked this run
 	closed   bool
-	promo    promoteQueue // promotions decided by reads (stack_promote.go)
+	promo    promoteQueue // promotions decided by reads (move_promote.go)
 
 	metas modelMetas // the models' settings records (model_meta.go)
 

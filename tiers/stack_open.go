@@ -13,7 +13,7 @@ import (
 // found only on a lower tier is served from where it is, after a one-time
 // CRC check; its promotion into memory, when it fits without eviction or
 // when the admission filter has seen it before, is queued for a
-// background worker (stack_promote.go), never waited for. A file of a
+// background worker (move_promote.go), never waited for. A file of a
 // shared tier is always copied first, into memory or a private memfd
 // (shared_stack.go), so other daemons may remove it during the read.
 func (s *Stack) Open(k hashdir.Key) (*Handle, error) {
