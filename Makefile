@@ -28,7 +28,7 @@ test:
 # testdata/fuzz/; what a run finds new stays in the Go cache). CI runs it
 # after the tests: about 10 targets x FUZZTIME.
 FUZZTIME ?= 10s
-FUZZ_TARGETS := hashdir:FuzzDecodeBlockHeader hashdir:FuzzDecodeReprHeader \
+FUZZ_TARGETS := format:FuzzDecodeBlockHeader format:FuzzDecodeReprHeader \
 	control:FuzzLookup control:FuzzPrefetch control:FuzzFlush control:FuzzGPU control:FuzzTopk \
 	sparse:FuzzDerive sparse:FuzzBuilderAdd
 fuzz:

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,11 +34,11 @@ var idSeq atomic.Uint64
 
 // nextID returns an id never used before in this run. Its bytes are
 // spread (splitmix64), so ids fall in all 256 shards.
-func nextID() hashdir.ID { return idAt(idSeq.Add(1)) }
+func nextID() format.ID { return idAt(idSeq.Add(1)) }
 
 // idAt is the n-th id of this run.
-func idAt(n uint64) hashdir.ID {
-	var id hashdir.ID
+func idAt(n uint64) format.ID {
+	var id format.ID
 	binary.BigEndian.PutUint64(id[:8], mix(n^runSalt))
 	binary.BigEndian.PutUint64(id[8:], mix(n+runSalt))
 	return id
@@ -56,31 +56,31 @@ func mix(x uint64) uint64 {
 // it into the block of another id (the payload stays, the header changes).
 type block struct {
 	buf []byte
-	hdr hashdir.BlockHeader
+	hdr format.BlockHeader
 }
 
 // newBlock makes a block file of size bytes: 1 layer, K and V, bfloat16,
 // heads and head_dim not stated, no CRC in the header (the daemon
 // computes its own), payload of pseudo-random bytes.
 func newBlock(size int) *block {
-	payload := make([]byte, size-hashdir.HeaderSize)
+	payload := make([]byte, size-format.HeaderSize)
 	rand.Read(payload)
-	h := hashdir.BlockHeader{NumLayers: 1, BlockSize: 16, Dtype: hashdir.BFloat16}
-	return &block{buf: hashdir.NewBlock(h, payload), hdr: h}
+	h := format.BlockHeader{NumLayers: 1, BlockSize: 16, Dtype: format.BFloat16}
+	return &block{buf: format.NewBlock(h, payload), hdr: h}
 }
 
 // setID rewrites the header for id and returns the block's bytes.
-func (b *block) setID(id hashdir.ID) []byte {
+func (b *block) setID(id format.ID) []byte {
 	b.hdr.ID = id
-	b.hdr.PayloadLen = uint64(len(b.buf) - hashdir.HeaderSize)
-	b.hdr.Encode(b.buf[:hashdir.HeaderSize])
+	b.hdr.PayloadLen = uint64(len(b.buf) - format.HeaderSize)
+	b.hdr.Encode(b.buf[:format.HeaderSize])
 	return b.buf
 }
 
 // blockPath is the path of model's block id under root (a mount point or
 // a tier-layout directory).
-func blockPath(root, model string, id hashdir.ID) string {
-	return root + "/" + hashdir.Key{Model: model, ID: id, Kind: hashdir.Block}.Path()
+func blockPath(root, model string, id format.ID) string {
+	return root + "/" + format.Key{Model: model, ID: id, Kind: format.Block}.Path()
 }
 
 // makeModelDirs creates model's directory and, under a plain directory
@@ -90,7 +90,7 @@ func makeModelDirs(root, model string, shards bool) error {
 		return err
 	}
 	for i := 0; shards && i < 256; i++ {
-		if err := os.MkdirAll(filepath.Join(root, model, hashdir.ShardName(byte(i))), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(root, model, format.ShardName(byte(i))), 0o755); err != nil {
 			return err
 		}
 	}
@@ -170,7 +170,7 @@ func populate(dir, model string, first uint64, n, size int) ([]string, error) {
 			blk := newBlock(size)
 			for i := w; i < n; i += workers {
 				id := idAt(first + uint64(i))
-				rel[i] = hashdir.Key{Model: model, ID: id, Kind: hashdir.Block}.Path()
+				rel[i] = format.Key{Model: model, ID: id, Kind: format.Block}.Path()
 				if err := writeBlock(dir+"/"+rel[i], blk.setID(id)); err != nil {
 					errs <- err
 					return

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,7 +42,7 @@ func statRates(t *testing.T, d *daemon, rel []string, round int) (first, miss fl
 	// The shard directories first, untimed: what is timed is the blocks'
 	// LOOKUPs, not the 256 directories'.
 	for hh := 0; hh < 256; hh++ {
-		os.Stat(d.path(filepath.Join(scaleModel, hashdir.ShardName(byte(hh)))))
+		os.Stat(d.path(filepath.Join(scaleModel, format.ShardName(byte(hh)))))
 	}
 	var st unix.Stat_t
 	t0 := time.Now()
@@ -56,7 +56,7 @@ func statRates(t *testing.T, d *daemon, rel []string, round int) (first, miss fl
 	paths := make([]string, n)
 	for i := range paths {
 		id := idAt(uint64(1)<<50 + uint64(round*n+i))
-		paths[i] = d.path(hashdir.Key{Model: scaleModel, ID: id, Kind: hashdir.Block}.Path())
+		paths[i] = d.path(format.Key{Model: scaleModel, ID: id, Kind: format.Block}.Path())
 	}
 	t0 = time.Now()
 	for _, p := range paths {

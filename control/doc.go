@@ -12,7 +12,7 @@
 // grammar this package and transfer share.
 //
 // Handlers work on the store (store.Store, through Env) and return Go
-// errors: the sentinels of line and errors.go, or those of store, hashdir,
+// errors: the sentinels of line and errors.go, or those of store, format,
 // gpu and transfer. The errno an answer line names comes from the front end
 // (Env.ErrName), so this package imports neither go-fuse nor errno
 // constants, and its tests run without a kernel. docs/control.md is the

@@ -13,7 +13,7 @@ import (
 // logged in one line and counted in control_errors (Env.refuse). The
 // errno's name comes from the front end (Env.ErrName), the one place that
 // turns errors into errnos; this package only says what went wrong, with
-// the sentinels below or those of store, tiers, hashdir and gpu.
+// the sentinels below or those of store, tiers, format and gpu.
 
 // Sentinels of refused requests that no lower package names (the shared
 // ones, invalid, too long and permission denied, are package line's; the

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/control/line"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -23,14 +23,14 @@ import (
 // bounded time.
 
 // fuzzEnv is an environment with blocks and a simulated GPU.
-func fuzzEnv(f *testing.F) (*Env, []hashdir.Key) {
+func fuzzEnv(f *testing.F) (*Env, []format.Key) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := tiertest.NewStack(f, log, tiers.MemConfig{Capacity: 64 << 20}, tiers.DirConfig{Kind: "nvme"})
-	keys := make([]hashdir.Key, 4)
+	keys := make([]format.Key, 4)
 	for i := range keys {
 		keys[i] = testKey(i)
-		h := hashdir.BlockHeader{ID: keys[i].ID, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16, NumKVHeads: 2, HeadDim: 4}
-		if _, err := st.Put(keys[i], hashdir.NewBlock(h, make([]byte, 2*2*4*2*4*2)), false); err != nil {
+		h := format.BlockHeader{ID: keys[i].ID, NumLayers: 2, BlockSize: 4, Dtype: format.BFloat16, NumKVHeads: 2, HeadDim: 4}
+		if _, err := st.Put(keys[i], format.NewBlock(h, make([]byte, 2*2*4*2*4*2)), false); err != nil {
 			f.Fatal(err)
 		}
 	}

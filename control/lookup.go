@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/control/line"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -26,7 +26,7 @@ import (
 // of the session.
 type lookupSession struct {
 	s      *Env
-	ids    []hashdir.ID
+	ids    []format.ID
 	bitmap []byte
 }
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/control/line"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/hybrid"
 	"github.com/ucmfs/ucmfs/store"
 )
@@ -51,7 +51,7 @@ func (l *lookupSession) hybridLookup(ctx context.Context, t *line.Tokens, out []
 			return out, line.Err(line.ErrInvalid, "hybrid: group %d: the id count is not a count of at most %d ids in all", len(groups)+1, MaxIDs)
 		}
 		total += int(n)
-		ids := make([]hashdir.ID, n)
+		ids := make([]format.ID, n)
 		for i := range ids {
 			tok := t.Next()
 			id, ok := line.ID(tok)
@@ -62,7 +62,7 @@ func (l *lookupSession) hybridLookup(ctx context.Context, t *line.Tokens, out []
 		}
 		groups = append(groups, hybrid.Group{
 			Spec: l.s.store.ModelGroup(model), BlockSize: int(bs), IDs: ids,
-			Exists: func(id hashdir.ID) bool { return l.s.store.HasBlock(model, id) }, // the model's layout names the file
+			Exists: func(id format.ID) bool { return l.s.store.HasBlock(model, id) }, // the model's layout names the file
 		})
 	}
 	if len(groups) == 0 {

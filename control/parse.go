@@ -2,7 +2,7 @@ package control
 
 import (
 	"github.com/ucmfs/ucmfs/control/line"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -18,6 +18,6 @@ func (s *Env) controlModel(t *line.Tokens) (string, error) {
 // parseIDs appends the remaining tokens of t, block ids, to ids: at
 // least one (EINVAL), at most MaxIDs (E2BIG), each 32 lowercase hex
 // digits (EINVAL, naming the first bad one by its position, from 1).
-func parseIDs(t *line.Tokens, ids []hashdir.ID) ([]hashdir.ID, error) {
+func parseIDs(t *line.Tokens, ids []format.ID) ([]format.ID, error) {
 	return line.IDs(t, ids, MaxIDs)
 }

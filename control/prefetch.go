@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/ucmfs/ucmfs/control/line"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // .ucm/prefetch: promote blocks into the memory tier ahead of need.
@@ -21,7 +21,7 @@ import (
 // prefetchSession answers prefetch requests.
 type prefetchSession struct {
 	s   *Env
-	ids []hashdir.ID
+	ids []format.ID
 }
 
 // answer queues the present ids of one request.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/control/line"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -39,15 +39,15 @@ func testErrName(err error) (string, bool) {
 // with n blocks of testModel, and the environment of its sessions. The
 // blocks are written back before it returns, so no background work runs
 // (and allocates) while a test measures.
-func newTestEnv(t testing.TB, n int) (*Env, []hashdir.Key) {
+func newTestEnv(t testing.TB, n int) (*Env, []format.Key) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := tiertest.NewStack(t, log, tiers.MemConfig{Capacity: 64 << 20}, tiers.DirConfig{Kind: "nvme"})
-	keys := make([]hashdir.Key, n)
+	keys := make([]format.Key, n)
 	for i := range keys {
 		keys[i] = testKey(i)
-		h := hashdir.BlockHeader{ID: keys[i].ID, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16}
-		if _, err := st.Put(keys[i], hashdir.NewBlock(h, make([]byte, 64)), true); err != nil {
+		h := format.BlockHeader{ID: keys[i].ID, NumLayers: 2, BlockSize: 4, Dtype: format.BFloat16}
+		if _, err := st.Put(keys[i], format.NewBlock(h, make([]byte, 64)), true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -60,8 +60,8 @@ func newTestEnv(t testing.TB, n int) (*Env, []hashdir.Key) {
 }
 
 // testKey is the key of block i of testModel.
-func testKey(i int) hashdir.Key {
-	return hashdir.Key{Model: testModel, ID: hashdir.ID(md5.Sum(fmt.Appendf(nil, "%s/%d", testModel, i)))}
+func testKey(i int) format.Key {
+	return format.Key{Model: testModel, ID: format.ID(md5.Sum(fmt.Appendf(nil, "%s/%d", testModel, i)))}
 }
 
 // TestSessionUnreadLimit: a write while more than the limit of answer
@@ -171,8 +171,8 @@ func TestLookupAllocs(t *testing.T) {
 // window group lost) hits 80 tokens and names the blocks to load.
 func TestHybridRequest(t *testing.T) {
 	e, _ := newTestEnv(t, 0)
-	ids := func(g int) []hashdir.Key {
-		keys := make([]hashdir.Key, 7)
+	ids := func(g int) []format.Key {
+		keys := make([]format.Key, 7)
 		for i := range keys {
 			keys[i] = testKey(100*g + i)
 			keys[i].Model = fmt.Sprintf("%s.g%d", testModel, g)
@@ -189,8 +189,8 @@ func TestHybridRequest(t *testing.T) {
 			if g == 1 && i == 5 {
 				continue
 			}
-			h := hashdir.BlockHeader{ID: k.ID, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16}
-			putBlock(t, e, k, hashdir.NewBlock(h, make([]byte, 64)))
+			h := format.BlockHeader{ID: k.ID, NumLayers: 2, BlockSize: 4, Dtype: format.BFloat16}
+			putBlock(t, e, k, format.NewBlock(h, make([]byte, 64)))
 		}
 	}
 	if err := e.store.SetModelGroup(testModel+".g1", "swa:32"); err != nil {
@@ -222,7 +222,7 @@ func TestSessionDebugLines(t *testing.T) {
 }
 
 // putBlock publishes data as k through the store, as a GPU dump does.
-func putBlock(t *testing.T, e *Env, k hashdir.Key, data []byte) {
+func putBlock(t *testing.T, e *Env, k format.Key, data []byte) {
 	t.Helper()
 	pw, err := e.store.CreateFile(k)
 	if err != nil {

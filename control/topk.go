@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/control/line"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/sparse"
 	"github.com/ucmfs/ucmfs/store"
 )
@@ -45,10 +45,10 @@ type topkSession struct {
 // from.
 type topkIndex struct {
 	model                     string
-	kind                      hashdir.ReprKind
+	kind                      format.ReprKind
 	param                     uint32
 	layer, layers, heads, dim int
-	ids                       []hashdir.ID
+	ids                       []format.ID
 	toks                      []store.SourceToken
 	idx                       *sparse.Index
 }
@@ -81,7 +81,7 @@ func (t *topkSession) answer(ctx context.Context, req []byte, out []byte) ([]byt
 }
 
 // appendTopK writes the answer line of a result.
-func appendTopK(out []byte, res sparse.Result, kind hashdir.ReprKind) []byte {
+func appendTopK(out []byte, res sparse.Result, kind format.ReprKind) []byte {
 	out = append(out, "ok n="...)
 	out = strconv.AppendInt(out, int64(len(res.Hits)), 10)
 	out = append(out, " missing="...)
@@ -90,7 +90,7 @@ func appendTopK(out []byte, res sparse.Result, kind hashdir.ReprKind) []byte {
 		out = append(out, ' ')
 		out = hex.AppendEncode(out, h.ID[:])
 		out = append(out, ':')
-		if kind == hashdir.ReprSignHash {
+		if kind == format.ReprSignHash {
 			out = strconv.AppendInt(out, int64(h.Distance), 10)
 		} else {
 			out = strconv.AppendFloat(out, float64(h.Score), 'g', -1, 32)
@@ -170,11 +170,11 @@ func (t *topkSession) index(r *topkRequest, param uint32) (*sparse.Index, error)
 // its dim (kinds 0-2; kind 3 hashes the query to the sidecar's bits), and
 // the layer asked for (all: exactly the query's layers).
 func (r *topkRequest) fits(data []byte) bool {
-	h, err := hashdir.DecodeReprHeader(data)
+	h, err := format.DecodeReprHeader(data)
 	switch {
 	case err != nil, int(h.NumKVHeads) != r.heads:
 		return false
-	case r.kind != hashdir.ReprSignHash && int(h.Dim) != r.dim:
+	case r.kind != format.ReprSignHash && int(h.Dim) != r.dim:
 		return false
 	case r.layer == sparse.AllLayers:
 		return int(h.NumLayers) == r.layers

@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/ucmfs/ucmfs/control/line"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/sparse"
 )
 
@@ -26,7 +26,7 @@ const (
 // buffers, valid until the session's next request.
 type topkRequest struct {
 	model  string
-	kind   hashdir.ReprKind
+	kind   format.ReprKind
 	param  uint32 // as given (0: none given; topkParam chooses)
 	layer  int    // a layer, or sparse.AllLayers
 	layers int    // layers the query holds: 1, or len(q) / (heads × dim) for all
@@ -34,7 +34,7 @@ type topkRequest struct {
 	heads  int
 	dim    int
 	q      []float32
-	ids    []hashdir.ID
+	ids    []format.ID
 }
 
 // The options of a request, as bits of the set given.
@@ -124,20 +124,20 @@ func (r *topkRequest) option(t *topkSession, name string, val []byte) (int, erro
 
 // parseTopKKind parses kind=<name>[:<param>]; the name may also be the
 // kind's number (0-3).
-func parseTopKKind(val []byte) (hashdir.ReprKind, uint32, error) {
+func parseTopKKind(val []byte) (format.ReprKind, uint32, error) {
 	name, arg, hasArg := bytes.Cut(val, []byte(":"))
-	kind, err := hashdir.ParseReprKind(string(name))
+	kind, err := format.ParseReprKind(string(name))
 	if err != nil {
 		n, nerr := strconv.ParseUint(string(name), 10, 32)
-		if nerr != nil || !hashdir.ReprKind(n).Valid() {
+		if nerr != nil || !format.ReprKind(n).Valid() {
 			return 0, 0, line.Err(line.ErrInvalid, "unknown kind %q: want mean, max, merged[:N] or signhash[:BITS]", line.Clip(val))
 		}
-		kind = hashdir.ReprKind(n)
+		kind = format.ReprKind(n)
 	}
 	var param uint32
 	if hasArg {
 		n, err := strconv.ParseUint(string(arg), 10, 32)
-		if err != nil || n == 0 || kind == hashdir.ReprMean || kind == hashdir.ReprMax {
+		if err != nil || n == 0 || kind == format.ReprMean || kind == format.ReprMax {
 			return 0, 0, line.Err(line.ErrInvalid, "kind %q: bad parameter (merged:N with N >= 1, signhash:BITS)", line.Clip(val))
 		}
 		param = uint32(n)

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,18 +29,18 @@ type benchTarget struct {
 }
 
 // path is key's path on the target.
-func (t benchTarget) path(k hashdir.Key) string { return filepath.Join(t.root, k.Path()) }
+func (t benchTarget) path(k format.Key) string { return filepath.Join(t.root, k.Path()) }
 
 // store publishes data as key: through the stack on a mount, as a plain
 // file in the baseline directory (with all 256 shard directories).
-func (t benchTarget) store(b *testing.B, k hashdir.Key, data []byte) {
+func (t benchTarget) store(b *testing.B, k format.Key, data []byte) {
 	b.Helper()
 	if t.m != nil {
 		put(b, t.m.st, k, data)
 		return
 	}
 	for i := 0; i < 256; i++ { // every shard, as the mount shows them
-		if err := os.MkdirAll(filepath.Join(t.root, k.Model, hashdir.ShardName(byte(i))), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(t.root, k.Model, format.ShardName(byte(i))), 0o755); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -143,10 +143,10 @@ func BenchmarkStatMiss(b *testing.B) {
 		var st unix.Stat_t
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			var id hashdir.ID
+			var id format.ID
 			binary.LittleEndian.PutUint64(id[:8], uint64(i))
 			binary.LittleEndian.PutUint64(id[8:], salt)
-			p := t.path(hashdir.Key{Model: testModel, ID: id})
+			p := t.path(format.Key{Model: testModel, ID: id})
 			if err := unix.Stat(p, &st); !errors.Is(err, unix.ENOENT) {
 				b.Fatalf("stat %s: %v, want ENOENT", p, err)
 			}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/pkg/xattr"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
@@ -20,22 +20,22 @@ type caseEnv struct {
 	st   *tiers.Stack
 	s    *fsState   // node depth: the state nodes are built on
 	m    *testMount // kernel depth
-	key  hashdir.Key
+	key  format.Key
 	data []byte
 	n    int // the case's number, for fresh keys
 }
 
 // fresh is a block no other case writes.
-func (e *caseEnv) fresh() (hashdir.Key, []byte) { return testBlock(testModel, 1000+e.n, 64) }
+func (e *caseEnv) fresh() (format.Key, []byte) { return testBlock(testModel, 1000+e.n, 64) }
 
-func (e *caseEnv) shard(k hashdir.Key) *shardNode { return newShardNode(e.s, k.Model, k.ID[0], 0) }
-func (e *caseEnv) block() *blockFile              { return newStoredNode(e.s, e.key, 0).(*blockFile) }
-func (e *caseEnv) model() *modelNode              { return newModelNode(e.s, testModel, 0) }
-func (e *caseEnv) p(k hashdir.Key) string         { return e.m.keyPath(k) }
+func (e *caseEnv) shard(k format.Key) *shardNode { return newShardNode(e.s, k.Model, k.ID[0], 0) }
+func (e *caseEnv) block() *blockFile             { return newStoredNode(e.s, e.key, 0).(*blockFile) }
+func (e *caseEnv) model() *modelNode             { return newModelNode(e.s, testModel, 0) }
+func (e *caseEnv) p(k format.Key) string         { return e.m.keyPath(k) }
 
 // nodeWrite writes data through a write handle without a kernel and
 // returns the close verdict.
-func (e *caseEnv) nodeWrite(k hashdir.Key, data []byte) syscall.Errno {
+func (e *caseEnv) nodeWrite(k format.Key, data []byte) syscall.Errno {
 	_, h, errno := e.s.beginWrite(callerProc(context.Background()), k, k.FileName(), false, syscall.O_CREAT|syscall.O_WRONLY|syscall.O_EXCL)
 	if errno != 0 {
 		return errno
@@ -75,7 +75,7 @@ var errCases = []struct {
 			return x
 		},
 		func(e *caseEnv) error {
-			return writeFile(e.m.path(testModel, hashdir.ShardName(e.key.ID[0]+1), e.key.FileName()), nil)
+			return writeFile(e.m.path(testModel, format.ShardName(e.key.ID[0]+1), e.key.FileName()), nil)
 		}},
 	{"create published, O_EXCL", syscall.EEXIST,
 		func(e *caseEnv) syscall.Errno {
@@ -178,7 +178,7 @@ var errCases = []struct {
 }
 
 // caseSetup publishes the block every case refers to.
-func caseSetup(t *testing.T, st *tiers.Stack) (hashdir.Key, []byte) {
+func caseSetup(t *testing.T, st *tiers.Stack) (format.Key, []byte) {
 	key, data := testBlock(testModel, 0, 4096)
 	put(t, st, key, data)
 	return key, data

@@ -8,7 +8,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -160,7 +160,7 @@ func ttl(out *fuse.EntryOut, d time.Duration) {
 // behind its back (by a GPU dump, not through a file it created), so that
 // a lookup made before the dump does not hide it for the negative TTL. It
 // is the store's OnPublish hook.
-func (s *fsState) notifyPublished(k hashdir.Key) {
+func (s *fsState) notifyPublished(k format.Key) {
 	if s.root == nil {
 		return
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // lookupBatch is the number of ids per lookup request in the benchmarks.
@@ -15,8 +15,8 @@ const lookupBatch = 10_000
 // of lookupBatch ids of which every other one is present.
 type lookupBench struct {
 	m       *testMount
-	present []hashdir.Key // all stored
-	mixed   []hashdir.Key // half stored, half absent, interleaved
+	present []format.Key // all stored
+	mixed   []format.Key // half stored, half absent, interleaved
 }
 
 func newLookupBench(b *testing.B) *lookupBench {
@@ -45,7 +45,7 @@ func reportIDs(b *testing.B) {
 // through the mount (kernel entry cache warm after the first round).
 func BenchmarkLookup10k(b *testing.B) {
 	lb := newLookupBench(b)
-	request := func(verb string, keys []hashdir.Key) string {
+	request := func(verb string, keys []format.Key) string {
 		return verb + " " + testModel + " " + idList(keys) + "\n"
 	}
 	control := func(req, want string) func(b *testing.B) {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/internal/engine"
 	"golang.org/x/sys/unix"
 )
@@ -68,14 +68,14 @@ func TestGPUFakeCUDA(t *testing.T) {
 	handle := fakeHandle(t, region.path)
 	r := strings.TrimPrefix(c.mustOK(fmt.Sprintf("register cuda %s %d offset=0 device=0", handle, 64<<10)), "ok region=")
 	c.mustOK(fmt.Sprintf("load %s %s %s:1 %s:17000:1-2 %s:43000:file", r, gpuModel, k.ID, k.ID, k.ID))
-	region.expect(1, b[hashdir.HeaderSize:])
+	region.expect(1, b[format.HeaderSize:])
 	region.expect(17000, layers(b, 1, 2))
 	region.expect(43000, b)
 	region.check("after a load through the CUDA path")
 	if a := c.mustOK(fmt.Sprintf("dump %s %s %s:26000:%d", r, gpuModel, k2.ID, len(b2))); a != "ok dumped=1 existing=0" {
 		t.Fatalf("dump: %q", a)
 	}
-	if err := hashdir.VerifyFile(m.keyPath(k2)); err != nil {
+	if err := format.VerifyFile(m.keyPath(k2)); err != nil {
 		t.Fatal(err)
 	}
 	// A region at an offset inside the allocation: offsets count from it.

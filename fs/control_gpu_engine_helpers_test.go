@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/ebitengine/purego"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/internal/engine"
 )
 
@@ -55,21 +55,21 @@ func kvSeed(n, layer, kv int) uint64 { return uint64(n*1000 + 2*layer + kv) }
 // kvBlock is block n of gpuModel laid out for testKV: layer after layer,
 // its K bytes then its V bytes, each engine.Pattern(kvSeed(...)), so the
 // engine can check where they land.
-func kvBlock(n int) (hashdir.Key, []byte) {
-	id := hashdir.ID(md5.Sum(fmt.Appendf(nil, "gpu-kv/%d", n)))
+func kvBlock(n int) (format.Key, []byte) {
+	id := format.ID(md5.Sum(fmt.Appendf(nil, "gpu-kv/%d", n)))
 	var payload []byte
 	for l := range testKV.Layers {
 		for kv := range 2 {
 			payload = append(payload, engine.Pattern(kvSeed(n, l, kv), int(testKV.BlockBytes))...)
 		}
 	}
-	h := hashdir.BlockHeader{ID: id, NumLayers: gpuLayers, BlockSize: 16, Dtype: hashdir.Float16}
-	return hashdir.Key{Model: gpuModel, ID: id}, hashdir.NewBlock(h, payload)
+	h := format.BlockHeader{ID: id, NumLayers: gpuLayers, BlockSize: 16, Dtype: format.Float16}
+	return format.Key{Model: gpuModel, ID: id}, format.NewBlock(h, payload)
 }
 
 // putKV publishes kvBlock(n) through the mount (the memory tier maps and
 // registers it).
-func putKV(t testing.TB, m *testMount, n int) hashdir.Key {
+func putKV(t testing.TB, m *testMount, n int) format.Key {
 	t.Helper()
 	k, b := kvBlock(n)
 	if err := writeFile(m.keyPath(k), b); err != nil {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/internal/engine"
 )
 
@@ -71,8 +71,8 @@ func TestGPUEngineKV(t *testing.T) {
 func TestGPUOpaqueLayers(t *testing.T) {
 	m := newGPUMount(t, nil, Options{})
 	k, _ := gpuBlock(9, 100)
-	b := hashdir.NewBlock(hashdir.BlockHeader{ID: k.ID, NumLayers: 2, BlockSize: 16, Dtype: hashdir.Float32,
-		Flags: hashdir.FlagOpaque}, make([]byte, 1000))
+	b := format.NewBlock(format.BlockHeader{ID: k.ID, NumLayers: 2, BlockSize: 16, Dtype: format.Float32,
+		Flags: format.FlagOpaque}, make([]byte, 1000))
 	if err := writeFile(m.keyPath(k), b); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestGPUOpaqueLayers(t *testing.T) {
 	}
 	region.check("after a refused load")
 	c.mustOK(fmt.Sprintf("load %s %s %s:8", r, gpuModel, k.ID))
-	region.expect(8, b[hashdir.HeaderSize:])
+	region.expect(8, b[format.HeaderSize:])
 	region.check("after its payload was loaded")
 }
 

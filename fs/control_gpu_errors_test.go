@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // TestGPUErrors: every malformed or refused request gets one err line
@@ -29,7 +29,7 @@ func TestGPUErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, id2 := k.ID.String(), k2.ID.String()
-	payload := len(b) - hashdir.HeaderSize
+	payload := len(b) - format.HeaderSize
 	load := func(items ...string) string {
 		return "load " + r + " " + gpuModel + " " + strings.Join(items, " ")
 	}
@@ -93,8 +93,8 @@ func TestGPUErrors(t *testing.T) {
 		t.Errorf("a region at the end of a file: %q", a)
 	}
 	c.mustOK(load(id+":0", id2+fmt.Sprint(":", size-payload)))
-	region.expect(0, b[hashdir.HeaderSize:])
-	region.expect(size-payload, b2[hashdir.HeaderSize:])
+	region.expect(0, b[format.HeaderSize:])
+	region.expect(size-payload, b2[format.HeaderSize:])
 	region.check("the session after its errors")
 	if st := readStats(t, m); st.ControlErrors == 0 || st.GPULoads != 1 || st.Published != 2 {
 		t.Errorf("stats: control errors %d, loads %d, published %d", st.ControlErrors, st.GPULoads, st.Published)

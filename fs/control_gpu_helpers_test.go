@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -46,15 +46,15 @@ func newGPUMount(t testing.TB, dev gpu.Device, opts Options) *testMount {
 // gpuBlock builds block n of gpuModel: gpuLayers layers of perLayer
 // bytes each (K and V, no heads stated; perLayer even),
 // random bytes seeded by n.
-func gpuBlock(n, perLayer int) (hashdir.Key, []byte) {
-	id := hashdir.ID(md5.Sum(fmt.Appendf(nil, "gpu/%d", n)))
+func gpuBlock(n, perLayer int) (format.Key, []byte) {
+	id := format.ID(md5.Sum(fmt.Appendf(nil, "gpu/%d", n)))
 	payload := make([]byte, gpuLayers*perLayer)
 	r := rand.New(rand.NewPCG(uint64(n), 7))
 	for i := 0; i < len(payload); i += 8 {
 		binary.LittleEndian.PutUint64(payload[i:], r.Uint64())
 	}
-	h := hashdir.BlockHeader{ID: id, NumLayers: gpuLayers, BlockSize: 16, Dtype: hashdir.Float16}
-	return hashdir.Key{Model: gpuModel, ID: id}, hashdir.NewBlock(h, payload)
+	h := format.BlockHeader{ID: id, NumLayers: gpuLayers, BlockSize: 16, Dtype: format.Float16}
+	return format.Key{Model: gpuModel, ID: id}, format.NewBlock(h, payload)
 }
 
 // guardByte is the byte a fresh region holds at offset i.
@@ -134,6 +134,6 @@ func (r *simRegion) register(c *ctl) string {
 
 // layers returns layers first..last of a block file's payload.
 func layers(block []byte, first, last int) []byte {
-	per := (len(block) - hashdir.HeaderSize) / gpuLayers
-	return block[hashdir.HeaderSize+first*per : hashdir.HeaderSize+(last+1)*per]
+	per := (len(block) - format.HeaderSize) / gpuLayers
+	return block[format.HeaderSize+first*per : format.HeaderSize+(last+1)*per]
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/transfer"
 )
 
@@ -70,7 +70,7 @@ func TestGPUNoDevice(t *testing.T) {
 // gone (ENOENT), never a fault from a mapping unmapped under it.
 func TestGPULoadWhileRemoving(t *testing.T) {
 	m := newGPUMount(t, nil, Options{})
-	keys := make([]hashdir.Key, 8)
+	keys := make([]format.Key, 8)
 	blocks := make([][]byte, len(keys))
 	items := make([]string, len(keys))
 	region := newSimRegion(t, len(keys)*300<<10)
@@ -138,7 +138,7 @@ func TestGPUMetrics(t *testing.T) {
 	c.mustOK(fmt.Sprintf("load %s %s %s:0 %s:10000:0", r, gpuModel, k.ID, k.ID))
 	c.mustOK(fmt.Sprintf("dump %s %s %s:20000:%d %s:0:%d", r, gpuModel, k2.ID, len(b2), k.ID, len(b)))
 	got := scrape(t, srv.URL+"/metrics")
-	payload := float64(len(b) - hashdir.HeaderSize)
+	payload := float64(len(b) - format.HeaderSize)
 	for name, want := range map[string]float64{
 		"ucm_gpu_regions":             1,
 		"ucm_gpu_load_requests_total": 1,

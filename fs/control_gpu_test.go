@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestGPULoad(t *testing.T) {
 	m := newGPUMount(t, nil, Options{})
 	const per = 1000 // bytes per layer
-	keys := make([]hashdir.Key, 12)
+	keys := make([]format.Key, 12)
 	blocks := make([][]byte, len(keys))
 	for i := range keys {
 		keys[i], blocks[i] = gpuBlock(i, per)
@@ -46,13 +46,13 @@ func TestGPULoad(t *testing.T) {
 		total += len(b)
 	}
 	for i := range 4 {
-		add(i, "", blocks[i][hashdir.HeaderSize:])
+		add(i, "", blocks[i][format.HeaderSize:])
 	}
 	add(4, "1-2", layers(blocks[4], 1, 2))
 	add(5, "0-3", layers(blocks[5], 0, 3))
 	add(6, "3", layers(blocks[6], 3, 3))
 	add(7, "file", blocks[7])
-	add(8, "", blocks[8][hashdir.HeaderSize:])
+	add(8, "", blocks[8][format.HeaderSize:])
 	add(9, "2-3", layers(blocks[9], 2, 3))
 	add(10, "0", layers(blocks[10], 0, 0))
 	add(11, "file", blocks[11])
@@ -87,7 +87,7 @@ func TestGPULoad(t *testing.T) {
 	if !strings.HasPrefix(a, "ok loaded=2 ") {
 		t.Fatalf("load: %q", a)
 	}
-	region.expect(40000, blocks[1][hashdir.HeaderSize:])
+	region.expect(40000, blocks[1][format.HeaderSize:])
 	region.check("after two loads on the same bytes")
 }
 
@@ -108,7 +108,7 @@ func TestGPULoadUnmapped(t *testing.T) {
 	}
 	for i := 0; memRoom(m.st) >= int64(len(b)); i++ {
 		fill := min(1<<20, memRoom(m.st)-int64(len(b))/2)
-		pk, pb := gpuBlock(1000+i, int((fill-hashdir.HeaderSize)/gpuLayers)&^1)
+		pk, pb := gpuBlock(1000+i, int((fill-format.HeaderSize)/gpuLayers)&^1)
 		put(t, m.st, pk, pb)
 		if err := m.st.Pin(pk, true); err != nil {
 			t.Fatal(err)
@@ -131,7 +131,7 @@ func TestGPULoadUnmapped(t *testing.T) {
 func TestGPUDump(t *testing.T) {
 	m := newGPUMount(t, nil, Options{})
 	region := newSimRegion(t, 128<<10)
-	keys := make([]hashdir.Key, 8)
+	keys := make([]format.Key, 8)
 	blocks := make([][]byte, len(keys))
 	offs := make([]int, len(keys))
 	for i := range keys {
@@ -154,7 +154,7 @@ func TestGPUDump(t *testing.T) {
 		if err != nil || string(got) != string(blocks[i]) {
 			t.Fatalf("block %d through the mount: %d bytes, %v", i, len(got), err)
 		}
-		if err := hashdir.VerifyFile(m.keyPath(keys[i])); err != nil {
+		if err := format.VerifyFile(m.keyPath(keys[i])); err != nil {
 			t.Errorf("block %d: %v", i, err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -98,7 +98,7 @@ func errnoOfAnswer(a string) string {
 }
 
 // idList joins the hex ids of keys with spaces.
-func idList(keys []hashdir.Key) string {
+func idList(keys []format.Key) string {
 	var b bytes.Buffer
 	for i, k := range keys {
 		if i > 0 {
@@ -124,9 +124,9 @@ func readStats(t testing.TB, m *testMount) store.Stats {
 }
 
 // putKeys publishes blocks 0..n-1 of model straight through the stack.
-func putKeys(t testing.TB, st *tiers.Stack, model string, n int) []hashdir.Key {
+func putKeys(t testing.TB, st *tiers.Stack, model string, n int) []format.Key {
 	t.Helper()
-	keys := make([]hashdir.Key, n)
+	keys := make([]format.Key, n)
 	for i := range keys {
 		k, d := testBlock(model, i, 64)
 		put(t, st, k, d)
@@ -136,8 +136,8 @@ func putKeys(t testing.TB, st *tiers.Stack, model string, n int) []hashdir.Key {
 }
 
 // absentKeys are n keys of model that no test stores.
-func absentKeys(model string, n int) []hashdir.Key {
-	keys := make([]hashdir.Key, n)
+func absentKeys(model string, n int) []format.Key {
+	keys := make([]format.Key, n)
 	for i := range keys {
 		keys[i], _ = testBlock(model, 1_000_000+i, 64)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/faultfs"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -81,7 +81,7 @@ func TestFlush(t *testing.T) {
 	if err := os.Mkdir(m.path(other), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var keys []hashdir.Key
+	var keys []format.Key
 	for i := 0; i < 8; i++ {
 		model := testModel
 		if i%2 == 1 {

@@ -10,13 +10,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // referenceLookup computes what lookup must answer for ids, from
 // tiers.Stack.Has: the exists bitmap and the prefix length.
-func referenceLookup(st *tiers.Stack, ids []hashdir.Key) (present int, bitmap string, prefix int) {
+func referenceLookup(st *tiers.Stack, ids []format.Key) (present int, bitmap string, prefix int) {
 	var b strings.Builder
 	prefix = -1
 	for i, k := range ids {
@@ -62,7 +62,7 @@ func TestLookupMatchesReference(t *testing.T) {
 	c := openCtl(t, m, "lookup")
 	for round := 0; round < 200; round++ {
 		n := 1 + r.IntN(500)
-		ids := make([]hashdir.Key, n)
+		ids := make([]format.Key, n)
 		run := r.IntN(n + 1) // a present run first, as a real prefix
 		for i := range ids {
 			if i < run {
@@ -97,7 +97,7 @@ func TestControlConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
 				n := (g*50 + i) % len(keys)
-				ids := append(append([]hashdir.Key{}, keys[:n]...), abs[n])
+				ids := append(append([]format.Key{}, keys[:n]...), abs[n])
 				if a, err := c.tryAsk("prefix " + testModel + " " + idList(ids)); err != nil || a != fmt.Sprintf("ok %d", n) {
 					errs <- fmt.Errorf("goroutine %d: prefix %q, %v; want ok %d", g, a, err, n)
 					return

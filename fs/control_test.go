@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/control"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // TestControlFiles: .ucm lists every control file; the session files are
@@ -61,7 +61,7 @@ func TestLookup(t *testing.T) {
 	}
 	abs := absentKeys(testModel, 2)
 	c := openCtl(t, m, "lookup")
-	ids := idList([]hashdir.Key{keys[0], keys[1], abs[0], keys[4], abs[1], keys[5]})
+	ids := idList([]format.Key{keys[0], keys[1], abs[0], keys[4], abs[1], keys[5]})
 	if a := c.ask("exists " + testModel + " " + ids); a != "ok 4 110101" {
 		t.Errorf("exists: %q", a)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/sparse"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -29,7 +29,7 @@ const (
 // benchTopKStack is a memory-only stack holding benchCands tiny blocks
 // (no shape stated) and, for each, an engine's kind-0 sidecar of random
 // values; it returns the ids and the sidecar files.
-func benchTopKStack(b *testing.B) (*tiers.Stack, []hashdir.ID, [][]byte) {
+func benchTopKStack(b *testing.B) (*tiers.Stack, []format.ID, [][]byte) {
 	b.Helper()
 	st, err := tiers.New(tiers.StackConfig{Logger: testLogger()}, tiers.MemConfig{Capacity: 1 << 30})
 	if err != nil {
@@ -41,20 +41,20 @@ func benchTopKStack(b *testing.B) (*tiers.Stack, []hashdir.ID, [][]byte) {
 		st.Close(ctx)
 	})
 	r := rand.New(rand.NewPCG(10, 10))
-	ids := make([]hashdir.ID, benchCands)
+	ids := make([]format.ID, benchCands)
 	reprs := make([][]byte, benchCands)
 	data := make([]byte, benchHeads*benchDim*4)
 	for i := range ids {
-		id := hashdir.ID(md5.Sum([]byte(fmt.Sprintf("bench-topk/%d", i))))
-		bh := hashdir.BlockHeader{ID: id, NumLayers: 1, BlockSize: 1, Dtype: hashdir.BFloat16}
-		put(b, st, hashdir.Key{Model: testModel, ID: id}, hashdir.NewBlock(bh, make([]byte, 4)))
+		id := format.ID(md5.Sum([]byte(fmt.Sprintf("bench-topk/%d", i))))
+		bh := format.BlockHeader{ID: id, NumLayers: 1, BlockSize: 1, Dtype: format.BFloat16}
+		put(b, st, format.Key{Model: testModel, ID: id}, format.NewBlock(bh, make([]byte, 4)))
 		for j := 0; j < len(data); j += 4 {
 			binary.LittleEndian.PutUint32(data[j:], math.Float32bits(float32(r.NormFloat64())))
 		}
-		rh := hashdir.ReprHeader{ID: id, Kind: hashdir.ReprMean, Dtype: hashdir.Float32, NumLayers: 1,
+		rh := format.ReprHeader{ID: id, Kind: format.ReprMean, Dtype: format.Float32, NumLayers: 1,
 			NumKVHeads: benchHeads, Rows: 1, Dim: benchDim}
-		reprs[i] = hashdir.NewRepr(rh, data)
-		put(b, st, hashdir.Key{Model: testModel, ID: id, Kind: hashdir.Repr}, reprs[i])
+		reprs[i] = format.NewRepr(rh, data)
+		put(b, st, format.Key{Model: testModel, ID: id, Kind: format.Repr}, reprs[i])
 		ids[i] = id
 	}
 	return st, ids, reprs
@@ -86,7 +86,7 @@ func BenchmarkTopK10k(b *testing.B) {
 	for i := range ids {
 		cands[i] = sparse.Candidate{ID: ids[i], Repr: reprs[i]}
 	}
-	want := refTopK(b, hashdir.ReprMean, 0, cands, q, benchK)
+	want := refTopK(b, format.ReprMean, 0, cands, q, benchK)
 	other := slices.Clone(ids)
 	other[0], other[1] = other[1], other[0]
 	lines := [2]string{
@@ -99,7 +99,7 @@ func BenchmarkTopK10k(b *testing.B) {
 			b.Fatalf("answer differs from sparse.TopK\n got %.200s\nwant %.200s", got, want)
 		}
 	}
-	bl, err := sparse.NewBuilder(hashdir.ReprMean, 0)
+	bl, err := sparse.NewBuilder(format.ReprMean, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func BenchmarkTopK10k(b *testing.B) {
 		timed(1, func() { mustAnswer(b, rebuild, lines[(n+1)%2], want) })
 		timed(2, func() { mustAnswer(b, coldCtl, lines[n%2], want) })
 		timed(3, func() {
-			if _, err := sparse.TopK(hashdir.ReprMean, 0, cands, q, benchK); err != nil {
+			if _, err := sparse.TopK(format.ReprMean, 0, cands, q, benchK); err != nil {
 				b.Fatal(err)
 			}
 		})

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/control"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/sparse"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -38,7 +38,7 @@ func randomQuery(r *rand.Rand, n int) []float32 {
 }
 
 // topkLine is a topk request line.
-func topkLine(model, kind, layer string, k, heads, dim int, q []float32, ids []hashdir.ID) string {
+func topkLine(model, kind, layer string, k, heads, dim int, q []float32, ids []format.ID) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "topk %s kind=%s layer=%s k=%d heads=%d dim=%d q=%s", model, kind, layer, k, heads, dim, b64Floats(q))
 	for _, id := range ids {
@@ -48,7 +48,7 @@ func topkLine(model, kind, layer string, k, heads, dim int, q []float32, ids []h
 }
 
 // refTopK is the answer line sparse.TopK gives for the candidates.
-func refTopK(t testing.TB, kind hashdir.ReprKind, layer int, cands []sparse.Candidate, q []float32, k int) string {
+func refTopK(t testing.TB, kind format.ReprKind, layer int, cands []sparse.Candidate, q []float32, k int) string {
 	t.Helper()
 	res, err := sparse.TopK(kind, layer, cands, q, k)
 	if err != nil {
@@ -57,7 +57,7 @@ func refTopK(t testing.TB, kind hashdir.ReprKind, layer int, cands []sparse.Cand
 	parts := []string{"ok", "n=" + strconv.Itoa(len(res.Hits)), "missing=" + strconv.Itoa(len(res.Missing))}
 	for _, h := range res.Hits {
 		v := strconv.Itoa(h.Distance)
-		if kind != hashdir.ReprSignHash {
+		if kind != format.ReprSignHash {
 			v = strconv.FormatFloat(float64(h.Score), 'g', -1, 32)
 		}
 		parts = append(parts, h.ID.String()+":"+v)
@@ -78,14 +78,14 @@ func refTopK(t testing.TB, kind hashdir.ReprKind, layer int, cands []sparse.Cand
 // no tier holds; ids holds them all, shuffled.
 type topkSet struct {
 	model    string
-	blocks   map[hashdir.ID][]byte // derivable blocks
-	storedMx map[hashdir.ID][]byte // stored max sidecars that differ from the derived ones
-	ids      []hashdir.ID
+	blocks   map[format.ID][]byte // derivable blocks
+	storedMx map[format.ID][]byte // stored max sidecars that differ from the derived ones
+	ids      []format.ID
 }
 
 func newTopKSet(t *testing.T, st *tiers.Stack, model string) *topkSet {
 	t.Helper()
-	s := &topkSet{model: model, blocks: map[hashdir.ID][]byte{}, storedMx: map[hashdir.ID][]byte{}}
+	s := &topkSet{model: model, blocks: map[format.ID][]byte{}, storedMx: map[format.ID][]byte{}}
 	for i := 0; i < 30; i++ {
 		seed := uint64(i)
 		if i >= 27 {
@@ -97,9 +97,9 @@ func newTopKSet(t *testing.T, st *tiers.Stack, model string) *topkSet {
 		s.ids = append(s.ids, k.ID)
 	}
 	// Block 5's stored sidecar holds block 6's maxima.
-	k5 := hashdir.Key{Model: model, ID: s.ids[5]}
-	mx := mustDerive(t, s.blocks[s.ids[6]], hashdir.ReprMax, 0)
-	mx = hashdir.NewRepr(withID(t, mx, k5.ID), mx[64:])
+	k5 := format.Key{Model: model, ID: s.ids[5]}
+	mx := mustDerive(t, s.blocks[s.ids[6]], format.ReprMax, 0)
+	mx = format.NewRepr(withID(t, mx, k5.ID), mx[64:])
 	put(t, st, sidecarKey(k5), mx)
 	s.storedMx[k5.ID] = mx
 	bad, bd := testBlock(model, 100, 64)
@@ -116,11 +116,11 @@ func newTopKSet(t *testing.T, st *tiers.Stack, model string) *topkSet {
 // cands are the reference candidates of kind and param: each derivable
 // block's derived sidecar, or the stored one where it has that kind;
 // nil for the others.
-func (s *topkSet) cands(t testing.TB, ids []hashdir.ID, kind hashdir.ReprKind, param uint32) []sparse.Candidate {
+func (s *topkSet) cands(t testing.TB, ids []format.ID, kind format.ReprKind, param uint32) []sparse.Candidate {
 	out := make([]sparse.Candidate, len(ids))
 	for i, id := range ids {
 		out[i].ID = id
-		if mx, ok := s.storedMx[id]; ok && kind == hashdir.ReprMax {
+		if mx, ok := s.storedMx[id]; ok && kind == format.ReprMax {
 			out[i].Repr = mx
 		} else if d, ok := s.blocks[id]; ok {
 			out[i].Repr = mustDerive(t, d, kind, param)
@@ -133,15 +133,15 @@ func (s *topkSet) cands(t testing.TB, ids []hashdir.ID, kind hashdir.ReprKind, p
 // the kind and the param.
 var topkKinds = []struct {
 	name  string
-	kind  hashdir.ReprKind
+	kind  format.ReprKind
 	param uint32
 }{
-	{"mean", hashdir.ReprMean, 0},
-	{"max", hashdir.ReprMax, 0},
-	{"merged:2", hashdir.ReprMerged, 2},
-	{"merged", hashdir.ReprMerged, sparse.DefaultMerge},
-	{"signhash:64", hashdir.ReprSignHash, 64},
-	{"3", hashdir.ReprSignHash, sparse.DefaultHashBits},
+	{"mean", format.ReprMean, 0},
+	{"max", format.ReprMax, 0},
+	{"merged:2", format.ReprMerged, 2},
+	{"merged", format.ReprMerged, sparse.DefaultMerge},
+	{"signhash:64", format.ReprSignHash, 64},
+	{"3", format.ReprSignHash, sparse.DefaultHashBits},
 }
 
 // TestTopKMatchesSparse: every kind, one layer or all, answers exactly as
@@ -186,7 +186,7 @@ func TestTopKStoresAndReuses(t *testing.T) {
 	c := openCtl(t, m, "topk")
 	q := randomQuery(rand.New(rand.NewPCG(5, 5)), small.heads*small.dim)
 	line := topkLine(testModel, "mean", "1", 5, small.heads, small.dim, q, set.ids)
-	want := refTopK(t, hashdir.ReprMean, 1, set.cands(t, set.ids, hashdir.ReprMean, 0), q, 5)
+	want := refTopK(t, format.ReprMean, 1, set.cands(t, set.ids, format.ReprMean, 0), q, 5)
 	if got := c.ask(line); got != want {
 		t.Fatalf("first\n got %s\nwant %s", got, want)
 	}
@@ -195,7 +195,7 @@ func TestTopKStoresAndReuses(t *testing.T) {
 		t.Fatalf("after the first request: %+v", st.ControlStats)
 	}
 	for id := range set.blocks {
-		if !m.st.Has(hashdir.Key{Model: testModel, ID: id, Kind: hashdir.Repr}) {
+		if !m.st.Has(format.Key{Model: testModel, ID: id, Kind: format.Repr}) {
 			t.Fatalf("sidecar of %s not stored", id)
 		}
 	}
@@ -206,11 +206,11 @@ func TestTopKStoresAndReuses(t *testing.T) {
 		t.Fatalf("after the second request: reused %d derived %d", st.TopKReused, st.TopKDerived)
 	}
 	gone := set.ids[0]
-	if err := os.Remove(m.keyPath(hashdir.Key{Model: testModel, ID: gone})); err != nil {
+	if err := os.Remove(m.keyPath(format.Key{Model: testModel, ID: gone})); err != nil {
 		t.Fatal(err)
 	}
 	delete(set.blocks, gone)
-	want = refTopK(t, hashdir.ReprMean, 1, set.cands(t, set.ids, hashdir.ReprMean, 0), q, 5)
+	want = refTopK(t, format.ReprMean, 1, set.cands(t, set.ids, format.ReprMean, 0), q, 5)
 	if got := c.ask(line); got != want || !strings.Contains(got, "missing="+strconv.Itoa(4)) {
 		t.Fatalf("after removing a candidate\n got %s\nwant %s", got, want)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/control/line"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/transfer"
 	"golang.org/x/sys/unix"
@@ -43,7 +43,7 @@ type errnoRule struct {
 	errno  syscall.Errno
 }
 
-// errnoRules map the sentinels of tiers, hashdir and gpu, first match wins.
+// errnoRules map the sentinels of tiers, format and gpu, first match wins.
 // With osRules they are the only place where an error becomes an errno
 // (see toErrno).
 var errnoRules = []errnoRule{
@@ -70,8 +70,8 @@ var errnoRules = []errnoRule{
 	{transfer.ErrNoToken, syscall.ENOENT},
 	{transfer.ErrNoSocket, syscall.ENOTSUP},
 	{store.ErrInvalidBlock, syscall.EINVAL},
-	{hashdir.ErrFormat, syscall.EINVAL},
-	{hashdir.ErrName, syscall.EINVAL},
+	{format.ErrFormat, syscall.EINVAL},
+	{format.ErrName, syscall.EINVAL},
 	{store.ErrNotFound, syscall.ENOENT},
 	{store.ErrExist, syscall.EEXIST},
 	{store.ErrReadOnly, syscall.EROFS},
@@ -108,7 +108,7 @@ var osRules = []errnoRule{
 }
 
 // toErrno turns an error into the errno the kernel returns to the caller:
-// the sentinels of tiers and hashdir first (they are more specific than an
+// the sentinels of tiers and format first (they are more specific than an
 // OS error a tier wraps with them), then a syscall.Errno anywhere in the
 // chain as it is, then the os and context errors. An error that matches
 // nothing is EIO; mapErr reports it as unexpected so the caller logs it.

@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/transfer"
 )
@@ -17,8 +17,8 @@ import (
 // TestToErrno checks the one mapping from Go errors to errno.
 func TestToErrno(t *testing.T) {
 	wrap := func(err error) error { return fmt.Errorf("ctx: %w", err) }
-	_, nameErr := hashdir.ParseID("xyz")
-	formatErr := hashdir.ValidateBlock(hashdir.BlockHeader{}, hashdir.ID{}, 10, nil)
+	_, nameErr := format.ParseID("xyz")
+	formatErr := format.ValidateBlock(format.BlockHeader{}, format.ID{}, 10, nil)
 	for _, c := range []struct {
 		err   error
 		want  syscall.Errno

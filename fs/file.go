@@ -11,8 +11,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 	"golang.org/x/sys/unix"
 )
@@ -30,7 +30,7 @@ const publishedPerm = 0o444
 type storedFile struct {
 	gofs.Inode
 	common
-	key hashdir.Key
+	key format.Key
 
 	mu sync.Mutex
 	st *openState // under mu; nil until the first open or header read
@@ -100,8 +100,8 @@ var (
 )
 
 // newStoredNode returns the node type of key's kind.
-func newStoredNode(s *fsState, key hashdir.Key, ino uint64) gofs.InodeEmbedder {
-	if key.Kind == hashdir.Repr {
+func newStoredNode(s *fsState, key format.Key, ino uint64) gofs.InodeEmbedder {
+	if key.Kind == format.Repr {
 		n := &reprFile{}
 		n.s, n.key = s, key
 		return n
@@ -329,7 +329,7 @@ func (n *storedFile) readHeader() ([]byte, error) {
 		defer h.File.Close()
 		f = h.File
 	}
-	b := make([]byte, hashdir.HeaderSize)
+	b := make([]byte, format.HeaderSize)
 	if _, err := f.ReadAt(b, 0); err != nil {
 		return nil, fmt.Errorf("%s: reading the header: %w", n.key, err)
 	}

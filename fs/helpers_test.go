@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	ucmmetrics "github.com/ucmfs/ucmfs/metrics"
 	"github.com/ucmfs/ucmfs/store"
@@ -49,25 +49,25 @@ func newTestStackWith(t testing.TB, mc tiers.MemConfig, dc tiers.DirConfig) *tie
 
 // testBlock builds a valid block of payload bytes whose id is derived from
 // (model, n).
-func testBlock(model string, n, payload int) (hashdir.Key, []byte) {
-	id := hashdir.ID(md5.Sum([]byte(fmt.Sprintf("%s/%d", model, n))))
+func testBlock(model string, n, payload int) (format.Key, []byte) {
+	id := format.ID(md5.Sum([]byte(fmt.Sprintf("%s/%d", model, n))))
 	data := make([]byte, payload)
 	r := rand.New(rand.NewPCG(uint64(n), 11))
 	for i := range data {
 		data[i] = byte(r.Uint32())
 	}
-	h := hashdir.BlockHeader{ID: id, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16, TensorsPerLayer: 0}
-	return hashdir.Key{Model: model, ID: id}, hashdir.NewBlock(h, data)
+	h := format.BlockHeader{ID: id, NumLayers: 2, BlockSize: 4, Dtype: format.BFloat16, TensorsPerLayer: 0}
+	return format.Key{Model: model, ID: id}, format.NewBlock(h, data)
 }
 
 // testRepr builds a valid mean-pooled sidecar of key's block.
-func testRepr(key hashdir.Key) (hashdir.Key, []byte) {
-	h := hashdir.ReprHeader{ID: key.ID, Kind: hashdir.ReprMean, Dtype: hashdir.BFloat16, NumLayers: 2, NumKVHeads: 1, Rows: 1, Dim: 8}
-	return hashdir.Key{Model: key.Model, ID: key.ID, Kind: hashdir.Repr}, hashdir.NewRepr(h, make([]byte, 2*1*1*8*2))
+func testRepr(key format.Key) (format.Key, []byte) {
+	h := format.ReprHeader{ID: key.ID, Kind: format.ReprMean, Dtype: format.BFloat16, NumLayers: 2, NumKVHeads: 1, Rows: 1, Dim: 8}
+	return format.Key{Model: key.Model, ID: key.ID, Kind: format.Repr}, format.NewRepr(h, make([]byte, 2*1*1*8*2))
 }
 
 // put publishes data as key straight through the stack.
-func put(t testing.TB, st *tiers.Stack, key hashdir.Key, data []byte) {
+func put(t testing.TB, st *tiers.Stack, key format.Key, data []byte) {
 	t.Helper()
 	if _, err := st.Put(key, data, false); err != nil {
 		t.Fatalf("put %s: %v", key, err)
@@ -103,7 +103,7 @@ func (m *testMount) path(parts ...string) string {
 }
 
 // keyPath is the path of key under the mount.
-func (m *testMount) keyPath(k hashdir.Key) string { return m.path(k.Path()) }
+func (m *testMount) keyPath(k format.Key) string { return m.path(k.Path()) }
 
 // newMount mounts a new stack on a temporary directory; the mount goes at
 // the end of the test. Without /dev/fuse the test is skipped, unless
@@ -222,9 +222,9 @@ func testState(t testing.TB, st *tiers.Stack, opts Options) *fsState {
 	return newState(testStore(t, st, store.Options{Logger: opts.Logger}), opts)
 }
 
-func isDirty(st *tiers.Stack, k hashdir.Key) bool { bi, _ := st.Stat(k); return bi.Dirty }
+func isDirty(st *tiers.Stack, k format.Key) bool { bi, _ := st.Stat(k); return bi.Dirty }
 
-func onDisk(st *tiers.Stack, k hashdir.Key) (store.BlockInfo, error) {
+func onDisk(st *tiers.Stack, k format.Key) (store.BlockInfo, error) {
 	bi, err := st.Stat(k)
 	if err == nil && !slices.Contains(bi.Holders, "nvme") {
 		err = store.ErrNotFound

@@ -4,9 +4,9 @@ import (
 	"errors"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -36,10 +36,10 @@ func (h lightHost) ShardIno(n uint64) bool { return ino.TagOf(n) == ino.Shard }
 // Lookup answers a lookup of a published file, and a miss of a block,
 // from the index; a staging file, a name that is no file of the shard and
 // a sidecar that may be derived go to the bridge.
-func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (hashdir.Key, light.Outcome, fuse.Status) {
+func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (format.Key, light.Outcome, fuse.Status) {
 	s := h.s
 	if s.store.WriteNamed(ref.Model, ref.Dir, name) {
-		return hashdir.Key{}, light.Pass, fuse.OK
+		return format.Key{}, light.Pass, fuse.OK
 	}
 	d := s.shardFor(ref)
 	key, err := d.key(name)
@@ -52,7 +52,7 @@ func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (hashd
 	case err == nil:
 		h.fill(key, bi, s.inos.Peek(ino.FileName(key)), out)
 		return key, light.Hit, fuse.OK
-	case errors.Is(err, store.ErrNotFound) && key.Kind != hashdir.Repr:
+	case errors.Is(err, store.ErrNotFound) && key.Kind != format.Repr:
 		// As the bridge answers a miss: cached for the negative TTL
 		// unless missEntry set a timeout.
 		errno := s.missEntry(key, epoch, out)
@@ -72,7 +72,7 @@ func (h lightHost) Listing(ref light.Ref, uid uint32) []light.Entry {
 }
 
 // Entry fills out with published file key's entry from the index.
-func (h lightHost) Entry(key hashdir.Key, out *fuse.EntryOut) bool {
+func (h lightHost) Entry(key format.Key, out *fuse.EntryOut) bool {
 	bi, err := h.s.store.StatFile(key)
 	if err != nil {
 		return false
@@ -83,7 +83,7 @@ func (h lightHost) Entry(key hashdir.Key, out *fuse.EntryOut) bool {
 
 // fill fills out as a lookup of key's go-fuse node would (bi from the
 // index, ino its number).
-func (h lightHost) fill(key hashdir.Key, bi store.BlockInfo, ino uint64, out *fuse.EntryOut) {
+func (h lightHost) fill(key format.Key, bi store.BlockInfo, ino uint64, out *fuse.EntryOut) {
 	h.s.publishedAttr(key, bi, out)
 	out.Attr.Ino = ino
 	h.s.bridgeAttr(&out.Attr)
@@ -91,7 +91,7 @@ func (h lightHost) fill(key hashdir.Key, bi store.BlockInfo, ino uint64, out *fu
 
 // Attr fills out with the attributes of published file key from the
 // index, as GETATTR of its go-fuse node would.
-func (h lightHost) Attr(key hashdir.Key, out *fuse.AttrOut) bool {
+func (h lightHost) Attr(key format.Key, out *fuse.AttrOut) bool {
 	s := h.s
 	bi, err := s.store.StatFile(key)
 	if err != nil {

@@ -13,15 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // lightModel puts n blocks of model in st, every third with a sidecar,
 // and returns the blocks' keys and bytes.
-func lightModel(t *testing.T, st *tiers.Stack, model string, n int) ([]hashdir.Key, [][]byte) {
+func lightModel(t *testing.T, st *tiers.Stack, model string, n int) ([]format.Key, [][]byte) {
 	t.Helper()
-	var keys []hashdir.Key
+	var keys []format.Key
 	var datas [][]byte
 	for i := 0; i < n; i++ {
 		k, d := testBlock(model, i, 64+4*i)
@@ -69,7 +69,7 @@ func TestLightSameAnswers(t *testing.T) {
 		b.WriteString(strings.ReplaceAll(run(t, "du", "-s", model), m.mnt, "MNT"))
 		args := []string{"-c", "%n %i %s %b %B %f %u %g %h %X %Y %Z"}
 		for _, k := range keys[:20] {
-			args = append(args, m.keyPath(k), m.keyPath(hashdir.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr}))
+			args = append(args, m.keyPath(k), m.keyPath(format.Key{Model: k.Model, ID: k.ID, Kind: format.Repr}))
 		}
 		out, _ := exec.Command("stat", args...).CombinedOutput() // the missing sidecars fail
 		b.WriteString(strings.ReplaceAll(string(out), m.mnt, "MNT"))
@@ -133,7 +133,7 @@ func TestLightAfterListing(t *testing.T) {
 		}
 		// The sidecar went with its block; the kernel's entry of it (a
 		// light node since the listing) is dropped just after the unlink.
-		side := m.keyPath(hashdir.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr})
+		side := m.keyPath(format.Key{Model: k.Model, ID: k.ID, Kind: format.Repr})
 		deadline := time.Now().Add(5 * time.Second)
 		for _, err := os.Stat(side); !errors.Is(err, os.ErrNotExist); _, err = os.Stat(side) {
 			if time.Now().After(deadline) {

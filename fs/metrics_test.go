@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // scrape GETs url and returns every sample: "name{labels}" -> value.
@@ -69,7 +69,7 @@ func TestMetrics(t *testing.T) {
 	if err := os.Mkdir(m.path(testModel), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var keys []hashdir.Key
+	var keys []format.Key
 	var size int64
 	for i := 0; i < 3; i++ {
 		k, d := testBlock(testModel, i, 10_000)

@@ -7,8 +7,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -61,9 +61,9 @@ func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	if m.s.store.Raw(m.model) {
 		return m.rawLookup(ctx, name, out)
 	}
-	sh, ok := hashdir.ParseShard(name)
+	sh, ok := format.ParseShard(name)
 	if !ok {
-		m.s.debugFail("lookup", m.model+"/"+name, fmt.Errorf("%w: %q is not a shard directory 00..ff", hashdir.ErrName, name))
+		m.s.debugFail("lookup", m.model+"/"+name, fmt.Errorf("%w: %q is not a shard directory 00..ff", format.ErrName, name))
 		return nil, errnoMissing
 	}
 	ino := m.s.inos.Acquire(ino.ShardName(m.model, sh, "", -1))
@@ -85,7 +85,7 @@ func (m *modelNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno)
 	for i := range ents {
 		sh := byte(i)
 		ents[i] = fuse.DirEntry{
-			Name: hashdir.ShardName(sh),
+			Name: format.ShardName(sh),
 			Mode: syscall.S_IFDIR,
 			Ino:  m.s.inos.Peek(ino.ShardName(m.model, sh, "", -1)),
 		}
@@ -103,7 +103,7 @@ func (m *modelNode) Mkdir(ctx context.Context, name string, mode uint32, out *fu
 	if m.s.store.Raw(m.model) {
 		return m.rawMkdir(ctx, name, out)
 	}
-	if _, ok := hashdir.ParseShard(name); ok {
+	if _, ok := format.ParseShard(name); ok {
 		return nil, errnoExists
 	}
 	return nil, m.s.fail("mkdir", m.model+"/"+name, store.ErrImmutable)
@@ -119,7 +119,7 @@ func (m *modelNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if m.s.store.Raw(m.model) {
 		return m.rawRmdir(ctx, name)
 	}
-	sh, ok := hashdir.ParseShard(name)
+	sh, ok := format.ParseShard(name)
 	if !ok {
 		return errnoMissing
 	}

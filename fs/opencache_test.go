@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // tierFds counts this process's descriptors of k's tier files (the mount
 // runs in the test process): the descriptors the mount holds for k.
-func tierFds(t *testing.T, m *testMount, k hashdir.Key) int {
+func tierFds(t *testing.T, m *testMount, k format.Key) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
@@ -44,7 +44,7 @@ func reread(t *testing.T, path string, want []byte) {
 }
 
 // waitFds waits up to within for k's descriptors to number want.
-func waitFds(t *testing.T, m *testMount, k hashdir.Key, want int, within time.Duration) {
+func waitFds(t *testing.T, m *testMount, k format.Key, want int, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for tierFds(t, m, k) != want {
@@ -87,7 +87,7 @@ func TestKeptDescriptor(t *testing.T) {
 		if err := os.Remove(path); err != nil {
 			t.Fatal(err)
 		}
-		d2 := otherBytes(k, len(d)-hashdir.HeaderSize)
+		d2 := otherBytes(k, len(d)-format.HeaderSize)
 		if err := writeFile(path, d2); err != nil {
 			t.Fatal(err)
 		}
@@ -125,10 +125,10 @@ func waitKept(t *testing.T, m *testMount, n int) {
 
 // otherBytes is a valid block of k's id with a payload of n bytes other
 // than testBlock's.
-func otherBytes(k hashdir.Key, n int) []byte {
+func otherBytes(k format.Key, n int) []byte {
 	data := bytes.Repeat([]byte{0x5a}, n)
-	h := hashdir.BlockHeader{ID: k.ID, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16}
-	return hashdir.NewBlock(h, data)
+	h := format.BlockHeader{ID: k.ID, NumLayers: 2, BlockSize: 4, Dtype: format.BFloat16}
+	return format.NewBlock(h, data)
 }
 
 // TestKeptDescriptorUnmount: the unmount closes the kept descriptors.
@@ -159,9 +159,9 @@ func TestKeptDescriptorBound(t *testing.T) {
 	m := newMountWith(t, st, Options{Passthrough: true})
 	os.Mkdir(m.path(testModel), 0o755)
 	const size = 1 << 20
-	var keys []hashdir.Key
+	var keys []format.Key
 	for i := range idleMaxBytes/size + 16 {
-		k, d := testBlock(testModel, 92000+i, size-hashdir.HeaderSize)
+		k, d := testBlock(testModel, 92000+i, size-format.HeaderSize)
 		if err := writeFile(m.keyPath(k), d); err != nil {
 			t.Fatal(err)
 		}

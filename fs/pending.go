@@ -9,8 +9,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -63,7 +63,7 @@ func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 // when staging is set) that p writes, starting it if there is none. An id
 // already published is EEXIST with O_EXCL and EACCES without; after
 // StopWrites every write is EROFS.
-func (s *fsState) beginWrite(p store.Proc, key hashdir.Key, name string, staging bool, flags uint32) (*store.Draft, *writeHandle, syscall.Errno) {
+func (s *fsState) beginWrite(p store.Proc, key format.Key, name string, staging bool, flags uint32) (*store.Draft, *writeHandle, syscall.Errno) {
 	excl := flags&syscall.O_EXCL != 0
 	w, d, err := s.store.BeginWrite(p, key, name, staging, excl, flags&syscall.O_TRUNC != 0)
 	if errors.Is(err, store.ErrExist) {
@@ -82,7 +82,7 @@ func (s *fsState) beginWrite(p store.Proc, key hashdir.Key, name string, staging
 type writeHandle struct {
 	s   *fsState
 	d   *store.Writer
-	key hashdir.Key
+	key format.Key
 }
 
 var (

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/light"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestKernelNodesBounded(t *testing.T) {
 	st := newTestStackWith(t, tiers.MemConfig{Capacity: 64 << 20}, tiers.DirConfig{Kind: "nvme"})
 	const n, bound = 3000, 200
-	var keys []hashdir.Key
+	var keys []format.Key
 	var datas [][]byte
 	for i := 0; i < n; i++ {
 		k, data := testBlock("m", i, 128)

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -140,7 +140,7 @@ func TestConcurrentWriters(t *testing.T) {
 			t.Fatalf("read back: %d bytes, %v", len(got), err)
 		}
 		count := 0
-		m.st.List(testModel, func(k hashdir.Key) bool { count++; return true })
+		m.st.List(testModel, func(k format.Key) bool { count++; return true })
 		if count != 1 {
 			t.Fatalf("%d files stored, want 1", count)
 		}

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,11 +29,11 @@ func TestRawModelControl(t *testing.T) {
 	if err := os.Mkdir(m.path(model, "ab"), 0o774); err != nil {
 		t.Fatal(err)
 	}
-	raw := func(n, size int) (hashdir.Key, []byte) {
+	raw := func(n, size int) (format.Key, []byte) {
 		sum := md5.Sum(fmt.Appendf(nil, "raw/%d", n))
 		sum[0] = 0xab // in shard ab
 		b := bytes.Repeat([]byte{byte(n), 0x5a, byte(n >> 3)}, size/3+1)[:size]
-		return hashdir.Key{Model: model, ID: hashdir.ID(sum), Kind: hashdir.RawKind(2)}, b
+		return format.Key{Model: model, ID: format.ID(sum), Kind: format.RawKind(2)}, b
 	}
 	k0, b0 := raw(0, 3000)
 	k1, b1 := raw(1, 5000)

@@ -8,8 +8,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -32,7 +32,7 @@ func newRawShardNode(s *fsState, model, dir string, w int, ino uint64) *shardNod
 
 // keys returns the published files of the shard: for a raw shard, the
 // raw blocks of its width whose id starts with its name.
-func (d *shardNode) keys() []hashdir.Key {
+func (d *shardNode) keys() []format.Key {
 	st := d.s.store
 	if d.width < 0 {
 		keys := st.ShardFiles(d.model, d.shard)
@@ -47,14 +47,14 @@ func (d *shardNode) keys() []hashdir.Key {
 	lo, hi := 0, 256 // the id bytes the shard's ids start with
 	switch {
 	case d.width == 1:
-		b, _ := hashdir.ParseShard(d.dir + "0")
+		b, _ := format.ParseShard(d.dir + "0")
 		lo, hi = int(b), int(b)+16
 	case d.width >= 2:
-		b, _ := hashdir.ParseShard(d.dir[:2])
+		b, _ := format.ParseShard(d.dir[:2])
 		lo, hi = int(b), int(b)+1
 	}
-	kind := hashdir.RawKind(d.width)
-	var out []hashdir.Key
+	kind := format.RawKind(d.width)
+	var out []format.Key
 	for b := lo; b < hi; b++ {
 		for _, k := range st.ShardFiles(d.model, byte(b)) {
 			if k.Kind == kind && (d.width <= 2 || strings.HasPrefix(k.ID.String(), d.dir)) {
@@ -67,9 +67,9 @@ func (d *shardNode) keys() []hashdir.Key {
 
 // blockOf is the key whose GPU loads a removal of k waits for: the block
 // of a sidecar, k itself otherwise.
-func blockOf(k hashdir.Key) hashdir.Key {
-	if k.Kind == hashdir.Repr {
-		k.Kind = hashdir.Block
+func blockOf(k format.Key) format.Key {
+	if k.Kind == format.Repr {
+		k.Kind = format.Block
 	}
 	return k
 }
@@ -77,7 +77,7 @@ func blockOf(k hashdir.Key) hashdir.Key {
 // rawShard parses a name in ucm-posix model m: a shard directory of a
 // width the model has.
 func (m *modelNode) rawShard(name string) (w int, ok bool) {
-	w, ok = hashdir.ParseRawShard(name)
+	w, ok = format.ParseRawShard(name)
 	if !ok {
 		return 0, false
 	}
@@ -119,7 +119,7 @@ func (m *modelNode) rawReaddir() []fuse.DirEntry {
 	const digits = "0123456789abcdef"
 	for _, w := range m.s.store.ShardWidths(m.model) {
 		if w == 0 {
-			add(hashdir.RawDataShard, 0)
+			add(format.RawDataShard, 0)
 			continue
 		}
 		n := 1 << (4 * w)
@@ -144,10 +144,10 @@ func (m *modelNode) rawMkdir(ctx context.Context, name string, out *fuse.EntryOu
 	if w, ok := m.rawShard(name); ok {
 		return m.rawChild(ctx, name, w, out), 0
 	}
-	w, ok := hashdir.ParseRawShard(name)
+	w, ok := format.ParseRawShard(name)
 	if !ok {
 		return nil, m.s.fail("mkdir", m.model+"/"+name,
-			fmt.Errorf("%w: %q is not a shard directory (data or 1..4 lowercase hex characters)", hashdir.ErrName, name))
+			fmt.Errorf("%w: %q is not a shard directory (data or 1..4 lowercase hex characters)", format.ErrName, name))
 	}
 	if err := m.s.store.AddShardWidth(m.model, w); err != nil {
 		return nil, m.s.fail("mkdir", m.model+"/"+name, err)

@@ -11,42 +11,42 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/sparse"
 )
 
 // blockShape is the layout of a test block with stated heads and dim.
 type blockShape struct {
 	layers, tokens, heads, dim int
-	dtype                      hashdir.Dtype
+	dtype                      format.Dtype
 }
 
 // small is the shape most sidecar tests use: 2 layers of 5 tokens, 3
 // heads of 8 float32 values (K and V).
-var small = blockShape{layers: 2, tokens: 5, heads: 3, dim: 8, dtype: hashdir.Float32}
+var small = blockShape{layers: 2, tokens: 5, heads: 3, dim: 8, dtype: format.Float32}
 
 // floatBlock builds block n of model with shape: random keys and values
 // (normal, seeded by n), K and V per layer. Blocks with the same seed
 // and shape have the same payload whatever their n.
-func floatBlock(model string, n int, sh blockShape, seed uint64) (hashdir.Key, []byte) {
-	id := hashdir.ID(md5.Sum([]byte(fmt.Sprintf("%s/float/%d", model, n))))
+func floatBlock(model string, n int, sh blockShape, seed uint64) (format.Key, []byte) {
+	id := format.ID(md5.Sum([]byte(fmt.Sprintf("%s/float/%d", model, n))))
 	elems := sh.layers * 2 * sh.tokens * sh.heads * sh.dim
 	payload := make([]byte, elems*sh.dtype.Size())
 	r := rand.New(rand.NewPCG(seed, 7))
 	for i := 0; i < elems; i++ {
 		v := float32(r.NormFloat64())
 		switch sh.dtype {
-		case hashdir.Float32:
+		case format.Float32:
 			binary.LittleEndian.PutUint32(payload[4*i:], math.Float32bits(v))
-		case hashdir.BFloat16:
+		case format.BFloat16:
 			binary.LittleEndian.PutUint16(payload[2*i:], uint16(math.Float32bits(v)>>16))
 		default:
 			payload[i] = byte(r.Uint32())
 		}
 	}
-	h := hashdir.BlockHeader{ID: id, NumLayers: uint32(sh.layers), BlockSize: uint32(sh.tokens), Dtype: sh.dtype,
+	h := format.BlockHeader{ID: id, NumLayers: uint32(sh.layers), BlockSize: uint32(sh.tokens), Dtype: sh.dtype,
 		NumKVHeads: uint32(sh.heads), HeadDim: uint32(sh.dim), TensorsPerLayer: 2}
-	return hashdir.Key{Model: model, ID: id}, hashdir.NewBlock(h, payload)
+	return format.Key{Model: model, ID: id}, format.NewBlock(h, payload)
 }
 
 // keyMeans is the reference kind-0 data of a float32 block: per layer and
@@ -56,7 +56,7 @@ func keyMeans(block []byte, sh blockShape) []float32 {
 	out := make([]float32, 0, sh.layers*sh.heads*sh.dim)
 	tensor := sh.tokens * sh.heads * sh.dim
 	for l := 0; l < sh.layers; l++ {
-		k := hashdir.HeaderSize + 4*(l*2*tensor) // tensor 0 of layer l
+		k := format.HeaderSize + 4*(l*2*tensor) // tensor 0 of layer l
 		for h := 0; h < sh.heads; h++ {
 			for d := 0; d < sh.dim; d++ {
 				var sum float64
@@ -72,12 +72,12 @@ func keyMeans(block []byte, sh blockShape) []float32 {
 }
 
 // sidecarKey is the sidecar key of a block key.
-func sidecarKey(k hashdir.Key) hashdir.Key {
-	return hashdir.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr}
+func sidecarKey(k format.Key) format.Key {
+	return format.Key{Model: k.Model, ID: k.ID, Kind: format.Repr}
 }
 
 // mustDerive derives the sidecar of kind and param of a block.
-func mustDerive(t testing.TB, block []byte, kind hashdir.ReprKind, param uint32) []byte {
+func mustDerive(t testing.TB, block []byte, kind format.ReprKind, param uint32) []byte {
 	t.Helper()
 	r, err := sparse.Derive(block, kind, param)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -27,7 +27,7 @@ var (
 // publish time. Nothing is cached by the kernel (timeouts 0) until the
 // sidecar is stored: the model's kind may change, or an engine may write
 // its own sidecar first, and either changes the size.
-func (d *shardNode) derivedEntry(ctx context.Context, key hashdir.Key, size int64, mtime time.Time, out *fuse.EntryOut) *gofs.Inode {
+func (d *shardNode) derivedEntry(ctx context.Context, key format.Key, size int64, mtime time.Time, out *fuse.EntryOut) *gofs.Inode {
 	ino := d.s.inos.Acquire(ino.FileName(key))
 	ch := newChild(ctx, &d.Inode, key.FileName(), ino, syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return newStoredNode(d.s, key, ino)

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/pkg/xattr"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/sparse"
 	"github.com/ucmfs/ucmfs/store"
 )
@@ -50,7 +50,7 @@ func TestDerivedMean(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := r.Header
-		if h.Kind != hashdir.ReprMean || h.Dtype != hashdir.Float32 || h.ID != k.ID || int(h.NumLayers) != small.layers ||
+		if h.Kind != format.ReprMean || h.Dtype != format.Float32 || h.ID != k.ID || int(h.NumLayers) != small.layers ||
 			int(h.NumKVHeads) != small.heads || h.Rows != 1 || int(h.Dim) != small.dim || int64(len(raw)) != wantSize {
 			t.Fatalf("sidecar header %s, %d bytes", h, len(raw))
 		}
@@ -95,20 +95,20 @@ func dirNamesOf(t *testing.T, dir string) []string {
 // derive too; the attribute reads back canonical, refuses bad values
 // (EINVAL) and "default" goes back to the mount's setting.
 func TestDerivedKinds(t *testing.T) {
-	m := newMount(t, Options{Passthrough: true}, store.Options{Repr: store.ReprSetting{Kind: hashdir.ReprMax}})
+	m := newMount(t, Options{Passthrough: true}, store.Options{Repr: store.ReprSetting{Kind: format.ReprMax}})
 	cases := []struct {
 		set   string
-		kind  hashdir.ReprKind
+		kind  format.ReprKind
 		param uint32
 		shape blockShape
 	}{
-		{"mean", hashdir.ReprMean, 0, small},
-		{"max", hashdir.ReprMax, 0, small},
-		{"merged", hashdir.ReprMerged, sparse.DefaultMerge, small},
-		{"merged:2", hashdir.ReprMerged, 2, small},
-		{"signhash", hashdir.ReprSignHash, sparse.DefaultHashBits, small},
-		{"signhash:64", hashdir.ReprSignHash, 64, small},
-		{"mean", hashdir.ReprMean, 0, blockShape{layers: 3, tokens: 4, heads: 2, dim: 16, dtype: hashdir.BFloat16}},
+		{"mean", format.ReprMean, 0, small},
+		{"max", format.ReprMax, 0, small},
+		{"merged", format.ReprMerged, sparse.DefaultMerge, small},
+		{"merged:2", format.ReprMerged, 2, small},
+		{"signhash", format.ReprSignHash, sparse.DefaultHashBits, small},
+		{"signhash:64", format.ReprSignHash, 64, small},
+		{"mean", format.ReprMean, 0, blockShape{layers: 3, tokens: 4, heads: 2, dim: 16, dtype: format.BFloat16}},
 	}
 	for i, c := range cases {
 		model := "kinds-" + string(rune('a'+i))
@@ -185,21 +185,21 @@ func TestEngineSidecar(t *testing.T) {
 		if _, err := os.Stat(m.keyPath(rk)); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("repr_kind none: stat %v, want ENOENT", err)
 		}
-		bad := mustDerive(t, d, hashdir.ReprMax, 0)
+		bad := mustDerive(t, d, format.ReprMax, 0)
 		copy(bad, "XXXX")
 		if err := writeFile(m.keyPath(rk), bad); errnoOf(err) != syscall.EINVAL {
 			t.Fatalf("bad magic: close %v, want EINVAL", err)
 		}
-		other, od := floatBlock(model, 2, blockShape{layers: 2, tokens: 5, heads: 2, dim: 8, dtype: hashdir.Float32}, 2)
-		wrong := mustDerive(t, od, hashdir.ReprMax, 0) // 2 heads, the block has 3
-		wrong = hashdir.NewRepr(withID(t, wrong, k.ID), wrong[64:])
+		other, od := floatBlock(model, 2, blockShape{layers: 2, tokens: 5, heads: 2, dim: 8, dtype: format.Float32}, 2)
+		wrong := mustDerive(t, od, format.ReprMax, 0) // 2 heads, the block has 3
+		wrong = format.NewRepr(withID(t, wrong, k.ID), wrong[64:])
 		if err := writeFile(m.keyPath(rk), wrong); errnoOf(err) != syscall.EINVAL {
 			t.Fatalf("sidecar of another shape: close %v, want EINVAL", err)
 		}
-		if err := writeFile(m.keyPath(sidecarKey(other)), mustDerive(t, od, hashdir.ReprMean, 0)); errnoOf(err) != syscall.ENOENT {
+		if err := writeFile(m.keyPath(sidecarKey(other)), mustDerive(t, od, format.ReprMean, 0)); errnoOf(err) != syscall.ENOENT {
 			t.Fatalf("orphan sidecar: close %v, want ENOENT", err)
 		}
-		own := mustDerive(t, d, hashdir.ReprMax, 0)
+		own := mustDerive(t, d, format.ReprMax, 0)
 		if err := writeFile(m.keyPath(rk), own); err != nil {
 			t.Fatalf("engine sidecar: %v", err)
 		}
@@ -233,7 +233,7 @@ func TestEngineSidecar(t *testing.T) {
 		if err := writeFile(m.keyPath(k3), d3); err != nil {
 			t.Fatal(err)
 		}
-		own3 := mustDerive(t, d3, hashdir.ReprMerged, 1) // 5 rows: larger than the derived mean
+		own3 := mustDerive(t, d3, format.ReprMerged, 1) // 5 rows: larger than the derived mean
 		if err := writeFile(m.keyPath(rk3), own3); errnoOf(err) != syscall.EEXIST {
 			t.Fatalf("O_EXCL over a derivable sidecar: %v, want EEXIST", err)
 		}
@@ -267,9 +267,9 @@ func TestEngineSidecar(t *testing.T) {
 }
 
 // withID returns the header of sidecar file f with its id set to id.
-func withID(t *testing.T, f []byte, id hashdir.ID) hashdir.ReprHeader {
+func withID(t *testing.T, f []byte, id format.ID) format.ReprHeader {
 	t.Helper()
-	h, err := hashdir.DecodeReprHeader(f)
+	h, err := format.DecodeReprHeader(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,10 +285,10 @@ func TestUnderivable(t *testing.T) {
 	h := &countHandler{}
 	m := newMount(t, Options{Logger: newTestLogger(h)})
 	os.Mkdir(m.path(testModel), 0o755)
-	fp8, dfp8 := floatBlock(testModel, 1, blockShape{layers: 1, tokens: 4, heads: 2, dim: 8, dtype: hashdir.Float8E4M3FN}, 1)
+	fp8, dfp8 := floatBlock(testModel, 1, blockShape{layers: 1, tokens: 4, heads: 2, dim: 8, dtype: format.Float8E4M3FN}, 1)
 	noHeads, dnh := testBlock(testModel, 2, 64) // bfloat16, heads and head_dim not stated
 	for _, b := range []struct {
-		k hashdir.Key
+		k format.Key
 		d []byte
 	}{{fp8, dfp8}, {noHeads, dnh}} {
 		if err := writeFile(m.keyPath(b.k), b.d); err != nil {
@@ -328,7 +328,7 @@ func TestDerivedConcurrentReads(t *testing.T) {
 	if err := writeFile(m.keyPath(k), d); err != nil {
 		t.Fatal(err)
 	}
-	want := mustDerive(t, d, hashdir.ReprMean, 0)
+	want := mustDerive(t, d, format.ReprMean, 0)
 	errs := make(chan error, 8)
 	for i := 0; i < cap(errs); i++ {
 		go func() {

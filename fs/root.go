@@ -7,8 +7,8 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/control"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -61,7 +61,7 @@ func (r *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		ttl(out, r.s.opts.EntryTTL)
 		return ch, 0
 	}
-	if err := hashdir.ValidateModel(name); err != nil {
+	if err := format.ValidateModel(name); err != nil {
 		r.s.debugFail("lookup", name, err)
 		return nil, errnoMissing
 	}
@@ -101,7 +101,7 @@ func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	if name == ucmName {
 		return nil, errnoExists
 	}
-	if err := hashdir.ValidateModel(name); err != nil {
+	if err := format.ValidateModel(name); err != nil {
 		return nil, r.s.fail("mkdir", name, err)
 	}
 	if r.s.store.Stopped() {
@@ -126,7 +126,7 @@ func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if name == ucmName {
 		return r.s.fail("rmdir", name, store.ErrImmutable)
 	}
-	if err := hashdir.ValidateModel(name); err != nil {
+	if err := format.ValidateModel(name); err != nil {
 		r.s.debugFail("rmdir", name, err)
 		return errnoMissing
 	}

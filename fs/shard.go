@@ -12,9 +12,9 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 	"golang.org/x/sys/unix"
 )
@@ -51,7 +51,7 @@ var (
 )
 
 func newShardNode(s *fsState, model string, shard byte, ino uint64) *shardNode {
-	dir := hashdir.ShardName(shard)
+	dir := format.ShardName(shard)
 	return &shardNode{
 		dirCommon: dirCommon{common: common{s: s}, what: model + "/" + dir},
 		model:     model, shard: shard, dir: dir, width: -1, ino: ino,
@@ -66,18 +66,18 @@ func (d *shardNode) OnForget() {
 
 // key parses a file name of this shard: a block or sidecar name in a
 // ucmb shard, a raw block's in a raw shard.
-func (d *shardNode) key(name string) (hashdir.Key, error) {
-	id, kind, err := hashdir.ParseFileName(d.dir, name)
+func (d *shardNode) key(name string) (format.Key, error) {
+	id, kind, err := format.ParseFileName(d.dir, name)
 	if err != nil {
-		return hashdir.Key{}, err
+		return format.Key{}, err
 	}
 	if kind.Raw() != (d.width >= 0) {
 		if d.width >= 0 {
-			return hashdir.Key{}, fmt.Errorf("%w: %q: a ucm-posix model holds <id> files only", hashdir.ErrName, name)
+			return format.Key{}, fmt.Errorf("%w: %q: a ucm-posix model holds <id> files only", format.ErrName, name)
 		}
-		return hashdir.Key{}, fmt.Errorf("%w: %q is neither <id>.bin nor <id>.repr", hashdir.ErrName, name)
+		return format.Key{}, fmt.Errorf("%w: %q is neither <id>.bin nor <id>.repr", format.ErrName, name)
 	}
-	return hashdir.Key{Model: d.model, ID: id, Kind: kind}, nil
+	return format.Key{Model: d.model, ID: id, Kind: kind}, nil
 }
 
 // Getattr describes the shard directory.
@@ -103,7 +103,7 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	}
 	epoch := d.s.store.WriteEpoch(key)
 	bi, err := d.s.store.StatFile(key)
-	if errors.Is(err, store.ErrNotFound) && key.Kind == hashdir.Repr {
+	if errors.Is(err, store.ErrNotFound) && key.Kind == format.Repr {
 		size, mtime, ok, derr := d.s.store.Derivable(key)
 		if derr != nil {
 			return nil, d.s.fail("lookup", key.Path(), derr)
@@ -130,7 +130,7 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 // cached for the negative TTL, except while this mount writes the name
 // (or finished since epoch): then the kernel keeps nothing, so the file
 // shows up as soon as its writer's close publishes it.
-func (s *fsState) missEntry(key hashdir.Key, epoch uint64, out *fuse.EntryOut) syscall.Errno {
+func (s *fsState) missEntry(key format.Key, epoch uint64, out *fuse.EntryOut) syscall.Errno {
 	if s.store.Writing(key) || s.store.WriteEpoch(key) != epoch {
 		out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching the miss
 	}
@@ -140,13 +140,13 @@ func (s *fsState) missEntry(key hashdir.Key, epoch uint64, out *fuse.EntryOut) s
 // publishedAttr fills the attributes and timeouts of the entry of a
 // published file: what a lookup answers, through its go-fuse node or as a
 // light node.
-func (s *fsState) publishedAttr(key hashdir.Key, bi store.BlockInfo, out *fuse.EntryOut) {
+func (s *fsState) publishedAttr(key format.Key, bi store.BlockInfo, out *fuse.EntryOut) {
 	s.blockAttr(&out.Attr, bi.Size, bi.MTime, key.Model)
 	ttl(out, s.opts.EntryTTL)
 }
 
 // fileInode returns the node of a published file and fills out.
-func (d *shardNode) fileInode(ctx context.Context, key hashdir.Key, bi store.BlockInfo, out *fuse.EntryOut) *gofs.Inode {
+func (d *shardNode) fileInode(ctx context.Context, key format.Key, bi store.BlockInfo, out *fuse.EntryOut) *gofs.Inode {
 	id := ino.FileName(key)
 	ino := d.s.inos.Acquire(id)
 	made := false
@@ -180,7 +180,7 @@ func (d *shardNode) listing(uid uint32) []light.Entry {
 	// extension. The ids are in the keys themselves; comparing the name
 	// strings followed two pointers per comparison (13% of the daemon's
 	// CPU in a `du -s` of 10^6 blocks).
-	slices.SortFunc(keys, func(a, b hashdir.Key) int {
+	slices.SortFunc(keys, func(a, b format.Key) int {
 		if c := bytes.Compare(a.ID[:], b.ID[:]); c != 0 {
 			return c
 		}
@@ -220,8 +220,8 @@ func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode 
 
 // parseName parses a final or a staging name of this shard: the key it
 // stands for, and whether it is a staging name.
-func (d *shardNode) parseName(name string) (hashdir.Key, bool, error) {
-	if final, ok := hashdir.ParseStagingName(d.dir, name); ok {
+func (d *shardNode) parseName(name string) (format.Key, bool, error) {
+	if final, ok := format.ParseStagingName(d.dir, name); ok {
 		key, err := d.key(final)
 		return key, true, err
 	}
@@ -277,8 +277,8 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	}
 	d.s.store.ForgetHits(key, false)
 	d.s.store.ForgetUsage(key.Model)
-	if key.Kind == hashdir.Block {
-		side := hashdir.Key{Model: key.Model, ID: key.ID, Kind: hashdir.Repr}
+	if key.Kind == format.Block {
+		side := format.Key{Model: key.Model, ID: key.ID, Kind: format.Repr}
 		d.s.store.ForgetHits(side, false)
 		if d.GetChild(side.FileName()) != nil || d.s.light.Holds(d.dir, side) {
 			// In the background: the kernel holds this directory's lock
@@ -303,7 +303,7 @@ func (d *shardNode) Rename(ctx context.Context, name string, newParent gofs.Inod
 	}
 	key, err := d.key(newName)
 	if err == nil && key != w.Key() {
-		err = fmt.Errorf("%w: staging file %s publishes as %s, not %s", hashdir.ErrName, name, w.Key().FileName(), newName)
+		err = fmt.Errorf("%w: staging file %s publishes as %s, not %s", format.ErrName, name, w.Key().FileName(), newName)
 	}
 	if err != nil {
 		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, err)

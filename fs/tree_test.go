@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
@@ -34,7 +34,7 @@ func TestModelDirs(t *testing.T) {
 		if names := entNames(root); !contains(names, ".ucm") || !contains(names, model) {
 			t.Fatalf("root lists %v", names)
 		}
-		var keys []hashdir.Key
+		var keys []format.Key
 		for i := 0; i < 5; i++ {
 			k, d := testBlock(model, i, 128)
 			if err := writeFile(m.keyPath(k), d); err != nil {
@@ -56,7 +56,7 @@ func TestModelDirs(t *testing.T) {
 			t.Fatalf("model after rm -r: %v", err)
 		}
 		n := 0
-		m.st.List(model, func(hashdir.Key) bool { n++; return true })
+		m.st.List(model, func(format.Key) bool { n++; return true })
 		if n != 0 {
 			t.Fatalf("%d files of the model left in the stack", n)
 		}
@@ -230,7 +230,7 @@ func TestShardListing(t *testing.T) {
 		}
 	}
 	var st syscall.Stat_t
-	if err := syscall.Stat(m.path(testModel, hashdir.ShardName(0xab)), &st); err != nil || st.Mode&syscall.S_IFDIR == 0 {
+	if err := syscall.Stat(m.path(testModel, format.ShardName(0xab)), &st); err != nil || st.Mode&syscall.S_IFDIR == 0 {
 		t.Fatalf("empty shard: %v", err)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"syscall"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -16,7 +16,7 @@ import (
 // derivable.
 func (n *storedFile) xattrs() *store.Attrs {
 	a := n.s.store.FileAttrs(n.key, n.readHeader)
-	if n.key.Kind != hashdir.Repr {
+	if n.key.Kind != format.Repr {
 		return a
 	}
 	get := a.Get

@@ -11,12 +11,12 @@ import (
 	"testing"
 
 	"github.com/pkg/xattr"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // xattrWant is the expected user.ucm.* of the test block and sidecar.
-func xattrWant(k hashdir.Key, size int, hits int) map[string]string {
+func xattrWant(k format.Key, size int, hits int) map[string]string {
 	return map[string]string{
 		"hash": k.ID.String(), "model": k.Model, "num_layers": "2", "block_size": "4",
 		"dtype": "bfloat16", "num_kv_heads": "0", "head_dim": "0", "tensors_per_layer": "2",
@@ -40,7 +40,7 @@ func TestXattrsNodes(t *testing.T) {
 		}
 	}
 	crc, _ := b.xattrs().Get("crc32c")
-	if want := fmt.Sprintf("%08x", hashdir.CRC32C(d[64:])); crc != want {
+	if want := fmt.Sprintf("%08x", format.CRC32C(d[64:])); crc != want {
 		t.Errorf("crc32c = %q, want %q", crc, want)
 	}
 	if v, _ := b.xattrs().Get("state"); v != "dirty" && v != "clean" {
@@ -181,7 +181,7 @@ func TestXattrCRCWithoutHeaderCRC(t *testing.T) {
 	put(t, st, k, d)
 	b := newStoredNode(testState(t, st, Options{Logger: testLogger()}), k, 0).(*blockFile)
 	crc, err := b.xattrs().Get("crc32c")
-	if want := fmt.Sprintf("%08x", hashdir.CRC32C(d[64:])); err != nil || crc != want {
+	if want := fmt.Sprintf("%08x", format.CRC32C(d[64:])); err != nil || crc != want {
 		t.Fatalf("crc32c = %q (%v), want %q", crc, err, want)
 	}
 }

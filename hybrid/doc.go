@@ -12,5 +12,5 @@
 // "swa:<W>", "chunk:<C>", "mamba"); docs/hybrid.md describes the layout,
 // the algorithm and the lookup request built on this package.
 //
-// It imports only package hashdir.
+// It imports only package format.
 package hybrid

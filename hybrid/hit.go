@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // ErrGroups reports groups HitLength cannot work on.
@@ -12,12 +12,12 @@ var ErrGroups = errors.New("invalid hybrid groups")
 
 // Group is one KV-cache group of one prompt: its spec, its block size in
 // tokens, the ids of the prompt's full blocks at that size (its chain,
-// hashdir.ChainKeys with the group's key), and whether a block is stored.
+// format.ChainKeys with the group's key), and whether a block is stored.
 type Group struct {
 	Spec      Spec
 	BlockSize int
-	IDs       []hashdir.ID
-	Exists    func(hashdir.ID) bool
+	IDs       []format.ID
+	Exists    func(format.ID) bool
 }
 
 // kindType is the groups of one spec and block size, which vLLM looks up

@@ -5,21 +5,21 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // store is a set of stored block ids.
-type store map[hashdir.ID]bool
+type store map[format.ID]bool
 
-func (s store) exists(id hashdir.ID) bool { return s[id] }
+func (s store) exists(id format.ID) bool { return s[id] }
 
 // chain is the ids of group gid of a prompt of n tokens.
-func chain(gid, blockSize, n int) []hashdir.ID {
+func chain(gid, blockSize, n int) []format.ID {
 	tokens := make([]uint32, n)
 	for i := range tokens {
 		tokens[i] = uint32(1000 + i)
 	}
-	return hashdir.ChainKeys("org/Hybrid-7B:1:bfloat16:0", blockSize, tokens, hashdir.Keys{Group: gid, HasGroup: true})
+	return format.ChainKeys("org/Hybrid-7B:1:bfloat16:0", blockSize, tokens, format.Keys{Group: gid, HasGroup: true})
 }
 
 // seedGroups is the example of vLLM's hybrid manager: block 16, a full
@@ -159,15 +159,15 @@ func TestSpec(t *testing.T) {
 }
 
 func TestHitErrors(t *testing.T) {
-	ok := func(hashdir.ID) bool { return true }
+	ok := func(format.ID) bool { return true }
 	for name, groups := range map[string][]Group{
 		"none":         nil,
 		"block size 0": {{Spec: Spec{Kind: Full}, Exists: ok}},
 		"window 0":     {{Spec: Spec{Kind: SlidingWindow}, BlockSize: 16, Exists: ok}},
 		"no predicate": {{Spec: Spec{Kind: Full}, BlockSize: 16}},
 		"kind":         {{Spec: Spec{Kind: 9}, BlockSize: 16, Exists: ok}},
-		"ids differ": {{Spec: Spec{Kind: Full}, BlockSize: 16, Exists: ok, IDs: make([]hashdir.ID, 2)},
-			{Spec: Spec{Kind: Full}, BlockSize: 16, Exists: ok, IDs: make([]hashdir.ID, 3)}},
+		"ids differ": {{Spec: Spec{Kind: Full}, BlockSize: 16, Exists: ok, IDs: make([]format.ID, 2)},
+			{Spec: Spec{Kind: Full}, BlockSize: 16, Exists: ok, IDs: make([]format.ID, 3)}},
 	} {
 		if _, err := HitLength(groups, 100); !errors.Is(err, ErrGroups) {
 			t.Errorf("%s: %v, want ErrGroups", name, err)
@@ -176,12 +176,12 @@ func TestHitErrors(t *testing.T) {
 }
 
 func ExampleHitLength() {
-	stored := map[hashdir.ID]bool{}
+	stored := map[format.ID]bool{}
 	full, window := chain(0, 16, 112), chain(1, 16, 112)
 	for i := range full {
 		stored[full[i]], stored[window[i]] = true, i != 5
 	}
-	exists := func(id hashdir.ID) bool { return stored[id] }
+	exists := func(id format.ID) bool { return stored[id] }
 	hit, _ := HitLength([]Group{
 		{Spec: Spec{Kind: Full}, BlockSize: 16, IDs: full, Exists: exists},
 		{Spec: Spec{Kind: SlidingWindow, Window: 32}, BlockSize: 16, IDs: window, Exists: exists},

@@ -8,17 +8,17 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
 // goodBlock is a valid block file for id with a small payload.
 func goodBlock(id string) []byte {
-	bid, _ := hashdir.ParseID(id)
+	bid, _ := format.ParseID(id)
 	payload := []byte(strings.Repeat("kv", 512))
-	h := hashdir.BlockHeader{ID: bid, NumLayers: 2, BlockSize: 4, Dtype: hashdir.Uint8,
-		PayloadCRC: hashdir.CRC32C(payload), Flags: hashdir.FlagCRC, PayloadLen: uint64(len(payload))}
-	return hashdir.NewBlock(h, payload)
+	h := format.BlockHeader{ID: bid, NumLayers: 2, BlockSize: 4, Dtype: format.Uint8,
+		PayloadCRC: format.CRC32C(payload), Flags: format.FlagCRC, PayloadLen: uint64(len(payload))}
+	return format.NewBlock(h, payload)
 }
 
 // writeVerdict writes data to path with open(O_CREAT|O_EXCL|O_WRONLY),

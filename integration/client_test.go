@@ -12,14 +12,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Shape of the blocks `ucmcli put` writes by default: 4 layers,
 // K and V, 16 tokens, 2 heads of 64 float16 values.
 const (
 	testPayload = 4 * 2 * 16 * 2 * 64 * 2
-	testSize    = hashdir.HeaderSize + testPayload
+	testSize    = format.HeaderSize + testPayload
 )
 
 // pyResult is the outcome of one client run.
@@ -81,7 +81,7 @@ func blockPath(root, model, id string) string {
 // TestClientMatchesGo checks the Python client against the Go
 // implementation: the hash chain, CRC-32C and the UCMB header it writes.
 func TestClientMatchesGo(t *testing.T) {
-	meta := hashdir.Meta("meta-llama/Llama-3.1-8B", 2, "bfloat16", 1)
+	meta := format.Meta("meta-llama/Llama-3.1-8B", 2, "bfloat16", 1)
 	tokens := make([]uint32, 0, 100)
 	args := []string{"hash", "--meta", meta, "--block-size", "16"}
 	for i := range 100 {
@@ -90,7 +90,7 @@ func TestClientMatchesGo(t *testing.T) {
 		args = append(args, strconv.FormatUint(uint64(tok), 10))
 	}
 	var want []string
-	for _, id := range hashdir.Chain(meta, 16, tokens) {
+	for _, id := range format.Chain(meta, 16, tokens) {
 		want = append(want, id.String())
 	}
 	if got := strings.Fields(mustPy(t, args...)); strings.Join(got, " ") != strings.Join(want, " ") {
@@ -111,7 +111,7 @@ func TestClientMatchesGo(t *testing.T) {
 	dir := t.TempDir()
 	data := bytes.Repeat([]byte("ucmfs\x00\xff"), 4099)
 	os.WriteFile(filepath.Join(dir, "data"), data, 0o644)
-	if got, want := strings.TrimSpace(mustPy(t, "crc", filepath.Join(dir, "data"))), hashdir.FormatCRC(hashdir.CRC32C(data)); got != want {
+	if got, want := strings.TrimSpace(mustPy(t, "crc", filepath.Join(dir, "data"))), format.FormatCRC(format.CRC32C(data)); got != want {
 		t.Errorf("crc32c: python %s, go %s", got, want)
 	}
 
@@ -120,20 +120,20 @@ func TestClientMatchesGo(t *testing.T) {
 	mustPy(t, "put", dir, "m", ids[0], "--dtype", "bfloat16", "--layers", "3")
 	mustPy(t, "put", dir, "m", ids[1], "--no-crc", "--heads", "0", "--head-dim", "0")
 	for _, id := range ids {
-		if err := hashdir.VerifyFile(blockPath(dir, "m", id)); err != nil {
+		if err := format.VerifyFile(blockPath(dir, "m", id)); err != nil {
 			t.Errorf("Go rejects the client's block %s: %v", id, err)
 		}
 	}
 	raw, _ := os.ReadFile(blockPath(dir, "m", ids[0]))
-	h, err := hashdir.DecodeBlockHeader(raw)
-	if err != nil || h.ID.String() != ids[0] || h.NumLayers != 3 || h.Dtype != hashdir.BFloat16 ||
+	h, err := format.DecodeBlockHeader(raw)
+	if err != nil || h.ID.String() != ids[0] || h.NumLayers != 3 || h.Dtype != format.BFloat16 ||
 		h.NumKVHeads != 2 || h.HeadDim != 64 || !h.HasCRC() || h.PayloadLen != uint64(len(raw)-64) {
 		t.Errorf("header %+v, %v", h, err)
 	}
 	// pread of one layer: layer 2 starts at 64 + 2*T*S.
 	s := int(h.TensorBytes())
 	layer := raw[64+2*2*s : 64+3*2*s]
-	if got := mustPy(t, "layer", dir, "m", ids[0], "2"); got != fmt.Sprintf("%d %s\n", len(layer), hashdir.FormatCRC(hashdir.CRC32C(layer))) {
+	if got := mustPy(t, "layer", dir, "m", ids[0], "2"); got != fmt.Sprintf("%d %s\n", len(layer), format.FormatCRC(format.CRC32C(layer))) {
 		t.Errorf("layer 2: python says %q", got)
 	}
 	if got := strings.TrimSpace(mustPy(t, "lookup", dir, "m", ids[0], ids[1], testIDs("absent", 1)[0], ids[0])); got != "2" {

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // listBlocks returns the ids of the .bin files under root/model (a mount
@@ -17,7 +17,7 @@ func listBlocks(t *testing.T, root, model string) []string {
 	t.Helper()
 	var ids []string
 	for b := 0; b < 256; b++ {
-		shard := hashdir.ShardName(byte(b))
+		shard := format.ShardName(byte(b))
 		ents, err := os.ReadDir(root + "/" + model + "/" + shard)
 		if errors.Is(err, os.ErrNotExist) {
 			continue

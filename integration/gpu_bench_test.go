@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // BenchmarkGPULoad2MiB measures loads of 2 MiB blocks into a sim region
@@ -28,8 +28,8 @@ func BenchmarkGPULoad2MiB(b *testing.B) {
 	ids := testIDs("gpu-bench", n)
 	data := bytes.Repeat([]byte("0123456789abcdef"), payload/16)
 	for _, id := range ids {
-		bid, _ := hashdir.ParseID(id)
-		block := hashdir.NewBlock(hashdir.BlockHeader{ID: bid, NumLayers: 4, BlockSize: 16, Dtype: hashdir.Float16}, data)
+		bid, _ := format.ParseID(id)
+		block := format.NewBlock(format.BlockHeader{ID: bid, NumLayers: 4, BlockSize: 16, Dtype: format.Float16}, data)
 		if err := writeVerdict(blockPath(d.Mnt, gpuModel, id), block); err != nil {
 			b.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func BenchmarkGPULoad2MiB(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := f.ReadAt(buf[j*payload:(j+1)*payload], hashdir.HeaderSize); err != nil {
+			if _, err := f.ReadAt(buf[j*payload:(j+1)*payload], format.HeaderSize); err != nil {
 				b.Fatal(err)
 			}
 			f.Close()

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/engine"
 )
 
@@ -44,7 +44,7 @@ func kvPiece(n, layer, half int) uint64 { return uint64(n<<8 | layer<<1 | half) 
 // cp into the mount and returns its id.
 func putKVBlock(t *testing.T, d *daemon, n int) string {
 	t.Helper()
-	id := hashdir.ID(md5.Sum(fmt.Appendf(nil, "engine/%d", n)))
+	id := format.ID(md5.Sum(fmt.Appendf(nil, "engine/%d", n)))
 	var payload []byte
 	for l := range kv.Layers {
 		for half := range 2 {
@@ -52,8 +52,8 @@ func putKVBlock(t *testing.T, d *daemon, n int) string {
 		}
 	}
 	src := filepath.Join(t.TempDir(), "block")
-	h := hashdir.BlockHeader{ID: id, NumLayers: uint32(kv.Layers), BlockSize: 16, Dtype: hashdir.Float16}
-	if err := os.WriteFile(src, hashdir.NewBlock(h, payload), 0o600); err != nil {
+	h := format.BlockHeader{ID: id, NumLayers: uint32(kv.Layers), BlockSize: 16, Dtype: format.Float16}
+	if err := os.WriteFile(src, format.NewBlock(h, payload), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	sh(t, "cp", src, blockPath(d.Mnt, gpuModel, id.String()))
@@ -205,7 +205,7 @@ func TestGPUEngineStandIn(t *testing.T) {
 	if err := b.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	if err := hashdir.VerifyFile(blockPath(d.Mnt, gpuModel, ids[0])); err != nil {
+	if err := format.VerifyFile(blockPath(d.Mnt, gpuModel, ids[0])); err != nil {
 		t.Errorf("reading a block after the engine died: %v", err)
 	}
 }
@@ -280,7 +280,7 @@ func TestGPUPythonPassFD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := block[hashdir.HeaderSize:]; string(region[100:100+len(want)]) != string(want) {
+	if want := block[format.HeaderSize:]; string(region[100:100+len(want)]) != string(want) {
 		t.Error("the payload did not land at offset 100 of the passed region")
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 const gpuModel = "org--GPU-Test-7B"
@@ -86,8 +86,8 @@ func TestGPUSimRegionAcrossProcesses(t *testing.T) {
 		}
 	}
 	layer := func(b []byte, first, last int) []byte { // 4 layers
-		per := (len(b) - hashdir.HeaderSize) / 4
-		return b[hashdir.HeaderSize+first*per : hashdir.HeaderSize+(last+1)*per]
+		per := (len(b) - format.HeaderSize) / 4
+		return b[format.HeaderSize+first*per : format.HeaderSize+(last+1)*per]
 	}
 	const stride = 40_000
 	probe := len(ids)*stride + 1000 // where refused requests would have copied
@@ -101,7 +101,7 @@ func TestGPUSimRegionAcrossProcesses(t *testing.T) {
 		var b []byte
 		switch i % 4 {
 		case 0:
-			item, b = fmt.Sprintf("%s:%d", id, off), blocks[i][hashdir.HeaderSize:]
+			item, b = fmt.Sprintf("%s:%d", id, off), blocks[i][format.HeaderSize:]
 		case 1:
 			item, b = fmt.Sprintf("%s:%d:1-2", id, off), layer(blocks[i], 1, 2)
 		case 2:
@@ -137,7 +137,7 @@ func TestGPUSimRegionAcrossProcesses(t *testing.T) {
 		requests = append(requests, r.req)
 	}
 	requests = append(requests, fmt.Sprintf("load %%r %s %s:%d", gpuModel, ids[0], probe)) // still serving
-	copy(want[probe:], blocks[0][hashdir.HeaderSize:])
+	copy(want[probe:], blocks[0][format.HeaderSize:])
 
 	answers, region := gpuRun(t, d, guardImage(size), requests...)
 	for i := range 4 {
@@ -172,19 +172,19 @@ func TestGPUDumpAcrossProcesses(t *testing.T) {
 	const n, stride = 10, 9000
 	size := (n+2)*stride + 100
 	init := guardImage(size)
-	ids := make([]hashdir.ID, n+2)
+	ids := make([]format.ID, n+2)
 	blocks := make([][]byte, n+2)
 	items := make([]string, n+2)
 	for i := range ids {
-		ids[i] = hashdir.ID(md5.Sum(fmt.Appendf(nil, "dump/%d", i)))
+		ids[i] = format.ID(md5.Sum(fmt.Appendf(nil, "dump/%d", i)))
 		payload := bytes.Repeat([]byte{byte(i), byte(i * 3), 0x5a, 0xa5}, 2000) // 4 layers × 2 tensors × 1000 bytes
-		h := hashdir.BlockHeader{ID: ids[i], NumLayers: 4, BlockSize: 16, Dtype: hashdir.Float16}
-		blocks[i] = hashdir.NewBlock(h, payload)
+		h := format.BlockHeader{ID: ids[i], NumLayers: 4, BlockSize: 16, Dtype: format.Float16}
+		blocks[i] = format.NewBlock(h, payload)
 		off := 3 + i*stride
 		copy(init[off:], blocks[i])
 		items[i] = fmt.Sprintf("%s:%d:%d", ids[i], off, len(blocks[i]))
 	}
-	init[3+(n+1)*stride+hashdir.HeaderSize+10] ^= 0xff // block n+1: its payload no longer matches its CRC
+	init[3+(n+1)*stride+format.HeaderSize+10] ^= 0xff // block n+1: its payload no longer matches its CRC
 	all := "dump %r " + gpuModel + " " + strings.Join(items[:n], " ")
 	answers, region := gpuRun(t, d, init, all, all,
 		"dump %r "+gpuModel+" "+items[n]+" "+items[n+1],

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/hybrid"
 )
 
@@ -16,7 +16,7 @@ const hybridModel = "org--Hybrid-7B"
 
 // groupIDs runs `ucmfs hash --group` for every group and returns the id
 // list of each, by group id.
-func groupIDs(t *testing.T, meta string, blockSize int, tokens []uint32, gids ...int) map[int][]hashdir.ID {
+func groupIDs(t *testing.T, meta string, blockSize int, tokens []uint32, gids ...int) map[int][]format.ID {
 	t.Helper()
 	args := []string{"hash", "--meta", meta, "--block-size", strconv.Itoa(blockSize)}
 	for _, g := range gids {
@@ -29,11 +29,11 @@ func groupIDs(t *testing.T, meta string, blockSize int, tokens []uint32, gids ..
 	if err != nil {
 		t.Fatalf("ucmfs hash: %v", err)
 	}
-	ids := map[int][]hashdir.ID{}
+	ids := map[int][]format.ID{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line) // <gid> <index> <id> <hh>/<id>.bin
 		gid, _ := strconv.Atoi(f[0])
-		id, err := hashdir.ParseID(f[2])
+		id, err := format.ParseID(f[2])
 		if err != nil || len(f) != 4 || f[1] != strconv.Itoa(len(ids[gid])) {
 			t.Fatalf("ucmfs hash printed %q", line)
 		}
@@ -72,7 +72,7 @@ func TestHybridHitThroughMount(t *testing.T) {
 			}
 		}
 		root := d.path(model(gid))
-		exists := func(id hashdir.ID) bool {
+		exists := func(id format.ID) bool {
 			_, err := os.Stat(blockPath(root, "", id.String()))
 			return err == nil
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -130,7 +130,7 @@ func writeAndUmount(t *testing.T, bin, mnt, tier string) {
 		t.Fatalf("ucmfs umount left %s mounted", mnt)
 	}
 	for _, id := range ids {
-		if err := hashdir.VerifyFile(blockPath(tier, "m", id)); err != nil {
+		if err := format.VerifyFile(blockPath(tier, "m", id)); err != nil {
 			t.Errorf("block %s on the tier after ucmfs umount: %v", id, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 const opaqueModel = "org--Hybrid-7B.g1"
@@ -17,13 +17,13 @@ const opaqueModel = "org--Hybrid-7B.g1"
 // opaqueBlock is an opaque block (a Mamba state) for id: 2 layers, 1000
 // payload bytes (no multiple of anything), no K/V layout.
 func opaqueBlock(id string) []byte {
-	bid, _ := hashdir.ParseID(id)
+	bid, _ := format.ParseID(id)
 	payload := make([]byte, 1000)
 	for i := range payload {
 		payload[i] = byte(i*31 + 5)
 	}
-	return hashdir.NewBlock(hashdir.BlockHeader{ID: bid, NumLayers: 2, BlockSize: 16, Dtype: hashdir.Float32,
-		Flags: hashdir.FlagOpaque}, payload)
+	return format.NewBlock(format.BlockHeader{ID: bid, NumLayers: 2, BlockSize: 16, Dtype: format.Float32,
+		Flags: format.FlagOpaque}, payload)
 }
 
 // flushAll asks the daemon to make every block durable, and waits for its
@@ -65,8 +65,8 @@ func TestOpaqueBlock(t *testing.T) {
 	if _, err := os.Stat(sidecar); !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("stat of an opaque block's sidecar: %v, want ENOENT (none derived)", err)
 	}
-	bid, _ := hashdir.ParseID(id)
-	repr := hashdir.NewRepr(hashdir.ReprHeader{ID: bid, Kind: hashdir.ReprMean, Dtype: hashdir.Float32,
+	bid, _ := format.ParseID(id)
+	repr := format.NewRepr(format.ReprHeader{ID: bid, Kind: format.ReprMean, Dtype: format.Float32,
 		NumLayers: 2, NumKVHeads: 1, Rows: 1, Dim: 4}, make([]byte, 2*4*4))
 	if err := writeVerdict(sidecar, repr); err == nil {
 		t.Errorf("a sidecar beside an opaque block was accepted")

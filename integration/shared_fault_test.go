@@ -9,21 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/faultfs"
 )
 
 // bigBlock is a valid block of id with a payload of n bytes, so a read
 // of it takes many requests.
 func bigBlock(id string, n int) []byte {
-	bid, _ := hashdir.ParseID(id)
+	bid, _ := format.ParseID(id)
 	payload := make([]byte, n)
 	for i := range payload {
 		payload[i] = byte(i*7 + int(bid[1]))
 	}
-	h := hashdir.BlockHeader{ID: bid, NumLayers: 1, BlockSize: 1, Dtype: hashdir.Uint8,
-		PayloadCRC: hashdir.CRC32C(payload), Flags: hashdir.FlagCRC, PayloadLen: uint64(n)}
-	return hashdir.NewBlock(h, payload)
+	h := format.BlockHeader{ID: bid, NumLayers: 1, BlockSize: 1, Dtype: format.Uint8,
+		PayloadCRC: format.CRC32C(payload), Flags: format.FlagCRC, PayloadLen: uint64(n)}
+	return format.NewBlock(h, payload)
 }
 
 // TestSharedFaults: three daemons over a shared directory seen through

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // sh runs a command and returns its stdout; it fails the test on error.
@@ -85,7 +85,7 @@ func TestShellTools(t *testing.T) {
 		}
 	}
 	raw, _ := os.ReadFile(f)
-	if w := `user.ucm.crc32c="` + hashdir.FormatCRC(hashdir.CRC32C(raw[64:])) + `"`; !strings.Contains(attrs, w) {
+	if w := `user.ucm.crc32c="` + format.FormatCRC(format.CRC32C(raw[64:])) + `"`; !strings.Contains(attrs, w) {
 		t.Errorf("getfattr lacks %s", w)
 	}
 	if got := mustPy(t, "xattrs", f); !strings.Contains(got, "user.ucm.hash="+ids[1]) {

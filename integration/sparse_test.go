@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 const sparseModel = "org--Sparse-7B"
@@ -48,7 +48,7 @@ func TestSparsePythonClient(t *testing.T) {
 			return
 		}
 		n++
-		if err := hashdir.VerifyFile(path); err != nil {
+		if err := format.VerifyFile(path); err != nil {
 			t.Errorf("stored sidecar %s: %v", path, err)
 		}
 		if _, err := os.Stat(strings.TrimSuffix(path, ".repr") + ".bin"); err != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Everyday tools write into a model unmodified (docs/semantics.md,
@@ -136,13 +136,13 @@ func TestEngineRepr(t *testing.T) {
 	src, ids := sourceModel(t, model, "repr", 1)
 	sh(t, "mkdir", d.path(model))
 	sh(t, "cp", "-r", filepath.Join(src, model)+"/.", d.path(model)+"/")
-	id, err := hashdir.ParseID(ids[0])
+	id, err := format.ParseID(ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The test blocks: 4 layers, 2 K/V heads of 64 dims (see testPayload).
-	h := hashdir.ReprHeader{ID: id, Kind: hashdir.ReprMax, Dtype: hashdir.Float16, NumLayers: 4, NumKVHeads: 2, Rows: 1, Dim: 64}
-	repr := hashdir.NewRepr(h, make([]byte, 4*2*1*64*2))
+	h := format.ReprHeader{ID: id, Kind: format.ReprMax, Dtype: format.Float16, NumLayers: 4, NumKVHeads: 2, Rows: 1, Dim: 64}
+	repr := format.NewRepr(h, make([]byte, 4*2*1*64*2))
 	p := filepath.Join(d.path(model, ids[0][:2]), ids[0]+".repr")
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("the derivable sidecar: %v", err)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/sparse"
 )
 
@@ -47,15 +47,15 @@ func BenchmarkControlTopK(b *testing.B) {
 	cands := make([]sparse.Candidate, len(ids))
 	data := make([]byte, topkHeads*topkDim*4)
 	for i, id := range ids {
-		bid, _ := hashdir.ParseID(id)
-		block := hashdir.NewBlock(hashdir.BlockHeader{ID: bid, NumLayers: 1, BlockSize: 1, Dtype: hashdir.Uint8}, make([]byte, 64))
+		bid, _ := format.ParseID(id)
+		block := format.NewBlock(format.BlockHeader{ID: bid, NumLayers: 1, BlockSize: 1, Dtype: format.Uint8}, make([]byte, 64))
 		if err := writeVerdict(blockPath(d.Mnt, model, id), block); err != nil {
 			b.Fatal(err)
 		}
 		for j := 0; j < len(data); j += 4 {
 			binary.LittleEndian.PutUint32(data[j:], math.Float32bits(float32(r.NormFloat64())))
 		}
-		repr := hashdir.NewRepr(hashdir.ReprHeader{ID: bid, Kind: hashdir.ReprMean, Dtype: hashdir.Float32,
+		repr := format.NewRepr(format.ReprHeader{ID: bid, Kind: format.ReprMean, Dtype: format.Float32,
 			NumLayers: 1, NumKVHeads: topkHeads, Rows: 1, Dim: topkDim}, data)
 		if err := writeVerdict(strings.TrimSuffix(blockPath(d.Mnt, model, id), ".bin")+".repr", repr); err != nil {
 			b.Fatal(err)
@@ -68,7 +68,7 @@ func BenchmarkControlTopK(b *testing.B) {
 		q[i] = float32(r.NormFloat64())
 		binary.LittleEndian.PutUint32(qb[4*i:], math.Float32bits(q[i]))
 	}
-	res, err := sparse.TopK(hashdir.ReprMean, 0, cands, q, topkK)
+	res, err := sparse.TopK(format.ReprMean, 0, cands, q, topkK)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func BenchmarkControlTopK(b *testing.B) {
 	reuse, rebuild := openSession(), openSession()
 	ask(reuse, lines[0])
 	ask(rebuild, lines[0])
-	bl, _ := sparse.NewBuilder(hashdir.ReprMean, 0)
+	bl, _ := sparse.NewBuilder(format.ReprMean, 0)
 	for _, c := range cands {
 		bl.Add(c.ID, c.Repr)
 	}
@@ -118,7 +118,7 @@ func BenchmarkControlTopK(b *testing.B) {
 	for n := 0; n < b.N; n++ {
 		timed(0, func() { ask(reuse, lines[0]) })
 		timed(1, func() { ask(rebuild, lines[(n+1)%2]) })
-		timed(2, func() { sparse.TopK(hashdir.ReprMean, 0, cands, q, topkK) })
+		timed(2, func() { sparse.TopK(format.ReprMean, 0, cands, q, topkK) })
 		timed(3, func() { idx.Search(q, topkK) })
 	}
 	for i, name := range []string{"control", "control-rebuild", "sparse-topk", "sparse-search"} {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/ucmproto"
 )
 
@@ -254,7 +254,7 @@ func ucmCase(t *testing.T, d *daemon, plain, model string, mode ucmproto.Mode, w
 			t.Errorf("loading %s from the tier directory: %v", id, err)
 		}
 		crc, err := getxattr(d.path(model, rel), "user.ucm.crc32c")
-		if want := fmt.Sprintf("%08x", hashdir.CRC32C(onPlain.files[rel])); err != nil || crc != want {
+		if want := fmt.Sprintf("%08x", format.CRC32C(onPlain.files[rel])); err != nil || crc != want {
 			t.Errorf("%s: user.ucm.crc32c %q %v, want %s", rel, crc, err, want)
 		}
 	}

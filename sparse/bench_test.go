@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Benchmarks, each beside its baseline measured in the same run:
@@ -35,9 +35,9 @@ const (
 )
 
 var benchBlocks = []shape{
-	{L: 32, T: 2, B: 16, H: 8, D: 128, dt: hashdir.Float32},
-	{L: 32, T: 2, B: 16, H: 8, D: 128, dt: hashdir.BFloat16},
-	{L: 8, T: 2, B: 128, H: 32, D: 128, dt: hashdir.BFloat16},
+	{L: 32, T: 2, B: 16, H: 8, D: 128, dt: format.Float32},
+	{L: 32, T: 2, B: 16, H: 8, D: 128, dt: format.BFloat16},
+	{L: 8, T: 2, B: 128, H: 32, D: 128, dt: format.BFloat16},
 }
 
 func blockName(s shape) string { return fmt.Sprintf("%s_L%d_B%d_H%d", s.dt, s.L, s.B, s.H) }
@@ -45,7 +45,7 @@ func blockName(s shape) string { return fmt.Sprintf("%s_L%d_B%d_H%d", s.dt, s.L,
 func BenchmarkDerive(b *testing.B) {
 	for _, s := range benchBlocks {
 		block := randBlock(rand.New(rand.NewPCG(1, 1)), s)
-		for _, kind := range []hashdir.ReprKind{hashdir.ReprMean, hashdir.ReprMax, hashdir.ReprMerged, hashdir.ReprSignHash} {
+		for _, kind := range []format.ReprKind{format.ReprMean, format.ReprMax, format.ReprMerged, format.ReprSignHash} {
 			b.Run(blockName(s)+"/"+kind.String(), func(b *testing.B) {
 				dst := make([]byte, 0, len(block))
 				b.SetBytes(int64(len(block)))
@@ -65,7 +65,7 @@ func BenchmarkDerive(b *testing.B) {
 func BenchmarkDeriveBaseline(b *testing.B) {
 	for _, s := range benchBlocks {
 		block := randBlock(rand.New(rand.NewPCG(1, 1)), s)
-		bh, _ := hashdir.DecodeBlockHeader(block)
+		bh, _ := format.DecodeBlockHeader(block)
 		kb := int(bh.TensorBytes())
 		b.Run(blockName(s)+"/kcopy", func(b *testing.B) {
 			buf := make([]byte, kb)
@@ -99,24 +99,24 @@ var benchIndexes sync.Map // string -> *Index
 
 // benchIndex builds, through Builder.Add, an index of n candidates of
 // kind with rows vectors per head, values from a fast generator.
-func benchIndex(b *testing.B, kind hashdir.ReprKind, n, rows int) *Index {
+func benchIndex(b *testing.B, kind format.ReprKind, n, rows int) *Index {
 	key := fmt.Sprintf("%s/%d/%d", kind, n, rows)
 	if x, ok := benchIndexes.Load(key); ok {
 		return x.(*Index)
 	}
-	h := hashdir.ReprHeader{Kind: kind, Dtype: hashdir.Float32, NumLayers: 1, NumKVHeads: benchHeads,
+	h := format.ReprHeader{Kind: kind, Dtype: format.Float32, NumLayers: 1, NumKVHeads: benchHeads,
 		Rows: uint32(rows), Dim: benchDim, Param: uint32(benchDim) / uint32(rows)}
-	if kind == hashdir.ReprSignHash {
-		h.Dtype, h.Dim, h.Param = hashdir.Uint8, 16, 128
+	if kind == format.ReprSignHash {
+		h.Dtype, h.Dim, h.Param = format.Uint8, 16, 128
 	}
-	if rows == 1 && kind != hashdir.ReprMerged {
+	if rows == 1 && kind != format.ReprMerged {
 		h.Param = h.Param &^ h.Param
-		if kind == hashdir.ReprSignHash {
+		if kind == format.ReprSignHash {
 			h.Param = 128
 		}
 	}
 	size, _ := h.PayloadSize()
-	file := make([]byte, hashdir.HeaderSize+int(size))
+	file := make([]byte, format.HeaderSize+int(size))
 	bl, err := NewBuilder(kind, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -124,16 +124,16 @@ func benchIndex(b *testing.B, kind hashdir.ReprKind, n, rows int) *Index {
 	state := uint64(12345)
 	for c := 0; c < n; c++ {
 		binary.BigEndian.PutUint64(h.ID[:], uint64(c)*0x9e3779b97f4a7c15)
-		payload := file[hashdir.HeaderSize:]
+		payload := file[format.HeaderSize:]
 		for i := 0; i+4 <= len(payload); i += 4 {
 			state = state*6364136223846793005 + 1442695040888963407
 			v := uint32(state >> 32)
-			if kind != hashdir.ReprSignHash {
+			if kind != format.ReprSignHash {
 				v = math.Float32bits(float32(int32(v)>>8) * 0x1p-23)
 			}
 			binary.LittleEndian.PutUint32(payload[i:], v)
 		}
-		h.PayloadCRC, h.Flags = hashdir.CRC32C(payload), hashdir.FlagCRC
+		h.PayloadCRC, h.Flags = format.CRC32C(payload), format.FlagCRC
 		h.Encode(file)
 		if err := bl.Add(h.ID, file); err != nil {
 			b.Fatal(err)
@@ -166,7 +166,7 @@ var benchCounts = []int{10_000, 100_000}
 func BenchmarkTopK(b *testing.B) {
 	for _, n := range benchCounts {
 		b.Run(fmt.Sprintf("mean/n=%d", n), func(b *testing.B) {
-			x := benchIndex(b, hashdir.ReprMean, n, 1)
+			x := benchIndex(b, format.ReprMean, n, 1)
 			q := benchQuery()
 			b.SetBytes(int64(4 * len(x.data)))
 			for b.Loop() {
@@ -180,7 +180,7 @@ func BenchmarkTopK(b *testing.B) {
 	// Kind 2 with 4 rows per head: 2,500 candidates hold the same bytes
 	// as 10,000 of kind 0.
 	b.Run("merged4/n=2500", func(b *testing.B) {
-		x := benchIndex(b, hashdir.ReprMerged, 2500, 4)
+		x := benchIndex(b, format.ReprMerged, 2500, 4)
 		q := benchQuery()
 		b.SetBytes(int64(4 * len(x.data)))
 		for b.Loop() {
@@ -197,7 +197,7 @@ func BenchmarkTopK(b *testing.B) {
 func BenchmarkTopKNaive(b *testing.B) {
 	for _, n := range benchCounts {
 		b.Run(fmt.Sprintf("mean/n=%d", n), func(b *testing.B) {
-			x := benchIndex(b, hashdir.ReprMean, n, 1)
+			x := benchIndex(b, format.ReprMean, n, 1)
 			q := benchQuery()
 			type scored struct {
 				s float32
@@ -293,7 +293,7 @@ func BenchmarkTopKBaselineSum(b *testing.B) {
 				name = "avx2"
 			}
 			b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {
-				x := benchIndex(b, hashdir.ReprMean, n, 1)
+				x := benchIndex(b, format.ReprMean, n, 1)
 				b.SetBytes(int64(4 * len(x.data)))
 				for b.Loop() {
 					benchSink = parallelSum(x.data, avx)
@@ -323,7 +323,7 @@ func BenchmarkTopKVsBandwidth(b *testing.B) {
 }
 
 func benchVsBandwidth(b *testing.B, n int) {
-	x := benchIndex(b, hashdir.ReprMean, n, 1)
+	x := benchIndex(b, format.ReprMean, n, 1)
 	q := benchQuery()
 	var search, sumG, sumA time.Duration
 	for b.Loop() {
@@ -353,7 +353,7 @@ func benchVsBandwidth(b *testing.B, n int) {
 // (hashing the float query first) and SearchCodes (codes given).
 func BenchmarkTopKHamming(b *testing.B) {
 	for _, n := range benchCounts {
-		x := benchIndex(b, hashdir.ReprSignHash, n, 1)
+		x := benchIndex(b, format.ReprSignHash, n, 1)
 		q := benchQuery()
 		codes := make([]byte, 0, benchHeads*16)
 		for h := 0; h < benchHeads; h++ {
@@ -386,8 +386,8 @@ func BenchmarkTopKHamming(b *testing.B) {
 func BenchmarkHammingVsMean(b *testing.B) {
 	for _, n := range benchCounts {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			xm := benchIndex(b, hashdir.ReprMean, n, 1)
-			xs := benchIndex(b, hashdir.ReprSignHash, n, 1)
+			xm := benchIndex(b, format.ReprMean, n, 1)
+			xs := benchIndex(b, format.ReprSignHash, n, 1)
 			q := benchQuery()
 			codes := make([]byte, 0, benchHeads*16)
 			for h := 0; h < benchHeads; h++ {

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // f16ToF32 converts an IEEE 754 binary16 value to float32. Every binary16
@@ -29,27 +29,27 @@ func f16ToF32(h uint16) float32 {
 func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // floatDtype reports whether d is one of the dtypes this package decodes.
-func floatDtype(d hashdir.Dtype) bool {
-	return d == hashdir.Float16 || d == hashdir.BFloat16 || d == hashdir.Float32
+func floatDtype(d format.Dtype) bool {
+	return d == format.Float16 || d == format.BFloat16 || d == format.Float32
 }
 
 // decodeFloats converts len(dst) little-endian elements of dtype dt from
 // src into dst. dt must satisfy floatDtype and src must hold
 // len(dst) × dt.Size() bytes.
-func decodeFloats(dst []float32, src []byte, dt hashdir.Dtype) {
+func decodeFloats(dst []float32, src []byte, dt format.Dtype) {
 	le := binary.LittleEndian
 	switch dt {
-	case hashdir.Float32:
+	case format.Float32:
 		src = src[:4*len(dst)]
 		for i := range dst {
 			dst[i] = math.Float32frombits(le.Uint32(src[4*i:]))
 		}
-	case hashdir.BFloat16:
+	case format.BFloat16:
 		src = src[:2*len(dst)]
 		for i := range dst {
 			dst[i] = math.Float32frombits(uint32(le.Uint16(src[2*i:])) << 16)
 		}
-	case hashdir.Float16:
+	case format.Float16:
 		src = src[:2*len(dst)]
 		for i := range dst {
 			dst[i] = f16ToF32(le.Uint16(src[2*i:]))
@@ -68,20 +68,20 @@ func putFloats(dst []byte, src []float32) {
 }
 
 // accumulate adds the len(acc) elements of dtype dt in src to acc.
-func accumulate(acc []float64, src []byte, dt hashdir.Dtype) {
+func accumulate(acc []float64, src []byte, dt format.Dtype) {
 	le := binary.LittleEndian
 	switch dt {
-	case hashdir.Float32:
+	case format.Float32:
 		src = src[:4*len(acc)]
 		for i := range acc {
 			acc[i] += float64(math.Float32frombits(le.Uint32(src[4*i:])))
 		}
-	case hashdir.BFloat16:
+	case format.BFloat16:
 		src = src[:2*len(acc)]
 		for i := range acc {
 			acc[i] += float64(math.Float32frombits(uint32(le.Uint16(src[2*i:])) << 16))
 		}
-	case hashdir.Float16:
+	case format.Float16:
 		src = src[:2*len(acc)]
 		for i := range acc {
 			acc[i] += float64(f16ToF32(le.Uint16(src[2*i:])))
@@ -93,20 +93,20 @@ func accumulate(acc []float64, src []byte, dt hashdir.Dtype) {
 
 // maximize sets m[i] to the larger of m[i] and element i of src (builtin
 // max: a NaN wins, +0 beats -0).
-func maximize(m []float32, src []byte, dt hashdir.Dtype) {
+func maximize(m []float32, src []byte, dt format.Dtype) {
 	le := binary.LittleEndian
 	switch dt {
-	case hashdir.Float32:
+	case format.Float32:
 		src = src[:4*len(m)]
 		for i := range m {
 			m[i] = max(m[i], math.Float32frombits(le.Uint32(src[4*i:])))
 		}
-	case hashdir.BFloat16:
+	case format.BFloat16:
 		src = src[:2*len(m)]
 		for i := range m {
 			m[i] = max(m[i], math.Float32frombits(uint32(le.Uint16(src[2*i:]))<<16))
 		}
-	case hashdir.Float16:
+	case format.Float16:
 		src = src[:2*len(m)]
 		for i := range m {
 			m[i] = max(m[i], f16ToF32(le.Uint16(src[2*i:])))

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // TestF16Exhaustive checks every binary16 value, subnormals, infinities
@@ -60,19 +60,19 @@ func TestDecodeFloats(t *testing.T) {
 	}
 	n := len(want)
 	dst := make([]float32, n)
-	decodeFloats(dst, f16, hashdir.Float16)
+	decodeFloats(dst, f16, format.Float16)
 	for i := range dst {
 		if math.Float32bits(dst[i]) != math.Float32bits(want[i]) {
 			t.Fatalf("float16 element %d", i)
 		}
 	}
-	decodeFloats(dst, bf16, hashdir.BFloat16)
+	decodeFloats(dst, bf16, format.BFloat16)
 	for i := range dst {
 		if math.Float32bits(dst[i]) != uint32(7*i)<<16 {
 			t.Fatalf("bfloat16 element %d", i)
 		}
 	}
-	decodeFloats(dst, f32, hashdir.Float32)
+	decodeFloats(dst, f32, format.Float32)
 	for i := range dst {
 		if math.Float32bits(dst[i]) != uint32(7*i)*65537 {
 			t.Fatalf("float32 element %d", i)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Default params, used when a caller passes param 0 for the kinds that
@@ -22,19 +22,19 @@ const (
 // one: 0 for mean and max (any other value is an error), param or its
 // default when 0 for merged and sign-hash. A sign-hash param must be a
 // multiple of 8 up to MaxHashBits.
-func ResolveParam(kind hashdir.ReprKind, param uint32) (uint32, error) {
+func ResolveParam(kind format.ReprKind, param uint32) (uint32, error) {
 	switch kind {
-	case hashdir.ReprMean, hashdir.ReprMax:
+	case format.ReprMean, format.ReprMax:
 		if param != 0 {
 			return 0, fmt.Errorf("%w: kind %s takes no param, got %d", ErrArgument, kind, param)
 		}
 		return 0, nil
-	case hashdir.ReprMerged:
+	case format.ReprMerged:
 		if param == 0 {
 			return DefaultMerge, nil
 		}
 		return param, nil
-	case hashdir.ReprSignHash:
+	case format.ReprSignHash:
 		if param == 0 {
 			return DefaultHashBits, nil
 		}
@@ -54,36 +54,36 @@ func ResolveParam(kind hashdir.ReprKind, param uint32) (uint32, error) {
 // for kind 3. It fails with ErrUnsupported when b is opaque (it has no
 // keys), does not state num_kv_heads and head_dim, or its dtype is not
 // float16, bfloat16 or float32.
-func DerivedHeader(b hashdir.BlockHeader, kind hashdir.ReprKind, param uint32) (hashdir.ReprHeader, error) {
+func DerivedHeader(b format.BlockHeader, kind format.ReprKind, param uint32) (format.ReprHeader, error) {
 	param, err := ResolveParam(kind, param)
 	if err != nil {
-		return hashdir.ReprHeader{}, err
+		return format.ReprHeader{}, err
 	}
 	if b.Opaque() {
-		return hashdir.ReprHeader{}, fmt.Errorf("%w: block %s is opaque: it has no keys", ErrUnsupported, b.ID)
+		return format.ReprHeader{}, fmt.Errorf("%w: block %s is opaque: it has no keys", ErrUnsupported, b.ID)
 	}
 	if b.NumKVHeads == 0 || b.HeadDim == 0 {
-		return hashdir.ReprHeader{}, fmt.Errorf("%w: block %s does not state num_kv_heads and head_dim", ErrUnsupported, b.ID)
+		return format.ReprHeader{}, fmt.Errorf("%w: block %s does not state num_kv_heads and head_dim", ErrUnsupported, b.ID)
 	}
 	if !floatDtype(b.Dtype) {
-		return hashdir.ReprHeader{}, fmt.Errorf("%w: block %s has dtype %s, want float16, bfloat16 or float32", ErrUnsupported, b.ID, b.Dtype)
+		return format.ReprHeader{}, fmt.Errorf("%w: block %s has dtype %s, want float16, bfloat16 or float32", ErrUnsupported, b.ID, b.Dtype)
 	}
-	r := hashdir.ReprHeader{ID: b.ID, Kind: kind, Dtype: hashdir.Float32, NumLayers: b.NumLayers,
+	r := format.ReprHeader{ID: b.ID, Kind: kind, Dtype: format.Float32, NumLayers: b.NumLayers,
 		NumKVHeads: b.NumKVHeads, Rows: 1, Dim: b.HeadDim, Param: param}
 	switch kind {
-	case hashdir.ReprMerged:
+	case format.ReprMerged:
 		r.Rows = uint32((uint64(b.BlockSize) + uint64(param) - 1) / uint64(param))
-	case hashdir.ReprSignHash:
+	case format.ReprSignHash:
 		if b.HeadDim > MaxHashDim {
-			return hashdir.ReprHeader{}, fmt.Errorf("%w: block %s has head_dim %d, sign-hash supports up to %d", ErrUnsupported, b.ID, b.HeadDim, MaxHashDim)
+			return format.ReprHeader{}, fmt.Errorf("%w: block %s has head_dim %d, sign-hash supports up to %d", ErrUnsupported, b.ID, b.HeadDim, MaxHashDim)
 		}
 		if err := checkHashShape(int(b.HeadDim), int(param)); err != nil {
-			return hashdir.ReprHeader{}, err
+			return format.ReprHeader{}, err
 		}
-		r.Dtype, r.Dim = hashdir.Uint8, param/8
+		r.Dtype, r.Dim = format.Uint8, param/8
 	}
 	if n, ok := r.PayloadSize(); !ok || n > math.MaxInt/2 {
-		return hashdir.ReprHeader{}, fmt.Errorf("%w: sidecar of %s would be too large", ErrUnsupported, b)
+		return format.ReprHeader{}, fmt.Errorf("%w: sidecar of %s would be too large", ErrUnsupported, b)
 	}
 	return r, nil
 }
@@ -93,16 +93,16 @@ func DerivedHeader(b hashdir.BlockHeader, kind hashdir.ReprKind, param uint32) (
 // block file (header and payload). It reads only tensor 0 of each layer,
 // the keys (or, with tensors_per_layer 1, the MLA latent), laid out
 // [block_size][num_kv_heads][head_dim]. The block's header and size are
-// validated (hashdir.ValidateBlock, errors wrap hashdir.ErrFormat) but not
+// validated (format.ValidateBlock, errors wrap format.ErrFormat) but not
 // its CRC: a caller that has not verified the block does that first.
-func Derive(block []byte, kind hashdir.ReprKind, param uint32) ([]byte, error) {
+func Derive(block []byte, kind format.ReprKind, param uint32) ([]byte, error) {
 	return AppendDerive(nil, block, kind, param)
 }
 
 // AppendDerive is Derive appending the sidecar file to dst; with enough
 // capacity in dst it does not allocate.
-func AppendDerive(dst, block []byte, kind hashdir.ReprKind, param uint32) ([]byte, error) {
-	bh, err := hashdir.DecodeBlockHeader(block)
+func AppendDerive(dst, block []byte, kind format.ReprKind, param uint32) ([]byte, error) {
+	bh, err := format.DecodeBlockHeader(block)
 	if err != nil {
 		return dst, fmt.Errorf("derive: %w", err)
 	}
@@ -110,13 +110,13 @@ func AppendDerive(dst, block []byte, kind hashdir.ReprKind, param uint32) ([]byt
 	if err != nil {
 		return dst, fmt.Errorf("derive: %w", err)
 	}
-	if err := hashdir.ValidateBlock(bh, bh.ID, int64(len(block)), nil); err != nil {
+	if err := format.ValidateBlock(bh, bh.ID, int64(len(block)), nil); err != nil {
 		return dst, fmt.Errorf("derive: %w", err)
 	}
 	size, _ := rh.PayloadSize()
 	start := len(dst)
-	dst = grow(dst, hashdir.HeaderSize+int(size))
-	payload := dst[start+hashdir.HeaderSize:]
+	dst = grow(dst, format.HeaderSize+int(size))
+	payload := dst[start+format.HeaderSize:]
 	d := newDeriver(bh, rh)
 	defer d.release()
 	for l := 0; l < int(bh.NumLayers); l++ {
@@ -124,18 +124,18 @@ func AppendDerive(dst, block []byte, kind hashdir.ReprKind, param uint32) ([]byt
 		k := block[off : off+bh.TensorBytes()]
 		out := payload[l*d.layerOut : (l+1)*d.layerOut]
 		switch kind {
-		case hashdir.ReprMean:
+		case format.ReprMean:
 			d.mean(out, k)
-		case hashdir.ReprMax:
+		case format.ReprMax:
 			d.max(out, k)
-		case hashdir.ReprMerged:
+		case format.ReprMerged:
 			d.merged(out, k)
-		case hashdir.ReprSignHash:
+		case format.ReprSignHash:
 			d.signHash(out, k)
 		}
 	}
-	rh.PayloadCRC = hashdir.CRC32C(payload)
-	rh.Flags |= hashdir.FlagCRC
+	rh.PayloadCRC = format.CRC32C(payload)
+	rh.Flags |= format.FlagCRC
 	rh.Encode(dst[start:])
 	return dst, nil
 }

@@ -6,29 +6,29 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // deriveShapes covers the three input dtypes, T = 1 (MLA latent), 2 and 3,
 // and block sizes that the merge factors below do not divide.
 var deriveShapes = []shape{
-	{L: 2, T: 2, B: 16, H: 4, D: 32, dt: hashdir.Float32},
-	{L: 3, T: 2, B: 10, H: 2, D: 16, dt: hashdir.BFloat16},
-	{L: 2, T: 1, B: 7, H: 1, D: 64, dt: hashdir.Float16},
-	{L: 1, T: 3, B: 5, H: 3, D: 8, dt: hashdir.Float32},
-	{L: 2, T: 1, B: 1, H: 2, D: 12, dt: hashdir.BFloat16},
-	{L: 1, T: 2, B: 33, H: 2, D: 24, dt: hashdir.Float16},
+	{L: 2, T: 2, B: 16, H: 4, D: 32, dt: format.Float32},
+	{L: 3, T: 2, B: 10, H: 2, D: 16, dt: format.BFloat16},
+	{L: 2, T: 1, B: 7, H: 1, D: 64, dt: format.Float16},
+	{L: 1, T: 3, B: 5, H: 3, D: 8, dt: format.Float32},
+	{L: 2, T: 1, B: 1, H: 2, D: 12, dt: format.BFloat16},
+	{L: 1, T: 2, B: 33, H: 2, D: 24, dt: format.Float16},
 }
 
 // deriveKinds are the kinds and params each shape is derived with; 0
 // means the default param.
 var deriveKinds = []struct {
-	kind  hashdir.ReprKind
+	kind  format.ReprKind
 	param uint32
 }{
-	{hashdir.ReprMean, 0}, {hashdir.ReprMax, 0},
-	{hashdir.ReprMerged, 0}, {hashdir.ReprMerged, 1}, {hashdir.ReprMerged, 3}, {hashdir.ReprMerged, 64},
-	{hashdir.ReprSignHash, 0}, {hashdir.ReprSignHash, 8}, {hashdir.ReprSignHash, 64}, {hashdir.ReprSignHash, 200},
+	{format.ReprMean, 0}, {format.ReprMax, 0},
+	{format.ReprMerged, 0}, {format.ReprMerged, 1}, {format.ReprMerged, 3}, {format.ReprMerged, 64},
+	{format.ReprSignHash, 0}, {format.ReprSignHash, 8}, {format.ReprSignHash, 64}, {format.ReprSignHash, 200},
 }
 
 func TestDeriveMatchesReference(t *testing.T) { withGoKernels(t, testDeriveMatchesReference) }
@@ -37,7 +37,7 @@ func testDeriveMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, s := range deriveShapes {
 		block := randBlock(rng, s)
-		bh, _ := hashdir.DecodeBlockHeader(block)
+		bh, _ := format.DecodeBlockHeader(block)
 		for _, kp := range deriveKinds {
 			t.Run(fmt.Sprintf("%s-T%d-B%d-%s-%d", s.dt, s.T, s.B, kp.kind, kp.param), func(t *testing.T) {
 				file := mustDerive(t, block, kp.kind, kp.param)
@@ -60,8 +60,8 @@ func testDeriveMatchesReference(t *testing.T) {
 				if dh != h {
 					t.Fatalf("DerivedHeader %v, Derive made %v", dh, h)
 				}
-				if kp.kind == hashdir.ReprSignHash {
-					if h.Dtype != hashdir.Uint8 || string(r.Data) != string(want.codes) {
+				if kp.kind == format.ReprSignHash {
+					if h.Dtype != format.Uint8 || string(r.Data) != string(want.codes) {
 						t.Fatalf("codes\n got %x\nwant %x", r.Data, want.codes)
 					}
 					return
@@ -70,7 +70,7 @@ func testDeriveMatchesReference(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if h.Dtype != hashdir.Float32 || len(got) != len(want.f) {
+				if h.Dtype != format.Float32 || len(got) != len(want.f) {
 					t.Fatalf("dtype %s, %d values, want float32 and %d", h.Dtype, len(got), len(want.f))
 				}
 				for i := range got {
@@ -95,14 +95,14 @@ func TestDeriveMeanFloat32(t *testing.T) {
 	}
 	payload := make([]byte, 4*len(k))
 	putFloats(payload, k)
-	block := hashdir.NewBlock(hashdir.BlockHeader{ID: randID(rng), NumLayers: L, BlockSize: B,
-		Dtype: hashdir.Float32, NumKVHeads: H, HeadDim: D}, payload)
-	file := mustDerive(t, block, hashdir.ReprMean, 0)
+	block := format.NewBlock(format.BlockHeader{ID: randID(rng), NumLayers: L, BlockSize: B,
+		Dtype: format.Float32, NumKVHeads: H, HeadDim: D}, payload)
+	file := mustDerive(t, block, format.ReprMean, 0)
 	r, err := ParseRepr(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := r.Header; h.Kind != hashdir.ReprMean || h.Dtype != hashdir.Float32 || h.NumLayers != L ||
+	if h := r.Header; h.Kind != format.ReprMean || h.Dtype != format.Float32 || h.NumLayers != L ||
 		h.NumKVHeads != H || h.Rows != 1 || h.Dim != D || len(r.Data) != 4*L*H*D {
 		t.Fatalf("header %v with %d data bytes", h, len(r.Data))
 	}
@@ -126,7 +126,7 @@ func TestDeriveMeanFloat32(t *testing.T) {
 
 func TestAppendDeriveNoAlloc(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	block := randBlock(rng, shape{L: 4, T: 2, B: 16, H: 8, D: 64, dt: hashdir.BFloat16})
+	block := randBlock(rng, shape{L: 4, T: 2, B: 16, H: 8, D: 64, dt: format.BFloat16})
 	for _, kp := range deriveKinds {
 		want := mustDerive(t, block, kp.kind, kp.param)
 		buf := make([]byte, 3, 3+len(want))

@@ -3,12 +3,12 @@ package sparse
 import (
 	"sync"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // deriver holds the shape of one derivation and its scratch buffers.
 type deriver struct {
-	dt         hashdir.Dtype
+	dt         format.Dtype
 	tokens     int // block_size
 	heads, dim int
 	rows       int // rows per head of the output (kind 2), else 1
@@ -27,14 +27,14 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-func newDeriver(b hashdir.BlockHeader, r hashdir.ReprHeader) deriver {
+func newDeriver(b format.BlockHeader, r format.ReprHeader) deriver {
 	d := deriver{dt: b.Dtype, tokens: int(b.BlockSize), heads: int(b.NumKVHeads), dim: int(b.HeadDim),
 		rows: int(r.Rows), merge: int(r.Param), s: scratchPool.Get().(*scratch)}
 	n := d.heads * d.dim
 	d.layerOut = d.heads * int(r.Rows) * int(r.Dim) * r.Dtype.Size()
 	d.s.accF = resize(d.s.accF, n)
 	d.s.acc = resize(d.s.acc, n)
-	if r.Kind == hashdir.ReprSignHash {
+	if r.Kind == format.ReprSignHash {
 		d.proj = getProjection(d.dim, int(r.Param))
 		d.s.sums = resize(d.s.sums, int(r.Param))
 	}

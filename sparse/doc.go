@@ -23,6 +23,6 @@
 // and of the candidate, lower first. Ties go to the smaller id. The byte
 // layouts, the projection and the scoring rules are in docs/sparse.md.
 //
-// The package imports only hashdir of ucmfs. Errors wrap ErrUnsupported,
-// ErrArgument, ErrMismatch, or hashdir.ErrFormat for malformed files.
+// The package imports only format of ucmfs. Errors wrap ErrUnsupported,
+// ErrArgument, ErrMismatch, or format.ErrFormat for malformed files.
 package sparse

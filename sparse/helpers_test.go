@@ -6,17 +6,17 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // shape is the shape of a test block.
 type shape struct {
 	L, T, B, H, D int
-	dt            hashdir.Dtype
+	dt            format.Dtype
 }
 
-func randID(rng *rand.Rand) hashdir.ID {
-	var id hashdir.ID
+func randID(rng *rand.Rand) format.ID {
+	var id format.ID
 	for i := range id {
 		id[i] = byte(rng.UintN(256))
 	}
@@ -26,12 +26,12 @@ func randID(rng *rand.Rand) hashdir.ID {
 // randElem appends one random finite element of dtype dt: a normal value
 // for float32 and bfloat16; a random binary16 with a moderate exponent,
 // or a subnormal one time in 8, for float16.
-func randElem(b []byte, rng *rand.Rand, dt hashdir.Dtype) []byte {
+func randElem(b []byte, rng *rand.Rand, dt format.Dtype) []byte {
 	f := float32(rng.NormFloat64())
 	switch dt {
-	case hashdir.Float32:
+	case format.Float32:
 		return binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
-	case hashdir.BFloat16:
+	case format.BFloat16:
 		return binary.LittleEndian.AppendUint16(b, uint16(math.Float32bits(f)>>16))
 	}
 	exp := uint16(8 + rng.UintN(9))
@@ -53,39 +53,39 @@ func randBlock(rng *rand.Rand, s shape) []byte {
 	if s.T == 2 && rng.UintN(2) == 0 {
 		tpl = 0 // 0 means 2
 	}
-	h := hashdir.BlockHeader{ID: randID(rng), NumLayers: uint32(s.L), BlockSize: uint32(s.B), Dtype: s.dt,
+	h := format.BlockHeader{ID: randID(rng), NumLayers: uint32(s.L), BlockSize: uint32(s.B), Dtype: s.dt,
 		NumKVHeads: uint32(s.H), HeadDim: uint32(s.D), TensorsPerLayer: tpl}
-	return hashdir.NewBlock(h, payload)
+	return format.NewBlock(h, payload)
 }
 
 // floatRepr is a complete float32 sidecar file of kind with values v,
 // laid out [layers][heads][rows][dim].
-func floatRepr(id hashdir.ID, kind hashdir.ReprKind, layers, heads, rows, dim int, param uint32, v []float32) []byte {
-	h := hashdir.ReprHeader{ID: id, Kind: kind, Dtype: hashdir.Float32, NumLayers: uint32(layers),
+func floatRepr(id format.ID, kind format.ReprKind, layers, heads, rows, dim int, param uint32, v []float32) []byte {
+	h := format.ReprHeader{ID: id, Kind: kind, Dtype: format.Float32, NumLayers: uint32(layers),
 		NumKVHeads: uint32(heads), Rows: uint32(rows), Dim: uint32(dim), Param: param}
 	payload := make([]byte, 4*len(v))
 	putFloats(payload, v)
-	return hashdir.NewRepr(h, payload)
+	return format.NewRepr(h, payload)
 }
 
 // mustDerive derives and checks the sidecar against its block with
-// hashdir's validators.
-func mustDerive(t testing.TB, block []byte, kind hashdir.ReprKind, param uint32) []byte {
+// format's validators.
+func mustDerive(t testing.TB, block []byte, kind format.ReprKind, param uint32) []byte {
 	t.Helper()
 	file, err := Derive(block, kind, param)
 	if err != nil {
 		t.Fatalf("Derive kind %s param %d: %v", kind, param, err)
 	}
-	rh, err := hashdir.DecodeReprHeader(file)
+	rh, err := format.DecodeReprHeader(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bh, _ := hashdir.DecodeBlockHeader(block)
-	crc := func() (uint32, error) { return hashdir.CRC32C(file[hashdir.HeaderSize:]), nil }
-	if err := hashdir.ValidateRepr(rh, bh.ID, int64(len(file)), crc); err != nil {
+	bh, _ := format.DecodeBlockHeader(block)
+	crc := func() (uint32, error) { return format.CRC32C(file[format.HeaderSize:]), nil }
+	if err := format.ValidateRepr(rh, bh.ID, int64(len(file)), crc); err != nil {
 		t.Fatalf("derived sidecar fails ValidateRepr: %v", err)
 	}
-	if err := hashdir.CheckReprForBlock(rh, bh); err != nil {
+	if err := format.CheckReprForBlock(rh, bh); err != nil {
 		t.Fatalf("derived sidecar fails CheckReprForBlock: %v", err)
 	}
 	return file

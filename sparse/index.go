@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // AllLayers, as the layer of NewBuilder, makes an index of every layer:
@@ -19,7 +19,7 @@ const AllLayers = -1
 // reused across queries; nothing changes it but SetWorkers, so any number
 // of searches may run on it at once.
 type Index struct {
-	kind      hashdir.ReprKind
+	kind      format.ReprKind
 	layer     int // AllLayers or the layer held
 	param     uint32
 	numLayers int // layers of the sidecars
@@ -30,9 +30,9 @@ type Index struct {
 	wpr       int // kind 3: 64-bit words per code
 	stride    int // elements (kind 3: words) per candidate
 
-	ids     []hashdir.ID // per candidate held
-	pos     []int        // per candidate held: its ordinal among the Add calls
-	missing []hashdir.ID
+	ids     []format.ID // per candidate held
+	pos     []int       // per candidate held: its ordinal among the Add calls
+	missing []format.ID
 	data    []float32 // kinds 0-2: len(ids) × stride
 	codes   []uint64  // kind 3: len(ids) × stride
 	workers int
@@ -49,7 +49,7 @@ type Builder struct {
 
 // NewBuilder returns a Builder of an index of kind over one layer (0 ..
 // num_layers-1) or AllLayers.
-func NewBuilder(kind hashdir.ReprKind, layer int) (*Builder, error) {
+func NewBuilder(kind format.ReprKind, layer int) (*Builder, error) {
 	if !kind.Valid() {
 		return nil, fmt.Errorf("%w: unknown sidecar kind %d", ErrArgument, uint32(kind))
 	}
@@ -66,7 +66,7 @@ func (b *Builder) Grow(n int) {
 	if !b.shaped || n <= 0 {
 		return
 	}
-	if x.kind == hashdir.ReprSignHash {
+	if x.kind == format.ReprSignHash {
 		x.codes = growCap(x.codes, n*x.stride)
 	} else {
 		x.data = growCap(x.data, n*x.stride)
@@ -91,7 +91,7 @@ func growCap[T any](s []T, n int) []T {
 // shape the first sidecar's (ErrMismatch), its dtype float16, bfloat16 or
 // float32 for kinds 0-2 (ErrUnsupported). A rejected sidecar leaves the
 // builder as it was.
-func (b *Builder) Add(id hashdir.ID, repr []byte) error {
+func (b *Builder) Add(id format.ID, repr []byte) error {
 	if len(repr) == 0 {
 		b.x.missing = append(b.x.missing, id)
 		b.adds++
@@ -111,7 +111,7 @@ func (b *Builder) Add(id hashdir.ID, repr []byte) error {
 	}
 	per := x.heads * x.rows * x.dim // elements (bytes for kind 3) per layer
 	src := r.Data[lo*per*r.Header.Dtype.Size() : hi*per*r.Header.Dtype.Size()]
-	if x.kind == hashdir.ReprSignHash {
+	if x.kind == format.ReprSignHash {
 		x.codes = appendCodes(x.codes, src, x.dim, x.wpr)
 	} else {
 		n := len(x.data)
@@ -125,14 +125,14 @@ func (b *Builder) Add(id hashdir.ID, repr []byte) error {
 }
 
 // check validates r against the builder, fixing the shape on first use.
-func (b *Builder) check(id hashdir.ID, r Repr) error {
+func (b *Builder) check(id format.ID, r Repr) error {
 	h, x := r.Header, &b.x
 	switch {
 	case h.ID != id:
 		return fmt.Errorf("%w: candidate %s has the sidecar of %s", ErrMismatch, id, h.ID)
 	case h.Kind != x.kind:
 		return fmt.Errorf("%w: candidate %s has a sidecar of kind %s, the index is of kind %s", ErrMismatch, id, h.Kind, x.kind)
-	case x.kind != hashdir.ReprSignHash && !floatDtype(h.Dtype):
+	case x.kind != format.ReprSignHash && !floatDtype(h.Dtype):
 		return fmt.Errorf("%w: candidate %s: sidecar dtype %s, want float16, bfloat16 or float32", ErrUnsupported, id, h.Dtype)
 	case x.layer >= int(h.NumLayers):
 		return fmt.Errorf("%w: candidate %s: layer %d of a sidecar of %d layers", ErrMismatch, id, x.layer, h.NumLayers)
@@ -146,7 +146,7 @@ func (b *Builder) check(id hashdir.ID, r Repr) error {
 		}
 		x.wpr = (x.dim + 7) / 8
 		x.stride = x.layers * x.heads * x.rows * x.dim
-		if x.kind == hashdir.ReprSignHash {
+		if x.kind == format.ReprSignHash {
 			x.stride = x.layers * x.heads * x.rows * x.wpr
 		}
 		b.shaped = true
@@ -185,7 +185,7 @@ func (b *Builder) Index() *Index {
 }
 
 // Kind is the kind of the index's sidecars.
-func (x *Index) Kind() hashdir.ReprKind { return x.kind }
+func (x *Index) Kind() format.ReprKind { return x.kind }
 
 // Layer is the layer the index holds, or AllLayers.
 func (x *Index) Layer() int { return x.layer }
@@ -195,14 +195,14 @@ func (x *Index) Len() int { return len(x.ids) }
 
 // Missing lists, in the order they were added, the candidates that had no
 // sidecar.
-func (x *Index) Missing() []hashdir.ID { return slices.Clone(x.missing) }
+func (x *Index) Missing() []format.ID { return slices.Clone(x.missing) }
 
 // QueryLen is the number of float32 a query of Search must have for kinds
 // 0-2: layers held × heads × dim, laid out [layer][head][dim]. It is 0
 // for an index of kind 3 (whose queries may have any head dimension) or
 // without candidates.
 func (x *Index) QueryLen() int {
-	if x.kind == hashdir.ReprSignHash {
+	if x.kind == format.ReprSignHash {
 		return 0
 	}
 	return x.layers * x.heads * x.dim

@@ -6,7 +6,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // The reference implementation: plain loops over the bytes, written from
@@ -33,20 +33,20 @@ func refF16(h uint16) float32 {
 }
 
 // refElem is element i of a little-endian array of dtype dt.
-func refElem(b []byte, dt hashdir.Dtype, i int) float32 {
+func refElem(b []byte, dt format.Dtype, i int) float32 {
 	switch dt {
-	case hashdir.Float32:
+	case format.Float32:
 		return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	case hashdir.BFloat16:
+	case format.BFloat16:
 		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16)
-	case hashdir.Float16:
+	case format.Float16:
 		return refF16(binary.LittleEndian.Uint16(b[2*i:]))
 	}
 	panic("refElem: dtype " + dt.String())
 }
 
 // refKey is element d of head h of token t of the K tensor of layer l.
-func refKey(block []byte, bh hashdir.BlockHeader, l, t, h, d int) float32 {
+func refKey(block []byte, bh format.BlockHeader, l, t, h, d int) float32 {
 	T := int(bh.TensorsPerLayer)
 	if T == 0 {
 		T = 2
@@ -64,8 +64,8 @@ type refRepr struct {
 	codes     []byte
 }
 
-func refDerive(block []byte, kind hashdir.ReprKind, param int) refRepr {
-	bh, err := hashdir.DecodeBlockHeader(block)
+func refDerive(block []byte, kind format.ReprKind, param int) refRepr {
+	bh, err := format.DecodeBlockHeader(block)
 	if err != nil {
 		panic(err)
 	}
@@ -74,9 +74,9 @@ func refDerive(block []byte, kind hashdir.ReprKind, param int) refRepr {
 	for l := 0; l < L; l++ {
 		for h := 0; h < H; h++ {
 			switch kind {
-			case hashdir.ReprMean, hashdir.ReprMerged:
+			case format.ReprMean, format.ReprMerged:
 				merge := B
-				if kind == hashdir.ReprMerged {
+				if kind == format.ReprMerged {
 					merge = param
 				}
 				out.rows, out.dim = (B+merge-1)/merge, D
@@ -90,7 +90,7 @@ func refDerive(block []byte, kind hashdir.ReprKind, param int) refRepr {
 						out.f = append(out.f, float32(s/float64(end-r*merge)))
 					}
 				}
-			case hashdir.ReprMax:
+			case format.ReprMax:
 				out.rows, out.dim = 1, D
 				for d := 0; d < D; d++ {
 					m := refKey(block, bh, l, 0, h, d)
@@ -104,7 +104,7 @@ func refDerive(block []byte, kind hashdir.ReprKind, param int) refRepr {
 					}
 					out.f = append(out.f, m)
 				}
-			case hashdir.ReprSignHash:
+			case format.ReprSignHash:
 				out.rows, out.dim = 1, param/8
 				mean := make([]float64, D)
 				for d := range mean {
@@ -138,7 +138,7 @@ func refHash(x []float64, bits int) []byte {
 
 // refHit is a reference ranking entry.
 type refHit struct {
-	id    hashdir.ID
+	id    format.ID
 	pos   int
 	score float64 // kinds 0-2
 	dist  int     // kind 3
@@ -147,9 +147,9 @@ type refHit struct {
 // refTopK scores every candidate with plain loops (float64 sums) and
 // sorts them all: score descending (NaN last) or distance ascending, then
 // id, then position.
-func refTopK(kind hashdir.ReprKind, layer int, cands []Candidate, query []float32, k int) ([]refHit, []hashdir.ID) {
+func refTopK(kind format.ReprKind, layer int, cands []Candidate, query []float32, k int) ([]refHit, []format.ID) {
 	var hits []refHit
-	var missing []hashdir.ID
+	var missing []format.ID
 	for pos, c := range cands {
 		if c.Repr == nil {
 			missing = append(missing, c.ID)
@@ -169,7 +169,7 @@ func refTopK(kind hashdir.ReprKind, layer int, cands []Candidate, query []float3
 		g := 0
 		for l := lo; l < hi; l++ {
 			for hd := 0; hd < H; hd++ {
-				if kind == hashdir.ReprSignHash {
+				if kind == format.ReprSignHash {
 					qd := len(query) / ((hi - lo) * H)
 					qv := make([]float64, qd)
 					for i := range qv {
@@ -208,7 +208,7 @@ func refTopK(kind hashdir.ReprKind, layer int, cands []Candidate, query []float3
 		hits = append(hits, hit)
 	}
 	key := func(h refHit) float64 {
-		if kind == hashdir.ReprSignHash {
+		if kind == format.ReprSignHash {
 			return -float64(h.dist)
 		}
 		if math.IsNaN(h.score) {

@@ -3,29 +3,29 @@ package sparse
 import (
 	"fmt"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Repr is a decoded sidecar file: its header and a view of its data,
 // [num_layers][num_kv_heads][rows][dim] elements of Header.Dtype,
 // little-endian.
 type Repr struct {
-	Header hashdir.ReprHeader
+	Header format.ReprHeader
 	Data   []byte // the payload; a sub-slice of the parsed file
 }
 
 // ParseRepr decodes a whole sidecar file and checks every rule of
-// hashdir.ValidateRepr, the CRC-32C included when the header flags it
+// format.ValidateRepr, the CRC-32C included when the header flags it
 // (the file name is taken to be the header's id). Errors wrap
-// hashdir.ErrFormat.
+// format.ErrFormat.
 func ParseRepr(file []byte) (Repr, error) {
-	h, err := hashdir.DecodeReprHeader(file)
+	h, err := format.DecodeReprHeader(file)
 	if err != nil {
 		return Repr{}, fmt.Errorf("parse sidecar: %w", err)
 	}
-	payload := file[min(len(file), hashdir.HeaderSize):]
-	crc := func() (uint32, error) { return hashdir.CRC32C(payload), nil }
-	if err := hashdir.ValidateRepr(h, h.ID, int64(len(file)), crc); err != nil {
+	payload := file[min(len(file), format.HeaderSize):]
+	crc := func() (uint32, error) { return format.CRC32C(payload), nil }
+	if err := format.ValidateRepr(h, h.ID, int64(len(file)), crc); err != nil {
 		return Repr{}, fmt.Errorf("parse sidecar: %w", err)
 	}
 	return Repr{Header: h, Data: payload}, nil

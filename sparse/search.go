@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // minWorkerBytes is the least matrix data worth a goroutine of its own
@@ -36,7 +36,7 @@ func (x *Index) Search(query []float32, k int) (Result, error) {
 	if len(x.ids) == 0 {
 		return res, nil
 	}
-	if x.kind == hashdir.ReprSignHash {
+	if x.kind == format.ReprSignHash {
 		codes, err := x.hashQuery(query)
 		if err != nil {
 			return Result{}, err
@@ -61,7 +61,7 @@ func (x *Index) Search(query []float32, k int) (Result, error) {
 // SearchCodes is Search for an index of kind 3 given the query's codes
 // already hashed: [layers held][heads][hash_bits/8] bytes.
 func (x *Index) SearchCodes(codes []byte, k int) (Result, error) {
-	if x.kind != hashdir.ReprSignHash {
+	if x.kind != format.ReprSignHash {
 		return Result{}, fmt.Errorf("%w: SearchCodes on an index of kind %s", ErrArgument, x.kind)
 	}
 	if k < 1 {
@@ -228,14 +228,14 @@ func (x *Index) parallel(k, bytesPer int, scan func(lo, hi int, t *topK)) []*top
 // Candidate is a block to rank and its sidecar file (nil when it has
 // none).
 type Candidate struct {
-	ID   hashdir.ID
+	ID   format.ID
 	Repr []byte
 }
 
 // TopK builds an index of kind over layer (or AllLayers) from cands and
 // searches it once for the k best candidates; see Builder.Add and
 // Index.Search.
-func TopK(kind hashdir.ReprKind, layer int, cands []Candidate, query []float32, k int) (Result, error) {
+func TopK(kind format.ReprKind, layer int, cands []Candidate, query []float32, k int) (Result, error) {
 	b, err := NewBuilder(kind, layer)
 	if err != nil {
 		return Result{}, err

@@ -5,12 +5,12 @@ import (
 	"math"
 	"slices"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Hit is one ranked candidate.
 type Hit struct {
-	ID  hashdir.ID
+	ID  format.ID
 	Pos int // the candidate's ordinal among the Builder.Add calls (missing ones count)
 	// Score is the dot-product score of kinds 0-2 (higher ranks first).
 	Score float32
@@ -22,7 +22,7 @@ type Hit struct {
 // the candidates that could not be ranked for want of a sidecar.
 type Result struct {
 	Hits    []Hit
-	Missing []hashdir.ID
+	Missing []format.ID
 }
 
 // entry is a scored candidate: key is the rank key (higher first: the
@@ -37,17 +37,17 @@ type entry struct {
 // topK keeps the k best entries seen, the worst at h[0].
 type topK struct {
 	k   int
-	ids []hashdir.ID
+	ids []format.ID
 	h   []entry
 }
 
-func newTopK(k int, ids []hashdir.ID) *topK {
+func newTopK(k int, ids []format.ID) *topK {
 	return &topK{k: k, ids: ids, h: make([]entry, 0, min(k, len(ids)))}
 }
 
 // before reports whether a ranks before b: higher key, then smaller id,
 // then smaller row.
-func before(ids []hashdir.ID, a, b entry) bool {
+func before(ids []format.ID, a, b entry) bool {
 	if a.key != b.key {
 		return a.key > b.key
 	}
@@ -132,7 +132,7 @@ func (x *Index) mergeHits(parts []*topK, k int) []Hit {
 	hits := make([]Hit, len(all))
 	for i, e := range all {
 		hits[i] = Hit{ID: x.ids[e.row], Pos: x.pos[e.row]}
-		if x.kind == hashdir.ReprSignHash {
+		if x.kind == format.ReprSignHash {
 			hits[i].Distance = int(-e.key)
 		} else {
 			hits[i].Score = e.score

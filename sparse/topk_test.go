@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // searchAll runs the search with 1 to 4 workers (every range a goroutine
@@ -39,13 +39,13 @@ func searchAll(t *testing.T, x *Index, query []float32, k int) Result {
 
 // derivedCandidates derives kind/param sidecars from n random blocks of
 // shape s (dtype varying), every missingEvery-th one left without.
-func derivedCandidates(t *testing.T, rng *rand.Rand, s shape, n, missingEvery int, kind hashdir.ReprKind, param uint32) []Candidate {
-	dts := []hashdir.Dtype{hashdir.Float32, hashdir.BFloat16, hashdir.Float16}
+func derivedCandidates(t *testing.T, rng *rand.Rand, s shape, n, missingEvery int, kind format.ReprKind, param uint32) []Candidate {
+	dts := []format.Dtype{format.Float32, format.BFloat16, format.Float16}
 	cands := make([]Candidate, n)
 	for i := range cands {
 		s.dt = dts[i%3]
 		block := randBlock(rng, s)
-		bh, _ := hashdir.DecodeBlockHeader(block)
+		bh, _ := format.DecodeBlockHeader(block)
 		cands[i].ID = bh.ID
 		if i%missingEvery != missingEvery-1 {
 			cands[i].Repr = mustDerive(t, block, kind, param)
@@ -59,10 +59,10 @@ func TestTopKMatchesReference(t *testing.T) {
 		rng := rand.New(rand.NewPCG(21, 22))
 		s := shape{L: 3, T: 2, B: 11, H: 3, D: 20}
 		for _, kp := range []struct {
-			kind  hashdir.ReprKind
+			kind  format.ReprKind
 			param uint32
-		}{{hashdir.ReprMean, 0}, {hashdir.ReprMax, 0}, {hashdir.ReprMerged, 3}, {hashdir.ReprMerged, 2},
-			{hashdir.ReprMerged, 11}, {hashdir.ReprSignHash, 64}, {hashdir.ReprSignHash, 24}} {
+		}{{format.ReprMean, 0}, {format.ReprMax, 0}, {format.ReprMerged, 3}, {format.ReprMerged, 2},
+			{format.ReprMerged, 11}, {format.ReprSignHash, 64}, {format.ReprSignHash, 24}} {
 			cands := derivedCandidates(t, rng, s, 45, 7, kp.kind, kp.param)
 			for _, layer := range []int{0, 2, AllLayers} {
 				for _, k := range []int{1, 5, 38, 100} {
@@ -94,7 +94,7 @@ func TestTopKMatchesReference(t *testing.T) {
 // compareHits checks got against the reference ranking: exact for kind 3;
 // for kinds 0-2 every score within float32 rounding of the reference and
 // the order that of the reference up to scores that close.
-func compareHits(t *testing.T, kind hashdir.ReprKind, got Result, want []refHit, missing []hashdir.ID, cands []Candidate, layer int, query []float32) {
+func compareHits(t *testing.T, kind format.ReprKind, got Result, want []refHit, missing []format.ID, cands []Candidate, layer int, query []float32) {
 	t.Helper()
 	if !slices.Equal(got.Missing, missing) {
 		t.Fatalf("missing %v, want %v", got.Missing, missing)
@@ -102,7 +102,7 @@ func compareHits(t *testing.T, kind hashdir.ReprKind, got Result, want []refHit,
 	if len(got.Hits) != len(want) {
 		t.Fatalf("%d hits, want %d", len(got.Hits), len(want))
 	}
-	if kind == hashdir.ReprSignHash {
+	if kind == format.ReprSignHash {
 		for i, h := range got.Hits {
 			if h.ID != want[i].id || h.Pos != want[i].pos || h.Distance != want[i].dist {
 				t.Fatalf("hit %d: %x pos %d distance %d, want %x pos %d distance %d", i, h.ID, h.Pos, h.Distance, want[i].id, want[i].pos, want[i].dist)
@@ -141,9 +141,9 @@ func TestTopKExactTies(t *testing.T) {
 		rng := rand.New(rand.NewPCG(23, 24))
 		const L, H, D = 2, 4, 33
 		for _, kp := range []struct {
-			kind hashdir.ReprKind
+			kind format.ReprKind
 			rows int
-		}{{hashdir.ReprMean, 1}, {hashdir.ReprMax, 1}, {hashdir.ReprMerged, 5}, {hashdir.ReprMerged, 4}, {hashdir.ReprSignHash, 3}} {
+		}{{format.ReprMean, 1}, {format.ReprMax, 1}, {format.ReprMerged, 5}, {format.ReprMerged, 4}, {format.ReprSignHash, 3}} {
 			var cands []Candidate
 			protos := make([][]float32, 6)
 			for i := range protos {
@@ -152,7 +152,7 @@ func TestTopKExactTies(t *testing.T) {
 					protos[i][j] = float32(int(rng.UintN(5)) - 2)
 				}
 			}
-			var dup hashdir.ID
+			var dup format.ID
 			for i := 0; i < 40; i++ {
 				id := randID(rng)
 				if i == 0 {
@@ -163,12 +163,12 @@ func TestTopKExactTies(t *testing.T) {
 				}
 				v := protos[rng.IntN(len(protos))]
 				var repr []byte
-				if kp.kind == hashdir.ReprSignHash {
+				if kp.kind == format.ReprSignHash {
 					code := make([]byte, len(v))
 					for j, f := range v {
 						code[j] = byte(int(f) * 37)
 					}
-					repr = hashdir.NewRepr(hashdir.ReprHeader{ID: id, Kind: kp.kind, Dtype: hashdir.Uint8, NumLayers: L,
+					repr = format.NewRepr(format.ReprHeader{ID: id, Kind: kp.kind, Dtype: format.Uint8, NumLayers: L,
 						NumKVHeads: H, Rows: uint32(kp.rows), Dim: D, Param: 8 * D}, code)
 				} else {
 					repr = floatRepr(id, kp.kind, L, H, kp.rows, D, uint32(kp.rows-1)*2, v)
@@ -195,7 +195,7 @@ func TestTopKExactTies(t *testing.T) {
 				ties := 0
 				for i, h := range got.Hits {
 					w := want[i]
-					if h.ID != w.id || h.Pos != w.pos || h.Distance != w.dist || (kp.kind != hashdir.ReprSignHash && float64(h.Score) != w.score) {
+					if h.ID != w.id || h.Pos != w.pos || h.Distance != w.dist || (kp.kind != format.ReprSignHash && float64(h.Score) != w.score) {
 						t.Fatalf("%s layer %d hit %d: %x pos %d score %v dist %d, want %x pos %d score %v dist %d",
 							kp.kind, layer, i, h.ID, h.Pos, h.Score, h.Distance, w.id, w.pos, w.score, w.dist)
 					}
@@ -216,21 +216,21 @@ func TestTopKExactTies(t *testing.T) {
 
 func TestTopKMissing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 26))
-	ids := []hashdir.ID{randID(rng), randID(rng), randID(rng), randID(rng)}
-	cands := []Candidate{{ID: ids[0]}, {ID: ids[1], Repr: floatRepr(ids[1], hashdir.ReprMean, 1, 1, 1, 2, 0, []float32{1, 2})},
-		{ID: ids[2], Repr: []byte{}}, {ID: ids[3], Repr: floatRepr(ids[3], hashdir.ReprMean, 1, 1, 1, 2, 0, []float32{3, 4})}}
-	res, err := TopK(hashdir.ReprMean, 0, cands, []float32{1, 1}, 10)
+	ids := []format.ID{randID(rng), randID(rng), randID(rng), randID(rng)}
+	cands := []Candidate{{ID: ids[0]}, {ID: ids[1], Repr: floatRepr(ids[1], format.ReprMean, 1, 1, 1, 2, 0, []float32{1, 2})},
+		{ID: ids[2], Repr: []byte{}}, {ID: ids[3], Repr: floatRepr(ids[3], format.ReprMean, 1, 1, 1, 2, 0, []float32{3, 4})}}
+	res, err := TopK(format.ReprMean, 0, cands, []float32{1, 1}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(res.Missing, []hashdir.ID{ids[0], ids[2]}) {
+	if !slices.Equal(res.Missing, []format.ID{ids[0], ids[2]}) {
 		t.Fatalf("missing %x", res.Missing)
 	}
 	want := []Hit{{ID: ids[3], Pos: 3, Score: 7}, {ID: ids[1], Pos: 1, Score: 3}}
 	if !slices.Equal(res.Hits, want) {
 		t.Fatalf("hits %+v, want %+v", res.Hits, want)
 	}
-	none, err := TopK(hashdir.ReprMax, AllLayers, []Candidate{{ID: ids[0]}, {ID: ids[1]}}, nil, 3)
+	none, err := TopK(format.ReprMax, AllLayers, []Candidate{{ID: ids[0]}, {ID: ids[1]}}, nil, 3)
 	if err != nil || len(none.Hits) != 0 || !slices.Equal(none.Missing, ids[:2]) {
 		t.Fatalf("all missing: %v %+v", err, none)
 	}
@@ -244,9 +244,9 @@ func TestTopKNaNLast(t *testing.T) {
 	var cands []Candidate
 	for _, v := range vals {
 		id := randID(rng)
-		cands = append(cands, Candidate{ID: id, Repr: floatRepr(id, hashdir.ReprMean, 1, 1, 1, 2, 0, v)})
+		cands = append(cands, Candidate{ID: id, Repr: floatRepr(id, format.ReprMean, 1, 1, 1, 2, 0, v)})
 	}
-	res, err := TopK(hashdir.ReprMean, 0, cands, []float32{1, 0}, 5)
+	res, err := TopK(format.ReprMean, 0, cands, []float32{1, 0}, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,9 +264,9 @@ func TestTopKNaNLast(t *testing.T) {
 func TestSearchConcurrent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 30))
 	s := shape{L: 2, T: 2, B: 8, H: 2, D: 16}
-	for _, kind := range []hashdir.ReprKind{hashdir.ReprMerged, hashdir.ReprSignHash} {
+	for _, kind := range []format.ReprKind{format.ReprMerged, format.ReprSignHash} {
 		param := uint32(3) // 3 rows of merged keys
-		if kind == hashdir.ReprSignHash {
+		if kind == format.ReprSignHash {
 			param = 16
 		}
 		cands := derivedCandidates(t, rng, s, 40, 9, kind, param)

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // The counts of open blocks: reads per key (the hits xattr) and the
@@ -17,18 +17,18 @@ const hitsPruneAt = 1 << 20
 // hitTable counts opens for reading per key (the hits xattr).
 type hitTable struct {
 	mu      sync.Mutex
-	n       map[hashdir.Key]uint64
+	n       map[format.Key]uint64
 	limit   int         // prune when n grows past it
 	pruning atomic.Bool // a prune runs
 }
 
 func (h *hitTable) init() {
-	h.n = make(map[hashdir.Key]uint64)
+	h.n = make(map[format.Key]uint64)
 	h.limit = hitsPruneAt
 }
 
 // Hit counts an open of k for reading.
-func (s *Store) Hit(k hashdir.Key) {
+func (s *Store) Hit(k format.Key) {
 	h := &s.hits
 	h.mu.Lock()
 	h.n[k]++
@@ -44,12 +44,12 @@ func (s *Store) pruneHits() {
 	h := &s.hits
 	defer h.pruning.Store(false)
 	h.mu.Lock()
-	keys := make([]hashdir.Key, 0, len(h.n))
+	keys := make([]format.Key, 0, len(h.n))
 	for k := range h.n {
 		keys = append(keys, k)
 	}
 	h.mu.Unlock()
-	var gone []hashdir.Key
+	var gone []format.Key
 	for _, k := range keys {
 		if !s.stack.Has(k) {
 			gone = append(gone, k)
@@ -63,7 +63,7 @@ func (s *Store) pruneHits() {
 	h.mu.Unlock()
 }
 
-func (h *hitTable) get(k hashdir.Key) uint64 {
+func (h *hitTable) get(k format.Key) uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.n[k]
@@ -71,7 +71,7 @@ func (h *hitTable) get(k hashdir.Key) uint64 {
 
 // forget drops the counts of k, or of a whole model when k.Model is set
 // and all is true.
-func (h *hitTable) forget(k hashdir.Key, all bool) {
+func (h *hitTable) forget(k format.Key, all bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !all {
@@ -92,25 +92,25 @@ func (h *hitTable) forget(k hashdir.Key, all bool) {
 // missed while a write ended also leaves nothing cached.
 type pendingSet struct {
 	mu     sync.Mutex
-	n      map[hashdir.Key]int
+	n      map[format.Key]int
 	epochs [256]uint64
 }
 
-func (p *pendingSet) init() { p.n = make(map[hashdir.Key]int) }
+func (p *pendingSet) init() { p.n = make(map[format.Key]int) }
 
-func (p *pendingSet) epoch(k hashdir.Key) uint64 {
+func (p *pendingSet) epoch(k format.Key) uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.epochs[k.ID[15]]
 }
 
-func (p *pendingSet) add(k hashdir.Key) {
+func (p *pendingSet) add(k format.Key) {
 	p.mu.Lock()
 	p.n[k]++
 	p.mu.Unlock()
 }
 
-func (p *pendingSet) done(k hashdir.Key) {
+func (p *pendingSet) done(k format.Key) {
 	p.mu.Lock()
 	if p.n[k]--; p.n[k] <= 0 {
 		delete(p.n, k)
@@ -119,27 +119,27 @@ func (p *pendingSet) done(k hashdir.Key) {
 	p.mu.Unlock()
 }
 
-func (p *pendingSet) has(k hashdir.Key) bool {
+func (p *pendingSet) has(k format.Key) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.n[k] > 0
 }
 
 // Hits is how many times k was opened for reading since the mount.
-func (s *Store) Hits(k hashdir.Key) uint64 { return s.hits.get(k) }
+func (s *Store) Hits(k format.Key) uint64 { return s.hits.get(k) }
 
 // ForgetHits drops the counts of k, or of k's whole model when all is set.
-func (s *Store) ForgetHits(k hashdir.Key, all bool) { s.hits.forget(k, all) }
+func (s *Store) ForgetHits(k format.Key, all bool) { s.hits.forget(k, all) }
 
 // WriteStarted counts a file of k being written; WriteEnded ends it.
-func (s *Store) WriteStarted(k hashdir.Key) { s.pending.add(k) }
+func (s *Store) WriteStarted(k format.Key) { s.pending.add(k) }
 
 // WriteEnded ends a write WriteStarted counted, and moves k's epoch.
-func (s *Store) WriteEnded(k hashdir.Key) { s.pending.done(k) }
+func (s *Store) WriteEnded(k format.Key) { s.pending.done(k) }
 
 // Writing reports whether a file of k is being written.
-func (s *Store) Writing(k hashdir.Key) bool { return s.pending.has(k) }
+func (s *Store) Writing(k format.Key) bool { return s.pending.has(k) }
 
 // WriteEpoch is a number that moves whenever a write of a key that shares
 // k's bucket ends: a miss taken while it moved must not be cached.
-func (s *Store) WriteEpoch(k hashdir.Key) uint64 { return s.pending.epoch(k) }
+func (s *Store) WriteEpoch(k format.Key) uint64 { return s.pending.epoch(k) }

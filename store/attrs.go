@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -49,9 +49,9 @@ func (a *Attrs) Has(name string) bool {
 
 // FileAttrs is the table of the published file k. header returns the
 // file's 64-byte header (the front end may cache it: a file is immutable).
-func (s *Store) FileAttrs(k hashdir.Key, header func() ([]byte, error)) *Attrs {
+func (s *Store) FileAttrs(k format.Key, header func() ([]byte, error)) *Attrs {
 	switch {
-	case k.Kind == hashdir.Repr:
+	case k.Kind == format.Repr:
 		return &Attrs{Names: reprAttrNames, Get: func(name string) (string, error) { return s.reprAttr(k, name, header) }}
 	case k.Kind.Raw():
 		return &Attrs{Names: rawAttrNames, Writable: map[string]bool{"pinned": true},
@@ -62,7 +62,7 @@ func (s *Store) FileAttrs(k hashdir.Key, header func() ([]byte, error)) *Attrs {
 }
 
 // pinSetter writes user.ucm.pinned (0 or 1).
-func (s *Store) pinSetter(k hashdir.Key) func(name, value string) error {
+func (s *Store) pinSetter(k format.Key) func(name, value string) error {
 	return func(name, value string) error {
 		pin, err := ParseBool(value)
 		if err != nil {
@@ -74,7 +74,7 @@ func (s *Store) pinSetter(k hashdir.Key) func(name, value string) error {
 
 // stackAttr answers the attributes every stored file has from the stack:
 // ok is false for a name it does not know.
-func (s *Store) stackAttr(k hashdir.Key, name string) (val string, ok bool, err error) {
+func (s *Store) stackAttr(k format.Key, name string) (val string, ok bool, err error) {
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	switch name {
 	case "hash":
@@ -122,7 +122,7 @@ func (s *Store) stackAttr(k hashdir.Key, name string) (val string, ok bool, err 
 
 // blockAttr is one attribute of a block (of a raw block: those of the
 // stack only, it has no header).
-func (s *Store) blockAttr(k hashdir.Key, name string, header func() ([]byte, error)) (string, error) {
+func (s *Store) blockAttr(k format.Key, name string, header func() ([]byte, error)) (string, error) {
 	if v, ok, err := s.stackAttr(k, name); ok && (err != nil || v != "") {
 		return v, err
 	}
@@ -136,7 +136,7 @@ func (s *Store) blockAttr(k hashdir.Key, name string, header func() ([]byte, err
 	if err != nil {
 		return "", err
 	}
-	h, err := hashdir.DecodeBlockHeader(b)
+	h, err := format.DecodeBlockHeader(b)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w: %w", k, tiers.ErrCorrupt, err)
 	}
@@ -165,8 +165,8 @@ func (s *Store) blockAttr(k hashdir.Key, name string, header func() ([]byte, err
 
 // reprKindOf names the kind of block k's stored sidecar, "" when it has
 // none.
-func (s *Store) reprKindOf(k hashdir.Key) (string, error) {
-	side := hashdir.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr}
+func (s *Store) reprKindOf(k format.Key) (string, error) {
+	side := format.Key{Model: k.Model, ID: k.ID, Kind: format.Repr}
 	h, err := s.stack.Open(side)
 	if errors.Is(err, tiers.ErrNotFound) {
 		return "", nil
@@ -175,11 +175,11 @@ func (s *Store) reprKindOf(k hashdir.Key) (string, error) {
 		return "", err
 	}
 	defer h.File.Close()
-	b := make([]byte, hashdir.HeaderSize)
-	if _, err := io.ReadFull(io.NewSectionReader(h.File, 0, hashdir.HeaderSize), b); err != nil {
+	b := make([]byte, format.HeaderSize)
+	if _, err := io.ReadFull(io.NewSectionReader(h.File, 0, format.HeaderSize), b); err != nil {
 		return "", err
 	}
-	rh, err := hashdir.DecodeReprHeader(b)
+	rh, err := format.DecodeReprHeader(b)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w: %w", side, tiers.ErrCorrupt, err)
 	}
@@ -187,7 +187,7 @@ func (s *Store) reprKindOf(k hashdir.Key) (string, error) {
 }
 
 // reprAttr is one attribute of a sidecar.
-func (s *Store) reprAttr(k hashdir.Key, name string, header func() ([]byte, error)) (string, error) {
+func (s *Store) reprAttr(k format.Key, name string, header func() ([]byte, error)) (string, error) {
 	if v, ok, err := s.stackAttr(k, name); ok && (err != nil || v != "") {
 		return v, err
 	}
@@ -195,7 +195,7 @@ func (s *Store) reprAttr(k hashdir.Key, name string, header func() ([]byte, erro
 	if err != nil {
 		return "", err
 	}
-	h, err := hashdir.DecodeReprHeader(b)
+	h, err := format.DecodeReprHeader(b)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w: %w", k, tiers.ErrCorrupt, err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -26,38 +26,38 @@ type (
 )
 
 // StatFile describes the published file k (ErrNotFound: no tier holds it).
-func (s *Store) StatFile(k hashdir.Key) (BlockInfo, error) { return s.stack.Stat(k) }
+func (s *Store) StatFile(k format.Key) (BlockInfo, error) { return s.stack.Stat(k) }
 
 // HasFile reports whether a tier holds the published file k.
-func (s *Store) HasFile(k hashdir.Key) bool { return s.stack.Has(k) }
+func (s *Store) HasFile(k format.Key) bool { return s.stack.Has(k) }
 
 // OpenFile opens the published file k for reading from the fastest tier
 // holding it, counting the hit and the promotion it may earn.
-func (s *Store) OpenFile(k hashdir.Key) (*Handle, error) { return s.stack.Open(k) }
+func (s *Store) OpenFile(k format.Key) (*Handle, error) { return s.stack.Open(k) }
 
 // ReuseOpen reports whether a descriptor of k opened with token t still
 // reads k's current file, and if so counts the open as OpenFile does; on
 // false the caller closes it and opens again.
-func (s *Store) ReuseOpen(k hashdir.Key, t Token) bool { return s.stack.Reuse(k, t) }
+func (s *Store) ReuseOpen(k format.Key, t Token) bool { return s.stack.Reuse(k, t) }
 
 // StillCurrent is ReuseOpen without counting a use (a kept descriptor's
 // check before it is kept longer).
-func (s *Store) StillCurrent(k hashdir.Key, t Token) bool { return s.stack.Current(k, t) }
+func (s *Store) StillCurrent(k format.Key, t Token) bool { return s.stack.Current(k, t) }
 
 // SetFileMTime sets the modification time every tier keeps for k.
-func (s *Store) SetFileMTime(k hashdir.Key, t time.Time) error { return s.stack.SetMTime(k, t) }
+func (s *Store) SetFileMTime(k format.Key, t time.Time) error { return s.stack.SetMTime(k, t) }
 
 // RemoveFile removes k from every tier. The caller first waits for the
 // GPU loads of the block (Removal).
-func (s *Store) RemoveFile(k hashdir.Key) error { return s.stack.Remove(k) }
+func (s *Store) RemoveFile(k format.Key) error { return s.stack.Remove(k) }
 
 // FlushFile returns once k is durable on a persistent tier (at once on a
 // mount without one).
-func (s *Store) FlushFile(ctx context.Context, k hashdir.Key) error { return s.stack.Flush(ctx, k) }
+func (s *Store) FlushFile(ctx context.Context, k format.Key) error { return s.stack.Flush(ctx, k) }
 
 // ShardFiles lists the published files of model whose id starts with
 // the byte shard, from the tiers' indexes. The slice is the caller's.
-func (s *Store) ShardFiles(model string, shard byte) []hashdir.Key {
+func (s *Store) ShardFiles(model string, shard byte) []format.Key {
 	return s.stack.ShardKeys(model, shard)
 }
 
@@ -102,14 +102,14 @@ type PendingWrite = tiers.PendingWrite
 
 // CreateFile starts writing k straight into the memory tier (a GPU dump):
 // ErrExist when k is published already.
-func (s *Store) CreateFile(k hashdir.Key) (*PendingWrite, error) { return s.stack.Create(k) }
+func (s *Store) CreateFile(k format.Key) (*PendingWrite, error) { return s.stack.Create(k) }
 
 // AbortFile discards a file CreateFile started.
 func (s *Store) AbortFile(p *PendingWrite) { s.stack.Abort(p) }
 
 // Mapping returns the read-only mapping of k's file in the memory tier
 // (nil when it has none); valid while k is pinned (AcquirePin).
-func (s *Store) Mapping(k hashdir.Key) []byte { return s.stack.Mapping(k) }
+func (s *Store) Mapping(k format.Key) []byte { return s.stack.Mapping(k) }
 
 // Touch counts a use of k's memory-tier file read through its mapping.
-func (s *Store) Touch(k hashdir.Key) { s.stack.Touch(k) }
+func (s *Store) Touch(k format.Key) { s.stack.Touch(k) }

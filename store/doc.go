@@ -20,6 +20,6 @@
 //     latency observers the metrics install (latency.go).
 //
 // It returns Go errors and sentinels only (errors.go, and those of tiers,
-// hashdir and gpu): it imports neither go-fuse nor errno constants, so its
+// format and gpu): it imports neither go-fuse nor errno constants, so its
 // tests run without a kernel.
 package store

@@ -6,7 +6,7 @@ import (
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
-// Errors of the store that have no tiers or hashdir sentinel. The front
+// Errors of the store that have no tiers or format sentinel. The front
 // end decides what each means to its caller (the FUSE adapter maps them
 // to an errno in one place).
 var (

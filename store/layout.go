@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // The layouts of a model directory (docs/spec.md §2).
@@ -89,25 +89,25 @@ const DefaultShardWidth = 3
 // BlockKey is the key of block id of model: a UCMB block, or in a
 // ucm-posix model the raw block of the first of its shard widths that
 // holds it (else of its first width, DefaultShardWidth when it has none).
-func (s *Store) BlockKey(model string, id hashdir.ID) hashdir.Key {
+func (s *Store) BlockKey(model string, id format.ID) format.Key {
 	v := s.modelSettings(model)
 	if v.Layout != LayoutUCMPosix {
-		return hashdir.Key{Model: model, ID: id, Kind: hashdir.Block}
+		return format.Key{Model: model, ID: id, Kind: format.Block}
 	}
 	if len(v.ShardWidths) == 0 {
-		return hashdir.Key{Model: model, ID: id, Kind: hashdir.RawKind(DefaultShardWidth)}
+		return format.Key{Model: model, ID: id, Kind: format.RawKind(DefaultShardWidth)}
 	}
 	for _, w := range v.ShardWidths {
-		if k := (hashdir.Key{Model: model, ID: id, Kind: hashdir.RawKind(w)}); s.stack.HasKey(k) {
+		if k := (format.Key{Model: model, ID: id, Kind: format.RawKind(w)}); s.stack.HasKey(k) {
 			return k
 		}
 	}
-	return hashdir.Key{Model: model, ID: id, Kind: hashdir.RawKind(v.ShardWidths[0])}
+	return format.Key{Model: model, ID: id, Kind: format.RawKind(v.ShardWidths[0])}
 }
 
 // HasBlock reports whether a tier holds block id of model (BlockKey's),
 // from the tiers' indexes (tiers.Stack.HasKey).
-func (s *Store) HasBlock(model string, id hashdir.ID) bool {
+func (s *Store) HasBlock(model string, id format.ID) bool {
 	return s.stack.HasKey(s.BlockKey(model, id))
 }
 

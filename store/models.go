@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // modelSet is the registry of model directories: the models made with
@@ -67,7 +67,7 @@ func (s *Store) seedModels() {
 			continue
 		}
 		for _, n := range dirNames(t.Dir) {
-			if hashdir.ValidateModel(n) == nil {
+			if format.ValidateModel(n) == nil {
 				s.models.add(n)
 			}
 		}
@@ -219,7 +219,7 @@ func (s *Store) AddModel(name string) {
 // modelEmpty reports whether no tier holds a file of model.
 func (s *Store) modelEmpty(model string) bool {
 	empty := true
-	s.stack.List(model, func(hashdir.Key) bool { empty = false; return false })
+	s.stack.List(model, func(format.Key) bool { empty = false; return false })
 	return empty
 }
 
@@ -238,7 +238,7 @@ func (s *Store) RemoveModel(model string) error {
 		return err
 	}
 	s.models.remove(model)
-	s.ForgetHits(hashdir.Key{Model: model}, true)
+	s.ForgetHits(format.Key{Model: model}, true)
 	s.quotas.set(model, 0)
 	s.forgetSettings(model)
 	s.log.Info("model removed", "model", model)

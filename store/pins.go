@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -27,9 +27,9 @@ import (
 type loadPins struct {
 	mu       sync.Mutex
 	cond     sync.Cond // signalled when a load ends or a removal ends
-	loads    map[hashdir.Key]*pinEntry
-	removing map[hashdir.Key]int // keys being removed
-	models   map[string]int      // models being removed
+	loads    map[format.Key]*pinEntry
+	removing map[format.Key]int // keys being removed
+	models   map[string]int     // models being removed
 }
 
 // pinEntry is one key pinned by loads.
@@ -40,13 +40,13 @@ type pinEntry struct {
 
 func (p *loadPins) init() {
 	p.cond.L = &p.mu
-	p.loads = make(map[hashdir.Key]*pinEntry)
-	p.removing = make(map[hashdir.Key]int)
+	p.loads = make(map[format.Key]*pinEntry)
+	p.removing = make(map[format.Key]int)
 	p.models = make(map[string]int)
 }
 
 // blocked reports whether k or its model is being removed (under mu).
-func (p *loadPins) blocked(k hashdir.Key) bool {
+func (p *loadPins) blocked(k format.Key) bool {
 	return p.removing[k] > 0 || p.models[k.Model] > 0
 }
 
@@ -58,7 +58,7 @@ const pinRetries = 3
 // and pins it there for a load; releasePin undoes it. It waits while k
 // or its model is being removed. Errors: tiers.ErrNotFound (no tier holds
 // k), tiers.ErrFull (memory cannot take it), others from the stack.
-func (s *Store) AcquirePin(k hashdir.Key) error {
+func (s *Store) AcquirePin(k format.Key) error {
 	p := &s.pins
 	for range pinRetries {
 		if err := s.stack.Promote(k); err != nil {
@@ -88,7 +88,7 @@ func (s *Store) AcquirePin(k hashdir.Key) error {
 
 // ReleasePin ends one load's pin of k; the last one leaves the pin flag
 // as the user set it.
-func (s *Store) ReleasePin(k hashdir.Key) {
+func (s *Store) ReleasePin(k format.Key) {
 	p := &s.pins
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -111,7 +111,7 @@ func (s *Store) ReleasePin(k hashdir.Key) {
 // SetUserPin applies user.ucm.pinned: pin keeps k in memory (promoting
 // it first), unpin lets it go. While loads pin k, the choice is kept
 // aside and applied when the last one ends.
-func (s *Store) SetUserPin(k hashdir.Key, pin bool) error {
+func (s *Store) SetUserPin(k format.Key, pin bool) error {
 	if pin {
 		if err := s.stack.Promote(k); err != nil {
 			return err
@@ -129,7 +129,7 @@ func (s *Store) SetUserPin(k hashdir.Key, pin bool) error {
 
 // UserPin is the pin flag the user chose for k while loads pin it; ok is
 // false when no load does (the memory tier's flag is the answer then).
-func (s *Store) UserPin(k hashdir.Key) (pinned, ok bool) {
+func (s *Store) UserPin(k format.Key) (pinned, ok bool) {
 	p := &s.pins
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -141,7 +141,7 @@ func (s *Store) UserPin(k hashdir.Key) (pinned, ok bool) {
 
 // Removal waits until no load pins k, then keeps new loads of k waiting
 // until the returned function is called: around a removal of k.
-func (s *Store) Removal(k hashdir.Key) (done func()) {
+func (s *Store) Removal(k format.Key) (done func()) {
 	p := &s.pins
 	p.mu.Lock()
 	for p.loads[k] != nil {

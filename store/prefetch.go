@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -27,20 +27,20 @@ const (
 type prefetcher struct {
 	start   sync.Once
 	stop    sync.Once
-	jobs    chan hashdir.Key
+	jobs    chan format.Key
 	done    chan struct{} // closed at stop
 	wg      sync.WaitGroup
 	pending atomic.Int64 // queued or running
 }
 
 func (p *prefetcher) init() {
-	p.jobs = make(chan hashdir.Key, prefetchQueue)
+	p.jobs = make(chan format.Key, prefetchQueue)
 	p.done = make(chan struct{})
 }
 
 // EnqueuePrefetch queues k for promotion into the memory tier by the pool, waiting for room; it fails once the pool is stopped
 // (ErrShutdown) or when ctx ends (ErrInterrupted).
-func (s *Store) EnqueuePrefetch(ctx context.Context, k hashdir.Key) error {
+func (s *Store) EnqueuePrefetch(ctx context.Context, k format.Key) error {
 	p := &s.prefetch
 	p.start.Do(func() {
 		for range prefetchWorkers {

@@ -3,7 +3,7 @@ package store
 import (
 	"fmt"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -19,7 +19,7 @@ func (s *Store) Publish(pw *PendingWrite, size int64, durable bool) (Info, error
 		s.stack.Abort(pw)
 		return tiers.Info{}, fmt.Errorf("%d bytes pass the %d-byte limit: %w", size, s.opts.MaxFileSize, ErrTooBig)
 	}
-	if key.Kind == hashdir.Repr {
+	if key.Kind == format.Repr {
 		if err := s.checkSidecar(pw); err != nil {
 			s.stack.Abort(pw)
 			return tiers.Info{}, err

@@ -4,7 +4,7 @@ import (
 	"container/list"
 	"sync"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -30,8 +30,8 @@ type reprCache struct {
 // and param zero) or a sidecar derived in memory from a block (key.Kind
 // is Block) with a kind and param.
 type reprCacheKey struct {
-	key   hashdir.Key
-	kind  hashdir.ReprKind
+	key   format.Key
+	kind  format.ReprKind
 	param uint32
 }
 
@@ -58,7 +58,7 @@ func tokenOf(bi tiers.BlockInfo) fileToken {
 }
 
 // statToken is the token of k now; ok is false when no tier holds it.
-func (s *Store) statToken(k hashdir.Key) (tok fileToken, ok bool) {
+func (s *Store) statToken(k format.Key) (tok fileToken, ok bool) {
 	bi, err := s.stack.Stat(k)
 	if err != nil {
 		return fileToken{}, false

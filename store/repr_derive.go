@@ -23,28 +23,28 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/sparse"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // blockOf is the key of the block a sidecar key belongs to.
-func blockOf(k hashdir.Key) hashdir.Key {
-	return hashdir.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Block}
+func blockOf(k format.Key) format.Key {
+	return format.Key{Model: k.Model, ID: k.ID, Kind: format.Block}
 }
 
 // sidecarOf is the key of a block's sidecar.
-func sidecarOf(k hashdir.Key) hashdir.Key {
-	return hashdir.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr}
+func sidecarOf(k format.Key) format.Key {
+	return format.Key{Model: k.Model, ID: k.ID, Kind: format.Repr}
 }
 
 // blockHeader reads and decodes the header of a stored block.
-func (s *Store) blockHeader(k hashdir.Key) (hashdir.BlockHeader, tiers.Info, error) {
-	b, info, err := s.stack.ReadFile(k, hashdir.HeaderSize)
+func (s *Store) blockHeader(k format.Key) (format.BlockHeader, tiers.Info, error) {
+	b, info, err := s.stack.ReadFile(k, format.HeaderSize)
 	if err != nil {
-		return hashdir.BlockHeader{}, info, err
+		return format.BlockHeader{}, info, err
 	}
-	h, err := hashdir.DecodeBlockHeader(b)
+	h, err := format.DecodeBlockHeader(b)
 	if err != nil {
 		return h, info, fmt.Errorf("%s: %w: %w", k, tiers.ErrCorrupt, err)
 	}
@@ -53,7 +53,7 @@ func (s *Store) blockHeader(k hashdir.Key) (hashdir.BlockHeader, tiers.Info, err
 
 // underivable marks a block whose layout does not allow derivation: the
 // sidecar does not exist (ErrNoSidecar), and the refusal is logged.
-func underivable(k hashdir.Key, err error) error {
+func underivable(k format.Key, err error) error {
 	return fmt.Errorf("%s: no sidecar stored, and none can be derived: %w (%w)", k, err, ErrNoSidecar)
 }
 
@@ -62,7 +62,7 @@ func underivable(k hashdir.Key, err error) error {
 // with a nil error, when derivation is off for the model or the block is
 // not stored; an error means the block's layout does not allow it
 // (underivable) or its header could not be read.
-func (s *Store) Derivable(key hashdir.Key) (size int64, mtime time.Time, ok bool, err error) {
+func (s *Store) Derivable(key format.Key) (size int64, mtime time.Time, ok bool, err error) {
 	set := s.ModelRepr(key.Model)
 	if set.Off {
 		return 0, time.Time{}, false, nil
@@ -79,19 +79,19 @@ func (s *Store) Derivable(key hashdir.Key) (size int64, mtime time.Time, ok bool
 		return 0, time.Time{}, false, underivable(key, err)
 	}
 	n, _ := rh.PayloadSize()
-	return hashdir.HeaderSize + int64(n), info.MTime, true, nil
+	return format.HeaderSize + int64(n), info.MTime, true, nil
 }
 
 // deriveBytes reads block (a block key), checks its payload CRC against
 // the stack's, and derives its sidecar of kind and param in memory.
 // A layout that does not allow it is underivable.
-func (s *Store) deriveBytes(block hashdir.Key, kind hashdir.ReprKind, param uint32) ([]byte, error) {
+func (s *Store) deriveBytes(block format.Key, kind format.ReprKind, param uint32) ([]byte, error) {
 	data, _, err := s.stack.ReadFile(block, -1)
 	if err != nil {
 		return nil, err
 	}
-	if bi, err := s.stack.Stat(block); err == nil && bi.HasCRC && len(data) >= hashdir.HeaderSize {
-		if got := hashdir.CRC32C(data[hashdir.HeaderSize:]); got != bi.CRC {
+	if bi, err := s.stack.Stat(block); err == nil && bi.HasCRC && len(data) >= format.HeaderSize {
+		if got := format.CRC32C(data[format.HeaderSize:]); got != bi.CRC {
 			return nil, fmt.Errorf("%s: payload CRC-32C %08x, the store has %08x: %w", block, got, bi.CRC, tiers.ErrCorrupt)
 		}
 	}
@@ -110,7 +110,7 @@ func (s *Store) deriveBytes(block hashdir.Key, kind hashdir.ReprKind, param uint
 // is not an error. Derived sidecars are not held to the model's quota:
 // they are a small fraction of their block, and a read must not fail for
 // want of quota; they count in its use like any file.
-func (s *Store) storeDerived(key hashdir.Key, data []byte) error {
+func (s *Store) storeDerived(key format.Key, data []byte) error {
 	info, err := s.stack.Put(key, data, false)
 	if errors.Is(err, tiers.ErrExist) {
 		return nil
@@ -128,7 +128,7 @@ func (s *Store) storeDerived(key hashdir.Key, data []byte) error {
 // calls for one key derive once. It fails with tiers.ErrNotFound when
 // derivation is off or the block is not stored, and with an underivable
 // error when the block's layout does not allow it.
-func (s *Store) DeriveSidecar(key hashdir.Key) error {
+func (s *Store) DeriveSidecar(key format.Key) error {
 	_, err, _ := s.derives.Do(key.Path(), func() (any, error) {
 		if s.stack.Has(key) {
 			return nil, nil
@@ -147,16 +147,16 @@ func (s *Store) DeriveSidecar(key hashdir.Key) error {
 }
 
 // checkSidecar checks a sidecar being published (pw, Kind Repr) against
-// its block: same layers, heads and dim (hashdir.CheckReprForBlock). A
+// its block: same layers, heads and dim (format.CheckReprForBlock). A
 // header that does not decode, or a block not stored, is left to the
 // stack's own validation, which refuses them.
 func (s *Store) checkSidecar(pw *tiers.PendingWrite) error {
 	key := pw.Key()
-	var b [hashdir.HeaderSize]byte
+	var b [format.HeaderSize]byte
 	if _, err := pw.File().ReadAt(b[:], 0); err != nil {
 		return nil
 	}
-	rh, err := hashdir.DecodeReprHeader(b[:])
+	rh, err := format.DecodeReprHeader(b[:])
 	if err != nil {
 		return nil
 	}
@@ -164,7 +164,7 @@ func (s *Store) checkSidecar(pw *tiers.PendingWrite) error {
 	if err != nil {
 		return nil
 	}
-	if err := hashdir.CheckReprForBlock(rh, bh); err != nil {
+	if err := format.CheckReprForBlock(rh, bh); err != nil {
 		return fmt.Errorf("%w: %s: %w", tiers.ErrInvalid, key, err)
 	}
 	return nil

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/sparse"
 )
 
@@ -17,7 +17,7 @@ type ReprSetting struct {
 	// Off: derive nothing; <id>.repr exists only when one is stored.
 	Off bool
 	// Kind is the kind derived.
-	Kind hashdir.ReprKind
+	Kind format.ReprKind
 	// Param is the merge factor (kind 2) or hash_bits (kind 3); 0 takes
 	// the default (sparse.DefaultMerge, sparse.DefaultHashBits).
 	Param uint32
@@ -33,13 +33,13 @@ func ParseReprSetting(s string) (ReprSetting, error) {
 		return ReprSetting{Off: true}, nil
 	}
 	name, arg, hasArg := strings.Cut(s, ":")
-	kind, err := hashdir.ParseReprKind(name)
+	kind, err := format.ParseReprKind(name)
 	if err != nil {
 		return ReprSetting{}, fmt.Errorf("sidecar kind %q: want mean, max, merged[:N], signhash[:BITS] or none: %w", s, ErrInvalid)
 	}
 	var param uint32
 	if hasArg {
-		if kind == hashdir.ReprMean || kind == hashdir.ReprMax {
+		if kind == format.ReprMean || kind == format.ReprMax {
 			return ReprSetting{}, fmt.Errorf("sidecar kind %q: %s takes no parameter: %w", s, kind, ErrInvalid)
 		}
 		n, err := strconv.ParseUint(arg, 10, 32)
@@ -85,7 +85,7 @@ func (r ReprSetting) String() string {
 	}
 	r = r.resolved()
 	switch r.Kind {
-	case hashdir.ReprMerged, hashdir.ReprSignHash:
+	case format.ReprMerged, format.ReprSignHash:
 		return r.Kind.String() + ":" + strconv.FormatUint(uint64(r.Param), 10)
 	}
 	return r.Kind.String()

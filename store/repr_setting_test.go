@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // TestParseReprSetting: the text forms and their canonical spelling.
@@ -27,7 +27,7 @@ func TestParseReprSetting(t *testing.T) {
 	if (ReprSetting{}).String() != "mean" {
 		t.Error("the zero setting is not mean")
 	}
-	for _, bad := range []ReprSetting{{Kind: 7}, {Kind: hashdir.ReprMean, Param: 2}, {Kind: hashdir.ReprSignHash, Param: 12}} {
+	for _, bad := range []ReprSetting{{Kind: 7}, {Kind: format.ReprMean, Param: 2}, {Kind: format.ReprSignHash, Param: 12}} {
 		if _, err := New(nil, Options{Repr: bad}); !errors.Is(err, ErrInvalid) {
 			t.Errorf("New with Repr %+v: %v, want ErrInvalid", bad, err)
 		}

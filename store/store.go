@@ -4,8 +4,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sync/singleflight"
 )
@@ -96,8 +96,8 @@ type Store struct {
 	writes   writeTable    // files being written, by name (writes_table.go)
 	writeSeq atomic.Uint64 // numbers of files being written
 
-	published atomic.Pointer[func(hashdir.Key)] // the front end's hook (OnPublish)
-	stopped   atomic.Bool                       // Stop was called
+	published atomic.Pointer[func(format.Key)] // the front end's hook (OnPublish)
+	stopped   atomic.Bool                      // Stop was called
 }
 
 // New returns the store over st and registers the models its tiers hold.
@@ -152,10 +152,10 @@ func (s *Store) Stopped() bool { return s.stopped.Load() }
 
 // OnPublish sets the hook called with the key of a block published behind
 // the front end's back (a GPU dump), so it can drop a cached miss.
-func (s *Store) OnPublish(fn func(hashdir.Key)) { s.published.Store(&fn) }
+func (s *Store) OnPublish(fn func(format.Key)) { s.published.Store(&fn) }
 
 // NotifyPublished calls the OnPublish hook for k.
-func (s *Store) NotifyPublished(k hashdir.Key) {
+func (s *Store) NotifyPublished(k format.Key) {
 	if fn := s.published.Load(); fn != nil {
 		(*fn)(k)
 	}

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -33,14 +33,14 @@ func newTestStore(t testing.TB, opts Options) *Store {
 }
 
 // testBlock is block n of testModel with payload bytes.
-func testBlock(n, payload int) (hashdir.Key, []byte) {
-	id := hashdir.ID(md5.Sum(fmt.Appendf(nil, "%s/%d", testModel, n)))
-	h := hashdir.BlockHeader{ID: id, NumLayers: 2, BlockSize: 4, Dtype: hashdir.BFloat16}
-	return hashdir.Key{Model: testModel, ID: id}, hashdir.NewBlock(h, make([]byte, payload))
+func testBlock(n, payload int) (format.Key, []byte) {
+	id := format.ID(md5.Sum(fmt.Appendf(nil, "%s/%d", testModel, n)))
+	h := format.BlockHeader{ID: id, NumLayers: 2, BlockSize: 4, Dtype: format.BFloat16}
+	return format.Key{Model: testModel, ID: id}, format.NewBlock(h, make([]byte, payload))
 }
 
 // publish writes data as key through a pending write and Publish.
-func publish(t *testing.T, s *Store, key hashdir.Key, data []byte) (tiers.Info, error) {
+func publish(t *testing.T, s *Store, key format.Key, data []byte) (tiers.Info, error) {
 	t.Helper()
 	pw, err := s.stack.Create(key)
 	if err != nil {

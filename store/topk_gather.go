@@ -3,7 +3,7 @@ package store
 import (
 	"errors"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -22,30 +22,30 @@ type SourceToken struct {
 }
 
 // CandidateToken is the token of candidate id of model now.
-func (s *Store) CandidateToken(model string, id hashdir.ID) SourceToken {
+func (s *Store) CandidateToken(model string, id format.ID) SourceToken {
 	var t SourceToken
-	t.repr, t.hasRepr = s.statToken(hashdir.Key{Model: model, ID: id, Kind: hashdir.Repr})
-	t.block, t.hasBlock = s.statToken(hashdir.Key{Model: model, ID: id, Kind: hashdir.Block})
+	t.repr, t.hasRepr = s.statToken(format.Key{Model: model, ID: id, Kind: format.Repr})
+	t.block, t.hasBlock = s.statToken(format.Key{Model: model, ID: id, Kind: format.Block})
 	return t
 }
 
 // reprIs reports whether a sidecar file has kind and param (param counts
 // for kinds 2 and 3 only).
-func reprIs(data []byte, kind hashdir.ReprKind, param uint32) bool {
-	h, err := hashdir.DecodeReprHeader(data)
+func reprIs(data []byte, kind format.ReprKind, param uint32) bool {
+	h, err := format.DecodeReprHeader(data)
 	if err != nil || h.Kind != kind {
 		return false
 	}
-	return kind == hashdir.ReprMean || kind == hashdir.ReprMax || h.Param == param
+	return kind == format.ReprMean || kind == format.ReprMax || h.Param == param
 }
 
 // TopkSidecar gathers the sidecar file of candidate id of model, of kind
 // and param, with the token of what it came from; nil when the block is
 // not stored or allows no derivation. derived tells whether it was
 // derived for this call.
-func (s *Store) TopkSidecar(model string, id hashdir.ID, kind hashdir.ReprKind, param uint32) (data []byte, tok SourceToken, derived bool) {
+func (s *Store) TopkSidecar(model string, id format.ID, kind format.ReprKind, param uint32) (data []byte, tok SourceToken, derived bool) {
 	tok = s.CandidateToken(model, id)
-	rk := hashdir.Key{Model: model, ID: id, Kind: hashdir.Repr}
+	rk := format.Key{Model: model, ID: id, Kind: format.Repr}
 	bk := blockOf(rk)
 	if !tok.hasBlock {
 		return nil, tok, false // a sidecar without its block is not a candidate's
@@ -93,6 +93,6 @@ func (s *Store) TopkSidecar(model string, id hashdir.ID, kind hashdir.ReprKind, 
 // sidecar file with its CRC set (one stored meanwhile by another writer
 // may differ).
 func sameFile(t fileToken, data []byte) bool {
-	h, err := hashdir.DecodeReprHeader(data)
+	h, err := format.DecodeReprHeader(data)
 	return err == nil && h.HasCRC() && t.size == int64(len(data)) && (!t.hasCRC || t.crc == h.PayloadCRC)
 }

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
@@ -53,7 +53,7 @@ var ErrDone = errors.New("file no longer being written")
 // rules (owner, staging name, verdict) around the memory-tier file.
 type Draft struct {
 	s     *Store
-	key   hashdir.Key // what it publishes as
+	key   format.Key // what it publishes as
 	wk    writeKey
 	owner Proc
 	pw    *tiers.PendingWrite
@@ -76,7 +76,7 @@ type Draft struct {
 type Writer struct{ w *Draft }
 
 // Key is what the file publishes as.
-func (w *Draft) Key() hashdir.Key { return w.key }
+func (w *Draft) Key() format.Key { return w.key }
 
 // Name is the file's name in its shard directory.
 func (w *Draft) Name() string { return w.wk.name }
@@ -91,7 +91,7 @@ func (w *Draft) Owner() Proc { return w.owner }
 // staging name when staging is set) that p writes, starting it if there
 // is none (truncated when trunc is set). With excl an existing file is
 // tiers.ErrExist, and so is an id already published (under a final name).
-func (s *Store) BeginWrite(p Proc, key hashdir.Key, name string, staging, excl, trunc bool) (*Draft, *Writer, error) {
+func (s *Store) BeginWrite(p Proc, key format.Key, name string, staging, excl, trunc bool) (*Draft, *Writer, error) {
 	wk := writeKeyOf(key, name, staging, p)
 	w := s.writes.get(wk)
 	if w != nil && excl {
@@ -112,7 +112,7 @@ func (s *Store) BeginWrite(p Proc, key hashdir.Key, name string, staging, excl, 
 
 // startWrite makes a new Draft. A staging file may stand for a block
 // already published (rsync writes it again): publishing it keeps one copy.
-func (s *Store) startWrite(key hashdir.Key, wk writeKey, staging bool, p Proc) (*Draft, error) {
+func (s *Store) startWrite(key format.Key, wk writeKey, staging bool, p Proc) (*Draft, error) {
 	if s.Stopped() {
 		return nil, fmt.Errorf("shutting down: %w", ErrStopped)
 	}

@@ -3,7 +3,7 @@ package store
 import (
 	"sync"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // writeKey names a file being written in the table: its shard directory
@@ -18,7 +18,7 @@ type writeKey struct {
 }
 
 // writeKeyOf is the table key of name in key's shard as p sees it.
-func writeKeyOf(key hashdir.Key, name string, staging bool, p Proc) writeKey {
+func writeKeyOf(key format.Key, name string, staging bool, p Proc) writeKey {
 	who := p.Tgid
 	if staging {
 		who = p.Uid
@@ -94,7 +94,7 @@ func (s *Store) WriteNamed(model, shard, name string) bool {
 
 // StagingFile returns the staging file name (standing for key) that
 // user uid sees, or nil.
-func (s *Store) StagingFile(key hashdir.Key, name string, uid uint32) *Draft {
+func (s *Store) StagingFile(key format.Key, name string, uid uint32) *Draft {
 	return s.writes.get(writeKeyOf(key, name, true, Proc{Uid: uid}))
 }
 

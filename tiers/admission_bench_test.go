@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // BenchmarkScanResistance shows what the TinyLFU admission filter is for:
@@ -28,7 +28,7 @@ func BenchmarkScanResistance(b *testing.B) {
 			var resident, hits float64
 			for range b.N {
 				s := newTestStack(b, 64*block+64*1024, b.TempDir(), StackConfig{NoAdmission: !on})
-				keys := make([]hashdir.Key, hot+cold)
+				keys := make([]format.Key, hot+cold)
 				for i := range keys {
 					k, d := testBlock("m", i, block-64)
 					if _, err := s.Put(k, d, true); err != nil {
@@ -39,7 +39,7 @@ func BenchmarkScanResistance(b *testing.B) {
 				for _, k := range keys { // start with every block on nvme only
 					_ = s.Evict(k)
 				}
-				read := func(k hashdir.Key) bool {
+				read := func(k format.Key) bool {
 					if _, err := s.mem.Stat(k); err == nil {
 						s.mem.Touch(k)
 						return true

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
@@ -228,7 +228,7 @@ func (t *DirTier) Dir() string { return t.root }
 // Persistent is true: files survive restarts.
 func (t *DirTier) Persistent() bool { return true }
 
-func (t *DirTier) path(key hashdir.Key) string { return filepath.Join(t.root, key.Path()) }
+func (t *DirTier) path(key format.Key) string { return filepath.Join(t.root, key.Path()) }
 
 // Usage reports capacity and use.
 func (t *DirTier) Usage() Usage { return Usage(t.idx.Usage()) }
@@ -259,7 +259,7 @@ func (t *DirTier) Oldest(n int) []Info { return infosOf(t.idx.Oldest(n)) }
 // Touch marks key as just used (LRU). On a shared tier it also moves the
 // file's mtime to now (at most once per touchEvery), the use every daemon
 // sees and evicts by (shared_evict.go).
-func (t *DirTier) Touch(key hashdir.Key) {
+func (t *DirTier) Touch(key format.Key) {
 	t.idx.Touch(key)
 	t.share.touched(key)
 }

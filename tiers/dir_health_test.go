@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
 // healthKey is block n of model "h".
-func healthKey(n byte) hashdir.Key { return hashdir.Key{Model: "h", ID: hashdir.ID{n, 1, 2, 3}} }
+func healthKey(n byte) format.Key { return format.Key{Model: "h", ID: format.ID{n, 1, 2, 3}} }
 
 // gate blocks the operations it names until released.
 type gate struct {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
@@ -165,7 +165,7 @@ func TestDirSharedAdopts(t *testing.T) {
 	}
 }
 
-func tiertestPut(tier tiers.Tier, key hashdir.Key, data []byte) (tiers.Info, error) {
+func tiertestPut(tier tiers.Tier, key format.Key, data []byte) (tiers.Info, error) {
 	w, err := tier.Create(key)
 	if err != nil {
 		return tiers.Info{}, err

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,7 +26,7 @@ func syncDir(dir string) error {
 
 // Sync makes an already published file and its directory entry durable
 // (fsync of both), for a file committed without Sync.
-func (t *DirTier) Sync(key hashdir.Key) error {
+func (t *DirTier) Sync(key format.Key) error {
 	if err := checkKey(key); err != nil {
 		return fmt.Errorf("%s tier: %s: %w", t.kind, key, ErrNotFound)
 	}
@@ -53,7 +53,7 @@ func (t *DirTier) Sync(key hashdir.Key) error {
 // stays unset until CRC has read it). In a shared directory the index of
 // the key's shard is revalidated first, and a key missing from it is
 // looked up on disk and, if present, adopted (shared.go).
-func (t *DirTier) Stat(key hashdir.Key) (Info, error) {
+func (t *DirTier) Stat(key format.Key) (Info, error) {
 	if t.closed.Load() {
 		return Info{}, t.errClosed("stat")
 	}
@@ -64,7 +64,7 @@ func (t *DirTier) Stat(key hashdir.Key) (Info, error) {
 // or the first time it is asked for a file found by a rebuild or adopted,
 // from the file's xattr (then remembered). has is false when the file has
 // none; ErrNotFound when the tier does not hold key.
-func (t *DirTier) CRC(key hashdir.Key) (crc uint32, has bool, err error) {
+func (t *DirTier) CRC(key format.Key) (crc uint32, has bool, err error) {
 	info, crcRead, ok := indexGet(t.idx, key)
 	if !ok {
 		if info, err = t.Stat(key); err != nil {
@@ -90,26 +90,26 @@ func (t *DirTier) CRC(key hashdir.Key) (crc uint32, has bool, err error) {
 	return crc, has, nil
 }
 
-func (t *DirTier) notFound(key hashdir.Key) error {
+func (t *DirTier) notFound(key format.Key) error {
 	return fmt.Errorf("%s tier: %s: %w", t.kind, key, ErrNotFound)
 }
 
 // readCRC reads the CRC xattr of key's file: has is false when the file
 // has none or the filesystem keeps no xattrs.
-func (t *DirTier) readCRC(key hashdir.Key) (crc uint32, has bool, err error) {
+func (t *DirTier) readCRC(key format.Key) (crc uint32, has bool, err error) {
 	return t.readXattrCRC(key, crcXattr)
 }
 
 // HeaderCRC reads the CRC-32C of the 64 header bytes the tier keeps for
-// key's file (hashdir.HeaderCRCXattr): has is false when the file has none
+// key's file (format.HeaderCRCXattr): has is false when the file has none
 // (written before it was kept, or no xattrs). It is read from the file
 // each time: only a first serve or a copy asks for it.
-func (t *DirTier) HeaderCRC(key hashdir.Key) (crc uint32, has bool, err error) {
-	return t.readXattrCRC(key, hashdir.HeaderCRCXattr)
+func (t *DirTier) HeaderCRC(key format.Key) (crc uint32, has bool, err error) {
+	return t.readXattrCRC(key, format.HeaderCRCXattr)
 }
 
 // readXattrCRC reads a CRC kept in the xattr name of key's file.
-func (t *DirTier) readXattrCRC(key hashdir.Key, name string) (crc uint32, has bool, err error) {
+func (t *DirTier) readXattrCRC(key format.Key, name string) (crc uint32, has bool, err error) {
 	p := t.path(key)
 	err = t.do("getxattr", func() error {
 		var buf [16]byte
@@ -129,7 +129,7 @@ func (t *DirTier) readXattrCRC(key hashdir.Key, name string) (crc uint32, has bo
 
 // lookup finds a file another daemon published in a shared directory and
 // adopts it into the index.
-func (t *DirTier) lookup(key hashdir.Key) (Info, error) {
+func (t *DirTier) lookup(key format.Key) (Info, error) {
 	p := t.path(key)
 	var st unix.Stat_t
 	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)
@@ -149,7 +149,7 @@ func (t *DirTier) lookup(key hashdir.Key) (Info, error) {
 
 // Open opens a published file read-only and marks it used. A file gone
 // from disk is dropped from the index (ErrNotFound).
-func (t *DirTier) Open(key hashdir.Key) (*os.File, error) {
+func (t *DirTier) Open(key format.Key) (*os.File, error) {
 	if checkKey(key) != nil {
 		return nil, t.notFound(key)
 	}
@@ -191,7 +191,7 @@ func (t *DirTier) Open(key hashdir.Key) (*os.File, error) {
 // Remove deletes a published file. The file is unlinked even if the index
 // does not know it (a file another daemon published, or one added by
 // hand), so a removed key does not come back at the next start.
-func (t *DirTier) Remove(key hashdir.Key) error {
+func (t *DirTier) Remove(key format.Key) error {
 	if checkKey(key) != nil {
 		return t.notFound(key)
 	}
@@ -215,7 +215,7 @@ func (t *DirTier) Remove(key hashdir.Key) error {
 // <dir>/.quarantine/<model>/<hh>/<name> (where ucmfs fsck --repair puts
 // what it finds bad, and where the rebuild does not look), for a person to
 // look at; the index forgets it. When the move fails the file is removed.
-func (t *DirTier) Quarantine(key hashdir.Key) error {
+func (t *DirTier) Quarantine(key format.Key) error {
 	if checkKey(key) != nil {
 		return t.notFound(key)
 	}
@@ -237,7 +237,7 @@ func (t *DirTier) Quarantine(key hashdir.Key) error {
 // RemoveModel removes every file and directory of model, one shard
 // directory at a time (each under the operation timeout).
 func (t *DirTier) RemoveModel(model string) error {
-	if err := hashdir.ValidateModel(model); err != nil {
+	if err := format.ValidateModel(model); err != nil {
 		return err
 	}
 	t.idx.RemoveModel(model)

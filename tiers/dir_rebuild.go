@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
@@ -104,7 +104,7 @@ func (t *DirTier) fromSnapshot(s *rebuildScan, snap snapshot, dir string) bool {
 		return false
 	}
 	model := filepath.Base(filepath.Dir(dir))
-	hh, ok := hashdir.ParseShard(filepath.Base(dir))
+	hh, ok := format.ParseShard(filepath.Base(dir))
 	if !ok {
 		return false
 	}

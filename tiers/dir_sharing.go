@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // A directory tier is private (the daemon's alone: the kinds nvme and
@@ -27,17 +27,17 @@ type dirSharing interface {
 	// free space as its capacity once the scan is done).
 	serve(sizeless bool)
 	// stat is DirTier.Stat: the index, trusted or revalidated.
-	stat(key hashdir.Key) (Info, error)
+	stat(key format.Key) (Info, error)
 	// get is stat once the key's shard was revalidated (Stack.Stat):
 	// the index only, or for a shared tier the disk for a key it lacks.
-	get(key hashdir.Key) (Info, bool)
+	get(key format.Key) (Info, bool)
 	// has is get for batch lookups: no syscall while the index knows.
-	has(key hashdir.Key) bool
+	has(key format.Key) bool
 	// revalidate makes the index of key's shard at most a TTL old.
-	revalidate(key hashdir.Key)
+	revalidate(key format.Key)
 	// touched records a use of key others should see (a shared file's
 	// mtime, which every daemon evicts by).
-	touched(key hashdir.Key)
+	touched(key format.Key)
 	// models adds to names (the index's models) those only the
 	// directory shows, sorted.
 	models(names []string) []string
@@ -46,7 +46,7 @@ type dirSharing interface {
 	// scanned reports whether the index knows the whole directory.
 	scanned() bool
 	// mayEvict reports whether key may be evicted now.
-	mayEvict(key hashdir.Key) bool
+	mayEvict(key format.Key) bool
 	// inPlace reports whether reads may use the tier's file itself (a
 	// shared file may vanish under an open descriptor: it is copied).
 	inPlace() bool
@@ -79,7 +79,7 @@ func (p *privateDir) start() error {
 
 func (p *privateDir) serve(bool) {}
 
-func (p *privateDir) stat(key hashdir.Key) (Info, error) {
+func (p *privateDir) stat(key format.Key) (Info, error) {
 	info, ok := p.get(key)
 	if !ok {
 		return Info{}, p.notFound(key)
@@ -87,22 +87,22 @@ func (p *privateDir) stat(key hashdir.Key) (Info, error) {
 	return info, nil
 }
 
-func (p *privateDir) get(key hashdir.Key) (Info, bool) {
+func (p *privateDir) get(key format.Key) (Info, bool) {
 	info, _, ok := indexGet(p.idx, key)
 	return info, ok
 }
 
-func (p *privateDir) has(key hashdir.Key) bool {
+func (p *privateDir) has(key format.Key) bool {
 	_, _, ok := indexGet(p.idx, key)
 	return ok
 }
 
-func (p *privateDir) revalidate(hashdir.Key)         {}
-func (p *privateDir) touched(hashdir.Key)            {}
+func (p *privateDir) revalidate(format.Key)          {}
+func (p *privateDir) touched(format.Key)             {}
 func (p *privateDir) models(names []string) []string { return names }
 func (p *privateDir) hasModel(string) bool           { return false }
 func (p *privateDir) scanned() bool                  { return true }
-func (p *privateDir) mayEvict(hashdir.Key) bool      { return true }
+func (p *privateDir) mayEvict(format.Key) bool       { return true }
 func (p *privateDir) inPlace() bool                  { return true }
 func (p *privateDir) opensUnindexed() bool           { return false }
 func (p *privateDir) healthErr(err error) error      { return err }

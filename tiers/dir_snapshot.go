@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
@@ -49,7 +49,7 @@ const SnapshotFileName = ".ucmfs.index"
 
 const (
 	snapMagic     = "UCMIDX1\n"
-	snapEntrySize = hashdir.IDLen + 1 + 8 + 8
+	snapEntrySize = format.IDLen + 1 + 8 + 8
 	snapshotSlack = 100 * time.Millisecond
 )
 
@@ -73,7 +73,7 @@ func (t *DirTier) writeSnapshot() error {
 		var ctimes [256]int64
 		for hh := range 256 {
 			var st unix.Stat_t
-			if err := unix.Stat(filepath.Join(t.root, model, hashdir.ShardName(byte(hh))), &st); err == nil {
+			if err := unix.Stat(filepath.Join(t.root, model, format.ShardName(byte(hh))), &st); err == nil {
 				ctimes[hh] = st.Ctim.Nano()
 			}
 		}
@@ -201,10 +201,10 @@ func (sh *snapShard) entries(model string) []*index.Entry {
 	for i := range block {
 		b := sh.data[i*snapEntrySize:]
 		e := &block[i]
-		copy(e.ID[:], b[:hashdir.IDLen])
-		e.Kind = hashdir.Kind(b[hashdir.IDLen])
-		e.Size = int64(le.Uint64(b[hashdir.IDLen+1:]))
-		e.MTime = int64(le.Uint64(b[hashdir.IDLen+9:]))
+		copy(e.ID[:], b[:format.IDLen])
+		e.Kind = format.Kind(b[format.IDLen])
+		e.Size = int64(le.Uint64(b[format.IDLen+1:]))
+		e.MTime = int64(le.Uint64(b[format.IDLen+9:]))
 		out[i] = e
 	}
 	return out

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -31,7 +31,7 @@ func TestDirSnapshot(t *testing.T) {
 		return d
 	}
 	d := open()
-	want := map[hashdir.Key]tiers.Info{}
+	want := map[format.Key]tiers.Info{}
 	for i := 0; i < 40; i++ {
 		key := tiertest.Key("m", i)
 		tiertest.Put(t, d, key, tiertest.Payload(uint64(i), 100+i), tiers.CommitOptions{})
@@ -43,7 +43,7 @@ func TestDirSnapshot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, tiers.SnapshotFileName)); err != nil {
 		t.Fatalf("no snapshot after a clean close: %v", err)
 	}
-	check := func(d *tiers.DirTier, want map[hashdir.Key]tiers.Info) {
+	check := func(d *tiers.DirTier, want map[format.Key]tiers.Info) {
 		t.Helper()
 		if u := d.Usage(); u.Files != int64(len(want)) {
 			t.Fatalf("%d files, want %d", u.Files, len(want))
@@ -68,7 +68,7 @@ func TestDirSnapshot(t *testing.T) {
 	p := tiertest.WriteFile(t, dir, added.Path(), tiertest.BlockFile(added.ID))
 	fi, _ := os.Stat(p)
 	want[added] = tiers.Info{Key: added, Size: fi.Size(), MTime: fi.ModTime().Truncate(time.Second)}
-	var gone hashdir.Key
+	var gone format.Key
 	for k := range want {
 		if k != added && k.ID.Shard() != added.ID.Shard() {
 			gone = k

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
@@ -135,7 +135,7 @@ func TestDirReopenRebuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sizes := map[hashdir.Key]int{}
+	sizes := map[format.Key]int{}
 	var total int64
 	base := time.Now().Add(-time.Hour)
 	for i := 0; i < 6; i++ {
@@ -202,7 +202,7 @@ func TestDirReopenRebuilds(t *testing.T) {
 }
 
 // indexOf recovers i from a key made by tiertest.Key in TestDirReopenRebuilds.
-func indexOf(t *testing.T, key hashdir.Key) int {
+func indexOf(t *testing.T, key format.Key) int {
 	for i := 0; i < 6; i++ {
 		if tiertest.Key(key.Model, i) == key {
 			return i

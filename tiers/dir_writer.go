@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
@@ -19,7 +19,7 @@ import (
 // under a final name.
 type dirWriter struct {
 	t   *DirTier
-	key hashdir.Key
+	key format.Key
 	tmp string
 	f   *os.File
 
@@ -31,7 +31,7 @@ type dirWriter struct {
 }
 
 // Create starts a temp file for key beside its final name.
-func (t *DirTier) Create(key hashdir.Key) (Writer, error) {
+func (t *DirTier) Create(key format.Key) (Writer, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 		w.setCRC(crcXattr, opts.CRC)
 	}
 	if opts.HasHeaderCRC {
-		w.setCRC(hashdir.HeaderCRCXattr, opts.HeaderCRC)
+		w.setCRC(format.HeaderCRCXattr, opts.HeaderCRC)
 	}
 	mtime := opts.publishTime()
 	if err := os.Chtimes(w.tmp, mtime, mtime); err != nil {

@@ -1,7 +1,7 @@
 package tiers
 
 import (
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
@@ -35,7 +35,7 @@ func infosOf(es []index.Entry) []Info {
 
 // indexGet is what index.Get tells of key as an Info, and whether the
 // entry's CRC fields are final.
-func indexGet(x *index.Index, key hashdir.Key) (info Info, crcRead, ok bool) {
+func indexGet(x *index.Index, key format.Key) (info Info, crcRead, ok bool) {
 	e, ok := x.Get(key)
 	if !ok {
 		return Info{}, false, false

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -134,12 +134,12 @@ func notFound(op string, err error) error {
 
 // checkKey rejects keys whose model is not a valid model directory name,
 // so no key can name a path outside the tier.
-func checkKey(key hashdir.Key) error {
-	if err := hashdir.ValidateModel(key.Model); err != nil {
+func checkKey(key format.Key) error {
+	if err := format.ValidateModel(key.Model); err != nil {
 		return err
 	}
 	if !key.Kind.Valid() {
-		return fmt.Errorf("%w: kind %d", hashdir.ErrName, key.Kind)
+		return fmt.Errorf("%w: kind %d", format.ErrName, key.Kind)
 	}
 	return nil
 }
@@ -184,7 +184,7 @@ type dirCache struct {
 }
 
 // ensure creates root/<model>/<shard> unless it is known to exist.
-func (c *dirCache) ensure(root string, key hashdir.Key) error {
+func (c *dirCache) ensure(root string, key format.Key) error {
 	rel := key.Model + "/" + key.ShardDir()
 	c.mu.Lock()
 	_, ok := c.known[rel]

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -127,7 +127,7 @@ func (f *fscker) report(fd Finding) {
 // sidecars, each of which needs a valid block beside it.
 func (f *fscker) shard(model, hh string, ents []shardEntry) {
 	dir := model + "/" + hh
-	blocks := map[hashdir.ID]*hashdir.BlockHeader{} // nil value: present but bad
+	blocks := map[format.ID]*format.BlockHeader{} // nil value: present but bad
 	var reprs []string
 	for _, e := range ents {
 		rel := dir + "/" + e.name
@@ -138,14 +138,14 @@ func (f *fscker) shard(model, hh string, ents []shardEntry) {
 		case e.class == badEntry:
 			f.entry()
 			f.bad(rel, e.why)
-		case e.kind == hashdir.Repr:
+		case e.kind == format.Repr:
 			reprs = append(reprs, e.name)
 		case e.kind.Raw():
 			f.rep.Blocks++
 			f.verdict(rel, checkRaw(filepath.Join(f.root, rel), e.size))
 		default:
 			f.rep.Blocks++
-			r, err := hashdir.InspectFile(filepath.Join(f.root, rel))
+			r, err := format.InspectFile(filepath.Join(f.root, rel))
 			if f.verdict(rel, err) {
 				blocks[e.id] = &r.Block
 			} else {
@@ -156,7 +156,7 @@ func (f *fscker) shard(model, hh string, ents []shardEntry) {
 	for _, name := range reprs {
 		rel := dir + "/" + name
 		f.rep.Reprs++
-		r, err := hashdir.InspectFile(filepath.Join(f.root, rel))
+		r, err := format.InspectFile(filepath.Join(f.root, rel))
 		if err == nil {
 			err = sidecarBlock(r.Repr, blocks)
 		}
@@ -165,17 +165,17 @@ func (f *fscker) shard(model, hh string, ents []shardEntry) {
 }
 
 // sidecarBlock checks that a valid sidecar has a valid block that fits it.
-func sidecarBlock(r hashdir.ReprHeader, blocks map[hashdir.ID]*hashdir.BlockHeader) error {
+func sidecarBlock(r format.ReprHeader, blocks map[format.ID]*format.BlockHeader) error {
 	b, present := blocks[r.ID]
 	switch {
 	case !present:
-		return &hashdir.FormatError{Format: hashdir.ReprMagic, Rule: hashdir.RuleOrphan,
+		return &format.FormatError{Format: format.ReprMagic, Rule: format.RuleOrphan,
 			Detail: fmt.Sprintf("no block %s.bin beside it", r.ID)}
 	case b == nil:
-		return &hashdir.FormatError{Format: hashdir.ReprMagic, Rule: hashdir.RuleOrphan,
+		return &format.FormatError{Format: format.ReprMagic, Rule: format.RuleOrphan,
 			Detail: fmt.Sprintf("its block %s.bin is bad", r.ID)}
 	}
-	return hashdir.CheckReprForBlock(r, *b)
+	return format.CheckReprForBlock(r, *b)
 }
 
 // verdict records the result of checking one file; true when it is good.
@@ -185,7 +185,7 @@ func (f *fscker) verdict(rel string, err error) bool {
 	case err == nil:
 		f.rep.OK++
 		return true
-	case errors.Is(err, hashdir.ErrFormat), errors.Is(err, hashdir.ErrName):
+	case errors.Is(err, format.ErrFormat), errors.Is(err, format.ErrName):
 		f.bad(rel, err)
 	default:
 		f.failure(rel, err)
@@ -258,7 +258,7 @@ func (f *fscker) failure(rel string, err error) {
 // tier keeps its CRC-32C (the crcXattr), the bytes match it.
 func checkRaw(path string, size int64) error {
 	if size <= 0 {
-		return &hashdir.FormatError{Format: hashdir.RawFormat, Rule: hashdir.RuleSize, Detail: "a raw block is empty"}
+		return &format.FormatError{Format: format.RawFormat, Rule: format.RuleSize, Detail: "a raw block is empty"}
 	}
 	var buf [16]byte
 	n, err := unix.Getxattr(path, crcXattr, buf[:])
@@ -274,12 +274,12 @@ func checkRaw(path string, size int64) error {
 		return err
 	}
 	defer f.Close()
-	_, got, err := payloadCRC(f, hashdir.RawKind(0))
+	_, got, err := payloadCRC(f, format.RawKind(0))
 	if err != nil {
 		return err
 	}
 	if got != want {
-		return &hashdir.FormatError{Format: hashdir.RawFormat, Rule: hashdir.RuleCRC,
+		return &format.FormatError{Format: format.RawFormat, Rule: format.RuleCRC,
 			Detail: fmt.Sprintf("CRC-32C is %08x, %s says %08x", got, crcXattr, want)}
 	}
 	return nil

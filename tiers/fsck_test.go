@@ -7,16 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
 const fsckModel = "meta-llama--Llama-3.1-8B"
 
-var fsckIDs = hashdir.Chain("meta-llama/Llama-3.1-8B:1:bfloat16:0", 1, []uint32{1, 2, 3, 4, 5})
+var fsckIDs = format.Chain("meta-llama/Llama-3.1-8B:1:bfloat16:0", 1, []uint32{1, 2, 3, 4, 5})
 
-func fsckPath(id hashdir.ID, ext string) string {
+func fsckPath(id format.ID, ext string) string {
 	return fsckModel + "/" + id.Shard() + "/" + id.String() + ext
 }
 
@@ -46,7 +46,7 @@ func TestFsckFindings(t *testing.T) {
 	tiertest.WriteFile(t, dir, fsckPath(good, ".bin"), tiertest.BlockFile(good))
 	tiertest.WriteFile(t, dir, fsckPath(good, ".repr"), tiertest.ReprFile(good))
 	corrupt := tiertest.BlockFile(badCRC)
-	corrupt[hashdir.HeaderSize+5] ^= 0x40
+	corrupt[format.HeaderSize+5] ^= 0x40
 	tiertest.WriteFile(t, dir, fsckPath(badCRC, ".bin"), corrupt)
 	tiertest.WriteFile(t, dir, fsckPath(badCRC, ".repr"), tiertest.ReprFile(badCRC))
 	tiertest.WriteFile(t, dir, fsckPath(wrongID, ".bin"), tiertest.BlockFile(claimed))
@@ -97,7 +97,7 @@ func TestFsckRebuildAgree(t *testing.T) {
 	dir := t.TempDir()
 	d := newDir(t, tiers.DirConfig{Kind: "nvme", Dir: dir})
 	for _, id := range fsckIDs[:3] {
-		tiertestPut(d, hashdir.Key{Model: fsckModel, ID: id}, tiertest.BlockFile(id))
+		tiertestPut(d, format.Key{Model: fsckModel, ID: id}, tiertest.BlockFile(id))
 	}
 	d.Close()
 	tiertest.WriteFile(t, dir, fsckModel+"/"+fsckIDs[0].Shard()+"/.tmp-x", []byte("half"))

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -58,8 +58,8 @@ type shardEntry struct {
 	name  string
 	class entryClass
 	why   error // for badEntry: the rule broken
-	id    hashdir.ID
-	kind  hashdir.Kind
+	id    format.ID
+	kind  format.Kind
 	size  int64
 	mtime unix.Timespec
 }
@@ -127,9 +127,9 @@ func (w *layoutWalk) run() error {
 			w.leftover(name)
 		case name == "lost+found" && e.IsDir():
 		case !e.IsDir():
-			w.bad(name, fmt.Errorf("%w: %q is not a model directory", hashdir.ErrName, name))
+			w.bad(name, fmt.Errorf("%w: %q is not a model directory", format.ErrName, name))
 		default:
-			if err := hashdir.ValidateModel(name); err != nil {
+			if err := format.ValidateModel(name); err != nil {
 				w.bad(name, err)
 				continue
 			}
@@ -154,15 +154,15 @@ func (w *layoutWalk) walkModel(model string, send func(shardJob), halt func(stri
 	}
 	for _, e := range ents {
 		rel := model + "/" + e.Name()
-		_, isShard := hashdir.ParseShard(e.Name())
-		_, isRaw := hashdir.ParseRawShard(e.Name())
+		_, isShard := format.ParseShard(e.Name())
+		_, isRaw := format.ParseRawShard(e.Name())
 		switch {
 		case e.Name() == ModelMetaName && e.Type().IsRegular():
 			// the model's settings record (model_meta.go)
 		case strings.HasPrefix(e.Name(), "."):
 			w.leftover(rel)
 		case !e.IsDir() || !isShard && !isRaw:
-			w.bad(rel, fmt.Errorf("%w: %q is not a shard directory (00..ff, data, 1..4 hex characters)", hashdir.ErrName, e.Name()))
+			w.bad(rel, fmt.Errorf("%w: %q is not a shard directory (00..ff, data, 1..4 hex characters)", format.ErrName, e.Name()))
 		default:
 			send(shardJob{model, e.Name()})
 		}
@@ -195,12 +195,12 @@ func listShard(dir string) ([]shardEntry, error) {
 		switch {
 		case strings.HasPrefix(name, "."):
 			e.class = leftoverEntry
-		case strings.HasSuffix(name, hashdir.StagingSuffix) && isStaging(hh, name):
+		case strings.HasSuffix(name, format.StagingSuffix) && isStaging(hh, name):
 			e.class = leftoverEntry
 		case st.Mode&unix.S_IFMT != unix.S_IFREG:
-			e.class, e.why = badEntry, fmt.Errorf("%w: %s is not a regular file", hashdir.ErrName, name)
+			e.class, e.why = badEntry, fmt.Errorf("%w: %s is not a regular file", format.ErrName, name)
 		default:
-			e.id, e.kind, e.why = hashdir.ParseFileName(hh, name)
+			e.id, e.kind, e.why = format.ParseFileName(hh, name)
 			if e.why != nil {
 				e.class = badEntry
 			}
@@ -212,6 +212,6 @@ func listShard(dir string) ([]shardEntry, error) {
 
 // isStaging reports whether name is a staging name of shard hh.
 func isStaging(hh, name string) bool {
-	_, ok := hashdir.ParseStagingName(hh, name)
+	_, ok := format.ParseStagingName(hh, name)
 	return ok
 }

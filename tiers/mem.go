@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
@@ -159,7 +159,7 @@ func (t *MemTier) Persistent() bool { return false }
 // Dir is the tier's private directory.
 func (t *MemTier) Dir() string { return t.root }
 
-func (t *MemTier) path(key hashdir.Key) string { return filepath.Join(t.root, key.Path()) }
+func (t *MemTier) path(key format.Key) string { return filepath.Join(t.root, key.Path()) }
 
 // enter takes the shared life lock; it fails once the tier is closed.
 func (t *MemTier) enter() error {

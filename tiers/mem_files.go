@@ -6,13 +6,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
 
 // Create starts a file for key in the tier's staging area.
-func (t *MemTier) Create(key hashdir.Key) (Writer, error) {
+func (t *MemTier) Create(key format.Key) (Writer, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
@@ -34,7 +34,7 @@ func (t *MemTier) Create(key hashdir.Key) (Writer, error) {
 }
 
 // Open opens a published file and marks it used.
-func (t *MemTier) Open(key hashdir.Key) (*os.File, error) {
+func (t *MemTier) Open(key format.Key) (*os.File, error) {
 	if err := t.enter(); err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (t *MemTier) Open(key hashdir.Key) (*os.File, error) {
 // openHit is Open for the stack's read path: it reports a miss as false
 // (no error built) and returns the file's size from the index (no fstat)
 // and its index entry (the Token of the handle).
-func (t *MemTier) openHit(key hashdir.Key) (*os.File, int64, *index.Entry, bool) {
+func (t *MemTier) openHit(key format.Key) (*os.File, int64, *index.Entry, bool) {
 	if t.enter() != nil {
 		return nil, 0, nil, false
 	}
@@ -69,7 +69,7 @@ func (t *MemTier) openHit(key hashdir.Key) (*os.File, int64, *index.Entry, bool)
 }
 
 // Stat describes a published file.
-func (t *MemTier) Stat(key hashdir.Key) (Info, error) {
+func (t *MemTier) Stat(key format.Key) (Info, error) {
 	info, _, ok := indexGet(t.idx, key)
 	if !ok {
 		return Info{}, fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
@@ -79,7 +79,7 @@ func (t *MemTier) Stat(key hashdir.Key) (Info, error) {
 
 // Remove deletes a published file, pinned or dirty alike. Its mapping is
 // unmapped: a caller using Mapping must pin the key and not remove it.
-func (t *MemTier) Remove(key hashdir.Key) error {
+func (t *MemTier) Remove(key format.Key) error {
 	if err := t.enter(); err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (t *MemTier) ModelUsage(model string) (files, bytes int64) { return t.idx.M
 
 // RemoveModel removes every file of model, dirty and pinned ones included.
 func (t *MemTier) RemoveModel(model string) error {
-	if err := hashdir.ValidateModel(model); err != nil {
+	if err := format.ValidateModel(model); err != nil {
 		return err
 	}
 	if err := t.enter(); err != nil {
@@ -140,10 +140,10 @@ func (t *MemTier) Usage() Usage { return Usage(t.idx.Usage()) }
 func (t *MemTier) Room() int64 { return t.idx.Room() }
 
 // Touch marks key as just used (LRU).
-func (t *MemTier) Touch(key hashdir.Key) { t.idx.Touch(key) }
+func (t *MemTier) Touch(key format.Key) { t.idx.Touch(key) }
 
 // SetDirty marks key dirty (not yet on a persistent tier) or clean.
-func (t *MemTier) SetDirty(key hashdir.Key, dirty bool) error {
+func (t *MemTier) SetDirty(key format.Key, dirty bool) error {
 	if !t.idx.SetFlags(key, func(e *index.Entry) { e.Set(index.Dirty, dirty) }) {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
@@ -153,7 +153,7 @@ func (t *MemTier) SetDirty(key hashdir.Key, dirty bool) error {
 // SetCRC records crc as the payload CRC-32C of key when the tier has none
 // for it (a block published without a CRC in its header gets one from
 // the first copy that reads it). A CRC already known is kept.
-func (t *MemTier) SetCRC(key hashdir.Key, crc uint32) error {
+func (t *MemTier) SetCRC(key format.Key, crc uint32) error {
 	if !t.idx.FillCRC(key, crc) {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
@@ -161,7 +161,7 @@ func (t *MemTier) SetCRC(key hashdir.Key, crc uint32) error {
 }
 
 // SetPinned pins key in the tier (EvictClean skips it) or unpins it.
-func (t *MemTier) SetPinned(key hashdir.Key, pinned bool) error {
+func (t *MemTier) SetPinned(key format.Key, pinned bool) error {
 	if !t.idx.SetFlags(key, func(e *index.Entry) { e.Set(index.Pinned, pinned) }) {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
@@ -169,15 +169,15 @@ func (t *MemTier) SetPinned(key hashdir.Key, pinned bool) error {
 }
 
 // Pinned reports whether key is pinned (false if absent).
-func (t *MemTier) Pinned(key hashdir.Key) bool { p, _ := t.idx.Flags(key); return p }
+func (t *MemTier) Pinned(key format.Key) bool { p, _ := t.idx.Flags(key); return p }
 
 // Dirty reports whether key is dirty (false if absent).
-func (t *MemTier) Dirty(key hashdir.Key) bool { _, d := t.idx.Flags(key); return d }
+func (t *MemTier) Dirty(key format.Key) bool { _, d := t.idx.Flags(key); return d }
 
 // EvictClean removes least recently used files that are neither dirty nor
 // pinned until Room() >= need or nothing evictable is left. It returns the
 // bytes freed and the keys removed.
-func (t *MemTier) EvictClean(need int64) (freed int64, evicted []hashdir.Key) {
+func (t *MemTier) EvictClean(need int64) (freed int64, evicted []format.Key) {
 	if err := t.enter(); err != nil {
 		return 0, nil
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -94,7 +94,7 @@ func (h *hostBook) check(t *testing.T) {
 func TestMemHostRegistrar(t *testing.T) {
 	book := newHostBook()
 	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Host: book})
-	keys := make([]hashdir.Key, 6)
+	keys := make([]format.Key, 6)
 	for i := range keys {
 		keys[i] = tiertest.Key("m", i)
 		if i >= 4 {

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,7 +16,7 @@ import (
 // set, a mapping is also registered with it, and made at commit. It
 // stays valid until the key is removed or evicted, so a user (a GPU copy)
 // must pin the key first and not remove it.
-func (t *MemTier) Mapping(key hashdir.Key) []byte { return t.idx.Mapping(key) }
+func (t *MemTier) Mapping(key format.Key) []byte { return t.idx.Mapping(key) }
 
 // LockedBytes is the total size of the files mapped and locked in RAM (0
 // when locking is off).

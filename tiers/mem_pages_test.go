@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -36,7 +36,7 @@ func vmLocked(t *testing.T) int64 {
 }
 
 // putLocked commits data as key and waits for the locking worker.
-func putLocked(t *testing.T, m *tiers.MemTier, key hashdir.Key, data []byte) {
+func putLocked(t *testing.T, m *tiers.MemTier, key format.Key, data []byte) {
 	t.Helper()
 	tiertest.Put(t, m, key, data, tiers.CommitOptions{})
 	m.WaitLocked()

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -153,7 +153,7 @@ func TestMemFlags(t *testing.T) {
 
 func TestMemEvictClean(t *testing.T) {
 	m := newMem(t, tiers.MemConfig{Capacity: 10 * 1000})
-	key := func(i int) hashdir.Key { return tiertest.Key("m", i) }
+	key := func(i int) format.Key { return tiertest.Key("m", i) }
 	for i := 0; i < 10; i++ {
 		tiertest.Put(t, m, key(i), tiertest.Payload(uint64(i), 1000), tiers.CommitOptions{})
 	}
@@ -190,7 +190,7 @@ func TestMemEvictClean(t *testing.T) {
 	}
 	f.Close()
 	freed, ev = m.EvictClean(1 << 30)
-	want := []hashdir.Key{key(7), key(8), key(9), key(0), key(6)}
+	want := []format.Key{key(7), key(8), key(9), key(0), key(6)}
 	if freed != 5000 || len(ev) != len(want) {
 		t.Fatalf("EvictClean(all) = %d %v, want %v", freed, ev, want)
 	}

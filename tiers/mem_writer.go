@@ -6,7 +6,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +16,7 @@ import (
 // by Commit.
 type memWriter struct {
 	t   *MemTier
-	key hashdir.Key
+	key format.Key
 	tmp string
 
 	mu   sync.Mutex // serializes Write, Commit and Abort
@@ -105,7 +105,7 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 }
 
 // publish renames tmp to key's path, creating its directories as needed.
-func (t *MemTier) publish(tmp string, key hashdir.Key) error {
+func (t *MemTier) publish(tmp string, key format.Key) error {
 	dst := t.path(key)
 	for attempt := 0; ; attempt++ {
 		if err := t.dirs.ensure(t.root, key); err != nil {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,7 +34,7 @@ type modelMetas struct {
 // ModelMeta returns model's settings record, ErrNotFound when none was
 // ever written.
 func (s *Stack) ModelMeta(model string) ([]byte, error) {
-	if err := hashdir.ValidateModel(model); err != nil {
+	if err := format.ValidateModel(model); err != nil {
 		return nil, err
 	}
 	s.metas.mu.Lock()
@@ -83,7 +83,7 @@ func (s *Stack) readMeta(model string) []byte {
 // directory there). The error joins those of the tiers that failed; the
 // record is kept in memory even then.
 func (s *Stack) SetModelMeta(model string, b []byte) error {
-	if err := hashdir.ValidateModel(model); err != nil {
+	if err := format.ValidateModel(model); err != nil {
 		return err
 	}
 	b = append([]byte(nil), b...)

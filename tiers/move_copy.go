@@ -8,12 +8,12 @@ import (
 	"os"
 	"sync"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // copyFile writes the first size bytes of src, a file of kind kind, into
 // w and returns the CRC-32C of the payload it copied.
-func copyFile(w Writer, src *os.File, size int64, kind hashdir.Kind) (uint32, error) {
+func copyFile(w Writer, src *os.File, size int64, kind format.Kind) (uint32, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	h := &crcWriter{w: w, hdr: kind.HeaderLen()}
@@ -34,7 +34,7 @@ type crcWriter struct {
 func (c *crcWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	if skip := max(0, c.hdr-c.off); skip < int64(n) {
-		c.crc = hashdir.UpdateCRC32C(c.crc, p[skip:n])
+		c.crc = format.UpdateCRC32C(c.crc, p[skip:n])
 	}
 	c.off += int64(n)
 	return n, err
@@ -48,7 +48,7 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); retur
 // flaggedCRC returns the payload CRC a header states, if its flag is set.
 // UCMB and UCMR headers keep payload_crc32c at 48 and flags at 52.
 func flaggedCRC(hdr []byte) (uint32, bool) {
-	if len(hdr) < hashdir.HeaderSize {
+	if len(hdr) < format.HeaderSize {
 		return 0, false
 	}
 	if binary.LittleEndian.Uint32(hdr[52:56])&1 == 0 {
@@ -60,7 +60,7 @@ func flaggedCRC(hdr []byte) (uint32, bool) {
 // payloadCRC reads f, a file of kind kind, from the start and returns
 // its size and the CRC-32C of everything after its header (the whole file
 // of a raw block).
-func payloadCRC(f *os.File, kind hashdir.Kind) (int64, uint32, error) {
+func payloadCRC(f *os.File, kind format.Kind) (int64, uint32, error) {
 	hdrLen := kind.HeaderLen()
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
@@ -74,7 +74,7 @@ func payloadCRC(f *os.File, kind hashdir.Kind) (int64, uint32, error) {
 			if off < hdrLen {
 				chunk = chunk[min(hdrLen-off, int64(n)):]
 			}
-			crc = hashdir.UpdateCRC32C(crc, chunk)
+			crc = format.UpdateCRC32C(crc, chunk)
 			off += int64(n)
 		}
 		if errors.Is(err, io.EOF) {
@@ -88,7 +88,7 @@ func payloadCRC(f *os.File, kind hashdir.Kind) (int64, uint32, error) {
 
 // knownCRC is the payload CRC-32C that t keeps for k, given its Stat
 // info: the index's, or for a directory tier the file's xattr (read once).
-func knownCRC(t Tier, k hashdir.Key, info Info) (uint32, bool) {
+func knownCRC(t Tier, k format.Key, info Info) (uint32, bool) {
 	if info.HasCRC {
 		return info.CRC, true
 	}
@@ -108,7 +108,7 @@ func knownCRC(t Tier, k hashdir.Key, info Info) (uint32, bool) {
 // becomes the block's: the returned options carry it to dst, and the
 // memory tier records it too when it is the source. The caller commits
 // or aborts the returned Writer.
-func (s *Stack) copyOut(src, dst Tier, key hashdir.Key) (Writer, CommitOptions, error) {
+func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, error) {
 	info, err := src.Stat(key)
 	if err != nil {
 		return nil, CommitOptions{}, err
@@ -127,7 +127,7 @@ func (s *Stack) copyOut(src, dst Tier, key hashdir.Key) (Writer, CommitOptions, 
 	buf := *bp
 	var off int64
 	var crc uint32
-	var hdr [hashdir.HeaderSize]byte
+	var hdr [format.HeaderSize]byte
 	hdrLen := key.Kind.HeaderLen()
 	for off < info.Size {
 		n, rerr := f.ReadAt(buf, off)
@@ -136,9 +136,9 @@ func (s *Stack) copyOut(src, dst Tier, key hashdir.Key) (Writer, CommitOptions, 
 			if off < hdrLen {
 				copy(hdr[off:], chunk)
 				skip := min(int64(n), hdrLen-off)
-				crc = hashdir.UpdateCRC32C(crc, chunk[skip:])
+				crc = format.UpdateCRC32C(crc, chunk[skip:])
 			} else {
-				crc = hashdir.UpdateCRC32C(crc, chunk)
+				crc = format.UpdateCRC32C(crc, chunk)
 			}
 			if _, werr := w.Write(chunk); werr != nil {
 				w.Abort()
@@ -174,17 +174,17 @@ func (s *Stack) copyOut(src, dst Tier, key hashdir.Key) (Writer, CommitOptions, 
 	s.stats.bytesOut.Add(off)
 	opts := CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime}
 	if !key.Kind.Raw() {
-		opts.HeaderCRC, opts.HasHeaderCRC = hashdir.HeaderCRC(hdr[:]), true
+		opts.HeaderCRC, opts.HasHeaderCRC = format.HeaderCRC(hdr[:]), true
 	}
 	return w, opts, nil
 }
 
 // quarantine takes a corrupt file out of a tier so it is never served
 // again: a directory tier moves it aside, the memory tier drops it.
-func (s *Stack) quarantine(t Tier, key hashdir.Key, cause error) {
+func (s *Stack) quarantine(t Tier, key format.Key, cause error) {
 	s.stats.quarantined.Add(1)
 	var err error
-	if q, ok := t.(interface{ Quarantine(hashdir.Key) error }); ok {
+	if q, ok := t.(interface{ Quarantine(format.Key) error }); ok {
 		err = q.Quarantine(key)
 	} else {
 		err = t.Remove(key)
@@ -196,7 +196,7 @@ func (s *Stack) quarantine(t Tier, key hashdir.Key, cause error) {
 // only if src still holds k (it was not removed while the bytes moved).
 // A copy already present at the destination counts as committed. then
 // runs under the lock after a successful commit.
-func (s *Stack) commitCopy(src Tier, w Writer, opts CommitOptions, k hashdir.Key, then func() error) error {
+func (s *Stack) commitCopy(src Tier, w Writer, opts CommitOptions, k format.Key, then func() error) error {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // demoteLoop keeps every directory tier under its high watermark: once a
@@ -91,7 +91,7 @@ func (s *Stack) makeRoomOn(i int, size int64) bool {
 
 // evictFrom takes k off dirs[i]: down to the next tier, or out of the
 // last one.
-func (s *Stack) evictFrom(i int, k hashdir.Key) error {
+func (s *Stack) evictFrom(i int, k format.Key) error {
 	if i+1 < len(s.dirs) {
 		return s.moveDown(s.dirs[i], s.dirs[i+1], k)
 	}
@@ -99,7 +99,7 @@ func (s *Stack) evictFrom(i int, k hashdir.Key) error {
 }
 
 // moveDown copies k from d to the next tier, then removes it from d.
-func (s *Stack) moveDown(d, next *DirTier, k hashdir.Key) error {
+func (s *Stack) moveDown(d, next *DirTier, k format.Key) error {
 	w, opts, err := s.copyOut(d, next, k)
 	if errors.Is(err, ErrCorrupt) {
 		s.quarantine(d, k, err)
@@ -116,8 +116,8 @@ func (s *Stack) moveDown(d, next *DirTier, k hashdir.Key) error {
 
 // drop removes k from the last tier and from the whole stack, unless its
 // block is pinned in memory. A block's sidecar goes with it.
-func (s *Stack) drop(d *DirTier, k hashdir.Key) error {
-	block := hashdir.Key{Model: k.Model, ID: k.ID}
+func (s *Stack) drop(d *DirTier, k format.Key) error {
+	block := format.Key{Model: k.Model, ID: k.ID}
 	if s.mem.Pinned(block) {
 		return fmt.Errorf("%s: pinned", k)
 	}
@@ -128,10 +128,10 @@ func (s *Stack) drop(d *DirTier, k hashdir.Key) error {
 // Remove deletes k from every tier; removing a block removes its sidecar
 // too. Open descriptors keep reading their data. ErrNotFound when no tier
 // held k.
-func (s *Stack) Remove(k hashdir.Key) error {
+func (s *Stack) Remove(k format.Key) error {
 	removed := s.removeKey(k)
-	if k.Kind == hashdir.Block {
-		s.removeKey(hashdir.Key{Model: k.Model, ID: k.ID, Kind: hashdir.Repr})
+	if k.Kind == format.Block {
+		s.removeKey(format.Key{Model: k.Model, ID: k.ID, Kind: format.Repr})
 	}
 	if !removed {
 		return fmt.Errorf("%s: %w", k, ErrNotFound)
@@ -140,7 +140,7 @@ func (s *Stack) Remove(k hashdir.Key) error {
 	return nil
 }
 
-func (s *Stack) removeKey(k hashdir.Key) bool {
+func (s *Stack) removeKey(k format.Key) bool {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
@@ -163,7 +163,7 @@ func (s *Stack) removeKey(k hashdir.Key) bool {
 
 // RemoveModel drops every block and sidecar of model from every tier.
 func (s *Stack) RemoveModel(model string) error {
-	if err := hashdir.ValidateModel(model); err != nil {
+	if err := format.ValidateModel(model); err != nil {
 		return err
 	}
 	errs := []error{s.mem.RemoveModel(model)}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Dirty blocks and their write-back, paced as the kernel paces its dirty
@@ -44,7 +44,7 @@ const throttlePoll = 50 * time.Millisecond
 
 // dirtyRef is one queued write-back: the key and when it was queued.
 type dirtyRef struct {
-	k  hashdir.Key
+	k  format.Key
 	at time.Time
 }
 
@@ -73,7 +73,7 @@ func (s *Stack) DirtyUsage() ModelCount { return ModelCount(s.mem.idx.DirtyTotal
 // due now, or it is the only one queued (a worker then waits for its
 // expiry). A burst below the background threshold wakes no worker for
 // each block.
-func (s *Stack) enqueue(k hashdir.Key) {
+func (s *Stack) enqueue(k format.Key) {
 	s.mu.Lock()
 	first := len(s.queue) == 0
 	if !s.queued[k] {

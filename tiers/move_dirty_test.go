@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // dirtyBlock is the payload size of the blocks of the dirty tests.
 const dirtyBlock = 100 << 10
 
 // putDirty publishes blocks n0..n1-1 of model, write-back in the background.
-func putDirty(t *testing.T, s *Stack, model string, n0, n1 int) []hashdir.Key {
+func putDirty(t *testing.T, s *Stack, model string, n0, n1 int) []format.Key {
 	t.Helper()
-	var keys []hashdir.Key
+	var keys []format.Key
 	for n := n0; n < n1; n++ {
 		k, data := testBlock(model, n, dirtyBlock)
 		if _, err := s.Put(k, data, false); err != nil {
@@ -26,7 +26,7 @@ func putDirty(t *testing.T, s *Stack, model string, n0, n1 int) []hashdir.Key {
 }
 
 // onDisk reports whether the stack's first directory tier holds k.
-func onDisk(s *Stack, k hashdir.Key) bool {
+func onDisk(s *Stack, k format.Key) bool {
 	_, err := s.dirs[0].Stat(k)
 	return err == nil
 }
@@ -90,7 +90,7 @@ func TestDirtyLimitThrottles(t *testing.T) {
 	g := &gate{ops: map[string]bool{"commit": true}, release: make(chan struct{})}
 	hook := g.hook
 	s.dirs[0].hook.Store(&hook)
-	done := make(chan []hashdir.Key)
+	done := make(chan []format.Key)
 	go func() { done <- putDirty(t, s, "d", 0, 10) }()
 	waitFor(t, "a throttled writer", func() bool { return s.Stats().Throttles > 0 })
 	select {
@@ -102,7 +102,7 @@ func TestDirtyLimitThrottles(t *testing.T) {
 		t.Fatalf("dirty bytes %d went far past the limit", du.Bytes)
 	}
 	close(g.release)
-	var keys []hashdir.Key
+	var keys []format.Key
 	select {
 	case keys = <-done:
 	case <-time.After(20 * time.Second):

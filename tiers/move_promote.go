@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Promotion off the read path
@@ -39,19 +39,19 @@ const promotePaceMin = 16 << 20
 
 // promoteQueue is the queue of promotions decided on the read path.
 type promoteQueue struct {
-	ch      chan hashdir.Key
+	ch      chan format.Key
 	mu      sync.Mutex
-	pending map[hashdir.Key]int64 // keys in ch or being promoted, with their sizes
-	bytes   int64                 // the sizes in pending
-	tokens  float64               // bytes promotions that evict may still copy (under mu)
-	filled  time.Time             // when tokens was last refilled (under mu)
+	pending map[format.Key]int64 // keys in ch or being promoted, with their sizes
+	bytes   int64                // the sizes in pending
+	tokens  float64              // bytes promotions that evict may still copy (under mu)
+	filled  time.Time            // when tokens was last refilled (under mu)
 }
 
 // maybePromote queues k's promotion (size bytes) after a read from a
 // lower tier when the admission filter lets it in and, if it would
 // evict (memory's room, less the promotions already queued, is short of
 // size), the pace allows it. It drops it when the queue is full.
-func (s *Stack) maybePromote(k hashdir.Key, size int64) {
+func (s *Stack) maybePromote(k format.Key, size int64) {
 	if !s.shouldPromote(k, size) {
 		return
 	}
@@ -94,7 +94,7 @@ func (q *promoteQueue) take(size, capacity int64) bool {
 }
 
 func newPromoteQueue() promoteQueue {
-	return promoteQueue{ch: make(chan hashdir.Key, promoteQueueLen), pending: make(map[hashdir.Key]int64)}
+	return promoteQueue{ch: make(chan format.Key, promoteQueueLen), pending: make(map[format.Key]int64)}
 }
 
 // promoteLoop runs the queued promotions until the stack stops.

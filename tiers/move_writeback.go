@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // writeBack copies a dirty block from memory to the first persistent tier
@@ -20,7 +20,7 @@ import (
 // started before). When the second fails too, the first failure is the
 // answer: it names the fault, where the second may only say that the
 // tier is down because of it.
-func (s *Stack) writeBack(k hashdir.Key, sync bool) error {
+func (s *Stack) writeBack(k format.Key, sync bool) error {
 	attempt := func() (any, error) { return nil, s.writeBackOnce(k) }
 	_, err, shared := s.flights.Do("wb\x00"+k.Path(), attempt)
 	if err != nil && shared {
@@ -34,7 +34,7 @@ func (s *Stack) writeBack(k hashdir.Key, sync bool) error {
 	return s.syncKey(k)
 }
 
-func (s *Stack) writeBackOnce(k hashdir.Key) error {
+func (s *Stack) writeBackOnce(k format.Key) error {
 	if !s.mem.Dirty(k) {
 		return nil // clean already, or removed
 	}
@@ -104,7 +104,7 @@ func (s *Stack) writeBackOnce(k hashdir.Key) error {
 }
 
 // syncKey makes k durable on the first persistent tier holding it.
-func (s *Stack) syncKey(k hashdir.Key) error {
+func (s *Stack) syncKey(k format.Key) error {
 	for _, d := range s.dirs {
 		if _, err := d.Stat(k); err == nil {
 			return d.Sync(k)
@@ -116,7 +116,7 @@ func (s *Stack) syncKey(k hashdir.Key) error {
 // Flush returns once k is durable on a persistent tier (fsynced). A
 // stack with no persistent tier has nothing to flush: Flush returns nil
 // for any block it holds.
-func (s *Stack) Flush(ctx context.Context, k hashdir.Key) error {
+func (s *Stack) Flush(ctx context.Context, k format.Key) error {
 	if !s.Has(k) {
 		return ErrNotFound
 	}
@@ -135,13 +135,13 @@ func (s *Stack) FlushAll(ctx context.Context, model string) error {
 	if !s.Persistent() {
 		return nil
 	}
-	var dirty []hashdir.Key
+	var dirty []format.Key
 	for _, k := range listKeys(s.mem, model) {
 		if s.mem.Dirty(k) {
 			dirty = append(dirty, k)
 		}
 	}
-	jobs := make(chan hashdir.Key)
+	jobs := make(chan format.Key)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error

@@ -11,15 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
 // rawBlock is raw block n of model at shard width w, with its payload.
-func rawBlock(model string, n, w, size int) (hashdir.Key, []byte) {
-	id := hashdir.ID(md5.Sum(fmt.Appendf(nil, "raw/%s/%d", model, n)))
+func rawBlock(model string, n, w, size int) (format.Key, []byte) {
+	id := format.ID(md5.Sum(fmt.Appendf(nil, "raw/%s/%d", model, n)))
 	data := bytes.Repeat([]byte{byte(n), byte(n >> 8), 0x5a}, size/3+1)[:size]
-	return hashdir.Key{Model: model, ID: id, Kind: hashdir.RawKind(w)}, data
+	return format.Key{Model: model, ID: id, Kind: format.RawKind(w)}, data
 }
 
 // TestRawTierAdopt: a UCM PosixStore directory (shards of widths 0, 2 and
@@ -31,8 +31,8 @@ func rawBlock(model string, n, w, size int) (hashdir.Key, []byte) {
 func TestRawTierAdopt(t *testing.T) {
 	dir := t.TempDir()
 	const model = "ucm"
-	var keys []hashdir.Key
-	datas := map[hashdir.Key][]byte{}
+	var keys []format.Key
+	datas := map[format.Key][]byte{}
 	for i, w := range []int{0, 2, 3, 3} {
 		k, d := rawBlock(model, i, w, 4096+i)
 		p := filepath.Join(dir, k.Path())
@@ -63,7 +63,7 @@ func TestRawTierAdopt(t *testing.T) {
 		if got := readAll(t, s, k); !bytes.Equal(got, datas[k]) {
 			t.Errorf("%s: %d bytes read, want the file's %d", k, len(got), len(datas[k]))
 		}
-		if crc, has, err := s.CRC(k); err != nil || !has || crc != hashdir.CRC32C(datas[k]) {
+		if crc, has, err := s.CRC(k); err != nil || !has || crc != format.CRC32C(datas[k]) {
 			t.Errorf("%s: CRC %08x %v %v", k, crc, has, err)
 		}
 	}
@@ -77,7 +77,7 @@ func TestRawTierAdopt(t *testing.T) {
 		t.Fatalf("the tier file %s: %v, equal %v", p, err, bytes.Equal(got, d))
 	}
 	var buf [8]byte
-	if n, err := unix.Getxattr(p, crcXattr, buf[:]); err != nil || string(buf[:n]) != fmt.Sprintf("%08x", hashdir.CRC32C(d)) {
+	if n, err := unix.Getxattr(p, crcXattr, buf[:]); err != nil || string(buf[:n]) != fmt.Sprintf("%08x", format.CRC32C(d)) {
 		t.Errorf("crc xattr of the tier file: %q %v", buf[:n], err)
 	}
 	empty, _ := rawBlock(model, 10, 2, 0)

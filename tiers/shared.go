@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/sys/unix"
 )
@@ -63,8 +63,8 @@ type sharedView struct {
 	models   map[string]struct{} // the root's listing
 	modelsAt time.Time
 
-	scanned chan struct{}       // closed when the background scan is done
-	gone    func([]hashdir.Key) // told of the keys found gone (the stack's)
+	scanned chan struct{}      // closed when the background scan is done
+	gone    func([]format.Key) // told of the keys found gone (the stack's)
 }
 
 // sharedDir is a directory other daemons use too: its index is
@@ -112,7 +112,7 @@ func (t *sharedDir) scanned() bool {
 
 // revalidate makes the index's entries of key's shard at most one TTL
 // old.
-func (t *sharedDir) revalidate(key hashdir.Key) {
+func (t *sharedDir) revalidate(key format.Key) {
 	if t.view.ttl < 0 {
 		return
 	}
@@ -124,7 +124,7 @@ func (t *sharedDir) revalidate(key hashdir.Key) {
 	if ok && time.Since(c.at) < v.ttl || checkKey(key) != nil {
 		return
 	}
-	v.flights.Do(ref.model+"/"+hashdir.ShardName(ref.hh), func() (any, error) {
+	v.flights.Do(ref.model+"/"+format.ShardName(ref.hh), func() (any, error) {
 		t.checkShard(ref, c, false)
 		return nil, nil
 	})
@@ -133,7 +133,7 @@ func (t *sharedDir) revalidate(key hashdir.Key) {
 // checkShard stats the shard directory and lists it again unless its
 // mtime says it has not changed since last.
 func (t *sharedDir) checkShard(ref shardRef, last shardCheck, force bool) {
-	dir := filepath.Join(t.root, ref.model, hashdir.ShardName(ref.hh))
+	dir := filepath.Join(t.root, ref.model, format.ShardName(ref.hh))
 	now := time.Now()
 	var st unix.Stat_t
 	err := t.do("stat", func() error { return unix.Stat(dir, &st) }, nil)
@@ -191,14 +191,14 @@ func (t *sharedDir) recordShard(ref shardRef, c shardCheck) {
 // ents: the keys of before (the index's, taken before the listing) not
 // listed are dropped and the stack told; files not indexed are adopted.
 // A key committed here while the listing ran is not in before: kept.
-func (t *sharedDir) reconcile(ref shardRef, before []hashdir.Key, ents []shardEntry) {
-	listed := make(map[hashdir.Key]shardEntry, len(ents))
+func (t *sharedDir) reconcile(ref shardRef, before []format.Key, ents []shardEntry) {
+	listed := make(map[format.Key]shardEntry, len(ents))
 	for _, e := range ents {
 		if e.class == fileEntry {
-			listed[hashdir.Key{Model: ref.model, ID: e.id, Kind: e.kind}] = e
+			listed[format.Key{Model: ref.model, ID: e.id, Kind: e.kind}] = e
 		}
 	}
-	var gone []hashdir.Key
+	var gone []format.Key
 	for _, k := range before {
 		if _, ok := listed[k]; ok {
 			continue
@@ -240,7 +240,7 @@ func (t *sharedDir) sharedModels() map[string]struct{} {
 		ents, err := t.readDir(t.root)
 		names := make(map[string]struct{}, len(ents))
 		for _, e := range ents {
-			if e.IsDir() && hashdir.ValidateModel(e.Name()) == nil {
+			if e.IsDir() && format.ValidateModel(e.Name()) == nil {
 				names[e.Name()] = struct{}{}
 			}
 		}
@@ -270,7 +270,7 @@ func (t *DirTier) HasModel(model string) bool {
 
 // hasModel reports whether model is a model directory at the root.
 func (t *sharedDir) hasModel(model string) bool {
-	if hashdir.ValidateModel(model) != nil {
+	if format.ValidateModel(model) != nil {
 		return false
 	}
 	if _, ok := t.sharedModels()[model]; ok {
@@ -293,20 +293,20 @@ func (t *sharedDir) models(names []string) []string {
 
 // stat answers Stat for a shared tier: the revalidated index, else a
 // stat of the file.
-func (t *sharedDir) stat(key hashdir.Key) (Info, error) {
+func (t *sharedDir) stat(key format.Key) (Info, error) {
 	t.revalidate(key)
 	return t.sharedGet(key)
 }
 
 // get is sharedGet as the stack asks it.
-func (t *sharedDir) get(key hashdir.Key) (Info, bool) {
+func (t *sharedDir) get(key format.Key) (Info, bool) {
 	info, err := t.sharedGet(key)
 	return info, err == nil
 }
 
 // sharedGet is sharedStat once key's shard is revalidated: a key the
 // index lacks is looked for on disk.
-func (t *sharedDir) sharedGet(key hashdir.Key) (Info, error) {
+func (t *sharedDir) sharedGet(key format.Key) (Info, error) {
 	if info, _, ok := indexGet(t.idx, key); ok {
 		return info, nil
 	}
@@ -320,7 +320,7 @@ func (t *sharedDir) sharedGet(key hashdir.Key) (Info, error) {
 // which no kernel cache stands in front of: a key the index lacks is a
 // miss without a syscall when its shard was listed (or found unchanged
 // since a listing) within the TTL, else it is looked for on disk.
-func (t *sharedDir) has(key hashdir.Key) bool {
+func (t *sharedDir) has(key format.Key) bool {
 	if _, _, ok := indexGet(t.idx, key); ok {
 		return true
 	}
@@ -333,7 +333,7 @@ func (t *sharedDir) has(key hashdir.Key) bool {
 
 // listedFresh reports whether the index holds all of key's shard as of
 // less than a TTL ago.
-func (t *sharedDir) listedFresh(key hashdir.Key) bool {
+func (t *sharedDir) listedFresh(key format.Key) bool {
 	v := &t.view
 	if v.ttl < 0 {
 		return false

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,7 +69,7 @@ func (t *sharedDir) walkShards(force bool) bool {
 				if !force && ok && time.Since(last.at) < t.view.ttl {
 					continue
 				}
-				t.view.flights.Do(ref.model+"/"+hashdir.ShardName(ref.hh), func() (any, error) {
+				t.view.flights.Do(ref.model+"/"+format.ShardName(ref.hh), func() (any, error) {
 					t.checkShard(ref, last, force)
 					return nil, nil
 				})
@@ -88,7 +88,7 @@ func (t *sharedDir) walkShards(force bool) bool {
 		var shards []byte
 		ents, err := t.readDir(filepath.Join(t.root, m))
 		for _, e := range ents {
-			if hh, ok := hashdir.ParseShard(e.Name()); ok && e.IsDir() {
+			if hh, ok := format.ParseShard(e.Name()); ok && e.IsDir() {
 				shards = append(shards, hh)
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -53,7 +53,7 @@ func (s *Stack) sharedAt(id TierID) *DirTier {
 // revalidateShared revalidates k's shard on every shared tier (cheap
 // within the TTL), so that a memory copy of a block another daemon
 // removed goes too (dropGone).
-func (s *Stack) revalidateShared(k hashdir.Key) {
+func (s *Stack) revalidateShared(k format.Key) {
 	for _, d := range s.dirs {
 		d.share.revalidate(k) // nothing to do for a private tier
 	}
@@ -63,14 +63,14 @@ func (s *Stack) revalidateShared(k hashdir.Key) {
 func (s *Stack) watchShared() {
 	for _, d := range s.dirs {
 		if sd := d.sharedDir(); sd != nil {
-			sd.view.gone = func(keys []hashdir.Key) { go s.dropGone(keys) }
+			sd.view.gone = func(keys []format.Key) { go s.dropGone(keys) }
 		}
 	}
 }
 
 // dropGone drops the clean, unpinned memory copies of keys another daemon
 // removed from a shared tier, unless a tier of the stack still holds them.
-func (s *Stack) dropGone(keys []hashdir.Key) {
+func (s *Stack) dropGone(keys []format.Key) {
 	for _, k := range keys {
 		mu := s.keyLock(k)
 		mu.Lock()
@@ -95,7 +95,7 @@ func (s *Stack) dropGone(keys []hashdir.Key) {
 // privateCopy copies k from the shared tier d into an anonymous memory
 // file (memfd), CRC-checked: the descriptor of a read when memory has no
 // room, readable whatever other hosts do to the file.
-func (s *Stack) privateCopy(d *DirTier, k hashdir.Key) (*os.File, error) {
+func (s *Stack) privateCopy(d *DirTier, k format.Key) (*os.File, error) {
 	fd, err := unix.MemfdCreate("ucmfs-"+k.FileName(), unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("%s: private copy: %w", k, err)
@@ -120,15 +120,15 @@ type memfdWriter struct {
 var _ Tier = (*memfdWriter)(nil)
 
 // Name, Persistent, ... make the writer its own destination tier.
-func (w *memfdWriter) Name() string                       { return "private copy" }
-func (w *memfdWriter) Persistent() bool                   { return false }
-func (w *memfdWriter) Create(hashdir.Key) (Writer, error) { return w, nil }
-func (w *memfdWriter) Open(hashdir.Key) (*os.File, error) { return nil, errors.ErrUnsupported }
-func (w *memfdWriter) Stat(hashdir.Key) (Info, error)     { return Info{}, ErrNotFound }
-func (w *memfdWriter) Remove(hashdir.Key) error           { return ErrNotFound }
-func (w *memfdWriter) List(string, func(Info) bool)       {}
-func (w *memfdWriter) Usage() Usage                       { return Usage{} }
-func (w *memfdWriter) Close() error                       { return nil }
+func (w *memfdWriter) Name() string                      { return "private copy" }
+func (w *memfdWriter) Persistent() bool                  { return false }
+func (w *memfdWriter) Create(format.Key) (Writer, error) { return w, nil }
+func (w *memfdWriter) Open(format.Key) (*os.File, error) { return nil, errors.ErrUnsupported }
+func (w *memfdWriter) Stat(format.Key) (Info, error)     { return Info{}, ErrNotFound }
+func (w *memfdWriter) Remove(format.Key) error           { return ErrNotFound }
+func (w *memfdWriter) List(string, func(Info) bool)      {}
+func (w *memfdWriter) Usage() Usage                      { return Usage{} }
+func (w *memfdWriter) Close() error                      { return nil }
 
 // File is the memfd.
 func (w *memfdWriter) File() *os.File { return w.f }
@@ -149,7 +149,7 @@ func (w *memfdWriter) Abort() {}
 // ShareModel makes model's directory on every shared tier, so a model
 // made empty on this host (mkdir) is seen by the others' daemons.
 func (s *Stack) ShareModel(model string) error {
-	if err := hashdir.ValidateModel(model); err != nil {
+	if err := format.ValidateModel(model); err != nil {
 		return err
 	}
 	var errs []error
@@ -170,7 +170,7 @@ func (t *sharedDir) touchEvery() time.Duration { return min(time.Minute, t.keepR
 
 // touched moves key's mtime to now when it is older than touchEvery:
 // the use other daemons see and evict by.
-func (t *sharedDir) touched(key hashdir.Key) {
+func (t *sharedDir) touched(key format.Key) {
 	info, _, ok := indexGet(t.idx, key)
 	if !ok || time.Since(info.MTime) < t.touchEvery() {
 		return
@@ -186,7 +186,7 @@ func (t *sharedDir) touched(key hashdir.Key) {
 // is there and its mtime (which any daemon moves on use) is older than
 // KeepRecent. A younger file gets its mtime in the index and moves to the
 // back of the eviction order; a file gone is dropped from the index.
-func (t *sharedDir) mayEvict(key hashdir.Key) bool {
+func (t *sharedDir) mayEvict(key format.Key) bool {
 	var st unix.Stat_t
 	p := t.path(key)
 	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)

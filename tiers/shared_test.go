@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // sharedStack builds a stack of a memory tier of memCap bytes over one
@@ -34,8 +34,8 @@ const testTTL = 100 * time.Millisecond
 
 // plantFiles writes n blocks of model "m" with payloads of size bytes
 // straight into the directory dir, as another host would.
-func plantFiles(dir string, n, size int) []hashdir.Key {
-	keys := make([]hashdir.Key, n)
+func plantFiles(dir string, n, size int) []format.Key {
+	keys := make([]format.Key, n)
 	for i := range keys {
 		k, data := testBlock("m", i, size)
 		p := filepath.Join(dir, k.Path())
@@ -153,7 +153,7 @@ func TestSharedEvictsOldestMTimeOnly(t *testing.T) {
 		}
 	}
 	// Room for fewer than 20: the odd ones are recent and must stay.
-	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{Capacity: 12 * (4096 + hashdir.HeaderSize + 64)})
+	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{Capacity: 12 * (4096 + format.HeaderSize + 64)})
 	if !eventually(10*time.Second, func() bool {
 		_, err := os.Stat(filepath.Join(dir, keys[0].Path()))
 		return errors.Is(err, os.ErrNotExist)

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -93,11 +93,11 @@ type Stack struct {
 	admit   *ristretto.Cache[uint64, struct{}] // keyed by admitKey
 
 	mu       sync.Mutex
-	queue    []dirtyRef           // keys waiting for write-back, oldest first
-	queued   map[hashdir.Key]bool // members of queue
-	work     chan struct{}        // wakes a write-back worker
-	room     chan struct{}        // closed and replaced whenever memory may have room
-	verified map[hashdir.Key]bool // lower-tier files whose CRC was checked this run
+	queue    []dirtyRef          // keys waiting for write-back, oldest first
+	queued   map[format.Key]bool // members of queue
+	work     chan struct{}       // wakes a write-back worker
+	room     chan struct{}       // closed and replaced whenever memory may have room
+	verified map[format.Key]bool // lower-tier files whose CRC was checked this run
 	closed   bool
 	promo    promoteQueue // promotions decided by reads (move_promote.go)
 
@@ -187,10 +187,10 @@ func newStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 		dirs:     dirs,
 		seed:     maphash.MakeSeed(),
 		admit:    adm,
-		queued:   make(map[hashdir.Key]bool),
+		queued:   make(map[format.Key]bool),
 		work:     make(chan struct{}, 1),
 		room:     make(chan struct{}),
-		verified: make(map[hashdir.Key]bool),
+		verified: make(map[format.Key]bool),
 		promo:    newPromoteQueue(),
 		stop:     make(chan struct{}),
 	}
@@ -213,7 +213,7 @@ func newStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 func (s *Stack) Persistent() bool { return len(s.dirs) > 0 }
 
 // keyLock returns the stripe lock of key.
-func (s *Stack) keyLock(k hashdir.Key) *sync.Mutex {
+func (s *Stack) keyLock(k format.Key) *sync.Mutex {
 	var h maphash.Hash
 	h.SetSeed(s.seed)
 	h.WriteString(k.Model)

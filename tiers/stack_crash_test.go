@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 const crashPayload = 256<<10 - 64
@@ -90,7 +90,7 @@ func checkCrashDir(t *testing.T, dir string, durable []int) {
 			return err
 		}
 		finals++
-		if verr := hashdir.VerifyFile(p); verr != nil {
+		if verr := format.VerifyFile(p); verr != nil {
 			t.Errorf("torn or corrupt file under a final name: %s: %v", p, verr)
 		}
 		return nil

@@ -6,19 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // testBlockNoCRC is testBlock with no CRC in the header (flags 0), as an
 // engine that leaves the CRC to ucmfs writes it.
-func testBlockNoCRC(model string, n, payload int) (hashdir.Key, []byte) {
+func testBlockNoCRC(model string, n, payload int) (format.Key, []byte) {
 	k, data := testBlock(model, n, payload)
-	h, err := hashdir.DecodeBlockHeader(data[:hashdir.HeaderSize])
+	h, err := format.DecodeBlockHeader(data[:format.HeaderSize])
 	if err != nil {
 		panic(err)
 	}
 	h.Flags, h.PayloadCRC = 0, 0
-	h.Encode(data[:hashdir.HeaderSize])
+	h.Encode(data[:format.HeaderSize])
 	return k, data
 }
 
@@ -28,7 +28,7 @@ func testBlockNoCRC(model string, n, payload int) (hashdir.Key, []byte) {
 func TestStackCRCWithoutHeaderCRC(t *testing.T) {
 	s := newTestStack(t, 8<<20, t.TempDir(), StackConfig{})
 	k, data := testBlockNoCRC("m", 1, 100<<10)
-	want := hashdir.CRC32C(data[hashdir.HeaderSize:])
+	want := format.CRC32C(data[format.HeaderSize:])
 	info, err := s.Put(k, data, false)
 	if err != nil {
 		t.Fatal(err)
@@ -66,14 +66,14 @@ func TestStackCRCComputedOnDemand(t *testing.T) {
 	if bi, err := s.Stat(k); err != nil || bi.HasCRC {
 		t.Fatalf("Stat before anything computed the CRC: %+v %v", bi, err)
 	}
-	want := hashdir.CRC32C(data[hashdir.HeaderSize:])
+	want := format.CRC32C(data[format.HeaderSize:])
 	if crc, has, err := s.CRC(k); err != nil || !has || crc != want {
 		t.Fatalf("CRC: %08x %v %v, want %08x", crc, has, err, want)
 	}
 	if bi, _ := s.Stat(k); !bi.HasCRC || bi.CRC != want {
 		t.Fatalf("the computed CRC is not kept: %+v", bi)
 	}
-	if _, _, err := s.CRC(hashdir.Key{Model: "m", ID: hashdir.ID{9}}); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.CRC(format.Key{Model: "m", ID: format.ID{9}}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("CRC of an absent block: %v, want ErrNotFound", err)
 	}
 }
@@ -92,7 +92,7 @@ func TestStackCRCAfterRestart(t *testing.T) {
 	if bi, err := s2.Stat(k); err != nil || bi.HasCRC || bi.Holders[0] != "nvme" {
 		t.Fatalf("stat after restart: %+v %v", bi, err)
 	}
-	want := hashdir.CRC32C(data[hashdir.HeaderSize:])
+	want := format.CRC32C(data[format.HeaderSize:])
 	if crc, has, err := s2.CRC(k); err != nil || !has || crc != want {
 		t.Fatalf("CRC after restart: %08x %v %v, want %08x", crc, has, err, want)
 	}
@@ -104,17 +104,17 @@ func TestStackCRCFlaggedMismatchRejected(t *testing.T) {
 	s := newTestStack(t, 8<<20, "", StackConfig{})
 	k, data := testBlock("m", 3, 8<<10)
 	info, err := s.Put(k, data, false)
-	if err != nil || !info.HasCRC || info.CRC != hashdir.CRC32C(data[hashdir.HeaderSize:]) {
+	if err != nil || !info.HasCRC || info.CRC != format.CRC32C(data[format.HeaderSize:]) {
 		t.Fatalf("a stated CRC is the block's at once: %+v %v", info, err)
 	}
 	k2, bad := testBlock("m", 4, 8<<10)
-	bad[hashdir.HeaderSize+5] ^= 0x10
+	bad[format.HeaderSize+5] ^= 0x10
 	if _, err := s.Put(k2, bad, false); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("stated CRC that does not match: %v, want ErrInvalid", err)
 	}
 	// Without a stated CRC a changed payload is a valid block.
 	k3, unflagged := testBlockNoCRC("m", 5, 8<<10)
-	unflagged[hashdir.HeaderSize+5] ^= 0x10
+	unflagged[format.HeaderSize+5] ^= 0x10
 	if _, err := s.Put(k3, unflagged, false); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestStackCRCDirectWrite(t *testing.T) {
 	if _, err := s.Put(k, data, false); err != nil {
 		t.Fatal(err)
 	}
-	want := hashdir.CRC32C(data[hashdir.HeaderSize:])
+	want := format.CRC32C(data[format.HeaderSize:])
 	if crc, has, err := s.dirs[0].CRC(k); err != nil || !has || crc != want {
 		t.Fatalf("direct write: CRC %08x %v %v, want %08x", crc, has, err, want)
 	}

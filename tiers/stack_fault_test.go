@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/faultfs"
 )
 
@@ -82,7 +82,7 @@ func TestStackFaultEIO(t *testing.T) {
 func TestStackFaultENOSPC(t *testing.T) {
 	s, ffs, _ := faultStack(t, 1<<20, StackConfig{RoomWait: 200 * time.Millisecond})
 	ffs.Inject(faultfs.Fault{Op: faultfs.OpCreate, Errno: syscall.ENOSPC})
-	var keys []hashdir.Key
+	var keys []format.Key
 	var datas [][]byte
 	var err error
 	for i := 0; i < 4 && err == nil; i++ { // 4 × 300 KiB into 1 MiB

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // testLogger discards logs unless UCMFS_TEST_LOG is set.
@@ -25,15 +25,15 @@ func testLogger() *slog.Logger {
 
 // testBlock builds a valid block of the given payload size, its id derived
 // from (model, n) so tests can find it again.
-func testBlock(model string, n, payload int) (hashdir.Key, []byte) {
-	id := hashdir.ID(md5.Sum([]byte(fmt.Sprintf("%s/%d", model, n))))
+func testBlock(model string, n, payload int) (format.Key, []byte) {
+	id := format.ID(md5.Sum([]byte(fmt.Sprintf("%s/%d", model, n))))
 	data := make([]byte, payload)
 	r := rand.New(rand.NewPCG(uint64(n), 7))
 	for i := range data {
 		data[i] = byte(r.Uint32())
 	}
-	h := hashdir.BlockHeader{ID: id, NumLayers: 1, BlockSize: 1, Dtype: hashdir.Uint8, TensorsPerLayer: 1}
-	return hashdir.Key{Model: model, ID: id}, hashdir.NewBlock(h, data)
+	h := format.BlockHeader{ID: id, NumLayers: 1, BlockSize: 1, Dtype: format.Uint8, TensorsPerLayer: 1}
+	return format.Key{Model: model, ID: id}, format.NewBlock(h, data)
 }
 
 // newTestStack builds a stack of a memory tier of memCap bytes over one
@@ -64,7 +64,7 @@ func buildStack(t testing.TB, cfg StackConfig, mc MemConfig, dirs ...DirConfig) 
 }
 
 // readAll opens k through the stack and returns its bytes.
-func readAll(t testing.TB, s *Stack, k hashdir.Key) []byte {
+func readAll(t testing.TB, s *Stack, k format.Key) []byte {
 	t.Helper()
 	h, err := s.Open(k)
 	if err != nil {
@@ -87,7 +87,7 @@ func mustEqual(t testing.TB, what string, got, want []byte) {
 
 // waitPromoted waits (up to 10 s) until the read-path promotions are done
 // and k is in memory.
-func waitPromoted(t testing.TB, s *Stack, k hashdir.Key) {
+func waitPromoted(t testing.TB, s *Stack, k format.Key) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if s.promoting() == 0 && s.mem.idx.Has(k) {

@@ -7,7 +7,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"golang.org/x/sys/unix"
 )
@@ -32,7 +32,7 @@ type BlockInfo struct {
 }
 
 // Has reports whether any tier holds k.
-func (s *Stack) Has(k hashdir.Key) bool {
+func (s *Stack) Has(k format.Key) bool {
 	if _, err := s.mem.Stat(k); err == nil {
 		return true
 	}
@@ -44,12 +44,12 @@ func (s *Stack) Has(k hashdir.Key) bool {
 // and allocates nothing. A shared directory tier is asked through Stat:
 // its index revalidated, a block it lacks looked for on disk, because
 // another daemon may have published or removed it (shared.go).
-func (s *Stack) HasBlock(model string, id hashdir.ID) bool {
-	return s.HasKey(hashdir.Key{Model: model, ID: id})
+func (s *Stack) HasBlock(model string, id format.ID) bool {
+	return s.HasKey(format.Key{Model: model, ID: id})
 }
 
 // HasKey is HasBlock for any key (a raw block's, a sidecar's).
-func (s *Stack) HasKey(k hashdir.Key) bool {
+func (s *Stack) HasKey(k format.Key) bool {
 	s.revalidateShared(k)
 	if _, _, ok := indexGet(s.mem.idx, k); ok {
 		return true
@@ -63,7 +63,7 @@ func (s *Stack) HasKey(k hashdir.Key) bool {
 }
 
 // inDirs reports whether a directory tier holds k.
-func (s *Stack) inDirs(k hashdir.Key) bool {
+func (s *Stack) inDirs(k format.Key) bool {
 	for _, d := range s.dirs {
 		if _, err := d.Stat(k); err == nil {
 			return true
@@ -73,8 +73,8 @@ func (s *Stack) inDirs(k hashdir.Key) bool {
 }
 
 // List calls fn once for every key of model ("" = all) held by any tier.
-func (s *Stack) List(model string, fn func(hashdir.Key) bool) {
-	seen := make(map[hashdir.Key]struct{})
+func (s *Stack) List(model string, fn func(format.Key) bool) {
+	seen := make(map[format.Key]struct{})
 	tiers := []Tier{s.mem}
 	for _, d := range s.dirs {
 		tiers = append(tiers, d)
@@ -96,13 +96,13 @@ func (s *Stack) List(model string, fn func(hashdir.Key) bool) {
 // (the files of one <model>/<hh> directory), held by any tier, each once,
 // in no particular order. It reads the tiers' indexes only: its cost is
 // that of the shard, not of the model.
-func (s *Stack) ShardKeys(model string, shard byte) []hashdir.Key {
+func (s *Stack) ShardKeys(model string, shard byte) []format.Key {
 	keys := s.mem.idx.ShardKeys(model, shard, nil)
 	// A block is usually in several tiers, but a tier lists each key
 	// once: only keys added after others may repeat them.
 	repeats := false
 	for _, d := range s.dirs {
-		d.share.revalidate(hashdir.Key{Model: model, ID: hashdir.ID{shard}})
+		d.share.revalidate(format.Key{Model: model, ID: format.ID{shard}})
 		before := len(keys)
 		keys = d.idx.ShardKeys(model, shard, keys)
 		repeats = repeats || (before > 0 && len(keys) > before)
@@ -111,7 +111,7 @@ func (s *Stack) ShardKeys(model string, shard byte) []hashdir.Key {
 		return keys
 	}
 	// All keys are of model: equal id and kind is the same key.
-	slices.SortFunc(keys, func(a, b hashdir.Key) int {
+	slices.SortFunc(keys, func(a, b format.Key) int {
 		if c := bytes.Compare(a.ID[:], b.ID[:]); c != 0 {
 			return c
 		}
@@ -122,8 +122,8 @@ func (s *Stack) ShardKeys(model string, shard byte) []hashdir.Key {
 
 // listKeys collects the keys of t (of model, "" = all) before the caller
 // looks at any of them, so no tier lock is held meanwhile.
-func listKeys(t Tier, model string) []hashdir.Key {
-	var keys []hashdir.Key
+func listKeys(t Tier, model string) []format.Key {
+	var keys []format.Key
 	t.List(model, func(in Info) bool { keys = append(keys, in.Key); return true })
 	return keys
 }
@@ -134,7 +134,7 @@ func listKeys(t Tier, model string) []hashdir.Key {
 // block published without a CRC in its header, before its write-back
 // copy computed one; a file found by a directory tier's rebuild whose
 // xattr was not read yet). CRC gets it in every case.
-func (s *Stack) Stat(k hashdir.Key) (BlockInfo, error) {
+func (s *Stack) Stat(k format.Key) (BlockInfo, error) {
 	var bi BlockInfo
 	found := false
 	s.revalidateShared(k)
@@ -170,7 +170,7 @@ func (s *Stack) Stat(k hashdir.Key) (BlockInfo, error) {
 // there. has is false when only a directory tier holds k and keeps no CRC
 // for it (a filesystem without xattrs, a file copied in by hand);
 // ErrNotFound when no tier holds k.
-func (s *Stack) CRC(k hashdir.Key) (crc uint32, has bool, err error) {
+func (s *Stack) CRC(k format.Key) (crc uint32, has bool, err error) {
 	bi, err := s.Stat(k)
 	if err != nil {
 		return 0, false, err
@@ -193,7 +193,7 @@ func (s *Stack) CRC(k hashdir.Key) (crc uint32, has bool, err error) {
 
 // memCRC computes the payload CRC-32C of k's copy in the memory tier and
 // records it there. It reports false when the copy is gone or unreadable.
-func (s *Stack) memCRC(k hashdir.Key) (uint32, bool) {
+func (s *Stack) memCRC(k format.Key) (uint32, bool) {
 	f, err := openFile(s.mem.path(k), unix.O_RDONLY, 0) // not mem.Open: no LRU use
 	if err != nil {
 		return 0, false
@@ -216,7 +216,7 @@ func (s *Stack) memCRC(k hashdir.Key) (uint32, bool) {
 // small file (a sidecar) where it lies. A file removed or moved between
 // tiers meanwhile is looked for in the next tier. ErrNotFound when no
 // tier holds k.
-func (s *Stack) ReadFile(k hashdir.Key, n int64) ([]byte, Info, error) {
+func (s *Stack) ReadFile(k format.Key, n int64) ([]byte, Info, error) {
 	for id := Memory; int(id) <= len(s.dirs); id++ {
 		t := s.tierAt(id)
 		info, err := t.Stat(k)

@@ -6,7 +6,7 @@ import (
 	"hash/maphash"
 	"os"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Open opens k for reading from the fastest tier that holds it. A file
@@ -16,7 +16,7 @@ import (
 // background worker (move_promote.go), never waited for. A file of a
 // shared tier is always copied first, into memory or a private memfd
 // (shared_stack.go), so other daemons may remove it during the read.
-func (s *Stack) Open(k hashdir.Key) (*Handle, error) {
+func (s *Stack) Open(k format.Key) (*Handle, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		if f, size, e, ok := s.mem.openHit(k); ok {
 			s.admit.Get(s.admitKey(k))
@@ -67,7 +67,7 @@ func handle(f *os.File, tier string, id TierID, tok Token) (*Handle, error) {
 
 // Promote brings k into the memory tier (for prefetch). It returns nil
 // when k is already there.
-func (s *Stack) Promote(k hashdir.Key) error {
+func (s *Stack) Promote(k format.Key) error {
 	v, err, _ := s.flights.Do("pr\x00"+k.Path(), func() (any, error) { return s.locate(k, true) })
 	if err != nil {
 		return err
@@ -82,7 +82,7 @@ func (s *Stack) Promote(k hashdir.Key) error {
 // memory first; without, it queues the promotion when shouldPromote
 // admits it and returns the lower tier. It runs inside a singleflight
 // per key.
-func (s *Stack) locate(k hashdir.Key, force bool) (TierID, error) {
+func (s *Stack) locate(k format.Key, force bool) (TierID, error) {
 	if _, err := s.mem.Stat(k); err == nil {
 		return Memory, nil
 	}
@@ -134,12 +134,12 @@ func (s *Stack) locate(k hashdir.Key, force bool) (TierID, error) {
 
 // admitKey is k's key in the admission filter: a 64-bit hash (no string
 // built per read; a rare collision only blurs two keys' frequencies).
-func (s *Stack) admitKey(k hashdir.Key) uint64 { return maphash.Comparable(s.seed, k) }
+func (s *Stack) admitKey(k format.Key) uint64 { return maphash.Comparable(s.seed, k) }
 
 // shouldPromote gates promotion: free room admits at once; otherwise the
 // TinyLFU filter must have seen the key before (ristretto is a shadow of
 // access frequency here, never the record of what memory holds).
-func (s *Stack) shouldPromote(k hashdir.Key, size int64) bool {
+func (s *Stack) shouldPromote(k format.Key, size int64) bool {
 	if s.mem.Room() >= size || s.cfg.NoAdmission {
 		return true
 	}
@@ -152,7 +152,7 @@ func (s *Stack) shouldPromote(k hashdir.Key, size int64) bool {
 }
 
 // promote copies k from d into memory (CRC-checked) as a clean block.
-func (s *Stack) promote(d *DirTier, k hashdir.Key) error {
+func (s *Stack) promote(d *DirTier, k format.Key) error {
 	info, err := d.Stat(k)
 	if err != nil {
 		return err
@@ -181,7 +181,7 @@ func (s *Stack) promote(d *DirTier, k hashdir.Key) error {
 
 // verifyOnce checks the CRC of a lower-tier file the first time this run
 // serves it in place, so a damaged file is a miss, never wrong data.
-func (s *Stack) verifyOnce(d *DirTier, k hashdir.Key, info Info) error {
+func (s *Stack) verifyOnce(d *DirTier, k format.Key, info Info) error {
 	s.mu.Lock()
 	done := s.verified[k]
 	s.mu.Unlock()
@@ -193,7 +193,7 @@ func (s *Stack) verifyOnce(d *DirTier, k hashdir.Key, info Info) error {
 		return err
 	}
 	defer f.Close()
-	var hdr [hashdir.HeaderSize]byte
+	var hdr [format.HeaderSize]byte
 	if _, err := f.ReadAt(hdr[:k.Kind.HeaderLen()], 0); err != nil {
 		return fmt.Errorf("%w: %s: header: %w", ErrCorrupt, k, err)
 	}

@@ -3,7 +3,7 @@ package tiers
 import (
 	"fmt"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
@@ -13,7 +13,7 @@ import (
 // registered, view of the file (MemConfig.Host).
 
 // Pin keeps k in memory (promoting it first) or releases it.
-func (s *Stack) Pin(k hashdir.Key, pinned bool) error {
+func (s *Stack) Pin(k format.Key, pinned bool) error {
 	if pinned {
 		if err := s.Promote(k); err != nil {
 			return err
@@ -25,7 +25,7 @@ func (s *Stack) Pin(k hashdir.Key, pinned bool) error {
 // SetPinned sets or clears the pin of k's copy in the memory tier,
 // without promoting it: ErrNotFound when memory does not hold k (a block
 // evicted between a Promote and this call).
-func (s *Stack) SetPinned(k hashdir.Key, pinned bool) error {
+func (s *Stack) SetPinned(k format.Key, pinned bool) error {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
@@ -34,23 +34,23 @@ func (s *Stack) SetPinned(k hashdir.Key, pinned bool) error {
 
 // Pinned reports whether k is pinned in the memory tier (false if memory
 // does not hold it).
-func (s *Stack) Pinned(k hashdir.Key) bool { return s.mem.Pinned(k) }
+func (s *Stack) Pinned(k format.Key) bool { return s.mem.Pinned(k) }
 
 // Mapping returns the memory tier's read-only mapping of k's file, or nil
 // when it has none (not in memory, past the mapping budget, or not mapped
 // yet); see MemTier.Mapping. It stays valid while k is pinned and not
 // removed: pin k first (SetPinned or Pin).
-func (s *Stack) Mapping(k hashdir.Key) []byte { return s.mem.Mapping(k) }
+func (s *Stack) Mapping(k format.Key) []byte { return s.mem.Mapping(k) }
 
 // Touch marks k's copy in the memory tier as just used (its LRU order),
 // for a reader that used its Mapping rather than Open.
-func (s *Stack) Touch(k hashdir.Key) { s.mem.Touch(k) }
+func (s *Stack) Touch(k format.Key) { s.mem.Touch(k) }
 
 // Evict drops k's copy from the memory tier when a persistent tier holds
 // it too and it is not pinned, so that it is read from there next.
 // ErrNotFound when memory does not hold k; an error when the memory copy
 // is the only one or is pinned.
-func (s *Stack) Evict(k hashdir.Key) error {
+func (s *Stack) Evict(k format.Key) error {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()

@@ -6,29 +6,29 @@ import (
 	"os"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
-// ErrInvalid wraps the hashdir validation error of a rejected file.
+// ErrInvalid wraps the format validation error of a rejected file.
 var ErrInvalid = errors.New("invalid block")
 
 // PendingWrite is a block or sidecar being written: a private temp file in
 // the memory tier that no reader can see until Publish.
 type PendingWrite struct {
-	key   hashdir.Key
+	key   format.Key
 	w     Writer
 	mtime time.Time // the publish time to keep (SetMTime); zero: now
 }
 
 // Key is the key being written.
-func (p *PendingWrite) Key() hashdir.Key { return p.key }
+func (p *PendingWrite) Key() format.Key { return p.key }
 
 // File is the temp file; write it with pwrite or hand its fd to the kernel.
 func (p *PendingWrite) File() *os.File { return p.w.File() }
 
 // Create starts writing key. It fails with ErrExist when key is already
 // published, and with ErrClosed once the stack is closing.
-func (s *Stack) Create(key hashdir.Key) (*PendingWrite, error) {
+func (s *Stack) Create(key format.Key) (*PendingWrite, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
@@ -46,7 +46,7 @@ func (s *Stack) Create(key hashdir.Key) (*PendingWrite, error) {
 func (s *Stack) Abort(p *PendingWrite) { p.w.Abort() }
 
 // Put writes data as key and publishes it; see Publish.
-func (s *Stack) Put(key hashdir.Key, data []byte, durable bool) (Info, error) {
+func (s *Stack) Put(key format.Key, data []byte, durable bool) (Info, error) {
 	p, err := s.Create(key)
 	if err != nil {
 		return Info{}, err
@@ -79,7 +79,7 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 		s.stats.rejected.Add(1)
 		return Info{}, err
 	}
-	if key.Kind == hashdir.Repr && !s.Has(hashdir.Key{Model: key.Model, ID: key.ID}) {
+	if key.Kind == format.Repr && !s.Has(format.Key{Model: key.Model, ID: key.ID}) {
 		p.w.Abort()
 		return Info{}, fmt.Errorf("sidecar %s: %w: its block is not stored", key, ErrNotFound)
 	}
@@ -250,7 +250,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 // The payload is read, and its CRC-32C returned with hasCRC set, only
 // when the header states a CRC: then a mismatch rejects the file.
 // Errors wrap ErrInvalid.
-func validate(key hashdir.Key, f *os.File) (size int64, crc uint32, hasCRC bool, err error) {
+func validate(key format.Key, f *os.File) (size int64, crc uint32, hasCRC bool, err error) {
 	fi, err := fileStat(f)
 	if err != nil {
 		return 0, 0, false, err
@@ -265,8 +265,8 @@ func validate(key hashdir.Key, f *os.File) (size int64, crc uint32, hasCRC bool,
 		}
 		return size, 0, false, nil
 	}
-	var hdr [hashdir.HeaderSize]byte
-	if size >= hashdir.HeaderSize {
+	var hdr [format.HeaderSize]byte
+	if size >= format.HeaderSize {
 		if _, err := f.ReadAt(hdr[:], 0); err != nil {
 			return 0, 0, false, err
 		}
@@ -284,17 +284,17 @@ func validate(key hashdir.Key, f *os.File) (size int64, crc uint32, hasCRC bool,
 		crc, hasCRC = c, true
 		return c, nil
 	}
-	if size < hashdir.HeaderSize {
-		err = fmt.Errorf("file is %d bytes, shorter than the %d-byte header", size, hashdir.HeaderSize)
-	} else if key.Kind == hashdir.Repr {
-		var h hashdir.ReprHeader
-		if h, err = hashdir.DecodeReprHeader(hdr[:]); err == nil {
-			err = hashdir.ValidateRepr(h, key.ID, size, crcFn)
+	if size < format.HeaderSize {
+		err = fmt.Errorf("file is %d bytes, shorter than the %d-byte header", size, format.HeaderSize)
+	} else if key.Kind == format.Repr {
+		var h format.ReprHeader
+		if h, err = format.DecodeReprHeader(hdr[:]); err == nil {
+			err = format.ValidateRepr(h, key.ID, size, crcFn)
 		}
 	} else {
-		var h hashdir.BlockHeader
-		if h, err = hashdir.DecodeBlockHeader(hdr[:]); err == nil {
-			err = hashdir.ValidateBlock(h, key.ID, size, crcFn)
+		var h format.BlockHeader
+		if h, err = format.DecodeBlockHeader(hdr[:]); err == nil {
+			err = format.ValidateBlock(h, key.ID, size, crcFn)
 		}
 	}
 	if ioErr != nil {

@@ -3,7 +3,7 @@ package tiers
 import (
 	"os"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
@@ -34,7 +34,7 @@ func (t Token) Valid() bool { return t.e != nil }
 // admission filter, the hit counters, and for a lower tier the promotion
 // decision). A false answer asks the caller to close the descriptor and
 // Open again.
-func (s *Stack) Reuse(k hashdir.Key, t Token) bool {
+func (s *Stack) Reuse(k format.Key, t Token) bool {
 	switch {
 	case t.e == nil:
 		return false
@@ -61,7 +61,7 @@ func (s *Stack) Reuse(k hashdir.Key, t Token) bool {
 
 // Current reports, without counting a use, whether the descriptor of
 // token t still reads k's current file and is what Open would read.
-func (s *Stack) Current(k hashdir.Key, t Token) bool {
+func (s *Stack) Current(k format.Key, t Token) bool {
 	switch {
 	case t.e == nil:
 		return false
@@ -74,7 +74,7 @@ func (s *Stack) Current(k hashdir.Key, t Token) bool {
 // openLower opens k on directory tier id with its token: the entry is
 // read before and after the open, so a file replaced meanwhile gives a
 // zero token (the descriptor is used once, never reused).
-func (s *Stack) openLower(k hashdir.Key, id TierID) (*os.File, Token, error) {
+func (s *Stack) openLower(k format.Key, id TierID) (*os.File, Token, error) {
 	d := s.dirs[id-1]
 	e := d.idx.EntryOf(k)
 	f, err := d.Open(k)

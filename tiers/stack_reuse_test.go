@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // TestReuseToken: a memory handle's token stays reusable while the file
@@ -81,7 +81,7 @@ func TestPromotePace(t *testing.T) {
 	const block = 1 << 20
 	dir := t.TempDir()
 	s := newTestStack(t, 8*block, dir, StackConfig{NoAdmission: true})
-	var keys []hashdir.Key
+	var keys []format.Key
 	for i := range 48 {
 		k, data := testBlock("m", i, block-64)
 		if _, err := s.Put(k, data, true); err != nil {

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 func TestStackWriteBackIsPlainStore(t *testing.T) {
 	dir := t.TempDir()
 	s := newTestStack(t, 8<<20, dir, StackConfig{})
-	var keys []hashdir.Key
+	var keys []format.Key
 	var datas [][]byte
 	for i := 0; i < 20; i++ {
 		k, data := testBlock("m", i, 100_000+i)
@@ -64,7 +64,7 @@ func TestStackPublishVerdicts(t *testing.T) {
 		t.Fatalf("mismatched id: %v, want ErrInvalid", err)
 	}
 	// A sidecar without its block.
-	rk := hashdir.Key{Model: "m", ID: k3.ID, Kind: hashdir.Repr}
+	rk := format.Key{Model: "m", ID: k3.ID, Kind: format.Repr}
 	if _, err := s.Put(rk, testRepr(k3.ID), false); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("orphan sidecar: %v, want ErrNotFound", err)
 	}
@@ -74,9 +74,9 @@ func TestStackPublishVerdicts(t *testing.T) {
 }
 
 // testRepr builds a valid kind-0 sidecar for id: 1 layer, 1 head, dim 4.
-func testRepr(id hashdir.ID) []byte {
-	h := hashdir.ReprHeader{ID: id, Kind: hashdir.ReprMean, Dtype: hashdir.Float32, NumLayers: 1, NumKVHeads: 1, Rows: 1, Dim: 4}
-	return hashdir.NewRepr(h, make([]byte, 16))
+func testRepr(id format.ID) []byte {
+	h := format.ReprHeader{ID: id, Kind: format.ReprMean, Dtype: format.Float32, NumLayers: 1, NumKVHeads: 1, Rows: 1, Dim: 4}
+	return format.NewRepr(h, make([]byte, 16))
 }
 
 func TestStackRemoveDropsEveryTierAndSidecar(t *testing.T) {
@@ -86,7 +86,7 @@ func TestStackRemoveDropsEveryTierAndSidecar(t *testing.T) {
 	if _, err := s.Put(k, data, true); err != nil {
 		t.Fatal(err)
 	}
-	rk := hashdir.Key{Model: "m", ID: k.ID, Kind: hashdir.Repr}
+	rk := format.Key{Model: "m", ID: k.ID, Kind: format.Repr}
 	if _, err := s.Put(rk, testRepr(k.ID), true); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestStackRemoveDropsEveryTierAndSidecar(t *testing.T) {
 	if err := s.Remove(k); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []hashdir.Key{k, rk} {
+	for _, key := range []format.Key{k, rk} {
 		if s.Has(key) {
 			t.Fatalf("%s still held after remove", key)
 		}
@@ -248,14 +248,14 @@ func TestStackPublishTimeSurvivesCopies(t *testing.T) {
 func TestStackShardKeys(t *testing.T) {
 	dir := t.TempDir()
 	s := newTestStack(t, 8<<20, dir, StackConfig{})
-	want := map[byte]map[hashdir.Key]bool{}
+	want := map[byte]map[format.Key]bool{}
 	for i := 0; i < 64; i++ {
 		k, data := testBlock("m", i, 1024)
 		if _, err := s.Put(k, data, i%2 == 0); err != nil { // half also on disk
 			t.Fatal(err)
 		}
 		if want[k.ID[0]] == nil {
-			want[k.ID[0]] = map[hashdir.Key]bool{}
+			want[k.ID[0]] = map[format.Key]bool{}
 		}
 		want[k.ID[0]][k] = true
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // TestStackTierView: Tiers describes memory then the directory tiers;
@@ -37,8 +37,8 @@ func TestStackTierView(t *testing.T) {
 	if err := s.Evict(k); err != nil {
 		t.Fatal(err)
 	}
-	hdr, in, err := s.ReadFile(k, hashdir.HeaderSize)
-	if err != nil || in.Tier != 1 || !bytes.Equal(hdr, data[:hashdir.HeaderSize]) {
+	hdr, in, err := s.ReadFile(k, format.HeaderSize)
+	if err != nil || in.Tier != 1 || !bytes.Equal(hdr, data[:format.HeaderSize]) {
 		t.Fatalf("read file: tier %d, %v", in.Tier, err)
 	}
 	all, _, err := s.ReadFile(k, -1)
@@ -48,7 +48,7 @@ func TestStackTierView(t *testing.T) {
 	if bi, _ := s.Stat(k); bi.Tier != 1 {
 		t.Fatalf("stat after evict: tier %d, want 1 (ReadFile must not promote)", bi.Tier)
 	}
-	if _, _, err := s.ReadFile(hashdir.Key{Model: "m", ID: hashdir.ID{9}}, -1); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.ReadFile(format.Key{Model: "m", ID: format.ID{9}}, -1); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("read file of an absent key: %v", err)
 	}
 	if m := s.Models(); len(m) != 1 || m[0] != "m" {

@@ -5,7 +5,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
@@ -15,7 +15,7 @@ import (
 // CreateStaging starts writing key like Create, also when key is already
 // published: the writer (a staging file, rsync writing a block again)
 // learns at Publish, which keeps the first copy (ErrExist).
-func (s *Stack) CreateStaging(key hashdir.Key) (*PendingWrite, error) {
+func (s *Stack) CreateStaging(key format.Key) (*PendingWrite, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
@@ -34,7 +34,7 @@ func (p *PendingWrite) SetMTime(t time.Time) { p.mtime = t }
 // a file, and marks it as just used: for UCM's hotness (utime on a hit)
 // and GC (oldest mtime first), and rsync's comparison of times. It fails
 // with ErrNotFound when no tier holds k.
-func (s *Stack) SetMTime(k hashdir.Key, t time.Time) error {
+func (s *Stack) SetMTime(k format.Key, t time.Time) error {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()

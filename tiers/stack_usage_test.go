@@ -4,21 +4,21 @@ import (
 	"context"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // walkUsage counts model's distinct files by walking the stack, as the
 // counters must.
 func walkUsage(s *Stack, model string) ModelCount {
-	var keys []hashdir.Key
-	s.List(model, func(k hashdir.Key) bool { keys = append(keys, k); return true })
+	var keys []format.Key
+	s.List(model, func(k format.Key) bool { keys = append(keys, k); return true })
 	var c ModelCount
 	for _, k := range keys {
 		bi, err := s.Stat(k)
 		if err != nil {
 			continue
 		}
-		if k.Kind == hashdir.Block {
+		if k.Kind == format.Block {
 			c.Blocks++
 		}
 		c.Files++
@@ -40,7 +40,7 @@ func TestStackModelUsageCounters(t *testing.T) {
 			}
 		}
 		check("empty")
-		var keys []hashdir.Key
+		var keys []format.Key
 		for i := 0; i < 12; i++ { // 12 × 200 kB: more than memory holds
 			k, data := testBlock("m", i, 200_000)
 			if _, err := s.Put(k, data, false); err != nil {

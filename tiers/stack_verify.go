@@ -3,40 +3,40 @@ package tiers
 import (
 	"fmt"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // checkHeader checks the 64 header bytes of key's file on src before they
 // are served or copied: against the header CRC-32C a directory tier keeps
-// (hashdir.HeaderCRCXattr), then by the format's header rules
-// (hashdir.ValidateBlock or ValidateRepr, all but the payload CRC, which
+// (format.HeaderCRCXattr), then by the format's header rules
+// (format.ValidateBlock or ValidateRepr, all but the payload CRC, which
 // the caller checks). Raw blocks have no header. Files of the memory tier were validated when they
 // were published and are not checked again. A failure wraps ErrCorrupt:
 // the caller quarantines the file and the block is a miss.
-func checkHeader(src Tier, key hashdir.Key, hdr []byte, size int64) error {
+func checkHeader(src Tier, key format.Key, hdr []byte, size int64) error {
 	d, ok := src.(*DirTier)
 	if !ok || key.Kind.Raw() {
 		return nil // a raw block (ucm-posix) has no header: its CRC covers it all
 	}
-	if len(hdr) < hashdir.HeaderSize || size < hashdir.HeaderSize {
+	if len(hdr) < format.HeaderSize || size < format.HeaderSize {
 		return fmt.Errorf("%w: %s on %s: %d bytes, shorter than the header", ErrCorrupt, key, src.Name(), size)
 	}
 	want, has, err := d.HeaderCRC(key)
 	if err != nil {
 		return err
 	}
-	if got := hashdir.HeaderCRC(hdr); has && got != want {
+	if got := format.HeaderCRC(hdr); has && got != want {
 		return fmt.Errorf("%w: %s on %s: header CRC-32C %08x, expected %08x", ErrCorrupt, key, src.Name(), got, want)
 	}
-	if key.Kind == hashdir.Repr {
-		var h hashdir.ReprHeader
-		if h, err = hashdir.DecodeReprHeader(hdr); err == nil {
-			err = hashdir.ValidateRepr(h, key.ID, size, nil)
+	if key.Kind == format.Repr {
+		var h format.ReprHeader
+		if h, err = format.DecodeReprHeader(hdr); err == nil {
+			err = format.ValidateRepr(h, key.ID, size, nil)
 		}
 	} else {
-		var h hashdir.BlockHeader
-		if h, err = hashdir.DecodeBlockHeader(hdr); err == nil {
-			err = hashdir.ValidateBlock(h, key.ID, size, nil)
+		var h format.BlockHeader
+		if h, err = format.DecodeBlockHeader(hdr); err == nil {
+			err = format.ValidateBlock(h, key.ID, size, nil)
 		}
 	}
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Errors returned by tiers and the stack. Callers test them with errors.Is;
@@ -35,7 +35,7 @@ var (
 
 // Info describes one published file in a tier.
 type Info struct {
-	Key   hashdir.Key
+	Key   format.Key
 	Size  int64     // bytes, header included
 	MTime time.Time // publish time
 	// CRC is the CRC-32C of the payload (the bytes after the 64-byte
@@ -66,7 +66,7 @@ type CommitOptions struct {
 	CRC    uint32
 	HasCRC bool
 	// HeaderCRC, when HasHeaderCRC is set, is the CRC-32C of the file's
-	// 64 header bytes; a directory tier keeps it in hashdir.HeaderCRCXattr.
+	// 64 header bytes; a directory tier keeps it in format.HeaderCRCXattr.
 	HeaderCRC    uint32
 	HasHeaderCRC bool
 	// MTime is the block's publish time, kept as the file's mtime so it
@@ -92,14 +92,14 @@ type Tier interface {
 	Persistent() bool
 	// Create starts a new file for key in a private temporary place. Its
 	// bytes become visible under key only when Commit succeeds.
-	Create(key hashdir.Key) (Writer, error)
+	Create(key format.Key) (Writer, error)
 	// Open opens a published file read-only. The caller closes it. A file
 	// removed while open stays readable through the open descriptor.
-	Open(key hashdir.Key) (*os.File, error)
+	Open(key format.Key) (*os.File, error)
 	// Stat describes a published file, or returns ErrNotFound.
-	Stat(key hashdir.Key) (Info, error)
+	Stat(key format.Key) (Info, error)
 	// Remove deletes a published file (ErrNotFound if absent).
-	Remove(key hashdir.Key) error
+	Remove(key format.Key) error
 	// List calls fn for every published file of model (all models when
 	// model is ""), in no particular order, until fn returns false.
 	List(model string, fn func(Info) bool)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/control/line"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -31,7 +31,7 @@ import (
 
 // dumpItem is one item of a dump.
 type dumpItem struct {
-	key    hashdir.Key
+	key    format.Key
 	off, n int64
 	pw     *store.PendingWrite // the block being written, until published
 }
@@ -128,8 +128,8 @@ func (g *Session) parseDumpItems(t *line.Tokens, model string, size int64) ([]du
 		switch {
 		case !ok1 || !ok2 || !ok3:
 			return items, line.Err(line.ErrInvalid, "item %d %q: want <id>:<offset>:<length>", i, line.Clip(tok))
-		case n < hashdir.HeaderSize && !raw:
-			return items, line.Err(line.ErrInvalid, "item %d %s: %d bytes cannot hold a block (at least the %d-byte header)", i, id, n, hashdir.HeaderSize)
+		case n < format.HeaderSize && !raw:
+			return items, line.Err(line.ErrInvalid, "item %d %s: %d bytes cannot hold a block (at least the %d-byte header)", i, id, n, format.HeaderSize)
 		case n > g.e.store.MaxFileSize():
 			return items, line.Err(store.ErrTooBig, "item %d %s: %d bytes pass the %d-byte limit", i, id, n, g.e.store.MaxFileSize())
 		case off > size || n > size-off:
@@ -205,11 +205,11 @@ func (it *dumpItem) write(b []byte) error {
 		if len(b) == 0 {
 			err = fmt.Errorf("%s: a raw block is empty", it.key)
 		}
-	} else if h, derr := hashdir.DecodeBlockHeader(b); derr != nil {
+	} else if h, derr := format.DecodeBlockHeader(b); derr != nil {
 		err = derr
 	} else {
-		err = hashdir.ValidateBlock(h, it.key.ID, it.n, func() (uint32, error) {
-			return hashdir.CRC32C(b[hashdir.HeaderSize:]), nil
+		err = format.ValidateBlock(h, it.key.ID, it.n, func() (uint32, error) {
+			return format.CRC32C(b[format.HeaderSize:]), nil
 		})
 	}
 	if err != nil {

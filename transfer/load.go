@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/control/line"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/hashdir"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -53,7 +53,7 @@ const (
 // loadItem is one item of a load: what to copy where, then (once
 // resolved) where the bytes are.
 type loadItem struct {
-	key         hashdir.Key
+	key         format.Key
 	dst         int64 // offset in the region
 	part        partKind
 	first, last uint32 // partLayers; for a K/V target, also the payload's layers
@@ -184,7 +184,7 @@ func (g *Session) resolve(it *loadItem, kv int) error {
 	case err == nil:
 		if m := s.store.Mapping(k); m != nil {
 			it.pinned = true
-			if err := it.span(m[:min(len(m), hashdir.HeaderSize)], int64(len(m)), kv); err != nil {
+			if err := it.span(m[:min(len(m), format.HeaderSize)], int64(len(m)), kv); err != nil {
 				return err
 			}
 			it.src, it.level = m[it.off:it.off+it.n], 0
@@ -201,7 +201,7 @@ func (g *Session) resolve(it *loadItem, kv int) error {
 		return err
 	}
 	it.f, it.level = h.File, int(h.TierID)
-	hdr := make([]byte, hashdir.HeaderSize)
+	hdr := make([]byte, format.HeaderSize)
 	n, err := h.File.ReadAt(hdr, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return err
@@ -220,11 +220,11 @@ func (it *loadItem) span(hdr []byte, size int64, kv int) error {
 		it.off, it.n = 0, size
 		return nil
 	}
-	h, err := hashdir.DecodeBlockHeader(hdr)
+	h, err := format.DecodeBlockHeader(hdr)
 	if err != nil {
 		return fmt.Errorf("stored block unreadable: %w: %w", store.ErrCorrupt, err)
 	}
-	payload := size - hashdir.HeaderSize
+	payload := size - format.HeaderSize
 	if kv > 0 {
 		if err := it.splitKV(h, payload, kv); err != nil {
 			return err
@@ -234,7 +234,7 @@ func (it *loadItem) span(hdr []byte, size int64, kv int) error {
 	case partFile:
 		it.off, it.n = 0, size
 	case partPayload:
-		it.off, it.n = hashdir.HeaderSize, payload
+		it.off, it.n = format.HeaderSize, payload
 	case partLayers:
 		if h.Opaque() {
 			return line.Err(line.ErrInvalid, "layers %d-%d: the block is opaque: it has no layer layout", it.first, it.last)
@@ -243,7 +243,7 @@ func (it *loadItem) span(hdr []byte, size int64, kv int) error {
 			return line.Err(line.ErrInvalid, "layers %d-%d: the block has %d layers", it.first, it.last, h.NumLayers)
 		}
 		it.per = payload / int64(h.NumLayers)
-		it.off = hashdir.HeaderSize + int64(it.first)*it.per
+		it.off = format.HeaderSize + int64(it.first)*it.per
 		it.n = int64(it.last-it.first+1) * it.per
 	}
 	return nil
@@ -251,7 +251,7 @@ func (it *loadItem) span(hdr []byte, size int64, kv int) error {
 
 // splitKV checks that a block's layers can go to kv K and kv V regions,
 // and makes a payload item load all of its layers.
-func (it *loadItem) splitKV(h hashdir.BlockHeader, payload int64, kv int) error {
+func (it *loadItem) splitKV(h format.BlockHeader, payload int64, kv int) error {
 	switch {
 	case it.part == partFile:
 		return line.Err(line.ErrInvalid, "a whole file has no place in K and V regions: load its payload or layers")

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/urfave/cli/v3"
 	"go.yaml.in/yaml/v3"
@@ -106,7 +106,7 @@ func reprString(r store.ReprSetting) string {
 	switch {
 	case r.Off:
 		return "none"
-	case r.Param != 0 && (r.Kind == hashdir.ReprMerged || r.Kind == hashdir.ReprSignHash):
+	case r.Param != 0 && (r.Kind == format.ReprMerged || r.Kind == format.ReprSignHash):
 		return fmt.Sprintf("%s:%d", r.Kind, r.Param)
 	}
 	return r.Kind.String()

@@ -8,13 +8,13 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
 const testModel = "meta-llama--Llama-3.1-8B"
 
-func tierPath(id hashdir.ID, ext string) string {
+func tierPath(id format.ID, ext string) string {
 	return testModel + "/" + id.Shard() + "/" + id.String() + ext
 }
 
@@ -41,7 +41,7 @@ func TestFsckFindsAndRepairs(t *testing.T) {
 	writeAt(t, dir, tierPath(good, ".bin"), blockFile(good))
 	writeAt(t, dir, tierPath(good, ".repr"), reprFile(good))
 	corrupt := blockFile(badCRC)
-	corrupt[hashdir.HeaderSize+5] ^= 0x40
+	corrupt[format.HeaderSize+5] ^= 0x40
 	writeAt(t, dir, tierPath(badCRC, ".bin"), corrupt)
 	writeAt(t, dir, tierPath(badCRC, ".repr"), reprFile(badCRC)) // fine itself, but its block is bad
 	writeAt(t, dir, tierPath(wrongID, ".bin"), blockFile(claimed))
@@ -108,7 +108,7 @@ func TestFsckXattrCRC(t *testing.T) {
 	dir := t.TempDir()
 	id := testIDs[0]
 	p := writeAt(t, dir, tierPath(id, ".bin"), blockFile(id))
-	err := syscall.Setxattr(p, hashdir.CRCXattr, []byte("0badc0de"), 0)
+	err := syscall.Setxattr(p, format.CRCXattr, []byte("0badc0de"), 0)
 	if errors.Is(err, syscall.ENOTSUP) {
 		t.Skip("no user xattrs here")
 	} else if err != nil {
@@ -118,8 +118,8 @@ func TestFsckXattrCRC(t *testing.T) {
 	if code != exitFail || !strings.Contains(out, "bad "+tierPath(id, ".bin")+": UCMB xattr_crc rule broken") {
 		t.Fatalf("xattr mismatch: %d\n%s", code, out)
 	}
-	crc := hashdir.CRC32C(blockFile(id)[hashdir.HeaderSize:])
-	if err := syscall.Setxattr(p, hashdir.CRCXattr, []byte(hashdir.FormatCRC(crc)), 0); err != nil {
+	crc := format.CRC32C(blockFile(id)[format.HeaderSize:])
+	if err := syscall.Setxattr(p, format.CRCXattr, []byte(format.FormatCRC(crc)), 0); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, _ := runMain(t, "fsck", dir); code != 0 {

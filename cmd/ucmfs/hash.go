@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/urfave/cli/v3"
 )
 
@@ -20,13 +20,13 @@ func init() { register(hashCommand) }
 type hashConfig struct {
 	Scheme    string // schemeUCMFS or schemeUCM
 	Meta      string
-	UCM       hashdir.UCMMeta // Meta parsed, for schemeUCM
-	MLA       bool            // schemeUCM: ranks share rank 0's ids
+	UCM       format.UCMMeta // Meta parsed, for schemeUCM
+	MLA       bool           // schemeUCM: ranks share rank 0's ids
 	BlockSize int
 	Tokens    []uint32
-	Keys      hashdir.Keys // extra keys (schemeUCMFS), the group aside
-	Groups    []hashGroup  // one id list per KV-cache group; none: one ungrouped list
-	StateAt   int          // > 0: print only the block that ends at this token
+	Keys      format.Keys // extra keys (schemeUCMFS), the group aside
+	Groups    []hashGroup // one id list per KV-cache group; none: one ungrouped list
+	StateAt   int         // > 0: print only the block that ends at this token
 }
 
 // The chains `ucmfs hash --scheme` computes.
@@ -138,10 +138,10 @@ func hashMetaFrom(cmd *cli.Command, cfg *hashConfig) error {
 		if cfg.Scheme == schemeUCM && !strings.HasPrefix(dtype, "torch.") {
 			dtype = "torch." + dtype // UCM's meta holds str(torch.dtype)
 		}
-		cfg.Meta = hashdir.Meta(cmd.String("model"), ws, dtype, rank)
+		cfg.Meta = format.Meta(cmd.String("model"), ws, dtype, rank)
 	}
 	if cfg.Scheme == schemeUCM {
-		m, err := hashdir.ParseMeta(cfg.Meta)
+		m, err := format.ParseMeta(cfg.Meta)
 		if err != nil {
 			return usageErrorf("hash: --scheme ucm: %v", err)
 		}
@@ -174,13 +174,13 @@ func runHash(cfg hashConfig, w io.Writer) error {
 }
 
 // ids is the id list of group g (ID -1: the ungrouped chain).
-func (cfg hashConfig) ids(g hashGroup) []hashdir.ID {
+func (cfg hashConfig) ids(g hashGroup) []format.ID {
 	if cfg.Scheme == schemeUCM {
-		return hashdir.UCMChain(cfg.UCM, cfg.MLA, g.BlockSize, cfg.Tokens)
+		return format.UCMChain(cfg.UCM, cfg.MLA, g.BlockSize, cfg.Tokens)
 	}
 	keys := cfg.Keys
 	keys.Group, keys.HasGroup = g.ID, g.ID >= 0
-	return hashdir.ChainKeys(cfg.Meta, g.BlockSize, cfg.Tokens, keys)
+	return format.ChainKeys(cfg.Meta, g.BlockSize, cfg.Tokens, keys)
 }
 
 // parseToken parses one decimal token id in 0..2^32-1.

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/urfave/cli/v3"
 )
 
@@ -18,9 +18,9 @@ type hashGroup struct {
 // hashKeysFrom sets cfg's extra keys, groups and state position from
 // --salt, --lora, --mm, --embeds, --group and --state-at.
 func hashKeysFrom(cmd *cli.Command, cfg *hashConfig) error {
-	cfg.Keys = hashdir.Keys{Salt: cmd.String("salt"), LoRA: cmd.String("lora"), Embeds: cmd.StringSlice("embeds")}
+	cfg.Keys = format.Keys{Salt: cmd.String("salt"), LoRA: cmd.String("lora"), Embeds: cmd.StringSlice("embeds")}
 	for _, s := range cmd.StringSlice("mm") {
-		m, err := hashdir.ParseMMKey(s)
+		m, err := format.ParseMMKey(s)
 		if err != nil {
 			return usageErrorf("hash: --mm: %v", err)
 		}

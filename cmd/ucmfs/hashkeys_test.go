@@ -19,7 +19,7 @@ func hashLines(ids ...string) string {
 func itoa(i int) string { return string(rune('0' + i)) }
 
 // TestHashExtraKeys checks the flags against the vectors of
-// hashdir/keys_test.go (computed with the Python of docs/format.md §2.1).
+// format/keys_test.go (computed with the Python of docs/format.md §2.1).
 func TestHashExtraKeys(t *testing.T) {
 	base := []string{"hash", "--meta", llamaMeta, "--block-size", "4"}
 	cases := []struct {
@@ -74,7 +74,7 @@ func TestHashGroups(t *testing.T) {
 	}
 }
 
-// TestHashSchemeUCM checks UCM's ids (hashdir/ucm_test.go's vectors,
+// TestHashSchemeUCM checks UCM's ids (format/ucm_test.go's vectors,
 // computed with Python's pickle) for ranks 0 and 1.
 func TestHashSchemeUCM(t *testing.T) {
 	cases := []struct {

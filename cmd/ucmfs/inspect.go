@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/urfave/cli/v3"
 )
 
@@ -33,7 +33,7 @@ func inspectCommand() *cli.Command {
 				if i > 0 {
 					fmt.Fprintln(w)
 				}
-				r, err := hashdir.InspectFile(path)
+				r, err := format.InspectFile(path)
 				printReport(w, r, err)
 				if err != nil {
 					bad++
@@ -48,28 +48,28 @@ func inspectCommand() *cli.Command {
 }
 
 // printReport writes the human summary of one inspected file.
-func printReport(w io.Writer, r hashdir.FileReport, err error) {
+func printReport(w io.Writer, r format.FileReport, err error) {
 	line := func(k, format string, args ...any) { fmt.Fprintf(w, "  %-14s %s\n", k, fmt.Sprintf(format, args...)) }
 	fmt.Fprintf(w, "%s\n", r.Path)
 	if r.Size > 0 || r.Decoded {
 		line("size", "%d bytes", r.Size)
 	}
 	if r.Decoded {
-		if r.Kind == hashdir.Repr {
+		if r.Kind == format.Repr {
 			printRepr(line, r.Repr)
 		} else {
 			printBlock(line, r.Block, r.Size)
 		}
 		if r.CRCDone {
-			line("payload crc", "%s (computed)", hashdir.FormatCRC(r.CRC))
+			line("payload crc", "%s (computed)", format.FormatCRC(r.CRC))
 		}
 		if r.HasXattrCRC {
-			line("xattr crc", "%s (%s)", hashdir.FormatCRC(r.XattrCRC), hashdir.CRCXattr)
+			line("xattr crc", "%s (%s)", format.FormatCRC(r.XattrCRC), format.CRCXattr)
 		}
 	}
 	if err != nil {
 		kind := "INVALID"
-		if !errors.Is(err, hashdir.ErrFormat) && !errors.Is(err, hashdir.ErrName) {
+		if !errors.Is(err, format.ErrFormat) && !errors.Is(err, format.ErrName) {
 			kind = "ERROR"
 		}
 		line("result", "%s: %v", kind, err)
@@ -78,8 +78,8 @@ func printReport(w io.Writer, r hashdir.FileReport, err error) {
 	line("result", "OK")
 }
 
-func printBlock(line func(k, format string, args ...any), h hashdir.BlockHeader, size int64) {
-	line("type", "block (%s v%d)", hashdir.BlockMagic, hashdir.FormatVersion)
+func printBlock(line func(k, format string, args ...any), h format.BlockHeader, size int64) {
+	line("type", "block (%s v%d)", format.BlockMagic, format.FormatVersion)
 	line("id", "%s (shard %s)", h.ID, h.ID.Shard())
 	line("num_layers", "%d", h.NumLayers)
 	line("block_size", "%d tokens", h.BlockSize)
@@ -92,17 +92,17 @@ func printBlock(line func(k, format string, args ...any), h hashdir.BlockHeader,
 	if h.PayloadLen != 0 {
 		line("payload_len", "%d", h.PayloadLen)
 	} else {
-		line("payload_len", "not stated (file has %d)", max(size-hashdir.HeaderSize, 0))
+		line("payload_len", "not stated (file has %d)", max(size-format.HeaderSize, 0))
 	}
 	if h.HasCRC() {
-		line("header crc", "%s", hashdir.FormatCRC(h.PayloadCRC))
+		line("header crc", "%s", format.FormatCRC(h.PayloadCRC))
 	} else {
 		line("header crc", "not set")
 	}
 }
 
 // printLayout prints the K/V layout of a block that is not opaque.
-func printLayout(line func(k, format string, args ...any), h hashdir.BlockHeader) {
+func printLayout(line func(k, format string, args ...any), h format.BlockHeader) {
 	line("num_kv_heads", "%s", stated(h.NumKVHeads))
 	line("head_dim", "%s", stated(h.HeadDim))
 	switch t := h.Tensors(); {
@@ -120,8 +120,8 @@ func printLayout(line func(k, format string, args ...any), h hashdir.BlockHeader
 	}
 }
 
-func printRepr(line func(k, format string, args ...any), h hashdir.ReprHeader) {
-	line("type", "sidecar (%s v%d)", hashdir.ReprMagic, hashdir.FormatVersion)
+func printRepr(line func(k, format string, args ...any), h format.ReprHeader) {
+	line("type", "sidecar (%s v%d)", format.ReprMagic, format.FormatVersion)
 	line("id", "%s (shard %s)", h.ID, h.ID.Shard())
 	line("kind", "%d %s", uint32(h.Kind), h.Kind)
 	line("dtype", "%s (%d bytes)", h.Dtype, h.Dtype.Size())
@@ -130,15 +130,15 @@ func printRepr(line func(k, format string, args ...any), h hashdir.ReprHeader) {
 	line("rows", "%d", h.Rows)
 	line("dim", "%d", h.Dim)
 	switch h.Kind {
-	case hashdir.ReprMerged:
+	case format.ReprMerged:
 		line("param", "%d (merge factor)", h.Param)
-	case hashdir.ReprSignHash:
+	case format.ReprSignHash:
 		line("param", "%d (hash bits)", h.Param)
 	default:
 		line("param", "%d", h.Param)
 	}
 	if h.HasCRC() {
-		line("header crc", "%s", hashdir.FormatCRC(h.PayloadCRC))
+		line("header crc", "%s", format.FormatCRC(h.PayloadCRC))
 	} else {
 		line("header crc", "not set")
 	}

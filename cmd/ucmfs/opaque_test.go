@@ -4,18 +4,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // opaqueFile is a valid opaque block (a Mamba state): 3 layers, 90
 // payload bytes, no K/V layout.
-func opaqueFile(id hashdir.ID) []byte {
+func opaqueFile(id format.ID) []byte {
 	payload := make([]byte, 90)
 	for i := range payload {
 		payload[i] = byte(i*7 + int(id[0]))
 	}
-	return hashdir.NewBlock(hashdir.BlockHeader{ID: id, NumLayers: 3, BlockSize: 16, Dtype: hashdir.Float32,
-		Flags: hashdir.FlagOpaque}, payload)
+	return format.NewBlock(format.BlockHeader{ID: id, NumLayers: 3, BlockSize: 16, Dtype: format.Float32,
+		Flags: format.FlagOpaque}, payload)
 }
 
 func TestInspectOpaque(t *testing.T) {

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -15,11 +15,11 @@ func TestReprSetting(t *testing.T) {
 		t.Errorf("default: exit %d (%s), repr %+v", code, msg, cfg.Repr)
 	}
 	conf := writeTemp(t, t.TempDir(), "c.yaml", "repr_kind: signhash:256\n")
-	want := store.ReprSetting{Kind: hashdir.ReprSignHash, Param: 256}
+	want := store.ReprSetting{Kind: format.ReprSignHash, Param: 256}
 	if cfg, code, msg := parseMount(t, "--config", conf, "--memory-only", "/m"); code != exitOK || cfg.Repr != want {
 		t.Errorf("from the file: exit %d (%s), repr %+v, want %+v", code, msg, cfg.Repr, want)
 	}
-	want = store.ReprSetting{Kind: hashdir.ReprMerged, Param: 8}
+	want = store.ReprSetting{Kind: format.ReprMerged, Param: 8}
 	if cfg, code, msg := parseMount(t, "--config", conf, "--repr-kind", "merged:8", "--memory-only", "/m"); code != exitOK || cfg.Repr != want {
 		t.Errorf("flag over the file: exit %d (%s), repr %+v, want %+v", code, msg, cfg.Repr, want)
 	}

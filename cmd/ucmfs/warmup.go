@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/urfave/cli/v3"
 )
 
@@ -85,7 +85,7 @@ func warmupIDs(args []string, from string, stdin io.Reader) ([]string, error) {
 		return nil, usageErrorf("warmup: no ids (give them as arguments or with --from FILE)")
 	}
 	for _, id := range ids {
-		if _, err := hashdir.ParseID(id); err != nil {
+		if _, err := format.ParseID(id); err != nil {
 			return nil, usageErrorf("warmup: %q: %v", id, err)
 		}
 	}

@@ -5,7 +5,7 @@
 // the errors of a refused request, and the caller a request comes from.
 // Package control (the request files) and package transfer (the GPU
 // transfer engine behind .ucm/gpu) both build on it; it imports nothing
-// of ucmfs but hashdir. Nothing here allocates per token or per id.
+// of ucmfs but format. Nothing here allocates per token or per id.
 package line
 
 import (
@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // MaxIDs is the most block ids (or blocks) one request may name.
@@ -77,8 +77,8 @@ var unhex = func() (t [256]byte) {
 }()
 
 // ID decodes a block id: 32 lowercase hex digits.
-func ID(tok []byte) (id hashdir.ID, ok bool) {
-	if len(tok) != 2*hashdir.IDLen {
+func ID(tok []byte) (id format.ID, ok bool) {
+	if len(tok) != 2*format.IDLen {
 		return id, false
 	}
 	var bad byte
@@ -93,7 +93,7 @@ func ID(tok []byte) (id hashdir.ID, ok bool) {
 // IDs appends the remaining tokens of t, block ids, to ids: at least one
 // (ErrInvalid), at most max (ErrTooMany), each 32 lowercase hex digits
 // (ErrInvalid, naming the first bad one by its position, from 1).
-func IDs(t *Tokens, ids []hashdir.ID, max int) ([]hashdir.ID, error) {
+func IDs(t *Tokens, ids []format.ID, max int) ([]format.ID, error) {
 	for {
 		tok := t.Next()
 		if tok == nil {
@@ -141,7 +141,7 @@ func Model(t *Tokens, exists func(string) bool, notFound error) (string, error) 
 		return "", Err(ErrInvalid, "missing model name")
 	}
 	model := string(tok)
-	if err := hashdir.ValidateModel(model); err != nil {
+	if err := format.ValidateModel(model); err != nil {
 		return "", Err(ErrInvalid, "model %q: not a valid model directory name", Clip(tok))
 	}
 	if !exists(model) {

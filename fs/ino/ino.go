@@ -48,7 +48,7 @@ import (
 	"hash/maphash"
 	"sync"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Reserved is the last of the fixed numbers, which no name gets: the
@@ -83,7 +83,7 @@ type Name struct {
 	Model string
 	Shard byte
 	Dir   string // a raw shard's name (ShardName)
-	ID    hashdir.ID
+	ID    format.ID
 }
 
 // ShardName is the identity of a shard directory of model: a ucmb
@@ -211,9 +211,9 @@ func (t *Table) Peek(name Name) uint64 {
 
 // FileName is the identity of published file key: a block, or a sidecar
 // under another tag, so the two never share a number.
-func FileName(key hashdir.Key) Name {
+func FileName(key format.Key) Name {
 	tag := Block
-	if key.Kind == hashdir.Repr {
+	if key.Kind == format.Repr {
 		tag = Repr
 	}
 	return Name{Tag: tag, Model: key.Model, ID: key.ID}

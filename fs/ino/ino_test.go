@@ -3,13 +3,13 @@ package ino
 import (
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // TestInodeLayout: numbers carry their kind tag, are stable across runs,
 // and a sidecar never shares its block's number.
 func TestInodeLayout(t *testing.T) {
-	id := hashdir.ID{0xab, 1, 2, 3}
+	id := format.ID{0xab, 1, 2, 3}
 	names := map[Tag]Name{
 		Model: {Tag: Model, Model: "m"},
 		Shard: {Tag: Shard, Model: "m", Shard: 0xab},
@@ -46,8 +46,8 @@ func TestInodeLayout(t *testing.T) {
 // ignored.
 func TestInodeCollision(t *testing.T) {
 	tab := NewTable()
-	a := Name{Tag: Block, Model: "a", ID: hashdir.ID{1}}
-	b := Name{Tag: Block, Model: "b", ID: hashdir.ID{2}}
+	a := Name{Tag: Block, Model: "a", ID: format.ID{1}}
+	b := Name{Tag: Block, Model: "b", ID: format.ID{2}}
 	home := a.home()
 	// Make b collide: pretend b's home is taken by a.
 	tab.taken[b.home()] = tab.fingerprint(a)

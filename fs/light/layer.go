@@ -41,7 +41,7 @@ import (
 	"sync"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Host is what the layer asks of the adapter: the names and attributes of
@@ -55,15 +55,15 @@ type Host interface {
 	// (a miss; out and the status are the answer), or Pass (the bridge
 	// answers: a staging file, a name that is no block's, a sidecar to
 	// derive).
-	Lookup(ref Ref, name string, out *fuse.EntryOut) (hashdir.Key, Outcome, fuse.Status)
+	Lookup(ref Ref, name string, out *fuse.EntryOut) (format.Key, Outcome, fuse.Status)
 	// Listing returns shard ref's names as uid lists them, in order.
 	Listing(ref Ref, uid uint32) []Entry
 	// Entry fills out with published file key's entry (but its node
 	// id); false when no tier holds it any more.
-	Entry(key hashdir.Key, out *fuse.EntryOut) bool
+	Entry(key format.Key, out *fuse.EntryOut) bool
 	// Attr fills out with published file key's attributes; false when no
 	// tier holds it any more.
-	Attr(key hashdir.Key, out *fuse.AttrOut) bool
+	Attr(key format.Key, out *fuse.AttrOut) bool
 	// Handed is called with each light node given to the kernel anew.
 	Handed(id uint64)
 }
@@ -84,7 +84,7 @@ const (
 type Entry struct {
 	Name      string
 	Ino       uint64
-	Key       hashdir.Key
+	Key       format.Key
 	Published bool // a published file (else a file being written)
 }
 
@@ -177,7 +177,7 @@ func (w *Layer) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, ou
 
 // entry makes out, filled with published file key's entry, the light
 // node of key in the shard whose go-fuse node id is shard.
-func (w *Layer) entry(shard uint64, ref Ref, key hashdir.Key, out *fuse.EntryOut) {
+func (w *Layer) entry(shard uint64, ref Ref, key format.Key, out *fuse.EntryOut) {
 	id, made, first := w.table.Acquire(shard, ref, key)
 	if first {
 		// The table's own lookup of the shard's node (see above).

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/hashtab"
 )
 
@@ -39,17 +39,17 @@ type Ref struct {
 
 // lightEntry is one light node: 28 bytes.
 type lightEntry struct {
-	id    hashdir.ID
+	id    format.ID
 	shard uint32 // index in Table.shards
 	refs  uint32 // the kernel's lookups; 0: the slot is free
-	kind  hashdir.Kind
+	kind  format.Kind
 }
 
 // lightKey identifies a light node's file: its shard slot, id and kind.
 type lightKey struct {
 	shard uint32
-	kind  hashdir.Kind
-	id    hashdir.ID
+	kind  format.Kind
+	id    format.ID
 }
 
 // lightSeed seeds the hash of light keys: ids are names users choose.
@@ -114,7 +114,7 @@ func (t *Table) find(k lightKey, h uint64) (uint32, bool) {
 // go-fuse node id is shardNode, and returns its light node id. made
 // reports a new light node; first, that the shard got its first one: the
 // caller then takes the table's own lookup of the shard's node.
-func (t *Table) Acquire(shardNode uint64, ref Ref, key hashdir.Key) (id uint64, made, first bool) {
+func (t *Table) Acquire(shardNode uint64, ref Ref, key format.Key) (id uint64, made, first bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	si, ok := t.byShard[shardNode]
@@ -155,7 +155,7 @@ func (t *Table) Acquire(shardNode uint64, ref Ref, key hashdir.Key) (id uint64, 
 
 // Info is what a request on a light node needs of it.
 type Info struct {
-	Key   hashdir.Key
+	Key   format.Key
 	Ref   Ref
 	Shard uint64 // the shard directory's go-fuse node id
 	Real  uint64 // the materialized node id, 0 if none
@@ -171,7 +171,7 @@ func (t *Table) Get(id uint64) (Info, bool) {
 		return Info{}, false
 	}
 	sh := &t.shards[e.shard]
-	return Info{Key: hashdir.Key{Model: sh.ref.Model, ID: e.id, Kind: e.kind},
+	return Info{Key: format.Key{Model: sh.ref.Model, ID: e.id, Kind: e.kind},
 		Ref: sh.ref, Shard: sh.node, Real: t.reals[uint32(id-lightBase)]}, true
 }
 
@@ -220,7 +220,7 @@ func (t *Table) Forget(id, n uint64) (real, shard uint64) {
 
 // Holds reports whether the kernel holds key, in shard directory dir of
 // its model, as a light node.
-func (t *Table) Holds(dir string, key hashdir.Key) bool {
+func (t *Table) Holds(dir string, key format.Key) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	si, ok := t.byName[[2]string{key.Model, dir}]

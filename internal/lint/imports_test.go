@@ -11,39 +11,39 @@ const mod = "github.com/ucmfs/ucmfs/"
 // allowed lists, for each package of ours, the packages of ours it may
 // import (non-test code). Dependencies flow one way:
 //
-//	hashdir <- tiers, sparse, gpu <- store <- control <- fs <- cmd/ucmfs
+//	format <- tiers, sparse, gpu <- store <- control <- fs <- cmd/ucmfs
 //	                                 store <- metrics   <-    cmd/ucmfs
-//	hashdir <- hybrid (the hybrid prefix hit; for control's lookup and
+//	format <- hybrid (the hybrid prefix hit; for control's lookup and
 //	           store's check of user.ucm.group)
 //	internal/hashtab <- tiers, fs (tables of millions of small values)
 var allowed = map[string][]string{
-	"hashdir":           {},
-	"tiers/index":       {"hashdir", "internal/hashtab"},
-	"tiers":             {"hashdir", "tiers/index"},
-	"sparse":            {"hashdir"},
-	"hybrid":            {"hashdir"},
-	"gpu":               {"hashdir"},
+	"format":           {},
+	"tiers/index":       {"format", "internal/hashtab"},
+	"tiers":             {"format", "tiers/index"},
+	"sparse":            {"format"},
+	"hybrid":            {"format"},
+	"gpu":               {"format"},
 	"gpu/fdpass":        {},
-	"store":             {"hashdir", "tiers", "sparse", "gpu", "hybrid"},
-	"control/line":      {"hashdir"},
-	"transfer":          {"hashdir", "gpu", "gpu/fdpass", "store", "control/line"},
-	"control":           {"hashdir", "sparse", "gpu", "hybrid", "store", "control/line", "transfer"},
+	"store":             {"format", "tiers", "sparse", "gpu", "hybrid"},
+	"control/line":      {"format"},
+	"transfer":          {"format", "gpu", "gpu/fdpass", "store", "control/line"},
+	"control":           {"format", "sparse", "gpu", "hybrid", "store", "control/line", "transfer"},
 	"metrics":           {"tiers", "store"},
-	"fs/light":          {"hashdir", "internal/hashtab"},
-	"fs/ino":            {"hashdir"},
-	"fs":                {"hashdir", "gpu", "gpu/fdpass", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "internal/hashtab"}, // gpu, transfer: their sentinels in the errno table
-	"cmd/ucmfs":         {"hashdir", "tiers", "sparse", "gpu", "store", "control", "metrics", "fs", "internal/ratelog"},
+	"fs/light":          {"format", "internal/hashtab"},
+	"fs/ino":            {"format"},
+	"fs":                {"format", "gpu", "gpu/fdpass", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "internal/hashtab"}, // gpu, transfer: their sentinels in the errno table
+	"cmd/ucmfs":         {"format", "tiers", "sparse", "gpu", "store", "control", "metrics", "fs", "internal/ratelog"},
 	"internal/faultfs":  {},
-	"internal/tiertest": {"hashdir", "tiers"}, // test support: stacks over real directories
+	"internal/tiertest": {"format", "tiers"}, // test support: stacks over real directories
 	"internal/engine":   {"gpu/fdpass"},       // test support: a stand-in engine process
 	"internal/ucmproto": {},
 	"internal/lint":     {},
 	"internal/ratelog":  {},
 	"internal/hashtab":  {},
-	"integration":       {"hashdir", "hybrid", "internal/faultfs", "internal/ucmproto"},
+	"integration":       {"format", "hybrid", "internal/faultfs", "internal/ucmproto"},
 
 	// The mount benchmarks (test files and a doc) and their plotting tool.
-	"bench":              {"hashdir", "internal/ucmproto"},
+	"bench":              {"format", "internal/ucmproto"},
 	"internal/benchplot": {},
 }
 

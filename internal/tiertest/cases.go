@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -266,13 +266,13 @@ func testNotFound(t *testing.T, tier tiers.Tier) {
 	wantErr(t, "remove", tier.Remove(key), tiers.ErrNotFound)
 	// Another model, same id.
 	Put(t, tier, key, Payload(1, 10), tiers.CommitOptions{})
-	_, err = tier.Stat(hashdir.Key{Model: "other", ID: key.ID})
+	_, err = tier.Stat(format.Key{Model: "other", ID: key.ID})
 	wantErr(t, "stat in another model", err, tiers.ErrNotFound)
 }
 
 func testBlockAndRepr(t *testing.T, tier tiers.Tier) {
 	block := Key("m", 1)
-	repr := hashdir.Key{Model: block.Model, ID: block.ID, Kind: hashdir.Repr}
+	repr := format.Key{Model: block.Model, ID: block.ID, Kind: format.Repr}
 	Put(t, tier, block, Payload(1, 700), tiers.CommitOptions{})
 	_, err := tier.Stat(repr)
 	wantErr(t, "stat of an absent sidecar", err, tiers.ErrNotFound)

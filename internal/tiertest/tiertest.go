@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -49,8 +49,8 @@ func Run(t *testing.T, newTier func(t *testing.T) tiers.Tier) {
 }
 
 // Key returns a deterministic key of model: the n-th block id.
-func Key(model string, n int) hashdir.Key {
-	return hashdir.Key{Model: model, ID: hashdir.ID(md5.Sum(fmt.Appendf(nil, "%s/%d", model, n))), Kind: hashdir.Block}
+func Key(model string, n int) format.Key {
+	return format.Key{Model: model, ID: format.ID(md5.Sum(fmt.Appendf(nil, "%s/%d", model, n))), Kind: format.Block}
 }
 
 // Payload returns size deterministic pseudo-random bytes for seed.
@@ -64,7 +64,7 @@ func Payload(seed uint64, size int) []byte {
 }
 
 // Put writes data under key (in chunks, through Write) and commits it.
-func Put(t testing.TB, tier tiers.Tier, key hashdir.Key, data []byte, opts tiers.CommitOptions) tiers.Info {
+func Put(t testing.TB, tier tiers.Tier, key format.Key, data []byte, opts tiers.CommitOptions) tiers.Info {
 	t.Helper()
 	info, err := put(tier, key, data, opts)
 	if err != nil {
@@ -74,7 +74,7 @@ func Put(t testing.TB, tier tiers.Tier, key hashdir.Key, data []byte, opts tiers
 }
 
 // put is Put returning the Commit error instead of failing.
-func put(tier tiers.Tier, key hashdir.Key, data []byte, opts tiers.CommitOptions) (tiers.Info, error) {
+func put(tier tiers.Tier, key format.Key, data []byte, opts tiers.CommitOptions) (tiers.Info, error) {
 	w, err := tier.Create(key)
 	if err != nil {
 		return tiers.Info{}, fmt.Errorf("create: %w", err)
@@ -91,7 +91,7 @@ func put(tier tiers.Tier, key hashdir.Key, data []byte, opts tiers.CommitOptions
 }
 
 // Read returns the bytes of key's published file.
-func Read(t testing.TB, tier tiers.Tier, key hashdir.Key) []byte {
+func Read(t testing.TB, tier tiers.Tier, key format.Key) []byte {
 	t.Helper()
 	f, err := tier.Open(key)
 	if err != nil {
@@ -126,8 +126,8 @@ func wantUsage(t testing.TB, tier tiers.Tier, files, used int64) {
 }
 
 // listed returns the Infos List gives for model.
-func listed(tier tiers.Tier, model string) map[hashdir.Key]tiers.Info {
-	out := make(map[hashdir.Key]tiers.Info)
+func listed(tier tiers.Tier, model string) map[format.Key]tiers.Info {
+	out := make(map[format.Key]tiers.Info)
 	tier.List(model, func(info tiers.Info) bool {
 		out[info.Key] = info
 		return true
@@ -193,19 +193,19 @@ func testWriteThroughFile(t *testing.T, tier tiers.Tier) {
 
 // BlockFile is a valid block file of id: 2 layers of 4 float16 tokens, 2
 // KV heads of dim 8, a payload that depends on id.
-func BlockFile(id hashdir.ID) []byte {
-	h := hashdir.BlockHeader{ID: id, NumLayers: 2, BlockSize: 4, Dtype: hashdir.Float16, NumKVHeads: 2, HeadDim: 8}
+func BlockFile(id format.ID) []byte {
+	h := format.BlockHeader{ID: id, NumLayers: 2, BlockSize: 4, Dtype: format.Float16, NumKVHeads: 2, HeadDim: 8}
 	payload := make([]byte, 2*2*4*2*8*2)
 	for i := range payload {
 		payload[i] = byte(i*13 + int(id[0]))
 	}
-	return hashdir.NewBlock(h, payload)
+	return format.NewBlock(h, payload)
 }
 
 // ReprFile is a valid mean-pooled sidecar of BlockFile(id).
-func ReprFile(id hashdir.ID) []byte {
-	h := hashdir.ReprHeader{ID: id, Kind: hashdir.ReprMean, Dtype: hashdir.Float16, NumLayers: 2, NumKVHeads: 2, Rows: 1, Dim: 8}
-	return hashdir.NewRepr(h, make([]byte, 2*2*1*8*2))
+func ReprFile(id format.ID) []byte {
+	h := format.ReprHeader{ID: id, Kind: format.ReprMean, Dtype: format.Float16, NumLayers: 2, NumKVHeads: 2, Rows: 1, Dim: 8}
+	return format.NewRepr(h, make([]byte, 2*2*1*8*2))
 }
 
 // WriteFile writes data read-only at dir/rel, creating the directories,

@@ -1,5 +1,5 @@
 """Tests of ucmfs.hashkeys against the golden vectors of docs/format.md 2.1
-and 2.2 (the Go tests of package hashdir hold the same values)."""
+and 2.2 (the Go tests of package format hold the same values)."""
 
 import unittest
 

@@ -1,6 +1,6 @@
 """ucmfs.hashkeys: block ids with extra keys, and UCM's own block ids.
 
-Standard library only; the Go side is package hashdir (docs/format.md
+Standard library only; the Go side is package format (docs/format.md
 sections 2.1 and 2.2, docs/hybrid.md).
 
   * Keys and chain_keys: the chain of ucmfs.client.chain with extra keys:

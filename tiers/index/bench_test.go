@@ -7,20 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // benchIndex returns an index of n blocks of one model and their keys,
 // in random order.
-func benchIndex(b *testing.B, n int) (*Index, []hashdir.Key) {
+func benchIndex(b *testing.B, n int) (*Index, []format.Key) {
 	b.Helper()
 	x := New(1 << 62)
-	keys := make([]hashdir.Key, n)
+	keys := make([]format.Key, n)
 	es := make([]*Entry, n)
 	for i := range keys {
 		var seed [8]byte
 		binary.LittleEndian.PutUint64(seed[:], uint64(i))
-		keys[i] = hashdir.Key{Model: "m", ID: hashdir.ID(md5.Sum(seed[:])), Kind: hashdir.Block}
+		keys[i] = format.Key{Model: "m", ID: format.ID(md5.Sum(seed[:])), Kind: format.Block}
 		es[i] = NewEntry(keys[i], 1088, time.Time{}, 0, false)
 	}
 	x.AdoptAll(es)

@@ -5,7 +5,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Entry is the record of one published file: 64 bytes, the whole of what
@@ -16,13 +16,13 @@ import (
 // NewEntries) and the LRU links are the index's. An Entry the index
 // returns by value is a snapshot taken under its lock.
 type Entry struct {
-	model      *string    // 8: its model's name, interned (one string per model name)
-	ID         hashdir.ID // 16
-	prev, next *Entry     // 16: in Index.lru; nil while not indexed
-	Size       int64      // 8
-	MTime      int64      // 8: publish time, Unix nanoseconds (0: unknown)
-	CRC        uint32     // 4
-	Kind       hashdir.Kind
+	model      *string   // 8: its model's name, interned (one string per model name)
+	ID         format.ID // 16
+	prev, next *Entry    // 16: in Index.lru; nil while not indexed
+	Size       int64     // 8
+	MTime      int64     // 8: publish time, Unix nanoseconds (0: unknown)
+	CRC        uint32    // 4
+	Kind       format.Kind
 	flags      Flags
 }
 
@@ -102,7 +102,7 @@ func (e *Entry) SetMapping(b []byte) {
 
 // NewEntry makes the entry of a file of key, size bytes, published at
 // mtime (zero: unknown), with its payload CRC when hasCRC.
-func NewEntry(key hashdir.Key, size int64, mtime time.Time, crc uint32, hasCRC bool) *Entry {
+func NewEntry(key format.Key, size int64, mtime time.Time, crc uint32, hasCRC bool) *Entry {
 	e := &Entry{}
 	e.fill(key, size, mtime, crc, hasCRC)
 	return e
@@ -110,7 +110,7 @@ func NewEntry(key hashdir.Key, size int64, mtime time.Time, crc uint32, hasCRC b
 
 // NewMemEntry is NewEntry for a memory-tier file: the entry can keep the
 // tier's mapping of the file (SetMapping).
-func NewMemEntry(key hashdir.Key, size int64, mtime time.Time, crc uint32, hasCRC bool) *Entry {
+func NewMemEntry(key format.Key, size int64, mtime time.Time, crc uint32, hasCRC bool) *Entry {
 	m := &memEntry{}
 	m.fill(key, size, mtime, crc, hasCRC)
 	m.Set(flagMem, true)
@@ -130,7 +130,7 @@ func NewEntries(model string, n int) []Entry {
 	return es
 }
 
-func (e *Entry) fill(key hashdir.Key, size int64, mtime time.Time, crc uint32, hasCRC bool) {
+func (e *Entry) fill(key format.Key, size int64, mtime time.Time, crc uint32, hasCRC bool) {
 	e.model, e.ID, e.Kind, e.Size, e.CRC = internModel(key.Model), key.ID, key.Kind, size, crc
 	e.Set(HasCRC, hasCRC)
 	if !mtime.IsZero() {
@@ -149,7 +149,7 @@ func (e *Entry) snapshot() Entry {
 }
 
 // Key is the entry's key.
-func (e *Entry) Key() hashdir.Key { return hashdir.Key{Model: *e.model, ID: e.ID, Kind: e.Kind} }
+func (e *Entry) Key() format.Key { return format.Key{Model: *e.model, ID: e.ID, Kind: e.Kind} }
 
 // ModTime is the entry's MTime as a time (zero when unknown).
 func (e *Entry) ModTime() time.Time {

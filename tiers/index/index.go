@@ -33,7 +33,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/hashtab"
 )
 
@@ -52,8 +52,8 @@ func (m *Count) add(c Count) {
 
 // slot is an Entry's key within its model's shard table.
 type slot struct {
-	id   hashdir.ID
-	kind hashdir.Kind
+	id   format.ID
+	kind format.Kind
 }
 
 // slotSeed seeds the shard tables' hash: ids are names users choose, so
@@ -103,14 +103,14 @@ type modelSet struct {
 	blocks int64
 	// raw counts the raw files (UCM's names) of each shard width, so the
 	// widths a model uses are known without a walk (Stack.RawWidths).
-	raw [hashdir.MaxShardWidth + 1]int64
+	raw [format.MaxShardWidth + 1]int64
 }
 
 // count adds (n = 1) or takes out (n = -1) e's part of the counters of m
 // other than files and bytes.
 func (m *modelSet) count(e *Entry, n int64) {
 	block := int64(0)
-	if e.Kind == hashdir.Block || e.Kind.Raw() { // a raw payload is a block too
+	if e.Kind == format.Block || e.Kind.Raw() { // a raw payload is a block too
 		block = n
 	}
 	m.blocks += block
@@ -154,7 +154,7 @@ func New(capacity int64) *Index {
 }
 
 // lookupLocked returns key's Entry, or nil.
-func (x *Index) lookupLocked(key hashdir.Key) *Entry {
+func (x *Index) lookupLocked(key format.Key) *Entry {
 	m := x.models[key.Model]
 	if m == nil {
 		return nil
@@ -163,7 +163,7 @@ func (x *Index) lookupLocked(key hashdir.Key) *Entry {
 }
 
 // shardOf returns key's Entry in m, or nil.
-func (m *modelSet) shardOf(key hashdir.Key) *Entry {
+func (m *modelSet) shardOf(key format.Key) *Entry {
 	return m.shards[key.ID[0]].get(slot{key.ID, key.Kind})
 }
 
@@ -304,7 +304,7 @@ func (x *Index) unlinkLocked(e *Entry) {
 }
 
 // Get returns a copy of key's entry (its flags included).
-func (x *Index) Get(key hashdir.Key) (Entry, bool) {
+func (x *Index) Get(key format.Key) (Entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -316,7 +316,7 @@ func (x *Index) Get(key hashdir.Key) (Entry, bool) {
 
 // TouchEntry marks key as just used and returns its Entry and size; the
 // Entry is nil if key is not recorded.
-func (x *Index) TouchEntry(key hashdir.Key) (*Entry, int64) {
+func (x *Index) TouchEntry(key format.Key) (*Entry, int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -329,14 +329,14 @@ func (x *Index) TouchEntry(key hashdir.Key) (*Entry, int64) {
 }
 
 // Has reports whether key is recorded (an allocation-free get).
-func (x *Index) Has(key hashdir.Key) bool {
+func (x *Index) Has(key format.Key) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.lookupLocked(key) != nil
 }
 
 // SetCRC records the CRC read lazily for key (if it is still recorded).
-func (x *Index) SetCRC(key hashdir.Key, crc uint32, has bool) {
+func (x *Index) SetCRC(key format.Key, crc uint32, has bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if e := x.lookupLocked(key); e != nil && !e.Is(CRCRead) {
@@ -348,7 +348,7 @@ func (x *Index) SetCRC(key hashdir.Key, crc uint32, has bool) {
 
 // FillCRC records crc as key's CRC if the Entry has none yet; it reports
 // whether key is recorded.
-func (x *Index) FillCRC(key hashdir.Key, crc uint32) bool {
+func (x *Index) FillCRC(key format.Key, crc uint32) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -361,7 +361,7 @@ func (x *Index) FillCRC(key hashdir.Key, crc uint32) bool {
 
 // Remove takes key out of the index and returns its Entry, whose mapping
 // the caller now owns.
-func (x *Index) Remove(key hashdir.Key) (*Entry, bool) {
+func (x *Index) Remove(key format.Key) (*Entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -373,7 +373,7 @@ func (x *Index) Remove(key hashdir.Key) (*Entry, bool) {
 }
 
 // Touch marks key as just used. It reports whether key is recorded.
-func (x *Index) Touch(key hashdir.Key) bool {
+func (x *Index) Touch(key format.Key) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -387,7 +387,7 @@ func (x *Index) Touch(key hashdir.Key) bool {
 
 // SetFlags sets the dirty or pinned flag of key; it reports false if the
 // key is not recorded.
-func (x *Index) SetFlags(key hashdir.Key, set func(*Entry)) bool {
+func (x *Index) SetFlags(key format.Key, set func(*Entry)) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -402,7 +402,7 @@ func (x *Index) SetFlags(key hashdir.Key, set func(*Entry)) bool {
 }
 
 // Flags returns the pinned and dirty flags of key (false for absent keys).
-func (x *Index) Flags(key hashdir.Key) (pinned, dirty bool) {
+func (x *Index) Flags(key format.Key) (pinned, dirty bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if e := x.lookupLocked(key); e != nil {
@@ -412,7 +412,7 @@ func (x *Index) Flags(key hashdir.Key) (pinned, dirty bool) {
 }
 
 // Mapping returns key's mapping, or nil.
-func (x *Index) Mapping(key hashdir.Key) []byte {
+func (x *Index) Mapping(key format.Key) []byte {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if e := x.lookupLocked(key); e != nil {
@@ -431,18 +431,18 @@ func (x *Index) DirtyTotal() Count {
 }
 
 // EntryOf returns key's entry, or nil.
-func (x *Index) EntryOf(key hashdir.Key) *Entry {
+func (x *Index) EntryOf(key format.Key) *Entry {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.lookupLocked(key)
 }
 
 // IsEntry reports whether e is key's entry.
-func (x *Index) IsEntry(key hashdir.Key, e *Entry) bool { return x.EntryOf(key) == e }
+func (x *Index) IsEntry(key format.Key, e *Entry) bool { return x.EntryOf(key) == e }
 
 // TouchIf marks key as just used if e is still its entry, and reports
 // whether it is, with its size.
-func (x *Index) TouchIf(key hashdir.Key, e *Entry) (int64, bool) {
+func (x *Index) TouchIf(key format.Key, e *Entry) (int64, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.lookupLocked(key) != e {
@@ -455,7 +455,7 @@ func (x *Index) TouchIf(key hashdir.Key, e *Entry) (int64, bool) {
 
 // SetMTime records t as key's mtime and marks it used; it reports whether
 // key is recorded.
-func (x *Index) SetMTime(key hashdir.Key, t time.Time) bool {
+func (x *Index) SetMTime(key format.Key, t time.Time) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)

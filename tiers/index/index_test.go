@@ -5,13 +5,13 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
-func ikey(model string, n byte) hashdir.Key { return hashdir.Key{Model: model, ID: hashdir.ID{n}} }
+func ikey(model string, n byte) format.Key { return format.Key{Model: model, ID: format.ID{n}} }
 
 // iadd reserves and adds a file of size bytes.
-func iadd(t *testing.T, x *Index, k hashdir.Key, size int64) {
+func iadd(t *testing.T, x *Index, k format.Key, size int64) {
 	t.Helper()
 	if !x.Reserve(size) {
 		t.Fatalf("no room for %s (%d bytes)", k, size)
@@ -127,10 +127,10 @@ func TestIndexEachStops(t *testing.T) {
 func TestIndexShardKeys(t *testing.T) {
 	x := New(1 << 20)
 	for i := byte(0); i < 6; i++ {
-		iadd(t, x, hashdir.Key{Model: "m", ID: hashdir.ID{i % 3, i}}, 1)
+		iadd(t, x, format.Key{Model: "m", ID: format.ID{i % 3, i}}, 1)
 	}
-	iadd(t, x, hashdir.Key{Model: "m", ID: hashdir.ID{1, 9}, Kind: hashdir.Repr}, 1)
-	iadd(t, x, hashdir.Key{Model: "other", ID: hashdir.ID{1, 1}}, 1)
+	iadd(t, x, format.Key{Model: "m", ID: format.ID{1, 9}, Kind: format.Repr}, 1)
+	iadd(t, x, format.Key{Model: "other", ID: format.ID{1, 1}}, 1)
 	got := x.ShardKeys("m", 1, nil)
 	if len(got) != 3 {
 		t.Fatalf("shard 01 of m: %v, want 3 keys", got)
@@ -141,7 +141,7 @@ func TestIndexShardKeys(t *testing.T) {
 		}
 	}
 	for i := byte(0); i < 6; i += 3 {
-		x.Remove(hashdir.Key{Model: "m", ID: hashdir.ID{0, i}})
+		x.Remove(format.Key{Model: "m", ID: format.ID{0, i}})
 	}
 	if got := x.ShardKeys("m", 0, nil); len(got) != 0 {
 		t.Fatalf("emptied shard lists %v", got)

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/ucmfs/ucmfs/hashdir"
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // The index's operations over many entries: LRU order, eviction, listings
@@ -78,7 +78,7 @@ func (x *Index) list(model string) []Entry {
 }
 
 // ShardKeys appends the keys of model in shard to keys.
-func (x *Index) ShardKeys(model string, shard byte, keys []hashdir.Key) []hashdir.Key {
+func (x *Index) ShardKeys(model string, shard byte, keys []format.Key) []format.Key {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	m := x.models[model]
