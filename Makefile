@@ -63,7 +63,7 @@ bench:
 lint:
 	@test -z "$$(gofmt -l .)" || (echo "gofmt would change:"; gofmt -l .; exit 1)
 	$(GO) vet ./...
-	$(GO) test -count=1 -run 'TestImportDirection|TestErrnoInOnePlace' ./internal/lint/
+	$(GO) test -count=1 -run 'TestImportDirection|TestErrnoInOnePlace|TestDesignMap' ./internal/lint/
 
 # Mounts the embedded default (memory tier + a local spill directory) on ./mnt.
 run: build

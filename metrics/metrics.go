@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/ucmfs/ucmfs/store"
-	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // Metrics are the metrics of one mount.
@@ -91,7 +90,7 @@ var tierHealth = prometheus.NewDesc("ucm_tier_health", "Health of a tier: 1 for 
 	[]string{"tier", "level", "state"}, nil)
 
 // healthStates are the states tierHealth reports.
-var healthStates = []string{tiers.Up.String(), tiers.Unstable.String(), tiers.Down.String()}
+var healthStates = store.TierHealthStates
 
 var mountMetricDefs = []metricDef{
 	counter("memory_hits_total", "Opens of blocks found in the memory tier.", func(m *store.Stats) int64 { return m.MemHits }),

@@ -110,6 +110,10 @@ type Stats struct {
 	MountStats
 }
 
+// TierHealthStates are the values TierStats.Health takes, healthiest
+// first (for a front end that reports each state apart).
+var TierHealthStates = []string{tiers.Up.String(), tiers.Unstable.String(), tiers.Down.String()}
+
 // Snapshot takes the counters now.
 func (s *Store) Snapshot() Stats {
 	st := s.stack.Stats()

@@ -92,10 +92,7 @@ func (p *privateDir) get(key format.Key) (Info, bool) {
 	return info, ok
 }
 
-func (p *privateDir) has(key format.Key) bool {
-	_, _, ok := indexGet(p.idx, key)
-	return ok
-}
+func (p *privateDir) has(key format.Key) bool { return p.idx.Has(key) }
 
 func (p *privateDir) revalidate(format.Key)          {}
 func (p *privateDir) touched(format.Key)             {}

@@ -321,7 +321,7 @@ func (t *sharedDir) sharedGet(key format.Key) (Info, error) {
 // miss without a syscall when its shard was listed (or found unchanged
 // since a listing) within the TTL, else it is looked for on disk.
 func (t *sharedDir) has(key format.Key) bool {
-	if _, _, ok := indexGet(t.idx, key); ok {
+	if t.idx.Has(key) {
 		return true
 	}
 	if checkKey(key) != nil || t.listedFresh(key) {

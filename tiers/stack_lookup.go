@@ -51,7 +51,7 @@ func (s *Stack) HasBlock(model string, id format.ID) bool {
 // HasKey is HasBlock for any key (a raw block's, a sidecar's).
 func (s *Stack) HasKey(k format.Key) bool {
 	s.revalidateShared(k)
-	if _, _, ok := indexGet(s.mem.idx, k); ok {
+	if s.mem.idx.Has(k) {
 		return true
 	}
 	for _, d := range s.dirs {

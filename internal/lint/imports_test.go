@@ -9,33 +9,30 @@ import (
 const mod = "github.com/ucmfs/ucmfs/"
 
 // allowed lists, for each package of ours, the packages of ours it may
-// import (non-test code). Dependencies flow one way:
-//
-//	format <- tiers, sparse, gpu <- store <- control <- fs <- cmd/ucmfs
-//	                                 store <- metrics   <-    cmd/ucmfs
-//	format <- hybrid (the hybrid prefix hit; for control's lookup and
-//	           store's check of user.ucm.group)
-//	internal/hashtab <- tiers, fs (tables of millions of small values)
+// import (non-test code): the arrows of docs/design.md's map, which
+// TestDesignMap holds to the code. Dependencies flow one way, from
+// cmd/ucmfs down to format; above store, only cmd/ucmfs (wiring)
+// imports tiers.
 var allowed = map[string][]string{
-	"format":           {},
+	"format":            {},
 	"tiers/index":       {"format", "internal/hashtab"},
 	"tiers":             {"format", "tiers/index"},
 	"sparse":            {"format"},
 	"hybrid":            {"format"},
-	"gpu":               {"format"},
+	"gpu":               {},
 	"gpu/fdpass":        {},
 	"store":             {"format", "tiers", "sparse", "gpu", "hybrid"},
 	"control/line":      {"format"},
 	"transfer":          {"format", "gpu", "gpu/fdpass", "store", "control/line"},
-	"control":           {"format", "sparse", "gpu", "hybrid", "store", "control/line", "transfer"},
-	"metrics":           {"tiers", "store"},
+	"control":           {"format", "sparse", "hybrid", "store", "control/line", "transfer"},
+	"metrics":           {"store"},
 	"fs/light":          {"format", "internal/hashtab"},
 	"fs/ino":            {"format"},
-	"fs":                {"format", "gpu", "gpu/fdpass", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "internal/hashtab"}, // gpu, transfer: their sentinels in the errno table
-	"cmd/ucmfs":         {"format", "tiers", "sparse", "gpu", "store", "control", "metrics", "fs", "internal/ratelog"},
+	"fs":                {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino"}, // gpu, transfer: their sentinels in the errno table
+	"cmd/ucmfs":         {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog"},                // tiers: wiring only
 	"internal/faultfs":  {},
 	"internal/tiertest": {"format", "tiers"}, // test support: stacks over real directories
-	"internal/engine":   {"gpu/fdpass"},       // test support: a stand-in engine process
+	"internal/engine":   {"gpu/fdpass"},      // test support: a stand-in engine process
 	"internal/ucmproto": {},
 	"internal/lint":     {},
 	"internal/ratelog":  {},
