@@ -2,7 +2,6 @@ package lint
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -46,15 +45,9 @@ func TestDesignMap(t *testing.T) {
 		slices.Sort(imps)
 		documented[m[1]] = imps
 	}
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", mod+"...").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		pkg := strings.TrimPrefix(fields[0], mod)
+	for pkg, imps := range imports(t) {
 		var ours []string
-		for _, imp := range fields[1:] {
+		for _, imp := range imps {
 			if strings.HasPrefix(imp, mod) {
 				ours = append(ours, strings.TrimPrefix(imp, mod))
 			}

@@ -51,20 +51,30 @@ var restricted = map[string][]string{
 	"github.com/prometheus/client_golang/": {"metrics"},
 }
 
-func TestImportDirection(t *testing.T) {
+// imports returns, for each package of the module (relative to mod), the
+// packages its non-test code imports, as go list reports them.
+func imports(t *testing.T) map[string][]string {
+	t.Helper()
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", mod+"...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
+	pkgs := map[string][]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
-		pkg := strings.TrimPrefix(fields[0], mod)
+		pkgs[strings.TrimPrefix(fields[0], mod)] = fields[1:]
+	}
+	return pkgs
+}
+
+func TestImportDirection(t *testing.T) {
+	for pkg, imps := range imports(t) {
 		ok, known := allowed[pkg]
 		if !known {
 			t.Errorf("package %s has no entry in the import rules of internal/lint", pkg)
 			continue
 		}
-		for _, imp := range fields[1:] {
+		for _, imp := range imps {
 			if strings.HasPrefix(imp, mod) {
 				dep := strings.TrimPrefix(imp, mod)
 				if !contains(ok, dep) {
