@@ -20,8 +20,10 @@ import (
 
 // The daemon's life after fs.Mount: readiness, then one of
 //
-//	SIGINT/SIGTERM (ctx cancelled): stop writes, flush dirty blocks (bounded
-//	    by ShutdownTimeout; a second SIGINT cuts it short), unmount, close.
+//	SIGINT/SIGTERM/SIGHUP (ctx cancelled): stop writes, flush dirty blocks
+//	    (bounded by ShutdownTimeout; a second SIGINT cuts it short),
+//	    unmount, close. A log line that cannot be written (stderr gone)
+//	    is dropped; it never stops the shutdown (main.go).
 //	external umount (Wait returns): flush, close.
 //
 // Exit status 0 when every dirty block reached the first directory tier,
