@@ -39,7 +39,7 @@ type mountConfig struct {
 	LogLevel        slog.Level
 	LogFormat       string            // text or json
 	Debug           bool              // log every FUSE request
-	ShutdownTimeout time.Duration     // bound on the flush at SIGINT/SIGTERM
+	ShutdownTimeout time.Duration     // bound on the flush at SIGINT/SIGTERM/SIGHUP
 	ControlGroup    string            // group (name or gid) that may use the control files; "": owner only
 	MetricsAddr     string            // HOST:PORT of the Prometheus metrics; "": off
 	GPU             string            // device of .ucm/gpu: auto, cuda, sim or off

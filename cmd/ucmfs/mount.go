@@ -45,7 +45,7 @@ func mountCommand() *cli.Command { return newMountCommand(runMount) }
 func newMountCommand(run func(ctx context.Context, cfg mountConfig, stderr io.Writer) error) *cli.Command {
 	return &cli.Command{
 		Name:      "mount",
-		Usage:     "mount the KV-cache block filesystem (foreground unless --background; SIGINT/SIGTERM flush and unmount)",
+		Usage:     "mount the KV-cache block filesystem (foreground unless --background; SIGINT/SIGTERM/SIGHUP flush and unmount)",
 		ArgsUsage: "MOUNTPOINT",
 		Description: "Serves <model>/<hh>/<id>.bin block files from a memory tier that spills, in order,\n" +
 			"to directory tiers. The mount is ready when MOUNTPOINT/.ucm/stats can be read; a line\n" +
@@ -120,7 +120,7 @@ func fuseFlags() []cli.Flag {
 func lifecycleFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.DurationFlag{Name: "shutdown-timeout", Category: catLifecycle, Value: defaultMountConfig().ShutdownTimeout,
-			Usage: "at SIGINT/SIGTERM, how long (`DURATION`) to write dirty blocks to the first directory tier"},
+			Usage: "at SIGINT/SIGTERM/SIGHUP, how long (`DURATION`) to write dirty blocks to the first directory tier"},
 	}
 }
 
