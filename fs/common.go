@@ -33,8 +33,10 @@ func (c common) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	out.Blocks = uint64((capacity + bs - 1) / bs)
 	out.Bfree = uint64(free / bs)
 	out.Bavail = out.Bfree
-	out.Files = uint64(files)
+	// Inodes: as many free as any tier could want, and the files in use
+	// on top of them, so df -i shows IUsed = the published files.
 	out.Ffree = 1 << 32
+	out.Files = uint64(files) + out.Ffree
 	out.NameLen = 255
 	return 0
 }

@@ -169,7 +169,8 @@ func TestGoneBehindTheKernel(t *testing.T) {
 	})
 }
 
-// TestStatfs: statfs sums the tiers' capacity and use.
+// TestStatfs: statfs sums the tiers' capacity and use, and counts each
+// published file once in its inodes.
 func TestStatfs(t *testing.T) {
 	// A directory tier of a fixed size, so its capacity does not follow the
 	// disk's free space while the test runs, and a flush before statfs, so
@@ -195,6 +196,10 @@ func TestStatfs(t *testing.T) {
 	}
 	if used < int64(len(d)) {
 		t.Fatalf("tiers use %d bytes, less than the block", used)
+	}
+	// df -i: IUsed (files - free) is the one block, held by two tiers.
+	if sf.Ffree == 0 || sf.Files < sf.Ffree || sf.Files-sf.Ffree != 1 {
+		t.Fatalf("statfs files %d free %d: %d used, want 1", sf.Files, sf.Ffree, int64(sf.Files)-int64(sf.Ffree))
 	}
 }
 

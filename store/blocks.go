@@ -73,19 +73,22 @@ func (s *Store) TierDirs() []string {
 	return out
 }
 
-// Space is what the tiers hold, summed over them, for statfs.
+// Space is what the tiers hold, for statfs.
 type Space struct {
-	Capacity, Used int64 // bytes
-	Files          int64 // published files
+	Capacity, Used int64 // bytes, summed over the tiers
+	Files          int64 // published files, each once however many tiers hold it
 }
 
-// Space sums the tiers' capacity, use and files.
+// Space sums the tiers' capacity and use, and counts the published files
+// of every model once each (a block in memory and on nvme is one file).
 func (s *Store) Space() Space {
 	var sp Space
 	for _, t := range s.stack.Stats().Tiers {
 		sp.Capacity += t.Capacity
 		sp.Used += t.Used
-		sp.Files += t.Blocks
+	}
+	for _, model := range s.stack.Models() {
+		sp.Files += s.stack.ModelUsage(model).Files
 	}
 	return sp
 }
