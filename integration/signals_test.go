@@ -2,8 +2,10 @@ package integration
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,4 +86,40 @@ func TestShutdownWithoutStderr(t *testing.T) {
 		t.Fatal("still mounted after Ctrl-C with stderr gone")
 	}
 	mustPy(t, append([]string{"verify", tier, "m", "--seed", "22"}, ids...)...)
+}
+
+// TestMemoryOverMachine: a memory tier larger than the machine's RAM and
+// swap is refused at mount with a message that says what the machine has,
+// and nothing is mounted.
+func TestMemoryOverMachine(t *testing.T) {
+	requireFUSE(t)
+	dir := testDir(t)
+	mnt := dir + "/mnt"
+	os.Mkdir(mnt, 0o755)
+	var total int64 // RAM and swap, in KiB
+	meminfo, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(meminfo), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && (f[0] == "MemTotal:" || f[0] == "SwapTotal:") {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			total += n
+		}
+	}
+	size := strconv.FormatInt(2*total/(1<<20)+1, 10) + "GiB"           // twice what the machine has
+	ctx, cancel := context.WithTimeout(context.Background(), exitWait) // a daemon that mounts would stay
+	defer cancel()
+	out, err := exec.CommandContext(ctx, ucmfsBin, "mount", "--memory", size, "--memory-dir", memDir, "--tier", "nvme:"+dir+"/tier", mnt).CombinedOutput()
+	t.Cleanup(func() {
+		if isMounted(mnt) {
+			syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	})
+	if err == nil || !strings.Contains(string(out), "more than this machine has") {
+		t.Fatalf("mount --memory %s: %v\n%s", size, err, out)
+	}
+	if isMounted(mnt) {
+		t.Fatal("mounted anyway")
+	}
 }

@@ -359,6 +359,10 @@ func (cfg *mountConfig) resolve(noTiers bool) error {
 	if cfg.Memory <= 0 {
 		return fmt.Errorf("memory size must be > 0")
 	}
+	if ram, swap, ok := machineMemory(); ok && cfg.Memory > ram+swap {
+		return fmt.Errorf("memory %s is more than this machine has (%s of RAM, %s of swap): the memory tier lives in RAM; give --memory at most that",
+			formatSize(cfg.Memory), formatSize(ram), formatSize(swap))
+	}
 	if cfg.MaxFileSize <= 0 || cfg.EntryTTL < 0 || cfg.NegativeTTL < 0 || cfg.ShutdownTimeout <= 0 {
 		return fmt.Errorf("max-file-size and shutdown-timeout must be > 0, TTLs >= 0")
 	}
@@ -411,4 +415,30 @@ func (cfg *mountConfig) resolve(noTiers bool) error {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// machineMemory returns the machine's RAM and swap in bytes, from
+// /proc/meminfo (ok false where it cannot be read: no check then).
+func machineMemory() (ram, swap int64, ok bool) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "MemTotal:":
+			ram, ok = kb<<10, true
+		case "SwapTotal:":
+			swap = kb << 10
+		}
+	}
+	return ram, swap, ok
 }
