@@ -9,8 +9,8 @@ import (
 // PosixStore's own names): <model>/<shard>/<id>, no extension, the raw
 // payload with no header, where <shard> is the first W hex characters of
 // the id (W = 1..4) or the single directory "data" (W = 0). A raw block
-// is checked for its size only (more than 0 bytes); its CRC-32C covers
-// the whole file. The width is part of the key's kind, so the same id
+// has no rule but its name: any size, 0 included, since UCM takes a
+// file's existence as the block; its CRC-32C covers the whole file. The width is part of the key's kind, so the same id
 // under two widths names two files.
 
 // MaxShardWidth is the widest shard directory of a raw block: 4 hex

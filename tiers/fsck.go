@@ -254,12 +254,9 @@ func (f *fscker) failure(rel string, err error) {
 	f.report(Finding{Kind: FindingError, Path: rel, Err: err})
 }
 
-// checkRaw checks a raw block file of size bytes: not empty, and when the
-// tier keeps its CRC-32C (the crcXattr), the bytes match it.
+// checkRaw checks a raw block file of size bytes (any size, empty too):
+// when the tier keeps its CRC-32C (the crcXattr), the bytes match it.
 func checkRaw(path string, size int64) error {
-	if size <= 0 {
-		return &format.FormatError{Format: format.RawFormat, Rule: format.RuleSize, Detail: "a raw block is empty"}
-	}
 	var buf [16]byte
 	n, err := unix.Getxattr(path, crcXattr, buf[:])
 	if err != nil {

@@ -163,7 +163,7 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 	if !known && hdrLen > 0 {
 		want, known = flaggedCRC(hdr[:])
 	}
-	if off < max(hdrLen, 1) || (known && want != crc) {
+	if off < hdrLen || (known && want != crc) {
 		w.Abort()
 		s.stats.crcErrors.Add(1)
 		return nil, CommitOptions{}, fmt.Errorf("%w: %s on %s: payload CRC-32C %08x, expected %08x", ErrCorrupt, key, src.Name(), crc, want)

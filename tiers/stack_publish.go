@@ -257,12 +257,10 @@ func validate(key format.Key, f *os.File) (size int64, crc uint32, hasCRC bool, 
 	}
 	size = fi.Size()
 	if key.Kind.Raw() {
-		// A raw block's rule is its size; its CRC is computed by the
-		// write-back copy (copyOut) or on demand, like a block's without
-		// a CRC in its header.
-		if size <= 0 {
-			return 0, 0, false, fmt.Errorf("%w: %s: a raw block is empty", ErrInvalid, key)
-		}
+		// A raw block has no rule of its own: UCM's PosixStore takes a
+		// file's existence as the block, so an empty one is a block too.
+		// Its CRC is computed by the write-back copy (copyOut) or on
+		// demand, like a block's without a CRC in its header.
 		return size, 0, false, nil
 	}
 	var hdr [format.HeaderSize]byte
