@@ -102,13 +102,13 @@ var errCases = []struct {
 			return e.block().Setattr(bg, nil, in, &fuse.AttrOut{})
 		},
 		func(e *caseEnv) error { return os.Truncate(e.p(e.key), 10) }},
-	{"chmod published", syscall.EPERM,
+	{"chmod published setuid", syscall.EPERM,
 		func(e *caseEnv) syscall.Errno {
 			in := &fuse.SetAttrIn{}
-			in.Valid, in.Mode = fuse.FATTR_MODE, 0o644
+			in.Valid, in.Mode = fuse.FATTR_MODE, 0o4644
 			return e.block().Setattr(bg, nil, in, &fuse.AttrOut{})
 		},
-		func(e *caseEnv) error { return os.Chmod(e.p(e.key), 0o644) }},
+		func(e *caseEnv) error { return unix.Chmod(e.p(e.key), 0o4644) }},
 	{"rename", syscall.EPERM,
 		func(e *caseEnv) syscall.Errno { return e.shard(e.key).Rename(bg, e.key.FileName(), nil, "x", 0) },
 		func(e *caseEnv) error {

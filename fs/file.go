@@ -153,9 +153,12 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 
 // Setattr of a published file: new times are a use (the mtime moves to
 // the time given, which is what UCM's hotness and GC and rsync read); a
-// chmod or chown that changes nothing is accepted (tar and rsync restore
-// what they listed); a truncate or a real change of mode or owner is
-// EPERM. On a descriptor being written it applies there.
+// chmod of the permission bits only is accepted and changes nothing (the
+// mode stays the read-only one the model gives its blocks: rsync -a and
+// tar restore the source's 0644 on every run, and must not fail on it); a
+// chown that changes nothing is accepted; a truncate, a chmod of the
+// setuid, setgid or sticky bit, or a real change of owner is EPERM. On a
+// descriptor being written it applies there.
 func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if ip := n.writer(); ip != nil {
 		// On a descriptor being written, or by path: the kernel truncates
@@ -173,14 +176,15 @@ func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 	return n.Getattr(ctx, f, out)
 }
 
-// checkSetattr refuses a change of a published file's size, mode or
-// owner (a chmod or chown to what it already is passes).
+// checkSetattr refuses a change of a published file's size, special mode
+// bits or owner (a chmod of permission bits, which is kept as it was, and
+// a chown to what it already is pass).
 func (s *fsState) checkSetattr(in *fuse.SetAttrIn) error {
 	if _, ok := in.GetSize(); ok {
 		return fmt.Errorf("truncate: published files are immutable: %w", store.ErrImmutable)
 	}
-	if mode, ok := in.GetMode(); ok && mode&0o7777 != publishedPerm {
-		return fmt.Errorf("chmod %o: published files are 0444: %w", mode&0o7777, store.ErrImmutable)
+	if mode, ok := in.GetMode(); ok && mode&0o7000 != 0 {
+		return fmt.Errorf("chmod %o: published files take no setuid, setgid or sticky bit: %w", mode&0o7777, store.ErrImmutable)
 	}
 	if uid, ok := in.GetUID(); ok && uid != s.uid {
 		return fmt.Errorf("chown: published files belong to uid %d: %w", s.uid, store.ErrImmutable)

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/internal/ucmproto"
+	"golang.org/x/sys/unix"
 )
 
 // Everyday tools write into a model unmodified (docs/semantics.md,
@@ -156,5 +160,57 @@ func TestEngineRepr(t *testing.T) {
 	}
 	if err := os.WriteFile(p, repr, 0o644); err == nil {
 		t.Error("a stored sidecar was written again")
+	}
+}
+
+// TestRsyncTwiceFrom0644: rsync -a from a tree of 0644 files (what most
+// sources hold) into a ucmb and a ucm-posix model exits 0 twice: the
+// second run chmods every published block to 0644, which is accepted and
+// changes nothing (the mode stays 0444), and copies no file again.
+func TestRsyncTwiceFrom0644(t *testing.T) {
+	requireTool(t, "rsync")
+	d := mountUCM(t, mountOpts{})
+	const model = "org--Rsync0644-1B"
+	src, ids := sourceModel(t, model, "rsync0644", 6)
+	const raw = "ucm-rsync"
+	st := &ucmproto.Store{Root: filepath.Join(src, raw), Width: 2, Shards: 1, ShardSize: 8192, TensorSize: 4096}
+	if err := os.MkdirAll(st.Root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	rawIDs := testIDs("rsync0644-raw", 6)
+	for _, id := range rawIDs {
+		if err := st.Dump(id, ucmData(id, st.BlockSize()), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh(t, "chmod", "-R", "u+w,go-w,a+rX", src)
+	sh(t, "find", src, "-type", "f", "-exec", "chmod", "0644", "{}", "+")
+	sh(t, "mkdir", d.path(model), d.path(raw))
+	if err := unix.Setxattr(d.path(raw), "user.ucm.layout", []byte("ucm-posix"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{model, raw} {
+		for run := 1; run <= 2; run++ {
+			out := sh(t, "rsync", "-a", "--itemize-changes", filepath.Join(src, m)+"/", d.path(m)+"/")
+			if run == 2 && strings.Contains(out, ">f") {
+				t.Errorf("%s: the second rsync copied files again:\n%s", m, out)
+			}
+		}
+	}
+	mustPy(t, append([]string{"verify", d.Mnt, model, "--seed", "9"}, ids...)...)
+	for _, id := range rawIDs {
+		got, err := os.ReadFile(filepath.Join(d.path(raw), id[:2], id))
+		if err != nil || !bytes.Equal(got, ucmData(id, st.BlockSize())) {
+			t.Errorf("raw block %s after rsync: %v", id, err)
+		}
+		if fi, err := os.Stat(filepath.Join(d.path(raw), id[:2], id)); err != nil || fi.Mode().Perm() != 0o444 {
+			t.Errorf("raw block %s: mode %v (%v), want 0444 kept", id, fi.Mode(), err)
+		}
+	}
+	if err := unix.Chmod(blockPath(d.Mnt, model, ids[0]), 0o4644); !errors.Is(err, unix.EPERM) {
+		t.Errorf("chmod with setuid of a published block: %v, want EPERM", err)
 	}
 }
