@@ -112,12 +112,12 @@ const (
 )
 
 // Ext is the file-name extension of the kind, with its dot ("" for a raw
-// block, raw.go).
+// block, raw.go, and a File, files.go).
 func (k Kind) Ext() string {
 	switch {
 	case k == Repr:
 		return ".repr"
-	case k.Raw():
+	case k.Raw(), k == File:
 		return ""
 	}
 	return ".bin"
@@ -128,24 +128,45 @@ type Key struct {
 	Model string
 	ID    ID
 	Kind  Kind
+	// Name is the file's path relative to its model for the kind File
+	// (files.go; ID is then FileID(Name)), "" for the others, whose
+	// names follow from ID and Kind.
+	Name string
 }
 
 // FileName is the key's base name, "<id>.bin", "<id>.repr" or, for a raw
-// block, "<id>".
-func (k Key) FileName() string { return k.ID.String() + k.Kind.Ext() }
+// block, "<id>"; for a File, the last component of its path.
+func (k Key) FileName() string {
+	if k.Kind == File {
+		_, name := SplitFilePath(k.Name)
+		return name
+	}
+	return k.ID.String() + k.Kind.Ext()
+}
 
 // ShardDir is the name of the key's shard directory: <hh>, or for a raw
-// block the shard of its width (RawShardName).
+// block the shard of its width (RawShardName); for a File, the path of
+// its directory relative to the model ("" at the model's root).
 func (k Key) ShardDir() string {
-	if k.Kind.Raw() {
+	switch {
+	case k.Kind == File:
+		dir, _ := SplitFilePath(k.Name)
+		return dir
+	case k.Kind.Raw():
 		return RawShardName(k.ID, k.Kind.Width())
 	}
 	return k.ID.Shard()
 }
 
 // Path is the key's path relative to a mount or tier root:
-// <model>/<hh>/<id>.bin (or .repr), or <model>/<shard>/<id> for a raw block.
-func (k Key) Path() string { return k.Model + "/" + k.ShardDir() + "/" + k.FileName() }
+// <model>/<hh>/<id>.bin (or .repr), <model>/<shard>/<id> for a raw block,
+// <model>/<name> for a File.
+func (k Key) Path() string {
+	if k.Kind == File {
+		return k.Model + "/" + k.Name
+	}
+	return k.Model + "/" + k.ShardDir() + "/" + k.FileName()
+}
 
 // String is the key's path, for logs.
 func (k Key) String() string { return k.Path() }

@@ -46,15 +46,19 @@ func (k Kind) Width() int {
 	return int(k - rawBase)
 }
 
-// Valid reports whether k is a kind of file: a block, a sidecar or a raw
-// block.
-func (k Kind) Valid() bool { return k == Block || k == Repr || k.Raw() }
+// Valid reports whether k is a kind of file: a block, a sidecar, a raw
+// block or a File.
+func (k Kind) Valid() bool { return k == Block || k == Repr || k.Raw() || k == File }
+
+// Headerless reports whether a file of kind k is all payload: a raw block
+// or a File.
+func (k Kind) Headerless() bool { return k.Raw() || k == File }
 
 // HeaderLen is the length of the header before the payload of a file of
-// kind k: 64 for a block or sidecar, 0 for a raw block (its payload is
-// the whole file).
+// kind k: 64 for a block or sidecar, 0 for a raw block or a File (its
+// payload is the whole file).
 func (k Kind) HeaderLen() int64 {
-	if k.Raw() {
+	if k.Headerless() {
 		return 0
 	}
 	return HeaderSize

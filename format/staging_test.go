@@ -54,8 +54,8 @@ func TestRawNames(t *testing.T) {
 			t.Errorf("ParsePath(%q) = %+v, %v", k.Path(), got, err)
 		}
 	}
-	if Block.Raw() || Repr.Raw() || Block.HeaderLen() != HeaderSize || Kind(7).Valid() {
-		t.Error("block, repr or kind 7 taken for raw")
+	if Block.Raw() || Repr.Raw() || File.Raw() || Block.HeaderLen() != HeaderSize || Kind(8).Valid() {
+		t.Error("block, repr, file or kind 8 taken for raw")
 	}
 	if _, _, err := ParseFileName("e2", id.String()+".bin"); err != nil {
 		t.Errorf("a .bin name in a two-hex shard: %v", err)

@@ -349,7 +349,7 @@ func (n *blockFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 	switch {
 	case mask&unix.X_OK != 0:
 		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are not executable: %w", errReadOnly))
-	case mask&unix.W_OK != 0 && !n.key.Kind.Raw() && callerProc(ctx).Uid != 0:
+	case mask&unix.W_OK != 0 && !n.key.Kind.Headerless() && callerProc(ctx).Uid != 0:
 		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
 	}
 	return 0

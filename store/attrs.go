@@ -53,7 +53,7 @@ func (s *Store) FileAttrs(k format.Key, header func() ([]byte, error)) *Attrs {
 	switch {
 	case k.Kind == format.Repr:
 		return &Attrs{Names: reprAttrNames, Get: func(name string) (string, error) { return s.reprAttr(k, name, header) }}
-	case k.Kind.Raw():
+	case k.Kind.Headerless():
 		return &Attrs{Names: rawAttrNames, Writable: map[string]bool{"pinned": true},
 			Get: func(name string) (string, error) { return s.blockAttr(k, name, header) }, Set: s.pinSetter(k)}
 	}
@@ -126,7 +126,7 @@ func (s *Store) blockAttr(k format.Key, name string, header func() ([]byte, erro
 	if v, ok, err := s.stackAttr(k, name); ok && (err != nil || v != "") {
 		return v, err
 	}
-	if k.Kind.Raw() {
+	if k.Kind.Headerless() {
 		return "", ErrNoAttr
 	}
 	if name == "repr" {

@@ -61,9 +61,7 @@ func (t *DirTier) rebuild() error {
 				if t.fromSnapshot(s, snap, dir) {
 					return nil
 				}
-				if ents, err = listShard(dir); err == nil {
-					t.removeTemps(s, dir, ents)
-				}
+				ents, err = listShard(dir)
 				return err
 			}, nil)
 			return ents, err
@@ -131,10 +129,12 @@ func (t *DirTier) readDir(dir string) ([]os.DirEntry, error) {
 	return ents, err
 }
 
-// adoptShard collects the files of one <model>/<hh> directory and logs
-// the names outside the layout.
+// adoptShard collects the files of one <model>/<hh> directory (or of a
+// directory <model>/<hh...> of a tree of Files), removes the temp files a
+// crash left there, and logs the names outside the layout.
 func (t *DirTier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry) {
-	dir := filepath.Join(t.root, model, hh)
+	dir := filepath.Join(t.root, model, filepath.FromSlash(hh))
+	t.removeTemps(s, dir, ents)
 	found := make([]*index.Entry, 0, len(ents))
 	// One allocation for the shard's entries: an entry removed later is
 	// freed with the last of its shard's (at most what the rebuild found).
@@ -144,10 +144,13 @@ func (t *DirTier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry
 		case e.class == fileEntry:
 			n := &block[len(found)]
 			n.ID, n.Kind, n.Size = e.id, e.kind, e.size
+			if e.kind == format.File {
+				n.SetName(format.JoinFilePath(hh, e.name))
+			}
 			n.MTime = time.Unix(e.mtime.Unix()).UnixNano()
 			found = append(found, n)
 		case e.class == badEntry, !strings.HasPrefix(e.name, tmpPrefix):
-			t.skip(s, filepath.Join(dir, e.name), "not a block or sidecar file")
+			t.skip(s, filepath.Join(dir, e.name), "not a block, sidecar or regular file")
 		}
 	}
 	s.mu.Lock()

@@ -70,6 +70,9 @@ func (t *DirTier) writeSnapshot() error {
 	start := time.Now().UnixNano()
 	buf := binary.LittleEndian.AppendUint64([]byte(snapMagic), uint64(start))
 	for _, model := range t.idx.ModelNames() {
+		if isTree(filepath.Join(t.root, model)) {
+			continue // a tree of Files is walked at start: its directories are no shards
+		}
 		var ctimes [256]int64
 		for hh := range 256 {
 			var st unix.Stat_t

@@ -141,6 +141,14 @@ func checkKey(key format.Key) error {
 	if !key.Kind.Valid() {
 		return fmt.Errorf("%w: kind %d", format.ErrName, key.Kind)
 	}
+	if key.Kind == format.File {
+		if err := format.ValidateFilePath(key.Name); err != nil {
+			return err
+		}
+		if key.ID != format.FileID(key.Name) {
+			return fmt.Errorf("%w: %s: id is not the path's", format.ErrName, key)
+		}
+	}
 	return nil
 }
 
@@ -183,7 +191,8 @@ type dirCache struct {
 	known map[string]struct{}
 }
 
-// ensure creates root/<model>/<shard> unless it is known to exist.
+// ensure creates root/<model>/<shard> unless it is known to exist (for a
+// File, its directory, and the model's tree mark).
 func (c *dirCache) ensure(root string, key format.Key) error {
 	rel := key.Model + "/" + key.ShardDir()
 	c.mu.Lock()
@@ -194,6 +203,11 @@ func (c *dirCache) ensure(root string, key format.Key) error {
 	}
 	if err := os.MkdirAll(filepath.Join(root, rel), 0o755); err != nil {
 		return osErr("mkdir", err)
+	}
+	if key.Kind == format.File {
+		if err := markTree(filepath.Join(root, key.Model)); err != nil {
+			return err
+		}
 	}
 	c.mu.Lock()
 	if c.known == nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
@@ -126,7 +127,7 @@ func (f *fscker) report(fd Finding) {
 // shard checks the files of one shard directory: blocks first, then
 // sidecars, each of which needs a valid block beside it.
 func (f *fscker) shard(model, hh string, ents []shardEntry) {
-	dir := model + "/" + hh
+	dir := strings.TrimSuffix(model+"/"+hh, "/")  // hh is "" at the root of a tree
 	blocks := map[format.ID]*format.BlockHeader{} // nil value: present but bad
 	var reprs []string
 	for _, e := range ents {
@@ -140,7 +141,7 @@ func (f *fscker) shard(model, hh string, ents []shardEntry) {
 			f.bad(rel, e.why)
 		case e.kind == format.Repr:
 			reprs = append(reprs, e.name)
-		case e.kind.Raw():
+		case e.kind.Headerless():
 			f.rep.Blocks++
 			f.verdict(rel, checkRaw(filepath.Join(f.root, rel), e.size))
 		default:

@@ -21,6 +21,9 @@ import (
 //     private temporary directories of a tier) are not entered; the tier's
 //     lock file and lost+found are ignored; other '.' names are leftovers;
 //     anything else must be a directory with a valid model name.
+//   - A model directory holding TreeMarkName is a tree of Files of the
+//     files layout (layout_tree.go): every regular file in it, at any
+//     depth, is a File; the rules below are for the other models.
 //   - In a model directory, the settings record (ModelMetaName) is
 //     skipped; other '.' names are leftovers; anything else must be a
 //     shard directory: 00..ff, or a raw shard of the ucm-posix layout
@@ -147,6 +150,10 @@ func (w *layoutWalk) run() error {
 // walkModel classifies the entries of one model directory and sends its
 // shard directories on.
 func (w *layoutWalk) walkModel(model string, send func(shardJob), halt func(string, error)) {
+	if isTree(filepath.Join(w.root, model)) {
+		w.walkTree(model, halt)
+		return
+	}
 	ents, err := w.readDir(filepath.Join(w.root, model))
 	if err != nil {
 		halt(model, err)

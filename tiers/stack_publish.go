@@ -256,8 +256,8 @@ func validate(key format.Key, f *os.File) (size int64, crc uint32, hasCRC bool, 
 		return 0, 0, false, err
 	}
 	size = fi.Size()
-	if key.Kind.Raw() {
-		// A raw block has no rule of its own: UCM's PosixStore takes a
+	if key.Kind.Headerless() {
+		// A raw block or a File has no rule of its own: UCM's PosixStore takes a
 		// file's existence as the block, so an empty one is a block too.
 		// Its CRC is computed by the write-back copy (copyOut) or on
 		// demand, like a block's without a CRC in its header.

@@ -15,8 +15,8 @@ import (
 // the caller quarantines the file and the block is a miss.
 func checkHeader(src Tier, key format.Key, hdr []byte, size int64) error {
 	d, ok := src.(*DirTier)
-	if !ok || key.Kind.Raw() {
-		return nil // a raw block (ucm-posix) has no header: its CRC covers it all
+	if !ok || key.Kind.Headerless() {
+		return nil // a raw block (ucm-posix) or a File has no header: its CRC covers it all
 	}
 	if len(hdr) < format.HeaderSize || size < format.HeaderSize {
 		return fmt.Errorf("%w: %s on %s: %d bytes, shorter than the header", ErrCorrupt, key, src.Name(), size)

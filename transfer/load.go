@@ -213,7 +213,7 @@ func (g *Session) resolve(it *loadItem, kv int) error {
 // bytes are hdr; kv > 0 when its layers go to kv K and kv V regions. A
 // raw block is all payload and has no layers (nor K/V split).
 func (it *loadItem) span(hdr []byte, size int64, kv int) error {
-	if it.key.Kind.Raw() {
+	if it.key.Kind.Headerless() {
 		if it.part == partLayers || kv > 0 {
 			return line.Err(line.ErrInvalid, "a raw block has no layer layout to split")
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 )
 
-// Entry is the record of one published file: 64 bytes, the whole of what
+// Entry is the record of one published file: 72 bytes, the whole of what
 // the daemon keeps per block of a directory tier (with one slot in its
 // shard's map, see index.go and docs/design.md).
 //
@@ -17,6 +17,7 @@ import (
 // returns by value is a snapshot taken under its lock.
 type Entry struct {
 	model      *string   // 8: its model's name, interned (one string per model name)
+	name       *string   // 8: a File's path in its model (format.Key.Name); nil for the others
 	ID         format.ID // 16
 	prev, next *Entry    // 16: in Index.lru; nil while not indexed
 	Size       int64     // 8
@@ -132,6 +133,7 @@ func NewEntries(model string, n int) []Entry {
 
 func (e *Entry) fill(key format.Key, size int64, mtime time.Time, crc uint32, hasCRC bool) {
 	e.model, e.ID, e.Kind, e.Size, e.CRC = internModel(key.Model), key.ID, key.Kind, size, crc
+	e.SetName(key.Name)
 	e.Set(HasCRC, hasCRC)
 	if !mtime.IsZero() {
 		e.MTime = mtime.UnixNano()
@@ -148,8 +150,23 @@ func (e *Entry) snapshot() Entry {
 	return c
 }
 
+// SetName sets the path of a File's entry not yet in an index ("" for
+// the other kinds).
+func (e *Entry) SetName(name string) {
+	e.name = nil
+	if name != "" {
+		e.name = &name
+	}
+}
+
 // Key is the entry's key.
-func (e *Entry) Key() format.Key { return format.Key{Model: *e.model, ID: e.ID, Kind: e.Kind} }
+func (e *Entry) Key() format.Key {
+	k := format.Key{Model: *e.model, ID: e.ID, Kind: e.Kind}
+	if e.name != nil {
+		k.Name = *e.name
+	}
+	return k
+}
 
 // ModTime is the entry's MTime as a time (zero when unknown).
 func (e *Entry) ModTime() time.Time {

@@ -110,7 +110,7 @@ type modelSet struct {
 // other than files and bytes.
 func (m *modelSet) count(e *Entry, n int64) {
 	block := int64(0)
-	if e.Kind == format.Block || e.Kind.Raw() { // a raw payload is a block too
+	if e.Kind == format.Block || e.Kind.Headerless() { // a raw payload or a File is a block too
 		block = n
 	}
 	m.blocks += block

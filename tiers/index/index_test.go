@@ -154,9 +154,24 @@ func TestIndexShardKeys(t *testing.T) {
 	}
 }
 
-// TestIndexEntrySize: an Entry stays small, since a tier holds millions.
+// TestIndexEntrySize: an Entry stays small, since a tier holds millions
+// (64 bytes, and the pointer to a File's path since the files layout).
 func TestIndexEntrySize(t *testing.T) {
-	if n := unsafe.Sizeof(Entry{}); n > 64 {
-		t.Fatalf("an index Entry is %d bytes, want at most 64", n)
+	if n := unsafe.Sizeof(Entry{}); n > 72 {
+		t.Fatalf("an index Entry is %d bytes, want at most 72", n)
+	}
+}
+
+// TestIndexFileName: a File's entry gives back its path in its key.
+func TestIndexFileName(t *testing.T) {
+	x := New(1 << 30)
+	k := format.FileKey("m", "a/b/c.bin")
+	x.Add(NewEntry(k, 10, time.Time{}, 0, false))
+	e, ok := x.Get(k)
+	if !ok || e.Key() != k {
+		t.Fatalf("entry of %v: %v %v", k, e.Key(), ok)
+	}
+	if c, _ := x.ModelCount("m"); c.Blocks != 1 {
+		t.Errorf("a File counts as a block: %+v", c)
 	}
 }

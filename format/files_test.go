@@ -1,0 +1,37 @@
+package format
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestFileKey: a File's key names its path, under its model, with an id
+// that follows from the path alone.
+func TestFileKey(t *testing.T) {
+	k := FileKey("vllm", "m_0123456789ab_r0/abc/de_g0/"+strings.Repeat("f", 64)+".bin")
+	if k.Path() != "vllm/"+k.Name || k.FileName() != strings.Repeat("f", 64)+".bin" || k.ShardDir() != "m_0123456789ab_r0/abc/de_g0" {
+		t.Errorf("path %q, name %q, dir %q", k.Path(), k.FileName(), k.ShardDir())
+	}
+	if k.ID != FileID(k.Name) || k.ID == FileID(k.Name+"x") || !k.Kind.Valid() || k.Kind.HeaderLen() != 0 || k.Kind.Raw() {
+		t.Errorf("id or kind of %v", k)
+	}
+	top := FileKey("m", "config.json")
+	if top.ShardDir() != "" || top.FileName() != "config.json" || top.Path() != "m/config.json" {
+		t.Errorf("a file at the model's root: %q %q %q", top.ShardDir(), top.FileName(), top.Path())
+	}
+}
+
+// TestValidateFilePath: clean relative paths of names up to NAME_MAX.
+func TestValidateFilePath(t *testing.T) {
+	for _, ok := range []string{"a", ".hidden", "a/b/c.tmp", "namespace-0123/x_1_2.bin", strings.Repeat("n", 255), "..a", "a b"} {
+		if err := ValidateFilePath(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "/a", "a/", "a//b", "./a", "a/../b", "..", "a\x00b", strings.Repeat("n", 256), strings.Repeat("a/", MaxFilePath)} {
+		if err := ValidateFilePath(bad); !errors.Is(err, ErrName) {
+			t.Errorf("%q: %v, want ErrName", bad, err)
+		}
+	}
+}

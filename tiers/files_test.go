@@ -1,0 +1,80 @@
+package tiers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ucmfs/ucmfs/format"
+	"golang.org/x/sys/unix"
+)
+
+// TestFilesTree: Files of the files layout go through the stack like
+// blocks: written back to the directory tier as the tree the engine made,
+// byte for byte with their CRC-32C in the xattr and the tree mark in the
+// model directory; after a restart the rebuild finds each under its path
+// (the tiers' temp files removed, '.' names kept), reads return the
+// bytes, fsck passes the tree, and an empty File is a File.
+func TestFilesTree(t *testing.T) {
+	dir := t.TempDir()
+	const model = "engine"
+	names := []string{"config.json", "m_0123456789ab_r0/abc/de_g0/" + fmt.Sprintf("%064x", 7) + ".bin",
+		"namespace-1/page_1_0_1.bin", ".lock", "deep/a/b/c/d/e", "empty"}
+	datas := map[format.Key][]byte{}
+	s := newTestStack(t, 16<<20, dir, StackConfig{})
+	for i, n := range names {
+		k := format.FileKey(model, n)
+		d := bytes.Repeat([]byte{byte(i + 1)}, 1000*i)
+		if _, err := s.Put(k, d, false); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		datas[k] = d
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for k, d := range datas {
+		p := filepath.Join(dir, model, k.Name)
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, d) {
+			t.Errorf("tier file %s: %v, equal %v", p, err, bytes.Equal(got, d))
+		}
+		var buf [8]byte
+		if n, err := unix.Getxattr(p, crcXattr, buf[:]); err != nil || string(buf[:n]) != fmt.Sprintf("%08x", format.CRC32C(d)) {
+			t.Errorf("crc xattr of %s: %q %v", p, buf[:n], err)
+		}
+	}
+	if !isTree(filepath.Join(dir, model)) {
+		t.Fatal("no tree mark in the model directory")
+	}
+	leftover := filepath.Join(dir, model, "deep", tmpPrefix+"x")
+	if err := os.WriteFile(leftover, []byte("half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Fsck(dir, FsckOptions{}); err != nil || rep.Bad+rep.Errors != 0 || rep.OK != len(names) || rep.Leftovers != 1 {
+		t.Fatalf("fsck of the tree: %+v %v", rep, err)
+	}
+
+	s = newTestStack(t, 16<<20, dir, StackConfig{})
+	var listed []string
+	s.List(model, func(k format.Key) bool { listed = append(listed, k.Name); return true })
+	slices.Sort(listed)
+	want := slices.Sorted(slices.Values(names))
+	if !slices.Equal(listed, want) {
+		t.Errorf("rebuilt files %q, want %q", listed, want)
+	}
+	for k, d := range datas {
+		if got := readAll(t, s, k); !bytes.Equal(got, d) {
+			t.Errorf("%s: %d bytes read, want %d", k, len(got), len(d))
+		}
+	}
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Errorf("the temp file left in the tree: %v", err)
+	}
+}

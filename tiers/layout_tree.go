@@ -1,0 +1,106 @@
+package tiers
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ucmfs/ucmfs/format"
+	"golang.org/x/sys/unix"
+)
+
+// A model of the files layout keeps its files in its tier directory as
+// the tree its engine made (format/files.go): <model>/<any path>, byte for
+// byte. Its model directory holds TreeMarkName, so that the layout walk
+// (a rebuild, fsck) knows the tree from a ucmb or ucm-posix model's
+// shards without the store's record: the first File a tier takes, or a
+// directory made in the model (MakeDir), writes it. In a tree every
+// regular file is a File, '.' names included (engines keep lock and
+// config files there), except the tiers' own temp files (tmpPrefix).
+
+// TreeMarkName marks a model directory of a tier as a tree of Files.
+const TreeMarkName = ".ucmfs-tree"
+
+// isTree reports whether the model directory dir is a tree of Files.
+func isTree(dir string) bool {
+	var st unix.Stat_t
+	return unix.Stat(filepath.Join(dir, TreeMarkName), &st) == nil
+}
+
+// markTree writes the tree mark in the model directory dir.
+func markTree(dir string) error {
+	fd, err := unix.Open(filepath.Join(dir, TreeMarkName), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return osErr("mark tree", err)
+	}
+	return unix.Close(fd)
+}
+
+// walkTree walks the tree of model, sending each directory's files to
+// w.shard with the directory's path relative to the model ("" at its
+// root) in place of a shard name.
+func (w *layoutWalk) walkTree(model string, halt func(string, error)) {
+	var walk func(rel string)
+	walk = func(rel string) {
+		dir := filepath.Join(w.root, model, filepath.FromSlash(rel))
+		ents, subdirs, err := listTreeDir(dir, rel)
+		if err != nil {
+			halt(model+"/"+rel, err)
+			return
+		}
+		w.shard(model, rel, ents)
+		for _, d := range subdirs {
+			walk(format.JoinFilePath(rel, d))
+		}
+	}
+	walk("")
+}
+
+// listTreeDir lists the directory dir of a tree, at rel in its model:
+// its files classified (a File each, the tiers' temp files leftovers,
+// anything but a regular file or a directory bad; at the model's root the
+// settings record and the tree mark are left out), and its
+// subdirectories, both in name order.
+func listTreeDir(dir, rel string) (ents []shardEntry, subdirs []string, err error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, nil, err
+	}
+	sort.Strings(names)
+	dfd := int(d.Fd())
+	for _, name := range names {
+		if rel == "" && (name == ModelMetaName || name == TreeMarkName) {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue // gone meanwhile
+		}
+		p := format.JoinFilePath(rel, name)
+		e := shardEntry{name: name, size: st.Size, mtime: st.Mtim}
+		switch {
+		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+			subdirs = append(subdirs, name)
+			continue
+		case strings.HasPrefix(name, tmpPrefix):
+			e.class = leftoverEntry
+		case st.Mode&unix.S_IFMT != unix.S_IFREG:
+			e.class, e.why = badEntry, fmt.Errorf("%w: %s is not a regular file", format.ErrName, p)
+		default:
+			if e.why = format.ValidateFilePath(p); e.why != nil {
+				e.class = badEntry
+			} else {
+				e.id, e.kind = format.FileID(p), format.File
+			}
+		}
+		ents = append(ents, e)
+	}
+	return ents, subdirs, nil
+}
