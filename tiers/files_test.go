@@ -78,3 +78,47 @@ func TestFilesTree(t *testing.T) {
 		t.Errorf("the temp file left in the tree: %v", err)
 	}
 }
+
+// TestFilesReplace: a File published again with SetReplace replaces the
+// first version in every tier (an engine's rename over its own file); a
+// reader of the first keeps its bytes; a pending write renamed (Rekey)
+// publishes under its new key.
+func TestFilesReplace(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestStack(t, 16<<20, dir, StackConfig{})
+	k := format.FileKey("engine", "a/b.bin")
+	if _, err := s.Put(k, []byte("first version"), true); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Open(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.File.Close()
+	tmp := format.FileKey("engine", "a/b.bin_1234.tmp")
+	p, err := s.CreateStaging(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.File().Write([]byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	p.Rekey(k)
+	p.SetReplace()
+	if _, err := s.Publish(p, true); err != nil {
+		t.Fatalf("replacing publish: %v", err)
+	}
+	if got := readAll(t, s, k); string(got) != "second" {
+		t.Errorf("after the replace: %q", got)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "engine", "a", "b.bin")); err != nil || string(got) != "second" {
+		t.Errorf("tier file after the replace: %q %v", got, err)
+	}
+	if s.Has(tmp) {
+		t.Error("the staging key was published")
+	}
+	old := make([]byte, 13)
+	if n, err := h.File.ReadAt(old, 0); n != 13 || string(old) != "first version" {
+		t.Errorf("a reader of the first version read %q (%v)", old[:n], err)
+	}
+}

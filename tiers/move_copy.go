@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
 // copyFile writes the first size bytes of src, a file of kind kind, into
@@ -109,6 +110,7 @@ func knownCRC(t Tier, k format.Key, info Info) (uint32, bool) {
 // memory tier records it too when it is the source. The caller commits
 // or aborts the returned Writer.
 func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, error) {
+	from := entryOf(src, key)
 	info, err := src.Stat(key)
 	if err != nil {
 		return nil, CommitOptions{}, err
@@ -172,7 +174,7 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 		_ = s.mem.SetCRC(key, crc) // removed meanwhile: nothing to record
 	}
 	s.stats.bytesOut.Add(off)
-	opts := CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime}
+	opts := CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime, from: from}
 	if !key.Kind.Headerless() {
 		opts.HeaderCRC, opts.HasHeaderCRC = format.HeaderCRC(hdr[:]), true
 	}
@@ -204,6 +206,10 @@ func (s *Stack) commitCopy(src Tier, w Writer, opts CommitOptions, k format.Key,
 		w.Abort()
 		return err
 	}
+	if entryOf(src, k) != opts.from {
+		w.Abort()
+		return fmt.Errorf("%s on %s: replaced while copied: %w", k, src.Name(), ErrNotFound)
+	}
 	if _, err := w.Commit(opts); err != nil {
 		w.Abort()
 		if !errors.Is(err, ErrExist) {
@@ -211,4 +217,16 @@ func (s *Stack) commitCopy(src Tier, w Writer, opts CommitOptions, k format.Key,
 		}
 	}
 	return then()
+}
+
+// entryOf is t's index entry of k (nil when t holds none): what a copy
+// read from, and must still find at its commit.
+func entryOf(t Tier, k format.Key) *index.Entry {
+	switch t := t.(type) {
+	case *MemTier:
+		return t.idx.EntryOf(k)
+	case *DirTier:
+		return t.idx.EntryOf(k)
+	}
+	return nil
 }

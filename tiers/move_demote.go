@@ -144,6 +144,11 @@ func (s *Stack) removeKey(k format.Key) bool {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
+	return s.removeKeyLocked(k)
+}
+
+// removeKeyLocked is removeKey under k's stripe lock.
+func (s *Stack) removeKeyLocked(k format.Key) bool {
 	removed := false
 	if err := s.mem.Remove(k); err == nil {
 		removed = true

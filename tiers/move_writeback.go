@@ -71,7 +71,9 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 		}
 		mu := s.keyLock(k)
 		mu.Lock()
-		if !s.mem.Dirty(k) {
+		if !s.mem.Dirty(k) || entryOf(s.mem, k) != opts.from {
+			// Written back by another, removed, or replaced by a new
+			// version (queued in its turn) since the bytes were read.
 			mu.Unlock()
 			w.Abort()
 			return nil

@@ -15,9 +15,10 @@ var ErrInvalid = errors.New("invalid block")
 // PendingWrite is a block or sidecar being written: a private temp file in
 // the memory tier that no reader can see until Publish.
 type PendingWrite struct {
-	key   format.Key
-	w     Writer
-	mtime time.Time // the publish time to keep (SetMTime); zero: now
+	key     format.Key
+	w       Writer
+	mtime   time.Time // the publish time to keep (SetMTime); zero: now
+	replace bool      // publishing replaces a published key (SetReplace)
 }
 
 // Key is the key being written.
@@ -131,6 +132,9 @@ func (s *Stack) commitToMemory(p *PendingWrite, size int64, opts CommitOptions) 
 		mu.Lock()
 		var info Info
 		var err error
+		if p.replace {
+			s.removeKeyLocked(p.key)
+		}
 		if s.inDirs(p.key) {
 			err = ErrExist
 		} else {
@@ -225,6 +229,9 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 		}
 		mu := s.keyLock(p.key)
 		mu.Lock()
+		if p.replace {
+			s.removeKeyLocked(p.key)
+		}
 		info, err := w.Commit(opts)
 		mu.Unlock()
 		if err == nil {

@@ -30,6 +30,24 @@ func (s *Stack) CreateStaging(key format.Key) (*PendingWrite, error) {
 // tier); zero keeps the time of Publish.
 func (p *PendingWrite) SetMTime(t time.Time) { p.mtime = t }
 
+// SetReplace makes Publish replace the key when it is published already
+// (a File written again, or renamed over: the files layout), instead of
+// keeping the first copy. The old copies leave every tier and the new one
+// enters memory under the key's stripe lock, so no copy of the old one
+// that was on its way between tiers lands after it (the stack's copies
+// commit only while their source entry is still the one they read).
+// Readers that have the old file open keep reading it.
+func (p *PendingWrite) SetReplace() { p.replace = true }
+
+// Rekey makes the pending write publish as key instead (a staging file
+// renamed to its final name before it was published).
+func (p *PendingWrite) Rekey(key format.Key) {
+	p.key = key
+	if mw, ok := p.w.(*memWriter); ok {
+		mw.key = key
+	}
+}
+
 // SetMTime sets k's mtime in every tier that holds it, as utimes does to
 // a file, and marks it as just used: for UCM's hotness (utime on a hit)
 // and GC (oldest mtime first), and rsync's comparison of times. It fails

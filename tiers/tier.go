@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
 // Errors returned by tiers and the stack. Callers test them with errors.Is;
@@ -72,6 +73,11 @@ type CommitOptions struct {
 	// MTime is the block's publish time, kept as the file's mtime so it
 	// stays the same across copies between tiers. Zero means now.
 	MTime time.Time
+	// from is, for a copy between tiers (copyOut), the source tier's
+	// index entry the bytes were read from: the copy commits only while
+	// it is still the source's entry of the key (a File replaced
+	// meanwhile has a new one).
+	from *index.Entry
 }
 
 // publishTime is the mtime a commit gives its file.
