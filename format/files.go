@@ -10,9 +10,12 @@ import (
 // Files are the files of the files layout (docs/spec.md §2): any tree of
 // names an engine makes under a model directory, each regular file raw
 // (no header), named by its path relative to the model. A file's key
-// carries that path in Name; its ID is the first 16 bytes of the path's
-// SHA-256 (FileID), so the tiers' indexes, which find files by id, take
-// it like any other. The path is the key: the same bytes under two names
+// carries that path in Name; its ID is the path's SHA-256 (FileID), so
+// the tiers' indexes, which find files by id, take it like any other.
+// The first byte of the id is the first byte of the SHA-256 of the file's
+// directory (FileShard) instead: the indexes group files by that byte, so
+// the files of one directory are listed from one of 256 groups, not from
+// the whole model. The path is the key: the same bytes under two names
 // are two files.
 
 // File is the kind of a file of the files layout.
@@ -31,7 +34,16 @@ func FileID(rel string) ID {
 	sum := sha256.Sum256([]byte(rel))
 	var id ID
 	copy(id[:], sum[:IDLen])
+	dir, _ := SplitFilePath(rel)
+	id[0] = FileShard(dir)
 	return id
+}
+
+// FileShard is the first byte of the id of every file in the directory
+// dir of a files model ("" at its root).
+func FileShard(dir string) byte {
+	sum := sha256.Sum256([]byte(dir))
+	return sum[0]
 }
 
 // FileKey is the key of the file at rel in model.

@@ -16,6 +16,9 @@ func TestFileKey(t *testing.T) {
 	if k.ID != FileID(k.Name) || k.ID == FileID(k.Name+"x") || !k.Kind.Valid() || k.Kind.HeaderLen() != 0 || k.Kind.Raw() {
 		t.Errorf("id or kind of %v", k)
 	}
+	if k.ID[0] != FileShard("m_0123456789ab_r0/abc/de_g0") || FileKey("x", "m_0123456789ab_r0/abc/de_g0/other").ID[0] != k.ID[0] {
+		t.Errorf("the files of one directory have different shards")
+	}
 	top := FileKey("m", "config.json")
 	if top.ShardDir() != "" || top.FileName() != "config.json" || top.Path() != "m/config.json" {
 		t.Errorf("a file at the model's root: %q %q %q", top.ShardDir(), top.FileName(), top.Path())

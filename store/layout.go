@@ -15,16 +15,45 @@ const (
 	// holding the raw payload, shard directories of 0 ("data") to 4 hex
 	// characters made by the store's own mkdir.
 	LayoutUCMPosix = "ucm-posix"
+	// LayoutFiles: any tree of names an engine makes, each file raw
+	// (layout_files.go).
+	LayoutFiles = "files"
 )
 
-// ParseLayout checks a layout name ("ucmb" or "ucm-posix"); errors wrap
-// ErrInvalid.
+// Layout is the rules of one layout of a model directory: what a block
+// id names, what publishing over a published name does, what a tier file
+// holds. Each layout is one value in layouts; the store asks the model's
+// (LayoutOf) instead of testing names.
+type Layout interface {
+	// Name is the layout's name, the value of user.ucm.layout.
+	Name() string
+	// BlockKey is the key that block id of model names: the file .ucm/
+	// requests and GPU dumps name by id.
+	BlockKey(s *Store, model string, id format.ID) format.Key
+	// Replaces reports whether a file published under a name that is
+	// published already replaces it (files: a name is the engine's,
+	// written again with new bytes) or is dropped as a second copy of the
+	// same block (ucmb, ucm-posix: a name is the block's content).
+	Replaces() bool
+	// Headerless reports whether the model's files are all payload, with
+	// no UCMB header.
+	Headerless() bool
+}
+
+// layouts are the layouts by name.
+var layouts = map[string]Layout{
+	LayoutUCMB:     ucmbLayout{},
+	LayoutUCMPosix: posixLayout{},
+	LayoutFiles:    filesLayout{},
+}
+
+// ParseLayout checks a layout name ("ucmb", "ucm-posix" or "files");
+// errors wrap ErrInvalid.
 func ParseLayout(s string) (string, error) {
-	switch s {
-	case LayoutUCMB, LayoutUCMPosix:
+	if _, ok := layouts[s]; ok {
 		return s, nil
 	}
-	return "", fmt.Errorf("layout %q: want %s or %s: %w", s, LayoutUCMB, LayoutUCMPosix, ErrInvalid)
+	return "", fmt.Errorf("layout %q: want %s, %s or %s: %w", s, LayoutUCMB, LayoutUCMPosix, LayoutFiles, ErrInvalid)
 }
 
 // Layout is model's layout: its record's, LayoutUCMB when it has none.
@@ -35,8 +64,46 @@ func (s *Store) Layout(model string) string {
 	return LayoutUCMB
 }
 
+// LayoutOf is the rules of model's layout.
+func (s *Store) LayoutOf(model string) Layout { return layouts[s.Layout(model)] }
+
 // Raw reports whether model has the ucm-posix layout.
 func (s *Store) Raw(model string) bool { return s.Layout(model) == LayoutUCMPosix }
+
+// Files reports whether model has the files layout.
+func (s *Store) Files(model string) bool { return s.Layout(model) == LayoutFiles }
+
+// ucmbLayout is LayoutUCMB.
+type ucmbLayout struct{}
+
+func (ucmbLayout) Name() string     { return LayoutUCMB }
+func (ucmbLayout) Replaces() bool   { return false }
+func (ucmbLayout) Headerless() bool { return false }
+func (ucmbLayout) BlockKey(_ *Store, model string, id format.ID) format.Key {
+	return format.Key{Model: model, ID: id, Kind: format.Block}
+}
+
+// posixLayout is LayoutUCMPosix.
+type posixLayout struct{}
+
+func (posixLayout) Name() string     { return LayoutUCMPosix }
+func (posixLayout) Replaces() bool   { return false }
+func (posixLayout) Headerless() bool { return true }
+
+// BlockKey is the raw block of the first of the model's shard widths that
+// holds it (else of its first width, DefaultShardWidth when it has none).
+func (posixLayout) BlockKey(s *Store, model string, id format.ID) format.Key {
+	v := s.modelSettings(model)
+	if len(v.ShardWidths) == 0 {
+		return format.Key{Model: model, ID: id, Kind: format.RawKind(DefaultShardWidth)}
+	}
+	for _, w := range v.ShardWidths {
+		if k := (format.Key{Model: model, ID: id, Kind: format.RawKind(w)}); s.stack.HasKey(k) {
+			return k
+		}
+	}
+	return format.Key{Model: model, ID: id, Kind: format.RawKind(v.ShardWidths[0])}
+}
 
 // setLayout sets model's layout. It may change only while no tier holds a
 // file of the model (ErrNotEmpty otherwise); setting the layout it has is
@@ -56,6 +123,11 @@ func (s *Store) setLayout(model, value string) error {
 		}
 		if !s.modelEmpty(model) {
 			return fmt.Errorf("layout of model %s: it holds files: %w", model, ErrNotEmpty)
+		}
+		if layout == LayoutFiles {
+			if err := s.stack.MarkTree(model); err != nil {
+				return err
+			}
 		}
 		v.Layout, v.ShardWidths = layout, nil
 		if layout == LayoutUCMB {
@@ -86,23 +158,9 @@ func (s *Store) AddShardWidth(model string, w int) error {
 // no shard directory yet: UCM's default data_dir_shard_bytes.
 const DefaultShardWidth = 3
 
-// BlockKey is the key of block id of model: a UCMB block, or in a
-// ucm-posix model the raw block of the first of its shard widths that
-// holds it (else of its first width, DefaultShardWidth when it has none).
+// BlockKey is the key of block id of model, by its layout (Layout.BlockKey).
 func (s *Store) BlockKey(model string, id format.ID) format.Key {
-	v := s.modelSettings(model)
-	if v.Layout != LayoutUCMPosix {
-		return format.Key{Model: model, ID: id, Kind: format.Block}
-	}
-	if len(v.ShardWidths) == 0 {
-		return format.Key{Model: model, ID: id, Kind: format.RawKind(DefaultShardWidth)}
-	}
-	for _, w := range v.ShardWidths {
-		if k := (format.Key{Model: model, ID: id, Kind: format.RawKind(w)}); s.stack.HasKey(k) {
-			return k
-		}
-	}
-	return format.Key{Model: model, ID: id, Kind: format.RawKind(v.ShardWidths[0])}
+	return s.LayoutOf(model).BlockKey(s, model, id)
 }
 
 // HasBlock reports whether a tier holds block id of model (BlockKey's),
@@ -117,6 +175,10 @@ func (s *Store) HasBlock(model string, id format.ID) bool {
 // widths of its files join its record.
 func (s *Store) adoptLayouts() {
 	for _, model := range s.models.list() {
+		if s.stack.IsTree(model) {
+			s.adoptTree(model)
+			continue
+		}
 		widths := s.stack.RawWidths(model)
 		if len(widths) == 0 {
 			continue

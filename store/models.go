@@ -209,7 +209,7 @@ func (s *Store) AddModel(name string) {
 	if err := s.stack.ShareModel(name); err != nil {
 		s.log.Warn("model directory not made on a shared tier", "model", name, "err", err)
 	}
-	if s.opts.Layout == LayoutUCMPosix && settingsEqual(s.modelSettings(name), Settings{}) {
+	if s.opts.Layout != "" && s.opts.Layout != LayoutUCMB && settingsEqual(s.modelSettings(name), Settings{}) {
 		if err := s.setLayout(name, s.opts.Layout); err != nil {
 			s.log.Warn("default layout not recorded", "model", name, "err", err)
 		}
@@ -238,6 +238,7 @@ func (s *Store) RemoveModel(model string) error {
 		return err
 	}
 	s.models.remove(model)
+	s.trees.drop(model)
 	s.ForgetHits(format.Key{Model: model}, true)
 	s.quotas.set(model, 0)
 	s.forgetSettings(model)

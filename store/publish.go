@@ -29,10 +29,14 @@ func (s *Store) Publish(pw *PendingWrite, size int64, durable bool) (Info, error
 		s.stack.Abort(pw)
 		return tiers.Info{}, fmt.Errorf("model %s: %d more bytes pass its quota of %d: %w", key.Model, size, s.quotas.get(key.Model), err)
 	}
+	replacing := key.Kind == format.File && s.stack.Has(key)
 	info, err := s.stack.Publish(pw, durable)
 	if err != nil {
 		s.unadmit(key.Model, size)
 		return info, err
+	}
+	if replacing {
+		s.gens.bump(key)
 	}
 	s.countIn(info.Tier, info.Size)
 	s.models.add(key.Model)

@@ -34,7 +34,7 @@ type Options struct {
 	MaxPending        int64
 	MaxPendingPerUser int64
 	// Layout is the layout of every model made from then on (mkdir at the
-	// mount root): LayoutUCMB (also "") or LayoutUCMPosix.
+	// mount root): LayoutUCMB (also ""), LayoutUCMPosix or LayoutFiles.
 	Layout string
 }
 
@@ -94,6 +94,8 @@ type Store struct {
 	Latency Latency
 
 	writes   writeTable    // files being written, by name (writes_table.go)
+	trees    treeSet       // the directories of files models (layout_files.go)
+	gens     genTable      // the generations of replaced Files (layout_files.go)
 	writeSeq atomic.Uint64 // numbers of files being written
 
 	published atomic.Pointer[func(format.Key)] // the front end's hook (OnPublish)

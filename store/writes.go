@@ -97,6 +97,9 @@ func (s *Store) BeginWrite(p Proc, key format.Key, name string, staging, excl, t
 	if w != nil && excl {
 		return nil, nil, fmt.Errorf("%s is being written: %w", name, tiers.ErrExist)
 	}
+	if excl && key.Kind == format.File && s.stack.Has(key) {
+		return nil, nil, fmt.Errorf("%s: %w", key, tiers.ErrExist)
+	}
 	if w == nil {
 		fresh, err := s.startWrite(key, wk, staging, p)
 		if err != nil {
@@ -121,13 +124,17 @@ func (s *Store) startWrite(key format.Key, wk writeKey, staging bool, p Proc) (*
 	}
 	var pw *tiers.PendingWrite
 	var err error
-	if staging {
+	replaces := s.LayoutOf(key.Model).Replaces()
+	if staging || replaces {
 		pw, err = s.stack.CreateStaging(key)
 	} else {
 		pw, err = s.stack.Create(key)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if replaces {
+		pw.SetReplace() // a files model: the new version replaces the published one
 	}
 	s.WriteStarted(key)
 	s.pendingFile(pw.File(), p.Uid)

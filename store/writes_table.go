@@ -115,3 +115,16 @@ func (s *Store) StagingFiles(model, shard string, uid uint32) []*Draft {
 	}
 	return out
 }
+
+// inShard reports whether anyone writes a file in model's shard
+// directory shard (a directory of a files model).
+func (t *writeTable) inShard(model, shard string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for n := range t.names {
+		if n.model == model && n.shard == shard {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,234 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/ucmfs/ucmfs/format"
+)
+
+// The files layout (docs/semantics.md, "The files layout"): a model
+// directory an engine fills as it would a local disk, with any tree of
+// names (vLLM's and llm-d's fs tier, LMCache, SGLang, Mooncake write a
+// file per block, under a temporary name, renamed). Every published
+// regular file is a File (format/files.go): raw, tiered, written back,
+// checked by CRC-32C and evicted like a block. What is ucmfs's here:
+//
+//   - A directory exists when it was made (mkdir, kept in every directory
+//     tier, so it outlives a restart), or holds a file. The store knows
+//     those of this run (treeSet) and asks the first directory tier about
+//     older ones.
+//   - A file a process creates is private to it until it publishes: at
+//     the creating process's last close, fsync, or rename. A staging name
+//     (IsStagingName: `*.tmp`, `*.tmp.*`, rsync's `.<name>.XXXXXX`) is a
+//     temporary file: it publishes only at its rename, under the name it
+//     is renamed to, so the temporary name itself never reaches a tier.
+//   - Publishing under a name that is published replaces the file (the
+//     engines' rename over, or a create with O_TRUNC): readers that have
+//     the old one open keep its bytes.
+//   - rename of a published file or of a directory is EXDEV: tools (mv)
+//     copy instead; engines rename only their temporary files.
+
+// filesLayout is LayoutFiles.
+type filesLayout struct{}
+
+func (filesLayout) Name() string     { return LayoutFiles }
+func (filesLayout) Replaces() bool   { return true }
+func (filesLayout) Headerless() bool { return true }
+
+// BlockKey: a files model names its files by path, not by block id; an
+// id names no file there.
+func (filesLayout) BlockKey(_ *Store, model string, id format.ID) format.Key {
+	return format.Key{Model: model, ID: id, Kind: format.File}
+}
+
+// IsStagingName reports whether name is a temporary name in a files
+// model: it ends in ".tmp" (vLLM's and llm-d's <final>_<rand>.tmp,
+// LMCache's <name>.tmp, UCM's <id>.tmp), holds ".tmp." (SGLang's
+// <final>.tmp.<pid>.<tid>.<uuid>, UCM's .ucm_gc.config.tmp.<host>...), or
+// is rsync's .<name>.XXXXXX.
+func IsStagingName(name string) bool {
+	if strings.HasSuffix(name, ".tmp") || strings.Contains(name, ".tmp.") {
+		return true
+	}
+	if len(name) > 8 && name[0] == '.' {
+		i := strings.LastIndexByte(name, '.')
+		return i > 1 && len(name)-i-1 == 6
+	}
+	return false
+}
+
+// treeSet is the directories of every files model this run knows of.
+type treeSet struct {
+	mu   sync.Mutex
+	dirs map[string]map[string]struct{} // model -> directory paths
+}
+
+// known reports whether dir of model is known to exist.
+func (t *treeSet) known(model, dir string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.dirs[model][dir]
+	return ok
+}
+
+// add records dir of model and its parents.
+func (t *treeSet) add(model, dir string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dirs == nil {
+		t.dirs = make(map[string]map[string]struct{})
+	}
+	m := t.dirs[model]
+	if m == nil {
+		m = make(map[string]struct{})
+		t.dirs[model] = m
+	}
+	for dir != "" {
+		if _, ok := m[dir]; ok {
+			return
+		}
+		m[dir] = struct{}{}
+		dir, _ = format.SplitFilePath(dir)
+	}
+}
+
+// remove forgets dir of model.
+func (t *treeSet) remove(model, dir string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.dirs[model], dir)
+}
+
+// children lists the known subdirectories of dir of model.
+func (t *treeSet) children(model, dir string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for d := range t.dirs[model] {
+		if parent, name := format.SplitFilePath(d); parent == dir {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// drop forgets model.
+func (t *treeSet) drop(model string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.dirs, model)
+}
+
+// adoptTree gives a model whose tier directory is a tree of Files (an
+// engine's directory taken as a tier, or a files model of an earlier run
+// whose record is gone) the files layout when it has no record.
+func (s *Store) adoptTree(model string) {
+	err := s.updateSettings(model, func(v *Settings) error {
+		if v.Layout == "" {
+			v.Layout = LayoutFiles
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("files layout not recorded", "model", model, "err", err)
+	}
+}
+
+// FilesDir reports whether dir ("" is the model's root) is a directory of
+// the files model.
+func (s *Store) FilesDir(model, dir string) bool {
+	if dir == "" || s.trees.known(model, dir) {
+		return true
+	}
+	if s.stack.TreeDirOnDisk(model, dir) {
+		s.trees.add(model, dir)
+		return true
+	}
+	return false
+}
+
+// FilesMkdir makes the directory dir of the files model: ErrExist when a
+// directory or a file has its name, ErrNotFound when its parent is no
+// directory, an error wrapping format.ErrName for a bad name.
+func (s *Store) FilesMkdir(model, dir string) error {
+	if err := format.ValidateFilePath(dir); err != nil {
+		return err
+	}
+	if s.Stopped() {
+		return fmt.Errorf("shutting down: %w", ErrStopped)
+	}
+	parent, _ := format.SplitFilePath(dir)
+	switch {
+	case !s.FilesDir(model, parent):
+		return fmt.Errorf("%s/%s: %w", model, parent, ErrNotFound)
+	case s.FilesDir(model, dir), s.stack.HasKey(format.FileKey(model, dir)):
+		return fmt.Errorf("%s/%s: %w", model, dir, ErrExist)
+	}
+	if err := s.stack.MakeDir(model, dir); err != nil {
+		return err
+	}
+	s.trees.add(model, dir)
+	return nil
+}
+
+// FilesRmdir removes the empty directory dir of the files model:
+// ErrNotEmpty while it holds a directory, a published file or one being
+// written; ErrNotFound when it is no directory.
+func (s *Store) FilesRmdir(model, dir string) error {
+	if dir == "" || !s.FilesDir(model, dir) {
+		return fmt.Errorf("%s/%s: %w", model, dir, ErrNotFound)
+	}
+	subdirs, files := s.FilesList(model, dir)
+	if len(subdirs) > 0 || len(files) > 0 || s.writes.inShard(model, dir) {
+		return fmt.Errorf("%s/%s: %w", model, dir, ErrNotEmpty)
+	}
+	if err := s.stack.RemoveDir(model, dir); err != nil {
+		return err
+	}
+	s.trees.remove(model, dir)
+	return nil
+}
+
+// FilesList lists the directory dir of the files model: its
+// subdirectories' names and its published files, each sorted by name.
+// Its cost is that of the files whose directories share dir's shard
+// (format.FileShard), not of the model.
+func (s *Store) FilesList(model, dir string) (subdirs []string, files []format.Key) {
+	for _, k := range s.stack.ShardKeys(model, format.FileShard(dir)) {
+		if k.Kind == format.File && k.ShardDir() == dir {
+			files = append(files, k)
+		}
+	}
+	slices.SortFunc(files, func(a, b format.Key) int { return strings.Compare(a.Name, b.Name) })
+	subdirs = append(s.trees.children(model, dir), s.stack.TreeSubdirs(model, dir)...)
+	slices.Sort(subdirs)
+	return slices.Compact(subdirs), files
+}
+
+// genTable counts, per File published again under its name this run, the
+// times it was replaced: a front end numbers each version's node apart.
+// Only replaced Files have an entry.
+type genTable struct {
+	mu sync.Mutex
+	m  map[format.Key]uint64
+}
+
+func (g *genTable) bump(k format.Key) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = make(map[format.Key]uint64)
+	}
+	g.m[k]++
+}
+
+// FileGen is the generation of the File k: 0 until it is first replaced
+// this run, then one more at each replace.
+func (s *Store) FileGen(k format.Key) uint64 {
+	s.gens.mu.Lock()
+	defer s.gens.mu.Unlock()
+	return s.gens.m[k]
+}

@@ -1,0 +1,159 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ucmfs/ucmfs/format"
+	"golang.org/x/sys/unix"
+)
+
+// The directories of a tree of Files (layout_tree.go). A directory an
+// engine makes is made at once in every directory tier that is up, with
+// the model's tree mark, so it is there after a restart even while it
+// holds no file; the memory tier makes a File's directories as it takes
+// the File. The store keeps the directories it knows this run and asks
+// the first directory tier about the others.
+
+// MakeDir makes the directory rel (a path format.ValidateFilePath
+// accepts) of model's tree in every directory tier that is up. An error
+// is the first tier's that failed.
+func (s *Stack) MakeDir(model, rel string) error {
+	if err := treePath(model, rel); err != nil {
+		return err
+	}
+	var first error
+	for _, d := range s.dirs {
+		if d.Health() == Down {
+			continue
+		}
+		err := d.do("mkdir", func() error {
+			if err := os.MkdirAll(filepath.Join(d.root, model, filepath.FromSlash(rel)), 0o755); err != nil {
+				return osErr("mkdir", err)
+			}
+			return markTree(filepath.Join(d.root, model))
+		}, nil)
+		if err != nil && first == nil {
+			first = fmt.Errorf("%s tier: %w", d.kind, err)
+		}
+	}
+	return first
+}
+
+// RemoveDir removes the directory rel of model's tree from every tier
+// (the caller checked that it holds no File). The tiers' temp files left
+// in it go too; a tier where it is missing is fine.
+func (s *Stack) RemoveDir(model, rel string) error {
+	if err := treePath(model, rel); err != nil {
+		return err
+	}
+	roots := []string{s.mem.root}
+	for _, d := range s.dirs {
+		roots = append(roots, d.root)
+	}
+	var first error
+	for _, root := range roots {
+		dir := filepath.Join(root, model, filepath.FromSlash(rel))
+		err := unix.Rmdir(dir)
+		if errors.Is(err, unix.ENOTEMPTY) {
+			removeTempFiles(dir)
+			err = unix.Rmdir(dir)
+		}
+		if err != nil && !errors.Is(err, unix.ENOENT) && first == nil {
+			first = osErr("rmdir", &os.PathError{Op: "rmdir", Path: dir, Err: err})
+		}
+	}
+	return first
+}
+
+// TreeDirOnDisk reports whether the first directory tier has the
+// directory rel of model's tree (one made in an earlier run).
+func (s *Stack) TreeDirOnDisk(model, rel string) bool {
+	if len(s.dirs) == 0 || treePath(model, rel) != nil {
+		return false
+	}
+	var st unix.Stat_t
+	err := unix.Stat(filepath.Join(s.dirs[0].root, model, filepath.FromSlash(rel)), &st)
+	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// TreeSubdirs lists the subdirectories of the directory rel ("": the
+// model's root) of model's tree in the first directory tier.
+func (s *Stack) TreeSubdirs(model, rel string) []string {
+	if len(s.dirs) == 0 || format.ValidateModel(model) != nil || rel != "" && format.ValidateFilePath(rel) != nil {
+		return nil
+	}
+	ents, err := os.ReadDir(filepath.Join(s.dirs[0].root, model, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// treePath checks model and the directory path rel.
+func treePath(model, rel string) error {
+	if err := format.ValidateModel(model); err != nil {
+		return err
+	}
+	return format.ValidateFilePath(rel)
+}
+
+// removeTempFiles removes the tiers' temp files in dir.
+func removeTempFiles(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if len(e.Name()) > len(tmpPrefix) && e.Name()[:len(tmpPrefix)] == tmpPrefix {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// MarkTree marks model's directory in every directory tier that is up as
+// a tree of Files (a model given the files layout while empty).
+func (s *Stack) MarkTree(model string) error {
+	if err := format.ValidateModel(model); err != nil {
+		return err
+	}
+	var first error
+	for _, d := range s.dirs {
+		if d.Health() == Down {
+			continue
+		}
+		err := d.do("mark", func() error {
+			dir := filepath.Join(d.root, model)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return osErr("mkdir", err)
+			}
+			return markTree(dir)
+		}, nil)
+		if err != nil && first == nil {
+			first = fmt.Errorf("%s tier: %w", d.kind, err)
+		}
+	}
+	return first
+}
+
+// IsTree reports whether a directory tier holds model as a tree of Files
+// (its directory carries the tree mark).
+func (s *Stack) IsTree(model string) bool {
+	if format.ValidateModel(model) != nil {
+		return false
+	}
+	for _, d := range s.dirs {
+		if isTree(filepath.Join(d.root, model)) {
+			return true
+		}
+	}
+	return false
+}
