@@ -24,6 +24,8 @@ var (
 	errOtherNS = errors.New("attribute namespace not served")
 	// errCrossDir: a rename out of its directory (EXDEV: tools copy then).
 	errCrossDir = errors.New("rename across directories")
+	// errIsDir: a file request on a directory of a files model (EISDIR).
+	errIsDir = errors.New("is a directory")
 )
 
 // The plain answers nodes give with no error to log (a lookup's miss, an
@@ -51,6 +53,7 @@ var errnoRules = []errnoRule{
 	{store.ErrNoAttr, syscall.ENODATA},
 	{errOtherNS, syscall.ENOTSUP},
 	{errCrossDir, syscall.EXDEV},
+	{errIsDir, syscall.EISDIR},
 	{store.ErrImmutable, syscall.EPERM},
 	{store.ErrNotOwner, syscall.EPERM},
 	{store.ErrQuota, syscall.EDQUOT},

@@ -25,7 +25,7 @@ const publishedPerm = 0o444
 // state. The node's number is its StableAttr's.
 //
 // The kernel keeps one node per block it has looked up (a `du` of a model
-// looks up every block), so the node is kept small: 192 bytes, go-fuse's
+// looks up every block), so the node is kept small: 208 bytes, go-fuse's
 // Inode included; what only an open file needs is behind one pointer.
 type storedFile struct {
 	gofs.Inode

@@ -13,7 +13,8 @@ import (
 )
 
 // modelNode is a model directory: it always shows the 256 shard
-// directories 00..ff.
+// directories 00..ff (ucm-posix: the shards its store made, raw_shard.go;
+// files: the root of the engine's tree, files.go).
 type modelNode struct {
 	gofs.Inode
 	dirCommon
@@ -55,6 +56,9 @@ func (m *modelNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.At
 
 // Lookup finds a shard directory.
 func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if o, ok := m.files(); ok {
+		return o.lookup(ctx, name, out)
+	}
 	if m.dotEntry(name) {
 		return m.dotLookup(ctx, name, out)
 	}
@@ -78,6 +82,9 @@ func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 // Readdir lists the 256 shard directories (of a ucm-posix model: those of
 // its widths).
 func (m *modelNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	if o, ok := m.files(); ok {
+		return o.readdir(ctx)
+	}
 	if m.s.store.Raw(m.model) {
 		return gofs.NewListDirStream(append(m.dotEntries(), m.rawReaddir()...)), 0
 	}
@@ -97,6 +104,9 @@ func (m *modelNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno)
 // else may be made here (EPERM). A ucm-posix model makes its shard
 // directories this way (raw_shard.go).
 func (m *modelNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if o, ok := m.files(); ok {
+		return o.mkdir(ctx, name, out)
+	}
 	if m.dotEntry(name) {
 		return m.dotMkdir(ctx, name, mode, out)
 	}
@@ -113,6 +123,9 @@ func (m *modelNode) Mkdir(ctx context.Context, name string, mode uint32, out *fu
 // directories are virtual and keep being listed); this is what lets
 // rm -r drop a model. A shard that holds files: ENOTEMPTY.
 func (m *modelNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if o, ok := m.files(); ok {
+		return o.rmdir(name)
+	}
 	if m.dotEntry(name) {
 		return m.dotRemove(name, true)
 	}
@@ -132,6 +145,9 @@ func (m *modelNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 // Create is refused (EPERM) but for a private entry of a ucm-posix model
 // (model_dot.go).
 func (m *modelNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	if o, ok := m.files(); ok {
+		return o.create(ctx, name, flags, out)
+	}
 	if m.dotEntry(name) {
 		return m.dotCreate(ctx, name, flags, mode, out)
 	}
@@ -140,6 +156,9 @@ func (m *modelNode) Create(ctx context.Context, name string, flags uint32, mode 
 
 // Unlink is refused (EPERM) but for a private entry of a ucm-posix model.
 func (m *modelNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	if o, ok := m.files(); ok {
+		return o.unlink(ctx, name)
+	}
 	if m.dotEntry(name) {
 		return m.dotRemove(name, false)
 	}
@@ -149,8 +168,20 @@ func (m *modelNode) Unlink(ctx context.Context, name string) syscall.Errno {
 // Rename is refused (EPERM) but between private entries of a ucm-posix
 // model.
 func (m *modelNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if o, ok := m.files(); ok {
+		return o.rename(ctx, name, newParent, newName, flags)
+	}
 	if m.dotEntry(name) {
 		return m.dotRename(name, newParent, newName, flags)
 	}
 	return m.common.Rename(ctx, name, newParent, newName, flags)
+}
+
+// files returns the requests of the model's root when it has the files
+// layout.
+func (m *modelNode) files() (filesOps, bool) {
+	if !m.s.store.Files(m.model) {
+		return filesOps{}, false
+	}
+	return filesOps{s: m.s, node: &m.Inode, model: m.model}, true
 }

@@ -11,8 +11,9 @@ import (
 // mount (docs/spec.md §2); a model's user.ucm.layout overrides it.
 func layoutFlag() cli.Flag {
 	return &cli.StringFlag{Name: "default-layout", Category: catControl, Value: store.LayoutUCMB,
-		Usage: "`LAYOUT` of every new model: ucmb (<hh>/<id>.bin with UCMB headers) or ucm-posix " +
-			"(UCM PosixStore's <shard>/<id> raw files); a model's user.ucm.layout overrides it"}
+		Usage: "`LAYOUT` of every new model: ucmb (<hh>/<id>.bin with UCMB headers), ucm-posix " +
+			"(UCM PosixStore's <shard>/<id> raw files) or files (any tree of raw files, as engines' " +
+			"file backends write it); a model's user.ucm.layout overrides it"}
 }
 
 // applyLayout checks a default layout (from the flag or the

@@ -27,7 +27,14 @@ package ino
 //	tag 5: 5<<60 | n            a file being written: n counts creates in
 //	                            this run, so no two writers (of one id or
 //	                            not) ever share a node or a backing file
-//	tags 6 .. 15                reserved
+//	tag 6: scratch entries      private entries of a ucm-posix model
+//	tag 7: 7<<60 | h60(model, path)
+//	                            a directory of a files model
+//	tags 8 .. 15                reserved
+//
+// A File of a files model is numbered as a block (tag 3), from its id and
+// its generation: a File published again under its name (replaced) is a
+// new node, so a reader of the old one never shares its kernel backing.
 //
 // h60 and h52 are the low 60 and 52 bits of FNV-1a 64 over the kind tag and
 // the names, so a name gets the same number in every run. go-fuse merges
@@ -67,6 +74,7 @@ const (
 	Repr    Tag = 4
 	Pending Tag = 5
 	Scratch Tag = 6 // private entries of a ucm-posix model (fs/model_dot.go)
+	TreeDir Tag = 7 // a directory of a files model (fs/files.go)
 )
 
 const (
@@ -82,8 +90,9 @@ type Name struct {
 	Tag   Tag
 	Model string
 	Shard byte
-	Dir   string // a raw shard's name (ShardName)
+	Dir   string // a raw shard's name (ShardName), a files model's directory (DirName)
 	ID    format.ID
+	Gen   uint64 // a File's generation (FileVersion)
 }
 
 // ShardName is the identity of a shard directory of model: a ucmb
@@ -112,6 +121,14 @@ func (n Name) home() uint64 {
 	case Block, Repr:
 		h.Write([]byte{0})
 		h.Write(n.ID[:])
+		if n.Gen != 0 {
+			h.Write([]byte{byte(n.Gen), byte(n.Gen >> 8), byte(n.Gen >> 16), byte(n.Gen >> 24),
+				byte(n.Gen >> 32), byte(n.Gen >> 40), byte(n.Gen >> 48), byte(n.Gen >> 56)})
+		}
+		low = h.Sum64() & LowMask
+	case TreeDir:
+		h.Write([]byte{0})
+		h.Write([]byte(n.Dir))
 		low = h.Sum64() & LowMask
 	default:
 		low = h.Sum64() & LowMask
@@ -221,3 +238,14 @@ func FileName(key format.Key) Name {
 
 // ModelName is the identity of model's directory.
 func ModelName(model string) Name { return Name{Tag: Model, Model: model} }
+
+// FileVersion is the identity of generation gen of the File key (0 for
+// the first this run): FileName's for gen 0, another for each later one.
+func FileVersion(key format.Key, gen uint64) Name {
+	n := FileName(key)
+	n.Gen = gen
+	return n
+}
+
+// DirName is the identity of the directory dir of the files model model.
+func DirName(model, dir string) Name { return Name{Tag: TreeDir, Model: model, Dir: dir} }

@@ -1,0 +1,317 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/ino"
+	"github.com/ucmfs/ucmfs/store"
+	"golang.org/x/sys/unix"
+)
+
+// The directories of a files model (store/layout_files.go): any tree of
+// names. The model's root is its modelNode, every directory below it a
+// filesDir; both answer through filesOps. A published file is a
+// storedFile of a File key, numbered by its generation (a replaced File
+// is a new node); a file being written is a pendingNode, seen by its
+// writer (a staging name: by the writer's user).
+
+// filesDir is a directory of a files model below the model's root.
+type filesDir struct {
+	gofs.Inode
+	dirCommon
+	model, dir string
+	ino        uint64
+}
+
+var (
+	_ = (gofs.NodeLookuper)((*filesDir)(nil))
+	_ = (gofs.NodeReaddirer)((*filesDir)(nil))
+	_ = (gofs.NodeGetattrer)((*filesDir)(nil))
+	_ = (gofs.NodeMkdirer)((*filesDir)(nil))
+	_ = (gofs.NodeRmdirer)((*filesDir)(nil))
+	_ = (gofs.NodeCreater)((*filesDir)(nil))
+	_ = (gofs.NodeUnlinker)((*filesDir)(nil))
+	_ = (gofs.NodeRenamer)((*filesDir)(nil))
+	_ = (gofs.NodeOnForgetter)((*filesDir)(nil))
+)
+
+func (d *filesDir) ops() filesOps {
+	return filesOps{s: d.s, node: &d.Inode, model: d.model, dir: d.dir}
+}
+
+// OnForget frees the node's number.
+func (d *filesDir) OnForget() { d.s.inos.Release(ino.DirName(d.model, d.dir), d.ino) }
+
+// Getattr describes the directory with its model's owner and mode.
+func (d *filesDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	d.s.modelAttr(&out.Attr, 2, d.model)
+	out.SetTimeout(d.s.opts.EntryTTL)
+	return 0
+}
+
+// Lookup, Readdir, Mkdir, Rmdir, Create, Unlink and Rename: see filesOps.
+func (d *filesDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return d.ops().lookup(ctx, name, out)
+}
+func (d *filesDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	return d.ops().readdir(ctx)
+}
+func (d *filesDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return d.ops().mkdir(ctx, name, out)
+}
+func (d *filesDir) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return d.ops().rmdir(name)
+}
+func (d *filesDir) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	return d.ops().create(ctx, name, flags, out)
+}
+func (d *filesDir) Unlink(ctx context.Context, name string) syscall.Errno {
+	return d.ops().unlink(ctx, name)
+}
+func (d *filesDir) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	return d.ops().rename(ctx, name, newParent, newName, flags)
+}
+
+// filesOps answers the requests of one directory of a files model.
+type filesOps struct {
+	s     *fsState
+	node  *gofs.Inode
+	model string
+	dir   string // "" at the model's root
+}
+
+// path is name's path in the model; a bad name is an error wrapping
+// format.ErrName.
+func (o filesOps) path(name string) (string, error) {
+	if err := format.ValidateFileName(name); err != nil {
+		return "", err
+	}
+	return format.JoinFilePath(o.dir, name), nil
+}
+
+// what names name for log lines.
+func (o filesOps) what(name string) string { return o.model + "/" + format.JoinFilePath(o.dir, name) }
+
+// writing returns the file name is being written as, that the caller
+// sees: a staging file of its user, or a file its process writes.
+func (o filesOps) writing(ctx context.Context, key format.Key, name string) *store.Draft {
+	if !o.s.store.WriteNamed(o.model, o.dir, name) {
+		return nil
+	}
+	p := callerProc(ctx)
+	if store.IsStagingName(name) {
+		return o.s.store.StagingFile(key, name, p.Uid)
+	}
+	return o.s.store.OwnFile(key, name, p.Tgid)
+}
+
+// lookup finds, in order, a file the caller is writing, a published
+// file, a directory.
+func (o filesOps) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	rel, err := o.path(name)
+	if err != nil {
+		o.s.debugFail("lookup", o.what(name), err)
+		return nil, errnoMissing
+	}
+	key := format.FileKey(o.model, rel)
+	if w := o.writing(ctx, key, name); w != nil {
+		return o.pendingInode(ctx, w, out), 0
+	}
+	epoch := o.s.store.WriteEpoch(key)
+	bi, err := o.s.store.StatFile(key)
+	if err == nil {
+		return o.fileInode(ctx, key, bi, out), 0
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return nil, o.s.fail("lookup", key.Path(), err)
+	}
+	if o.s.store.FilesDir(o.model, rel) {
+		return o.dirInode(ctx, name, rel, out), 0
+	}
+	return nil, o.s.missEntry(key, epoch, out)
+}
+
+// fileInode returns the node of the published File key (of its current
+// generation) and fills out.
+func (o filesOps) fileInode(ctx context.Context, key format.Key, bi store.BlockInfo, out *fuse.EntryOut) *gofs.Inode {
+	n := o.s.inos.Acquire(ino.FileVersion(key, o.s.store.FileGen(key)))
+	ch := newChild(ctx, o.node, key.FileName(), n, syscall.S_IFREG, func() gofs.InodeEmbedder {
+		return newStoredNode(o.s, key, n)
+	})
+	o.s.publishedAttr(key, bi, out)
+	return ch
+}
+
+// dirInode returns the node of the directory rel and fills out.
+func (o filesOps) dirInode(ctx context.Context, name, rel string, out *fuse.EntryOut) *gofs.Inode {
+	n := o.s.inos.Acquire(ino.DirName(o.model, rel))
+	ch := newChild(ctx, o.node, name, n, syscall.S_IFDIR, func() gofs.InodeEmbedder {
+		return &filesDir{dirCommon: dirCommon{common: common{s: o.s}, what: o.model + "/" + rel},
+			model: o.model, dir: rel, ino: n}
+	})
+	o.s.modelAttr(&out.Attr, 2, o.model)
+	ttl(out, o.s.opts.EntryTTL)
+	return ch
+}
+
+// pendingInode returns the node of a file being written; the kernel
+// caches nothing of it.
+func (o filesOps) pendingInode(ctx context.Context, w *store.Draft, out *fuse.EntryOut) *gofs.Inode {
+	ch := newChild(ctx, o.node, w.Name(), pendingIno(w), syscall.S_IFREG, func() gofs.InodeEmbedder {
+		return &pendingNode{common: common{s: o.s}, w: w}
+	})
+	o.s.writeAttr(w, &out.Attr)
+	ttl(out, 0)
+	return ch
+}
+
+// readdir lists the subdirectories, the published files and the
+// caller's staging files.
+func (o filesOps) readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	subdirs, files := o.s.store.FilesList(o.model, o.dir)
+	ents := make([]fuse.DirEntry, 0, len(subdirs)+len(files))
+	for _, d := range subdirs {
+		ents = append(ents, fuse.DirEntry{Name: d, Mode: syscall.S_IFDIR,
+			Ino: o.s.inos.Peek(ino.DirName(o.model, format.JoinFilePath(o.dir, d)))})
+	}
+	for _, k := range files {
+		ents = append(ents, fuse.DirEntry{Name: k.FileName(), Mode: syscall.S_IFREG,
+			Ino: o.s.inos.Peek(ino.FileVersion(k, o.s.store.FileGen(k)))})
+	}
+	for _, w := range o.s.store.StagingFiles(o.model, o.dir, callerProc(ctx).Uid) {
+		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: pendingIno(w)})
+	}
+	return gofs.NewListDirStream(ents), 0
+}
+
+// mkdir makes a directory (store.FilesMkdir).
+func (o filesOps) mkdir(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	rel, err := o.path(name)
+	if err == nil {
+		err = o.s.store.FilesMkdir(o.model, rel)
+	}
+	if errors.Is(err, store.ErrExist) {
+		return nil, errnoExists
+	}
+	if err != nil {
+		return nil, o.s.fail("mkdir", o.what(name), err)
+	}
+	return o.dirInode(ctx, name, rel, out), 0
+}
+
+// rmdir removes an empty directory (store.FilesRmdir).
+func (o filesOps) rmdir(name string) syscall.Errno {
+	rel, err := o.path(name)
+	if err != nil {
+		return errnoMissing
+	}
+	if o.s.store.HasFile(format.FileKey(o.model, rel)) {
+		return errnoNotDir
+	}
+	if err := o.s.store.FilesRmdir(o.model, rel); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errnoMissing
+		}
+		return o.s.fail("rmdir", o.what(name), err)
+	}
+	return 0
+}
+
+// create starts writing a file: a staging file, published at its rename,
+// or a file published at its writer's last close, replacing a published
+// one (O_EXCL: EEXIST).
+func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	rel, err := o.path(name)
+	if err == nil && o.s.store.FilesDir(o.model, rel) {
+		err = errIsDir
+	}
+	if err != nil {
+		return nil, nil, 0, o.s.fail("create", o.what(name), err)
+	}
+	key := format.FileKey(o.model, rel)
+	w, h, errno := o.s.beginWrite(callerProc(ctx), key, name, store.IsStagingName(name), flags)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	return o.pendingInode(ctx, w, out), h, o.s.openFlags(), 0
+}
+
+// unlink removes a file being written (dropped) or a published one (from
+// every tier; open descriptors keep reading it).
+func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
+	rel, err := o.path(name)
+	if err != nil {
+		return errnoMissing
+	}
+	key := format.FileKey(o.model, rel)
+	if w := o.writing(ctx, key, name); w != nil {
+		w.Discard()
+		return 0
+	}
+	if !o.s.store.HasFile(key) && o.s.store.FilesDir(o.model, rel) {
+		return o.s.fail("unlink", key.Path(), errIsDir)
+	}
+	done := o.s.store.Removal(key)
+	err = o.s.store.RemoveFile(key)
+	done()
+	if err != nil {
+		return o.s.fail("unlink", key.Path(), err)
+	}
+	o.s.store.ForgetHits(key, false)
+	o.s.store.ForgetUsage(key.Model)
+	return 0
+}
+
+// rename publishes a file being written under the name it is renamed to,
+// in any directory of the model, replacing a file published there
+// (RENAME_NOREPLACE: EEXIST). A published file or a directory is not
+// moved: EXDEV, so that tools copy.
+func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	what := o.what(name) + " -> " + newName
+	rel, err := o.path(name)
+	if err != nil {
+		return errnoMissing
+	}
+	w := o.writing(ctx, format.FileKey(o.model, rel), name)
+	if w == nil {
+		return o.s.fail("rename", what, fmt.Errorf("only a file being written is renamed here: %w", errCrossDir))
+	}
+	model, dir, ok := o.s.filesDirOf(newParent)
+	if !ok || model != o.model {
+		return o.s.fail("rename", what, errCrossDir)
+	}
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		return o.s.fail("rename", what, fmt.Errorf("exchange: %w", errCrossDir))
+	}
+	if err := format.ValidateFileName(newName); err != nil {
+		return o.s.fail("rename", what, err)
+	}
+	target := format.FileKey(o.model, format.JoinFilePath(dir, newName))
+	if o.s.store.FilesDir(o.model, target.Name) {
+		return o.s.fail("rename", what, errIsDir)
+	}
+	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.HasFile(target) {
+		return errnoExists
+	}
+	if err := w.RenameTo(ctx, target); err != nil {
+		return o.s.fail("rename", target.Path(), err)
+	}
+	return 0
+}
+
+// filesDirOf returns the files model and directory a node is, or false.
+func (s *fsState) filesDirOf(n gofs.InodeEmbedder) (model, dir string, ok bool) {
+	switch d := n.(type) {
+	case *filesDir:
+		return d.model, d.dir, true
+	case *modelNode:
+		return d.model, "", s.store.Files(d.model)
+	}
+	return "", "", false
+}
