@@ -14,30 +14,31 @@ const mod = "github.com/ucmfs/ucmfs/"
 // cmd/ucmfs down to format; above store, only cmd/ucmfs (wiring)
 // imports tiers.
 var allowed = map[string][]string{
-	"format":            {},
-	"tiers/index":       {"format", "internal/hashtab"},
-	"tiers":             {"format", "tiers/index"},
-	"sparse":            {"format"},
-	"hybrid":            {"format"},
-	"gpu":               {},
-	"gpu/fdpass":        {},
-	"store":             {"format", "tiers", "sparse", "gpu", "hybrid"},
-	"control/line":      {"format"},
-	"transfer":          {"format", "gpu", "gpu/fdpass", "store", "control/line"},
-	"control":           {"format", "sparse", "hybrid", "store", "control/line", "transfer"},
-	"metrics":           {"store"},
-	"fs/light":          {"format", "internal/hashtab"},
-	"fs/ino":            {"format"},
-	"fs":                {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino"}, // gpu, transfer: their sentinels in the errno table
-	"cmd/ucmfs":         {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog"},                // tiers: wiring only
-	"internal/faultfs":  {},
-	"internal/tiertest": {"format", "tiers"}, // test support: stacks over real directories
-	"internal/engine":   {"gpu/fdpass"},      // test support: a stand-in engine process
-	"internal/ucmproto": {},
-	"internal/lint":     {},
-	"internal/ratelog":  {},
-	"internal/hashtab":  {},
-	"integration":       {"format", "hybrid", "internal/faultfs", "internal/ucmproto"},
+	"format":               {},
+	"tiers/index":          {"format", "internal/hashtab"},
+	"tiers":                {"format", "tiers/index"},
+	"sparse":               {"format"},
+	"hybrid":               {"format"},
+	"gpu":                  {},
+	"gpu/fdpass":           {},
+	"store":                {"format", "tiers", "sparse", "gpu", "hybrid"},
+	"control/line":         {"format"},
+	"transfer":             {"format", "gpu", "gpu/fdpass", "store", "control/line"},
+	"control":              {"format", "sparse", "hybrid", "store", "control/line", "transfer"},
+	"metrics":              {"store"},
+	"fs/light":             {"format", "internal/hashtab"},
+	"fs/ino":               {"format"},
+	"fs":                   {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino"}, // gpu, transfer: their sentinels in the errno table
+	"cmd/ucmfs":            {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog"},                // tiers: wiring only
+	"internal/faultfs":     {},
+	"internal/tiertest":    {"format", "tiers"}, // test support: stacks over real directories
+	"internal/engine":      {"gpu/fdpass"},      // test support: a stand-in engine process
+	"internal/ucmproto":    {},
+	"internal/engineproto": {},
+	"internal/lint":        {},
+	"internal/ratelog":     {},
+	"internal/hashtab":     {},
+	"integration":          {"format", "hybrid", "internal/engineproto", "internal/faultfs", "internal/ucmproto"},
 
 	// The mount benchmarks (test files and a doc) and their plotting tool.
 	"bench":              {"format", "internal/ucmproto"},
