@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -157,4 +158,62 @@ func TestEngineBackends(t *testing.T) {
 			}
 		})
 	}
+}
+
+// engineChildEnv names, in a child process of TestEngineProcesses, the
+// replay to run: "<engine index> <root> <salt>".
+const engineChildEnv = "UCMFS_ENGINE_CHILD"
+
+// TestEngineChild is the body of a child process of TestEngineProcesses;
+// run directly it does nothing.
+func TestEngineChild(t *testing.T) {
+	spec := os.Getenv(engineChildEnv)
+	if spec == "" {
+		return
+	}
+	var i int
+	var root, salt string
+	if _, err := fmt.Sscan(spec, &i, &root, &salt); err != nil {
+		t.Fatal(err)
+	}
+	replayEngine(t, engines(root, salt)[i], salt)
+}
+
+// TestEngineProcesses: two processes of vLLM's fs tier and two of
+// SGLang's file backend share one files model, all at once, and leave
+// the tree the same runs leave in a plain directory.
+func TestEngineProcesses(t *testing.T) {
+	d := mountUCM(t, mountOpts{Args: []string{"--default-layout", "files"}})
+	plain := filepath.Join(testDir(t), "plain")
+	mnt := d.path("shared")
+	for _, p := range []string{mnt, plain} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(root string) {
+		var cmds []*exec.Cmd
+		var outs []*bytes.Buffer
+		for _, c := range []struct {
+			engine int
+			salt   string
+		}{{0, "p1"}, {0, "p2"}, {3, "p3"}, {3, "p4"}} {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestEngineChild$", "-test.count=1")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %s %s", engineChildEnv, c.engine, root, c.salt))
+			out := &bytes.Buffer{}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds, outs = append(cmds, cmd), append(outs, out)
+		}
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("engine process %d on %s: %v\n%s", i, root, err, outs[i])
+			}
+		}
+	}
+	run(plain)
+	run(mnt)
+	sameTree(t, "four engine processes: mount vs plain directory", engineTree(t, mnt), engineTree(t, plain))
 }

@@ -27,11 +27,15 @@ var (
 )
 
 // TestMain runs the tests (runTests). With UCMFS_ENGINE set the binary
-// is an engine process of the GPU tests
-// instead (package internal/engine).
+// is an engine process of the GPU tests instead (package
+// internal/engine); with UCMFS_ENGINE_CHILD, a file backend's process of
+// TestEngineProcesses.
 func TestMain(m *testing.M) {
 	if os.Getenv(engine.EnvKind) != "" {
 		os.Exit(engine.Main(os.Getenv, os.Stdin, os.Stdout))
+	}
+	if os.Getenv(engineChildEnv) != "" {
+		os.Exit(m.Run()) // a backend's process of TestEngineProcesses: no build, no mount
 	}
 	code := runTests(m)
 	engine.RemoveSharedStandIn()

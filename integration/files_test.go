@@ -1,0 +1,211 @@
+package integration
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/internal/engineproto"
+	"golang.org/x/sys/unix"
+)
+
+// The files layout through restarts, kills, replaced files and several
+// processes (docs/semantics.md, "The files layout").
+
+// TestFilesKill9 kills the daemon with SIGKILL, cycle after cycle, while
+// vLLM's staging files are open and half written and blocks were stored
+// since the last flush. After each remount every flushed block loads
+// intact, every block present is whole, no staging name is left in the
+// tree, and the store goes on; at the end the tier passes fsck.
+func TestFilesKill9(t *testing.T) {
+	dir := testDir(t)
+	mnt, tier := filepath.Join(dir, "mnt"), filepath.Join(dir, "tier")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const cycles = 3
+	durable := 0
+	for cycle := range cycles + 1 {
+		d := mountUCM(t, mountOpts{Mnt: mnt, Tier: tier, Args: []string{"--default-layout", "files"}})
+		root := d.path("vllm")
+		if err := os.Mkdir(root, 0o755); err != nil && !os.IsExist(err) {
+			t.Fatal(err)
+		}
+		v := &engineproto.VLLM{Root: root, Salt: "kill9", Model: "m", Direct: true}
+		if err := v.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 12 * cycles {
+			ok, err := v.Exists(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i < durable && !ok {
+				t.Fatalf("cycle %d: flushed block %d is gone", cycle, i)
+			}
+			if ok {
+				if got, err := v.Load(i, engineBlock); err != nil || !bytes.Equal(got, engineData("kill9", i)) {
+					t.Fatalf("cycle %d: block %d present but not whole: %v", cycle, i, err)
+				}
+			}
+		}
+		noStaging(t, root, cycle)
+		if cycle == cycles {
+			if code := d.stop(); code != 0 {
+				t.Fatalf("SIGTERM: exit %d", code)
+			}
+			break
+		}
+		for i := durable; i < durable+6; i++ {
+			if err := v.Store(i, engineData("kill9", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := ctl(t, d.Mnt, "flush", "model vllm"); got != "ok flushed\n" {
+			t.Fatalf("flush: %q", got)
+		}
+		for i := durable + 6; i < durable+12; i++ { // stored, not flushed
+			if err := v.Store(i, engineData("kill9", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var open []int // staging files half written, open at the kill
+		for k := range 3 {
+			p := v.Path(1000+k) + "_" + strconv.Itoa(cycle) + ".tmp"
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := unix.Write(fd, engineData("half", k)[:engineBlock/2]); err != nil {
+				t.Fatal(err)
+			}
+			open = append(open, fd)
+		}
+		durable += 12
+		d.kill()
+		d.detach()
+		for _, fd := range open {
+			unix.Close(fd)
+		}
+		durable -= 6 // the unflushed ones may be lost; they must not be torn
+	}
+	if out, err := exec.Command(ucmfsBin, "fsck", tier).CombinedOutput(); err != nil {
+		t.Errorf("ucmfs fsck of the tier after the kill -9 cycles: %v\n%s", err, out)
+	}
+}
+
+// noStaging fails when a staging name is left under root.
+func noStaging(t *testing.T, root string, cycle int) {
+	t.Helper()
+	filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err == nil && strings.Contains(e.Name(), ".tmp") {
+			t.Errorf("cycle %d: staging file %s survived the restart", cycle, p)
+		}
+		return nil
+	})
+}
+
+// TestFilesReplaceAndRestart: the files of a tree as an engine's local
+// disk: a file renamed over a published one replaces it while a reader of
+// the first keeps its bytes and a new open reads the second whole; a file
+// unlinked while open goes on reading; a lock file takes flock; a log is
+// appended by its own process and published at its close; mkdir -p,
+// rmdir, and an empty directory; after a restart every file, the empty
+// directory and the layout are there.
+func TestFilesReplaceAndRestart(t *testing.T) {
+	dir := testDir(t)
+	mnt, tier := filepath.Join(dir, "mnt"), filepath.Join(dir, "tier")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := mountUCM(t, mountOpts{Mnt: mnt, Tier: tier, Args: []string{"--default-layout", "files"}})
+	m := d.path("eng")
+	sh(t, "mkdir", "-p", m+"/a/b/c", m+"/empty", m+"/gone")
+	sh(t, "rmdir", m+"/gone")
+	if err := os.WriteFile(m+"/a/b/blk.bin", []byte("version one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.Open(m + "/a/b/blk.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := os.WriteFile(m+"/a/b/blk.bin_77.tmp", []byte("the second version, longer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(m+"/a/b/blk.bin_77.tmp", m+"/a/b/blk.bin"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(m + "/a/b/blk.bin"); err != nil || string(got) != "the second version, longer" {
+		t.Errorf("after the rename over: %q %v", got, err)
+	}
+	buf := make([]byte, 64)
+	if n, _ := old.ReadAt(buf, 0); string(buf[:n]) != "version one" {
+		t.Errorf("a reader of the first version read %q", buf[:n])
+	}
+	kept, err := os.Open(m + "/a/b/blk.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(m + "/a/b/blk.bin"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := kept.ReadAt(buf, 0); string(buf[:n]) != "the second version, longer" {
+		t.Errorf("a reader of an unlinked file read %q", buf[:n])
+	}
+	kept.Close()
+	if _, err := os.Stat(m + "/a/b/blk.bin"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an unlinked file: %v", err)
+	}
+	lock, err := os.OpenFile(m+"/.lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Errorf("flock of a lock file: %v", err)
+	}
+	lock.Close()
+	logf, err := os.OpenFile(m+"/a/ucm.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		fmt.Fprintf(logf, "line %d\n", i)
+	}
+	logf.Close()
+	if err := os.WriteFile(m+"/config.json", []byte(`{"model": "x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Rmdir(m + "/a"); !errors.Is(err, unix.ENOTEMPTY) {
+		t.Errorf("rmdir of a directory with files: %v, want ENOTEMPTY", err)
+	}
+	want := engineTree(t, m)
+	if len(want) != 3 || string(want["a/ucm.log"]) != "line 0\nline 1\nline 2\n" {
+		t.Fatalf("the tree: %q", want)
+	}
+	if code := d.stop(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d", code)
+	}
+	d = mountUCM(t, mountOpts{Mnt: mnt, Tier: tier})
+	sameTree(t, "after a restart", engineTree(t, m), want)
+	for _, p := range []string{"empty", "a/b/c"} {
+		if fi, err := os.Stat(filepath.Join(m, p)); err != nil || !fi.IsDir() {
+			t.Errorf("directory %s after a restart: %v", p, err)
+		}
+	}
+	if b, err := getxattr(m, "user.ucm.layout"); err != nil || b != "files" {
+		t.Errorf("layout after a restart: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(m, "gone")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a removed directory after a restart: %v", err)
+	}
+}
