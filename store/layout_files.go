@@ -28,8 +28,37 @@ import (
 //   - Publishing under a name that is published replaces the file (the
 //     engines' rename over, or a create with O_TRUNC): readers that have
 //     the old one open keep its bytes.
-//   - rename of a published file or of a directory is EXDEV: tools (mv)
-//     copy instead; engines rename only their temporary files.
+//   - rename of a published file moves it (MoveFile); rename of a
+//     directory is EXDEV: tools (mv) copy instead.
+//   - an engine's own files (KeptFile: '.' names, configs, locks, logs)
+//     are never evicted.
+
+// keptExts are the extensions of an engine's own small files: its run
+// config, locks, logs, pid files.
+var keptExts = []string{".json", ".lock", ".log", ".pid", ".yaml", ".yml", ".conf", ".config", ".toml", ".txt"}
+
+// KeptFile reports whether the File k is one of an engine's own files
+// rather than a KV block: its name starts with '.' (lock and probe files,
+// UCM's GC files), or ends in one of keptExts. Such a file is never
+// dropped by eviction (tiers.Stack.SetKeep): losing a block is a miss
+// the engine recomputes, losing its config or a lock file another process
+// holds is not. Everything else about it is a block's: it is tiered,
+// checked and counted.
+func KeptFile(k format.Key) bool {
+	if k.Kind != format.File {
+		return false
+	}
+	_, name := format.SplitFilePath(k.Name)
+	if strings.HasPrefix(name, ".") {
+		return true
+	}
+	for _, ext := range keptExts {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
+}
 
 // filesLayout is LayoutFiles.
 type filesLayout struct{}
@@ -48,16 +77,32 @@ func (filesLayout) BlockKey(_ *Store, model string, id format.ID) format.Key {
 // model: it ends in ".tmp" (vLLM's and llm-d's <final>_<rand>.tmp,
 // LMCache's <name>.tmp, UCM's <id>.tmp), holds ".tmp." (SGLang's
 // <final>.tmp.<pid>.<tid>.<uuid>, UCM's .ucm_gc.config.tmp.<host>...), or
-// is rsync's .<name>.XXXXXX.
+// is rsync's .<name>.XXXXXX, whose six letters and digits (mkstemp's)
+// hold a digit or a capital (so that .ucm_gc.config is a final name). A
+// temporary name taken for a final one still works: it publishes at its
+// close and its rename moves it.
 func IsStagingName(name string) bool {
 	if strings.HasSuffix(name, ".tmp") || strings.Contains(name, ".tmp.") {
 		return true
 	}
-	if len(name) > 8 && name[0] == '.' {
-		i := strings.LastIndexByte(name, '.')
-		return i > 1 && len(name)-i-1 == 6
+	if len(name) < 9 || name[0] != '.' {
+		return false
 	}
-	return false
+	i := strings.LastIndexByte(name, '.')
+	if i < 2 || len(name)-i-1 != 6 {
+		return false
+	}
+	mixed := false
+	for _, c := range name[i+1:] {
+		switch {
+		case c >= '0' && c <= '9', c >= 'A' && c <= 'Z':
+			mixed = true
+		case c >= 'a' && c <= 'z':
+		default:
+			return false
+		}
+	}
+	return mixed
 }
 
 // treeSet is the directories of every files model this run knows of.

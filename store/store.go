@@ -133,6 +133,7 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 		s.budget.max = st.Tiers()[tiers.Memory].Usage.Capacity
 	}
 	s.seedModels()
+	st.SetKeep(KeptFile)
 	return s, nil
 }
 

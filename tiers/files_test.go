@@ -122,3 +122,26 @@ func TestFilesReplace(t *testing.T) {
 		t.Errorf("a reader of the first version read %q (%v)", old[:n], err)
 	}
 }
+
+// TestFilesKeep: the last tier never drops a file the keep rule names
+// (an engine's config or lock file) when it makes room; it drops a block.
+func TestFilesKeep(t *testing.T) {
+	s := newTestStack(t, 16<<20, t.TempDir(), StackConfig{})
+	s.SetKeep(func(k format.Key) bool { return k.Name == "config.json" })
+	cfg, blk := format.FileKey("e", "config.json"), format.FileKey("e", "x/blk.bin")
+	for _, k := range []format.Key{cfg, blk} {
+		if _, err := s.Put(k, []byte("bytes of "+k.Name), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := len(s.dirs) - 1
+	if err := s.evictFrom(last, cfg); err == nil {
+		t.Error("a kept file was dropped")
+	}
+	if err := s.evictFrom(last, blk); err != nil {
+		t.Errorf("dropping a block: %v", err)
+	}
+	if !s.Has(cfg) || s.Has(blk) {
+		t.Errorf("after the drops: config %v, block %v", s.Has(cfg), s.Has(blk))
+	}
+}

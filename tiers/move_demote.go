@@ -117,9 +117,15 @@ func (s *Stack) moveDown(d, next *DirTier, k format.Key) error {
 // drop removes k from the last tier and from the whole stack, unless its
 // block is pinned in memory. A block's sidecar goes with it.
 func (s *Stack) drop(d *DirTier, k format.Key) error {
-	block := format.Key{Model: k.Model, ID: k.ID}
-	if s.mem.Pinned(block) {
+	pin := k // a sidecar goes with its block, and stays while it is pinned
+	if k.Kind == format.Repr {
+		pin = format.Key{Model: k.Model, ID: k.ID}
+	}
+	if s.mem.Pinned(pin) {
 		return fmt.Errorf("%s: pinned", k)
+	}
+	if keep := s.keep.Load(); keep != nil && (*keep)(k) {
+		return fmt.Errorf("%s: kept, never dropped: %w", k, ErrNotFound)
 	}
 	s.stats.drops.Add(1)
 	return s.Remove(k)

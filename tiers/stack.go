@@ -101,7 +101,8 @@ type Stack struct {
 	closed   bool
 	promo    promoteQueue // promotions decided by reads (move_promote.go)
 
-	metas modelMetas // the models' settings records (model_meta.go)
+	metas modelMetas                            // the models' settings records (model_meta.go)
+	keep  atomic.Pointer[func(format.Key) bool] // files never dropped from the last tier (SetKeep)
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -265,3 +266,8 @@ func (s *Stack) isClosed() bool {
 	defer s.mu.Unlock()
 	return s.closed
 }
+
+// SetKeep sets the rule of the files the last directory tier never drops
+// when it makes room (the store's: an engine's own small files in a
+// files model, store.KeptFile). They still move down between tiers.
+func (s *Stack) SetKeep(keep func(format.Key) bool) { s.keep.Store(&keep) }
