@@ -12,7 +12,6 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
 	"golang.org/x/sys/unix"
 )
@@ -120,7 +119,7 @@ func (n *storedFile) OnForget() {
 		n.trim()
 	}
 	n.mu.Unlock()
-	n.s.inos.Release(ino.FileName(n.key), n.StableAttr().Ino)
+	n.s.inos.Release(n.s.files.forget(n.key, n.StableAttr().Ino), n.StableAttr().Ino)
 }
 
 // Getattr describes the file: 0444, size = header + payload, st_blocks in
@@ -133,7 +132,7 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 			return 0
 		}
 	}
-	bi, err := n.s.store.StatFile(n.key)
+	bi, err := n.s.store.StatFile(n.s.files.follow(n.key, n.StableAttr().Ino))
 	if rh, ok := f.(*readHandle); ok && errors.Is(err, store.ErrNotFound) {
 		// Gone from the tiers while open: describe what the reader reads.
 		if fi, ferr := rh.f.Stat(); ferr == nil {
@@ -248,7 +247,7 @@ func (n *storedFile) acquire() (f *os.File, level int, size int64, id int32, err
 			return st.backing, st.level, st.size, st.backingID, nil
 		}
 	}
-	h, err := n.s.store.OpenFile(n.key)
+	h, err := n.s.store.OpenFile(n.s.files.follow(n.key, n.StableAttr().Ino))
 	if err != nil {
 		return nil, 0, 0, 0, err
 	}

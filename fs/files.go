@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -140,7 +141,11 @@ func (o filesOps) lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 // fileInode returns the node of the published File key (of its current
 // generation) and fills out.
 func (o filesOps) fileInode(ctx context.Context, key format.Key, bi store.BlockInfo, out *fuse.EntryOut) *gofs.Inode {
-	n := o.s.inos.Acquire(ino.FileVersion(key, o.s.store.FileGen(key)))
+	name := ino.FileVersion(key, o.s.store.FileGen(key))
+	n := o.s.inos.Acquire(name)
+	if name.Gen != 0 {
+		o.s.files.named(n, name)
+	}
 	ch := newChild(ctx, o.node, key.FileName(), n, syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return newStoredNode(o.s, key, n)
 	})
@@ -270,17 +275,22 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 
 // rename publishes a file being written under the name it is renamed to,
 // in any directory of the model, replacing a file published there
-// (RENAME_NOREPLACE: EEXIST). A published file or a directory is not
-// moved: EXDEV, so that tools copy.
+// (RENAME_NOREPLACE: EEXIST), or moves a published file there
+// (store.Store.MoveFile). A directory is not moved: EXDEV, so that tools
+// copy.
 func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	what := o.what(name) + " -> " + newName
 	rel, err := o.path(name)
 	if err != nil {
 		return errnoMissing
 	}
-	w := o.writing(ctx, format.FileKey(o.model, rel), name)
-	if w == nil {
-		return o.s.fail("rename", what, fmt.Errorf("only a file being written is renamed here: %w", errCrossDir))
+	from := format.FileKey(o.model, rel)
+	w := o.writing(ctx, from, name)
+	if w == nil && !o.s.store.HasFile(from) {
+		if o.s.store.FilesDir(o.model, rel) {
+			return o.s.fail("rename", what, fmt.Errorf("a directory: %w", errCrossDir))
+		}
+		return errnoMissing
 	}
 	model, dir, ok := o.s.filesDirOf(newParent)
 	if !ok || model != o.model {
@@ -299,10 +309,68 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.HasFile(target) {
 		return errnoExists
 	}
-	if err := w.RenameTo(ctx, target); err != nil {
+	if w != nil {
+		err = w.RenameTo(ctx, target)
+	} else {
+		done := o.s.store.Removal(from) // after the GPU loads of the file
+		err = o.s.store.MoveFile(ctx, from, target)
+		done()
+		if err == nil {
+			// The kernel moves its entry, and the node of from with it,
+			// to the new name: until it looks the name up again (it is
+			// told to at once), that node serves target. (A new file
+			// under from's name gets a node of its own: the move made
+			// it a new generation.)
+			if ch := o.node.GetChild(name); ch != nil {
+				o.s.files.moved(ch.StableAttr().Ino, target)
+			}
+			go o.s.notifyGone(newParent.EmbeddedInode(), newName)
+		}
+	}
+	if err != nil {
 		return o.s.fail("rename", target.Path(), err)
 	}
 	return 0
+}
+
+// filesNodes is what the adapter keeps about Files' nodes beyond their
+// keys: the number names of nodes of a replaced File (whose generation is
+// in their number) and the Files moved under a node (a published File
+// renamed: the kernel keeps the old node under the new name until it
+// looks it up again). Both are few and go with their nodes.
+type filesNodes struct {
+	names sync.Map // node number -> ino.Name
+	moves sync.Map // node number -> format.Key
+}
+
+// named records the number name of node number n.
+func (f *filesNodes) named(n uint64, name ino.Name) { f.names.Store(n, name) }
+
+// moved records that the File of node number n now lives as to.
+func (f *filesNodes) moved(n uint64, to format.Key) { f.moves.Store(n, to) }
+
+// follow is the key node number n of k serves: k, or where it was moved.
+func (f *filesNodes) follow(k format.Key, n uint64) format.Key {
+	if k.Kind != format.File {
+		return k
+	}
+	if to, ok := f.moves.Load(n); ok {
+		return to.(format.Key)
+	}
+	return k
+}
+
+// forget drops what is kept for node number n of key, and returns the
+// number name to release.
+func (f *filesNodes) forget(key format.Key, n uint64) ino.Name {
+	if key.Kind != format.File {
+		return ino.FileName(key)
+	}
+	f.moves.Delete(n)
+	if name, ok := f.names.LoadAndDelete(n); ok {
+		return name.(ino.Name)
+	}
+	return ino.FileName(key)
 }
 
 // filesDirOf returns the files model and directory a node is, or false.

@@ -48,6 +48,9 @@ type fsState struct {
 
 	opens   openCache     // descriptors kept after their last close (opencache.go)
 	backing light.Backing // passthrough: backing files and their ids
+	// files are the nodes of files models' Files that are not numbered
+	// by FileName alone, and the Files moved under their nodes (files.go).
+	files filesNodes
 }
 
 func newState(st *store.Store, opts Options) *fsState {

@@ -117,10 +117,12 @@ func noStaging(t *testing.T, root string, cycle int) {
 // TestFilesReplaceAndRestart: the files of a tree as an engine's local
 // disk: a file renamed over a published one replaces it while a reader of
 // the first keeps its bytes and a new open reads the second whole; a file
-// unlinked while open goes on reading; a lock file takes flock; a log is
-// appended by its own process and published at its close; mkdir -p,
-// rmdir, and an empty directory; after a restart every file, the empty
-// directory and the layout are there.
+// unlinked while open goes on reading; a published file renamed into
+// another directory is moved with its mtime, a directory's rename is
+// EXDEV; a lock file takes flock; a log is appended by its own process
+// and published at its close; mkdir -p, rmdir, and an empty directory;
+// after a restart every file, the empty directory and the layout are
+// there.
 func TestFilesReplaceAndRestart(t *testing.T) {
 	dir := testDir(t)
 	mnt, tier := filepath.Join(dir, "mnt"), filepath.Join(dir, "tier")
@@ -185,11 +187,34 @@ func TestFilesReplaceAndRestart(t *testing.T) {
 	if err := os.WriteFile(m+"/config.json", []byte(`{"model": "x"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A published file renamed (mv, or LMCache writing in a tmp directory
+	// and renaming into its base): moved, its bytes and mtime kept.
+	sh(t, "mkdir", m+"/tmpdir")
+	if err := os.WriteFile(m+"/tmpdir/page.data", []byte("moved bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(m + "/tmpdir/page.data")
+	if err := os.Rename(m+"/tmpdir/page.data", m+"/a/page.data"); err != nil {
+		t.Fatalf("rename of a published file: %v", err)
+	}
+	if got, err := os.ReadFile(m + "/a/page.data"); err != nil || string(got) != "moved bytes" {
+		t.Errorf("a moved file: %q %v", got, err)
+	}
+	if after, err := os.Stat(m + "/a/page.data"); err != nil || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("a moved file's mtime: %v, want %v (%v)", after.ModTime(), before.ModTime(), err)
+	}
+	if _, err := os.Stat(m + "/tmpdir/page.data"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the old name of a moved file: %v", err)
+	}
+	if err := os.Rename(m+"/tmpdir", m+"/tmpdir2"); !errors.Is(err, unix.EXDEV) {
+		t.Errorf("rename of a directory: %v, want EXDEV", err)
+	}
+	sh(t, "rmdir", m+"/tmpdir")
 	if err := unix.Rmdir(m + "/a"); !errors.Is(err, unix.ENOTEMPTY) {
 		t.Errorf("rmdir of a directory with files: %v, want ENOTEMPTY", err)
 	}
 	want := engineTree(t, m)
-	if len(want) != 3 || string(want["a/ucm.log"]) != "line 0\nline 1\nline 2\n" {
+	if len(want) != 4 || string(want["a/ucm.log"]) != "line 0\nline 1\nline 2\n" {
 		t.Fatalf("the tree: %q", want)
 	}
 	if code := d.stop(); code != 0 {

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/ucmfs/ucmfs/format"
 )
@@ -34,4 +36,53 @@ func (w *Draft) RenameTo(ctx context.Context, key format.Key) error {
 // the files it writes (UCM's logger reopens its own log by name).
 func (s *Store) OwnFile(key format.Key, name string, tgid uint32) *Draft {
 	return s.writes.get(writeKeyOf(key, name, false, Proc{Tgid: tgid}))
+}
+
+// MoveFile renames the published File from to the File to of the same
+// files model (an engine's rename of a file it had already published, or
+// `mv`): the bytes are published again under to, replacing a file
+// published there, with from's modification time, then from is removed
+// from every tier. Readers that have from open go on reading it. Errors:
+// ErrNotFound when from is not published, ErrInvalid for keys that are
+// not Files of one model.
+func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
+	if from.Kind != format.File || to.Kind != format.File || from.Model != to.Model {
+		return fmt.Errorf("%w: %s cannot move to %s", ErrInvalid, from, to)
+	}
+	if from == to {
+		return nil
+	}
+	if s.Stopped() {
+		return fmt.Errorf("shutting down: %w", ErrStopped)
+	}
+	bi, err := s.stack.Stat(from)
+	if err != nil {
+		return err
+	}
+	h, err := s.stack.Open(from)
+	if err != nil {
+		return err
+	}
+	defer h.File.Close()
+	pw, err := s.stack.CreateStaging(to)
+	if err != nil {
+		return err
+	}
+	s.WriteStarted(to)
+	defer s.WriteEnded(to) // moves to's epoch: a miss cached meanwhile is not kept
+	pw.SetReplace()
+	pw.SetMTime(bi.MTime)
+	n, err := io.Copy(pw.File(), io.NewSectionReader(h.File, 0, h.Size))
+	if err != nil {
+		s.stack.Abort(pw)
+		return fmt.Errorf("move %s to %s: %w", from, to, err)
+	}
+	if _, err := s.Publish(pw, n, false); err != nil {
+		return fmt.Errorf("move %s to %s: %w", from, to, err)
+	}
+	if err := s.stack.Remove(from); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("move %s to %s: %w", from, to, err)
+	}
+	s.gens.bump(from) // a file published under from's name again is a new one
+	return nil
 }
