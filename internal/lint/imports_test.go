@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"integration":          {"format", "hybrid", "internal/engineproto", "internal/faultfs", "internal/ucmproto"},
 
 	// The mount benchmarks (test files and a doc) and their plotting tool.
-	"bench":              {"format", "internal/ucmproto"},
+	"bench":              {"format", "internal/engineproto", "internal/ucmproto"},
 	"internal/benchplot": {},
 }
 
