@@ -14,6 +14,7 @@ import (
 //
 //	exists <model> <id>...   ->  ok <present> <bitmap>
 //	prefix <model> <id>...   ->  ok <length of the longest present prefix>
+//	exists <model> <path>... (a files model: paths in the model)
 //	hybrid <max_tokens> (<model> <block_size> <n> <id>×n)...  (lookup_hybrid.go)
 //
 // The bitmap has one character per id, in order: '1' present, '0' absent.
@@ -22,13 +23,22 @@ import (
 // tiers' indexes (store.Store.HasBlock), so a request of 10k ids costs a
 // few milliseconds and no allocation per id.
 
+// In a model of the files layout the blocks are named by their paths in
+// the model instead of ids (exists <model> <path>...); hybrid takes ids
+// only.
+
 // lookupSession answers lookup requests; its buffers serve every request
 // of the session.
 type lookupSession struct {
 	s      *Env
 	ids    []format.ID
+	keys   []format.Key
 	bitmap []byte
 }
+
+// presence reports, for the i-th name of a request, whether a tier holds
+// it: ids by the model's layout, paths as Files.
+type presence func(i int) bool
 
 // answer handles one exists or prefix request.
 func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]byte, error) {
@@ -49,30 +59,47 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 	if err != nil {
 		return out, err
 	}
-	ids, err := parseIDs(&t, l.ids[:0])
-	l.ids = ids[:0]
-	if err != nil {
-		return out, err
+	var n int
+	var has presence
+	if l.s.store.Files(model) {
+		keys, err := parsePaths(&t, model, l.keys[:0])
+		l.keys = keys[:0]
+		if err != nil {
+			return out, err
+		}
+		n, has = len(keys), func(i int) bool { return l.s.store.Present(keys[i]) }
+	} else {
+		ids, err := parseIDs(&t, l.ids[:0])
+		l.ids = ids[:0]
+		if err != nil {
+			return out, err
+		}
+		n, has = len(ids), func(i int) bool { return l.s.store.HasBlock(model, ids[i]) }
 	}
-	st := l.s
+	return l.present(start, prefix, n, has, out), nil
+}
+
+// present answers an exists (a bitmap) or prefix (a length) request of n
+// names.
+func (l *lookupSession) present(start time.Time, prefix bool, n int, has presence, out []byte) []byte {
 	c := &l.s.store.Counters
 	c.Lookups.Add(1)
 	defer store.ObserveSince(l.s.store.Latency.Lookup, start)
 	out = append(out, "ok "...)
 	if prefix {
-		n := 0
-		for n < len(ids) && st.store.HasBlock(model, ids[n]) {
-			n++
+		hit := 0
+		for hit < n && has(hit) {
+			hit++
 		}
-		c.LookupIDs.Add(int64(min(n+1, len(ids))))
-		c.LookupHits.Add(int64(n))
-		out = strconv.AppendInt(out, int64(n), 10)
-		return append(out, '\n'), nil
+		c.LookupIDs.Add(int64(min(hit+1, n)))
+		c.LookupHits.Add(int64(hit))
+		out = strconv.AppendInt(out, int64(hit), 10)
+		return append(out, '\n')
 	}
 	bm := l.bitmap[:0]
 	present := 0
-	for _, id := range ids {
-		if st.store.HasBlock(model, id) {
+	for i := range n {
+		if has(i) {
 			bm = append(bm, '1')
 			present++
 		} else {
@@ -80,12 +107,12 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 		}
 	}
 	l.bitmap = bm[:0]
-	c.LookupIDs.Add(int64(len(ids)))
+	c.LookupIDs.Add(int64(n))
 	c.LookupHits.Add(int64(present))
 	out = strconv.AppendInt(out, int64(present), 10)
 	out = append(out, ' ')
 	out = append(out, bm...)
-	return append(out, '\n'), nil
+	return append(out, '\n')
 }
 
 // close has nothing to release.

@@ -21,3 +21,24 @@ func (s *Env) controlModel(t *line.Tokens) (string, error) {
 func parseIDs(t *line.Tokens, ids []format.ID) ([]format.ID, error) {
 	return line.IDs(t, ids, MaxIDs)
 }
+
+// parsePaths appends the remaining tokens of t, paths of files of the
+// files model model, to keys: at least one (EINVAL), at most MaxIDs
+// (E2BIG), each a path format.ValidateFilePath accepts (EINVAL, naming
+// the first bad one by its position, from 1).
+func parsePaths(t *line.Tokens, model string, keys []format.Key) ([]format.Key, error) {
+	for n := 1; !t.Done(); n++ {
+		if n > MaxIDs {
+			return keys, line.Err(line.ErrTooMany, "more than %d paths in one request", MaxIDs)
+		}
+		tok := t.Next()
+		if err := format.ValidateFilePath(string(tok)); err != nil {
+			return keys, line.Err(line.ErrInvalid, "path %d %q: %v", n, line.Clip(tok), err)
+		}
+		keys = append(keys, format.FileKey(model, string(tok)))
+	}
+	if len(keys) == 0 {
+		return keys, line.Err(line.ErrInvalid, "no path")
+	}
+	return keys, nil
+}

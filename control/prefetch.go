@@ -11,6 +11,7 @@ import (
 // .ucm/prefetch: promote blocks into the memory tier ahead of need.
 //
 //	<model> <id>...   ->  ok queued=<n> missing=<m>
+//	<model> <path>... (a files model: paths in the model)
 //
 // Every id some tier holds is queued for promotion (store.Store.EnqueuePrefetch)
 // and counted in queued; ids no tier holds are counted in missing. The
@@ -18,10 +19,14 @@ import (
 // background. When prefetchQueue promotions already wait, the request
 // waits for room (interrupting the writer ends the wait: EINTR).
 
+// In a model of the files layout the files are named by their paths in
+// the model instead of ids.
+
 // prefetchSession answers prefetch requests.
 type prefetchSession struct {
-	s   *Env
-	ids []format.ID
+	s    *Env
+	ids  []format.ID
+	keys []format.Key
 }
 
 // answer queues the present ids of one request.
@@ -31,20 +36,30 @@ func (p *prefetchSession) answer(ctx context.Context, req []byte, out []byte) ([
 	if err != nil {
 		return out, err
 	}
-	ids, err := parseIDs(&t, p.ids[:0])
-	p.ids = ids[:0]
+	keys := p.keys[:0]
+	if p.s.store.Files(model) {
+		keys, err = parsePaths(&t, model, keys)
+	} else {
+		var ids []format.ID
+		ids, err = parseIDs(&t, p.ids[:0])
+		p.ids = ids[:0]
+		for _, id := range ids {
+			keys = append(keys, p.s.store.BlockKey(model, id))
+		}
+	}
+	p.keys = keys[:0]
 	if err != nil {
 		return out, err
 	}
 	c := &p.s.store.Counters
 	c.Prefetches.Add(1)
 	queued, missing := 0, 0
-	for _, id := range ids {
-		if !p.s.store.HasBlock(model, id) {
+	for _, k := range keys {
+		if !p.s.store.Present(k) {
 			missing++
 			continue
 		}
-		if err := p.s.store.EnqueuePrefetch(ctx, p.s.store.BlockKey(model, id)); err != nil {
+		if err := p.s.store.EnqueuePrefetch(ctx, k); err != nil {
 			c.PrefetchQueued.Add(int64(queued))
 			c.PrefetchMissing.Add(int64(missing))
 			return out, err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -150,6 +151,21 @@ func TestEngineBackends(t *testing.T) {
 				t.Fatalf("flush: %q", got)
 			}
 			sameTree(t, name+": nvme tier vs plain directory", engineTree(t, filepath.Join(d.Tier, model)), want)
+			// .ucm/lookup and .ucm/prefetch name a files model's files by
+			// their paths in the model.
+			var rels []string
+			for rel := range want {
+				rels = append(rels, rel)
+			}
+			slices.Sort(rels)
+			req := model + " " + strings.Join(rels, " ") + " absent/file.bin"
+			wantBits := fmt.Sprintf("ok %d %s0\n", len(rels), strings.Repeat("1", len(rels)))
+			if got := ctl(t, d.Mnt, "lookup", "exists "+req); got != wantBits {
+				t.Errorf(".ucm/lookup exists: %q, want %q", got, wantBits)
+			}
+			if got := ctl(t, d.Mnt, "prefetch", req); got != fmt.Sprintf("ok queued=%d missing=1\n", len(rels)) {
+				t.Errorf(".ucm/prefetch: %q", got)
+			}
 			for rel, b := range want {
 				crc, err := getxattr(filepath.Join(mnt, rel), "user.ucm.crc32c")
 				if wantCRC := fmt.Sprintf("%08x", format.CRC32C(b)); err != nil || crc != wantCRC {

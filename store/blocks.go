@@ -31,6 +31,11 @@ func (s *Store) StatFile(k format.Key) (BlockInfo, error) { return s.stack.Stat(
 // HasFile reports whether a tier holds the published file k.
 func (s *Store) HasFile(k format.Key) bool { return s.stack.Has(k) }
 
+// Present is HasFile as a lookup asks it: from the tiers' indexes, a
+// shared tier's revalidated first (tiers.Stack.HasKey), as HasBlock does
+// for an id.
+func (s *Store) Present(k format.Key) bool { return s.stack.HasKey(k) }
+
 // OpenFile opens the published file k for reading from the fastest tier
 // holding it, counting the hit and the promotion it may earn.
 func (s *Store) OpenFile(k format.Key) (*Handle, error) { return s.stack.Open(k) }
