@@ -145,3 +145,29 @@ func TestFilesKeep(t *testing.T) {
 		t.Errorf("after the drops: config %v, block %v", s.Has(cfg), s.Has(blk))
 	}
 }
+
+// TestFilesShared: Files on a shared tier stay indexed through the
+// revalidation of shards (a tree has none), and another daemon of the
+// same directory adopts them with its background scan.
+func TestFilesShared(t *testing.T) {
+	dir := t.TempDir()
+	a := sharedStack(t, 1<<20, dir, testTTL, DirConfig{})
+	k := format.FileKey("eng", "ab/page.bin") // a directory with a shard's name
+	if _, err := a.Put(k, []byte("shared file"), true); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * testTTL) // past the TTL: the next listing revalidates
+	if keys := a.ShardKeys(k.Model, k.ID[0]); !slices.Contains(keys, k) {
+		t.Fatalf("after a revalidation the shard lists %v, want %v", keys, k)
+	}
+	if !a.HasKey(k) {
+		t.Fatal("the writer lost its file")
+	}
+	b := sharedStack(t, 1<<20, dir, testTTL, DirConfig{})
+	if !eventually(20*testTTL, func() bool { return b.HasKey(k) }) {
+		t.Fatal("another daemon does not adopt the file")
+	}
+	if got := readAll(t, b, k); string(got) != "shared file" {
+		t.Errorf("the other daemon reads %q", got)
+	}
+}

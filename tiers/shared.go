@@ -116,6 +116,9 @@ func (t *sharedDir) revalidate(key format.Key) {
 	if t.view.ttl < 0 {
 		return
 	}
+	if key.Kind == format.File {
+		return // a tree of Files has no shard directories (adoptTree)
+	}
 	ref := shardRef{model: key.Model, hh: key.ID[0]}
 	v := &t.view
 	v.mu.Lock()
@@ -200,8 +203,8 @@ func (t *sharedDir) reconcile(ref shardRef, before []format.Key, ents []shardEnt
 	}
 	var gone []format.Key
 	for _, k := range before {
-		if _, ok := listed[k]; ok {
-			continue
+		if _, ok := listed[k]; ok || k.Kind == format.File {
+			continue // a File is in a tree, not in a shard directory
 		}
 		if _, ok := t.idx.Remove(k); ok {
 			gone = append(gone, k)

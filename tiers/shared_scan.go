@@ -85,6 +85,10 @@ func (t *sharedDir) walkShards(force bool) bool {
 	sort.Strings(names)
 	names = slices.Compact(names)
 	for _, m := range names {
+		if isTree(filepath.Join(t.root, m)) {
+			t.adoptTree(m)
+			continue
+		}
 		var shards []byte
 		ents, err := t.readDir(filepath.Join(t.root, m))
 		for _, e := range ents {
@@ -130,4 +134,38 @@ func (t *DirTier) setFreeCapacity() error {
 	}
 	t.idx.SetCapacity(t.idx.Usage().Used + int64(st.Bavail)*bs)
 	return nil
+}
+
+// adoptTree indexes the files of the tree of Files of model that the
+// index does not hold yet (a files model on a shared tier: the files its
+// daemons wrote). Files are not revalidated one by one as blocks are
+// (revalidate leaves them out): a file another daemon removes stays
+// indexed here until a read finds it gone.
+func (t *sharedDir) adoptTree(model string) {
+	var walk func(rel string)
+	walk = func(rel string) {
+		var ents []shardEntry
+		var subdirs []string
+		err := t.do("scan", func() error {
+			var err error
+			ents, subdirs, err = listTreeDir(filepath.Join(t.root, model, filepath.FromSlash(rel)), rel)
+			return err
+		}, nil)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if e.class != fileEntry {
+				continue
+			}
+			k := format.FileKey(model, format.JoinFilePath(rel, e.name))
+			if !t.idx.Has(k) {
+				t.idx.Adopt(newEntry(Info{Key: k, Size: e.size, MTime: time.Unix(e.mtime.Unix())}))
+			}
+		}
+		for _, d := range subdirs {
+			walk(format.JoinFilePath(rel, d))
+		}
+	}
+	walk("")
 }
