@@ -102,26 +102,7 @@ func replayEngine(t *testing.T, e engineproto.Engine, salt string) {
 // leaving out the tier's own records of a model.
 func engineTree(t *testing.T, root string) map[string][]byte {
 	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if e.IsDir() || strings.HasPrefix(e.Name(), ".ucmfs-") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		out[rel] = b
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return readTreeWhere(t, root, func(name string) bool { return strings.HasPrefix(name, ".ucmfs-") })
 }
 
 // TestEngineBackends: every backend's replay on a files model ends with

@@ -132,12 +132,21 @@ func replayUCM(t *testing.T, st *ucmproto.Store, salt string) ucmScenario {
 // prefix and no .tmp, by relative path.
 func readTree(t *testing.T, root string) map[string][]byte {
 	t.Helper()
+	return readTreeWhere(t, root, func(name string) bool {
+		return strings.HasPrefix(name, ".") || strings.Contains(name, ".tmp")
+	})
+}
+
+// readTreeWhere reads every regular file under root but those whose name
+// skip names, by relative path.
+func readTreeWhere(t *testing.T, root string, skip func(name string) bool) map[string][]byte {
+	t.Helper()
 	out := map[string][]byte{}
 	err := filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || strings.Contains(e.Name(), ".tmp") {
+		if e.IsDir() || skip(e.Name()) {
 			return nil
 		}
 		b, err := os.ReadFile(p)

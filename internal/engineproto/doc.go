@@ -86,21 +86,28 @@ func writeAll(fd int, data []byte, chunk int) error {
 // readAll reads up to n bytes from the descriptor's offset until EOF.
 func readAll(fd, n int) ([]byte, error) {
 	out := make([]byte, n)
+	got, err := readInto(fd, out)
+	return out[:got], err
+}
+
+// readInto fills buf from the descriptor's offset until EOF, as the
+// backends' read loops do, and returns how much it read.
+func readInto(fd int, buf []byte) (int, error) {
 	got := 0
-	for got < n {
-		r, err := unix.Read(fd, out[got:])
+	for got < len(buf) {
+		r, err := unix.Read(fd, buf[got:])
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return got, err
 		}
 		if r == 0 {
 			break
 		}
 		got += r
 	}
-	return out[:got], nil
+	return got, nil
 }
 
 // alignedBuf is n bytes of page-aligned memory, for O_DIRECT.

@@ -102,19 +102,9 @@ func (l *LMCache) Load(i, n int) ([]byte, error) {
 	defer unix.Close(fd)
 	buf := alignedBuf(n)
 	defer unix.Munmap(buf)
-	got := 0
-	for got < n {
-		r, err := unix.Read(fd, buf[got:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if r == 0 {
-			break
-		}
-		got += r
+	got, err := readInto(fd, buf)
+	if err != nil {
+		return nil, err
 	}
 	if got != n {
 		return nil, fmt.Errorf("incomplete read for %s: expected %d, got %d", p, n, got)
