@@ -278,3 +278,46 @@ func TestFilesCorruptCopy(t *testing.T) {
 		t.Errorf("the file beside it: %v (equal %v)", err, bytes.Equal(got, good))
 	}
 }
+
+// TestFilesFlatAdopt: a flat directory of 10^5 pages an engine filled on
+// a plain disk becomes a files model by the tree mark alone: the mount
+// adopts every page at start, lists the directory whole, reads pages and
+// answers lookups by path.
+func TestFilesFlatAdopt(t *testing.T) {
+	const n = 100_000
+	dir := testDir(t)
+	mnt, tier := filepath.Join(dir, "mnt"), filepath.Join(dir, "tier")
+	model := filepath.Join(tier, "sglang")
+	if err := os.MkdirAll(model, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	page := func(i int) string { return fmt.Sprintf("%064x_m_0_1.bin", i) }
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(model, page(i)), []byte(strconv.Itoa(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(model, ".ucmfs-tree"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := mountUCM(t, mountOpts{Mnt: mnt, Tier: tier})
+	if b, err := getxattr(d.path("sglang"), "user.ucm.layout"); err != nil || b != "files" {
+		t.Fatalf("layout of an adopted tree: %q %v", b, err)
+	}
+	names, err := os.ReadDir(d.path("sglang"))
+	if err != nil || len(names) != n {
+		t.Fatalf("the flat directory lists %d names (%v), want %d", len(names), err, n)
+	}
+	for _, i := range []int{0, 4242, n - 1} {
+		if got, err := os.ReadFile(d.path("sglang", page(i))); err != nil || string(got) != strconv.Itoa(i) {
+			t.Errorf("page %d: %q %v", i, got, err)
+		}
+	}
+	req := "exists sglang " + page(7) + " " + page(n-2) + " " + page(n)
+	if got := ctl(t, d.Mnt, "lookup", req); got != "ok 2 110\n" {
+		t.Errorf(".ucm/lookup of adopted pages: %q", got)
+	}
+}
