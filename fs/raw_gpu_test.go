@@ -82,3 +82,46 @@ func TestRawModelControl(t *testing.T) {
 		t.Error("a .bin name resolves in a ucm-posix model")
 	}
 }
+
+// TestFilesModelGPU: on a files model, .ucm/gpu names files by their
+// paths (a path may hold ':'): a load copies a File whole from memory and
+// from the directory tier, a dump publishes a region's bytes as a File
+// that reads back through the mount.
+func TestFilesModelGPU(t *testing.T) {
+	m := newGPUMount(t, nil, Options{})
+	model := "files-gpu"
+	if err := os.Mkdir(m.path(model), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(m.path(model), "user.ucm.layout", []byte("files"), 0); err != nil {
+		t.Fatal(err)
+	}
+	k0, b0 := format.FileKey(model, "m_r0/abc/de_g0/aa.bin"), bytes.Repeat([]byte{1, 2, 3}, 1000)
+	k1, b1 := format.FileKey(model, "lmcache@0x0@ff.data"), bytes.Repeat([]byte{7, 8}, 2500)
+	put(t, m.st, k0, b0)
+	put(t, m.st, k1, b1)
+	openCtl(t, m, "flush").mustOK("model " + model)
+	if err := m.st.Evict(k1); err != nil { // on the directory tier only
+		t.Fatal(err)
+	}
+	region := newSimRegion(t, 64<<10)
+	c := openCtl(t, m, "gpu")
+	r := region.register(c)
+	region.expect(7, b0)
+	region.expect(4000, b1)
+	if a := c.mustOK(fmt.Sprintf("load %s %s %s:7 %s:4000:file", r, model, k0.Name, k1.Name)); a != fmt.Sprintf("ok loaded=2 bytes=%d", len(b0)+len(b1)) {
+		t.Fatalf("load: %q", a)
+	}
+	region.check("after the load")
+	if a := c.ask(fmt.Sprintf("load %s %s ../x:0", r, model)); errnoOfAnswer(a) != "EINVAL" {
+		t.Errorf("a path out of the model: %q, want EINVAL", a)
+	}
+	b2 := bytes.Repeat([]byte{9}, 4096)
+	region.write(20000, b2)
+	if a := c.mustOK(fmt.Sprintf("dump %s %s new/page.bin:20000:%d", r, model, len(b2))); a != "ok dumped=1 existing=0" {
+		t.Fatalf("dump: %q", a)
+	}
+	if got, err := os.ReadFile(m.path(model, "new", "page.bin")); err != nil || !bytes.Equal(got, b2) {
+		t.Fatalf("the dumped File through the mount: %v (equal %v)", err, bytes.Equal(got, b2))
+	}
+}

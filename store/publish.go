@@ -38,6 +38,9 @@ func (s *Store) Publish(pw *PendingWrite, size int64, durable bool) (Info, error
 	if replacing {
 		s.gens.bump(key)
 	}
+	if key.Kind == format.File {
+		s.trees.add(key.Model, key.ShardDir()) // its directories, made by the tiers as they take it
+	}
 	s.countIn(info.Tier, info.Size)
 	s.models.add(key.Model)
 	s.log.Debug("published", "key", key.String(), "bytes", info.Size, "durable", durable, "tier", int(info.Tier))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ucmfs/ucmfs/control/line"
@@ -107,26 +108,27 @@ func (g *Session) dump(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 }
 
 // parseDumpItems reads the items of a dump request, <id>:<offset>:<length>
-// each, and checks every range against the region (EINVAL), every length
+// each (a files model: <path>:<offset>:<length>), and checks every range against the region (EINVAL), every length
 // against the size limit (EFBIG), and their total against the memory
 // tier, which stages them (E2BIG).
 func (g *Session) parseDumpItems(t *line.Tokens, model string, size int64) ([]dumpItem, error) {
 	var items []dumpItem
 	var total int64
 	room := g.e.store.MemoryCapacity()
-	raw := g.e.store.Raw(model) // a raw block is its payload: no header to hold
+	layout := g.e.store.LayoutOf(model)
+	raw := layout.Headerless() // a raw block or a File is its payload: no header to hold
+	files := g.e.store.Files(model)
 	for tok := t.Next(); tok != nil; tok = t.Next() {
 		i := len(items) + 1
 		if i > line.MaxIDs {
 			return items, line.Err(line.ErrTooMany, "more than %d blocks in one request", line.MaxIDs)
 		}
-		idTok, rest, _ := line.Cut(tok, ':')
-		offTok, lenTok, _ := line.Cut(rest, ':')
-		id, ok1 := line.ID(idTok)
-		off, ok2 := line.Count(offTok)
-		n, ok3 := line.Count(lenTok)
+		key, off, n, ok := parseDumpItem(model, tok, files, g.e.store.BlockKey)
+		id := key.ID
 		switch {
-		case !ok1 || !ok2 || !ok3:
+		case !ok && files:
+			return items, line.Err(line.ErrInvalid, "item %d %q: want <path>:<offset>:<length>", i, line.Clip(tok))
+		case !ok:
 			return items, line.Err(line.ErrInvalid, "item %d %q: want <id>:<offset>:<length>", i, line.Clip(tok))
 		case n < format.HeaderSize && !raw:
 			return items, line.Err(line.ErrInvalid, "item %d %s: %d bytes cannot hold a block (at least the %d-byte header)", i, id, n, format.HeaderSize)
@@ -138,7 +140,7 @@ func (g *Session) parseDumpItems(t *line.Tokens, model string, size int64) ([]du
 		if total += n; total > room {
 			return items, line.Err(line.ErrTooMany, "the blocks of this request take more than the memory tier's %d bytes: split it", room)
 		}
-		items = append(items, dumpItem{key: g.e.store.BlockKey(model, id), off: off, n: n})
+		items = append(items, dumpItem{key: key, off: off, n: n})
 	}
 	if len(items) == 0 {
 		return items, line.Err(line.ErrInvalid, "no blocks to dump")
@@ -198,13 +200,11 @@ func (g *Session) stageAll(reg *gpuRegion, items []dumpItem) error {
 }
 
 // write validates a dumped block's bytes as a block named by the item's
-// id (a raw block: its size only) and writes them to its pending file.
+// id (a raw block or a File: no rule) and writes them to its pending file.
 func (it *dumpItem) write(b []byte) error {
 	var err error
-	if it.key.Kind.Raw() {
-		if len(b) == 0 {
-			err = fmt.Errorf("%s: a raw block is empty", it.key)
-		}
+	if it.key.Kind.Headerless() {
+		// a raw block or a File: any bytes (UCM takes an empty file as a block)
 	} else if h, derr := format.DecodeBlockHeader(b); derr != nil {
 		err = derr
 	} else {
@@ -232,4 +232,33 @@ func (g *Session) abortDumps(items []dumpItem) {
 		}
 	}
 	g.trimStaging()
+}
+
+// parseDumpItem parses <id>:<offset>:<length>, the id's key by blockKey,
+// or in a files model <path>:<offset>:<length> from the right (a path may
+// hold ':').
+func parseDumpItem(model string, tok []byte, files bool, blockKey func(string, format.ID) format.Key) (key format.Key, off, n int64, ok bool) {
+	if files {
+		s := string(tok)
+		j := strings.LastIndexByte(s, ':')
+		if j < 0 {
+			return key, 0, 0, false
+		}
+		i := strings.LastIndexByte(s[:j], ':')
+		if i < 0 || format.ValidateFilePath(s[:i]) != nil {
+			return key, 0, 0, false
+		}
+		off, ok1 := line.Count([]byte(s[i+1 : j]))
+		n, ok2 := line.Count([]byte(s[j+1:]))
+		return format.FileKey(model, s[:i]), off, n, ok1 && ok2
+	}
+	idTok, rest, _ := line.Cut(tok, ':')
+	offTok, lenTok, _ := line.Cut(rest, ':')
+	id, ok1 := line.ID(idTok)
+	off, ok2 := line.Count(offTok)
+	n, ok3 := line.Count(lenTok)
+	if !ok1 {
+		return key, 0, 0, false
+	}
+	return blockKey(model, id), off, n, ok2 && ok3
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ucmfs/ucmfs/control/line"
@@ -78,7 +79,7 @@ func (g *Session) load(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 	if err != nil {
 		return out, err
 	}
-	items, err := parseLoadItems(t, model, g.items[:0])
+	items, err := parseLoadItems(t, model, g.e.store.Files(model), g.items[:0])
 	defer g.release(items)
 	if err != nil {
 		return out, err
@@ -120,11 +121,20 @@ func (g *Session) load(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 }
 
 // parseLoadItems appends the items of a load request to items: at least
-// one, at most line.MaxIDs, each <id>:<offset>[:<part>].
-func parseLoadItems(t *line.Tokens, model string, items []loadItem) ([]loadItem, error) {
+// one, at most line.MaxIDs, each <id>:<offset>[:<part>], or in a files
+// model (files set) <path>:<offset>[:file].
+func parseLoadItems(t *line.Tokens, model string, files bool, items []loadItem) ([]loadItem, error) {
 	for tok := t.Next(); tok != nil; tok = t.Next() {
 		if len(items) == line.MaxIDs {
 			return items, line.Err(line.ErrTooMany, "more than %d blocks in one request", line.MaxIDs)
+		}
+		if files {
+			it, ok := parseFileItem(model, tok)
+			if !ok {
+				return items, line.Err(line.ErrInvalid, "item %d %q: want <path>:<offset> or <path>:<offset>:file", len(items)+1, line.Clip(tok))
+			}
+			items = append(items, it)
+			continue
 		}
 		it, ok := parseLoadItem(tok)
 		if !ok {
@@ -173,11 +183,31 @@ func parseLoadItem(tok []byte) (loadItem, bool) {
 	return it, true
 }
 
+// parseFileItem parses <path>:<offset>[:file] of a files model, from the
+// right (a path may hold ':'); a File is all payload, so both load the
+// whole file.
+func parseFileItem(model string, tok []byte) (loadItem, bool) {
+	var it loadItem
+	s := strings.TrimSuffix(string(tok), ":file")
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return it, false
+	}
+	off, ok := line.Count([]byte(s[i+1:]))
+	if !ok || format.ValidateFilePath(s[:i]) != nil {
+		return it, false
+	}
+	it.key, it.dst, it.part = format.FileKey(model, s[:i]), off, partPayload
+	return it, true
+}
+
 // resolve finds the bytes of an item: in the pinned mapping of the block
 // in the memory tier, or else in its file (memory full, or not mapped).
 // kv is the number of K (and V) regions of the target, 0 for one region.
 func (g *Session) resolve(it *loadItem, kv int) error {
-	it.key = g.e.store.BlockKey(it.key.Model, it.key.ID)
+	if it.key.Kind != format.File { // a File's key is its path's already
+		it.key = g.e.store.BlockKey(it.key.Model, it.key.ID)
+	}
 	s, k := g.e, it.key
 	err := s.store.AcquirePin(k)
 	switch {
