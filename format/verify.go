@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // FileReport is what InspectFile learned about one block or sidecar file.
@@ -47,7 +48,9 @@ func VerifyFile(path string) error {
 // decoded (also when the verdict is an error).
 func InspectFile(path string) (FileReport, error) {
 	r := FileReport{Path: path}
-	f, err := os.Open(path)
+	// O_NONBLOCK: a FIFO (or a device) named by mistake answers at once
+	// instead of waiting for a writer; a regular file's reads ignore it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return r, err
 	}

@@ -135,3 +135,17 @@ func TestVerifyFileInvalid(t *testing.T) {
 		t.Errorf("directory: %v", err)
 	}
 }
+
+// TestInspectFIFO: a FIFO named by mistake is refused at once as not a
+// regular file, instead of waiting for a writer forever.
+func TestInspectFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "0123456789abcdef0123456789abcdef.bin")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	// Before the fix this call never returned (the test binary's timeout
+	// ended it).
+	if _, err := InspectFile(p); !errors.Is(err, ErrName) {
+		t.Errorf("inspect of a FIFO: %v, want ErrName", err)
+	}
+}
