@@ -165,3 +165,28 @@ func TestStackFlushAfterFaultCleared(t *testing.T) {
 		t.Fatalf("after the flush: %+v, %v; want clean", bi, err)
 	}
 }
+
+// TestWriteThroughFsyncs: with WriteThrough, a publish returns once the
+// block is durable on an nvme tier (which fsyncs no commit by itself): the
+// file and its directory are fsynced before Publish returns.
+func TestWriteThroughFsyncs(t *testing.T) {
+	ffs := faultfs.Mount(t, t.TempDir())
+	s, err := New(StackConfig{Logger: testLogger(), WriteThrough: true}, MemConfig{Capacity: 8 << 20},
+		DirConfig{Kind: "nvme", Dir: ffs.Dir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		s.Close(ctx)
+	})
+	k, data := testBlock("m", 1, 4096)
+	before := ffs.Calls(faultfs.OpFsync)
+	if _, err := s.Put(k, data, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := ffs.Calls(faultfs.OpFsync) - before; got < 2 {
+		t.Errorf("a write-through publish fsynced %d times, want the file and its directory", got)
+	}
+}

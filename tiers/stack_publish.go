@@ -106,7 +106,9 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 		return info, nil
 	}
 	if durable || s.cfg.WriteThrough {
-		if err := s.writeBack(key, durable); err != nil {
+		// Write-through is durable: the file and its directory entry are
+		// fsynced on the first persistent tier before Publish returns.
+		if err := s.writeBack(key, true); err != nil {
 			// The writer is told it failed (its fsync or close): the block
 			// must not stay visible, or its retry would get EEXIST.
 			s.removeKey(key)

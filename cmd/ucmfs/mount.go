@@ -82,7 +82,7 @@ func storageFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "memory-only", Category: catStorage,
 			Usage: "no directory tier: a volatile cache in RAM"},
 		&cli.BoolFlag{Name: "write-through", Category: catStorage,
-			Usage: "close() returns once the block is on the first directory tier"},
+			Usage: "close() returns once the block is durable on the first directory tier (fsynced)"},
 		&cli.StringFlag{Name: "dirty-limit", Category: catStorage, Value: "0",
 			Usage: "dirty bytes (`SIZE`: in memory only, not yet on a directory tier) at which close() waits for write-back (0: 40% of --memory)"},
 		&cli.StringFlag{Name: "dirty-background", Category: catStorage, Value: "0",
@@ -286,7 +286,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		metrics.start(exported.Handler(), life, log)
 		announce(cfg, log, stderr, "metrics on %s", metrics.URL())
 	}
-	return serve(ctx, cfg, srv, st, life, log, stderr)
+	return serve(ctx, cfg, srv, core, st, life, log, stderr)
 }
 
 // buildStack prepares the tier directories and builds the stack with its

@@ -15,6 +15,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	"github.com/ucmfs/ucmfs/fs"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -36,7 +37,7 @@ const (
 
 // serve waits for readiness, prints the ready line, then waits for a
 // signal or an external unmount and shuts down.
-func serve(ctx context.Context, cfg mountConfig, srv *fs.Server, st *tiers.Stack, life *lifecycle, log *slog.Logger, stderr io.Writer) error {
+func serve(ctx context.Context, cfg mountConfig, srv *fs.Server, core *store.Store, st *tiers.Stack, life *lifecycle, log *slog.Logger, stderr io.Writer) error {
 	unmounted := make(chan struct{})
 	go func() { srv.Wait(); close(unmounted) }()
 	if err := waitReady(ctx, cfg.Mountpoint, unmounted); err != nil {
@@ -71,7 +72,10 @@ func serve(ctx context.Context, cfg mountConfig, srv *fs.Server, st *tiers.Stack
 		srv.StopWrites()
 		fctx, cancel := flushContext(cfg.ShutdownTimeout, log)
 		defer cancel()
-		flushErr := st.FlushAll(fctx, "")
+		// Every dirty block written back and fsynced, then each tier's
+		// filesystem synced: what background write-back left in the page
+		// cache is durable too, so a clean stop survives a power cut.
+		flushErr := core.Flush(fctx, "")
 		unmount(srv, cfg.Mountpoint, unmounted, log)
 		return shutdownError(errors.Join(flushErr, st.Close(fctx)))
 	case <-unmounted:
@@ -80,7 +84,7 @@ func serve(ctx context.Context, cfg mountConfig, srv *fs.Server, st *tiers.Stack
 		log.Info("unmounted from outside: flushing dirty blocks")
 		fctx, cancel := flushContext(cfg.ShutdownTimeout, log)
 		defer cancel()
-		return shutdownError(st.Close(fctx))
+		return shutdownError(errors.Join(core.Flush(fctx, ""), st.Close(fctx)))
 	}
 }
 
