@@ -190,3 +190,45 @@ func TestWriteThroughFsyncs(t *testing.T) {
 		t.Errorf("a write-through publish fsynced %d times, want the file and its directory", got)
 	}
 }
+
+// TestDurablePathsFsync: on an nvme tier (no fsync per commit), a durable
+// publish (a writer's fsync) and a flush of dirty blocks each fsync what
+// they make durable; a background write-back does not.
+func TestDurablePathsFsync(t *testing.T) {
+	ffs := faultfs.Mount(t, t.TempDir())
+	s, err := New(StackConfig{Logger: testLogger(), DirtyExpire: time.Hour}, MemConfig{Capacity: 8 << 20},
+		DirConfig{Kind: "nvme", Dir: ffs.Dir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		s.Close(ctx)
+	})
+	fsyncs := func(what string, fn func() error, atLeast int64) {
+		t.Helper()
+		before := ffs.Calls(faultfs.OpFsync)
+		if err := fn(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := ffs.Calls(faultfs.OpFsync) - before; got < atLeast {
+			t.Errorf("%s fsynced %d times, want at least %d", what, got, atLeast)
+		}
+	}
+	k1, d1 := testBlock("m", 1, 4096)
+	fsyncs("a durable publish", func() error { _, err := s.Put(k1, d1, true); return err }, 2)
+	k2, d2 := testBlock("m", 2, 4096)
+	k3, d3 := testBlock("m", 3, 4096)
+	for _, kd := range []struct {
+		k format.Key
+		d []byte
+	}{{k2, d2}, {k3, d3}} {
+		if _, err := s.Put(kd.k, kd.d, false); err != nil { // dirty for an hour
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	fsyncs("a flush of two dirty blocks", func() error { return s.FlushAll(ctx, "m") }, 2)
+}
