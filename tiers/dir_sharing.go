@@ -1,11 +1,13 @@
 package tiers
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/ucmfs/ucmfs/format"
+	"golang.org/x/sys/unix"
 )
 
 // A directory tier is private (the daemon's alone: the kinds nvme and
@@ -70,8 +72,13 @@ type privateDir struct {
 
 func (p *privateDir) start() error {
 	f, err := lockExclusive(filepath.Join(p.root, LockFileName))
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrLocked):
 		return fmt.Errorf("%s tier: %s is in use by another daemon: %w", p.kind, p.root, err)
+	case errors.Is(err, os.ErrPermission), errors.Is(err, unix.EROFS):
+		return fmt.Errorf("%s tier: %s is not writable by this daemon (uid %d): %w", p.kind, p.root, os.Getuid(), err)
+	case err != nil:
+		return fmt.Errorf("%s tier: %s: %w", p.kind, p.root, err)
 	}
 	p.lockf = f
 	return p.rebuild()
