@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -81,13 +82,22 @@ func defaultMountConfig() mountConfig {
 }
 
 // defaultTierDir is the per-user default nvme tier:
-// $XDG_CACHE_HOME/ucmfs/nvme, else ~/.cache/ucmfs/nvme.
+// $XDG_CACHE_HOME/ucmfs/nvme, else ~/.cache/ucmfs/nvme. Without either
+// variable (mount(8) runs the mount helper with no $HOME) it is
+// /var/lib/ucmfs/nvme for root, else the user's home directory from the
+// password database.
 func defaultTierDir() (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no default tier directory (%w): give --tier nvme:DIR", err)
+	if cache, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(cache, "ucmfs", "nvme"), nil
 	}
-	return filepath.Join(cache, "ucmfs", "nvme"), nil
+	if os.Geteuid() == 0 {
+		return "/var/lib/ucmfs/nvme", nil
+	}
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" {
+		return "", fmt.Errorf("no default tier directory (no $HOME, and no home directory for uid %d): give --tier nvme:DIR (mount -o tier=nvme:DIR)", os.Geteuid())
+	}
+	return filepath.Join(u.HomeDir, ".cache", "ucmfs", "nvme"), nil
 }
 
 // fileConfig is the YAML of --config. Every key is optional; a key that is

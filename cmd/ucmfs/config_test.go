@@ -185,3 +185,21 @@ func TestResolve(t *testing.T) {
 		t.Error("within is wrong about /mnt2, /mnt/a or /mnt under /mnt")
 	}
 }
+
+// TestDefaultTierWithoutHome: with neither $XDG_CACHE_HOME nor $HOME (the
+// mount helper as mount(8) runs it) the default tier is still a
+// directory: /var/lib/ucmfs/nvme for root, the user's home otherwise.
+func TestDefaultTierWithoutHome(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "")
+	dir, err := defaultTierDir()
+	if err != nil {
+		t.Fatalf("default tier without $HOME: %v", err)
+	}
+	if os.Geteuid() == 0 && dir != "/var/lib/ucmfs/nvme" {
+		t.Errorf("root's default tier without $HOME: %s", dir)
+	}
+	if !filepath.IsAbs(dir) {
+		t.Errorf("default tier %q is not absolute", dir)
+	}
+}

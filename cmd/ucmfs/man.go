@@ -105,7 +105,8 @@ The helper returns once the mount is ready. ucmfs umount MOUNTPOINT flushes and 
 .SH FILES
 .TP
 .I ~/.cache/ucmfs/nvme
-the default disk tier
+the default disk tier ($XDG_CACHE_HOME/ucmfs/nvme; /var/lib/ucmfs/nvme as root with no $HOME,
+as mount(8) runs the helper)
 .TP
 .I /etc/ucmfs.yaml
 a configuration file, given with \-\-config or as the mount SOURCE

@@ -78,7 +78,7 @@ func storageFlags() []cli.Flag {
 			Usage: "tmpfs `DIR` that holds the memory tier's private directory"},
 		&cli.StringSliceFlag{Name: "tier", Category: catStorage,
 			Usage: "directory `TIER` KIND:DIR[:SIZE], KIND nvme|nfs|ds3fs; repeatable, fastest first " +
-				"(default: nvme:$XDG_CACHE_HOME/ucmfs/nvme, else nvme:~/.cache/ucmfs/nvme)"},
+				"(default: nvme:$XDG_CACHE_HOME/ucmfs/nvme, else nvme:~/.cache/ucmfs/nvme; with no $HOME, /var/lib/ucmfs/nvme as root)"},
 		&cli.BoolFlag{Name: "memory-only", Category: catStorage,
 			Usage: "no directory tier: a volatile cache in RAM"},
 		&cli.BoolFlag{Name: "write-through", Category: catStorage,
