@@ -73,3 +73,15 @@ class HeaderTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DemoTest(unittest.TestCase):
+    def test_refuses_a_path_that_is_no_mount(self):
+        import tempfile
+
+        from ucmfs.demo import demo
+        with tempfile.TemporaryDirectory() as d:
+            target = os.path.join(d, "mnt-typo")
+            with self.assertRaises(SystemExit):
+                demo(target)
+            self.assertFalse(os.path.exists(target), "demo created directories under a path that is no mount")

@@ -15,7 +15,13 @@ from .sparse import read_repr, topk
 
 
 def demo(mnt: str) -> None:
-    """What an engine does with ucmfs, once: hash, store, match, load a layer."""
+    """What an engine does with ucmfs, once: hash, store, match, load a layer.
+
+    A path that is not a ucmfs mount (no .ucm/stats: a mistyped mount
+    point) is refused before anything is written there.
+    """
+    if not os.path.isfile(os.path.join(mnt, ".ucm", "stats")):
+        raise SystemExit("ucmcli demo: %s is not a ucmfs mount (no .ucm/stats there); nothing was written" % mnt)
     model_name, dtype, block_size = "demo-org/Demo-1B", "bfloat16", 16
     model = escape_model(model_name)
     os.makedirs(os.path.join(mnt, model), exist_ok=True)  # mkdir creates a namespace
