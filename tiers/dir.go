@@ -180,7 +180,7 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 		return nil, fmt.Errorf("%s tier: negative capacity %d", t.kind, cfg.Capacity)
 	}
 	t.idx = index.New(cfg.Capacity)
-	if err := t.do("mkdir", func() error { return os.MkdirAll(root, 0o755) }, nil); err != nil {
+	if err := t.do("mkdir", func() error { return os.MkdirAll(root, 0o700) }, nil); err != nil { // made private: the files of 0700 models are in it
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
 	if err := t.share.start(); err != nil {

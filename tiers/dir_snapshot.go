@@ -84,7 +84,7 @@ func (t *DirTier) writeSnapshot() error {
 	}
 	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
 	tmp := filepath.Join(t.root, SnapshotFileName+".tmp")
-	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
+	if err := os.WriteFile(tmp, buf, 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(t.root, SnapshotFileName))

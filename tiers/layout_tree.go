@@ -31,7 +31,7 @@ func isTree(dir string) bool {
 
 // markTree writes the tree mark in the model directory dir.
 func markTree(dir string) error {
-	fd, err := unix.Open(filepath.Join(dir, TreeMarkName), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	fd, err := unix.Open(filepath.Join(dir, TreeMarkName), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return osErr("mark tree", err)
 	}

@@ -116,7 +116,7 @@ func writeMeta(dir string, b []byte) error {
 		return err
 	}
 	tmp := filepath.Join(dir, ModelMetaName+tmpPrefix+randomSuffix())
-	f, err := openFile(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o644)
+	f, err := openFile(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -253,6 +254,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		return err
 	}
 	life.stack = st
+	warnOpenTiers(cfg, log)
 	// After the index rebuild: its heap is all kept, so the default GOGC
 	// collects fewer times while it grows; what it let go (listings, the
 	// snapshot's bytes) goes back to the system before the mount is ready.
@@ -324,7 +326,7 @@ func pendingBound(cfg mountConfig) int64 {
 	return cfg.Memory
 }
 
-// prepareTierDir creates a missing nvme tier directory. A shared (nfs,
+// prepareTierDir creates a missing nvme tier directory, 0700. A shared (nfs,
 // ds3fs) directory must exist: creating it would put the "shared" tier on
 // the local disk when the network filesystem is not mounted.
 func prepareTierDir(t tierSpec) error {
@@ -335,9 +337,31 @@ func prepareTierDir(t tierSpec) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, os.ErrNotExist) && t.Kind == "nvme":
-		return os.MkdirAll(t.Dir, 0o755)
+		// Private: its files are every model's blocks, 0700 models' too.
+		// (Its parents, made on the way, are ordinary directories.)
+		if err := os.MkdirAll(filepath.Dir(t.Dir), 0o755); err != nil {
+			return err
+		}
+		return os.Mkdir(t.Dir, 0o700)
 	case errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("tier %s: directory does not exist (is the %s filesystem mounted?)", t, strings.ToUpper(t.Kind))
 	}
 	return fmt.Errorf("tier %s: %w", t, err)
+}
+
+// warnOpenTiers warns, on a mount shared with other users, of each tier
+// directory they can enter: its files are the blocks of every model,
+// those of 0700 models included, readable there whatever the mount says.
+// A tier directory ucmfs makes is 0700; one made before keeps its mode.
+func warnOpenTiers(cfg mountConfig, log *slog.Logger) {
+	if !cfg.AllowOther {
+		return
+	}
+	for _, t := range cfg.Tiers {
+		fi, err := os.Stat(t.Dir)
+		if err == nil && fi.Mode().Perm()&0o011 != 0 {
+			log.Warn("a tier directory other users can enter: with --allow-other they read every model's blocks there; chmod 700 it",
+				"tier", t.String(), "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
+		}
+	}
 }
