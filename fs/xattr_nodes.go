@@ -2,6 +2,9 @@ package fs
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -82,11 +85,38 @@ func (m *modelNode) Getxattr(ctx context.Context, attr string, dest []byte) (uin
 // user.ucm.layout (ucmb or ucm-posix, while the model is empty) and
 // user.ucm.group (a KV-cache group kind, "" clears it); all four are kept
 // in the model's settings record.
+//
+// A quota is the admin's: root or the daemon's user sets, raises and
+// clears it; a model's owner may only lower it (set one where there is
+// none, or a smaller one), so a tenant cannot lift what the admin set.
 func (m *modelNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	if errno := m.s.checkModelOwner(ctx, m.model, attr); errno != 0 {
 		return errno
 	}
+	if attr == "user.ucm.quota" {
+		if err := m.quotaChange(callerProc(ctx).Uid, string(data)); err != nil {
+			return m.s.fail("setxattr", m.model+" "+attr, err)
+		}
+	}
 	return m.s.setxattr(m.xattrs(), m.model, attr, data)
+}
+
+// quotaChange refuses (ErrNotOwner) a quota change by uid that only the
+// admin (root, the daemon's user) may make: a raise or a clear.
+func (m *modelNode) quotaChange(uid uint32, value string) error {
+	if uid == 0 || uid == m.s.uid {
+		return nil
+	}
+	next, err := store.ParseBytes(strings.TrimSpace(value))
+	if err != nil {
+		return nil // refused as a bad value by the setter itself
+	}
+	cur, _ := m.xattrs().Get("quota")
+	now, _ := strconv.ParseInt(cur, 10, 64)
+	if next == 0 || (now != 0 && next > now) {
+		return fmt.Errorf("quota %d over %d: only root or the daemon's user raises or clears a quota: %w", next, now, store.ErrNotOwner)
+	}
+	return nil
 }
 
 // Removexattr is refused: the attributes always exist.

@@ -90,6 +90,14 @@ func TestOwnersSecondUser(t *testing.T) {
 	if out := u.must(t, "setfattr -n user.ucm.quota -v 1073741824 "+own+" && getfattr --only-values -n user.ucm.quota "+own+" 2>/dev/null"); !strings.HasPrefix(out, "1073741824") {
 		t.Errorf("the owner's quota: %q", out)
 	}
+	// A quota is the admin's: the owner may lower it, not raise or clear
+	// it; root may.
+	u.must(t, "setfattr -n user.ucm.quota -v 1000000 "+own)
+	refused("the owner raising its quota", "setfattr -n user.ucm.quota -v 2000000 "+own)
+	refused("the owner clearing its quota", "setfattr -n user.ucm.quota -v 0 "+own)
+	if err := syscall.Setxattr(own, "user.ucm.quota", []byte("0"), 0); err != nil {
+		t.Errorf("root clearing the user's quota: %v", err)
+	}
 	// Root may change anyone's model; the user may remove its own.
 	if err := os.Chmod(own, 0o755); err != nil {
 		t.Errorf("chmod by root: %v", err)
