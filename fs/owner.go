@@ -91,9 +91,39 @@ func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 		if err := m.s.store.SetModelOwner(m.model, next); err != nil {
 			return m.s.fail("setattr", m.model, err)
 		}
+		// The kernel checks permissions on the attributes it holds: those
+		// of the model's directories and files, which show the model's
+		// owner and mode, go before the change is answered (the kernel
+		// locks only the model's inode meanwhile, and an attribute
+		// invalidation of another inode takes none of its locks).
+		m.s.dropModelAttrs(&m.Inode, m.model)
 	}
 	m.s.modelAttr(&out.Attr, 2+256, m.model)
 	return 0
+}
+
+// dropModelAttrs tells the kernel to drop the attributes it holds of
+// every node under the model node root (its go-fuse nodes and the light
+// nodes of its files), so that a new owner or mode applies at once, not
+// after the entry TTL.
+func (s *fsState) dropModelAttrs(root *gofs.Inode, model string) {
+	srv := s.server.Load()
+	if srv == nil {
+		return
+	}
+	var walk func(n *gofs.Inode)
+	walk = func(n *gofs.Inode) {
+		for _, ch := range n.Children() {
+			if errno := ch.NotifyContent(-1, 0); errno != 0 && errno != errnoMissing {
+				s.log.Debug("attribute invalidation", "model", model, "errno", errno)
+			}
+			walk(ch)
+		}
+	}
+	walk(root)
+	for _, id := range s.light.ModelNodes(model) {
+		srv.InodeNotify(id, -1, 0)
+	}
 }
 
 // Setattr of a shard directory: shards always show their model's owner

@@ -1,7 +1,10 @@
 package integration
 
 import (
+	"bufio"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -106,4 +109,51 @@ func TestOwnersSecondUser(t *testing.T) {
 	if _, err := os.Stat(own); !os.IsNotExist(err) {
 		t.Errorf("the user's model after its rm -rf: %v", err)
 	}
+}
+
+// TestModelChmodApplies: a chmod 700 of a model by its owner takes at
+// once for another user whose shell is already inside it (its shard
+// directory looked up, a block read), not after the kernel's entry TTL.
+func TestModelChmodApplies(t *testing.T) {
+	u := newLocalUser(t)
+	_, opts := sharedMountOpts(t)
+	d := mountUCM(t, opts)
+	id := testIDs("chmod-applies", 1)[0]
+	if err := os.Mkdir(d.path("m"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(d.path("m", id[:2]), 0o755)
+	if err := writeVerdict(blockPath(d.Mnt, "m", id), goodBlock(id)); err != nil {
+		t.Fatal(err)
+	}
+	script := "cd " + d.path("m", id[:2]) + " && cat " + id + ".bin >/dev/null && echo first && read x && " +
+		"if cat " + id + ".bin >/dev/null 2>&1; then echo readable; else echo refused; fi"
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/", "LC_ALL=C"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.Uid, Gid: u.Gid, Groups: []uint32{u.Gid}}}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "first" {
+		t.Fatalf("the user's first read: %q", lines.Text())
+	}
+	if err := os.Chmod(d.path("m"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(in, "go\n")
+	in.Close()
+	if !lines.Scan() || lines.Text() != "refused" {
+		t.Errorf("a read inside a model just made 0700: %q, want refused", lines.Text())
+	}
+	cmd.Wait()
 }

@@ -308,3 +308,18 @@ func (r *Registry) resolve(node, ino uint64) (Ref, bool) {
 	}
 	return reg.ref, true
 }
+
+// ModelNodes returns the node ids of the light nodes of model's files:
+// the kernel holds their attributes, which a change of the model's owner
+// or mode must drop.
+func (t *Table) ModelNodes(model string) []uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []uint64
+	for i := uint32(0); i < t.used; i++ {
+		if e := t.ent(i); e.refs > 0 && t.shards[e.shard].ref.Model == model {
+			out = append(out, lightBase+uint64(i))
+		}
+	}
+	return out
+}
