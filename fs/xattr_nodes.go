@@ -82,7 +82,7 @@ func (m *modelNode) Getxattr(ctx context.Context, attr string, dest []byte) (uin
 
 // Setxattr writes user.ucm.quota (bytes, 0 = none), user.ucm.repr_kind
 // (the kind of sidecar derived; "default" takes the mount's),
-// user.ucm.layout (ucmb or ucm-posix, while the model is empty) and
+// user.ucm.layout (ucmb, ucm-posix or files, while the model is empty) and
 // user.ucm.group (a KV-cache group kind, "" clears it); all four are kept
 // in the model's settings record.
 //
