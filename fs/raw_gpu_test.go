@@ -37,17 +37,7 @@ func TestRawModelControl(t *testing.T) {
 	}
 	k0, b0 := raw(0, 3000)
 	k1, b1 := raw(1, 5000)
-	put(t, m.st, k0, b0)
-	put(t, m.st, k1, b1)
-	openCtl(t, m, "flush").mustOK("model " + model)
-	if err := m.st.Evict(k1); err != nil { // on the directory tier only
-		t.Fatal(err)
-	}
-	region := newSimRegion(t, 64<<10)
-	c := openCtl(t, m, "gpu")
-	r := region.register(c)
-	region.expect(7, b0)
-	region.expect(4000, b1)
+	region, c, r := loadSetup(t, m, model, k0, b0, k1, b1)
 	if a := c.mustOK(fmt.Sprintf("load %s %s %s:7 %s:4000", r, model, k0.ID, k1.ID)); a != fmt.Sprintf("ok loaded=2 bytes=%d", len(b0)+len(b1)) {
 		t.Fatalf("load: %q", a)
 	}
@@ -98,17 +88,7 @@ func TestFilesModelGPU(t *testing.T) {
 	}
 	k0, b0 := format.FileKey(model, "m_r0/abc/de_g0/aa.bin"), bytes.Repeat([]byte{1, 2, 3}, 1000)
 	k1, b1 := format.FileKey(model, "lmcache@0x0@ff.data"), bytes.Repeat([]byte{7, 8}, 2500)
-	put(t, m.st, k0, b0)
-	put(t, m.st, k1, b1)
-	openCtl(t, m, "flush").mustOK("model " + model)
-	if err := m.st.Evict(k1); err != nil { // on the directory tier only
-		t.Fatal(err)
-	}
-	region := newSimRegion(t, 64<<10)
-	c := openCtl(t, m, "gpu")
-	r := region.register(c)
-	region.expect(7, b0)
-	region.expect(4000, b1)
+	region, c, r := loadSetup(t, m, model, k0, b0, k1, b1)
 	if a := c.mustOK(fmt.Sprintf("load %s %s %s:7 %s:4000:file", r, model, k0.Name, k1.Name)); a != fmt.Sprintf("ok loaded=2 bytes=%d", len(b0)+len(b1)) {
 		t.Fatalf("load: %q", a)
 	}
@@ -124,4 +104,23 @@ func TestFilesModelGPU(t *testing.T) {
 	if got, err := os.ReadFile(m.path(model, "new", "page.bin")); err != nil || !bytes.Equal(got, b2) {
 		t.Fatalf("the dumped File through the mount: %v (equal %v)", err, bytes.Equal(got, b2))
 	}
+}
+
+// loadSetup publishes b0 as k0 (kept in memory) and b1 as k1 (on the
+// directory tier only) in model, and registers a 64 KiB simulated region
+// that expects them at 7 and 4000: what a load test of a layout asks.
+func loadSetup(t *testing.T, m *testMount, model string, k0 format.Key, b0 []byte, k1 format.Key, b1 []byte) (*simRegion, *ctl, string) {
+	t.Helper()
+	put(t, m.st, k0, b0)
+	put(t, m.st, k1, b1)
+	openCtl(t, m, "flush").mustOK("model " + model)
+	if err := m.st.Evict(k1); err != nil { // on the directory tier only
+		t.Fatal(err)
+	}
+	region := newSimRegion(t, 64<<10)
+	c := openCtl(t, m, "gpu")
+	r := region.register(c)
+	region.expect(7, b0)
+	region.expect(4000, b1)
+	return region, c, r
 }
