@@ -2,10 +2,12 @@ package tiers
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/internal/faultfs"
 )
 
 // dirtyBlock is the payload size of the blocks of the dirty tests.
@@ -176,11 +178,14 @@ func TestDirtySharedTierAtOnce(t *testing.T) {
 }
 
 func TestDirtyThrottleGivesUpWhenWriteBackFails(t *testing.T) {
-	// A tier too small for any block: every write-back fails, and the
+	// A tier whose creates all fail (EIO): every write-back fails, and the
 	// writer over the limit must not wait for it (RoomWait is an hour).
+	ffs := faultfs.Mount(t, t.TempDir())
 	s := buildStack(t, StackConfig{DirtyExpire: time.Hour, DirtyBackground: 100 << 10, DirtyLimit: 100 << 10,
 		RoomWait: time.Hour, RetryDelay: time.Hour}, MemConfig{Capacity: 16 << 20},
-		DirConfig{Kind: "nvme", Dir: t.TempDir(), Capacity: 50 << 10})
+		DirConfig{Kind: "nvme", Dir: ffs.Dir(), OpTimeout: 500 * time.Millisecond})
+	ffs.Inject(faultfs.Fault{Op: faultfs.OpCreate, Errno: syscall.EIO})
+	t.Cleanup(ffs.Clear)
 	putDirty(t, s, "d", 0, 3)
 	if st := s.Stats(); st.WriteBackErrors == 0 || st.Throttles == 0 {
 		t.Fatalf("want failed write-backs and a throttled writer: %+v", st)

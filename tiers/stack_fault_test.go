@@ -232,3 +232,21 @@ func TestDurablePathsFsync(t *testing.T) {
 	defer cancel()
 	fsyncs("a flush of two dirty blocks", func() error { return s.FlushAll(ctx, "m") }, 2)
 }
+
+// TestFileLargerThanEveryTier: a block larger than the only directory
+// tier's capacity is refused at publish with ErrNoSpace (it could never
+// be written back), and a block that fits is taken.
+func TestFileLargerThanEveryTier(t *testing.T) {
+	s := buildStack(t, StackConfig{}, MemConfig{Capacity: 8 << 20}, DirConfig{Kind: "nvme", Dir: t.TempDir(), Capacity: 1 << 20})
+	big, bigData := testBlock("m", 1, 2<<20)
+	if _, err := s.Put(big, bigData, false); !errors.Is(err, ErrNoSpace) {
+		t.Errorf("a block larger than every tier: %v, want ErrNoSpace", err)
+	}
+	if s.Has(big) {
+		t.Error("the refused block is published")
+	}
+	small, smallData := testBlock("m", 2, 64<<10)
+	if _, err := s.Put(small, smallData, true); err != nil {
+		t.Errorf("a block that fits: %v", err)
+	}
+}

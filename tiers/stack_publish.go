@@ -84,6 +84,10 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 		p.w.Abort()
 		return Info{}, fmt.Errorf("sidecar %s: %w: its block is not stored", key, ErrNotFound)
 	}
+	if err := s.fitsADirTier(key, size); err != nil {
+		p.w.Abort()
+		return Info{}, err
+	}
 	// Without a CRC in the header the payload is not read here: the
 	// write-back copy computes the CRC (copyOut), and Stat on demand.
 	opts := CommitOptions{CRC: crc, HasCRC: hasCRC, MTime: p.mtime}
@@ -311,4 +315,23 @@ func validate(key format.Key, f *os.File) (size int64, crc uint32, hasCRC bool, 
 		return 0, 0, false, fmt.Errorf("%w: %s: %w", ErrInvalid, key, err)
 	}
 	return size, crc, hasCRC, nil
+}
+
+// fitsADirTier refuses (ErrNoSpace) a file larger than the capacity of
+// every directory tier: it could never be written back, and would stay
+// dirty in memory with its write-back tried again and again. One log
+// line says so, per file.
+func (s *Stack) fitsADirTier(key format.Key, size int64) error {
+	if !s.Persistent() {
+		return nil
+	}
+	var most int64
+	for _, d := range s.dirs {
+		most = max(most, d.Usage().Capacity)
+	}
+	if size <= most || most == 0 { // 0: not known yet
+		return nil
+	}
+	s.log.Warn("a file larger than every directory tier refused", "key", key.String(), "size", size, "largest_tier", most)
+	return fmt.Errorf("%w: %s is %d bytes, more than any directory tier holds (%d at most)", ErrNoSpace, key, size, most)
 }
