@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/urfave/cli/v3"
@@ -86,11 +87,34 @@ func gpuSocketPath(cfg mountConfig, dev gpu.Device, log *slog.Logger) string {
 			dir = filepath.Join(os.TempDir(), "ucmfs-"+strconv.Itoa(os.Geteuid()))
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	err := os.MkdirAll(dir, 0o700)
+	if err == nil {
+		err = ownDir(dir, os.Geteuid())
+	}
+	if err != nil {
 		log.Warn("no gpu socket: register vmm is refused (--gpu-socket PATH places it)", "err", err)
 		return ""
 	}
 	return filepath.Join(dir, mountHash(cfg.Mountpoint)+".sock")
+}
+
+// ownDir checks that dir is a directory (not a link) of uid that no other
+// user may write: the default socket directory under /tmp may have been
+// made by another user first, to put a socket of its own in its place.
+func ownDir(dir string, uid int) error {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(dir, &st); err != nil {
+		return err
+	}
+	switch {
+	case st.Mode&syscall.S_IFMT != syscall.S_IFDIR:
+		return fmt.Errorf("%s is not a directory", dir)
+	case int(st.Uid) != uid:
+		return fmt.Errorf("%s belongs to uid %d, not to this daemon's %d", dir, st.Uid, uid)
+	case st.Mode&0o022 != 0:
+		return fmt.Errorf("%s is writable by other users (mode %04o)", dir, st.Mode&0o7777)
+	}
+	return nil
 }
 
 // mountHash names a mount's runtime files: 16 hex digits of the SHA-256

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/gpu"
@@ -49,4 +51,32 @@ func TestOpenGPU(t *testing.T) {
 		closeGPU(dev, log)
 	}
 	closeGPU(nil, log)
+}
+
+// TestSocketDirOwned: the GPU socket's directory is taken only when it is
+// the daemon's own and no one else may write it: a directory another user
+// made first (or opened to all, or a link) is refused.
+func TestSocketDirOwned(t *testing.T) {
+	base := t.TempDir()
+	mine := filepath.Join(base, "mine")
+	if err := os.Mkdir(mine, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := ownDir(mine, os.Geteuid()); err != nil {
+		t.Errorf("the daemon's own directory: %v", err)
+	}
+	open := filepath.Join(base, "open")
+	os.Mkdir(open, 0o700)
+	os.Chmod(open, 0o777)
+	if err := ownDir(open, os.Geteuid()); err == nil {
+		t.Error("a directory all may write was taken")
+	}
+	if err := ownDir(mine, os.Geteuid()+1); err == nil {
+		t.Error("another user's directory was taken")
+	}
+	link := filepath.Join(base, "link")
+	os.Symlink(mine, link)
+	if err := ownDir(link, os.Geteuid()); err == nil {
+		t.Error("a link was taken")
+	}
 }
