@@ -28,6 +28,11 @@ var ErrNotOwner = errors.New("not the owner of the model")
 // daemonOwner is the owner of a model without an owner in its settings.
 var daemonOwner = ModelOwner{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Mode: 0o755}
 
+// unreadableOwner is the owner of a model whose settings record cannot be
+// read: the daemon's, 0700, so that a model whose owner is not known is
+// closed to everyone else (fail closed) until the record reads again.
+var unreadableOwner = ModelOwner{Uid: daemonOwner.Uid, Gid: daemonOwner.Gid, Mode: 0o700}
+
 // ModelOwner returns model's owner and mode.
 func (s *Store) ModelOwner(model string) ModelOwner {
 	if o := s.modelSettings(model).Owner; o != nil {

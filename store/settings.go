@@ -64,11 +64,15 @@ func (s *Store) loadSettings(model string) Settings {
 	b, err := s.stack.ModelMeta(model)
 	if err == nil {
 		if jerr := json.Unmarshal(b, &v); jerr != nil {
-			s.log.Warn("model settings unreadable: the defaults apply", "model", model, "err", jerr)
-			v = Settings{}
+			// Its owner and mode are not known: closed to all but root
+			// and the daemon's user, not the defaults' 0755 (fail closed).
+			s.log.Warn("model settings unreadable: the defaults apply, and the model is the daemon's, 0700", "model", model, "err", jerr)
+			o := unreadableOwner
+			v = Settings{Owner: &o}
 		}
 	} else if !errors.Is(err, tiers.ErrNotFound) {
-		return Settings{} // not a model name: nothing to cache
+		o := unreadableOwner // not read (an I/O error, or not a model name): not cached, closed
+		return Settings{Owner: &o}
 	}
 	s.settings.mu.Lock()
 	if cur, raced := s.settings.m[model]; raced {

@@ -84,3 +84,19 @@ func TestSettingsPersist(t *testing.T) {
 		t.Errorf("the layout it has: %v", err)
 	}
 }
+
+// TestUnreadableSettingsFailClosed: a model whose settings record does
+// not parse is the daemon's, 0700, for the run (its owner is not known),
+// not open to all with the defaults' 0755.
+func TestUnreadableSettingsFailClosed(t *testing.T) {
+	s := newTestStore(t, Options{})
+	if err := s.stack.SetModelMeta("broken", []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	if o := s.ModelOwner("broken"); o.Mode != 0o700 || o.Uid != daemonOwner.Uid {
+		t.Errorf("owner of a model with an unreadable record: %+v, want the daemon's, 0700", o)
+	}
+	if o := s.ModelOwner("no-record"); o != daemonOwner {
+		t.Errorf("owner of a model without a record: %+v, want the daemon's, 0755", o)
+	}
+}
