@@ -142,8 +142,23 @@ func TestStackFaultStall(t *testing.T) {
 // ENOSPC after a delay, so the background write-back is still in its
 // retry's create when the flush is asked.
 func TestStackFlushAfterFaultCleared(t *testing.T) {
-	s, ffs, _ := faultStack(t, 8<<20, StackConfig{})
-	ffs.Inject(faultfs.Fault{Op: faultfs.OpCreate, Errno: syscall.ENOSPC, Delay: 250 * time.Millisecond}) // under OpTimeout
+	// The creates are slowed so that the flush joins an attempt in flight;
+	// the operation timeout is far above the delay, so that a loaded
+	// machine does not turn the delay into a stall (the tier then goes
+	// Down, and the flush's own attempt is refused for that instead).
+	ffs := faultfs.Mount(t, t.TempDir())
+	s, err := New(StackConfig{Logger: testLogger(), RetryDelay: 50 * time.Millisecond}, MemConfig{Capacity: 8 << 20},
+		DirConfig{Kind: "nfs", Dir: ffs.Dir(), OpTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ffs.Clear()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		s.Close(ctx)
+	})
+	ffs.Inject(faultfs.Fault{Op: faultfs.OpCreate, Errno: syscall.ENOSPC, Delay: 250 * time.Millisecond})
 	k, d := testBlock("f", 1, 100<<10)
 	if _, err := s.Put(k, d, false); err != nil {
 		t.Fatal(err)
