@@ -180,12 +180,10 @@ func TestDirtySharedTierAtOnce(t *testing.T) {
 func TestDirtyThrottleGivesUpWhenWriteBackFails(t *testing.T) {
 	// A tier whose creates all fail (EIO): every write-back fails, and the
 	// writer over the limit must not wait for it (RoomWait is an hour).
-	ffs := faultfs.Mount(t, t.TempDir())
-	s := buildStack(t, StackConfig{DirtyExpire: time.Hour, DirtyBackground: 100 << 10, DirtyLimit: 100 << 10,
+	s, ffs, _ := faultStackOn(t, StackConfig{DirtyExpire: time.Hour, DirtyBackground: 100 << 10, DirtyLimit: 100 << 10,
 		RoomWait: time.Hour, RetryDelay: time.Hour}, MemConfig{Capacity: 16 << 20},
-		DirConfig{Kind: "nvme", Dir: ffs.Dir(), OpTimeout: 500 * time.Millisecond})
+		DirConfig{Kind: "nvme", OpTimeout: 500 * time.Millisecond})
 	ffs.Inject(faultfs.Fault{Op: faultfs.OpCreate, Errno: syscall.EIO})
-	t.Cleanup(ffs.Clear)
 	putDirty(t, s, "d", 0, 3)
 	if st := s.Stats(); st.WriteBackErrors == 0 || st.Throttles == 0 {
 		t.Fatalf("want failed write-backs and a throttled writer: %+v", st)

@@ -14,16 +14,23 @@ import (
 	"github.com/ucmfs/ucmfs/internal/faultfs"
 )
 
-// faultStack is a stack whose directory tier lives on a fault-injecting
-// FUSE mount of a real directory.
+// faultStack is a stack whose directory tier (nfs kind, 500 ms operation
+// timeout) lives on a fault-injecting FUSE mount of a real directory.
 func faultStack(t *testing.T, memCap int64, cfg StackConfig) (*Stack, *faultfs.FS, string) {
+	t.Helper()
+	cfg.RetryDelay = 50 * time.Millisecond
+	return faultStackOn(t, cfg, MemConfig{Capacity: memCap}, DirConfig{Kind: "nfs", OpTimeout: 500 * time.Millisecond})
+}
+
+// faultStackOn is a stack of cfg, mc and one directory tier dc whose
+// directory is a fault-injecting FUSE mount of a real one (returned
+// with the mount); the faults are cleared before the stack closes.
+func faultStackOn(t *testing.T, cfg StackConfig, mc MemConfig, dc DirConfig) (*Stack, *faultfs.FS, string) {
 	t.Helper()
 	backing := t.TempDir()
 	ffs := faultfs.Mount(t, backing)
-	cfg.Logger = testLogger()
-	cfg.RetryDelay = 50 * time.Millisecond
-	s, err := New(cfg, MemConfig{Capacity: memCap},
-		DirConfig{Kind: "nfs", Dir: ffs.Dir(), OpTimeout: 500 * time.Millisecond})
+	cfg.Logger, dc.Dir = testLogger(), ffs.Dir()
+	s, err := New(cfg, mc, dc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,18 +153,8 @@ func TestStackFlushAfterFaultCleared(t *testing.T) {
 	// the operation timeout is far above the delay, so that a loaded
 	// machine does not turn the delay into a stall (the tier then goes
 	// Down, and the flush's own attempt is refused for that instead).
-	ffs := faultfs.Mount(t, t.TempDir())
-	s, err := New(StackConfig{Logger: testLogger(), RetryDelay: 50 * time.Millisecond}, MemConfig{Capacity: 8 << 20},
-		DirConfig{Kind: "nfs", Dir: ffs.Dir(), OpTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ffs.Clear()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		s.Close(ctx)
-	})
+	s, ffs, _ := faultStackOn(t, StackConfig{RetryDelay: 50 * time.Millisecond}, MemConfig{Capacity: 8 << 20},
+		DirConfig{Kind: "nfs", OpTimeout: 30 * time.Second})
 	ffs.Inject(faultfs.Fault{Op: faultfs.OpCreate, Errno: syscall.ENOSPC, Delay: 250 * time.Millisecond})
 	k, d := testBlock("f", 1, 100<<10)
 	if _, err := s.Put(k, d, false); err != nil {
@@ -185,17 +182,7 @@ func TestStackFlushAfterFaultCleared(t *testing.T) {
 // block is durable on an nvme tier (which fsyncs no commit by itself): the
 // file and its directory are fsynced before Publish returns.
 func TestWriteThroughFsyncs(t *testing.T) {
-	ffs := faultfs.Mount(t, t.TempDir())
-	s, err := New(StackConfig{Logger: testLogger(), WriteThrough: true}, MemConfig{Capacity: 8 << 20},
-		DirConfig{Kind: "nvme", Dir: ffs.Dir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		s.Close(ctx)
-	})
+	s, ffs, _ := faultStackOn(t, StackConfig{WriteThrough: true}, MemConfig{Capacity: 8 << 20}, DirConfig{Kind: "nvme"})
 	k, data := testBlock("m", 1, 4096)
 	before := ffs.Calls(faultfs.OpFsync)
 	if _, err := s.Put(k, data, false); err != nil {
@@ -210,17 +197,7 @@ func TestWriteThroughFsyncs(t *testing.T) {
 // publish (a writer's fsync) and a flush of dirty blocks each fsync what
 // they make durable; a background write-back does not.
 func TestDurablePathsFsync(t *testing.T) {
-	ffs := faultfs.Mount(t, t.TempDir())
-	s, err := New(StackConfig{Logger: testLogger(), DirtyExpire: time.Hour}, MemConfig{Capacity: 8 << 20},
-		DirConfig{Kind: "nvme", Dir: ffs.Dir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		s.Close(ctx)
-	})
+	s, ffs, _ := faultStackOn(t, StackConfig{DirtyExpire: time.Hour}, MemConfig{Capacity: 8 << 20}, DirConfig{Kind: "nvme"})
 	fsyncs := func(what string, fn func() error, atLeast int64) {
 		t.Helper()
 		before := ffs.Calls(faultfs.OpFsync)
