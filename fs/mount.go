@@ -44,6 +44,9 @@ type Options struct {
 	// links to it. Empty: no socket (register vmm is refused). Used only
 	// with a GPU device.
 	GPUSocket string
+	// Transport is how requests travel between the kernel and the daemon:
+	// TransportAuto (the default), TransportUring or TransportDev.
+	Transport string
 
 	// bridgeOnly leaves the light-node layer out (package light): every
 	// request goes to go-fuse's bridge. For tests that compare the two.
@@ -76,7 +79,7 @@ const maxIO = 1 << 20
 
 // Server is a mounted ucmfs.
 type Server struct {
-	srv   *fuse.Server
+	conn  *connection
 	state *fsState
 	mnt   string
 }
@@ -140,18 +143,18 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 	if !s.opts.bridgeOnly {
 		rawFS = light.NewLayer(rawFS, lightHost{s}, s.light, s.shards)
 	}
-	srv, err := light.Serve(mnt, rawFS, &gopts.MountOptions)
+	conn, err := connect(mnt, rawFS, &gopts.MountOptions, s.opts.Transport, s.log)
 	if err != nil {
 		s.env.CloseGPUSocket()
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)
 	}
-	server := &Server{srv: srv, state: s, mnt: mnt}
+	server := &Server{conn: conn, state: s, mnt: mnt}
 	if s.opts.Passthrough {
 		if err := s.backing.Probe(s.store.TierDirs(), s.log); err != nil {
 			s.log.Warn("FUSE passthrough unavailable; the daemon serves reads and writes itself", "mountpoint", mnt, "err", err)
 		}
 	}
-	s.log.Info("mounted", "mountpoint", mnt, "passthrough", s.backing.Active())
+	s.log.Info("mounted", "mountpoint", mnt, "passthrough", s.backing.Active(), "transport", conn.transportName())
 	return server, nil
 }
 
@@ -195,7 +198,7 @@ func checkMountpoint(mnt string) error {
 // Wait returns once the file system is unmounted (by Unmount or by an
 // external umount); the prefetch pool is stopped by then.
 func (s *Server) Wait() {
-	s.srv.Wait()
+	s.conn.wait()
 	s.state.env.CloseGPUSocket()
 	s.state.Close()
 }
@@ -211,6 +214,10 @@ func (s *Server) StopWrites() {
 // tiers' files directly (FUSE passthrough).
 func (s *Server) PassthroughActive() bool { return s.state.backing.Active() }
 
+// Transport says which transport serves the mount: TransportUring or
+// TransportDev.
+func (s *Server) Transport() string { return s.conn.transportName() }
+
 // Mountpoint is the absolute path of the mount.
 func (s *Server) Mountpoint() string { return s.mnt }
 
@@ -223,7 +230,7 @@ func (s *Server) Unmount() error {
 	if mounted, err := isMountpoint(s.mnt); err == nil && !mounted {
 		return nil // unmounted already (an external umount)
 	}
-	err := s.srv.Unmount()
+	err := s.conn.unmount()
 	if err == nil {
 		return nil
 	}

@@ -28,8 +28,9 @@ var allowed = map[string][]string{
 	"metrics":              {"store"},
 	"fs/light":             {"format", "internal/hashtab"},
 	"fs/ino":               {"format"},
-	"fs":                   {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino"}, // gpu, transfer: their sentinels in the errno table
-	"cmd/ucmfs":            {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog"},                // tiers: wiring only
+	"fs/uring":             {},
+	"fs":                   {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring"}, // gpu, transfer: their sentinels in the errno table
+	"cmd/ucmfs":            {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog"},                            // tiers: wiring only
 	"internal/faultfs":     {},
 	"internal/tiertest":    {"format", "tiers"}, // test support: stacks over real directories
 	"internal/engine":      {"gpu/fdpass"},      // test support: a stand-in engine process
@@ -47,7 +48,7 @@ var allowed = map[string][]string{
 
 // restricted third-party imports and the only packages that may use them.
 var restricted = map[string][]string{
-	"github.com/hanwen/go-fuse/v2":         {"fs", "fs/light", "internal/faultfs"},
+	"github.com/hanwen/go-fuse/v2":         {"fs", "fs/light", "fs/uring", "internal/faultfs"},
 	"github.com/urfave/cli/v3":             {"cmd/ucmfs"},
 	"github.com/prometheus/client_golang/": {"metrics"},
 }

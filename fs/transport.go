@@ -1,0 +1,144 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/fs/light"
+	"github.com/ucmfs/ucmfs/fs/uring"
+)
+
+// Transports: how requests travel between the kernel and the daemon
+// (Options.Transport, --fuse-transport).
+const (
+	// TransportAuto uses io_uring where the kernel offers it and else
+	// /dev/fuse, saying why in one log line.
+	TransportAuto = "auto"
+	// TransportUring uses FUSE over io_uring (package uring), or fails the
+	// mount.
+	TransportUring = "uring"
+	// TransportDev reads and writes /dev/fuse (go-fuse's own loop).
+	TransportDev = "dev"
+)
+
+// Transports lists the values of Options.Transport.
+var Transports = []string{TransportAuto, TransportUring, TransportDev}
+
+// connection is a mount's FUSE connection, served on one transport.
+type connection struct {
+	// srv answered INIT; it sends notifications and registers passthrough
+	// backing files on either transport.
+	srv *fuse.Server
+	// ring serves the requests when the transport is io_uring; nil when
+	// go-fuse's /dev/fuse loop does.
+	ring *uring.Transport
+	mnt  string
+}
+
+// connect mounts fs at mnt and serves it on the transport asked for.
+func connect(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, transport string, log *slog.Logger) (*connection, error) {
+	switch transport {
+	case "", TransportAuto, TransportUring:
+	case TransportDev:
+		return connectDev(mnt, fs, o)
+	default:
+		return nil, fmt.Errorf("FUSE transport %q: want one of %v", transport, Transports)
+	}
+	t, err := uring.Prepare(uring.Options{MaxWrite: o.MaxWrite, Logger: log})
+	if err == nil {
+		var c *connection
+		if c, err = connectRing(mnt, fs, o, t, log); err == nil {
+			return c, nil
+		}
+		t.Close()
+		if !errors.Is(err, uring.ErrNeedsRoot) {
+			return nil, err
+		}
+	}
+	if transport == TransportUring {
+		return nil, fmt.Errorf("FUSE transport uring: %w", err)
+	}
+	log.Info("FUSE over io_uring not used; requests go through /dev/fuse", "why", err.Error())
+	return connectDev(mnt, fs, o)
+}
+
+// connectDev mounts fs at mnt and serves it with go-fuse's /dev/fuse loop.
+func connectDev(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions) (*connection, error) {
+	srv, err := light.Serve(mnt, fs, o)
+	if err != nil {
+		return nil, err
+	}
+	return &connection{srv: srv, mnt: mnt}, nil
+}
+
+// connectRing mounts with mount(2), has go-fuse answer INIT (asking for
+// io_uring) on the connection's descriptor, and serves the rest with t.
+func connectRing(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, t *uring.Transport, log *slog.Logger) (*connection, error) {
+	fd, err := uring.Mount(mnt, o)
+	if err != nil {
+		return nil, err
+	}
+	ro := *o
+	ro.DirectMount = false // the /dev/fd/N mountpoint: go-fuse takes the descriptor as mounted
+	ro.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
+	srv, err := fuse.NewServer(fs, fmt.Sprintf("/dev/fd/%d", fd), &ro)
+	if err != nil {
+		_ = uring.Unmount(mnt)
+		return nil, err
+	}
+	ps, err := uring.NewProtocolServer(fs, &ro, srv)
+	if err != nil {
+		_ = uring.Unmount(mnt)
+		return nil, err
+	}
+	offered := uring.Offered(srv)
+	switch err := t.Serve(fd, ps, offered); {
+	case err != nil:
+		// The kernel refused an entry and fell back to /dev/fuse, which
+		// the transport serves too.
+		log.Warn("FUSE over io_uring not in use", "mountpoint", mnt, "err", err.Error())
+	case !offered:
+		log.Warn("FUSE over io_uring not in use: the kernel did not offer it at INIT; requests go through /dev/fuse", "mountpoint", mnt)
+	}
+	return &connection{srv: srv, ring: t, mnt: mnt}, uring.PollHack(mnt)
+}
+
+// wait returns once the file system is unmounted and its loops stopped.
+func (c *connection) wait() {
+	if c.ring == nil {
+		c.srv.Wait()
+		return
+	}
+	c.ring.Wait()
+}
+
+// unmount unmounts the file system and waits for its loops to stop. A
+// busy mount is retried a few times, as go-fuse does, for the kernel to
+// see the last files closed.
+func (c *connection) unmount() error {
+	if c.ring == nil {
+		return c.srv.Unmount()
+	}
+	var err error
+	delay := time.Duration(0)
+	for try := 0; try < 5; try++ {
+		if err = uring.Unmount(c.mnt); err == nil {
+			c.ring.Wait()
+			return nil
+		}
+		delay = 2*delay + 5*time.Millisecond
+		time.Sleep(delay)
+	}
+	return err
+}
+
+// transportName says which transport serves the mount, for the log.
+func (c *connection) transportName() string {
+	if c.ring != nil && c.ring.InRing() {
+		return TransportUring
+	}
+	return TransportDev
+}
