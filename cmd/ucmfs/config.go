@@ -34,6 +34,7 @@ type mountConfig struct {
 	EntryTTL        time.Duration // kernel cache of published entries and attrs
 	NegativeTTL     time.Duration // kernel cache of misses
 	KernelNodes     int           // published files' nodes the kernel may keep; 0: fs default, <0: unbounded
+	FUSETransport   string        // auto, uring or dev (fs.Transports)
 	MaxFileSize     int64         // largest block file accepted, bytes
 	MaxPending      int64         // bytes of files being written (0: the memory tier's size)
 	MaxPendingUser  int64         // one user's share of MaxPending (0: all of it)
@@ -77,6 +78,7 @@ func defaultMountConfig() mountConfig {
 		LogFormat:       "text",
 		ShutdownTimeout: 30 * time.Second,
 		GPU:             "auto",
+		FUSETransport:   "auto",
 		DirtyExpire:     tiers.DefaultDirtyExpire,
 	}
 }
@@ -116,6 +118,7 @@ type fileConfig struct {
 	EntryTTL        *time.Duration `yaml:"entry_ttl"`
 	NegativeTTL     *time.Duration `yaml:"negative_ttl"`
 	KernelNodes     *int           `yaml:"kernel_nodes"`
+	FUSETransport   *string        `yaml:"fuse_transport"`
 	MaxFileSize     *byteSize      `yaml:"max_file_size"`
 	MaxPending      *byteSize      `yaml:"max_pending"`
 	MaxPendingUser  *byteSize      `yaml:"max_pending_per_user"`
@@ -235,7 +238,8 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 		}
 	}
 	for dst, v := range map[*string]*string{&cfg.ControlGroup: fc.ControlGroup,
-		&cfg.MetricsAddr: fc.MetricsAddr, &cfg.GPU: fc.GPU, &cfg.LogFormat: fc.LogFormat} {
+		&cfg.MetricsAddr: fc.MetricsAddr, &cfg.GPU: fc.GPU, &cfg.LogFormat: fc.LogFormat,
+		&cfg.FUSETransport: fc.FUSETransport} {
 		if v != nil {
 			*dst = *v
 		}

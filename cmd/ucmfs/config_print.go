@@ -31,6 +31,8 @@ type printedConfig struct {
 	Passthrough     bool          `yaml:"passthrough"`
 	EntryTTL        string        `yaml:"entry_ttl"`
 	NegativeTTL     string        `yaml:"negative_ttl"`
+	KernelNodes     int           `yaml:"kernel_nodes"`
+	FUSETransport   string        `yaml:"fuse_transport"`
 	MaxFileSize     string        `yaml:"max_file_size"`
 	MaxPending      string        `yaml:"max_pending"`
 	MaxPendingUser  string        `yaml:"max_pending_per_user"`
@@ -60,8 +62,9 @@ func printConfig(w io.Writer, cfg mountConfig) error {
 		Memory: exactSize(cfg.Memory), MemoryDir: cfg.MemoryDir, Tiers: []printedTier{},
 		WriteThrough: cfg.WriteThrough, DirtyLimit: exactSize(cfg.DirtyLimit), DirtyBackground: exactSize(cfg.DirtyBackground),
 		DirtyExpire: cfg.DirtyExpire.String(), AllowOther: cfg.AllowOther, Passthrough: cfg.Passthrough,
-		EntryTTL: cfg.EntryTTL.String(), NegativeTTL: cfg.NegativeTTL.String(), MaxFileSize: exactSize(cfg.MaxFileSize),
-		MaxPending: exactSize(cfg.MaxPending), MaxPendingUser: exactSize(cfg.MaxPendingUser),
+		EntryTTL: cfg.EntryTTL.String(), NegativeTTL: cfg.NegativeTTL.String(), KernelNodes: cfg.KernelNodes, FUSETransport: cfg.FUSETransport,
+		MaxFileSize: exactSize(cfg.MaxFileSize),
+		MaxPending:  exactSize(cfg.MaxPending), MaxPendingUser: exactSize(cfg.MaxPendingUser),
 		LogLevel: strings.ToLower(cfg.LogLevel.String()), LogFormat: cfg.LogFormat, Debug: cfg.Debug,
 		ShutdownTimeout: cfg.ShutdownTimeout.String(), ControlGroup: cfg.ControlGroup, MetricsAddr: cfg.MetricsAddr,
 		GPU: cfg.GPU, GPUSocket: cfg.GPUSocket, CUDALibrary: cfg.CUDALibrary, ReprKind: reprString(cfg.Repr),

@@ -108,6 +108,8 @@ func fuseFlags() []cli.Flag {
 			Usage: "how long (`DURATION`) the kernel caches published entries and attributes"},
 		&cli.IntFlag{Name: "kernel-nodes", Category: catFUSE, Value: fs.DefaultKernelNodes,
 			Usage: "most published files (`N`) the kernel keeps looked up; older ones are handed back, at a cost to long walks (-1: no bound)"},
+		&cli.StringFlag{Name: "fuse-transport", Category: catFUSE, Value: fs.TransportAuto,
+			Usage: "how requests reach the daemon (`HOW`): uring (FUSE over io_uring, which an admin enables: docs/operations.md), dev (/dev/fuse), or auto (uring where the kernel offers it, else dev)"},
 		&cli.StringFlag{Name: "max-file-size", Category: catFUSE, Value: "1GiB",
 			Usage: "largest block file accepted (`SIZE`); larger writes fail"},
 		&cli.StringFlag{Name: "max-pending", Category: catFUSE, Value: "0",
@@ -191,6 +193,12 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 	}
 	if cmd.IsSet("memory-dir") {
 		cfg.MemoryDir = cmd.String("memory-dir")
+	}
+	if cmd.IsSet("fuse-transport") {
+		cfg.FUSETransport = cmd.String("fuse-transport")
+	}
+	if !slices.Contains(fs.Transports, cfg.FUSETransport) {
+		return fmt.Errorf("fuse transport %q: want one of %s", cfg.FUSETransport, strings.Join(fs.Transports, ", "))
 	}
 	if cmd.IsSet("kernel-nodes") {
 		cfg.KernelNodes = int(cmd.Int("kernel-nodes"))
@@ -277,7 +285,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
 		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL, KernelNodes: cfg.KernelNodes,
 		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup,
-		GPUSocket: gpuSocketPath(cfg, dev, log),
+		GPUSocket: gpuSocketPath(cfg, dev, log), Transport: cfg.FUSETransport,
 	})
 	if err != nil {
 		core.Close()

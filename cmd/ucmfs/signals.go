@@ -171,13 +171,20 @@ func unmount(srv *fs.Server, mnt string, unmounted <-chan struct{}, log *slog.Lo
 	}
 }
 
+// deadMount reports whether err is how a FUSE mount whose daemon died
+// answers: ENOTCONN, or ECONNABORTED for a request made while the kernel
+// tore down an io_uring connection (its rings outlive the process briefly).
+func deadMount(err error) bool {
+	return errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED)
+}
+
 // checkMountpoint refuses a mount point that is missing, not a directory,
 // a dead FUSE mount, already mounted, or not empty, each with a message
 // that says what to do.
 func checkMountpoint(mnt string) error {
 	fi, err := os.Stat(mnt)
 	switch {
-	case errors.Is(err, syscall.ENOTCONN):
+	case deadMount(err):
 		return fmt.Errorf("%s is a dead FUSE mount (its daemon died): run 'umount -l %s' first", mnt, mnt)
 	case errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("mount point %s does not exist: create it with 'mkdir -p %s'", mnt, mnt)
@@ -187,14 +194,15 @@ func checkMountpoint(mnt string) error {
 		return fmt.Errorf("mount point %s is not a directory", mnt)
 	}
 	// Reading the directory reaches a FUSE daemon even when the kernel
-	// still has the root's attributes cached: a dead one answers ENOTCONN.
+	// still has the root's attributes cached: a dead one answers ENOTCONN
+	// (deadMount).
 	d, err := os.Open(mnt)
 	var names []string
 	if err == nil {
 		names, err = d.Readdirnames(1)
 		d.Close()
 	}
-	if errors.Is(err, syscall.ENOTCONN) {
+	if deadMount(err) {
 		return fmt.Errorf("%s is a dead FUSE mount (its daemon died): run 'umount -l %s' first", mnt, mnt)
 	}
 	if fstype, ok := mountedAt(mnt); ok {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -66,7 +65,7 @@ func readStats(mnt string) ([]byte, error) {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("%s is not a ucmfs mount (no .ucm/stats)", mnt)
-	case errors.Is(err, syscall.ENOTCONN):
+	case deadMount(err):
 		return nil, fmt.Errorf("%s is a dead FUSE mount (its daemon died): run 'umount -l %s'", mnt, mnt)
 	case err != nil:
 		return nil, err
