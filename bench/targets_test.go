@@ -5,17 +5,27 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
 
-// The four targets every benchmark compares, in the order they run.
+// The targets every benchmark compares, in the order they run; uring only
+// where the kernel offers FUSE over io_uring.
 const (
-	passthrough = "passthrough" // the mount, FUSE passthrough on (the default as root)
-	fallback    = "fallback"    // the mount with --no-passthrough: the daemon serves the bytes
+	passthrough = "passthrough" // the mount, FUSE passthrough on (the default as root), over /dev/fuse
+	fallback    = "fallback"    // the mount with --no-passthrough: the daemon serves the bytes, over /dev/fuse
 	tmpfs       = "tmpfs"       // a plain directory on /dev/shm
 	nvme        = "nvme"        // a plain directory on the disk of the nvme tiers
+	uringPT     = "uring"       // the passthrough mount over FUSE over io_uring (--fuse-transport uring)
 )
+
+// uringOffered reports whether the fuse module lets connections use
+// io_uring (an admin's setting; docs/operations.md).
+func uringOffered() bool {
+	b, err := os.ReadFile("/sys/module/fuse/parameters/enable_uring")
+	return err == nil && strings.TrimSpace(string(b)) == "Y"
+}
 
 // sharedMemory is the memory tier of the shared daemons: room for every
 // block the benchmarks keep (reads, stats) and a write batch.
@@ -80,7 +90,7 @@ func makeTargets() ([]*target, error) {
 	for _, c := range []struct {
 		name  string
 		extra []string
-	}{{passthrough, nil}, {fallback, []string{"--no-passthrough"}}} {
+	}{{passthrough, []string{"--fuse-transport", "dev"}}, {fallback, []string{"--no-passthrough", "--fuse-transport", "dev"}}} {
 		mnt, tier := filepath.Join(diskDir, c.name+"-mnt"), filepath.Join(diskDir, c.name+"-tier")
 		if err := makeDirs(mnt); err != nil {
 			return nil, err
@@ -100,6 +110,17 @@ func makeTargets() ([]*target, error) {
 		}
 		ts = append(ts, &target{name: c.name, root: c.root})
 	}
+	if uringOffered() { // last: the benchmarks that pick targets by index keep theirs
+		mnt, tier := filepath.Join(diskDir, uringPT+"-mnt"), filepath.Join(diskDir, uringPT+"-tier")
+		if err := makeDirs(mnt); err != nil {
+			return nil, err
+		}
+		d := newDaemon(mnt, tier, sharedMemory, "--fuse-transport", "uring")
+		if _, err := d.start(); err != nil {
+			return nil, err
+		}
+		ts = append(ts, &target{name: uringPT, root: mnt, d: d})
+	}
 	return ts, nil
 }
 
@@ -113,7 +134,7 @@ func runTargets(b *testing.B, fn func(b *testing.B, t *target)) {
 	for r := 0; r < rounds(); r++ {
 		for _, t := range ts {
 			b.Run(t.name, func(b *testing.B) {
-				if t.name == passthrough && !t.d.passthrough() {
+				if (t.name == passthrough || t.name == uringPT) && !t.d.passthrough() {
 					b.Skipf("the daemon runs without passthrough here:\n%s", t.d.output())
 				}
 				fn(b, t)
