@@ -40,7 +40,7 @@ func (f flushSession) answer(ctx context.Context, req []byte, out []byte) ([]byt
 	switch verb := t.Next(); string(verb) {
 	case "all":
 	case "model":
-		m, err := f.s.controlModel(&t)
+		m, err := f.s.controlModel(ctx, &t, store.AccessExec, "flush")
 		if err != nil {
 			return out, err
 		}

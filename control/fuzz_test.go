@@ -23,7 +23,7 @@ import (
 // bounded time.
 
 // fuzzEnv is an environment with blocks and a simulated GPU.
-func fuzzEnv(f *testing.F) (*Env, []format.Key) {
+func fuzzEnv(f testing.TB) (*Env, []format.Key) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := tiertest.NewStack(f, log, tiers.MemConfig{Capacity: 64 << 20}, tiers.DirConfig{Kind: "nvme"})
 	keys := make([]format.Key, 4)

@@ -55,7 +55,7 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 	default:
 		return out, line.Err(line.ErrInvalid, "unknown lookup command %q: want exists, prefix or hybrid", line.Clip(verb))
 	}
-	model, err := l.s.controlModel(&t)
+	model, err := l.s.controlModel(ctx, &t, store.AccessExec, "lookup")
 	if err != nil {
 		return out, err
 	}

@@ -38,7 +38,7 @@ func (l *lookupSession) hybridLookup(ctx context.Context, t *line.Tokens, out []
 		if len(groups) == maxGroups {
 			return out, line.Err(line.ErrTooMany, "hybrid: more than %d groups", maxGroups)
 		}
-		model, err := l.s.controlModel(t)
+		model, err := l.s.controlModel(ctx, t, store.AccessExec, "lookup")
 		if err != nil {
 			return out, err
 		}

@@ -1,6 +1,8 @@
 package control
 
 import (
+	"context"
+
 	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/store"
@@ -10,9 +12,16 @@ import (
 // or tabs; nothing here allocates per token or per id.
 
 // controlModel reads the model token of a request: a valid name (EINVAL)
-// of a model the mount knows (ENOENT).
-func (s *Env) controlModel(t *line.Tokens) (string, error) {
-	return line.Model(t, s.store.ModelExists, store.ErrNotFound)
+// of a model the mount knows (ENOENT) that the caller of ctx may reach
+// (EACCES): want is store.AccessExec for a request that reads blocks or
+// learns which exist (what a stat or open through the mount needs of the
+// model's directories), with store.AccessWrite for one that publishes.
+func (s *Env) controlModel(ctx context.Context, t *line.Tokens, want uint32, what string) (string, error) {
+	model, err := line.Model(t, s.store.ModelExists, store.ErrNotFound)
+	if err != nil {
+		return model, err
+	}
+	return model, line.CheckModel(ctx, model, s.store.ModelPermits, want, what)
 }
 
 // parseIDs appends the remaining tokens of t, block ids, to ids: at

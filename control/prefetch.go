@@ -6,6 +6,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // .ucm/prefetch: promote blocks into the memory tier ahead of need.
@@ -32,7 +33,7 @@ type prefetchSession struct {
 // answer queues the present ids of one request.
 func (p *prefetchSession) answer(ctx context.Context, req []byte, out []byte) ([]byte, error) {
 	t := line.NewTokens(req)
-	model, err := p.s.controlModel(&t)
+	model, err := p.s.controlModel(ctx, &t, store.AccessExec, "prefetch")
 	if err != nil {
 		return out, err
 	}

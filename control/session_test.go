@@ -27,7 +27,7 @@ func testErrName(err error) (string, bool) {
 	for _, r := range []struct {
 		target error
 		name   string
-	}{{ErrBackpressure, "ENOBUFS"}, {line.ErrInvalid, "EINVAL"}, {line.ErrTooMany, "E2BIG"}, {store.ErrNotFound, "ENOENT"}} {
+	}{{ErrBackpressure, "ENOBUFS"}, {line.ErrInvalid, "EINVAL"}, {line.ErrTooMany, "E2BIG"}, {store.ErrNotFound, "ENOENT"}, {line.ErrAccess, "EACCES"}} {
 		if errors.Is(err, r.target) {
 			return r.name, true
 		}

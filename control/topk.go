@@ -56,7 +56,7 @@ type topkIndex struct {
 // answer handles one topk request.
 func (t *topkSession) answer(ctx context.Context, req []byte, out []byte) ([]byte, error) {
 	start := time.Now()
-	r, err := t.parse(req)
+	r, err := t.parse(ctx, req)
 	if err != nil {
 		return out, err
 	}

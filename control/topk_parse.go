@@ -2,6 +2,7 @@ package control
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/sparse"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // Parsing of .ucm/topk requests (grammar in control_topk.go and
@@ -52,12 +54,12 @@ const (
 var optNames = []string{"kind", "layer", "k", "heads", "dim", "q"}
 
 // parse reads a request into the session's buffers.
-func (t *topkSession) parse(req []byte) (*topkRequest, error) {
+func (t *topkSession) parse(ctx context.Context, req []byte) (*topkRequest, error) {
 	tk := line.NewTokens(req)
 	if verb := tk.Next(); string(verb) != "topk" {
 		return nil, line.Err(line.ErrInvalid, "unknown topk command %q: want topk", line.Clip(verb))
 	}
-	model, err := t.s.controlModel(&tk)
+	model, err := t.s.controlModel(ctx, &tk, store.AccessExec, "topk")
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // newOpenMount mounts st with allow_other on a mount point every user can
@@ -90,5 +93,46 @@ func TestControlGroup(t *testing.T) {
 	}
 	if err := openAs(p, otherUID, otherGID); err == nil {
 		t.Error("a non-member opened the file")
+	}
+}
+
+// TestControlModelAccess: a member of the control group asks .ucm/lookup
+// about a root-only (0700) model through the mount and is refused
+// (EACCES), as a stat of the block would be; about a model it may read
+// it gets the answer.
+func TestControlModelAccess(t *testing.T) {
+	m := newOpenMount(t, Options{ControlGroup: "65534"})
+	key, data := testBlock("private", 1, 4096)
+	pub, pubData := testBlock("public", 1, 4096)
+	for _, c := range []struct {
+		model string
+		mode  os.FileMode
+	}{{"private", 0o700}, {"public", 0o755}} {
+		if err := os.Mkdir(m.path(c.model), c.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, d := range map[format.Key][]byte{key: data, pub: pubData} {
+		if err := writeFile(m.keyPath(k), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask := `import sys, os
+fd = os.open(sys.argv[1], os.O_RDWR)
+for req in sys.argv[2:]:
+    os.write(fd, (req + "\n").encode())
+    print(os.read(fd, 4096).decode().strip())`
+	// /usr/bin/python3: a user-local interpreter may not be reachable by
+	// the other user.
+	cmd := exec.Command("/usr/bin/python3", "-c", ask, m.path(".ucm", "lookup"),
+		"exists private "+key.ID.String(), "exists public "+pub.ID.String())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: controlGID}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("lookup as another user: %v\n%s", err, out)
+	}
+	answers := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(answers) != 2 || !strings.HasPrefix(answers[0], "err EACCES") || answers[1] != "ok 1 1" {
+		t.Fatalf("answers %q: want EACCES for the 0700 model, \"ok 1 1\" for the 0755 one", answers)
 	}
 }

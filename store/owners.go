@@ -63,3 +63,32 @@ func (s *Store) CheckOwner(model string, uid uint32) error {
 	}
 	return fmt.Errorf("model %s: uid %d: %w", model, uid, ErrNotOwner)
 }
+
+// Access bits for ModelPermits: a mode's permission bits for one class.
+const (
+	AccessRead  = 4 // list the model's directories
+	AccessWrite = 2 // create and remove files in them
+	AccessExec  = 1 // reach files by name (stat, open)
+)
+
+// ModelPermits reports whether a caller may do want (Access bits) on
+// model's directories, by the rules the kernel applies to the mount
+// (default_permissions, generic_permission): root may do anything; the
+// owner has the owner bits, a member of the model's group (its gid, or
+// inGroup for its other groups; nil: none) the group bits, anyone else the
+// other bits. The control files apply it to requests that name a model, so
+// that they give no more than the same request through the mount would.
+func (s *Store) ModelPermits(model string, uid, gid uint32, inGroup func(uint32) bool, want uint32) bool {
+	if uid == 0 {
+		return true
+	}
+	o := s.ModelOwner(model)
+	bits := o.Mode
+	switch {
+	case uid == o.Uid:
+		bits >>= 6
+	case gid == o.Gid || inGroup != nil && inGroup(o.Gid):
+		bits >>= 3
+	}
+	return bits&want == want
+}

@@ -44,7 +44,7 @@ func (g *Session) dump(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 	if err != nil {
 		return out, err
 	}
-	model, err := g.e.model(t)
+	model, err := g.e.model(ctx, t, store.AccessWrite|store.AccessExec, "gpu dump")
 	if err != nil {
 		return out, err
 	}

@@ -13,6 +13,7 @@
 package transfer
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 
@@ -60,7 +61,12 @@ func New(st *store.Store, dev gpu.Device, log *slog.Logger, refuse RefuseFunc) *
 func (e *Engine) Device() gpu.Device { return e.dev }
 
 // model reads the model token of a request: a valid name of a model the
-// mount knows.
-func (e *Engine) model(t *line.Tokens) (string, error) {
-	return line.Model(t, e.store.ModelExists, store.ErrNotFound)
+// mount knows, that the caller of ctx may reach for want (EACCES; see
+// control's controlModel): a load reads, a dump publishes.
+func (e *Engine) model(ctx context.Context, t *line.Tokens, want uint32, what string) (string, error) {
+	model, err := line.Model(t, e.store.ModelExists, store.ErrNotFound)
+	if err != nil {
+		return model, err
+	}
+	return model, line.CheckModel(ctx, model, e.store.ModelPermits, want, what)
 }

@@ -75,7 +75,7 @@ func (g *Session) load(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 	if err != nil {
 		return out, err
 	}
-	model, err := g.e.model(t)
+	model, err := g.e.model(ctx, t, store.AccessExec, "gpu load")
 	if err != nil {
 		return out, err
 	}

@@ -63,7 +63,7 @@ func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.Fil
 // /proc/<pid>/status), fsgid, fsuid. Changing the fsuid from 0 drops the
 // thread's filesystem capabilities (DAC override and the like).
 func becomeCaller(c line.Caller) error {
-	groups, err := callerGroups(c.Pid)
+	groups, err := c.Groups()
 	if err != nil {
 		return err
 	}
@@ -86,30 +86,6 @@ func becomeCaller(c line.Caller) error {
 		return fmt.Errorf("fsuid is %d, not %d", prev, c.Uid)
 	}
 	return nil
-}
-
-// callerGroups reads the supplementary groups of process pid.
-func callerGroups(pid uint32) ([]uint32, error) {
-	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/status")
-	if err != nil {
-		return nil, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		rest, ok := strings.CutPrefix(line, "Groups:")
-		if !ok {
-			continue
-		}
-		var gs []uint32
-		for _, f := range strings.Fields(rest) {
-			g, err := strconv.ParseUint(f, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("groups of pid %d: %q", pid, f)
-			}
-			gs = append(gs, uint32(g))
-		}
-		return gs, nil
-	}
-	return nil, fmt.Errorf("no groups line for pid %d", pid)
 }
 
 // openSimChecked resolves path (under proc, the caller's /proc/<pid>, when

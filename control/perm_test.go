@@ -1,0 +1,112 @@
+package control
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/control/line"
+	"github.com/ucmfs/ucmfs/store"
+)
+
+// askAs sends the lines of reqs to a new session of the control file name,
+// as caller, and returns its answer lines.
+func askAs(t *testing.T, e *Env, name string, caller line.Caller, reqs ...string) []string {
+	t.Helper()
+	var file File
+	for _, fl := range table {
+		if fl.Name == name {
+			file = fl
+		}
+	}
+	ctx := line.WithCaller(t.Context(), caller)
+	ss := file.Open(e)
+	defer ss.Close()
+	for _, r := range reqs {
+		if _, err := ss.Write(ctx, []byte(r+"\n")); err != nil {
+			t.Fatalf("%s: write %q: %v", name, r, err)
+		}
+	}
+	var out []byte
+	buf := make([]byte, 64<<10)
+	for n := ss.Read(ctx, buf); n > 0; n = ss.Read(ctx, buf) {
+		out = append(out, buf[:n]...)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+}
+
+// TestModelPermissions: a request that names a model is answered only
+// for a caller that the same request through the mount would be allowed:
+// reading blocks (lookup, prefetch, flush, topk, gpu load) needs search
+// permission on the model, publishing (gpu dump) write permission too;
+// root may do all. Else EACCES, and nothing of the model is told.
+func TestModelPermissions(t *testing.T) {
+	e, keys := fuzzEnv(t)
+	root := line.Caller{Uid: 0, Gid: 0, Pid: uint32(os.Getpid())}
+	other := line.Caller{Uid: 65534, Gid: 65534, Pid: uint32(os.Getpid())}
+	id0, id3 := keys[0].ID.String(), keys[3].ID.String()
+
+	// A sim region of the other user's own, for its GPU requests.
+	region := filepath.Join(t.TempDir(), "kv")
+	if err := os.WriteFile(region, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Dir(region), 0o755)
+	os.Chmod(filepath.Dir(filepath.Dir(region)), 0o755)
+	if err := os.Chown(region, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]string{
+		"lookup":   "exists " + testModel + " " + id0,
+		"prefetch": testModel + " " + id0,
+		"flush":    "model " + testModel,
+		"topk":     "topk " + testModel,
+		"gpu":      "load 1 " + testModel + " " + id0 + ":0",
+	}
+	dump := "dump 1 " + testModel + " " + id3 + ":0:2048"
+	register := "register sim " + region + " 0"
+	answer := func(who line.Caller, file, req string) string {
+		if file == "gpu" {
+			as := askAs(t, e, file, who, register, req)
+			if !strings.HasPrefix(as[0], "ok") {
+				t.Fatalf("register as uid %d: %q", who.Uid, as[0])
+			}
+			return as[len(as)-1]
+		}
+		return askAs(t, e, file, who, req)[0]
+	}
+	refused := func(a string) bool { return strings.HasPrefix(a, "err EACCES") }
+
+	for _, mode := range []uint32{0o700, 0o750} {
+		if err := e.store.SetModelOwner(testModel, store.ModelOwner{Uid: 0, Gid: 0, Mode: mode}); err != nil {
+			t.Fatal(err)
+		}
+		for file, req := range reads {
+			if a := answer(other, file, req); !refused(a) {
+				t.Errorf("mode %o: %s %q as another user: %q, want EACCES", mode, file, req, a)
+			}
+			if a := answer(root, file, req); refused(a) {
+				t.Errorf("mode %o: %s %q as root: %q", mode, file, req, a)
+			}
+		}
+	}
+	// Readable by all, writable by root alone: reads pass, a dump does not.
+	if err := e.store.SetModelOwner(testModel, store.ModelOwner{Uid: 0, Gid: 0, Mode: 0o755}); err != nil {
+		t.Fatal(err)
+	}
+	for file, req := range reads {
+		if a := answer(other, file, req); refused(a) {
+			t.Errorf("mode 755: %s %q as another user: %q", file, req, a)
+		}
+	}
+	if a := answer(other, "gpu", dump); !refused(a) {
+		t.Errorf("mode 755: %q as another user: %q, want EACCES", dump, a)
+	}
+	if err := e.store.SetModelOwner(testModel, store.ModelOwner{Uid: 65534, Gid: 65534, Mode: 0o700}); err != nil {
+		t.Fatal(err)
+	}
+	if a := answer(other, "gpu", dump); refused(a) {
+		t.Errorf("the owner's own dump: %q", a)
+	}
+}
