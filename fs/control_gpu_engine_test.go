@@ -1,9 +1,11 @@
 package fs
 
 import (
+	"bytes"
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -12,7 +14,9 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
+	"github.com/ucmfs/ucmfs/gpu/fdpass"
 	"github.com/ucmfs/ucmfs/internal/engine"
+	"golang.org/x/sys/unix"
 )
 
 // TestGPUEngineKV: an engine process on the stand-in driver's third GPU
@@ -254,4 +258,70 @@ func engineDies(t *testing.T, m *testMount, kind string, env []string, register 
 		}
 	}
 	c.mustOK(load(target))
+}
+
+// TestGPUVMMDescriptorNotReopened: on the simulated device, register vmm
+// maps the passed descriptor itself. A descriptor that only names a file
+// (O_PATH) or only reads it, here of a root-only file, is refused
+// (EACCES): the daemon never reopens it read-write by its /proc path, so
+// a load cannot overwrite the file nor a dump read it out.
+func TestGPUVMMDescriptorNotReopened(t *testing.T) {
+	sock := t.TempDir() + "/gpu.sock"
+	m := newGPUMount(t, nil, Options{GPUSocket: sock})
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, bytes.Repeat([]byte("s"), 64<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := openCtl(t, m, "gpu")
+	for _, flags := range []int{unix.O_PATH, unix.O_RDONLY} {
+		fd, err := unix.Open(secret, flags|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := os.NewFile(uintptr(fd), secret)
+		token := passDescriptor(t, m.path(".ucm", "gpu.sock"), f)
+		f.Close()
+		if a := c.ask(fmt.Sprintf("register vmm %s %d", token, 4096)); errnoOfAnswer(a) != "EACCES" {
+			t.Errorf("register vmm of a descriptor opened %#x: %q, want err EACCES", flags, a)
+		}
+	}
+	if b, err := os.ReadFile(secret); err != nil || !bytes.Equal(b, bytes.Repeat([]byte("s"), 64<<10)) {
+		t.Fatalf("the file changed: %v", err)
+	}
+	// A shared-memory file of the caller's own, open read-write, works.
+	mfd, err := unix.MemfdCreate("kv", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf := os.NewFile(uintptr(mfd), "kv")
+	defer mf.Close()
+	if err := mf.Truncate(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	token := passDescriptor(t, m.path(".ucm", "gpu.sock"), mf)
+	c.mustOK(fmt.Sprintf("register vmm %s %d", token, 4096))
+}
+
+// passDescriptor passes f over the GPU socket at sock and returns its
+// token.
+func passDescriptor(t *testing.T, sock string, f *os.File) string {
+	t.Helper()
+	conn, err := fdpass.Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.Send([]byte("register 65536"), f); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, fdpass.MaxMessage)
+	n, _, err := conn.Recv(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, ok := strings.CutPrefix(strings.TrimSpace(string(buf[:n])), "ok token=")
+	if !ok {
+		t.Fatalf("passing the descriptor: %q", buf[:n])
+	}
+	return token
 }

@@ -71,7 +71,10 @@ func (d *simDevice) isClosed() bool {
 }
 
 // OpenRegion implements Device: it maps spec.Size bytes at spec.Offset of
-// the file at spec.Path, or of the file spec.FD is open on.
+// the file at spec.Path, or of the file spec.FD is open on. A descriptor
+// is mapped itself, never reopened by a path (/proc/self/fd/N would let
+// the daemon open read-write what the sender could only name, such as an
+// O_PATH descriptor): mmap takes only a descriptor opened read-write.
 func (d *simDevice) OpenRegion(spec RegionSpec) (Region, error) {
 	if d.isClosed() {
 		return nil, fmt.Errorf("gpu: open region: %w", ErrClosed)
@@ -79,13 +82,17 @@ func (d *simDevice) OpenRegion(spec RegionSpec) (Region, error) {
 	if spec.Path == "" && spec.FD == nil {
 		return nil, fmt.Errorf("gpu: the sim device takes the path or an fd of a shared-memory file, not an IPC handle: %w", ErrBadHandle)
 	}
-	if spec.FD != nil {
-		spec.Path = "/proc/self/fd/" + strconv.Itoa(int(spec.FD.Fd()))
-	}
 	if spec.Offset < 0 || spec.Size < 0 {
 		return nil, checkSpan(spec, 0)
 	}
-	mapping, mem, err := mapShared(spec)
+	var mapping, mem []byte
+	var err error
+	if spec.FD != nil {
+		spec.Path = "descriptor " + strconv.Itoa(int(spec.FD.Fd()))
+		mapping, mem, err = mapShared(spec.FD, spec)
+	} else {
+		mapping, mem, err = mapPath(spec)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -100,17 +107,26 @@ func (d *simDevice) OpenRegion(spec RegionSpec) (Region, error) {
 	return r, nil
 }
 
-// mapShared opens spec.Path and maps bytes [Offset, Offset+Size) of it
-// read-write, MAP_SHARED. The mapping starts at the page that holds
-// Offset; mem is the region's window into it (both nil for an empty
-// region). The file must be a regular file that holds the whole region:
-// a mapping past its end would fault on first touch.
-func mapShared(spec RegionSpec) (mapping, mem []byte, err error) {
+// mapPath opens spec.Path read-write and maps the region of it (mapShared).
+func mapPath(spec RegionSpec) (mapping, mem []byte, err error) {
 	f, err := os.OpenFile(spec.Path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gpu: open region: %w: %w", ErrBadHandle, err)
 	}
 	defer f.Close()
+	return mapShared(f, spec)
+}
+
+// mapShared maps bytes [Offset, Offset+Size) of f read-write, MAP_SHARED.
+// The mapping starts at the page that holds Offset; mem is the region's
+// window into it (both nil for an empty region). f must be a regular file
+// open read-write that holds the whole region: a mapping past its end
+// would fault on first touch.
+func mapShared(f *os.File, spec RegionSpec) (mapping, mem []byte, err error) {
+	flags, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
+	if err != nil || flags&unix.O_PATH != 0 || flags&unix.O_ACCMODE != unix.O_RDWR {
+		return nil, nil, fmt.Errorf("gpu: open region %s: not open read-write: %w", spec.Path, ErrBadHandle)
+	}
 	st, err := f.Stat()
 	if err != nil {
 		return nil, nil, fmt.Errorf("gpu: open region: %w: %w", ErrBadHandle, err)

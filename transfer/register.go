@@ -60,7 +60,7 @@ func (g *Session) register(ctx context.Context, t *line.Tokens, out []byte) ([]b
 			return out, err
 		}
 		defer f.Close()
-		spec.Path = "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) // the file checked, not what the path names now
+		spec.FD = f // the file checked, mapped itself: not what the path names now
 	case "cuda":
 		if g.simDevice() {
 			return out, line.Err(gpu.ErrNoDevice, "this mount's device is sim (no CUDA driver): register sim <path> <size>")
@@ -92,6 +92,11 @@ func (g *Session) register(ctx context.Context, t *line.Tokens, out []byte) ([]b
 			return out, err
 		}
 		defer h.f.Close() // the driver keeps its own reference once imported
+		if g.simDevice() {
+			if err := checkSimFD(h.f, callerUID(ctx)); err != nil {
+				return out, err
+			}
+		}
 		spec.FD = h.f
 		if spec.AllocSize == 0 {
 			spec.AllocSize = h.alloc

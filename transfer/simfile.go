@@ -137,3 +137,26 @@ func openSimChecked(path, proc string, c line.Caller, hasCaller bool, spec gpu.R
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
+
+// checkSimFD applies register sim's rules to a descriptor passed for
+// register vmm on the simulated device (which maps it as the shared
+// memory): a regular file, open read-write, owned by the caller (uid)
+// unless the caller is root. The device maps the descriptor itself and
+// never reopens it, so a descriptor that only names a file (O_PATH) or
+// reads it gives the daemon no more than the sender had.
+func checkSimFD(f *os.File, uid int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return line.Err(line.ErrInvalid, "register vmm: the descriptor: %v", err)
+	}
+	flags, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
+	switch {
+	case err != nil || flags&unix.O_PATH != 0 || flags&unix.O_ACCMODE != unix.O_RDWR:
+		return line.Err(line.ErrAccess, "register vmm: the descriptor is not open read-write")
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return line.Err(line.ErrInvalid, "register vmm: the descriptor is not a regular file (the simulated device maps shared-memory files)")
+	case uid != 0 && uint32(uid) != st.Uid:
+		return line.Err(line.ErrAccess, "register vmm: the file is owned by uid %d, not by the caller (uid %d)", st.Uid, uid)
+	}
+	return nil
+}
