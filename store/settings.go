@@ -61,7 +61,7 @@ func (s *Store) modelSettings(model string) Settings {
 // from ModelSettings, whose hot path must not allocate).
 func (s *Store) loadSettings(model string) Settings {
 	var v Settings
-	b, err := s.stack.ModelMeta(model)
+	b, shared, err := s.stack.ModelMeta(model)
 	if err == nil {
 		if jerr := json.Unmarshal(b, &v); jerr != nil {
 			// Its owner and mode are not known: closed to all but root
@@ -69,6 +69,15 @@ func (s *Store) loadSettings(model string) Settings {
 			s.log.Warn("model settings unreadable: the defaults apply, and the model is the daemon's, 0700", "model", model, "err", jerr)
 			o := unreadableOwner
 			v = Settings{Owner: &o}
+		} else if shared && v.Owner != nil && *v.Owner != unreadableOwner {
+			// Written on a shared tier, by another host or whoever can
+			// write there: uids are host-local, so the owner it names is
+			// not taken. The model is the daemon's, 0700, until root
+			// here gives it an owner (chown, chmod), which is recorded on
+			// this host's private tiers too.
+			s.log.Info("model settings from a shared tier: its owner is not taken here; the model is the daemon's, 0700", "model", model, "recorded_uid", v.Owner.Uid)
+			o := unreadableOwner
+			v.Owner = &o
 		}
 	} else if !errors.Is(err, tiers.ErrNotFound) {
 		o := unreadableOwner // not read (an I/O error, or not a model name): not cached, closed

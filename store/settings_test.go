@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -98,5 +99,39 @@ func TestUnreadableSettingsFailClosed(t *testing.T) {
 	}
 	if o := s.ModelOwner("no-record"); o != daemonOwner {
 		t.Errorf("owner of a model without a record: %+v, want the daemon's, 0755", o)
+	}
+}
+
+// TestSharedTierOwnerNotTaken: a settings record on a shared tier (written
+// by another host, or forged by anyone who can write the share) does not
+// give its uid the model here: the model is the daemon's, 0700. The
+// record's other settings still apply, and an owner this daemon records
+// itself is kept.
+func TestSharedTierOwnerNotTaken(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "forged"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec := `{"owner":{"uid":4321,"gid":4321,"mode":493}}`
+	if err := os.WriteFile(filepath.Join(dir, "forged", tiers.ModelMetaName), []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shared := true
+	log := slog.New(slog.DiscardHandler)
+	st := tiertest.NewStack(t, log, tiers.MemConfig{Capacity: 16 << 20}, tiers.DirConfig{Kind: "nfs", Dir: dir, Shared: &shared})
+	s, err := New(st, Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if o := s.ModelOwner("forged"); o != unreadableOwner {
+		t.Errorf("owner from a shared tier's record: %+v, want the daemon's, 0700 (%+v)", o, unreadableOwner)
+	}
+	mine := ModelOwner{Uid: 1000, Gid: 1000, Mode: 0o750}
+	if err := s.SetModelOwner("mine", mine); err != nil {
+		t.Fatal(err)
+	}
+	if o := s.ModelOwner("mine"); o != mine {
+		t.Errorf("an owner recorded here: %+v, want %+v", o, mine)
 	}
 }

@@ -110,17 +110,19 @@ var dirKinds = map[string]kindDefaults{
 // Lock order: a writer's mutex, then index.mu (a leaf); dirCache.mu is a
 // leaf too. No lock is held while waiting for the filesystem.
 type DirTier struct {
-	kind    string
-	root    string
-	log     *slog.Logger
-	idx     *index.Index
-	pub     publisher
-	dirs    dirCache
-	high    float64
-	low     float64
-	timeout time.Duration
-	syncAll bool
-	share   dirSharing // private or shared: who else uses the directory (dir_sharing.go)
+	kind       string
+	root       string
+	log        *slog.Logger
+	idx        *index.Index
+	pub        publisher
+	dirs       dirCache
+	high       float64
+	low        float64
+	timeout    time.Duration
+	syncAll    bool
+	share      dirSharing // private or shared: who else uses the directory (dir_sharing.go)
+	rootFD     int        // the root, O_PATH: published files are opened beneath it (openBeneath)
+	refusedLog logEvery   // the log line of a refused tier path, at most once a minute
 
 	direct     atomic.Bool // O_DIRECT writes enabled (cleared if unsupported)
 	directWarn sync.Once
@@ -181,6 +183,13 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 	}
 	t.idx = index.New(cfg.Capacity)
 	if err := t.do("mkdir", func() error { return os.MkdirAll(root, 0o700) }, nil); err != nil { // made private: the files of 0700 models are in it
+		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
+	}
+	t.rootFD = -1
+	if err := t.do("open", func() (err error) {
+		t.rootFD, err = unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return err
+	}, nil); err != nil {
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
 	if err := t.share.start(); err != nil {
@@ -288,6 +297,9 @@ func (t *DirTier) Close() error {
 	t.wg.Wait()
 	t.share.release(true) // the index snapshot is written from the index
 	t.idx.Drain()
+	if t.rootFD >= 0 {
+		unix.Close(t.rootFD)
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -160,11 +161,10 @@ func (t *DirTier) Open(key format.Key) (*os.File, error) {
 		}
 		return nil, t.notFound(key)
 	}
-	p := t.path(key)
 	var f *os.File
 	err := t.do("open", func() error {
 		var err error
-		f, err = openFile(p, unix.O_RDONLY, 0)
+		f, err = t.openBeneath(key.Path())
 		return err
 	}, func() {
 		if f != nil {
@@ -172,10 +172,14 @@ func (t *DirTier) Open(key format.Key) (*os.File, error) {
 		}
 	})
 	if err != nil {
-		if known && goneErr(err) {
+		refused := errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) || errors.Is(err, errNotRegular)
+		if refused && t.refusedLog.Allow(time.Now()) {
+			t.log.Warn("tier path refused: a link or a non-file where a published file should be", "tier", t.kind, "err", err)
+		}
+		if known && (goneErr(err) || refused) {
 			t.idx.Remove(key)
 		}
-		if goneErr(err) {
+		if goneErr(err) || refused {
 			return nil, t.notFound(key)
 		}
 		return nil, fmt.Errorf("%s tier: %w", t.kind, notFound("open", err))
@@ -275,4 +279,50 @@ func (t *DirTier) RemoveModel(model string) error {
 // statMTime is the modification time of a stat result.
 func statMTime(st *unix.Stat_t) time.Time {
 	return time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+}
+
+// errNotRegular: a tier path that is not a regular file where a published
+// file should be (a directory, a device, a FIFO).
+var errNotRegular = errors.New("not a regular file")
+
+// openBeneath opens the published file at rel, a path below the tier's
+// root, read-only: beneath the root's descriptor and through no symbolic
+// link (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), and only a regular
+// file. A link planted in a shared tier's directory, by another host or a
+// tenant with access to the share, so serves nothing outside the tier
+// (ELOOP, EXDEV; the caller takes either as a missing file).
+func (t *DirTier) openBeneath(rel string) (*os.File, error) {
+	p := filepath.Join(t.root, rel)
+	fd, err := unix.Openat2(t.rootFD, rel, &unix.OpenHow{
+		// O_NONBLOCK: a FIFO planted where a block should be must not
+		// hang the open; it is cleared again for the regular file.
+		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		if err == nil {
+			err = errNotRegular
+		}
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, unix.O_RDONLY); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	return os.NewFile(uintptr(fd), p), nil
+}
+
+// logEvery lets a log line through at most once a minute: what others put
+// in a shared directory must not flood the log.
+type logEvery struct{ last atomic.Int64 }
+
+// Allow reports whether a line may be logged at now, and if so counts it.
+func (l *logEvery) Allow(now time.Time) bool {
+	last := l.last.Load()
+	return now.UnixNano()-last >= int64(time.Minute) && l.last.CompareAndSwap(last, now.UnixNano())
 }

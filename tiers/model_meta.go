@@ -3,6 +3,7 @@ package tiers
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,58 +26,90 @@ import (
 const ModelMetaName = ".ucmfs-model.json"
 
 // modelMetas is the stack's copy of every model's record read or written
-// this run (nil: read, and absent).
+// this run (b nil: read, and absent).
 type modelMetas struct {
 	mu sync.Mutex
-	m  map[string][]byte
+	m  map[string]metaRecord
+}
+
+// metaRecord is a model's settings record and where it came from.
+type metaRecord struct {
+	b      []byte
+	shared bool // read from a shared tier, where other hosts write too
 }
 
 // ModelMeta returns model's settings record, ErrNotFound when none was
-// ever written.
-func (s *Stack) ModelMeta(model string) ([]byte, error) {
+// ever written. shared says it was read from a shared tier (no private
+// tier has it, and this daemon did not write it this run): other hosts
+// and their users write there, so what it says about users (uids are
+// host-local) is not this host's to take.
+func (s *Stack) ModelMeta(model string) (b []byte, shared bool, err error) {
 	if err := format.ValidateModel(model); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	s.metas.mu.Lock()
-	b, ok := s.metas.m[model]
+	r, ok := s.metas.m[model]
 	s.metas.mu.Unlock()
 	if !ok {
-		b = s.readMeta(model)
+		r = s.readMeta(model)
 		s.metas.mu.Lock()
 		if s.metas.m == nil {
-			s.metas.m = make(map[string][]byte)
+			s.metas.m = make(map[string]metaRecord)
 		}
 		if cur, raced := s.metas.m[model]; raced {
-			b = cur // a SetModelMeta meanwhile wins
+			r = cur // a SetModelMeta meanwhile wins
 		} else {
-			s.metas.m[model] = b
+			s.metas.m[model] = r
 		}
 		s.metas.mu.Unlock()
 	}
-	if b == nil {
-		return nil, fmt.Errorf("settings of model %s: %w", model, ErrNotFound)
+	if r.b == nil {
+		return nil, false, fmt.Errorf("settings of model %s: %w", model, ErrNotFound)
 	}
-	return append([]byte(nil), b...), nil
+	return append([]byte(nil), r.b...), r.shared, nil
 }
 
-// readMeta reads the record from the first directory tier that has it.
-func (s *Stack) readMeta(model string) []byte {
-	for _, d := range s.dirs {
-		var b []byte
-		err := d.do("read settings", func() error {
-			var err error
-			b, err = os.ReadFile(filepath.Join(d.root, model, ModelMetaName))
+// readMeta reads the record from the first directory tier that has it,
+// private tiers first.
+func (s *Stack) readMeta(model string) metaRecord {
+	for _, shared := range []bool{false, true} {
+		for _, d := range s.dirs {
+			if d.Shared() != shared {
+				continue
+			}
+			if b := s.readMetaFrom(d, model); b != nil {
+				return metaRecord{b: b, shared: shared}
+			}
+		}
+	}
+	return metaRecord{}
+}
+
+// readMetaFrom reads model's record from the directory tier d (nil: none
+// there, or unreadable, which is logged).
+func (s *Stack) readMetaFrom(d *DirTier, model string) []byte {
+	var b []byte
+	err := d.do("read settings", func() error {
+		f, err := d.openBeneath(filepath.Join(model, ModelMetaName)) // no link followed
+		if err != nil {
 			return err
-		}, nil)
-		if err == nil {
-			return b
 		}
-		if !isENOENT(err) {
-			s.log.Warn("model settings unreadable", "model", model, "tier", d.kind, "err", err)
-		}
+		defer f.Close()
+		b, err = io.ReadAll(io.LimitReader(f, maxMetaSize))
+		return err
+	}, nil)
+	if err == nil {
+		return b
+	}
+	if !isENOENT(err) {
+		s.log.Warn("model settings unreadable", "model", model, "tier", d.kind, "err", err)
 	}
 	return nil
 }
+
+// maxMetaSize bounds the bytes read of a settings record (they are a few
+// hundred; one on a shared tier may be anything).
+const maxMetaSize = 1 << 20
 
 // SetModelMeta replaces model's settings record: in memory at once, and
 // atomically in every persistent directory tier (creating the model
@@ -89,9 +122,9 @@ func (s *Stack) SetModelMeta(model string, b []byte) error {
 	b = append([]byte(nil), b...)
 	s.metas.mu.Lock()
 	if s.metas.m == nil {
-		s.metas.m = make(map[string][]byte)
+		s.metas.m = make(map[string]metaRecord)
 	}
-	s.metas.m[model] = b
+	s.metas.m[model] = metaRecord{b: b}
 	s.metas.mu.Unlock()
 	var errs []error
 	for _, d := range s.dirs {

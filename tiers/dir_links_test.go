@@ -1,0 +1,69 @@
+package tiers
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestSharedTierLinksRefused: a link planted in a shared tier's directory
+// (by another host, or a tenant with access to the share) to a file
+// outside it, as the block file or as its shard directory, or a
+// non-file where a block should be, is served as a missing block, never
+// as the file it points to.
+func TestSharedTierLinksRefused(t *testing.T) {
+	dir := t.TempDir()
+	shared := true
+	d, err := NewDirTier(DirConfig{Kind: "nfs", Dir: dir, Shared: &shared, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("root only"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	linked, _ := testBlock("m", 1, 64)
+	viaDir, _ := testBlock("m", 2, 64)
+	fifo, _ := testBlock("m", 3, 64)
+	for _, k := range []struct {
+		path string
+		make func(p string) error
+	}{
+		{filepath.Join(dir, linked.Path()), func(p string) error { return os.Symlink(secret, p) }},
+		{filepath.Join(dir, filepath.Dir(viaDir.Path())), func(p string) error { return os.Symlink(filepath.Dir(secret), p) }},
+		{filepath.Join(dir, fifo.Path()), func(p string) error { return unix.Mkfifo(p, 0o644) }},
+	} {
+		if err := os.MkdirAll(filepath.Dir(k.path), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			t.Fatal(err)
+		}
+		if err := k.make(k.path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The shard link points at the secret's directory: name the secret
+	// there under the block's file name.
+	if err := os.Rename(secret, filepath.Join(filepath.Dir(secret), filepath.Base(viaDir.Path()))); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		f    func() (*os.File, error)
+	}{
+		{"a linked block file", func() (*os.File, error) { return d.Open(linked) }},
+		{"a block under a linked shard directory", func() (*os.File, error) { return d.Open(viaDir) }},
+		{"a FIFO", func() (*os.File, error) { return d.Open(fifo) }},
+	} {
+		f, err := c.f()
+		if err == nil {
+			f.Close()
+			t.Errorf("%s: opened", c.what)
+		} else if !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: %v, want ErrNotFound", c.what, err)
+		}
+	}
+}
