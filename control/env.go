@@ -24,6 +24,8 @@ type Env struct {
 	// ("EINVAL"), and whether the error was an expected one. The front end
 	// supplies it: errors become errnos in one place.
 	ErrName func(error) (name string, known bool)
+
+	sessions sessionCount // open sessions, per uid (File.OpenAs)
 }
 
 // NewEnv returns the environment of the sessions of st's mount, logging

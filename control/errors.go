@@ -21,6 +21,9 @@ import (
 var (
 	// ErrBackpressure: too many answers wait unread (ENOBUFS).
 	ErrBackpressure = errors.New("answers wait unread")
+	// ErrSessions: the caller (or everyone) has MaxSessionsPerUser
+	// (MaxSessions) control sessions open already (EMFILE).
+	ErrSessions = errors.New("too many control sessions open")
 )
 
 // refuse appends the answer of a refused request of file to out:

@@ -32,6 +32,7 @@ package control
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -50,11 +51,32 @@ const (
 	MaxUnread = 16 << 20
 	// keepBuffer is the buffer capacity a session keeps between requests.
 	keepBuffer = 1 << 20
+	// MaxSessionsPerUser is how many control sessions one uid may hold
+	// open at once, over all files. Each may buffer a request and answers
+	// (MaxRequest + MaxUnread) while in use and keeps at most keepBuffer
+	// between requests. The kernel ends a session with a RELEASE sent after
+	// close(2) returns (up to 64 wait in its background queue), so the
+	// bound leaves room for a client that opens and closes in a loop.
+	MaxSessionsPerUser = 256
+	// MaxSessions is how many control sessions may be open at once, in all.
+	MaxSessions = 4096
 )
 
-// Open starts a session of f.
+// Open starts a session of f for a request from inside the daemon (no
+// limit; see OpenAs).
 func (f File) Open(e *Env) *Session {
 	return &Session{e: e, file: f.Name, h: f.open(e), limit: MaxUnread}
+}
+
+// OpenAs starts a session of f for uid, within MaxSessionsPerUser and
+// MaxSessions (ErrSessions). Close gives its place back.
+func (f File) OpenAs(e *Env, uid uint32) (*Session, error) {
+	if err := e.sessions.take(uid); err != nil {
+		return nil, err
+	}
+	ss := f.Open(e)
+	ss.owner, ss.counted = uid, true
+	return ss, nil
 }
 
 // Session is one open descriptor of a control file; see the file comment.
@@ -63,6 +85,9 @@ type Session struct {
 	file  string
 	h     handler
 	limit int // MaxUnread
+
+	owner   uint32 // the uid whose place it holds (counted)
+	counted bool   // opened by OpenAs: Close gives the place back
 
 	mu       sync.Mutex
 	in       []byte // the unterminated request line so far
@@ -174,6 +199,45 @@ func (ss *Session) Close() {
 	defer ss.mu.Unlock()
 	ss.h.close()
 	ss.in, ss.out, ss.read = nil, nil, 0
+	if ss.counted {
+		ss.counted = false
+		ss.e.sessions.give(ss.owner)
+	}
+}
+
+// sessionCount counts the open sessions, per uid and in all.
+type sessionCount struct {
+	mu    sync.Mutex
+	total int
+	per   map[uint32]int
+}
+
+// take counts one more session of uid, or fails with ErrSessions.
+func (c *sessionCount) take(uid uint32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.per[uid] >= MaxSessionsPerUser:
+		return fmt.Errorf("uid %d has %d open: %w", uid, MaxSessionsPerUser, ErrSessions)
+	case c.total >= MaxSessions:
+		return fmt.Errorf("%d open in all: %w", MaxSessions, ErrSessions)
+	}
+	if c.per == nil {
+		c.per = make(map[uint32]int)
+	}
+	c.per[uid]++
+	c.total++
+	return nil
+}
+
+// give counts one session of uid less.
+func (c *sessionCount) give(uid uint32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total--
+	if c.per[uid]--; c.per[uid] <= 0 {
+		delete(c.per, uid)
+	}
 }
 
 // trim empties b, keeping its memory unless it grew past keepBuffer.

@@ -200,7 +200,11 @@ func (f *controlFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 	if err := f.s.controlAllowed(ctx); err != nil {
 		return nil, 0, f.s.fail("open", f.path(), err)
 	}
-	return &sessionHandle{s: f.s, path: f.path(), ss: f.spec.Open(f.s.env)}, fuse.FOPEN_DIRECT_IO, 0
+	ss, err := f.spec.OpenAs(f.s.env, callerProc(ctx).Uid)
+	if err != nil {
+		return nil, 0, f.s.fail("open", f.path(), err)
+	}
+	return &sessionHandle{s: f.s, path: f.path(), ss: ss}, fuse.FOPEN_DIRECT_IO, 0
 }
 
 // sessionHandle is one open descriptor of a control file: the kernel's

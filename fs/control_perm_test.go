@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,7 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/format"
 )
 
@@ -134,5 +137,49 @@ for req in sys.argv[2:]:
 	answers := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(answers) != 2 || !strings.HasPrefix(answers[0], "err EACCES") || answers[1] != "ok 1 1" {
 		t.Fatalf("answers %q: want EACCES for the 0700 model, \"ok 1 1\" for the 0755 one", answers)
+	}
+}
+
+// TestControlSessionsBounded: one user holds at most
+// control.MaxSessionsPerUser control sessions open (each may buffer
+// requests and answers in the daemon): the next open fails with EMFILE,
+// and works again once one is closed.
+func TestControlSessionsBounded(t *testing.T) {
+	m := newMount(t, Options{})
+	var open []*os.File
+	defer func() {
+		for _, f := range open {
+			f.Close()
+		}
+	}()
+	for i := 0; i < control.MaxSessionsPerUser; i++ {
+		f, err := os.OpenFile(m.path(".ucm", []string{"lookup", "prefetch", "flush"}[i%3]), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatalf("session %d: %v", i+1, err)
+		}
+		open = append(open, f)
+	}
+	if f, err := os.OpenFile(m.path(".ucm", "topk"), os.O_RDWR, 0); !errors.Is(err, syscall.EMFILE) {
+		if f != nil {
+			f.Close()
+		}
+		t.Fatalf("session %d: %v, want EMFILE", control.MaxSessionsPerUser+1, err)
+	}
+	open[0].Close()
+	open = open[1:]
+	// The kernel sends the RELEASE that ends the session after close(2)
+	// returns: wait for it (a bound, not a pause: the loop ends as soon
+	// as the place is free).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		f, err := os.OpenFile(m.path(".ucm", "topk"), os.O_RDWR, 0)
+		if err == nil {
+			open = append(open, f)
+			return
+		}
+		if !errors.Is(err, syscall.EMFILE) || time.Now().After(deadline) {
+			t.Fatalf("an open after a close: %v", err)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

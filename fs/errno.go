@@ -70,6 +70,7 @@ var errnoRules = []errnoRule{
 	{transfer.ErrTooManyRegions, syscall.EMFILE},
 	{control.ErrBackpressure, syscall.ENOBUFS},
 	{line.ErrAccess, syscall.EACCES},
+	{control.ErrSessions, syscall.EMFILE},
 	{transfer.ErrNoToken, syscall.ENOENT},
 	{transfer.ErrNoSocket, syscall.ENOTSUP},
 	{store.ErrInvalidBlock, syscall.EINVAL},

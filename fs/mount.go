@@ -127,6 +127,7 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 			MaxStackDepth: 2,
 			Debug:         s.opts.Debug,
 			Logger:        goLogger(s.log, s.opts.Debug, slog.LevelInfo),
+			PanicHandler:  s.panicked,
 		},
 		NegativeTimeout: &s.opts.NegativeTTL,
 		RootStableAttr:  &gofs.StableAttr{Ino: control.RootIno},

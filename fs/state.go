@@ -1,7 +1,9 @@
 package fs
 
 import (
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -91,6 +93,14 @@ func (s *fsState) fail(op, path string, err error) syscall.Errno {
 		s.log.Error("unexpected error", "op", op, "path", path, "errno", unix.ErrnoName(errno), "err", err)
 	}
 	return errno
+}
+
+// panicked answers a request whose handler panicked: EIO, and one error
+// line with the stack, whatever the log level (go-fuse's own handler
+// writes to its logger, which is silent without --debug).
+func (s *fsState) panicked(r any) fuse.Status {
+	s.log.Error("panic in a request handler: the request failed with EIO", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	return fuse.EIO
 }
 
 // debugFail is fail for requests that tools send as probes (a lookup of
