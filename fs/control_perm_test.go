@@ -13,6 +13,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/format"
+	"golang.org/x/sys/unix"
 )
 
 // newOpenMount mounts st with allow_other on a mount point every user can
@@ -181,5 +182,43 @@ func TestControlSessionsBounded(t *testing.T) {
 			t.Fatalf("an open after a close: %v", err)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestStagingMissNotCached: another user's lookup of a staging name that
+// a writer holds gets ENOENT (only the writer's user sees a staging
+// file), and the kernel keeps no miss of it: its directory cache is
+// every user's, so a cached miss would hide the file from its writer.
+func TestStagingMissNotCached(t *testing.T) {
+	m := newOpenMount(t, Options{})
+	key, data := testBlock("ucmb", 1, 4096)
+	for _, model := range []string{"ucmb", "vllm"} {
+		if err := os.Mkdir(m.path(model), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(m.path(model), 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Setxattr(m.path("vllm"), "user.ucm.layout", []byte("files"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, staging := range []string{m.keyPath(key) + ".tmp", m.path("vllm", "blk.bin_77.tmp")} {
+		f, err := os.OpenFile(staging, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("stat", staging)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "No such file") {
+			t.Fatalf("another user's stat of %s: %v %s, want ENOENT", staging, err, out)
+		}
+		if _, err := os.Stat(staging); err != nil {
+			t.Errorf("the writer's stat right after: %v (a miss was cached for everyone)", err)
+		}
 	}
 }

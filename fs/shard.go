@@ -99,7 +99,7 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	key, err := d.key(name)
 	if err != nil {
 		d.s.debugFail("lookup", d.what+"/"+name, err)
-		return nil, errnoMissing
+		return nil, d.s.otherWriter(d.model, d.dir, name, out)
 	}
 	epoch := d.s.store.WriteEpoch(key)
 	bi, err := d.s.store.StatFile(key)
@@ -124,6 +124,18 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		return nil, d.s.fail("lookup", key.Path(), err)
 	}
 	return d.fileInode(ctx, key, bi, out), 0
+}
+
+// otherWriter answers a lookup of name that found nothing the caller may
+// see: ENOENT, and while another user writes a file under that name (a
+// staging file, which only its user sees) nothing the kernel keeps: its
+// directory cache is every user's, and a cached miss would hide the file
+// from its own writer for the negative TTL.
+func (s *fsState) otherWriter(model, dir, name string, out *fuse.EntryOut) syscall.Errno {
+	if s.store.WriteNamed(model, dir, name) {
+		out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching the miss
+	}
+	return errnoMissing
 }
 
 // missEntry fills the answer to a lookup of key that missed: ENOENT,
