@@ -30,9 +30,21 @@ var ErrPendingFull = errors.New("too much data being written")
 // tier's private tmpfs is sized to its capacity plus MaxPending, so the
 // kernel itself fails a write past that with ENOSPC (tiers.MemConfig).
 
+// Each file being written also holds a descriptor of the daemon, so their
+// number is bounded too: maxFiles in all (half the daemon's descriptor
+// limit) and a quarter of that for one user; past it a create fails with
+// ErrPendingFull (ENOSPC) or, for the user's share, ErrQuota (EDQUOT), and
+// the daemon keeps the descriptors it needs for everything else (a flush,
+// an unmount, root's own writes). An empty file counts as a page: that is
+// what the tmpfs spends on it at least.
+
 // pendingBudget tracks the files being written, by user.
 type pendingBudget struct {
 	max, perUser int64
+	// maxFiles and perUserFiles bound how many files are being written,
+	// in all and by one user (0: set from the descriptor limit on first
+	// use).
+	maxFiles, perUserFiles int
 
 	mu    sync.Mutex
 	files map[*os.File]uint32 // open temp files and their writers' uid
@@ -58,25 +70,36 @@ func (s *Store) pendingDone(f *os.File) {
 }
 
 // admitPending checks that uid may add grow bytes to the data being
-// written: ErrPendingFull past the mount's budget, ErrQuota past the
-// user's share.
-func (s *Store) admitPending(uid uint32, grow int64) error {
+// written, and with create one more file: ErrPendingFull past the mount's
+// budget, ErrQuota past the user's share.
+func (s *Store) admitPending(uid uint32, grow int64, create bool) error {
 	b := &s.budget
 	if b.max <= 0 {
 		return nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.fileLimits()
 	var total, mine int64
+	var mineFiles int
 	for f, owner := range b.files {
 		var st syscall.Stat_t
 		if syscall.Fstat(int(f.Fd()), &st) != nil {
 			continue // closed meanwhile
 		}
-		n := max(st.Blocks*512, st.Size)
+		n := max(st.Blocks*512, st.Size, pageCharge)
 		total += n
 		if owner == uid {
 			mine += n
+			mineFiles++
+		}
+	}
+	if create { // one more file
+		if mineFiles >= b.perUserFiles {
+			return fmt.Errorf("uid %d writes %d files not yet published, its share is %d: %w", uid, mineFiles, b.perUserFiles, ErrQuota)
+		}
+		if len(b.files) >= b.maxFiles {
+			return fmt.Errorf("%d files being written, the most is %d: %w", len(b.files), b.maxFiles, ErrPendingFull)
 		}
 	}
 	if b.perUser > 0 && mine+grow > b.perUser {
@@ -86,4 +109,21 @@ func (s *Store) admitPending(uid uint32, grow int64) error {
 		return fmt.Errorf("%d bytes being written, the budget is %d: %w", total, b.max, ErrPendingFull)
 	}
 	return nil
+}
+
+// pageCharge is the least a file being written counts for.
+const pageCharge = 4096
+
+// fileLimits sets maxFiles and perUserFiles from the daemon's descriptor
+// limit when they are not set (under mu).
+func (b *pendingBudget) fileLimits() {
+	if b.maxFiles > 0 {
+		return
+	}
+	b.maxFiles = 4096
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur > 0 {
+		b.maxFiles = int(min(rl.Cur/2, 1<<20))
+	}
+	b.perUserFiles = max(b.maxFiles/4, 16)
 }

@@ -119,7 +119,7 @@ func (s *Store) startWrite(key format.Key, wk writeKey, staging bool, p Proc) (*
 	if s.Stopped() {
 		return nil, fmt.Errorf("shutting down: %w", ErrStopped)
 	}
-	if err := s.admitPending(p.Uid, 0); err != nil {
+	if err := s.admitPending(p.Uid, 0, true); err != nil {
 		return nil, err
 	}
 	var pw *tiers.PendingWrite
@@ -182,7 +182,7 @@ func (d *Writer) WriteAt(data []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("%d bytes at %d pass the %d-byte limit: %w", len(data), off, w.s.MaxFileSize(), ErrTooBig)
 	}
 	if fi, err := w.f.Stat(); err == nil && off+int64(len(data)) > fi.Size() {
-		if err := w.s.admitPending(w.owner.Uid, off+int64(len(data))-fi.Size()); err != nil {
+		if err := w.s.admitPending(w.owner.Uid, off+int64(len(data))-fi.Size(), false); err != nil {
 			return 0, err
 		}
 	}

@@ -1,0 +1,48 @@
+package store
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/format"
+)
+
+// TestPendingFilesBounded: the files being written are bounded in number,
+// by user and in all (each holds a descriptor of the daemon), whatever
+// their bytes: an abandoned empty staging file counts. Past a user's share
+// a create fails with ErrQuota, past the mount's with ErrPendingFull; a
+// discarded file gives its place back.
+func TestPendingFilesBounded(t *testing.T) {
+	s := newTestStore(t, Options{})
+	s.budget.maxFiles, s.budget.perUserFiles = 5, 3
+	begin := func(uid uint32, n int) (*Draft, error) {
+		k, _ := testBlock(n, 64)
+		d, _, err := s.BeginWrite(Proc{Tgid: 100 + uid, Uid: uid, Gid: uid}, k, k.ID.String()+format.StagingSuffix, true, true, false)
+		return d, err
+	}
+	var drafts []*Draft
+	for i := range 3 {
+		d, err := begin(1000, i)
+		if err != nil {
+			t.Fatalf("file %d of uid 1000: %v", i+1, err)
+		}
+		drafts = append(drafts, d)
+	}
+	if _, err := begin(1000, 3); !errors.Is(err, ErrQuota) {
+		t.Fatalf("a 4th empty file of uid 1000: %v, want ErrQuota", err)
+	}
+	for i := range 2 {
+		d, err := begin(2000, 10+i)
+		if err != nil {
+			t.Fatalf("file %d of uid 2000: %v", i+1, err)
+		}
+		drafts = append(drafts, d)
+	}
+	if _, err := begin(3000, 20); !errors.Is(err, ErrPendingFull) {
+		t.Fatalf("a 6th file in all: %v, want ErrPendingFull", err)
+	}
+	drafts[0].Discard()
+	if _, err := begin(3000, 21); err != nil {
+		t.Fatalf("after a discard: %v", err)
+	}
+}
