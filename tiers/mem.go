@@ -143,6 +143,8 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 		pages:   newPageLocker(cfg.MaxMappings, mlock, log, cfg.Host),
 		lockf:   lockf,
 	}
+	// A tmpfs file takes whole pages: so does its charge (index.SetUnit).
+	t.idx.SetUnit(int64(os.Getpagesize()))
 	if t.pages.deferred() {
 		t.lockq = newLockQueue()
 		go t.lockLoop(t.lockq)

@@ -90,24 +90,24 @@ func TestMemRejectsDisk(t *testing.T) {
 }
 
 func TestMemCapacity(t *testing.T) {
-	m := newMem(t, tiers.MemConfig{Capacity: 10000})
+	m := newMem(t, tiers.MemConfig{Capacity: 40960})
 	a, b := tiertest.Key("m", 1), tiertest.Key("m", 2)
-	tiertest.Put(t, m, a, tiertest.Payload(1, 6000), tiers.CommitOptions{})
-	if r := m.Room(); r != 4000 {
-		t.Fatalf("Room %d, want 4000", r)
+	tiertest.Put(t, m, a, tiertest.Payload(1, 24576), tiers.CommitOptions{})
+	if r := m.Room(); r != 16384 {
+		t.Fatalf("Room %d, want 16384", r)
 	}
 	w, err := m.Create(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := tiertest.Payload(2, 5000)
+	data := tiertest.Payload(2, 20480)
 	if _, err := w.Write(data); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.Commit(tiers.CommitOptions{}); !errors.Is(err, tiers.ErrFull) {
 		t.Fatalf("commit over capacity: %v, want ErrFull", err)
 	}
-	if u := m.Usage(); u.Used != 6000 || u.Files != 1 {
+	if u := m.Usage(); u.Used != 24576 || u.Files != 1 {
 		t.Fatalf("usage after ErrFull: %+v", u)
 	}
 	// The Writer stays usable: make room and commit again.
@@ -121,8 +121,8 @@ func TestMemCapacity(t *testing.T) {
 		t.Fatal("bytes differ after a retried commit")
 	}
 	// Exactly full is allowed.
-	tiertest.Put(t, m, a, tiertest.Payload(3, 5000), tiers.CommitOptions{})
-	if u := m.Usage(); u.Used != 10000 || m.Room() != 0 {
+	tiertest.Put(t, m, a, tiertest.Payload(3, 20480), tiers.CommitOptions{})
+	if u := m.Usage(); u.Used != 40960 || m.Room() != 0 {
 		t.Fatalf("usage when exactly full: %+v room %d", u, m.Room())
 	}
 }
@@ -152,12 +152,12 @@ func TestMemFlags(t *testing.T) {
 }
 
 func TestMemEvictClean(t *testing.T) {
-	m := newMem(t, tiers.MemConfig{Capacity: 10 * 1000})
+	m := newMem(t, tiers.MemConfig{Capacity: 10 * 4096})
 	key := func(i int) format.Key { return tiertest.Key("m", i) }
 	for i := 0; i < 10; i++ {
-		tiertest.Put(t, m, key(i), tiertest.Payload(uint64(i), 1000), tiers.CommitOptions{})
+		tiertest.Put(t, m, key(i), tiertest.Payload(uint64(i), 4096), tiers.CommitOptions{})
 	}
-	if freed, ev := m.EvictClean(3000); freed != 0 || len(ev) != 0 {
+	if freed, ev := m.EvictClean(3 * 4096); freed != 0 || len(ev) != 0 {
 		t.Fatalf("evicted dirty files: %d bytes %v", freed, ev)
 	}
 	for i := 0; i < 10; i++ {
@@ -168,12 +168,12 @@ func TestMemEvictClean(t *testing.T) {
 	m.SetPinned(key(2), true)
 	m.Touch(key(0)) // most recently used now
 	// LRU order, oldest first: 1 (dirty), 2 (pinned), 3, 4, ..., 9, 0.
-	freed, ev := m.EvictClean(3000)
-	if freed != 3000 || len(ev) != 3 || ev[0] != key(3) || ev[1] != key(4) || ev[2] != key(5) {
-		t.Fatalf("EvictClean(3000) = %d %v, want 3000 [3 4 5]", freed, ev)
+	freed, ev := m.EvictClean(3 * 4096)
+	if freed != 3*4096 || len(ev) != 3 || ev[0] != key(3) || ev[1] != key(4) || ev[2] != key(5) {
+		t.Fatalf("EvictClean(3 * 4096) = %d %v, want 12288 [3 4 5]", freed, ev)
 	}
-	if m.Room() < 3000 {
-		t.Fatalf("room %d after evicting for 3000", m.Room())
+	if m.Room() < 3*4096 {
+		t.Fatalf("room %d after evicting for 12288", m.Room())
 	}
 	for _, k := range ev {
 		if _, err := m.Stat(k); !errors.Is(err, tiers.ErrNotFound) {
@@ -191,7 +191,7 @@ func TestMemEvictClean(t *testing.T) {
 	f.Close()
 	freed, ev = m.EvictClean(1 << 30)
 	want := []format.Key{key(7), key(8), key(9), key(0), key(6)}
-	if freed != 5000 || len(ev) != len(want) {
+	if freed != 5*4096 || len(ev) != len(want) {
 		t.Fatalf("EvictClean(all) = %d %v, want %v", freed, ev, want)
 	}
 	for i := range want {
@@ -199,7 +199,7 @@ func TestMemEvictClean(t *testing.T) {
 			t.Fatalf("eviction order %v, want %v", ev, want)
 		}
 	}
-	if u := m.Usage(); u.Files != 2 || u.Used != 2000 {
+	if u := m.Usage(); u.Files != 2 || u.Used != 2*4096 {
 		t.Fatalf("left %+v, want the dirty and the pinned file", u)
 	}
 }
@@ -227,4 +227,29 @@ func TestMemRemoveModel(t *testing.T) {
 	}
 	// The model can be written again.
 	tiertest.Put(t, m, tiertest.Key("a", 0), []byte("again"), tiers.CommitOptions{})
+}
+
+// TestMemChargesPages: a file takes whole pages of the memory tier's
+// tmpfs, so it takes whole pages of its capacity: 8 files of 64 bytes
+// fill 8 pages, and a 9th does not fit, though 512 bytes are "used".
+func TestMemChargesPages(t *testing.T) {
+	page := int64(os.Getpagesize())
+	m := newMem(t, tiers.MemConfig{Capacity: 8 * page})
+	for i := 0; i < 8; i++ {
+		tiertest.Put(t, m, tiertest.Key("m", i), tiertest.Payload(uint64(i), 64), tiers.CommitOptions{})
+	}
+	if u := m.Usage(); u.Used != 512 || u.Charged != 8*page || m.Room() != 0 {
+		t.Fatalf("usage of 8 files of 64 bytes: %+v, room %d; want 512 bytes charged as 8 pages", u, m.Room())
+	}
+	w, err := m.Create(tiertest.Key("m", 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(tiertest.Payload(8, 64)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(tiers.CommitOptions{}); !errors.Is(err, tiers.ErrFull) {
+		t.Fatalf("a 9th file: %v, want ErrFull", err)
+	}
+	w.Abort()
 }

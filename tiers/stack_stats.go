@@ -22,6 +22,7 @@ type TierStats struct {
 	Persistent bool   `json:"persistent"`
 	Capacity   int64  `json:"capacity"`
 	Used       int64  `json:"used"`
+	Charged    int64  `json:"charged"` // what the files take of the capacity: used, or whole pages in the memory tier
 	Blocks     int64  `json:"blocks"`
 	Health     string `json:"health"`
 }
@@ -72,7 +73,7 @@ func (s *Stack) Stats() Stats {
 	st.DirtyBytes, st.DirtyFiles = dirty.Bytes, dirty.Files
 	for _, t := range s.Tiers() {
 		st.Tiers = append(st.Tiers, TierStats{Name: t.Name, Persistent: t.Persistent, Capacity: t.Usage.Capacity,
-			Used: t.Usage.Used, Blocks: t.Usage.Files, Health: t.Health.String()})
+			Used: t.Usage.Used, Charged: t.Usage.Charged, Blocks: t.Usage.Files, Health: t.Health.String()})
 	}
 	s.mu.Lock()
 	st.FlushQueue = len(s.queue)

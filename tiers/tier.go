@@ -54,6 +54,7 @@ type Info struct {
 type Usage struct {
 	Capacity int64 // the most the tier may hold
 	Used     int64 // bytes of published files
+	Charged  int64 // what they take of the capacity: Used, or for the memory tier each file rounded up to whole pages
 	Files    int64 // number of published files
 }
 

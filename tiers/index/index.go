@@ -144,6 +144,27 @@ type Index struct {
 	used     int64
 	reserved int64
 	dirty    Count // the entries flagged dirty, all models
+	unit     int64 // what a file costs is its size rounded up to this (0: its size); see SetUnit
+	charged  int64 // the sum of the entries' costs (used, with unit 0)
+}
+
+// SetUnit makes every file cost its size rounded up to unit bytes against
+// the capacity (reservations, Room, the room evictions make; Usage still
+// reports bytes and Charged the costs): a tmpfs spends a whole page on a
+// file of 64 bytes, so a memory tier that counted bytes would fill its
+// tmpfs while it reports little used. Call it before the first file.
+func (x *Index) SetUnit(unit int64) {
+	x.mu.Lock()
+	x.unit = unit
+	x.mu.Unlock()
+}
+
+// cost is what a file of size bytes takes of the capacity.
+func (x *Index) cost(size int64) int64 {
+	if x.unit <= 1 || size < 0 {
+		return size
+	}
+	return max(size+x.unit-1, x.unit) / x.unit * x.unit
 }
 
 // New returns an empty index of the given capacity in bytes.
@@ -179,17 +200,17 @@ func (x *Index) SetCapacity(c int64) {
 func (x *Index) Reserve(size int64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if size < 0 || x.used+x.reserved+size > x.capacity {
+	if size < 0 || x.charged+x.reserved+x.cost(size) > x.capacity {
 		return false
 	}
-	x.reserved += size
+	x.reserved += x.cost(size)
 	return true
 }
 
 // Unreserve gives back a reservation whose commit did not publish.
 func (x *Index) Unreserve(size int64) {
 	x.mu.Lock()
-	x.reserved -= size
+	x.reserved -= x.cost(size)
 	x.mu.Unlock()
 }
 
@@ -200,7 +221,7 @@ func (x *Index) Unreserve(size int64) {
 func (x *Index) Add(e *Entry) (Entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.reserved -= e.Size
+	x.reserved -= x.cost(e.Size)
 	if old := x.lookupLocked(e.Key()); old != nil {
 		return old.snapshot(), false
 	}
@@ -269,6 +290,7 @@ func (x *Index) insertLocked(e *Entry) {
 	x.count(m, e, 1)
 	x.files++
 	x.used += e.Size
+	x.charged += x.cost(e.Size)
 	x.pushFrontLocked(e)
 }
 
@@ -285,6 +307,7 @@ func (x *Index) deleteLocked(e *Entry) {
 	}
 	x.files--
 	x.used -= e.Size
+	x.charged -= x.cost(e.Size)
 }
 
 // pushFrontLocked puts e first (most recently used) in the LRU list.

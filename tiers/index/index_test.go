@@ -26,7 +26,7 @@ func TestIndexAccounting(t *testing.T) {
 	iadd(t, x, ikey("a", 1), 300)
 	iadd(t, x, ikey("a", 2), 200)
 	iadd(t, x, ikey("b", 1), 100)
-	if u := x.Usage(); u != (Usage{Capacity: 1000, Used: 600, Files: 3}) {
+	if u := x.Usage(); u != (Usage{Capacity: 1000, Used: 600, Charged: 600, Files: 3}) {
 		t.Fatalf("usage %+v", u)
 	}
 	if !x.Reserve(400) || x.Reserve(1) {

@@ -37,7 +37,8 @@ func (x *Index) EvictClean(need int64) []*Entry {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var out []*Entry
-	for e := x.lru.prev; e != &x.lru && x.capacity-x.used-x.reserved < need; {
+	need = x.cost(need)
+	for e := x.lru.prev; e != &x.lru && x.capacity-x.charged-x.reserved < need; {
 		prev := e.prev
 		if !e.Is(Dirty) && !e.Is(Pinned) {
 			x.deleteLocked(e)
@@ -193,6 +194,7 @@ func (x *Index) Drain() []*Entry {
 type Usage struct {
 	Capacity int64 // the most the tier may hold
 	Used     int64 // bytes of published files
+	Charged  int64 // what they take of the capacity (Used, or more with a unit: SetUnit)
 	Files    int64 // number of published files
 }
 
@@ -200,14 +202,15 @@ type Usage struct {
 func (x *Index) Usage() Usage {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return Usage{Capacity: x.capacity, Used: x.used, Files: x.files}
+	return Usage{Capacity: x.capacity, Used: x.used, Charged: x.charged, Files: x.files}
 }
 
-// Room is capacity minus used bytes and bytes reserved by commits in flight.
+// Room is capacity minus what the files take (Charged) and bytes reserved
+// by commits in flight.
 func (x *Index) Room() int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.capacity - x.used - x.reserved
+	return x.capacity - x.charged - x.reserved
 }
 
 // EachShard calls fn for each of the 256 shards of model, in order, with
