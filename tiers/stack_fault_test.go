@@ -223,6 +223,12 @@ func TestDurablePathsFsync(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	fsyncs("a flush of two dirty blocks", func() error { return s.FlushAll(ctx, "m") }, 2)
+	// A clean stop writes back what is still dirty, durably.
+	k4, d4 := testBlock("m", 4, 4096)
+	if _, err := s.Put(k4, d4, false); err != nil {
+		t.Fatal(err)
+	}
+	fsyncs("a clean stop with a dirty block", func() error { return s.Close(ctx) }, 1)
 }
 
 // TestFileLargerThanEveryTier: a block larger than the only directory
