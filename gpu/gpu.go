@@ -187,8 +187,10 @@ type Config struct {
 const DefaultLibrary = "libcuda.so.1"
 
 // Open opens the device cfg asks for and logs which one and why: one
-// Info line, or, when auto falls back to the simulated device, one Warn
-// line with the reason (which the device's Stats().Fallback keeps too).
+// Info line, or, when auto falls back to the simulated device, one Info
+// line with the reason (which the device's Stats().Fallback keeps too): a
+// host without a GPU is a normal host, not a warning that would bury the
+// line that says why a start failed.
 func Open(cfg Config) (Device, error) {
 	log := cfg.Logger
 	if log == nil {
@@ -199,7 +201,7 @@ func Open(cfg Config) (Device, error) {
 	case err != nil:
 		return nil, err
 	case fallback != nil:
-		log.Warn("gpu device: no usable CUDA driver or GPU, falling back to the simulated device",
+		log.Info("gpu device: no usable CUDA driver or GPU here; .ucm/gpu uses the simulated device",
 			"device", dev.Name(), "reason", fallback.Error())
 	default:
 		log.Info("gpu device", "device", dev.Name(), "mode", orDefault(cfg.Mode, "auto"))

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ucmfs/ucmfs/gpu"
 )
 
 func TestConfigErrorsNameLinesAndKeys(t *testing.T) {
@@ -76,7 +78,9 @@ func TestPrintConfigRoundTrip(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, w := range []string{"memory: 3GiB\n", "dir: " + filepath.Join(dir, "tier") + "\n", "size: \"1000\"\n",
-		"log_format: json\n", "negative_ttl: 250ms\n", "repr_kind: merged:4\n", "allow_other: true\n"} {
+		"log_format: json\n", "negative_ttl: 250ms\n", "repr_kind: merged:4\n", "allow_other: true\n",
+		"cuda_library: " + gpu.DefaultLibrary + "\n", "gpu_socket: " + defaultGPUSocket(mountConfig{Mountpoint: "/mnt/kv"}) + "\n",
+		"kernel_nodes: 0\n", "fuse_transport: auto\n"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("--print-config lacks %q:\n%s", w, out.String())
 		}
@@ -94,6 +98,9 @@ func TestPrintConfigRoundTrip(t *testing.T) {
 	if err := newMountCommand(record(&got)).Run(context.Background(), []string{"mount", "--config", printed, "/mnt/kv"}); err != nil {
 		t.Fatal(err)
 	}
+	// The printed file names the effective values of the defaults (the
+	// CUDA library, the GPU socket of this mount point) explicitly.
+	want.CUDALibrary, want.GPUSocket = gpu.DefaultLibrary, defaultGPUSocket(want)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("printed config read back\n got %+v\nwant %+v", got, want)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/urfave/cli/v3"
 	"go.yaml.in/yaml/v3"
@@ -69,6 +70,13 @@ func printConfig(w io.Writer, cfg mountConfig) error {
 		ShutdownTimeout: cfg.ShutdownTimeout.String(), ControlGroup: cfg.ControlGroup, MetricsAddr: cfg.MetricsAddr,
 		GPU: cfg.GPU, GPUSocket: cfg.GPUSocket, CUDALibrary: cfg.CUDALibrary, ReprKind: reprString(cfg.Repr),
 		DefaultLayout: layoutString(cfg.DefaultLayout),
+	}
+	// The effective values where the configuration leaves a default.
+	if p.CUDALibrary == "" {
+		p.CUDALibrary = gpu.DefaultLibrary
+	}
+	if p.GPUSocket == "" && cfg.GPU != "off" {
+		p.GPUSocket = defaultGPUSocket(cfg)
 	}
 	for _, t := range cfg.Tiers {
 		pt := printedTier{Kind: t.Kind, Dir: t.Dir}

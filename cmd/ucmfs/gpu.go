@@ -3,14 +3,17 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/urfave/cli/v3"
@@ -79,14 +82,7 @@ func gpuSocketPath(cfg mountConfig, dev gpu.Device, log *slog.Logger) string {
 	if cfg.GPUSocket != "" {
 		return cfg.GPUSocket
 	}
-	dir := "/run/ucmfs"
-	if os.Geteuid() != 0 {
-		if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
-			dir = filepath.Join(rt, "ucmfs")
-		} else {
-			dir = filepath.Join(os.TempDir(), "ucmfs-"+strconv.Itoa(os.Geteuid()))
-		}
-	}
+	dir := gpuSocketDir()
 	err := os.MkdirAll(dir, 0o700)
 	if err == nil {
 		err = ownDir(dir, os.Geteuid())
@@ -95,7 +91,46 @@ func gpuSocketPath(cfg mountConfig, dev gpu.Device, log *slog.Logger) string {
 		log.Warn("no gpu socket: register vmm is refused (--gpu-socket PATH places it)", "err", err)
 		return ""
 	}
-	return filepath.Join(dir, mountHash(cfg.Mountpoint)+".sock")
+	cleanStaleSockets(dir, log)
+	return defaultGPUSocket(cfg)
+}
+
+// cleanStaleSockets removes the sockets in dir that no daemon listens on
+// any more (a daemon killed with SIGKILL leaves its socket behind): a
+// connect that is refused. A live daemon's socket accepts and stays.
+func cleanStaleSockets(dir string, log *slog.Logger) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
+	for _, p := range paths {
+		c, err := net.DialTimeout("unixpacket", p, time.Second)
+		if err == nil {
+			c.Close()
+			continue
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) && os.Remove(p) == nil {
+			log.Info("removed the stale gpu socket of a daemon that is gone", "socket", p)
+		}
+	}
+}
+
+// gpuSocketDir is the directory of the default GPU sockets: /run/ucmfs
+// for root, else under $XDG_RUNTIME_DIR or /tmp/ucmfs-<uid>.
+func gpuSocketDir() string {
+	if os.Geteuid() == 0 {
+		return "/run/ucmfs"
+	}
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+		return filepath.Join(rt, "ucmfs")
+	}
+	return filepath.Join(os.TempDir(), "ucmfs-"+strconv.Itoa(os.Geteuid()))
+}
+
+// defaultGPUSocket is the socket path gpuSocketPath gives a mount of cfg
+// without --gpu-socket ("" without a mount point).
+func defaultGPUSocket(cfg mountConfig) string {
+	if cfg.Mountpoint == "" {
+		return ""
+	}
+	return filepath.Join(gpuSocketDir(), mountHash(cfg.Mountpoint)+".sock")
 }
 
 // ownDir checks that dir is a directory (not a link) of uid that no other

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -78,5 +79,39 @@ func TestSocketDirOwned(t *testing.T) {
 	os.Symlink(mine, link)
 	if err := ownDir(link, os.Geteuid()); err == nil {
 		t.Error("a link was taken")
+	}
+}
+
+// TestCleanStaleSockets: a socket no daemon listens on any more (its
+// daemon was killed) is removed at the next mount; a live one stays.
+func TestCleanStaleSockets(t *testing.T) {
+	dir := t.TempDir()
+	stale, live := filepath.Join(dir, "stale.sock"), filepath.Join(dir, "live.sock")
+	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: stale, Net: "unixpacket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close() // the file stays, nobody listens: what SIGKILL leaves
+	l2, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: live, Net: "unixpacket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	go func() {
+		for {
+			c, err := l2.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	cleanStaleSockets(dir, slog.New(slog.DiscardHandler))
+	if _, err := os.Lstat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the stale socket is still there: %v", err)
+	}
+	if _, err := os.Lstat(live); err != nil {
+		t.Errorf("the live socket went: %v", err)
 	}
 }
