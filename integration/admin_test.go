@@ -57,3 +57,40 @@ func TestAdminTools(t *testing.T) {
 
 // regexpMatch reports whether s matches the regular expression re.
 func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// TestQuotaCommand: `ucmfs quota` shows a model's quota and use, sets it
+// with a size, clears it with none, and a publish past it fails EDQUOT.
+func TestQuotaCommand(t *testing.T) {
+	d := mountUCM(t, mountOpts{})
+	if err := os.Mkdir(d.path("q"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(ucmfsBin, append([]string{"quota", d.Mnt, "q"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ucmfs quota %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	if out := run(); !strings.Contains(out, "q: quota none; holds 0 B in 0 blocks") {
+		t.Errorf("quota of a new model: %q", out)
+	}
+	if out := run("1MiB"); !strings.Contains(out, "quota 1.0 MiB (1048576 bytes)") {
+		t.Errorf("after setting 1MiB: %q", out)
+	}
+	ids := testIDs("quota", 2)
+	mustPy(t, "put", d.Mnt, "q", ids[0])
+	if out := run(); !strings.Contains(out, "in 1 blocks") {
+		t.Errorf("after a put: %q", out)
+	}
+	if out := run("none"); !strings.Contains(out, "quota none") {
+		t.Errorf("after none: %q", out)
+	}
+	if out, err := exec.Command(ucmfsBin, "quota", d.Mnt, "q", "lots").CombinedOutput(); err == nil || !strings.Contains(string(out), "want bytes or a size") {
+		t.Errorf("a bad size: %v %q", err, out)
+	}
+	if out, err := exec.Command(ucmfsBin, "quota", d.Mnt, "nosuch").CombinedOutput(); err == nil || !strings.Contains(string(out), "no such model") {
+		t.Errorf("a missing model: %v %q", err, out)
+	}
+}
