@@ -214,3 +214,21 @@ func TestRsyncTwiceFrom0644(t *testing.T) {
 		t.Errorf("chmod with setuid of a published block: %v, want EPERM", err)
 	}
 }
+
+// TestCompletion: `ucmfs completion bash|zsh|fish` prints a script that
+// asks the binary for its words (--generate-shell-completion), and the
+// binary answers with its commands.
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		out, err := exec.Command(ucmfsBin, "completion", shell).Output()
+		if err != nil || !strings.Contains(string(out), "--generate-shell-completion") {
+			t.Errorf("completion %s: %v\n%s", shell, err, out)
+		}
+	}
+	out, err := exec.Command(ucmfsBin, "--generate-shell-completion").Output()
+	for _, w := range []string{"mount", "umount", "quota", "stats"} {
+		if err != nil || !strings.Contains(string(out), w) {
+			t.Errorf("the words for the first argument lack %q: %v\n%s", w, err, out)
+		}
+	}
+}

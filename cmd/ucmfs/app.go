@@ -70,6 +70,13 @@ func newRoot(stdout, stderr io.Writer) *cli.Command {
 		ErrWriter:      stderr,
 		Version:        versionString(),                               // --version, -v
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // Main reports errors
+		// ucmfs completion bash|zsh|fish prints the shell's script; the
+		// script asks the binary itself for the words (urfave/cli's own).
+		EnableShellCompletion: true,
+		ConfigureShellCompletionCommand: func(c *cli.Command) {
+			c.Hidden = false
+			c.Usage = "print the shell completion script: source <(ucmfs completion bash), zsh, fish"
+		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Present() {
 				return usageErrorf("unknown command %q (see 'ucmfs --help')", cmd.Args().First())

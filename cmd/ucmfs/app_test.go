@@ -71,3 +71,4 @@ func TestMountErrorHintsFusermount(t *testing.T) {
 		t.Errorf("another error: %v", err)
 	}
 }
+

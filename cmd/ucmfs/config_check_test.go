@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/gpu"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestConfigErrorsNameLinesAndKeys(t *testing.T) {
@@ -107,5 +109,39 @@ func TestPrintConfigRoundTrip(t *testing.T) {
 	// Without a mount point it prints too.
 	if code, out, _ := runMain(t, "mount", "--print-config"); code != 0 || !strings.Contains(out, "tiers:\n") {
 		t.Errorf("--print-config alone: %d\n%s", code, out)
+	}
+}
+
+// TestSampleConfig: deploy/ucmfs.yaml, the commented sample, loads, and
+// --print-config of it gives every key with the value the file has: its
+// values are the effective defaults it says they are.
+func TestSampleConfig(t *testing.T) {
+	sample := filepath.Join("..", "..", "deploy", "ucmfs.yaml")
+	code, out, errs := runMain(t, "mount", "--config", sample, "--print-config", "/mnt/kv")
+	if code != 0 {
+		t.Fatalf("--print-config of the sample: exit %d: %s", code, errs)
+	}
+	raw, err := os.ReadFile(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got map[string]any
+	if err := yaml.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 { // the sample is root's: its socket and passthrough defaults
+		delete(want, "gpu_socket")
+		delete(got, "gpu_socket")
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("--print-config of deploy/ucmfs.yaml differs from it:\n%s", out)
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("the sample lacks the key %q", k)
+		}
 	}
 }
