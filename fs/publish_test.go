@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
@@ -178,6 +179,46 @@ func TestFsyncPublishes(t *testing.T) {
 		}
 		if err := unix.Access(m.keyPath(key), unix.R_OK); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestWrittenAfterPublishRemoved: a writer that fsyncs (which publishes)
+// and then writes on through the same descriptor changes a published
+// block behind the mount's back (with passthrough the kernel writes the
+// tier's file itself). When its last descriptor goes, the block is found
+// changed and removed from every tier, never kept as published.
+func TestWrittenAfterPublishRemoved(t *testing.T) {
+	modes(t, func(t *testing.T, m *testMount) {
+		key, data := testBlock(testModel, 7, 64<<10)
+		if err := os.MkdirAll(m.path(testModel), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(m.keyPath(key), os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		// Without passthrough the daemon refuses the write itself.
+		_, werr := f.WriteAt([]byte("torn"), 100)
+		f.Close()
+		if werr != nil {
+			if _, err := os.Stat(m.keyPath(key)); err != nil {
+				t.Fatalf("a refused late write removed the block: %v", err)
+			}
+			return
+		}
+		deadline := time.Now().Add(time.Minute) // the kernel's RELEASE follows close(2)
+		for m.st.Has(key) {
+			if time.Now().After(deadline) {
+				t.Fatal("the block written after its publish is still published")
+			}
+			time.Sleep(time.Millisecond)
 		}
 	})
 }

@@ -66,6 +66,7 @@ type Draft struct {
 	staging  bool             // not renamed yet: publishes only at rename
 	done     bool             // published or discarded
 	verdict  error            // of the publish (ErrDiscarded when discarded)
+	mine     bool             // this file is what was published (not a copy already there)
 	size     int64            // once done
 	mtime    time.Time        // once done
 	setMTime time.Time        // set by utimes while written (zero: none)
@@ -281,6 +282,7 @@ func (d *Writer) Release(ctx context.Context) {
 	last := len(w.descs) == 0
 	publish := !w.done && !w.staging && w.closed && w.allClosed()
 	discard := !w.done && !w.staging && last && !w.closed
+	check := last && w.done && w.mine
 	w.mu.Unlock()
 	if publish {
 		w.publish(ctx, false)
@@ -288,6 +290,26 @@ func (d *Writer) Release(ctx context.Context) {
 	if discard {
 		w.Discard()
 	}
+	if check {
+		w.checkUnchanged()
+	}
+}
+
+// checkUnchanged, at the release of the last descriptor of a file that
+// published, removes the block if it was written after it was published:
+// through a descriptor kept open past the publish (an fsync publishes, and
+// a forked child shares its parent's descriptor past the close that
+// publishes), which with FUSE passthrough the kernel writes straight into
+// the memory tier's file. A published block never changes; one that did is
+// not trusted, from any tier. Readers that opened it in the meantime may
+// have read the change: the error line says so.
+func (w *Draft) checkUnchanged() {
+	if unchanged, held := w.s.stack.MemUnchanged(w.key); !held || unchanged {
+		return
+	}
+	err := w.s.stack.Remove(w.key)
+	w.s.log.Error("a block was written after it was published: removed from every tier (readers that opened it meanwhile may have read the change)",
+		"key", w.key.Path(), "writer_uid", w.owner.Uid, "err", err)
 }
 
 // allClosed reports whether the owner closed every open descriptor

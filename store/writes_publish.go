@@ -43,6 +43,7 @@ func (w *Draft) publishOnce(ctx context.Context, durable bool) error {
 	switch {
 	case err == nil:
 		w.size, w.mtime = info.Size, info.MTime
+		w.mine = true
 		return nil
 	case errors.Is(err, tiers.ErrExist):
 		w.size, w.mtime = size, time.Now()

@@ -77,6 +77,27 @@ func (t *MemTier) Stat(key format.Key) (Info, error) {
 	return info, nil
 }
 
+// Unchanged reports whether key's file still has the size and mtime the
+// tier recorded when it was published (or its times were set through the
+// stack); held is false when the tier does not hold key. A file that
+// changed was written behind the tier's back: through a descriptor its
+// writer kept after publishing, which with FUSE passthrough the kernel
+// writes directly.
+func (t *MemTier) Unchanged(key format.Key) (unchanged, held bool) {
+	info, _, ok := indexGet(t.idx, key)
+	if !ok {
+		return false, false
+	}
+	if info.MTime.IsZero() {
+		return true, true // no time recorded: nothing to tell a change by
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(t.path(key), &st); err != nil {
+		return false, false
+	}
+	return st.Size == info.Size && st.Mtim.Nano() == info.MTime.UnixNano(), true
+}
+
 // Remove deletes a published file, pinned or dirty alike. Its mapping is
 // unmapped: a caller using Mapping must pin the key and not remove it.
 func (t *MemTier) Remove(key format.Key) error {

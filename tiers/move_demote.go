@@ -131,6 +131,15 @@ func (s *Stack) drop(d *DirTier, k format.Key) error {
 	return s.Remove(k)
 }
 
+// MemUnchanged is MemTier.Unchanged of the memory tier, under k's lock so
+// that a SetMTime (file and record) is seen whole.
+func (s *Stack) MemUnchanged(k format.Key) (unchanged, held bool) {
+	mu := s.keyLock(k)
+	mu.Lock()
+	defer mu.Unlock()
+	return s.mem.Unchanged(k)
+}
+
 // Remove deletes k from every tier; removing a block removes its sidecar
 // too. Open descriptors keep reading their data. ErrNotFound when no tier
 // held k.
