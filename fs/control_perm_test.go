@@ -13,6 +13,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/store"
 	"golang.org/x/sys/unix"
 )
 
@@ -219,6 +220,48 @@ func TestStagingMissNotCached(t *testing.T) {
 		}
 		if _, err := os.Stat(staging); err != nil {
 			t.Errorf("the writer's stat right after: %v (a miss was cached for everyone)", err)
+		}
+	}
+}
+
+// TestModelsPerUserBounded: a user other than root makes at most
+// MaxModelsPerUser models on a shared mount; the next mkdir fails with
+// EDQUOT, and root is not bounded.
+func TestModelsPerUserBounded(t *testing.T) {
+	requireFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: another user makes the models")
+	}
+	dir := t.TempDir()
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mnt := filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := mountAt(t, mnt, newTestStack(t), Options{AllowOther: true}, store.Options{MaxModelsPerUser: 2})
+	mkdirAs := func(name string) error {
+		cmd := exec.Command("mkdir", m.path(name))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	}
+	for _, name := range []string{"u1", "u2"} {
+		if err := mkdirAs(name); err != nil {
+			t.Fatalf("model %s of another user: %v", name, err)
+		}
+	}
+	if err := mkdirAs("u3"); err == nil || !strings.Contains(err.Error(), "quota") {
+		t.Fatalf("a third model of that user: %v, want EDQUOT (Disk quota exceeded)", err)
+	}
+	for _, name := range []string{"r1", "r2", "r3"} {
+		if err := os.Mkdir(m.path(name), 0o755); err != nil {
+			t.Fatalf("root's model %s: %v", name, err)
 		}
 	}
 }

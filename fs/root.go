@@ -110,8 +110,11 @@ func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	if r.s.store.ModelExists(name) {
 		return nil, errnoExists
 	}
-	r.s.store.AddModel(name)
 	c := callerProc(ctx)
+	if err := r.s.store.AdmitModel(c.Uid); err != nil {
+		return nil, r.s.fail("mkdir", name, err)
+	}
+	r.s.store.AddModel(name)
 	if err := r.s.store.SetModelOwner(name, store.ModelOwner{Uid: c.Uid, Gid: c.Gid, Mode: mode & 0o7777}); err != nil {
 		return nil, r.s.fail("mkdir", name, err)
 	}

@@ -29,10 +29,19 @@ func (s *Store) Publish(pw *PendingWrite, size int64, durable bool) (Info, error
 		s.stack.Abort(pw)
 		return tiers.Info{}, fmt.Errorf("model %s: %d more bytes pass its quota of %d: %w", key.Model, size, s.quotas.get(key.Model), err)
 	}
+	uid, charged, err := s.admitUser(key.Model, size)
+	if err != nil {
+		s.unadmit(key.Model, size)
+		s.stack.Abort(pw)
+		return tiers.Info{}, fmt.Errorf("model %s: %w", key.Model, err)
+	}
 	replacing := key.Kind == format.File && s.stack.Has(key)
 	info, err := s.stack.Publish(pw, durable)
 	if err != nil {
 		s.unadmit(key.Model, size)
+		if charged {
+			s.unadmitUser(uid, size)
+		}
 		return info, err
 	}
 	if replacing {

@@ -33,6 +33,12 @@ type Options struct {
 	// negative: no bound. MaxPendingPerUser is one user's share (0: all).
 	MaxPending        int64
 	MaxPendingPerUser int64
+	// MaxModelsPerUser bounds the models one user other than root owns
+	// (users.go); 0 takes DefaultMaxModelsPerUser, negative: no bound.
+	// MaxBytesPerUser bounds the bytes of one user's models together; 0:
+	// no bound.
+	MaxModelsPerUser int
+	MaxBytesPerUser  int64
 	// Layout is the layout of every model made from then on (mkdir at the
 	// mount root): LayoutUCMB (also ""), LayoutUCMPosix or LayoutFiles.
 	Layout string
@@ -78,6 +84,7 @@ type Store struct {
 	pending  pendingSet
 	budget   pendingBudget // bytes of the files being written
 	quotas   quotaTable
+	users    userUse    // bytes of each user's models (users.go)
 	tierIO   []tierIO   // bytes clients moved, per tier (0 memory, then dirs)
 	prefetch prefetcher // the promotion pool
 	pins     loadPins   // blocks pinned by GPU loads in flight
@@ -129,6 +136,9 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	s.settings.init()
 	s.reprCache = newReprCache(opts.ReprCache)
 	s.budget.max, s.budget.perUser = opts.MaxPending, opts.MaxPendingPerUser
+	if s.opts.MaxModelsPerUser == 0 {
+		s.opts.MaxModelsPerUser = DefaultMaxModelsPerUser
+	}
 	if s.budget.max == 0 {
 		s.budget.max = st.Tiers()[tiers.Memory].Usage.Capacity
 	}

@@ -71,4 +71,3 @@ func TestMountErrorHintsFusermount(t *testing.T) {
 		t.Errorf("another error: %v", err)
 	}
 }
-

@@ -38,6 +38,8 @@ type mountConfig struct {
 	MaxFileSize     int64         // largest block file accepted, bytes
 	MaxPending      int64         // bytes of files being written (0: the memory tier's size)
 	MaxPendingUser  int64         // one user's share of MaxPending (0: all of it)
+	MaxModelsUser   int           // models one user other than root may own (<0: no bound)
+	MaxBytesUser    int64         // bytes one user's models may hold together (0: no bound)
 	LogLevel        slog.Level
 	LogFormat       string            // text or json
 	Debug           bool              // log every FUSE request
@@ -79,6 +81,7 @@ func defaultMountConfig() mountConfig {
 		ShutdownTimeout: 30 * time.Second,
 		GPU:             "auto",
 		FUSETransport:   "auto",
+		MaxModelsUser:   store.DefaultMaxModelsPerUser,
 		DirtyExpire:     tiers.DefaultDirtyExpire,
 	}
 }
@@ -122,6 +125,8 @@ type fileConfig struct {
 	MaxFileSize     *byteSize      `yaml:"max_file_size"`
 	MaxPending      *byteSize      `yaml:"max_pending"`
 	MaxPendingUser  *byteSize      `yaml:"max_pending_per_user"`
+	MaxModelsUser   *int           `yaml:"max_models_per_user"`
+	MaxBytesUser    *byteSize      `yaml:"max_bytes_per_user"`
 	LogLevel        *string        `yaml:"log_level"`
 	LogFormat       *string        `yaml:"log_format"`
 	Debug           *bool          `yaml:"debug"`
@@ -223,6 +228,10 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 	set(&cfg.MaxFileSize, fc.MaxFileSize)
 	set(&cfg.MaxPending, fc.MaxPending)
 	set(&cfg.MaxPendingUser, fc.MaxPendingUser)
+	set(&cfg.MaxBytesUser, fc.MaxBytesUser)
+	if fc.MaxModelsUser != nil {
+		cfg.MaxModelsUser = *fc.MaxModelsUser
+	}
 	set(&cfg.DirtyLimit, fc.DirtyLimit)
 	set(&cfg.DirtyBackground, fc.DirtyBackground)
 	for dst, v := range map[*bool]*bool{&cfg.WriteThrough: fc.WriteThrough, &cfg.AllowOther: fc.AllowOther,

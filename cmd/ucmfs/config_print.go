@@ -37,6 +37,8 @@ type printedConfig struct {
 	MaxFileSize     string        `yaml:"max_file_size"`
 	MaxPending      string        `yaml:"max_pending"`
 	MaxPendingUser  string        `yaml:"max_pending_per_user"`
+	MaxModelsUser   int           `yaml:"max_models_per_user"`
+	MaxBytesUser    string        `yaml:"max_bytes_per_user"`
 	LogLevel        string        `yaml:"log_level"`
 	LogFormat       string        `yaml:"log_format"`
 	Debug           bool          `yaml:"debug"`
@@ -66,6 +68,7 @@ func printConfig(w io.Writer, cfg mountConfig) error {
 		EntryTTL: cfg.EntryTTL.String(), NegativeTTL: cfg.NegativeTTL.String(), KernelNodes: cfg.KernelNodes, FUSETransport: cfg.FUSETransport,
 		MaxFileSize: exactSize(cfg.MaxFileSize),
 		MaxPending:  exactSize(cfg.MaxPending), MaxPendingUser: exactSize(cfg.MaxPendingUser),
+		MaxModelsUser: cfg.MaxModelsUser, MaxBytesUser: exactSize(cfg.MaxBytesUser),
 		LogLevel: strings.ToLower(cfg.LogLevel.String()), LogFormat: cfg.LogFormat, Debug: cfg.Debug,
 		ShutdownTimeout: cfg.ShutdownTimeout.String(), ControlGroup: cfg.ControlGroup, MetricsAddr: cfg.MetricsAddr,
 		GPU: cfg.GPU, GPUSocket: cfg.GPUSocket, CUDALibrary: cfg.CUDALibrary, ReprKind: reprString(cfg.Repr),

@@ -116,6 +116,10 @@ func fuseFlags() []cli.Flag {
 			Usage: "bytes (`SIZE`) of files being written, not yet published, in all (0: the memory tier's size); past it a create or write fails with ENOSPC"},
 		&cli.StringFlag{Name: "max-pending-per-user", Category: catFUSE, Value: "0",
 			Usage: "one user's share (`SIZE`) of --max-pending (0: all of it); past it EDQUOT"},
+		&cli.IntFlag{Name: "max-models-per-user", Category: catFUSE, Value: store.DefaultMaxModelsPerUser,
+			Usage: "most models (`N`) one user other than root may own; past it mkdir fails with EDQUOT (-1: no bound)"},
+		&cli.StringFlag{Name: "max-bytes-per-user", Category: catFUSE, Value: "0",
+			Usage: "most bytes (`SIZE`) the models one user other than root owns may hold together; past it a publish fails with EDQUOT (0: no bound)"},
 	}
 }
 
@@ -166,7 +170,7 @@ func mountConfigFrom(cmd *cli.Command) (mountConfig, error) {
 // applyFlags overlays the flags the user set onto cfg.
 func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 	for name, dst := range map[string]*int64{"memory": &cfg.Memory, "max-file-size": &cfg.MaxFileSize,
-		"max-pending": &cfg.MaxPending, "max-pending-per-user": &cfg.MaxPendingUser,
+		"max-pending": &cfg.MaxPending, "max-pending-per-user": &cfg.MaxPendingUser, "max-bytes-per-user": &cfg.MaxBytesUser,
 		"dirty-limit": &cfg.DirtyLimit, "dirty-background": &cfg.DirtyBackground} {
 		if cmd.IsSet(name) {
 			n, err := parseSize(cmd.String(name))
@@ -199,6 +203,9 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 	}
 	if !slices.Contains(fs.Transports, cfg.FUSETransport) {
 		return fmt.Errorf("fuse transport %q: want one of %s", cfg.FUSETransport, strings.Join(fs.Transports, ", "))
+	}
+	if cmd.IsSet("max-models-per-user") {
+		cfg.MaxModelsUser = int(cmd.Int("max-models-per-user"))
 	}
 	if cmd.IsSet("kernel-nodes") {
 		cfg.KernelNodes = int(cmd.Int("kernel-nodes"))
@@ -273,6 +280,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	core, err := store.New(st, store.Options{
 		MaxFileSize: cfg.MaxFileSize, Logger: log, Repr: cfg.Repr, GPU: dev,
 		MaxPending: cfg.MaxPending, MaxPendingPerUser: cfg.MaxPendingUser,
+		MaxModelsPerUser: cfg.MaxModelsUser, MaxBytesPerUser: cfg.MaxBytesUser,
 		Layout: cfg.DefaultLayout,
 	})
 	if err != nil {
