@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v3"
 )
@@ -50,6 +51,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) {
 		code = ec.ExitCode()
+	}
+	if errors.Is(err, syscall.EPIPE) {
+		return code // the reader went away (ucmfs stats | head): nothing to say
 	}
 	if msg := err.Error(); msg != "" {
 		fmt.Fprintf(stderr, "ucmfs: %s\n", msg)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -69,5 +70,21 @@ func TestMountErrorHintsFusermount(t *testing.T) {
 	other := errors.New("EPERM")
 	if err := mountError("/mnt/kv", other); !errors.Is(err, other) || strings.Contains(err.Error(), "fuse3") {
 		t.Errorf("another error: %v", err)
+	}
+}
+
+// TestBrokenPipeQuiet: a command whose reader goes away (ucmfs stats |
+// head) ends without an error line about the pipe.
+func TestBrokenPipeQuiet(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	var errb bytes.Buffer
+	Main(context.Background(), []string{"ucmfs", "version"}, w, &errb)
+	w.Close()
+	if strings.Contains(errb.String(), "broken pipe") {
+		t.Errorf("stderr after the reader went: %q", errb.String())
 	}
 }
