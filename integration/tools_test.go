@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -230,5 +231,46 @@ func TestCompletion(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), w) {
 			t.Errorf("the words for the first argument lack %q: %v\n%s", w, err, out)
 		}
+	}
+}
+
+// TestLogrotateConfig: deploy/logrotate.d/ucmfs rotates a daemon's log
+// while the daemon appends to it (copytruncate): after a forced rotation
+// the old lines are in the rotated file and the next line the still-open
+// writer appends starts the new one.
+func TestLogrotateConfig(t *testing.T) {
+	bin, err := exec.LookPath("logrotate")
+	if err != nil {
+		t.Fatalf("logrotate is not installed (.ci/run installs it): %v", err)
+	}
+	conf, err := os.ReadFile(filepath.Join("..", "deploy", "logrotate.d", "ucmfs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := testDir(t)
+	logPath := filepath.Join(dir, "mnt-kv.log")
+	local := strings.Replace(string(conf), "/var/log/ucmfs/*.log", filepath.Join(dir, "*.log"), 1)
+	local = strings.Replace(local, "\tsu root root\n", "", 1)
+	confPath := filepath.Join(dir, "ucmfs.logrotate")
+	if err := os.WriteFile(confPath, []byte(local), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640) // as the helper opens it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	fmt.Fprintln(w, "before the rotation")
+	if out, err := exec.Command(bin, "--force", "--state", filepath.Join(dir, "state"), confPath).CombinedOutput(); err != nil {
+		t.Fatalf("logrotate: %v\n%s", err, out)
+	}
+	fmt.Fprintln(w, "after the rotation")
+	rotated, err := os.ReadFile(logPath + ".1")
+	if err != nil || !strings.Contains(string(rotated), "before the rotation") {
+		t.Fatalf("rotated file: %v %q", err, rotated)
+	}
+	current, err := os.ReadFile(logPath)
+	if err != nil || string(current) != "after the rotation\n" {
+		t.Fatalf("the log after the rotation: %v %q, want only the new line", err, current)
 	}
 }
