@@ -17,7 +17,8 @@ var ErrPendingFull = errors.New("too much data being written")
 // of a mount whose memory tier is 64 MiB. The pending budget bounds them:
 //
 //   - MaxPending bytes in all (default: the memory tier's capacity), and
-//     MaxPendingPerUser for the files of one user (default: all of it);
+//     MaxPendingPerUser for the files of one user (default: half of it,
+//     so that no user alone takes it all);
 //   - what counts is what the files hold in memory now (their allocated
 //     blocks, fstat), summed when a file is created or the daemon writes
 //     into one (without passthrough);

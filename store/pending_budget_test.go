@@ -46,3 +46,24 @@ func TestPendingFilesBounded(t *testing.T) {
 		t.Fatalf("after a discard: %v", err)
 	}
 }
+
+// TestPendingShareDefault: by default one user's share of the bytes being
+// written is half the budget, so that no user alone takes all of it.
+func TestPendingShareDefault(t *testing.T) {
+	s := newTestStore(t, Options{MaxPending: 1 << 20})
+	if s.budget.perUser != 1<<19 {
+		t.Fatalf("default share %d, want half of %d", s.budget.perUser, 1<<20)
+	}
+	k, _ := testBlock(1, 64)
+	d, _, err := s.BeginWrite(Proc{Tgid: 7, Uid: 1000, Gid: 1000}, k, k.ID.String()+".bin", false, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Discard()
+	if err := s.admitPending(1000, 600<<10, false); !errors.Is(err, ErrQuota) {
+		t.Fatalf("600 KiB of one user's writes against a 1 MiB budget: %v, want ErrQuota", err)
+	}
+	if err := s.admitPending(2000, 400<<10, false); err != nil {
+		t.Fatalf("another user's 400 KiB: %v", err)
+	}
+}

@@ -30,7 +30,8 @@ type Options struct {
 	GPU gpu.Device
 	// MaxPending bounds the bytes of the files being written, not yet
 	// published (pending_budget.go); 0: the memory tier's capacity,
-	// negative: no bound. MaxPendingPerUser is one user's share (0: all).
+	// negative: no bound. MaxPendingPerUser is one user's share (0: half of
+	// MaxPending).
 	MaxPending        int64
 	MaxPendingPerUser int64
 	// MaxModelsPerUser bounds the models one user other than root owns
@@ -141,6 +142,9 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	}
 	if s.budget.max == 0 {
 		s.budget.max = st.Tiers()[tiers.Memory].Usage.Capacity
+	}
+	if s.budget.perUser == 0 {
+		s.budget.perUser = s.budget.max / 2
 	}
 	s.seedModels()
 	st.SetKeep(KeptFile)

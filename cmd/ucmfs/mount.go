@@ -115,7 +115,7 @@ func fuseFlags() []cli.Flag {
 		&cli.StringFlag{Name: "max-pending", Category: catFUSE, Value: "0",
 			Usage: "bytes (`SIZE`) of files being written, not yet published, in all (0: the memory tier's size); past it a create or write fails with ENOSPC"},
 		&cli.StringFlag{Name: "max-pending-per-user", Category: catFUSE, Value: "0",
-			Usage: "one user's share (`SIZE`) of --max-pending (0: all of it); past it EDQUOT"},
+			Usage: "one user's share (`SIZE`) of --max-pending (0: half of it); past it EDQUOT"},
 		&cli.IntFlag{Name: "max-models-per-user", Category: catFUSE, Value: store.DefaultMaxModelsPerUser,
 			Usage: "most models (`N`) one user other than root may own; past it mkdir fails with EDQUOT (-1: no bound)"},
 		&cli.StringFlag{Name: "max-bytes-per-user", Category: catFUSE, Value: "0",
