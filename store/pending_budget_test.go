@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 )
@@ -66,4 +67,43 @@ func TestPendingShareDefault(t *testing.T) {
 	if err := s.admitPending(2000, 400<<10, false); err != nil {
 		t.Fatalf("another user's 400 KiB: %v", err)
 	}
+}
+
+// TestStagingExpires: a staging file whose descriptors are all closed and
+// that nobody renames is discarded after the TTL (it held a descriptor of
+// the daemon and bytes of the budget); one with a descriptor open, or
+// parked for less, is kept.
+func TestStagingExpires(t *testing.T) {
+	s := newTestStore(t, Options{StagingTTL: -1}) // no background sweep: the test sweeps
+	begin := func(n int) (*Draft, *Writer) {
+		k, _ := testBlock(n, 64)
+		d, w, err := s.BeginWrite(Proc{Tgid: 9, Uid: 1000, Gid: 1000}, k, k.ID.String()+format.StagingSuffix, true, true, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, w
+	}
+	parked, pw := begin(1)
+	if _, err := pw.Close(t.Context(), 9); err != nil {
+		t.Fatal(err)
+	}
+	pw.Release(t.Context())
+	open, _ := begin(2) // its descriptor stays open
+	now := time.Now()
+	if n := s.ExpireStaging(now, time.Hour); n != 0 {
+		t.Fatalf("swept %d files parked for less than the TTL", n)
+	}
+	if n := s.ExpireStaging(now.Add(2*time.Hour), time.Hour); n != 1 {
+		t.Fatalf("swept %d files, want the one parked past the TTL", n)
+	}
+	if !errors.Is(parked.verdictOf(), ErrDiscarded) || !open.Writable() {
+		t.Fatalf("parked: %v, open still writable: %v", parked.verdictOf(), open.Writable())
+	}
+}
+
+// verdictOf is w's verdict (tests).
+func (w *Draft) verdictOf() error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.verdict
 }

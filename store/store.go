@@ -2,7 +2,9 @@ package store
 
 import (
 	"log/slog"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
@@ -40,6 +42,10 @@ type Options struct {
 	// no bound.
 	MaxModelsPerUser int
 	MaxBytesPerUser  int64
+	// StagingTTL is how long a staging file may wait for its rename with
+	// no descriptor open before it is discarded (writes_expire.go); 0
+	// takes DefaultStagingTTL, negative: never.
+	StagingTTL time.Duration
 	// Layout is the layout of every model made from then on (mkdir at the
 	// mount root): LayoutUCMB (also ""), LayoutUCMPosix or LayoutFiles.
 	Layout string
@@ -85,7 +91,9 @@ type Store struct {
 	pending  pendingSet
 	budget   pendingBudget // bytes of the files being written
 	quotas   quotaTable
-	users    userUse    // bytes of each user's models (users.go)
+	users    userUse       // bytes of each user's models (users.go)
+	stop     chan struct{} // closed by Close: background loops end
+	stopOnce sync.Once
 	tierIO   []tierIO   // bytes clients moved, per tier (0 memory, then dirs)
 	prefetch prefetcher // the promotion pool
 	pins     loadPins   // blocks pinned by GPU loads in flight
@@ -140,6 +148,13 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	if s.opts.MaxModelsPerUser == 0 {
 		s.opts.MaxModelsPerUser = DefaultMaxModelsPerUser
 	}
+	s.stop = make(chan struct{})
+	if s.opts.StagingTTL == 0 {
+		s.opts.StagingTTL = DefaultStagingTTL
+	}
+	if s.opts.StagingTTL > 0 {
+		go s.expireLoop(s.opts.StagingTTL, s.stop)
+	}
 	if s.budget.max == 0 {
 		s.budget.max = st.Tiers()[tiers.Memory].Usage.Capacity
 	}
@@ -180,4 +195,7 @@ func (s *Store) NotifyPublished(k format.Key) {
 
 // Close stops the promotion pool: queued promotions are dropped, running
 // ones finish. The stack is the caller's to close.
-func (s *Store) Close() { s.stopPrefetch() }
+func (s *Store) Close() {
+	s.stopOnce.Do(func() { close(s.stop) })
+	s.stopPrefetch()
+}

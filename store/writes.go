@@ -67,6 +67,7 @@ type Draft struct {
 	done     bool             // published or discarded
 	verdict  error            // of the publish (ErrDiscarded when discarded)
 	mine     bool             // this file is what was published (not a copy already there)
+	idle     time.Time        // when its last descriptor went (zero while one is open)
 	size     int64            // once done
 	mtime    time.Time        // once done
 	setMTime time.Time        // set by utimes while written (zero: none)
@@ -160,6 +161,7 @@ func (w *Draft) Open(trunc bool) (*Writer, error) {
 	}
 	d := &Writer{w: w}
 	w.descs[d] = false
+	w.idle = time.Time{}
 	return d, nil
 }
 
@@ -280,6 +282,9 @@ func (d *Writer) Release(ctx context.Context) {
 	w.mu.Lock()
 	delete(w.descs, d)
 	last := len(w.descs) == 0
+	if last {
+		w.idle = time.Now()
+	}
 	publish := !w.done && !w.staging && w.closed && w.allClosed()
 	discard := !w.done && !w.staging && last && !w.closed
 	check := last && w.done && w.mine
