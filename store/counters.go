@@ -108,6 +108,17 @@ type Stats struct {
 	tiers.Stats
 	ControlStats
 	MountStats
+	WriteStats
+}
+
+// WriteStats counts the files being written, not yet published.
+type WriteStats struct {
+	// Writing is the files being written; Staging those of them under a
+	// staging name, which wait for their rename once closed (a staging
+	// file parked without a descriptor is discarded after
+	// Options.StagingTTL).
+	Writing int64 `json:"writing_files"`
+	Staging int64 `json:"staging_files"`
 }
 
 // TierHealthStates are the values TierStats.Health takes, healthiest
@@ -140,6 +151,7 @@ func (s *Store) Snapshot() Stats {
 		TopKMissing: c.TopKMissing.Load(), TopKDerived: c.TopKDerived.Load(), TopKReused: c.TopKReused.Load(),
 	}
 	m.LightNodes = c.LightNodes.Load()
+	m.Writing, m.Staging = s.writes.counts()
 	if s.opts.GPU != nil {
 		m.GPUDevice = s.opts.GPU.Name()
 		g := s.opts.GPU.Stats()

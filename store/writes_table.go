@@ -128,3 +128,11 @@ func (t *writeTable) inShard(model, shard string) bool {
 	}
 	return false
 }
+
+// counts returns how many files are being written, and how many of them
+// under a staging name.
+func (t *writeTable) counts() (writing, staging int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return int64(len(t.m)), int64(t.stagings)
+}
