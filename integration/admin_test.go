@@ -94,3 +94,27 @@ func TestQuotaCommand(t *testing.T) {
 		t.Errorf("a missing model: %v %q", err, out)
 	}
 }
+
+// TestDebugBundle: `ucmfs debug MNT -o FILE` writes one .tar.gz with the
+// version and kernel settings, the mount's line of the mount table, the
+// mount's .ucm/stats and the daemon's command line.
+func TestDebugBundle(t *testing.T) {
+	d := mountUCM(t, mountOpts{})
+	out := filepath.Join(testDir(t), "bundle.tar.gz")
+	if b, err := exec.Command(ucmfsBin, "debug", d.Mnt, "-o", out).CombinedOutput(); err != nil || !strings.Contains(string(b), "wrote "+out) {
+		t.Fatalf("ucmfs debug: %v\n%s", err, b)
+	}
+	listing, err := exec.Command("tar", "-xzOf", out).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"ucmfs ", "enable_uring", "fuse.ucmfs", `"tiers"`, "mount", d.Mnt} {
+		if !strings.Contains(string(listing), w) {
+			t.Errorf("the bundle lacks %q:\n%s", w, listing)
+		}
+	}
+	names, err := exec.Command("tar", "-tzf", out).Output()
+	if err != nil || !strings.Contains(string(names), "ucmfs-debug/stats.json") || !strings.Contains(string(names), "ucmfs-debug/daemon.txt") {
+		t.Errorf("bundle files: %v\n%s", err, names)
+	}
+}
