@@ -211,3 +211,21 @@ func TestConfigFileMemoryOnly(t *testing.T) {
 		t.Errorf("SIGTERM: exit %d\n%s", code, d.out.String())
 	}
 }
+
+// TestUmountCommandReports: `ucmfs umount` flushes the blocks only in
+// memory, unmounts, and ends with a line that says what it did; the
+// daemon exits 0 and the blocks are on the tier.
+func TestUmountCommandReports(t *testing.T) {
+	d := mountUCM(t, mountOpts{Args: []string{"--dirty-expire", "1h"}})
+	os.Mkdir(d.path("m"), 0o755)
+	ids := testIDs("umount-report", 5)
+	mustPy(t, append([]string{"put", d.Mnt, "m"}, ids...)...)
+	out, err := exec.Command(ucmfsBin, "umount", d.Mnt).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "flushed 5 blocks") || !strings.Contains(string(out), "unmounted "+d.Mnt) {
+		t.Fatalf("ucmfs umount: %v\n%s", err, out)
+	}
+	if code := d.wait(); code != 0 {
+		t.Errorf("exit %d after ucmfs umount\n%s", code, d.out.String())
+	}
+	mustPy(t, append([]string{"verify", d.Tier, "m"}, ids...)...)
+}

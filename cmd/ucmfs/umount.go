@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -44,19 +45,55 @@ func umountCommand() *cli.Command {
 			if fstype, ok := mountedAt(mnt); !ok || !strings.HasPrefix(fstype, "fuse") {
 				return fmt.Errorf("umount: %s is not a mounted ucmfs", mnt)
 			}
+			flushed := ""
 			if !cmd.Bool("no-flush") {
-				if err := flushAll(ctx, mnt, cmd.Duration("timeout")); err != nil {
+				before := dirtyOf(mnt)
+				progress := func() {
+					if now := dirtyOf(mnt); now.files > 0 {
+						fmt.Fprintf(cmd.Root().ErrWriter, "ucmfs umount: flushing: %d blocks (%s) still only in memory\n", now.files, formatSize(now.bytes))
+					}
+				}
+				if err := flushAll(ctx, mnt, cmd.Duration("timeout"), progress); err != nil {
 					return fmt.Errorf("umount: %w (nothing unmounted; --no-flush skips the flush)", err)
 				}
+				flushed = fmt.Sprintf("flushed %d blocks (%s) that were only in memory; ", before.files, formatSize(before.bytes))
 			}
-			return unmountPath(mnt, cmd.Bool("lazy"))
+			if err := unmountPath(mnt, cmd.Bool("lazy")); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.Root().Writer, "ucmfs umount: %sunmounted %s\n", flushed, mnt)
+			return err
 		},
 	}
 }
 
+// dirty is what a mount holds only in memory.
+type dirty struct{ files, bytes int64 }
+
+// dirtyOf reads the dirty blocks of mnt from its stats (zero when they do
+// not read).
+func dirtyOf(mnt string) dirty {
+	raw, err := readStats(mnt)
+	if err != nil {
+		return dirty{}
+	}
+	var st struct {
+		Files int64 `json:"dirty_files"`
+		Bytes int64 `json:"dirty_bytes"`
+	}
+	if json.Unmarshal(raw, &st) != nil {
+		return dirty{}
+	}
+	return dirty{st.Files, st.Bytes}
+}
+
+// flushProgress is how often umount reports a flush still running.
+const flushProgress = 2 * time.Second
+
 // flushAll asks mnt/.ucm/flush for "all" and waits, at most timeout, for
-// "ok flushed" (docs/control.md).
-func flushAll(ctx context.Context, mnt string, timeout time.Duration) error {
+// "ok flushed" (docs/control.md), calling progress every flushProgress
+// while it waits.
+func flushAll(ctx context.Context, mnt string, timeout time.Duration, progress func()) error {
 	path := filepath.Join(mnt, ".ucm", "flush")
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -79,19 +116,26 @@ func flushAll(ctx context.Context, mnt string, timeout time.Duration) error {
 		f.Close() // before the answer: an open file would keep the mount busy
 		done <- answer{strings.TrimSpace(string(buf[:n])), err}
 	}()
-	select {
-	case a := <-done:
-		if a.err != nil {
-			return fmt.Errorf("flush: %w", a.err)
+	tick := time.NewTicker(flushProgress)
+	defer tick.Stop()
+	limit := time.After(timeout)
+	for {
+		select {
+		case a := <-done:
+			if a.err != nil {
+				return fmt.Errorf("flush: %w", a.err)
+			}
+			if a.line != "ok flushed" {
+				return fmt.Errorf("flush: the daemon answered %q", a.line)
+			}
+			return nil
+		case <-tick.C:
+			progress()
+		case <-limit:
+			return fmt.Errorf("flush: no answer after %v", timeout)
+		case <-ctx.Done():
+			return fmt.Errorf("flush: %w", ctx.Err())
 		}
-		if a.line != "ok flushed" {
-			return fmt.Errorf("flush: the daemon answered %q", a.line)
-		}
-		return nil
-	case <-time.After(timeout):
-		return fmt.Errorf("flush: no answer after %v", timeout)
-	case <-ctx.Done():
-		return fmt.Errorf("flush: %w", ctx.Err())
 	}
 }
 
