@@ -265,3 +265,43 @@ func TestModelsPerUserBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestScratchBoundedAndOwned: the private entries of a ucm-posix model
+// (UCM's GC lease files) belong to who made them, and one cannot grow past
+// maxScratchFile: they live in the memory tier's tmpfs, which the blocks
+// need.
+func TestScratchBoundedAndOwned(t *testing.T) {
+	m := newOpenMount(t, Options{Passthrough: true})
+	if err := os.Mkdir(m.path("ucm"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(m.path("ucm"), 0o777)
+	if err := unix.Setxattr(m.path("ucm"), "user.ucm.layout", []byte("ucm-posix"), 0); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", "mkdir \"$1/.ucm_gc.lock\" && echo beat > \"$1/.ucm_gc.checktime\"", "sh", m.path("ucm"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("another user's lease: %v\n%s", err, out)
+	}
+	for _, name := range []string{".ucm_gc.lock", ".ucm_gc.checktime"} {
+		fi, err := os.Stat(m.path("ucm", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != otherUID || st.Gid != otherGID {
+			t.Errorf("%s is %d:%d, want its maker's %d:%d", name, st.Uid, st.Gid, otherUID, otherGID)
+		}
+	}
+	f, err := os.OpenFile(m.path("ucm", ".big"), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(make([]byte, maxScratchFile+1)); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("a private file past %d bytes: %v, want EFBIG", maxScratchFile, err)
+	}
+	if err := f.Truncate(64 << 20); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("a truncate to 64 MiB: %v, want EFBIG", err)
+	}
+}

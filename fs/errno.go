@@ -36,6 +36,7 @@ const (
 	errnoNotDir  = syscall.ENOTDIR // a file where a directory was asked for
 	errnoBadFD   = syscall.EBADF   // a descriptor that cannot do what is asked
 	errnoRange   = syscall.ERANGE  // an attribute buffer too small
+	errnoTooBig  = syscall.EFBIG   // a private entry past its size bound
 )
 
 // errnoRule is one line of the mapping table: errors.Is(err, target)

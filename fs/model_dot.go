@@ -100,11 +100,15 @@ func (m *modelNode) dotLookup(ctx context.Context, name string, out *fuse.EntryO
 	return m.dotChild(ctx, r, name, &st, out), 0
 }
 
-// dotMkdir makes a private directory.
+// dotMkdir makes a private directory, its caller's.
 func (m *modelNode) dotMkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	p, r, err := m.dotPath(name)
 	if err == nil {
 		err = unix.Mkdir(p, mode)
+	}
+	if err == nil {
+		c := callerProc(ctx)
+		err = unix.Lchown(p, int(c.Uid), int(c.Gid))
 	}
 	var st unix.Stat_t
 	if err == nil {
@@ -116,7 +120,7 @@ func (m *modelNode) dotMkdir(ctx context.Context, name string, mode uint32, out 
 	return m.dotChild(ctx, r, name, &st, out), 0
 }
 
-// dotCreate makes (or opens) a private file.
+// dotCreate makes (or opens) a private file, its caller's.
 func (m *modelNode) dotCreate(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
 	p, r, err := m.dotPath(name)
 	if err != nil {
@@ -127,11 +131,57 @@ func (m *modelNode) dotCreate(ctx context.Context, name string, flags, mode uint
 		return nil, nil, 0, toErrno(err)
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	err = unix.Fstat(fd, &st)
+	if c := callerProc(ctx); err == nil && st.Uid != c.Uid { // made now, not an existing one opened
+		err = unix.Fchown(fd, int(c.Uid), int(c.Gid))
+	}
+	if err != nil {
 		unix.Close(fd)
 		return nil, nil, 0, toErrno(err)
 	}
-	return m.dotChild(ctx, r, name, &st, out), gofs.NewLoopbackFile(fd), 0, 0
+	return m.dotChild(ctx, r, name, &st, out), newScratchFile(gofs.NewLoopbackFile(fd)), 0, 0
+}
+
+// maxScratchFile bounds a private entry's size: they are UCM's leases,
+// heartbeats and small configs, and they live in the memory tier's tmpfs,
+// which the blocks need (an 80 MiB one stopped every user's publishes).
+const maxScratchFile = 1 << 20
+
+// scratchFile is a private file's descriptor: the loopback's, served by
+// the daemon (never passthrough, so that every write is seen) and bounded
+// to maxScratchFile bytes (EFBIG past it).
+type scratchFile struct{ *gofs.LoopbackFile }
+
+// newScratchFile wraps a loopback file handle.
+func newScratchFile(fh gofs.FileHandle) gofs.FileHandle {
+	return &scratchFile{fh.(*gofs.LoopbackFile)}
+}
+
+// PassthroughFd declines passthrough: the daemon sees every write.
+func (f *scratchFile) PassthroughFd() (int, bool) { return -1, false }
+
+// Write refuses to grow the file past maxScratchFile.
+func (f *scratchFile) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if off < 0 || off+int64(len(data)) > maxScratchFile {
+		return 0, errnoTooBig
+	}
+	return f.LoopbackFile.Write(ctx, data, off)
+}
+
+// Allocate refuses to reserve past maxScratchFile.
+func (f *scratchFile) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	if off+size > maxScratchFile {
+		return errnoTooBig
+	}
+	return f.LoopbackFile.Allocate(ctx, off, size, mode)
+}
+
+// Setattr refuses a size past maxScratchFile.
+func (f *scratchFile) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if sz, ok := in.GetSize(); ok && sz > maxScratchFile {
+		return errnoTooBig
+	}
+	return f.LoopbackFile.Setattr(ctx, in, out)
 }
 
 // dotRemove unlinks a private file or removes a private directory.
@@ -196,8 +246,31 @@ func (n *scratchNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.
 	return errno
 }
 
-// Setattr is the loopback's, without its inode number.
+// Open is the loopback's, with a bounded descriptor (scratchFile).
+func (n *scratchNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	fh, fl, errno := n.LoopbackNode.Open(ctx, flags)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	return newScratchFile(fh), fl, 0
+}
+
+// Create is the loopback's (which gives the file to its caller), with a
+// bounded descriptor (scratchFile).
+func (n *scratchNode) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	ch, fh, fl, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	return ch, newScratchFile(fh), fl, 0
+}
+
+// Setattr is the loopback's, within maxScratchFile, without its inode
+// number.
 func (n *scratchNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if sz, ok := in.GetSize(); ok && sz > maxScratchFile {
+		return errnoTooBig
+	}
 	errno := n.LoopbackNode.Setattr(ctx, f, in, out)
 	out.Ino = 0
 	return errno

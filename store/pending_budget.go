@@ -95,19 +95,19 @@ func (s *Store) admitPending(uid uint32, grow int64, create bool) error {
 			mineFiles++
 		}
 	}
-	if create { // one more file
-		if mineFiles >= b.perUserFiles {
-			return fmt.Errorf("uid %d writes %d files not yet published, its share is %d: %w", uid, mineFiles, b.perUserFiles, ErrQuota)
-		}
-		if len(b.files) >= b.maxFiles {
-			return fmt.Errorf("%d files being written, the most is %d: %w", len(b.files), b.maxFiles, ErrPendingFull)
-		}
-	}
-	if b.perUser > 0 && mine+grow > b.perUser {
-		return fmt.Errorf("uid %d writes %d bytes not yet published, its share is %d: %w", uid, mine, b.perUser, ErrQuota)
+	// The whole budget first: past it the store has no room (ENOSPC), past
+	// a share only the user's is used up (EDQUOT).
+	if create && len(b.files) >= b.maxFiles {
+		return fmt.Errorf("%d files being written, the most is %d: %w", len(b.files), b.maxFiles, ErrPendingFull)
 	}
 	if total+grow > b.max {
 		return fmt.Errorf("%d bytes being written, the budget is %d: %w", total, b.max, ErrPendingFull)
+	}
+	if create && mineFiles >= b.perUserFiles {
+		return fmt.Errorf("uid %d writes %d files not yet published, its share is %d: %w", uid, mineFiles, b.perUserFiles, ErrQuota)
+	}
+	if b.perUser > 0 && mine+grow > b.perUser {
+		return fmt.Errorf("uid %d writes %d bytes not yet published, its share is %d: %w", uid, mine, b.perUser, ErrQuota)
 	}
 	return nil
 }
