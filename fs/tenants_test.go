@@ -1,0 +1,138 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/store"
+	"golang.org/x/sys/unix"
+)
+
+// Tenants of one mount: what one user does leaves the others' files,
+// and the daemon's resources, alone.
+
+// TestStagingMissNotCached: another user's lookup of a staging name that
+// a writer holds gets ENOENT (only the writer's user sees a staging
+// file), and the kernel keeps no miss of it: its directory cache is
+// every user's, so a cached miss would hide the file from its writer.
+func TestStagingMissNotCached(t *testing.T) {
+	m := newOpenMount(t, Options{})
+	key, data := testBlock("ucmb", 1, 4096)
+	for _, model := range []string{"ucmb", "vllm"} {
+		if err := os.Mkdir(m.path(model), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(m.path(model), 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Setxattr(m.path("vllm"), "user.ucm.layout", []byte("files"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, staging := range []string{m.keyPath(key) + ".tmp", m.path("vllm", "blk.bin_77.tmp")} {
+		f, err := os.OpenFile(staging, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("stat", staging)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "No such file") {
+			t.Fatalf("another user's stat of %s: %v %s, want ENOENT", staging, err, out)
+		}
+		if _, err := os.Stat(staging); err != nil {
+			t.Errorf("the writer's stat right after: %v (a miss was cached for everyone)", err)
+		}
+	}
+}
+
+// TestModelsPerUserBounded: a user other than root makes at most
+// MaxModelsPerUser models on a shared mount; the next mkdir fails with
+// EDQUOT, and root is not bounded.
+func TestModelsPerUserBounded(t *testing.T) {
+	requireFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: another user makes the models")
+	}
+	dir := t.TempDir()
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mnt := filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := mountAt(t, mnt, newTestStack(t), Options{AllowOther: true}, store.Options{MaxModelsPerUser: 2})
+	mkdirAs := func(name string) error {
+		cmd := exec.Command("mkdir", m.path(name))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	}
+	for _, name := range []string{"u1", "u2"} {
+		if err := mkdirAs(name); err != nil {
+			t.Fatalf("model %s of another user: %v", name, err)
+		}
+	}
+	if err := mkdirAs("u3"); err == nil || !strings.Contains(err.Error(), "quota") {
+		t.Fatalf("a third model of that user: %v, want EDQUOT (Disk quota exceeded)", err)
+	}
+	for _, name := range []string{"r1", "r2", "r3"} {
+		if err := os.Mkdir(m.path(name), 0o755); err != nil {
+			t.Fatalf("root's model %s: %v", name, err)
+		}
+	}
+}
+
+// TestScratchBoundedAndOwned: the private entries of a ucm-posix model
+// (UCM's GC lease files) belong to who made them, and one cannot grow past
+// maxScratchFile: they live in the memory tier's tmpfs, which the blocks
+// need.
+func TestScratchBoundedAndOwned(t *testing.T) {
+	m := newOpenMount(t, Options{Passthrough: true})
+	if err := os.Mkdir(m.path("ucm"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(m.path("ucm"), 0o777)
+	if err := unix.Setxattr(m.path("ucm"), "user.ucm.layout", []byte("ucm-posix"), 0); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", "mkdir \"$1/.ucm_gc.lock\" && echo beat > \"$1/.ucm_gc.checktime\"", "sh", m.path("ucm"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("another user's lease: %v\n%s", err, out)
+	}
+	for _, name := range []string{".ucm_gc.lock", ".ucm_gc.checktime"} {
+		fi, err := os.Stat(m.path("ucm", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != otherUID || st.Gid != otherGID {
+			t.Errorf("%s is %d:%d, want its maker's %d:%d", name, st.Uid, st.Gid, otherUID, otherGID)
+		}
+	}
+	f, err := os.OpenFile(m.path("ucm", ".big"), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(make([]byte, maxScratchFile+1)); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("a private file past %d bytes: %v, want EFBIG", maxScratchFile, err)
+	}
+	if err := f.Truncate(64 << 20); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("a truncate to 64 MiB: %v, want EFBIG", err)
+	}
+}
