@@ -48,7 +48,7 @@ var table = []File{
 	{Name: "stats", Kind: Snapshot, Ino: 3, Perm: 0o444},
 	{Name: "lookup", Ino: 4, open: func(e *Env) handler { return &lookupSession{s: e} }},
 	{Name: "prefetch", Ino: 5, open: func(e *Env) handler { return &prefetchSession{s: e} }},
-	{Name: "flush", Ino: 6, open: func(e *Env) handler { return flushSession{s: e} }},
+	{Name: "flush", Ino: 6, open: func(e *Env) handler { return &flushSession{s: e} }},
 	{Name: "gpu", Ino: 7, open: openGPU, enabled: func(e *Env) bool { return e.GPU != nil }},
 	{Name: "topk", Ino: 8, open: func(e *Env) handler { return &topkSession{s: e} }},
 	{Name: "gpu.sock", Kind: SocketLink, Ino: 9, Perm: 0o777, enabled: func(e *Env) bool { return e.GPUSocket() != nil }},

@@ -31,6 +31,21 @@ func parseIDs(t *line.Tokens, ids []format.ID) ([]format.ID, error) {
 	return line.IDs(t, ids, MaxIDs)
 }
 
+// parseKeys appends the remaining tokens of t, the files of model, to
+// keys: paths for a files model (parsePaths), block ids for the others
+// (parseIDs, using ids as scratch). It returns both buffers for reuse.
+func (s *Env) parseKeys(t *line.Tokens, model string, keys []format.Key, ids []format.ID) ([]format.Key, []format.ID, error) {
+	if s.store.Files(model) {
+		keys, err := parsePaths(t, model, keys)
+		return keys, ids, err
+	}
+	ids, err := parseIDs(t, ids[:0])
+	for _, id := range ids {
+		keys = append(keys, s.store.BlockKey(model, id))
+	}
+	return keys, ids, err
+}
+
 // parsePaths appends the remaining tokens of t, paths of files of the
 // files model model, to keys: at least one (EINVAL), at most MaxIDs
 // (E2BIG), each a path format.ValidateFilePath accepts (EINVAL, naming

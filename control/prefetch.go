@@ -37,18 +37,8 @@ func (p *prefetchSession) answer(ctx context.Context, req []byte, out []byte) ([
 	if err != nil {
 		return out, err
 	}
-	keys := p.keys[:0]
-	if p.s.store.Files(model) {
-		keys, err = parsePaths(&t, model, keys)
-	} else {
-		var ids []format.ID
-		ids, err = parseIDs(&t, p.ids[:0])
-		p.ids = ids[:0]
-		for _, id := range ids {
-			keys = append(keys, p.s.store.BlockKey(model, id))
-		}
-	}
-	p.keys = keys[:0]
+	keys, ids, err := p.s.parseKeys(&t, model, p.keys[:0], p.ids)
+	p.keys, p.ids = keys[:0], ids[:0]
 	if err != nil {
 		return out, err
 	}
