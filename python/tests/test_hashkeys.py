@@ -1,7 +1,13 @@
 """Tests of ucmfs.hashkeys against the golden vectors of docs/format.md 2.1
 and 2.2 (the Go tests of package format hold the same values)."""
 
+import sys
+import os
 import unittest
+
+# The package from this checkout, however the tests are started
+# (python3 -m unittest discover -s python/tests from the repository root).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import ucmfs
 

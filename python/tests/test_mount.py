@@ -8,10 +8,15 @@ variable they skip.
 import contextlib
 import io
 import os
+import sys
 import unittest
 
+# The package from this checkout, however the tests are started
+# (python3 -m unittest discover -s python/tests from the repository root).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
 import ucmfs
-from ucmfs import demo, sparse
+from ucmfs import cli, demo, sparse
 
 MNT = os.environ.get("UCMFS_TEST_MNT", "")
 
@@ -66,6 +71,29 @@ class MountTest(unittest.TestCase):
         with contextlib.redirect_stdout(out):
             demo.demo(MNT)
         self.assertIn("longest present prefix: 3 of 4 blocks", out.getvalue())
+
+    def test_cli_ids_from_and_messages(self):
+        ids = ucmfs.chain(ucmfs.meta("org/PyTest-cli", 1, "float16", 0), 4, list(range(8)))
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "ucmfs-py-ids-%d" % os.getpid())
+        with open(path, "w") as f:
+            f.write("".join(i.hex() + "\n" for i in ids))
+        try:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                for cmd in ("put", "verify"):
+                    self.assertEqual(cli.main([cmd, MNT, self.model, "--ids-from", path]), 0)
+                self.assertEqual(cli.main(["lookup", MNT, self.model, "--ids-from", path]), 0)
+            self.assertIn("ok " + ids[1].hex(), out.getvalue())
+            self.assertTrue(out.getvalue().rstrip().endswith("2"), out.getvalue())
+        finally:
+            os.remove(path)
+        # A missing model: the daemon's own message, not a bare ENOENT.
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = cli.main(["exists", MNT, "no-such-model-here", ids[0].hex()])
+        self.assertEqual(code, 3)
+        self.assertIn("ENOENT", err.getvalue())
+        self.assertNotIn("No such file or directory", err.getvalue())
 
 
 if __name__ == "__main__":

@@ -2,7 +2,12 @@
 
 import ast
 import os
+import sys
 import unittest
+
+# The package from this checkout, however the tests are started
+# (python3 -m unittest discover -s python/tests from the repository root).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import ucmfs
 from ucmfs import crc

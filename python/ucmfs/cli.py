@@ -95,7 +95,7 @@ def _payload_size(a: argparse.Namespace) -> int:
 
 
 def cmd_put(a: argparse.Namespace) -> None:
-    for block_id in a.ids:
+    for block_id in _some_ids(a):
         what = "put %s" % block_id.hex()
         payload = uc.test_payload(block_id, a.seed, _payload_size(a))
         hdr = uc.make_header(block_id, payload, a.layers, a.block_size, a.dtype,
@@ -118,7 +118,7 @@ def cmd_put_raw(a: argparse.Namespace) -> None:
 
 
 def cmd_verify(a: argparse.Namespace) -> None:
-    for block_id in a.ids:
+    for block_id in _some_ids(a):
         try:
             hdr, payload = uc.read_block(a.root, a.model, block_id)
         except OSError as e:
@@ -141,14 +141,24 @@ def cmd_layer(a: argparse.Namespace) -> None:
 
 
 def cmd_lookup(a: argparse.Namespace) -> None:
-    print(uc.lookup_prefix(a.root, a.model, a.ids))
+    print(uc.lookup_prefix(a.root, a.model, _ids(a)))
 
 
 def _ids(a: argparse.Namespace) -> List[bytes]:
+    """The ids of the command line, then those of --ids-from."""
     ids = list(a.ids)
     if a.ids_from:
         with open(a.ids_from) as f:
             ids += [_id(line.strip()) for line in f if line.strip()]
+    return ids
+
+
+def _some_ids(a: argparse.Namespace) -> List[bytes]:
+    """_ids, at least one (usage error, exit 2, without)."""
+    ids = _ids(a)
+    if not ids:
+        print("ucmcli: no ids: give them as arguments or with --ids-from FILE", file=sys.stderr)
+        raise SystemExit(2)
     return ids
 
 
@@ -391,7 +401,8 @@ def _parser() -> argparse.ArgumentParser:
     put = sub.add_parser("put", help="write test blocks")
     put.add_argument("root")
     put.add_argument("model")
-    put.add_argument("ids", nargs="+", type=_id)
+    put.add_argument("ids", nargs="*", type=_id)
+    put.add_argument("--ids-from", help="a file of ids, one per line")
     for name, default in (("layers", 4), ("block-size", 16), ("heads", 2),
                           ("head-dim", 64), ("tensors", 2), ("seed", 0)):
         put.add_argument("--" + name, type=int, default=default)
@@ -407,7 +418,8 @@ def _parser() -> argparse.ArgumentParser:
     ver = sub.add_parser("verify", help="check blocks written by put")
     ver.add_argument("root")
     ver.add_argument("model")
-    ver.add_argument("ids", nargs="+", type=_id)
+    ver.add_argument("ids", nargs="*", type=_id)
+    ver.add_argument("--ids-from", help="a file of ids, one per line")
     ver.add_argument("--seed", type=int, default=0)
     ver.set_defaults(fn=cmd_verify)
     lay = sub.add_parser("layer", help="pread one layer")
@@ -420,6 +432,7 @@ def _parser() -> argparse.ArgumentParser:
     lk.add_argument("root")
     lk.add_argument("model")
     lk.add_argument("ids", nargs="*", type=_id)
+    lk.add_argument("--ids-from", help="a file of ids, one per line")
     lk.set_defaults(fn=cmd_lookup)
     for name, fn, helptext in (("exists", cmd_exists, "batch existence via .ucm/lookup"),
                                ("prefix", cmd_prefix, "prefix match via .ucm/lookup"),
@@ -493,7 +506,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         a.fn(a)
     except _OSFailure as f:
         name = errno.errorcode.get(f.err.errno or 0, "E?")
-        print("ucmcli: %s: %s: %s" % (f.what, name, os.strerror(f.err.errno or 0)),
+        # The daemon's own message when it gave one (a control file's
+        # "err ENOENT model x does not exist"), else the errno's.
+        print("ucmcli: %s: %s: %s" % (f.what, name, f.err.strerror or os.strerror(f.err.errno or 0)),
               file=sys.stderr)
         return 3
     except BlockError as e:
