@@ -501,7 +501,17 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Run one command; returns the exit status."""
-    a = _parser().parse_args(argv)
+    p = _parser()
+    a, rest = p.parse_known_args(argv)
+    if rest:
+        # Ids after options (put MNT MODEL --seed 3 ID...): argparse leaves
+        # them over where the ids may also come from --ids-from.
+        if not hasattr(a, "ids") or any(r.startswith("-") for r in rest):
+            p.error("unrecognized arguments: %s" % " ".join(rest))
+        try:
+            a.ids = list(a.ids) + [_id(r) for r in rest]
+        except (ValueError, argparse.ArgumentTypeError) as e:
+            p.error("id: %s" % e)
     try:
         a.fn(a)
     except _OSFailure as f:
