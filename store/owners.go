@@ -83,12 +83,18 @@ func (s *Store) ModelPermits(model string, uid, gid uint32, inGroup func(uint32)
 		return true
 	}
 	o := s.ModelOwner(model)
-	bits := o.Mode
-	switch {
-	case uid == o.Uid:
-		bits >>= 6
-	case gid == o.Gid || inGroup != nil && inGroup(o.Gid):
-		bits >>= 3
+	if uid == o.Uid {
+		return (o.Mode>>6)&want == want
 	}
-	return bits&want == want
+	group, other := (o.Mode>>3)&want == want, o.Mode&want == want
+	if group == other {
+		// Membership would not change the answer: no look at the
+		// caller's other groups (a read of /proc per request on the
+		// control files' path, for the usual 0755 or 0700 model).
+		return group
+	}
+	if gid == o.Gid || inGroup != nil && inGroup(o.Gid) {
+		return group
+	}
+	return other
 }

@@ -48,3 +48,38 @@ func testBlockOf(model string, n, payload int) (format.Key, []byte) {
 	k.Model = model
 	return k, d
 }
+
+// TestModelPermitsGroups: the group bits apply to the model's group (by
+// the caller's primary group or another), the other bits to everyone
+// else, and the caller's other groups are looked up only when the answer
+// depends on them.
+func TestModelPermitsGroups(t *testing.T) {
+	s := newTestStore(t, Options{})
+	s.AddModel("g")
+	asked := 0
+	for _, c := range []struct {
+		mode    uint32
+		uid     uint32
+		gid     uint32
+		inGroup bool
+		want    bool
+		lookup  bool
+	}{
+		{0o755, 2000, 3000, false, true, false}, // group and others alike: no lookup
+		{0o700, 2000, 3000, false, false, false},
+		{0o750, 2000, 100, false, true, false}, // primary group
+		{0o750, 2000, 3000, true, true, true},  // another group
+		{0o705, 2000, 3000, true, false, true}, // a member is held to the group bits
+		{0o705, 2000, 3000, false, true, true}, // others to the other bits
+		{0o700, 1000, 100, false, true, false}, // the owner
+	} {
+		if err := s.SetModelOwner("g", ModelOwner{Uid: 1000, Gid: 100, Mode: c.mode}); err != nil {
+			t.Fatal(err)
+		}
+		asked = 0
+		in := func(uint32) bool { asked++; return c.inGroup }
+		if got := s.ModelPermits("g", c.uid, c.gid, in, AccessExec); got != c.want || (asked > 0) != c.lookup {
+			t.Errorf("mode %o uid %d gid %d member %v: %v (groups looked up: %v), want %v (%v)", c.mode, c.uid, c.gid, c.inGroup, got, asked > 0, c.want, c.lookup)
+		}
+	}
+}
