@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ucmfs/ucmfs/events"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -49,6 +50,9 @@ type Options struct {
 	// Layout is the layout of every model made from then on (mkdir at the
 	// mount root): LayoutUCMB (also ""), LayoutUCMPosix or LayoutFiles.
 	Layout string
+	// EventsWindow is how many events .ucm/events and the KV-event
+	// publisher can replay (events.Journal); 0: events.DefaultWindow.
+	EventsWindow int
 }
 
 // Defaults of Options.
@@ -114,6 +118,7 @@ type Store struct {
 	gens     genTable      // the generations of replaced Files (layout_files.go)
 	writeSeq atomic.Uint64 // numbers of files being written
 
+	events    *events.Journal                  // what the tiers hold, as it changes (events.go)
 	published atomic.Pointer[func(format.Key)] // the front end's hook (OnPublish)
 	stopped   atomic.Bool                      // Stop was called
 }
@@ -163,6 +168,7 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	}
 	s.seedModels()
 	st.SetKeep(KeptFile)
+	s.startEvents()
 	return s, nil
 }
 

@@ -146,6 +146,20 @@ type Index struct {
 	dirty    Count // the entries flagged dirty, all models
 	unit     int64 // what a file costs is its size rounded up to this (0: its size); see SetUnit
 	charged  int64 // the sum of the entries' costs (used, with unit 0)
+	observe  Observer
+}
+
+// Observer is told of every entry that enters the index (stored true) or
+// leaves it (false), under the index's lock: it must not block or call
+// the index. Drain tells it nothing (the tier is closing).
+type Observer func(e *Entry, stored bool)
+
+// SetObserver installs fn (nil: none) for the entries added and removed
+// from then on.
+func (x *Index) SetObserver(fn Observer) {
+	x.mu.Lock()
+	x.observe = fn
+	x.mu.Unlock()
 }
 
 // SetUnit makes every file cost its size rounded up to unit bytes against
@@ -292,6 +306,9 @@ func (x *Index) insertLocked(e *Entry) {
 	x.used += e.Size
 	x.charged += x.cost(e.Size)
 	x.pushFrontLocked(e)
+	if x.observe != nil {
+		x.observe(e, true)
+	}
 }
 
 func (x *Index) deleteLocked(e *Entry) {
@@ -308,6 +325,9 @@ func (x *Index) deleteLocked(e *Entry) {
 	x.files--
 	x.used -= e.Size
 	x.charged -= x.cost(e.Size)
+	if x.observe != nil {
+		x.observe(e, false)
+	}
 }
 
 // pushFrontLocked puts e first (most recently used) in the LRU list.

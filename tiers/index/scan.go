@@ -179,6 +179,7 @@ func (x *Index) RemoveModel(model string) []*Entry {
 func (x *Index) Drain() []*Entry {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.observe = nil
 	out := make([]*Entry, 0, x.files)
 	for e := x.lru.next; e != &x.lru; e = e.next {
 		out = append(out, e)
