@@ -15,6 +15,9 @@ const (
 	Snapshot
 	// SocketLink: a symbolic link to the GPU socket (Env.GPUSocket).
 	SocketLink
+	// Stream: each open descriptor is an EventStream (Env.OpenEvents),
+	// read as a stream of JSON lines; its mode is the control files'.
+	Stream
 )
 
 // Inode numbers of the front end: the root, .ucm/, and the control files
@@ -51,6 +54,7 @@ var table = []File{
 	{Name: "flush", Ino: 6, open: func(e *Env) handler { return &flushSession{s: e} }},
 	{Name: "gpu", Ino: 7, open: openGPU, enabled: func(e *Env) bool { return e.GPU != nil }},
 	{Name: "topk", Ino: 8, open: func(e *Env) handler { return &topkSession{s: e} }},
+	{Name: "events", Kind: Stream, Ino: 10},
 	{Name: "gpu.sock", Kind: SocketLink, Ino: 9, Perm: 0o777, enabled: func(e *Env) bool { return e.GPUSocket() != nil }},
 }
 

@@ -239,7 +239,8 @@ func putBlock(t *testing.T, e *Env, k format.Key, data []byte) {
 
 // TestFileTable: the files of .ucm/ have distinct names and distinct
 // inode numbers in the reserved range, a Requests file has a handler and
-// no mode of its own, and the others have a mode and no handler.
+// no mode of its own, a Stream neither (its mode is the control files'),
+// and the others have a mode and no handler.
 func TestFileTable(t *testing.T) {
 	names, inos := map[string]bool{}, map[uint64]bool{}
 	for _, f := range table {
@@ -250,7 +251,7 @@ func TestFileTable(t *testing.T) {
 		if f.Ino <= DirIno || f.Ino > LastIno {
 			t.Errorf("%s: inode number %d outside (%d, %d]", f.Name, f.Ino, DirIno, LastIno)
 		}
-		if (f.Kind == Requests) != (f.open != nil) || (f.Kind == Requests) != (f.Perm == 0) {
+		if (f.Kind == Requests) != (f.open != nil) || (f.Kind == Requests || f.Kind == Stream) != (f.Perm == 0) {
 			t.Errorf("%s: kind %d with handler %v and mode %o", f.Name, f.Kind, f.open != nil, f.Perm)
 		}
 	}

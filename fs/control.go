@@ -46,7 +46,7 @@ func (d *ucmDir) OnAdd(ctx context.Context) {
 		var node gofs.InodeEmbedder
 		mode := uint32(syscall.S_IFREG)
 		switch spec.Kind {
-		case control.Requests:
+		case control.Requests, control.Stream:
 			node = &controlFile{common: common{s: d.s}, spec: spec}
 		case control.Snapshot:
 			node = &statsFile{common: common{s: d.s}, perm: spec.Perm}
@@ -199,6 +199,13 @@ func (f *controlFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 func (f *controlFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if err := f.s.controlAllowed(ctx); err != nil {
 		return nil, 0, f.s.fail("open", f.path(), err)
+	}
+	if f.spec.Kind == control.Stream {
+		es, err := f.s.env.OpenEvents(callerProc(ctx).Uid)
+		if err != nil {
+			return nil, 0, f.s.fail("open", f.path(), err)
+		}
+		return &eventsHandle{s: f.s, path: f.path(), es: es}, fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NONSEEKABLE, 0
 	}
 	ss, err := f.spec.OpenAs(f.s.env, callerProc(ctx).Uid)
 	if err != nil {

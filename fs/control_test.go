@@ -23,10 +23,10 @@ func TestControlFiles(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if got := strings.Join(names, " "); got != "flush lookup prefetch stats topk" {
+	if got := strings.Join(names, " "); got != "events flush lookup prefetch stats topk" {
 		t.Fatalf(".ucm holds %q", got)
 	}
-	for _, name := range []string{"lookup", "prefetch", "flush", "topk"} {
+	for _, name := range []string{"lookup", "prefetch", "flush", "topk", "events"} {
 		fi, err := os.Stat(m.path(".ucm", name))
 		if err != nil {
 			t.Fatal(err)
