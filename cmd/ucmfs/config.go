@@ -46,6 +46,10 @@ type mountConfig struct {
 	ShutdownTimeout time.Duration     // bound on the flush at SIGINT/SIGTERM/SIGHUP
 	ControlGroup    string            // group (name or gid) that may use the control files; "": owner only
 	MetricsAddr     string            // HOST:PORT of the Prometheus metrics; "": off
+	KVEvents        string            // the KV-event publisher's endpoint; "": off
+	KVEventsReplay  string            // its replay endpoint; "": the default, "none": off
+	KVEventsTopic   string            // its topic frame; "": kv-events
+	EventsWindow    int               // events kept for readers (0: events.DefaultWindow)
 	GPU             string            // device of .ucm/gpu: auto, cuda, sim or off
 	GPUSocket       string            // socket passing VMM descriptors; "": the default (gpuSocketPath), "off": none
 	CUDALibrary     string            // the CUDA driver library; "": libcuda.so.1
@@ -133,6 +137,10 @@ type fileConfig struct {
 	ShutdownTimeout *time.Duration `yaml:"shutdown_timeout"`
 	ControlGroup    *string        `yaml:"control_group"`
 	MetricsAddr     *string        `yaml:"metrics_addr"`
+	KVEvents        *string        `yaml:"kv_events"`
+	KVEventsReplay  *string        `yaml:"kv_events_replay"`
+	KVEventsTopic   *string        `yaml:"kv_events_topic"`
+	EventsWindow    *int           `yaml:"events_window"`
 	GPU             *string        `yaml:"gpu"`
 	GPUSocket       *string        `yaml:"gpu_socket"`
 	CUDALibrary     *string        `yaml:"cuda_library"`
@@ -222,6 +230,9 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 		}
 	}
 	set(&cfg.Memory, fc.Memory)
+	if fc.EventsWindow != nil {
+		cfg.EventsWindow = *fc.EventsWindow
+	}
 	if fc.KernelNodes != nil {
 		cfg.KernelNodes = *fc.KernelNodes
 	}
@@ -248,7 +259,8 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 	}
 	for dst, v := range map[*string]*string{&cfg.ControlGroup: fc.ControlGroup,
 		&cfg.MetricsAddr: fc.MetricsAddr, &cfg.GPU: fc.GPU, &cfg.LogFormat: fc.LogFormat,
-		&cfg.FUSETransport: fc.FUSETransport} {
+		&cfg.FUSETransport: fc.FUSETransport, &cfg.KVEvents: fc.KVEvents, &cfg.KVEventsReplay: fc.KVEventsReplay,
+		&cfg.KVEventsTopic: fc.KVEventsTopic} {
 		if v != nil {
 			*dst = *v
 		}
@@ -394,6 +406,9 @@ func (cfg *mountConfig) resolve(noTiers bool) error {
 	}
 	if cfg.DirtyLimit > 0 && cfg.DirtyBackground > cfg.DirtyLimit {
 		return fmt.Errorf("dirty-background (%s) must not exceed dirty-limit (%s)", formatSize(cfg.DirtyBackground), formatSize(cfg.DirtyLimit))
+	}
+	if err := checkKVEvents(*cfg); err != nil {
+		return err
 	}
 	if err := checkControl(*cfg); err != nil {
 		return err

@@ -45,6 +45,10 @@ type printedConfig struct {
 	ShutdownTimeout string        `yaml:"shutdown_timeout"`
 	ControlGroup    string        `yaml:"control_group"`
 	MetricsAddr     string        `yaml:"metrics_addr"`
+	KVEvents        string        `yaml:"kv_events"`
+	KVEventsReplay  string        `yaml:"kv_events_replay"`
+	KVEventsTopic   string        `yaml:"kv_events_topic"`
+	EventsWindow    int           `yaml:"events_window"`
 	GPU             string        `yaml:"gpu"`
 	GPUSocket       string        `yaml:"gpu_socket"`
 	CUDALibrary     string        `yaml:"cuda_library"`
@@ -71,6 +75,7 @@ func printConfig(w io.Writer, cfg mountConfig) error {
 		MaxModelsUser: cfg.MaxModelsUser, MaxBytesUser: exactSize(cfg.MaxBytesUser),
 		LogLevel: strings.ToLower(cfg.LogLevel.String()), LogFormat: cfg.LogFormat, Debug: cfg.Debug,
 		ShutdownTimeout: cfg.ShutdownTimeout.String(), ControlGroup: cfg.ControlGroup, MetricsAddr: cfg.MetricsAddr,
+		KVEvents: cfg.KVEvents, KVEventsReplay: cfg.KVEventsReplay, KVEventsTopic: cfg.KVEventsTopic, EventsWindow: cfg.EventsWindow,
 		GPU: cfg.GPU, GPUSocket: cfg.GPUSocket, CUDALibrary: cfg.CUDALibrary, ReprKind: reprString(cfg.Repr),
 		DefaultLayout: layoutString(cfg.DefaultLayout),
 	}

@@ -52,7 +52,7 @@ func newMountCommand(run func(ctx context.Context, cfg mountConfig, stderr io.Wr
 			"to directory tiers. The mount is ready when MOUNTPOINT/.ucm/stats can be read; a line\n" +
 			"'ucmfs: mounted on ...' on stderr says so. Settings come from the defaults, then\n" +
 			"--config FILE, then the flags. See docs/operations.md.",
-		Flags:                     slices.Concat(storageFlags(), fuseFlags(), controlFlags(), lifecycleFlags(), backgroundFlags(), loggingFlags()),
+		Flags:                     slices.Concat(storageFlags(), fuseFlags(), controlFlags(), kvEventsFlags(), lifecycleFlags(), backgroundFlags(), loggingFlags()),
 		DisableSliceFlagSeparator: true, // a tier directory may contain ','
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			cfg, err := mountConfigFrom(cmd)
@@ -210,6 +210,7 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 	if cmd.IsSet("kernel-nodes") {
 		cfg.KernelNodes = int(cmd.Int("kernel-nodes"))
 	}
+	applyKVEventsFlags(cmd, cfg)
 	if err := applyControlFlags(cmd, cfg); err != nil {
 		return err
 	}
@@ -281,11 +282,20 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		MaxFileSize: cfg.MaxFileSize, Logger: log, Repr: cfg.Repr, GPU: dev,
 		MaxPending: cfg.MaxPending, MaxPendingPerUser: cfg.MaxPendingUser,
 		MaxModelsPerUser: cfg.MaxModelsUser, MaxBytesPerUser: cfg.MaxBytesUser,
-		Layout: cfg.DefaultLayout,
+		Layout: cfg.DefaultLayout, EventsWindow: cfg.EventsWindow,
 	})
 	if err != nil {
 		closeStack(st, cfg.ShutdownTimeout, log)
 		return err
+	}
+	kv, err := startKVEvents(cfg, core, log)
+	if err != nil {
+		core.Close()
+		closeStack(st, cfg.ShutdownTimeout, log)
+		return err
+	}
+	if kv != nil {
+		defer kv.Close()
 	}
 	clampEntryTTL(&cfg, log)
 	exported := ucmmetrics.New(core) // before the mount: it installs the latency histograms

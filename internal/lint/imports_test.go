@@ -21,16 +21,18 @@ var allowed = map[string][]string{
 	"hybrid":               {"format"},
 	"gpu":                  {},
 	"gpu/fdpass":           {},
-	"store":                {"format", "tiers", "sparse", "gpu", "hybrid"},
+	"events":               {"format"},
+	"events/vllm":          {"format", "events"},
+	"store":                {"format", "tiers", "sparse", "gpu", "hybrid", "events"},
 	"control/line":         {"format"},
 	"transfer":             {"format", "gpu", "gpu/fdpass", "store", "control/line"},
-	"control":              {"format", "sparse", "hybrid", "store", "control/line", "transfer"},
+	"control":              {"format", "sparse", "hybrid", "store", "control/line", "transfer", "events"},
 	"metrics":              {"store"},
 	"fs/light":             {"format", "internal/hashtab"},
 	"fs/ino":               {"format"},
 	"fs/uring":             {},
 	"fs":                   {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring"}, // gpu, transfer: their sentinels in the errno table
-	"cmd/ucmfs":            {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog"},                            // tiers: wiring only
+	"cmd/ucmfs":            {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "events/vllm"},             // tiers: wiring only
 	"internal/faultfs":     {},
 	"internal/tiertest":    {"format", "tiers"}, // test support: stacks over real directories
 	"internal/engine":      {"gpu/fdpass"},      // test support: a stand-in engine process
@@ -51,6 +53,8 @@ var restricted = map[string][]string{
 	"github.com/hanwen/go-fuse/v2":         {"fs", "fs/light", "fs/uring", "internal/faultfs"},
 	"github.com/urfave/cli/v3":             {"cmd/ucmfs"},
 	"github.com/prometheus/client_golang/": {"metrics"},
+	"github.com/go-zeromq/zmq4":            {"events/vllm"},
+	"github.com/vmihailenco/msgpack/v5":    {"events/vllm"},
 }
 
 // imports returns, for each package of the module (relative to mod), the
