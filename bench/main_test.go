@@ -48,6 +48,7 @@ func runMain(m *testing.M) int {
 	defer os.RemoveAll(shmDir)
 	fuseErr = fuseUsable()
 	code := m.Run()
+	stopKVSubscriber()
 	if err := stopAll(); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		code = 1

@@ -47,6 +47,10 @@ type Config struct {
 	Rank int
 	// MaxHashes bounds the hashes of one event (default 1024).
 	MaxHashes int
+	// Batch is the least time between two batches of live events (default
+	// 10ms): the events of that time go out as one message, so a write
+	// load costs a message per Batch, not one per block.
+	Batch time.Duration
 	// Pace is the pause between the batches of a walk of what the tiers
 	// hold (default 1ms: 10^6 blocks in about a second).
 	Pace time.Duration
@@ -69,6 +73,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Pace <= 0 {
 		c.Pace = time.Millisecond
+	}
+	if c.Batch <= 0 {
+		c.Batch = 10 * time.Millisecond
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -210,9 +217,12 @@ func (p *Publisher) run(ctx context.Context) {
 	defer p.done.Done()
 	j := p.src.Events()
 	buf := make([]events.Event, 1024)
+	linger := time.NewTimer(0)
+	defer linger.Stop()
 	for ctx.Err() == nil {
 		pos := j.Next()
 		p.resync(ctx)
+		last := time.Now()
 		for ctx.Err() == nil {
 			n, next, lost := j.Read(pos, buf)
 			if lost.Count() > 0 {
@@ -226,12 +236,20 @@ func (p *Publisher) run(ctx context.Context) {
 				case <-j.Wait(pos):
 				case <-ctx.Done():
 				}
+				// Let the events of a Batch pile up: one message, one
+				// wakeup, for all of them.
+				linger.Reset(p.cfg.Batch - time.Since(last))
+				select {
+				case <-linger.C:
+				case <-ctx.Done():
+				}
 				continue
 			}
 			for i := range buf[:n] {
 				p.add(&buf[i])
 			}
 			p.flush()
+			last = time.Now()
 		}
 	}
 }
