@@ -3,13 +3,10 @@ package fs
 import (
 	"bufio"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/ucmfs/ucmfs/format"
 )
 
 // TestEventsOnlyReadableModels: a member of the control group reading
@@ -18,21 +15,7 @@ import (
 // with an idle line naming the next sequence number.
 func TestEventsOnlyReadableModels(t *testing.T) {
 	m := newOpenMount(t, Options{ControlGroup: "65534"})
-	key, data := testBlock("private", 1, 4096)
-	pub, pubData := testBlock("public", 1, 4096)
-	for _, c := range []struct {
-		model string
-		mode  os.FileMode
-	}{{"private", 0o700}, {"public", 0o755}} {
-		if err := os.Mkdir(m.path(c.model), c.mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for k, d := range map[format.Key][]byte{key: data, pub: pubData} {
-		if err := writeFile(m.keyPath(k), d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	key, pub := privateAndPublic(t, m)
 	read := `import sys, os
 fd = os.open(sys.argv[1], os.O_RDWR)
 os.write(fd, b"from oldest\n")

@@ -99,12 +99,10 @@ func TestControlGroup(t *testing.T) {
 	}
 }
 
-// TestControlModelAccess: a member of the control group asks .ucm/lookup
-// about a root-only (0700) model through the mount and is refused
-// (EACCES), as a stat of the block would be; about a model it may read
-// it gets the answer.
-func TestControlModelAccess(t *testing.T) {
-	m := newOpenMount(t, Options{ControlGroup: "65534"})
+// privateAndPublic makes a 0700 model "private" and a 0755 one "public"
+// with a block each, and returns the blocks' keys.
+func privateAndPublic(t *testing.T, m *testMount) (private, public format.Key) {
+	t.Helper()
 	key, data := testBlock("private", 1, 4096)
 	pub, pubData := testBlock("public", 1, 4096)
 	for _, c := range []struct {
@@ -120,6 +118,16 @@ func TestControlModelAccess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return key, pub
+}
+
+// TestControlModelAccess: a member of the control group asks .ucm/lookup
+// about a root-only (0700) model through the mount and is refused
+// (EACCES), as a stat of the block would be; about a model it may read
+// it gets the answer.
+func TestControlModelAccess(t *testing.T) {
+	m := newOpenMount(t, Options{ControlGroup: "65534"})
+	key, pub := privateAndPublic(t, m)
 	ask := `import sys, os
 fd = os.open(sys.argv[1], os.O_RDWR)
 for req in sys.argv[2:]:
