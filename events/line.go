@@ -3,7 +3,10 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+
 	"time"
+
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Line is one line of .ucm/events, a JSON object: an event ("stored",
@@ -30,15 +33,24 @@ type Line struct {
 	Next  uint64 `json:"next,omitempty"`
 }
 
-// Tiers names the tiers of a stack for the lines: Kinds[id] and
-// Mediums[id] of tier id.
+// Tiers names the tiers of a stack for the lines, Kinds[id] and
+// Mediums[id] of tier id, and how a block's hash is known.
 type Tiers struct {
 	Kinds   []string
 	Mediums []string
+	// Hash is the hash a router knows a block by (EngineHash, or a
+	// model's own rule); ok is false where none can be known.
+	Hash func(format.Key) (h uint64, ok bool)
 }
 
-// NewTiers names tiers of these kinds (memory first).
-func NewTiers(kinds []string) Tiers { return Tiers{Kinds: kinds, Mediums: Mediums(kinds)} }
+// NewTiers names tiers of these kinds (memory first), with hash (nil:
+// EngineHash).
+func NewTiers(kinds []string, hash func(format.Key) (uint64, bool)) Tiers {
+	if hash == nil {
+		hash = EngineHash
+	}
+	return Tiers{Kinds: kinds, Mediums: Mediums(kinds), Hash: hash}
+}
 
 // name returns the kind and medium of tier id ("" where out of range).
 func (t Tiers) name(id int) (kind, medium string) {
@@ -54,7 +66,7 @@ func (t Tiers) AppendLine(b []byte, e *Event) []byte {
 	if e.Type != Cleared {
 		l.Model, l.Layout, l.Size = e.Key.Model, Layout(e.Key), e.Size
 		l.ID, l.Path = e.Key.ID.String(), e.Key.Name
-		if h, ok := EngineHash(e.Key); ok {
+		if h, ok := t.Hash(e.Key); ok {
 			l.Hash = hex16(h)
 		}
 		l.Tier, l.Medium = t.name(e.Tier)

@@ -25,7 +25,7 @@ var (
 	reprAttrNames = []string{"hash", "model", "kind", "dtype", "num_layers", "num_kv_heads", "rows", "dim",
 		"param", "payload_bytes", "crc32c", "tiers", "state", "hits"}
 	rawAttrNames   = []string{"hash", "model", "payload_bytes", "crc32c", "tiers", "state", "hits", "pinned"}
-	modelAttrNames = []string{"blocks", "bytes", "quota", "repr_kind", "layout", "group"}
+	modelAttrNames = []string{"blocks", "bytes", "quota", "repr_kind", "layout", "group", "key_pattern"}
 )
 
 // Attrs is the attribute table of one file or model: the names in
@@ -222,10 +222,10 @@ func (s *Store) reprAttr(k format.Key, name string, header func() ([]byte, error
 }
 
 // ModelAttrs is the table of a model directory: blocks and bytes, and the
-// settings quota, repr_kind, layout and group (writable, kept in the
-// model's settings record).
+// settings quota, repr_kind, layout, group and key_pattern (writable, kept
+// in the model's settings record).
 func (s *Store) ModelAttrs(model string) *Attrs {
-	return &Attrs{Names: modelAttrNames, Writable: map[string]bool{"quota": true, "repr_kind": true, "layout": true, "group": true},
+	return &Attrs{Names: modelAttrNames, Writable: map[string]bool{"quota": true, "repr_kind": true, "layout": true, "group": true, "key_pattern": true},
 		Get: func(name string) (string, error) {
 			switch name {
 			case "blocks":
@@ -238,6 +238,8 @@ func (s *Store) ModelAttrs(model string) *Attrs {
 				return s.Layout(model), nil
 			case "group":
 				return s.ModelGroup(model).String(), nil
+			case "key_pattern":
+				return s.keyPatternAttr(model), nil
 			}
 			return strconv.FormatInt(s.quota(model), 10), nil
 		},
@@ -249,6 +251,8 @@ func (s *Store) ModelAttrs(model string) *Attrs {
 				return s.setLayout(model, strings.TrimSpace(value))
 			case "group":
 				return s.SetModelGroup(model, value)
+			case "key_pattern":
+				return s.setKeyPattern(model, value)
 			}
 			n, err := ParseBytes(value)
 			if err != nil {

@@ -37,7 +37,7 @@ func (s *Store) EventTiers() events.Tiers {
 	for i, t := range ts {
 		kinds[i] = t.Name
 	}
-	return events.NewTiers(kinds)
+	return events.NewTiers(kinds, s.EngineHash)
 }
 
 // EachHeld calls fn with every block and file of a files model that tier

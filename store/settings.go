@@ -29,6 +29,10 @@ type Settings struct {
 	ReprKind string `json:"repr_kind,omitempty"`
 	// Quota is user.ucm.quota in bytes; 0 is none.
 	Quota int64 `json:"quota,omitempty"`
+	// KeyPattern is user.ucm.key_pattern (key_pattern.go): how the
+	// engine's block hash is read from a file's path; "" is the default
+	// rule (events.EngineHash).
+	KeyPattern string `json:"key_pattern,omitempty"`
 	// Owner is who made the model and its mode (owners.go); nil: the
 	// daemon's user, 0755.
 	Owner *ModelOwner `json:"owner,omitempty"`
@@ -123,7 +127,7 @@ func (s *Store) updateSettings(model string, fn func(*Settings) error) error {
 
 func settingsEqual(a, b Settings) bool {
 	return a.Layout == b.Layout && slices.Equal(a.ShardWidths, b.ShardWidths) &&
-		a.Group == b.Group && a.ReprKind == b.ReprKind && a.Quota == b.Quota &&
+		a.Group == b.Group && a.ReprKind == b.ReprKind && a.Quota == b.Quota && a.KeyPattern == b.KeyPattern &&
 		(a.Owner == nil) == (b.Owner == nil) && (a.Owner == nil || *a.Owner == *b.Owner)
 }
 

@@ -261,7 +261,7 @@ func (p *Publisher) resync(ctx context.Context) {
 	p.flush()
 	for tier, medium := range p.tiers.Mediums {
 		p.src.EachHeld(tier, func(k format.Key) bool {
-			h, ok := events.EngineHash(k)
+			h, ok := p.tiers.Hash(k)
 			if !ok {
 				return true
 			}
@@ -286,7 +286,7 @@ func (p *Publisher) add(e *events.Event) {
 	case events.Cleared:
 		p.batch = append(p.batch, event{cleared: true})
 	case events.Stored, events.Removed:
-		h, ok := events.EngineHash(e.Key)
+		h, ok := p.tiers.Hash(e.Key)
 		if !ok || e.Tier < 0 || e.Tier >= len(p.tiers.Mediums) {
 			return
 		}

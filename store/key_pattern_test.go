@@ -1,0 +1,48 @@
+package store
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/format"
+)
+
+// TestKeyPattern: a files model's user.ucm.key_pattern reads the hash
+// from SGLang-like names; without one the default rule (vLLM's names)
+// applies; a pattern without exactly one group, or not RE2, is refused.
+func TestKeyPattern(t *testing.T) {
+	s := newTestStore(t, Options{Layout: LayoutFiles})
+	s.AddModel("sg")
+	a := s.ModelAttrs("sg")
+	vllm := format.FileKey("sg", "abc/de_g0/"+"abcdef0000000000000000000000000000000000000000000000000000000102.bin")
+	sglang := format.FileKey("sg", "00000000000000000000000000000000000000000000000000000000000000ff_qwen_0_1.bin")
+	if h, ok := s.EngineHash(vllm); !ok || h != 0x102 {
+		t.Errorf("default rule: %x %v", h, ok)
+	}
+	if _, ok := s.EngineHash(sglang); ok {
+		t.Error("default rule: a hash from a name it does not fit")
+	}
+	for _, bad := range []string{`^([0-9a-f]+)_(.*)$`, `^[0-9a-f]+$`, `(`} {
+		if err := a.Set("key_pattern", bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("key_pattern %q: %v, want ErrInvalid", bad, err)
+		}
+	}
+	if err := a.Set("key_pattern", `^([0-9a-f]{64})_`); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := a.Get("key_pattern"); v != `^([0-9a-f]{64})_` {
+		t.Errorf("key_pattern reads %q", v)
+	}
+	if h, ok := s.EngineHash(sglang); !ok || h != 0xff {
+		t.Errorf("pattern: %x %v", h, ok)
+	}
+	if _, ok := s.EngineHash(vllm); ok {
+		t.Error("pattern: a hash from a name it does not match")
+	}
+	if err := a.Set("key_pattern", "default"); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := a.Get("key_pattern"); v != "default" {
+		t.Errorf("after default: %q", v)
+	}
+}
