@@ -207,3 +207,23 @@ func (r *kvRun) check(t *testing.T, sub *subscriber, sentinel string, ordered bo
 		t.Errorf("the subscriber believes what the index does not hold: %s\nthe index holds what the subscriber does not know: %s", extra, missing)
 	}
 }
+
+// TestKVEventsSharedTier: a block another host puts in a shared tier,
+// which no lookup through this mount asks about, reaches a subscriber of
+// this mount's --kv-events (the tier's background rescan runs every
+// negative TTL when events are published).
+func TestKVEventsSharedTier(t *testing.T) {
+	py := zmqPython(t)
+	port := freePorts(t)
+	dir := sharedDir(t)
+	d := mountUCM(t, sharedMount("nfs:"+dir, "--kv-events", fmt.Sprintf("tcp://*:%d", port)))
+	putBlocks(t, d, "m", kvIDs("1", 2)) // the model exists on the tier
+	id := kvIDs("2", 1)[0]
+	sub := startSubscriber(t, py, port, idHash(id))
+	plantBlocks(t, dir, "m", []string{id})
+	got, _ := sub.wait(t)
+	last := got[len(got)-1]
+	if last.Type != "BlockStored" || last.Hash != idHash(id) || last.Medium != "DISK_TIER_ucmfs" {
+		t.Errorf("the planted block came as %+v", last)
+	}
+}

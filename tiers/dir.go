@@ -80,6 +80,11 @@ type DirConfig struct {
 	// again (0: DefaultRevalidate; negative: never, the index is trusted
 	// as on an unshared tier). See shared.go.
 	Revalidate time.Duration
+	// Rescan is how often a shared tier checks every shard it knows again
+	// in the background (0: a minute): the longest before a block another
+	// host published or removed, in a shard no lookup asks about, enters
+	// or leaves the index (and its events go out: package events).
+	Rescan time.Duration
 	// KeepRecent is the age under which a shared tier never evicts a file:
 	// its mtime is moved on use by every daemon, so a block another host
 	// is using is not deleted under it (0: DefaultKeepRecent).

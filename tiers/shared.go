@@ -75,17 +75,21 @@ type sharedDir struct {
 	*DirTier
 	view       sharedView
 	keepRecent time.Duration // never evict a file younger
+	rescan     time.Duration // how often the background scan checks every shard again
 }
 
 // newSharedDir is the sharing of shared tier t, as cfg sets it.
 func newSharedDir(t *DirTier, cfg DirConfig) *sharedDir {
-	sd := &sharedDir{DirTier: t, keepRecent: cfg.KeepRecent,
+	sd := &sharedDir{DirTier: t, keepRecent: cfg.KeepRecent, rescan: cfg.Rescan,
 		view: sharedView{ttl: cfg.Revalidate, shards: make(map[shardRef]shardCheck), scanned: make(chan struct{})}}
 	if cfg.Revalidate == 0 {
 		sd.view.ttl = DefaultRevalidate
 	}
 	if sd.keepRecent <= 0 {
 		sd.keepRecent = DefaultKeepRecent
+	}
+	if sd.rescan <= 0 {
+		sd.rescan = rescanEvery
 	}
 	return sd
 }

@@ -15,14 +15,15 @@ import (
 // start does for an unshared tier, done while the tier already serves.
 
 // rescanEvery is how often a shared tier checks every shard it knows
-// again (a stat of each directory, a listing of those that changed), so
-// its counts follow other daemons' deletes in shards no lookup asks about.
+// again by default (DirConfig.Rescan): a stat of each directory, a
+// listing of those that changed, so its counts follow other daemons'
+// publishes and deletes in shards no lookup asks about.
 var rescanEvery = time.Minute
 
 // scanShared lists every shard of a shared tier once, in the background,
 // so its use is known; then it sets the capacity a tier without a size
 // gets and lets eviction begin. From then on it checks every shard again
-// each rescanEvery.
+// each t.rescan.
 func (t *sharedDir) scanShared(sizeless bool) {
 	defer t.wg.Done()
 	start := time.Now()
@@ -37,7 +38,7 @@ func (t *sharedDir) scanShared(sizeless bool) {
 	u := t.idx.Usage()
 	t.log.Info("shared tier index built in the background", "kind", t.kind, "dir", t.root,
 		"files", u.Files, "bytes", u.Used, "took", time.Since(start).Round(time.Millisecond))
-	tick := time.NewTicker(rescanEvery)
+	tick := time.NewTicker(t.rescan)
 	defer tick.Stop()
 	for {
 		select {

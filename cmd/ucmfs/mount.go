@@ -327,7 +327,8 @@ func buildStack(cfg mountConfig, log *slog.Logger, host tiers.HostRegistrar) (*t
 		if err := prepareTierDir(t); err != nil {
 			return nil, err
 		}
-		dirs = append(dirs, tiers.DirConfig{Kind: t.Kind, Dir: t.Dir, Capacity: t.Size, Revalidate: sharedRevalidate(cfg)})
+		dirs = append(dirs, tiers.DirConfig{Kind: t.Kind, Dir: t.Dir, Capacity: t.Size, Revalidate: sharedRevalidate(cfg),
+			Rescan: sharedRescan(cfg)})
 	}
 	st, err := tiers.New(tiers.StackConfig{WriteThrough: cfg.WriteThrough, Logger: log,
 		DirtyLimit: cfg.DirtyLimit, DirtyBackground: cfg.DirtyBackground, DirtyExpire: cfg.DirtyExpire},

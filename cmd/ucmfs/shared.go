@@ -30,6 +30,17 @@ func sharedRevalidate(cfg mountConfig) time.Duration {
 	return max(cfg.NegativeTTL/2, time.Nanosecond)
 }
 
+// sharedRescan is how often a shared tier checks all its shards in the
+// background: with --kv-events, every negative TTL (at least a second),
+// so routers hear of the blocks other hosts publish there within it; else
+// the tier's default (a minute).
+func sharedRescan(cfg mountConfig) time.Duration {
+	if cfg.KVEvents == "" {
+		return 0
+	}
+	return max(cfg.NegativeTTL, time.Second)
+}
+
 // clampEntryTTL bounds the kernel's cache of entries and attributes by
 // half the negative TTL when a tier is shared.
 func clampEntryTTL(cfg *mountConfig, log *slog.Logger) {
