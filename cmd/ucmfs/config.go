@@ -49,7 +49,7 @@ type mountConfig struct {
 	KVEvents        string            // the KV-event publisher's endpoint; "": off
 	KVEventsReplay  string            // its replay endpoint; "": the default, "none": off
 	KVEventsTopic   string            // its topic frame; "": kv-events
-	EventsWindow    int               // events kept for readers (0: events.DefaultWindow)
+	EventsWindow    int               // events kept for readers (.ucm/events, --kv-events)
 	GPU             string            // device of .ucm/gpu: auto, cuda, sim or off
 	GPUSocket       string            // socket passing VMM descriptors; "": the default (gpuSocketPath), "off": none
 	CUDALibrary     string            // the CUDA driver library; "": libcuda.so.1
@@ -85,6 +85,7 @@ func defaultMountConfig() mountConfig {
 		ShutdownTimeout: 30 * time.Second,
 		GPU:             "auto",
 		FUSETransport:   "auto",
+		EventsWindow:    1 << 16, // events.DefaultWindow
 		MaxModelsUser:   store.DefaultMaxModelsPerUser,
 		DirtyExpire:     tiers.DefaultDirtyExpire,
 	}

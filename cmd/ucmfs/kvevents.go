@@ -19,8 +19,8 @@ func kvEventsFlags() []cli.Flag {
 			Usage: "the replay `ENDPOINT` of --kv-events (default: its port + 1 when it listens; none: no replay)"},
 		&cli.StringFlag{Name: "kv-events-topic", Category: catControl,
 			Usage: "the `TOPIC` frame of every --kv-events message (default kv-events; llm-d's indexer reads kv@POD@MODEL)"},
-		&cli.IntFlag{Name: "events-window", Category: catControl,
-			Usage: "how many events (`N`) .ucm/events and --kv-events keep for readers that fall behind (default 65536)"},
+		&cli.IntFlag{Name: "events-window", Category: catControl, Value: defaultMountConfig().EventsWindow,
+			Usage: "how many events (`N`) .ucm/events and --kv-events keep for readers that fall behind"},
 	}
 }
 
@@ -42,8 +42,8 @@ func applyKVEventsFlags(cmd *cli.Command, cfg *mountConfig) {
 
 // checkKVEvents checks the endpoints' form and the window.
 func checkKVEvents(cfg mountConfig) error {
-	if cfg.EventsWindow < 0 || cfg.EventsWindow > 1<<24 {
-		return fmt.Errorf("events window %d: want 0 (the default) to %d", cfg.EventsWindow, 1<<24)
+	if cfg.EventsWindow < 1 || cfg.EventsWindow > 1<<24 {
+		return fmt.Errorf("events window %d: want 1 to %d", cfg.EventsWindow, 1<<24)
 	}
 	if cfg.KVEvents == "" {
 		if cfg.KVEventsReplay != "" || cfg.KVEventsTopic != "" {
