@@ -66,3 +66,13 @@ func TestMediums(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkJournalAppend is the cost every publish, write-back, promotion
+// and eviction pays for the journal: one Append, nobody waiting.
+func BenchmarkJournalAppend(b *testing.B) {
+	j := New(0)
+	k := format.FileKey("m", "a/b.bin")
+	for b.Loop() {
+		j.Append(Event{Type: Stored, Tier: 0, Size: 1, Key: k})
+	}
+}
