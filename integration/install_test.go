@@ -23,7 +23,8 @@ const helperPath = "/sbin/mount.fuse.ucmfs"
 // `mount -T FSTAB MNT` (so /etc/fstab is not touched). Each time it writes
 // blocks, runs the installed `ucmfs umount` and checks that every block is
 // on the nvme tier, intact. For the live mounts the helper is linked at
-// /sbin/mount.fuse.ucmfs for the test's duration (root only).
+// /sbin/mount.fuse.ucmfs for the test's duration (root only). The fstab
+// mount runs once more with an empty environment, as at boot.
 func TestInstallAndMountLikeADisk(t *testing.T) {
 	requireFUSE(t)
 	requireTool(t, "make")
@@ -76,6 +77,23 @@ func TestInstallAndMountLikeADisk(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustRun(t, "mount", "-T", fstab, mnt)
+		writeAndUmount(t, bin, mnt, tier)
+	})
+	// At boot mount(8) runs with no environment to speak of (no PATH,
+	// HOME or USER): the helper and the daemon it starts must not need one.
+	t.Run("fstab, empty environment", func(t *testing.T) {
+		mnt, tier := mountPair(t)
+		fstab := filepath.Join(filepath.Dir(mnt), "fstab")
+		line := "ucmfs " + mnt + " fuse.ucmfs memory=64MiB,memory_dir=" + memDir + ",tier=nvme:" + tier +
+			",log_level=warn,log_file=" + filepath.Join(filepath.Dir(mnt), "log") + ",defaults,_netdev,nofail 0 0\n"
+		if err := os.WriteFile(fstab, []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mount, err := exec.LookPath("mount")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, "env", "-i", mount, "-T", fstab, mnt)
 		writeAndUmount(t, bin, mnt, tier)
 	})
 }
