@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/urfave/cli/v3"
 )
@@ -24,8 +25,9 @@ func statsCommand() *cli.Command {
 		Usage:     "show the tiers and counters of a mounted ucmfs",
 		ArgsUsage: "MOUNTPOINT",
 		Description: "Reads MOUNTPOINT/.ucm/stats (a JSON snapshot) and prints, per tier, capacity,\n" +
-			"use, blocks and health, then hits, misses, bytes in/out, the flush queue,\n" +
-			"evictions and errors, then the mount's own counters (control plane, GPU, top-k).\n" +
+			"use, files and health, then reads, publishes, copies between tiers, evictions,\n" +
+			"drops, dirty data and errors, then the mount's own counters (control plane,\n" +
+			"GPU, top-k); docs/control.md defines each.\n" +
 			"--json prints the snapshot as it is. --watch prints it again every --interval,\n" +
 			"with the rates per second since the previous view.",
 		Flags: []cli.Flag{
@@ -74,14 +76,30 @@ func readStats(mnt string) ([]byte, error) {
 }
 
 // printStats writes the human view of a stats snapshot: the tier table,
-// the counters, then any field this version does not know, as it is.
+// the counters, then any field this version does not know, as it is. It
+// fits 80 columns and, with up to four tiers, 24 lines.
 func printStats(w io.Writer, raw []byte) error {
 	var st tiers.Stats
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return fmt.Errorf("stats: not a stats snapshot: %w", err)
 	}
-	// The mount adds, per tier, the bytes clients published into it and
-	// opened for reading from it.
+	if err := printTierTable(w, raw, st); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range stackRows(st) {
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+	}
+	for _, kv := range mountStatsRows(extraFields(raw)) {
+		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+	}
+	return tw.Flush()
+}
+
+// printTierTable writes one line per tier, then a blank line. FILES
+// counts blocks and sidecars; PUBLISHED is the bytes clients published
+// into the tier, OPENED those of the files opened for reading from it.
+func printTierTable(w io.Writer, raw []byte, st tiers.Stats) error {
 	var perTier struct {
 		Tiers []struct {
 			BytesIn  int64 `json:"bytes_in"`
@@ -90,7 +108,7 @@ func printStats(w io.Writer, raw []byte) error {
 	}
 	json.Unmarshal(raw, &perTier)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIER\tCAPACITY\tUSED\tUSE%\tBLOCKS\tHEALTH\tIN\tOUT")
+	fmt.Fprintln(tw, "TIER\tCAPACITY\tUSED\tUSE%\tFILES\tHEALTH\tPUBLISHED\tOPENED")
 	for i, t := range st.Tiers {
 		pct := "-"
 		if t.Capacity > 0 {
@@ -100,29 +118,31 @@ func printStats(w io.Writer, raw []byte) error {
 		if i < len(perTier.Tiers) {
 			in, out = formatSize(perTier.Tiers[i].BytesIn), formatSize(perTier.Tiers[i].BytesOut)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", t.Name, formatSize(t.Capacity), formatSize(t.Used), pct, t.Blocks, t.Health, in, out)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, formatSize(t.Capacity), formatSize(t.Used), pct,
+			humanize.Comma(t.Blocks), t.Health, in, out)
 	}
 	fmt.Fprintln(tw)
-	rows := [][2]string{
-		{"hits", fmt.Sprintf("%d (memory %d, lower tiers %d)", st.MemHits+st.LowerHits, st.MemHits, st.LowerHits)},
-		{"misses", fmt.Sprint(st.Misses)},
-		{"published", fmt.Sprintf("%d (rejected %d, duplicates %d)", st.Published, st.Rejected, st.Duplicates)},
-		{"bytes in", formatSize(st.BytesIn)},
-		{"bytes out", formatSize(st.BytesOut)},
-		{"flush queue", fmt.Sprint(st.FlushQueue)},
-		{"dirty", fmt.Sprintf("%s in %d files (throttled publishes %d)", formatSize(st.DirtyBytes), st.DirtyFiles, st.Throttles)},
-		{"write-backs", fmt.Sprintf("%d (direct writes %d, room waits %d)", st.WriteBacks, st.DirectWrites, st.RoomWaits)},
-		{"evictions", fmt.Sprintf("%d (promotions %d, demotions %d, drops %d)", st.Evictions, st.Promotions, st.Demotions, st.Drops)},
-		{"errors", fmt.Sprintf("%d (write-back %d, crc %d, quarantined %d)",
-			st.WriteBackErrors+st.CRCErrors, st.WriteBackErrors, st.CRCErrors, st.Quarantined)},
-	}
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
-	}
-	for _, kv := range mountStatsRows(extraFields(raw)) {
-		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
-	}
 	return tw.Flush()
+}
+
+// stackRows are the stack's counters, labelled by what they count
+// (docs/control.md, stats).
+func stackRows(st tiers.Stats) [][2]string {
+	n := humanize.Comma
+	return [][2]string{
+		{"reads", fmt.Sprintf("hits %s (memory %s, lower %s), misses %s",
+			n(st.MemHits+st.LowerHits), n(st.MemHits), n(st.LowerHits), n(st.Misses))},
+		{"published", fmt.Sprintf("%s files, %s (%s rejected, %s duplicates)",
+			n(st.Published), formatSize(st.BytesIn), n(st.Rejected), n(st.Duplicates))},
+		{"copied", fmt.Sprintf("%s: %s write-backs, %s promotions, %s demotions",
+			formatSize(st.BytesOut), n(st.WriteBacks), n(st.Promotions), n(st.Demotions))},
+		{"removed", fmt.Sprintf("%s evictions from memory, %s drops from the last tier", n(st.Evictions), n(st.Drops))},
+		{"dirty", fmt.Sprintf("%s in %s files, %s queued for write-back",
+			formatSize(st.DirtyBytes), n(st.DirtyFiles), n(int64(st.FlushQueue)))},
+		{"writes", fmt.Sprintf("throttled %s, waited for room %s, direct to disk %s", n(st.Throttles), n(st.RoomWaits), n(st.DirectWrites))},
+		{"errors", fmt.Sprintf("%s (write-back %s, crc %s, quarantined %s)",
+			n(st.WriteBackErrors+st.CRCErrors), n(st.WriteBackErrors), n(st.CRCErrors), n(st.Quarantined))},
+	}
 }
 
 // extraFields are the top-level fields of raw that tiers.Stats does not

@@ -16,21 +16,20 @@ import (
 // is shown when all its fields are present. A field no row names is shown
 // as it is, under its name with spaces, so a new counter is never hidden.
 var mountRows = []struct{ label, tmpl string }{
-	{"lookups", "{lookups} requests ({lookup_ids} ids, {lookup_hits} present)"},
-	{"prefetches", "{prefetches} requests (queued {prefetch_queued}, missing {prefetch_missing}, " +
-		"promoted {prefetch_promoted}, failed {prefetch_failed}, pending {prefetch_pending})"},
-	{"flushes", "{flushes} (errors {flush_errors})"},
-	{"control errors", "{control_errors}"},
-	{"GPU", "device {gpu_device}, {gpu_regions} regions registered"},
-	{"GPU loads", "{gpu_loads} requests ({gpu_load_blocks} blocks, {gpu_load_bytes:bytes}, {gpu_load_unmapped} unmapped)"},
-	{"GPU dumps", "{gpu_dumps} requests ({gpu_dump_blocks} blocks, {gpu_dump_bytes:bytes}, {gpu_dump_existing} already there)"},
-	{"sidecars derived", "{repr_derived}"},
-	{"top-k", "{topks} requests ({topk_candidates} candidates, {topk_missing} missing, " +
-		"{topk_derived} sidecars derived, {topk_reused} index reuses)"},
-	{"passthrough", "{passthrough}"},
+	{"lookups", "{lookups} requests, {lookup_ids} ids, {lookup_hits} present"},
+	{"prefetch", "{prefetches} requests, {prefetch_queued} ids queued, {prefetch_pending} waiting"},
+	{"", "{prefetch_promoted} promoted, {prefetch_missing} missing, {prefetch_failed} failed"},
+	{"flushes", "{flushes} ({flush_errors} errors); {control_errors} control requests refused"},
+	{"GPU", "{gpu_device}, {gpu_regions} regions"},
+	{"", "{gpu:gpu}"},
+	{"GPU loads", "{gpu_loads} ({gpu_load_blocks} blocks, {gpu_load_bytes:bytes}, {gpu_load_unmapped} from files)"},
+	{"GPU dumps", "{gpu_dumps} ({gpu_dump_blocks} blocks, {gpu_dump_bytes:bytes}, {gpu_dump_existing} there already)"},
+	{"top-k", "{topks} requests, {topk_candidates} candidates, {topk_missing} missing, {topk_reused} reuses"},
+	{"sidecars", "{repr_derived} derived ({topk_derived} by top-k)"},
+	{"files", "{light_nodes} light nodes, {staging_files} staging, {writing_files} being written"},
 }
 
-var rowField = regexp.MustCompile(`\{([a-z0-9_]+)(:bytes)?\}`)
+var rowField = regexp.MustCompile(`\{([a-z0-9_]+)(:bytes|:gpu)?\}`)
 
 // mountStatsRows renders the extra fields of a snapshot (name -> raw
 // JSON value) as labelled rows, then the fields no row covers.
@@ -45,6 +44,9 @@ func mountStatsRows(extra map[string]json.RawMessage) [][2]string {
 			if !ok {
 				complete = false
 				return ""
+			}
+			if sub[2] == ":gpu" {
+				return formatGPUState(raw)
 			}
 			return formatStatValue(raw, sub[2] == ":bytes")
 		})
@@ -89,4 +91,23 @@ func formatStatValue(raw json.RawMessage, bytes bool) string {
 		return fmt.Sprint(x)
 	}
 	return string(raw)
+}
+
+// formatGPUState is the one-line summary of the device's own state (the
+// snapshot's "gpu" object): why auto fell back, or the driver, contexts
+// and resets.
+func formatGPUState(raw json.RawMessage) string {
+	var g struct {
+		Fallback      string `json:"fallback"`
+		DriverVersion int    `json:"driver_version"`
+		Contexts      []any  `json:"contexts"`
+		Resets        int64  `json:"resets"`
+	}
+	if json.Unmarshal(raw, &g) != nil {
+		return string(raw)
+	}
+	if g.Fallback != "" {
+		return "no CUDA (ucmfs gpu probe says why)"
+	}
+	return fmt.Sprintf("driver %d.%d, %d contexts, %d resets", g.DriverVersion/1000, g.DriverVersion%1000/10, len(g.Contexts), g.Resets)
 }

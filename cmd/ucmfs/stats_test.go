@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -54,10 +55,12 @@ func TestStatsHuman(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{
-		"mem   1.0 GiB", "256.0 MiB", "25.0%", "128", "nvme", "100.0 GiB", "3.0%", "1536", "unstable",
-		"hits         1000 (memory 900, lower tiers 100)", "misses       7", "bytes in     3.0 GiB",
-		"bytes out    2.5 GiB", "flush queue  42", "evictions    11", "errors       5 (write-back 1, crc 4",
-		"passthrough  true",
+		"mem   1.0 GiB", "256.0 MiB", "25.0%", "128", "nvme", "100.0 GiB", "3.0%", "1,536", "unstable",
+		"reads        hits 1,000 (memory 900, lower 100), misses 7",
+		"published    1,664 files, 3.0 GiB (2 rejected, 3 duplicates)",
+		"copied       2.5 GiB: 1,500 write-backs, 5 promotions, 0 demotions",
+		"removed      11 evictions from memory, 0 drops from the last tier", "42 queued for write-back",
+		"errors       5 (write-back 1, crc 4", "passthrough  true",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
@@ -92,15 +95,14 @@ func TestStatsErrors(t *testing.T) {
 }
 
 func TestStatsMountRows(t *testing.T) {
-	raw := []byte(`{"tiers":[],"lookups":3,"lookup_ids":12345,"lookup_hits":7,"gpu_device":"sim","gpu_regions":1,` +
+	raw := []byte(`{"tiers":[],"lookups":3,"lookup_ids":12345,"lookup_hits":7,` +
 		`"gpu_loads":2,"gpu_load_blocks":4,"gpu_load_bytes":3145728,"gpu_load_unmapped":0,"brand_new_counter":5}`)
 	var out bytes.Buffer
 	if err := printStats(&out, raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"lookups            3 requests (12,345 ids, 7 present)",
-		"GPU                device sim, 1 regions registered", "GPU loads          2 requests (4 blocks, 3.0 MiB, 0 unmapped)",
-		"brand new counter  5"} {
+	for _, want := range []string{"lookups            3 requests, 12,345 ids, 7 present",
+		"GPU loads          2 (4 blocks, 3.0 MiB, 0 from files)", "brand new counter  5"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -122,13 +124,70 @@ func TestStatsWatchRates(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := out.String()
-	if n != 2 || strings.Count(text, "every 50ms") != 2 || !strings.Contains(text, "per second, over the last") {
+	if n != 2 || strings.Count(text, "every 50ms") != 2 || !strings.Contains(text, "per second (last") {
 		t.Fatalf("%d reads:\n%s", n, text)
 	}
 	// 40 hits and 1000 MiB in about 50 ms: hundreds per second, GiB/s.
-	for _, re := range []string{`hits\s+\d{3}/s`, `bytes in\s+\d+(\.\d)? GiB/s`, `top-k requests\s+0\.0/s`} {
+	for _, re := range []string{`hits\s+50\s+\d{3}/s`, `bytes published\s+1000 MiB\s+\d+(\.\d)? GiB/s`, `top-k requests\s+1\s+0\.0/s`} {
 		if !regexp.MustCompile(re).MatchString(text) {
 			t.Errorf("no %s in:\n%s", re, text)
 		}
+	}
+}
+
+// TestStatsFit80x24: with four tiers and counters in the tens of
+// thousands, `stats` and each view of `stats --watch` fit a terminal of
+// 80 columns and 24 lines, and the GPU's state is one line.
+func TestStatsFit80x24(t *testing.T) {
+	big := int64(99_999)
+	st := tiers.Stats{MemHits: big, LowerHits: big, Misses: big, Published: big, Rejected: big, Duplicates: big,
+		Promotions: big, Evictions: big, Demotions: big, Drops: big, WriteBacks: big, WriteBackErrors: big,
+		DirectWrites: big, RoomWaits: big, CRCErrors: big, Quarantined: big, BytesIn: 999 << 30, BytesOut: 999 << 30,
+		FlushQueue: int(big), DirtyBytes: 999 << 30, DirtyFiles: big, Throttles: big}
+	for _, name := range []string{"mem", "nvme", "nfs", "ds3fs"} {
+		st.Tiers = append(st.Tiers, tiers.TierStats{Name: name, Capacity: 999 << 40, Used: 998 << 40, Blocks: 99_999_999, Health: "unstable"})
+	}
+	b, _ := json.Marshal(st)
+	mount := `,"lookups":99999,"lookup_ids":99999,"lookup_hits":99999,"prefetches":99999,"prefetch_queued":99999,` +
+		`"prefetch_missing":99999,"prefetch_promoted":99999,"prefetch_failed":99999,"prefetch_pending":99999,` +
+		`"flushes":99999,"flush_errors":99999,"control_errors":99999,"gpu_device":"cuda:0 NVIDIA H100 80GB HBM3","gpu_regions":256,` +
+		`"gpu":{"device":"cuda","driver_version":12080,"contexts":[{}],"resets":0},` +
+		`"gpu_loads":99999,"gpu_load_blocks":99999,"gpu_load_bytes":1e15,"gpu_load_unmapped":99999,` +
+		`"gpu_dumps":99999,"gpu_dump_blocks":99999,"gpu_dump_bytes":1e15,"gpu_dump_existing":99999,` +
+		`"repr_derived":99999,"topks":99999,"topk_candidates":99999,"topk_missing":99999,"topk_derived":99999,` +
+		`"topk_reused":99999,"light_nodes":99999,"staging_files":99999,"writing_files":99999}`
+	raw := append(b[:len(b)-1], mount...)
+	check := func(what, text string) {
+		lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+		if len(lines) > 24 {
+			t.Errorf("%s: %d lines:\n%s", what, len(lines), text)
+		}
+		for _, l := range lines {
+			if len([]rune(l)) > 80 {
+				t.Errorf("%s: a line of %d columns: %q", what, len([]rune(l)), l)
+			}
+		}
+	}
+	var out bytes.Buffer
+	if err := printStats(&out, raw); err != nil {
+		t.Fatal(err)
+	}
+	check("stats", out.String())
+	if !strings.Contains(out.String(), "driver 12.8, 1 contexts, 0 resets") {
+		t.Errorf("no one-line GPU state:\n%s", out.String())
+	}
+	n := 0
+	read := func() ([]byte, error) { n++; return raw, nil }
+	out.Reset()
+	if err := watchStats(context.Background(), &out, read, time.Millisecond, 2); err != nil {
+		t.Fatal(err)
+	}
+	// Each view is its time line and what follows up to the next one.
+	views := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  \(every`).Split(out.String(), -1)
+	if len(views) != 3 || n != 2 {
+		t.Fatalf("%d views:\n%s", len(views)-1, out.String())
+	}
+	for i, v := range views[1:] {
+		check(fmt.Sprintf("watch view %d", i+1), "time"+strings.TrimRight(v, "\n"))
 	}
 }

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
-// rateRows are the counters `ucmfs stats --watch` shows per second: a
-// label, the snapshot fields summed, and whether they count bytes.
+// rateRows are the counters `ucmfs stats --watch` shows, with their
+// totals and rates per second: a label, the snapshot fields summed, and
+// whether they count bytes.
 var rateRows = []struct {
 	label  string
 	fields []string
@@ -20,11 +22,14 @@ var rateRows = []struct {
 }{
 	{"hits", []string{"mem_hits", "lower_hits"}, false},
 	{"misses", []string{"misses"}, false},
+	{"bytes opened", []string{"bytes_out_opened"}, true},
 	{"published", []string{"published"}, false},
-	{"bytes in", []string{"bytes_in"}, true},
-	{"bytes out", []string{"bytes_out"}, true},
+	{"bytes published", []string{"bytes_in"}, true},
+	{"bytes copied between tiers", []string{"bytes_out"}, true},
 	{"write-backs", []string{"write_backs"}, false},
-	{"evictions", []string{"evictions"}, false},
+	{"evictions from memory", []string{"evictions"}, false},
+	{"drops from the last tier", []string{"drops"}, false},
+	{"errors", []string{"write_back_errors", "crc_errors"}, false},
 	{"lookup ids", []string{"lookup_ids"}, false},
 	{"prefetch promotions", []string{"prefetch_promoted"}, false},
 	{"GPU load bytes", []string{"gpu_load_bytes"}, true},
@@ -64,54 +69,103 @@ func watchStats(ctx context.Context, w io.Writer, read func() ([]byte, error), i
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s  (every %v; Ctrl-C to stop)\n\n", cur.at.Format("15:04:05"), interval)
-		if err := printStats(w, raw); err != nil {
+		if err := printWatch(w, prev, cur); err != nil {
 			return err
-		}
-		if prev != nil {
-			if err := printRates(w, prev, cur); err != nil {
-				return err
-			}
 		}
 		prev = cur
 	}
 	return nil
 }
 
-// printRates writes the per-second rates of rateRows between two samples.
-func printRates(w io.Writer, prev, cur *statsSample) error {
+// printWatch writes one view of --watch: the tier table, then each of
+// rateRows with its total and, after the first view, its rate per second
+// since the previous one; 80 columns, and 24 lines with up to 4 tiers.
+func printWatch(w io.Writer, prev, cur *statsSample) error {
+	var st tiers.Stats
+	if err := json.Unmarshal(cur.raw, &st); err != nil {
+		return fmt.Errorf("stats: not a stats snapshot: %w", err)
+	}
+	if err := printTierTable(w, cur.raw, st); err != nil {
+		return err
+	}
 	var a, b map[string]any
-	if json.Unmarshal(prev.raw, &a) != nil || json.Unmarshal(cur.raw, &b) != nil {
-		return fmt.Errorf("stats: not a stats snapshot")
+	json.Unmarshal(cur.raw, &b)
+	secs := 0.0
+	if prev != nil && json.Unmarshal(prev.raw, &a) == nil {
+		secs = cur.at.Sub(prev.at).Seconds()
 	}
-	secs := cur.at.Sub(prev.at).Seconds()
-	if secs <= 0 {
-		return nil
+	addOpened(b, cur.raw)
+	addOpened(a, nil)
+	if prev != nil {
+		addOpened(a, prev.raw)
 	}
-	fmt.Fprintf(w, "\nper second, over the last %.1f s\n", secs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := "per second"
+	if secs > 0 {
+		head = fmt.Sprintf("per second (last %.1f s)", secs)
+	}
+	fmt.Fprintf(tw, "\ttotal\t%s\n", head)
 	for _, r := range rateRows {
-		var delta float64
-		present := false
+		total, delta, present := 0.0, 0.0, false
 		for _, f := range r.fields {
-			x, okx := a[f].(float64)
-			y, oky := b[f].(float64)
-			if okx && oky {
+			y, ok := b[f].(float64)
+			if !ok {
+				continue
+			}
+			present = true
+			total += y
+			if x, ok := a[f].(float64); ok {
 				delta += y - x
-				present = true
 			}
 		}
 		if !present {
 			continue
 		}
-		rate := delta / secs
-		text := fmt.Sprintf("%.1f/s", rate)
-		if rate >= 100 {
-			text = humanize.Comma(int64(rate)) + "/s"
+		rate := "-"
+		if secs > 0 {
+			rate = formatRate(delta/secs, r.bytes)
 		}
-		if r.bytes {
-			text = humanize.IBytes(uint64(max(rate, 0))) + "/s"
-		}
-		fmt.Fprintf(tw, "%s\t%s\n", r.label, text)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.label, formatTotal(total, r.bytes), rate)
 	}
 	return tw.Flush()
+}
+
+// addOpened adds to m the field bytes_out_opened: the bytes of files
+// opened for reading, summed over the tiers (each tier's bytes_out).
+func addOpened(m map[string]any, raw []byte) {
+	if m == nil || raw == nil {
+		return
+	}
+	var perTier struct {
+		Tiers []struct {
+			BytesOut float64 `json:"bytes_out"`
+		} `json:"tiers"`
+	}
+	if json.Unmarshal(raw, &perTier) != nil {
+		return
+	}
+	sum := 0.0
+	for _, t := range perTier.Tiers {
+		sum += t.BytesOut
+	}
+	m["bytes_out_opened"] = sum
+}
+
+// formatTotal shows a counter's total.
+func formatTotal(v float64, bytes bool) string {
+	if bytes {
+		return humanize.IBytes(uint64(max(v, 0)))
+	}
+	return humanize.Comma(int64(v))
+}
+
+// formatRate shows a rate per second.
+func formatRate(rate float64, bytes bool) string {
+	switch {
+	case bytes:
+		return humanize.IBytes(uint64(max(rate, 0))) + "/s"
+	case rate >= 100:
+		return humanize.Comma(int64(rate)) + "/s"
+	}
+	return fmt.Sprintf("%.1f/s", rate)
 }
