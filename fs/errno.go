@@ -37,6 +37,9 @@ const (
 	errnoBadFD   = syscall.EBADF   // a descriptor that cannot do what is asked
 	errnoRange   = syscall.ERANGE  // an attribute buffer too small
 	errnoTooBig  = syscall.EFBIG   // a private entry past its size bound
+	// errnoNoTmpfile: O_TMPFILE outside a files model, as a filesystem
+	// without it answers.
+	errnoNoTmpfile = syscall.EOPNOTSUPP
 )
 
 // errnoRule is one line of the mapping table: errors.Is(err, target)

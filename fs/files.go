@@ -115,6 +115,9 @@ func (o filesOps) writing(ctx context.Context, key format.Key, name string) *sto
 // lookup finds, in order, a file the caller is writing, a published
 // file, a directory.
 func (o filesOps) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if isTmpfileName(name) {
+		return nil, errnoMissing // an O_TMPFILE file has no name yet
+	}
 	rel, err := o.path(name)
 	if err != nil {
 		o.s.debugFail("lookup", o.what(name), err)
@@ -190,6 +193,9 @@ func (o filesOps) readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 			Ino: o.s.inos.Peek(ino.FileVersion(k, o.s.store.FileGen(k)))})
 	}
 	for _, w := range o.s.store.StagingFiles(o.model, o.dir, callerProc(ctx).Uid) {
+		if isTmpfileName(w.Name()) {
+			continue // an O_TMPFILE file has no name yet
+		}
 		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: pendingIno(w)})
 	}
 	return gofs.NewListDirStream(ents), 0

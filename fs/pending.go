@@ -160,9 +160,14 @@ func (h *writeHandle) verdict(op string, published bool, err error) syscall.Errn
 	return toErrno(err)
 }
 
-// Release ends the descriptor (store.Writer.Release).
+// Release ends the descriptor (store.Writer.Release). The last
+// descriptor of an O_TMPFILE file never linked discards it: nothing can
+// name it any more.
 func (h *writeHandle) Release(ctx context.Context) syscall.Errno {
 	h.d.Release(ctx)
+	if w := h.d.Draft(); isTmpfileName(w.Name()) && w.Unheld() {
+		w.Discard()
+	}
 	return 0
 }
 

@@ -273,6 +273,17 @@ func (d *Writer) Sync(ctx context.Context) (published bool, verdict error) {
 	return w.publish(ctx, true)
 }
 
+// Draft is the file the descriptor writes.
+func (d *Writer) Draft() *Draft { return d.w }
+
+// Unheld reports whether no descriptor of the file is open (an unnamed
+// file, O_TMPFILE's, then can never be named: the front end discards it).
+func (w *Draft) Unheld() bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return len(w.descs) == 0 && !w.done
+}
+
 // Release ends the descriptor. The last one of a file that the creating
 // process closed publishes it if that has not happened yet (a descriptor
 // only another process held); one nobody closed is discarded. A staging
