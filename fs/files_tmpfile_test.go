@@ -3,8 +3,8 @@ package fs
 import (
 	"os"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
