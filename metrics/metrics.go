@@ -115,6 +115,7 @@ var mountMetricDefs = []metricDef{
 	gauge("dirty_bytes", "Bytes in the memory tier not yet on a directory tier.", func(m *store.Stats) int64 { return m.DirtyBytes }),
 	gauge("dirty_files", "Files in the memory tier not yet on a directory tier.", func(m *store.Stats) int64 { return m.DirtyFiles }),
 	counter("dirty_throttles_total", "Publishes that waited at the dirty limit.", func(m *store.Stats) int64 { return m.Throttles }),
+	counter("memory_full_total", "ENOSPC from the memory tier's filesystem while its capacity showed room.", func(m *store.Stats) int64 { return m.MemFull }),
 	counter("lookup_requests_total", "Lookup requests answered ok.", func(m *store.Stats) int64 { return m.Lookups }),
 	counter("lookup_ids_total", "Ids looked up through .ucm/lookup.", func(m *store.Stats) int64 { return m.LookupIDs }),
 	counter("lookup_hits_total", "Looked-up ids found present.", func(m *store.Stats) int64 { return m.LookupHits }),

@@ -189,7 +189,14 @@ func (d *Writer) WriteAt(data []byte, off int64) (int, error) {
 			return 0, err
 		}
 	}
-	return w.f.WriteAt(data, off)
+	n, err := w.f.WriteAt(data, off)
+	if tiers.IsNoSpace(err) && w.s.stack.MemFull(int64(len(data)-n)) {
+		// The memory tier's filesystem was full with room in its
+		// capacity (tiers.Stack.MemFull made some): the rest, once more.
+		m, err2 := w.f.WriteAt(data[n:], off+int64(n))
+		n, err = n+m, err2
+	}
+	return n, err
 }
 
 // ReadAt reads back what was written; ErrDone once it is published.

@@ -107,7 +107,8 @@ type Stack struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
-	pressure atomic.Int32 // writers waiting for memory room (makeRoom)
+	pressure     atomic.Int32 // writers waiting for memory room (makeRoom)
+	memFullState              // the last log line of MemFull (mem_full.go)
 
 	stats counters
 }

@@ -37,6 +37,9 @@ func (s *Stack) Create(key format.Key) (*PendingWrite, error) {
 		return nil, ErrExist
 	}
 	w, err := s.mem.Create(key)
+	if IsNoSpace(err) && s.MemFull(0) {
+		w, err = s.mem.Create(key)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +133,7 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 // means memory stayed full of dirty or pinned blocks for RoomWait.
 func (s *Stack) commitToMemory(p *PendingWrite, size int64, opts CommitOptions) (Info, error) {
 	deadline := time.Now().Add(s.cfg.RoomWait)
+	retried := false
 	for {
 		if err := s.makeRoom(size, deadline); err != nil {
 			return Info{}, err
@@ -150,6 +154,14 @@ func (s *Stack) commitToMemory(p *PendingWrite, size int64, opts CommitOptions) 
 		switch {
 		case err == nil:
 			return info, nil
+		case IsNoSpace(err) && !retried && s.MemFull(0):
+			retried = true // the filesystem was full with room in the capacity: once more
+			continue
+		case IsNoSpace(err):
+			// Still full, or nothing to evict: memory has no room (ErrFull:
+			// Publish writes to a directory tier instead), not a race for
+			// the capacity, which would loop here.
+			return Info{}, err
 		case errors.Is(err, ErrFull):
 			continue // lost a race for the room; make room again
 		case errors.Is(err, ErrExist):

@@ -14,6 +14,7 @@ type counters struct {
 	throttles                        atomic.Int64 // publishes that waited at the dirty limit
 	crcErrors, quarantined           atomic.Int64
 	bytesIn, bytesOut                atomic.Int64
+	memFull                          atomic.Int64 // ENOSPC from the memory tier's filesystem with room in its capacity
 }
 
 // TierStats is the state of one tier in a Stats snapshot.
@@ -55,6 +56,9 @@ type Stats struct {
 	DirtyFiles int64 `json:"dirty_files"`
 	// Throttles counts publishes that waited at the dirty limit.
 	Throttles int64 `json:"dirty_throttles"`
+	// MemFull counts ENOSPC from the memory tier's filesystem while its
+	// capacity showed room (mem_full.go).
+	MemFull int64 `json:"mem_full"`
 }
 
 // Stats returns a snapshot of counters and per-tier use.
@@ -68,6 +72,7 @@ func (s *Stack) Stats() Stats {
 		DirectWrites: c.directWrites.Load(), RoomWaits: c.roomWaits.Load(),
 		CRCErrors: c.crcErrors.Load(), Quarantined: c.quarantined.Load(),
 		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(), Throttles: c.throttles.Load(),
+		MemFull: c.memFull.Load(),
 	}
 	dirty := s.DirtyUsage()
 	st.DirtyBytes, st.DirtyFiles = dirty.Bytes, dirty.Files

@@ -139,7 +139,8 @@ func stackRows(st tiers.Stats) [][2]string {
 		{"removed", fmt.Sprintf("%s evictions from memory, %s drops from the last tier", n(st.Evictions), n(st.Drops))},
 		{"dirty", fmt.Sprintf("%s in %s files, %s queued for write-back",
 			formatSize(st.DirtyBytes), n(st.DirtyFiles), n(int64(st.FlushQueue)))},
-		{"writes", fmt.Sprintf("throttled %s, waited for room %s, direct to disk %s", n(st.Throttles), n(st.RoomWaits), n(st.DirectWrites))},
+		{"writes", fmt.Sprintf("throttled %s, room waits %s, direct %s, tmpfs full %s",
+			n(st.Throttles), n(st.RoomWaits), n(st.DirectWrites), n(st.MemFull))},
 		{"errors", fmt.Sprintf("%s (write-back %s, crc %s, quarantined %s)",
 			n(st.WriteBackErrors+st.CRCErrors), n(st.WriteBackErrors), n(st.CRCErrors), n(st.Quarantined))},
 	}
