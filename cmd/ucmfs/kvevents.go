@@ -14,7 +14,7 @@ import (
 func kvEventsFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "kv-events", Category: catControl,
-			Usage: "publish what the tiers hold as vLLM KV events on `ENDPOINT` (tcp://*:5557 listens, tcp://HOST:PORT connects to a router); off by default"},
+			Usage: "publish what the tiers hold as vLLM KV events on `ENDPOINT` (tcp://*:5557 or an address of this host listens, tcp://HOST:PORT of another host connects to a router); off by default"},
 		&cli.StringFlag{Name: "kv-events-replay", Category: catControl,
 			Usage: "the replay `ENDPOINT` of --kv-events (default: its port + 1 when it listens; none: no replay)"},
 		&cli.StringFlag{Name: "kv-events-topic", Category: catControl,

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -29,10 +30,12 @@ type Source interface {
 type Config struct {
 	// Endpoint is the PUB address, as vLLM's --kv-events-config
 	// endpoint: "tcp://*:5557" (or any address with "*" or "::") binds,
-	// "tcp://host:5557" connects to a router that binds.
+	// "tcp://host:5557" connects to a router that binds, unless host is
+	// this host's (localhost, one of its addresses): there it binds, or
+	// connects where a router on this host listens already.
 	Endpoint string
 	// Replay is the ROUTER address replay requests come to; "" with a
-	// bound Endpoint: the same host, the next port; "none": no replay.
+	// listening Endpoint: the same host, the next port; "none": no replay.
 	Replay string
 	// Topic is the first frame of every message (default "kv-events";
 	// a subscriber of "" gets every topic).
@@ -86,6 +89,33 @@ func (c *Config) setDefaults() {
 // connect): an address with "*" or "::", or an ipc one.
 func binds(ep string) bool {
 	return strings.Contains(ep, "*") || strings.Contains(ep, "::") || strings.HasPrefix(ep, "ipc://")
+}
+
+// local reports whether ep is a tcp address of this host (localhost, or
+// an address of one of its interfaces): ucmfs listens there, unless a
+// router on this host already does (then it connects, as vLLM would).
+func local(ep string) bool {
+	host, _, err := net.SplitHostPort(strings.TrimPrefix(ep, "tcp://"))
+	if err != nil || !strings.HasPrefix(ep, "tcp://") {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false
+	}
+	if ip.IsLoopback() || ip.IsUnspecified() {
+		return true
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckEndpoint checks an endpoint's form: tcp://host:port or ipc://path.
@@ -147,9 +177,6 @@ func Start(cfg Config, src Source) (*Publisher, error) {
 	if err := CheckEndpoint(cfg.Endpoint); err != nil {
 		return nil, err
 	}
-	if cfg.Replay == "" && binds(cfg.Endpoint) {
-		cfg.Replay = nextPort(cfg.Endpoint)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Publisher{cfg: cfg, src: src, log: cfg.Logger, cancel: cancel, tiers: src.EventTiers(),
 		kept: ring{max: cfg.Buffer}}
@@ -159,15 +186,29 @@ func Start(cfg Config, src Source) (*Publisher, error) {
 		return nil, err
 	}
 	var err error
-	if binds(cfg.Endpoint) {
-		err = p.pub.Listen(zmqAddr(cfg.Endpoint))
-	} else {
+	listened := false
+	switch {
+	case binds(cfg.Endpoint):
+		err, listened = p.pub.Listen(zmqAddr(cfg.Endpoint)), true
+	case local(cfg.Endpoint):
+		// This host's address: listen there, as a subscriber on this
+		// host expects; where a router here listens already, connect.
+		if err = p.pub.Listen(zmqAddr(cfg.Endpoint)); errors.Is(err, syscall.EADDRINUSE) {
+			err = p.pub.Dial(cfg.Endpoint)
+		} else {
+			listened = true
+		}
+	default:
 		err = p.pub.Dial(cfg.Endpoint)
 	}
 	if err != nil {
 		p.pub.Close()
 		cancel()
 		return nil, fmt.Errorf("kv events: %s: %w", cfg.Endpoint, err)
+	}
+	if cfg.Replay == "" && listened {
+		cfg.Replay = nextPort(cfg.Endpoint)
+		p.cfg.Replay = cfg.Replay
 	}
 	if cfg.Replay != "" && cfg.Replay != "none" {
 		if err := CheckEndpoint(cfg.Replay); err != nil {
