@@ -49,8 +49,8 @@ func TestAdminTools(t *testing.T) {
 		t.Errorf("top: %v\n%s", err, top)
 	}
 	watch, err := exec.Command(ucmfsBin, "stats", "--watch", "--interval", "100ms", "--count", "2", d.Mnt).Output()
-	if err != nil || strings.Count(string(watch), "TIER") != 2 || !strings.Contains(string(watch), "per second, over the last") ||
-		!strings.Contains(string(watch), "prefetches") || strings.Contains(string(watch), "prefetch_promoted") {
+	if err != nil || strings.Count(string(watch), "TIER") != 2 || !strings.Contains(string(watch), "per second (last") ||
+		!regexpMatch(`prefetch promotions\s+30\s`, string(watch)) || strings.Contains(string(watch), "prefetch_promoted") {
 		t.Errorf("stats --watch: %v\n%s", err, watch)
 	}
 }
