@@ -72,6 +72,7 @@ var errnoRules = []errnoRule{
 	{line.ErrTooMany, syscall.E2BIG},
 	{transfer.ErrBadRegion, syscall.EBADF},
 	{transfer.ErrTooManyRegions, syscall.EMFILE},
+	{transfer.ErrTooManyConns, syscall.EMFILE},
 	{control.ErrBackpressure, syscall.ENOBUFS},
 	{line.ErrAccess, syscall.EACCES},
 	{control.ErrSessions, syscall.EMFILE},

@@ -36,6 +36,9 @@ var (
 	// ErrNoSocket: register vmm on a mount without the GPU socket
 	// (ENOTSUP).
 	ErrNoSocket = errors.New("no GPU socket")
+	// ErrTooManyConns: a connection to the GPU socket past MaxConnsPerUser
+	// or MaxConns (EMFILE).
+	ErrTooManyConns = errors.New("too many connections to the GPU socket")
 )
 
 // RefuseFunc appends the answer line of a refused message to out ("err

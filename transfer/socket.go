@@ -36,6 +36,12 @@ const (
 	TokenTTL = 30 * time.Second
 	// MaxTokens is the most descriptors one uid may have waiting.
 	MaxTokens = 64
+	// MaxConnsPerUser is the most connections one uid may hold open to
+	// the socket (each is a goroutine and a descriptor of the daemon);
+	// MaxConns bounds them all. A connection past either is answered
+	// "err EMFILE ..." and closed.
+	MaxConnsPerUser = 64
+	MaxConns        = 1024
 )
 
 // Socket accepts descriptors for register vmm. Its methods are safe
@@ -48,7 +54,8 @@ type Socket struct {
 	mu      sync.Mutex
 	next    uint64
 	waiting map[tokenKey]*passedFD
-	conns   map[*fdpass.Conn]struct{}
+	conns   map[*fdpass.Conn]int // open connections, to their peer's uid
+	perUID  map[int]int          // open connections per uid
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -77,7 +84,8 @@ func Listen(e *Engine, path string, perm os.FileMode, ttl time.Duration) (*Socke
 	if ttl <= 0 {
 		ttl = TokenTTL
 	}
-	s := &Socket{e: e, l: l, ttl: ttl, waiting: make(map[tokenKey]*passedFD), conns: make(map[*fdpass.Conn]struct{})}
+	s := &Socket{e: e, l: l, ttl: ttl, waiting: make(map[tokenKey]*passedFD),
+		conns: make(map[*fdpass.Conn]int), perUID: make(map[int]int)}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -119,29 +127,53 @@ func (s *Socket) accept() {
 			}
 			return
 		}
+		uid, _, perr := c.Peer()
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			c.Close()
 			return
 		}
-		s.conns[c] = struct{}{}
+		if perr != nil || len(s.conns) >= MaxConns || s.perUID[uid] >= MaxConnsPerUser {
+			held, all := s.perUID[uid], len(s.conns)
+			s.mu.Unlock()
+			s.turnAway(c, uid, held, all, perr)
+			continue
+		}
+		s.conns[c] = uid
+		s.perUID[uid]++
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go s.serve(c)
+		go s.serve(c, uid)
 	}
 }
 
-// serve answers the messages of one connection.
-func (s *Socket) serve(c *fdpass.Conn) {
+// turnAway answers a connection past the bounds (or whose peer is not
+// known) with one refusal line, logged as a refused request, and closes
+// it.
+func (s *Socket) turnAway(c *fdpass.Conn, uid, held, all int, perr error) {
+	defer c.Close()
+	err := fmt.Errorf("uid %d holds %d connections to the GPU socket (at most %d; %d of %d in all): %w",
+		uid, held, MaxConnsPerUser, all, MaxConns, ErrTooManyConns)
+	if perr != nil {
+		err = fmt.Errorf("peer credentials: %v: %w", perr, ErrTooManyConns)
+	}
+	_ = c.Send(s.e.refuse(nil, "gpu.sock", nil, err))
+}
+
+// serve answers the messages of one connection of uid.
+func (s *Socket) serve(c *fdpass.Conn, uid int) {
 	defer s.wg.Done()
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
+		if s.perUID[uid]--; s.perUID[uid] <= 0 {
+			delete(s.perUID, uid)
+		}
 		s.mu.Unlock()
 		c.Close()
 	}()
-	uid, pid, err := c.Peer()
+	_, pid, err := c.Peer()
 	if err != nil {
 		s.e.log.Warn("gpu socket: peer credentials", "err", err)
 		return

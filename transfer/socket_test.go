@@ -100,3 +100,65 @@ func testRefuse(out []byte, file string, req []byte, err error) []byte {
 	}
 	return append(append(out, "err "+name+" "...), err.Error()+"\n"...)
 }
+
+// TestSocketConnsBounded: one uid holds at most MaxConnsPerUser
+// connections to the socket; the next is answered with a refusal
+// (ErrTooManyConns) and closed, and a place comes back when one closes.
+func TestSocketConnsBounded(t *testing.T) {
+	e := &Engine{log: slog.New(slog.NewTextHandler(io.Discard, nil)), refuse: testRefuse}
+	sock, err := Listen(e, filepath.Join(t.TempDir(), "gpu.sock"), 0o600, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	held := make([]*fdpass.Conn, 0, MaxConnsPerUser)
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	// Each connection is counted once the daemon took it: a message
+	// answered proves it.
+	for range MaxConnsPerUser {
+		c, err := fdpass.Dial(sock.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		if err := c.Send([]byte("frobnicate")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, fdpass.MaxMessage)
+		if _, _, err := c.Recv(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	extra, err := fdpass.Dial(sock.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	buf := make([]byte, fdpass.MaxMessage)
+	n, _, err := extra.Recv(buf)
+	if err != nil || !strings.Contains(string(buf[:n]), "too many connections") {
+		t.Fatalf("connection %d: %q, %v; want a refusal", MaxConnsPerUser+1, buf[:n], err)
+	}
+	held[0].Close()
+	held = held[1:]
+	for i := 0; ; i++ {
+		c, err := fdpass.Dial(sock.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Send([]byte("frobnicate"))
+		n, _, _ := c.Recv(buf)
+		c.Close()
+		if !strings.Contains(string(buf[:n]), "too many connections") {
+			break // the closed one's place came back
+		}
+		if i == 500 {
+			t.Fatal("a closed connection's place never came back")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
