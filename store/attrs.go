@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -224,10 +225,18 @@ func (s *Store) reprAttr(k format.Key, name string, header func() ([]byte, error
 // ModelAttrs is the table of a model directory: blocks and bytes, and the
 // settings quota, repr_kind, layout, group and key_pattern (writable, kept
 // in the model's settings record).
+//
+// A files model has pinned too: its root's directory pin (dir_pins.go).
 func (s *Store) ModelAttrs(model string) *Attrs {
-	return &Attrs{Names: modelAttrNames, Writable: map[string]bool{"quota": true, "repr_kind": true, "layout": true, "group": true, "key_pattern": true},
+	names, writable := modelAttrNames, map[string]bool{"quota": true, "repr_kind": true, "layout": true, "group": true, "key_pattern": true}
+	if s.Layout(model) == LayoutFiles {
+		names, writable["pinned"] = append(slices.Clone(names), "pinned"), true
+	}
+	return &Attrs{Names: names, Writable: writable,
 		Get: func(name string) (string, error) {
 			switch name {
+			case "pinned":
+				return boolAttr(s.DirPinned(model, "")), nil
 			case "blocks":
 				return strconv.FormatInt(s.Usage(model).Blocks, 10), nil
 			case "bytes":
@@ -245,6 +254,12 @@ func (s *Store) ModelAttrs(model string) *Attrs {
 		},
 		Set: func(name, value string) error {
 			switch name {
+			case "pinned":
+				pin, err := ParseBool(value)
+				if err != nil {
+					return err
+				}
+				return s.SetDirPin(model, "", pin)
 			case "repr_kind":
 				return s.setReprKind(model, value)
 			case "layout":
@@ -260,6 +275,28 @@ func (s *Store) ModelAttrs(model string) *Attrs {
 			}
 			return s.setQuota(model, n)
 		}}
+}
+
+// DirAttrs is the table of a directory below a files model's root:
+// pinned, its directory pin (dir_pins.go).
+func (s *Store) DirAttrs(model, dir string) *Attrs {
+	return &Attrs{Names: []string{"pinned"}, Writable: map[string]bool{"pinned": true},
+		Get: func(string) (string, error) { return boolAttr(s.DirPinned(model, dir)), nil },
+		Set: func(_, value string) error {
+			pin, err := ParseBool(value)
+			if err != nil {
+				return err
+			}
+			return s.SetDirPin(model, dir, pin)
+		}}
+}
+
+// boolAttr is a 0/1 attribute value.
+func boolAttr(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // ParseBool parses a 0/1 attribute value.

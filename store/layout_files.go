@@ -234,6 +234,7 @@ func (s *Store) FilesRmdir(model, dir string) error {
 		return err
 	}
 	s.trees.remove(model, dir)
+	s.dropDirPin(model, dir)
 	return nil
 }
 

@@ -33,6 +33,9 @@ type Settings struct {
 	// engine's block hash is read from a file's path; "" is the default
 	// rule (events.EngineHash).
 	KeyPattern string `json:"key_pattern,omitempty"`
+	// PinnedDirs are the directories of a files model whose files are
+	// kept in memory (dir_pins.go); "" is the model's root.
+	PinnedDirs []string `json:"pinned_dirs,omitempty"`
 	// Owner is who made the model and its mode (owners.go); nil: the
 	// daemon's user, 0755.
 	Owner *ModelOwner `json:"owner,omitempty"`
@@ -127,7 +130,7 @@ func (s *Store) updateSettings(model string, fn func(*Settings) error) error {
 
 func settingsEqual(a, b Settings) bool {
 	return a.Layout == b.Layout && slices.Equal(a.ShardWidths, b.ShardWidths) &&
-		a.Group == b.Group && a.ReprKind == b.ReprKind && a.Quota == b.Quota && a.KeyPattern == b.KeyPattern &&
+		a.Group == b.Group && a.ReprKind == b.ReprKind && a.Quota == b.Quota && a.KeyPattern == b.KeyPattern && slices.Equal(a.PinnedDirs, b.PinnedDirs) &&
 		(a.Owner == nil) == (b.Owner == nil) && (a.Owner == nil || *a.Owner == *b.Owner)
 }
 
@@ -137,12 +140,18 @@ func (s *Store) forgetSettings(model string) {
 	s.settings.mu.Lock()
 	delete(s.settings.m, model)
 	s.settings.mu.Unlock()
+	s.dirPins.set(model, nil)
 }
 
-// applySettings loads model's record at mount and hands its quota to the
-// quota table (repr_kind, group and layout are read from the record).
+// applySettings loads model's record at mount, hands its quota to the
+// quota table and its pinned directories to theirs (repr_kind, group and
+// layout are read from the record).
 func (s *Store) applySettings(model string) {
-	if v := s.modelSettings(model); v.Quota > 0 {
+	v := s.modelSettings(model)
+	if v.Quota > 0 {
 		s.quotas.set(model, v.Quota)
+	}
+	if v.Layout == LayoutFiles {
+		s.applyDirPins(model, v.PinnedDirs)
 	}
 }

@@ -115,6 +115,7 @@ type Store struct {
 
 	writes   writeTable    // files being written, by name (writes_table.go)
 	trees    treeSet       // the directories of files models (layout_files.go)
+	dirPins  dirPinTable   // the pinned directories of files models (dir_pins.go)
 	gens     genTable      // the generations of replaced Files (layout_files.go)
 	writeSeq atomic.Uint64 // numbers of files being written
 
@@ -166,6 +167,7 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	if s.budget.perUser == 0 {
 		s.budget.perUser = s.budget.max / 2
 	}
+	st.SetPinRule(s.dirPinned)
 	s.seedModels()
 	st.SetKeep(KeptFile)
 	s.startEvents()

@@ -70,3 +70,9 @@ func (s *Stack) Evict(k format.Key) error {
 	s.signalRoom()
 	return nil
 }
+
+// SetPinRule makes every file that enters the memory tier from then on,
+// and that rule holds for, enter pinned (the store's: the files beneath
+// a pinned directory of a files model). rule runs under the memory
+// tier's index lock: it must not block or call the stack.
+func (s *Stack) SetPinRule(rule func(format.Key) bool) { s.mem.idx.SetPinRule(rule) }

@@ -147,6 +147,7 @@ type Index struct {
 	unit     int64 // what a file costs is its size rounded up to this (0: its size); see SetUnit
 	charged  int64 // the sum of the entries' costs (used, with unit 0)
 	observe  Observer
+	pinRule  func(format.Key) bool // entries it holds for enter pinned (SetPinRule)
 }
 
 // Observer is told of every entry that enters the index (stored true) or
@@ -159,6 +160,15 @@ type Observer func(e *Entry, stored bool)
 func (x *Index) SetObserver(fn Observer) {
 	x.mu.Lock()
 	x.observe = fn
+	x.mu.Unlock()
+}
+
+// SetPinRule installs rule (nil: none): an entry that enters the index
+// from then on, and that rule holds for, enters pinned. It is called
+// under the index's lock: it must not block or call the index.
+func (x *Index) SetPinRule(rule func(format.Key) bool) {
+	x.mu.Lock()
+	x.pinRule = rule
 	x.mu.Unlock()
 }
 
@@ -306,6 +316,9 @@ func (x *Index) insertLocked(e *Entry) {
 	x.used += e.Size
 	x.charged += x.cost(e.Size)
 	x.pushFrontLocked(e)
+	if x.pinRule != nil && x.pinRule(e.Key()) {
+		e.Set(Pinned, true)
+	}
 	if x.observe != nil {
 		x.observe(e, true)
 	}
