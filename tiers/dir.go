@@ -141,6 +141,8 @@ type DirTier struct {
 	stuck     atomic.Int32                    // operations abandoned after the timeout, still blocked
 	hook      atomic.Pointer[func(op string)] // runs before each operation (tests)
 
+	trash dirTrash // removed files the reaper unlinks (dir_trash.go)
+
 	closed atomic.Bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -206,6 +208,9 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 			t.share.release(false)
 			return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 		}
+	}
+	if !def.detach {
+		t.startTrash()
 	}
 	// Start-up operations above ran detached, so a stalled directory
 	// fails the start instead of hanging it.

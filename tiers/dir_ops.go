@@ -200,8 +200,11 @@ func (t *DirTier) Remove(key format.Key) error {
 		return t.notFound(key)
 	}
 	e, known := t.idx.Remove(key)
-	p := t.path(key)
-	err := t.do("remove", func() error { return unix.Unlink(p) }, nil)
+	p, size := t.path(key), int64(0)
+	if known {
+		size = e.Size
+	}
+	err := t.do("remove", func() error { return t.unlink(p, size) }, nil)
 	switch {
 	case err == nil:
 		return nil
