@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // ErrPendingFull: the data being written (files not yet published) has
@@ -19,9 +20,14 @@ var ErrPendingFull = errors.New("too much data being written")
 //   - MaxPending bytes in all (default: the memory tier's capacity), and
 //     MaxPendingPerUser for the files of one user (default: half of it,
 //     so that no user alone takes it all);
-//   - what counts is what the files hold in memory now (their allocated
-//     blocks, fstat), summed when a file is created or the daemon writes
-//     into one (without passthrough);
+//   - what counts is each file's charge: at least a page (what the tmpfs
+//     spends on an empty file), raised to the end of every write the
+//     daemon admits (without passthrough) and to what the file holds in
+//     memory (its allocated blocks, fstat) when the file is closed or the
+//     budget refreshes (refreshPending, every second while passthrough
+//     writes run, which the daemon does not see). The totals, in all and
+//     per user, are kept as the charges change, so admitting a create or
+//     a write is O(1), whatever the number of files being written;
 //   - past the budget, creating a file or writing into one fails with
 //     ErrPendingFull (ENOSPC), past a user's share with ErrQuota (EDQUOT).
 //     Nothing published is touched: the refusal is the writer's.
@@ -48,7 +54,21 @@ type pendingBudget struct {
 	maxFiles, perUserFiles int
 
 	mu    sync.Mutex
-	files map[*os.File]uint32 // open temp files and their writers' uid
+	files map[*os.File]*pendingCharge // open temp files
+	users map[uint32]*pendingUse      // the charges' sums, by writer's uid
+	total int64                       // the sum of every charge
+}
+
+// pendingCharge is one file being written: its writer and what it counts.
+type pendingCharge struct {
+	uid     uint32
+	charged int64
+}
+
+// pendingUse is one user's files being written and their charges' sum.
+type pendingUse struct {
+	files int
+	bytes int64
 }
 
 // pendingFile registers f, a file uid is writing; PendingDone ends it.
@@ -57,9 +77,20 @@ func (s *Store) pendingFile(f *os.File, uid uint32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.files == nil {
-		b.files = make(map[*os.File]uint32)
+		b.files = make(map[*os.File]*pendingCharge)
+		b.users = make(map[uint32]*pendingUse)
 	}
-	b.files[f] = uid
+	if b.files[f] != nil {
+		return
+	}
+	b.files[f] = &pendingCharge{uid: uid}
+	u := b.users[uid]
+	if u == nil {
+		u = &pendingUse{}
+		b.users[uid] = u
+	}
+	u.files++
+	b.chargeLocked(b.files[f], pageCharge)
 }
 
 // pendingDone forgets f (published or discarded).
@@ -67,13 +98,108 @@ func (s *Store) pendingDone(f *os.File) {
 	b := &s.budget
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	c := b.files[f]
+	if c == nil {
+		return
+	}
+	b.chargeLocked(c, 0)
 	delete(b.files, f)
+	u := b.users[c.uid]
+	if u.files--; u.files == 0 {
+		delete(b.users, c.uid)
+	}
+}
+
+// chargeLocked sets c's charge to n, keeping the sums (under mu).
+func (b *pendingBudget) chargeLocked(c *pendingCharge, n int64) {
+	d := n - c.charged
+	c.charged = n
+	b.total += d
+	b.users[c.uid].bytes += d
+}
+
+// pendingSize raises f's charge to what it holds now (fstat): at its
+// writer's close, which the daemon sees with passthrough too.
+func (s *Store) pendingSize(f *os.File) {
+	n, ok := heldBytes(f)
+	if !ok {
+		return
+	}
+	b := &s.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c := b.files[f]; c != nil && n > c.charged {
+		b.chargeLocked(c, n)
+	}
+}
+
+// heldBytes is what f holds in memory: its allocated blocks or its size,
+// at least a page; ok is false when f is closed.
+func heldBytes(f *os.File) (n int64, ok bool) {
+	var st syscall.Stat_t
+	if syscall.Fstat(int(f.Fd()), &st) != nil {
+		return 0, false
+	}
+	return max(st.Blocks*512, st.Size, pageCharge), true
+}
+
+// refreshPending sets the charge of up to refreshBatch files being
+// written (Go's map order picks them at random) to what each holds now:
+// the writes passthrough made, which the daemon does not see. It runs in
+// the background (refreshLoop), not on any request's path.
+func (s *Store) refreshPending() {
+	b := &s.budget
+	b.mu.Lock()
+	files := make([]*os.File, 0, min(len(b.files), refreshBatch))
+	for f := range b.files {
+		if len(files) == refreshBatch {
+			break
+		}
+		files = append(files, f)
+	}
+	b.mu.Unlock()
+	for _, f := range files {
+		n, ok := heldBytes(f)
+		if !ok {
+			continue
+		}
+		b.mu.Lock()
+		if c := b.files[f]; c != nil {
+			b.chargeLocked(c, n)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// refreshBatch is how many files one refresh looks at: a second's refresh
+// costs at most that many fstat calls.
+const refreshBatch = 4096
+
+// refreshLoop refreshes the charges every second until stop closes.
+func (s *Store) refreshLoop(stop <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			s.refreshPending()
+		}
+	}
 }
 
 // admitPending checks that uid may add grow bytes to the data being
 // written, and with create one more file: ErrPendingFull past the mount's
-// budget, ErrQuota past the user's share.
+// budget, ErrQuota past the user's share. When f is not nil and the
+// write is admitted, f's charge is raised to end (the write's end) at
+// once, before the write.
 func (s *Store) admitPending(uid uint32, grow int64, create bool) error {
+	return s.admitWrite(nil, 0, uid, grow, create)
+}
+
+// admitWrite is admitPending for a write of f up to end.
+func (s *Store) admitWrite(f *os.File, end int64, uid uint32, grow int64, create bool) error {
 	b := &s.budget
 	if b.max <= 0 {
 		return nil
@@ -81,33 +207,31 @@ func (s *Store) admitPending(uid uint32, grow int64, create bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.fileLimits()
-	var total, mine int64
+	var mine int64
 	var mineFiles int
-	for f, owner := range b.files {
-		var st syscall.Stat_t
-		if syscall.Fstat(int(f.Fd()), &st) != nil {
-			continue // closed meanwhile
-		}
-		n := max(st.Blocks*512, st.Size, pageCharge)
-		total += n
-		if owner == uid {
-			mine += n
-			mineFiles++
-		}
+	if u := b.users[uid]; u != nil {
+		mine, mineFiles = u.bytes, u.files
+	}
+	c := b.files[f]
+	if c != nil {
+		grow = max(end-c.charged, 0)
 	}
 	// The whole budget first: past it the store has no room (ENOSPC), past
 	// a share only the user's is used up (EDQUOT).
 	if create && len(b.files) >= b.maxFiles {
 		return fmt.Errorf("%d files being written, the most is %d: %w", len(b.files), b.maxFiles, ErrPendingFull)
 	}
-	if total+grow > b.max {
-		return fmt.Errorf("%d bytes being written, the budget is %d: %w", total, b.max, ErrPendingFull)
+	if b.total+grow > b.max {
+		return fmt.Errorf("%d bytes being written, the budget is %d: %w", b.total, b.max, ErrPendingFull)
 	}
 	if create && mineFiles >= b.perUserFiles {
 		return fmt.Errorf("uid %d writes %d files not yet published, its share is %d: %w", uid, mineFiles, b.perUserFiles, ErrQuota)
 	}
 	if b.perUser > 0 && mine+grow > b.perUser {
 		return fmt.Errorf("uid %d writes %d bytes not yet published, its share is %d: %w", uid, mine, b.perUser, ErrQuota)
+	}
+	if c != nil && grow > 0 {
+		b.chargeLocked(c, end)
 	}
 	return nil
 }

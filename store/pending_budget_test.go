@@ -107,3 +107,47 @@ func (w *Draft) verdictOf() error {
 	defer w.mu.RUnlock()
 	return w.verdict
 }
+
+// TestPendingCharges: the bytes a user's files being written count are
+// kept as they grow, so admission reads sums rather than the files: the
+// daemon's own writes count at once, the kernel's (passthrough, written to
+// the file directly) once the budget refreshes or the file is closed; a
+// discarded file gives back all it counted.
+func TestPendingCharges(t *testing.T) {
+	s := newTestStore(t, Options{MaxPending: 1 << 20, StagingTTL: -1})
+	begin := func(uid uint32, n int) (*Draft, *Writer) {
+		k, _ := testBlock(n, 64)
+		d, w, err := s.BeginWrite(Proc{Tgid: 100 + uid, Uid: uid, Gid: uid}, k, k.ID.String()+format.StagingSuffix, true, true, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, w
+	}
+	d1, w1 := begin(1000, 1)
+	chunk := make([]byte, 300<<10)
+	if _, err := w1.WriteAt(chunk, 0); err != nil {
+		t.Fatalf("300 KiB of a 512 KiB share: %v", err)
+	}
+	if _, err := w1.WriteAt(chunk[:1000], 100); err != nil {
+		t.Fatalf("a rewrite within what the file holds: %v", err)
+	}
+	if _, err := w1.WriteAt(chunk, 300<<10); !errors.Is(err, ErrQuota) {
+		t.Fatalf("600 KiB of a 512 KiB share: %v, want ErrQuota", err)
+	}
+	d2, w2 := begin(2000, 2)
+	if _, err := w2.File().WriteAt(chunk, 0); err != nil { // as passthrough writes: unseen
+		t.Fatal(err)
+	}
+	if err := s.admitPending(2000, 300<<10, false); err != nil {
+		t.Fatalf("before the refresh, the unseen bytes do not count yet: %v", err)
+	}
+	s.refreshPending()
+	if err := s.admitPending(2000, 300<<10, false); !errors.Is(err, ErrQuota) {
+		t.Fatalf("after the refresh, 300 KiB more of uid 2000: %v, want ErrQuota", err)
+	}
+	d1.Discard()
+	d2.Discard()
+	if s.budget.total != 0 || len(s.budget.users) != 0 {
+		t.Fatalf("after both discards: %d bytes, %d users counted", s.budget.total, len(s.budget.users))
+	}
+}

@@ -161,6 +161,7 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	if s.opts.StagingTTL > 0 {
 		go s.expireLoop(s.opts.StagingTTL, s.stop)
 	}
+	go s.refreshLoop(s.stop)
 	if s.budget.max == 0 {
 		s.budget.max = st.Tiers()[tiers.Memory].Usage.Capacity
 	}

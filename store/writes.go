@@ -184,10 +184,8 @@ func (d *Writer) WriteAt(data []byte, off int64) (int, error) {
 	if off+int64(len(data)) > w.s.MaxFileSize() {
 		return 0, fmt.Errorf("%d bytes at %d pass the %d-byte limit: %w", len(data), off, w.s.MaxFileSize(), ErrTooBig)
 	}
-	if fi, err := w.f.Stat(); err == nil && off+int64(len(data)) > fi.Size() {
-		if err := w.s.admitPending(w.owner.Uid, off+int64(len(data))-fi.Size(), false); err != nil {
-			return 0, err
-		}
+	if err := w.s.admitWrite(w.f, off+int64(len(data)), w.owner.Uid, 0, false); err != nil {
+		return 0, err
 	}
 	n, err := w.f.WriteAt(data, off)
 	if tiers.IsNoSpace(err) && w.s.stack.MemFull(int64(len(data)-n)) {
@@ -240,6 +238,7 @@ func (d *Writer) Close(ctx context.Context, tgid uint32) (published bool, verdic
 	if tgid != w.owner.Tgid {
 		return false, w.Verdict()
 	}
+	w.s.pendingSize(w.f) // what passthrough wrote counts from here on
 	w.mu.Lock()
 	if _, open := w.descs[d]; open {
 		w.descs[d] = true
