@@ -92,3 +92,55 @@ func settledFDs(t *testing.T, pid, limit int) []string {
 	}
 	return prev
 }
+
+// TestParkedStagingHoldsNoFD: 300 staging files written and closed,
+// waiting for their rename, hold none of the daemon's descriptors (they
+// are parked: stats count them as parked_files); each is opened again for
+// a write through its name and for its rename, and publishes its bytes.
+func TestParkedStagingHoldsNoFD(t *testing.T) {
+	d := mountUCM(t, mountOpts{Args: []string{"--default-layout", "files"}})
+	m := d.path("eng")
+	if err := os.Mkdir(m, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := settledFDs(t, d.pid(), -1)
+	const n = 300
+	name := func(i int) string { return fmt.Sprintf("%s/p%03d.bin", m, i) }
+	for i := range n {
+		if err := os.WriteFile(name(i)+".tmp", []byte(fmt.Sprintf("page %d, ", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parked := settledFDs(t, d.pid(), len(base)+4)
+	if len(parked) > len(base)+4 {
+		t.Errorf("%d staging files closed, waiting for their rename: the daemon's descriptors went from %d to %d",
+			n, len(base), len(parked))
+	}
+	if st := statsOf(t, d); st["parked_files"] != float64(n) || st["staging_files"] != float64(n) {
+		t.Errorf("stats: parked_files %v, staging_files %v, want %d each", st["parked_files"], st["staging_files"], n)
+	}
+	for i := range n {
+		f, err := os.OpenFile(name(i)+".tmp", os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatalf("open a parked file again: %v", err)
+		}
+		if _, err := f.WriteString("appended"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(name(i)+".tmp", name(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		want := fmt.Sprintf("page %d, appended", i)
+		if got, err := os.ReadFile(name(i)); err != nil || string(got) != want {
+			t.Fatalf("%s: %q %v, want %q", name(i), got, err, want)
+		}
+	}
+	if st := statsOf(t, d); st["parked_files"] != 0.0 || st["staging_files"] != 0.0 {
+		t.Errorf("after the renames: parked_files %v, staging_files %v", st["parked_files"], st["staging_files"])
+	}
+}

@@ -119,6 +119,12 @@ type WriteStats struct {
 	// Options.StagingTTL).
 	Writing int64 `json:"writing_files"`
 	Staging int64 `json:"staging_files"`
+	// Parked is the staging files with no descriptor open, waiting for
+	// their rename: they hold no descriptor of the daemon.
+	Parked int64 `json:"parked_files"`
+	// PendingBytes is what the files being written count against
+	// --max-pending (pending_budget.go).
+	PendingBytes int64 `json:"pending_bytes"`
 }
 
 // TierHealthStates are the values TierStats.Health takes, healthiest
@@ -152,6 +158,10 @@ func (s *Store) Snapshot() Stats {
 	}
 	m.LightNodes = c.LightNodes.Load()
 	m.Writing, m.Staging = s.writes.counts()
+	m.Parked = s.parked.Load()
+	s.budget.mu.Lock()
+	m.PendingBytes = s.budget.total
+	s.budget.mu.Unlock()
 	if s.opts.GPU != nil {
 		m.GPUDevice = s.opts.GPU.Name()
 		g := s.opts.GPU.Stats()

@@ -25,9 +25,10 @@ var ErrPendingFull = errors.New("too much data being written")
 //     daemon admits (without passthrough) and to what the file holds in
 //     memory (its allocated blocks, fstat) when the file is closed or the
 //     budget refreshes (refreshPending, every second while passthrough
-//     writes run, which the daemon does not see). The totals, in all and
-//     per user, are kept as the charges change, so admitting a create or
-//     a write is O(1), whatever the number of files being written;
+//     writes run, which the daemon does not see; and at a create, those of
+//     the creating user). The totals, in all and per user, are kept as the
+//     charges change, so admitting a write is O(1), whatever the number of
+//     files being written, and a create costs its user's own files;
 //   - past the budget, creating a file or writing into one fails with
 //     ErrPendingFull (ENOSPC), past a user's share with ErrQuota (EDQUOT).
 //     Nothing published is touched: the refusal is the writer's.
@@ -54,9 +55,9 @@ type pendingBudget struct {
 	maxFiles, perUserFiles int
 
 	mu    sync.Mutex
-	files map[*os.File]*pendingCharge // open temp files
-	users map[uint32]*pendingUse      // the charges' sums, by writer's uid
-	total int64                       // the sum of every charge
+	files map[*Draft]*pendingCharge // the files being written
+	users map[uint32]*pendingUse    // the charges' sums, by writer's uid
+	total int64                     // the sum of every charge
 }
 
 // pendingCharge is one file being written: its writer and what it counts.
@@ -67,17 +68,18 @@ type pendingCharge struct {
 
 // pendingUse is one user's files being written and their charges' sum.
 type pendingUse struct {
-	files int
-	bytes int64
+	files  int
+	bytes  int64
+	drafts map[*Draft]struct{} // the files (refreshUser)
 }
 
-// pendingFile registers f, a file uid is writing; PendingDone ends it.
-func (s *Store) pendingFile(f *os.File, uid uint32) {
+// pendingFile registers f, a file uid is writing; pendingDone ends it.
+func (s *Store) pendingFile(f *Draft, uid uint32) {
 	b := &s.budget
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.files == nil {
-		b.files = make(map[*os.File]*pendingCharge)
+		b.files = make(map[*Draft]*pendingCharge)
 		b.users = make(map[uint32]*pendingUse)
 	}
 	if b.files[f] != nil {
@@ -86,15 +88,16 @@ func (s *Store) pendingFile(f *os.File, uid uint32) {
 	b.files[f] = &pendingCharge{uid: uid}
 	u := b.users[uid]
 	if u == nil {
-		u = &pendingUse{}
+		u = &pendingUse{drafts: make(map[*Draft]struct{})}
 		b.users[uid] = u
 	}
 	u.files++
+	u.drafts[f] = struct{}{}
 	b.chargeLocked(b.files[f], pageCharge)
 }
 
 // pendingDone forgets f (published or discarded).
-func (s *Store) pendingDone(f *os.File) {
+func (s *Store) pendingDone(f *Draft) {
 	b := &s.budget
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -105,6 +108,7 @@ func (s *Store) pendingDone(f *os.File) {
 	b.chargeLocked(c, 0)
 	delete(b.files, f)
 	u := b.users[c.uid]
+	delete(u.drafts, f)
 	if u.files--; u.files == 0 {
 		delete(b.users, c.uid)
 	}
@@ -118,17 +122,21 @@ func (b *pendingBudget) chargeLocked(c *pendingCharge, n int64) {
 	b.users[c.uid].bytes += d
 }
 
-// pendingSize raises f's charge to what it holds now (fstat): at its
-// writer's close, which the daemon sees with passthrough too.
-func (s *Store) pendingSize(f *os.File) {
-	n, ok := heldBytes(f)
+// pendingSize raises w's charge to what its file holds now (fstat): at
+// its writer's close, which the daemon sees with passthrough too. Under
+// w.mu (its file is open: a descriptor is).
+func (s *Store) pendingSize(w *Draft) {
+	if w.f == nil {
+		return
+	}
+	n, ok := heldBytes(w.f)
 	if !ok {
 		return
 	}
 	b := &s.budget
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if c := b.files[f]; c != nil && n > c.charged {
+	if c := b.files[w]; c != nil && n > c.charged {
 		b.chargeLocked(c, n)
 	}
 }
@@ -150,24 +158,50 @@ func heldBytes(f *os.File) (n int64, ok bool) {
 func (s *Store) refreshPending() {
 	b := &s.budget
 	b.mu.Lock()
-	files := make([]*os.File, 0, min(len(b.files), refreshBatch))
-	for f := range b.files {
-		if len(files) == refreshBatch {
+	drafts := make([]*Draft, 0, min(len(b.files), refreshBatch))
+	for w := range b.files {
+		if len(drafts) == refreshBatch {
 			break
 		}
-		files = append(files, f)
+		drafts = append(drafts, w)
 	}
 	b.mu.Unlock()
-	for _, f := range files {
-		n, ok := heldBytes(f)
-		if !ok {
-			continue
+	s.refreshDrafts(drafts)
+}
+
+// refreshUser is refreshPending for the files uid is writing, all of
+// them: at uid's create, so that what passthrough wrote for uid counts
+// against its share. It costs that user's files, not everyone's.
+func (s *Store) refreshUser(uid uint32) {
+	b := &s.budget
+	b.mu.Lock()
+	var drafts []*Draft
+	if u := b.users[uid]; u != nil {
+		drafts = make([]*Draft, 0, len(u.drafts))
+		for w := range u.drafts {
+			drafts = append(drafts, w)
 		}
-		b.mu.Lock()
-		if c := b.files[f]; c != nil {
-			b.chargeLocked(c, n)
+	}
+	b.mu.Unlock()
+	s.refreshDrafts(drafts)
+}
+
+// refreshDrafts sets each draft's charge to what its file holds now
+// (taking each draft's lock, then the budget's: the order of writes).
+func (s *Store) refreshDrafts(drafts []*Draft) {
+	b := &s.budget
+	for _, w := range drafts {
+		w.mu.RLock() // a parked file has no descriptor, and nothing writes it
+		if w.f != nil {
+			if n, ok := heldBytes(w.f); ok {
+				b.mu.Lock()
+				if c := b.files[w]; c != nil {
+					b.chargeLocked(c, n)
+				}
+				b.mu.Unlock()
+			}
 		}
-		b.mu.Unlock()
+		w.mu.RUnlock()
 	}
 }
 
@@ -199,7 +233,7 @@ func (s *Store) admitPending(uid uint32, grow int64, create bool) error {
 }
 
 // admitWrite is admitPending for a write of f up to end.
-func (s *Store) admitWrite(f *os.File, end int64, uid uint32, grow int64, create bool) error {
+func (s *Store) admitWrite(f *Draft, end int64, uid uint32, grow int64, create bool) error {
 	b := &s.budget
 	if b.max <= 0 {
 		return nil

@@ -118,6 +118,7 @@ type Store struct {
 	dirPins  dirPinTable   // the pinned directories of files models (dir_pins.go)
 	gens     genTable      // the generations of replaced Files (layout_files.go)
 	writeSeq atomic.Uint64 // numbers of files being written
+	parked   atomic.Int64  // staging files parked without a descriptor (writes.go)
 
 	events    *events.Journal                  // what the tiers hold, as it changes (events.go)
 	published atomic.Pointer[func(format.Key)] // the front end's hook (OnPublish)

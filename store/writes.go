@@ -57,7 +57,7 @@ type Draft struct {
 	wk    writeKey
 	owner Proc
 	pw    *tiers.PendingWrite
-	f     *os.File // pw.File(); closed by the stack once done is set
+	f     *os.File // pw.File(); nil while parked; closed by the stack once done is set
 	seq   uint64
 
 	mu       sync.RWMutex     // writes hold it shared, publish exclusively
@@ -68,8 +68,9 @@ type Draft struct {
 	verdict  error            // of the publish (ErrDiscarded when discarded)
 	mine     bool             // this file is what was published (not a copy already there)
 	idle     time.Time        // when its last descriptor went (zero while one is open)
-	size     int64            // once done
-	mtime    time.Time        // once done
+	parked   bool             // a staging file with no descriptor: f is closed (parkLocked)
+	size     int64            // once done, or while parked
+	mtime    time.Time        // once done, or while parked
 	setMTime time.Time        // set by utimes while written (zero: none)
 }
 
@@ -121,6 +122,7 @@ func (s *Store) startWrite(key format.Key, wk writeKey, staging bool, p Proc) (*
 	if s.Stopped() {
 		return nil, fmt.Errorf("shutting down: %w", ErrStopped)
 	}
+	s.refreshUser(p.Uid) // what passthrough wrote for p.Uid
 	if err := s.admitPending(p.Uid, 0, true); err != nil {
 		return nil, err
 	}
@@ -139,11 +141,12 @@ func (s *Store) startWrite(key format.Key, wk writeKey, staging bool, p Proc) (*
 		pw.SetReplace() // a files model: the new version replaces the published one
 	}
 	s.WriteStarted(key)
-	s.pendingFile(pw.File(), p.Uid)
-	return &Draft{
+	w := &Draft{
 		s: s, key: key, wk: wk, owner: p, pw: pw, f: pw.File(), staging: staging,
 		seq: s.writeSeq.Add(1), descs: make(map[*Writer]bool),
-	}, nil
+	}
+	s.pendingFile(w, p.Uid)
+	return w, nil
 }
 
 // Open adds a descriptor (for writing or reading back); trunc empties the
@@ -153,6 +156,9 @@ func (w *Draft) Open(trunc bool) (*Writer, error) {
 	defer w.mu.Unlock()
 	if w.done {
 		return nil, fmt.Errorf("%s: %w", w.key, ErrDone)
+	}
+	if err := w.unparkLocked(); err != nil {
+		return nil, err
 	}
 	if trunc {
 		if err := w.f.Truncate(0); err != nil {
@@ -184,7 +190,7 @@ func (d *Writer) WriteAt(data []byte, off int64) (int, error) {
 	if off+int64(len(data)) > w.s.MaxFileSize() {
 		return 0, fmt.Errorf("%d bytes at %d pass the %d-byte limit: %w", len(data), off, w.s.MaxFileSize(), ErrTooBig)
 	}
-	if err := w.s.admitWrite(w.f, off+int64(len(data)), w.owner.Uid, 0, false); err != nil {
+	if err := w.s.admitWrite(w, off+int64(len(data)), w.owner.Uid, 0, false); err != nil {
 		return 0, err
 	}
 	n, err := w.f.WriteAt(data, off)
@@ -238,8 +244,8 @@ func (d *Writer) Close(ctx context.Context, tgid uint32) (published bool, verdic
 	if tgid != w.owner.Tgid {
 		return false, w.Verdict()
 	}
-	w.s.pendingSize(w.f) // what passthrough wrote counts from here on
 	w.mu.Lock()
+	w.s.pendingSize(w) // what passthrough wrote counts from here on
 	if _, open := w.descs[d]; open {
 		w.descs[d] = true
 	}
@@ -261,6 +267,9 @@ func (d *Writer) Close(ctx context.Context, tgid uint32) (published bool, verdic
 // release does (and a file left empty is refused there, logged, with no
 // caller to tell).
 func (w *Draft) emptyLocked() bool {
+	if w.f == nil {
+		return false // parked: it was closed before, and not published for being empty then
+	}
 	st, err := w.f.Stat()
 	return err == nil && st.Size() == 0
 }
@@ -305,6 +314,9 @@ func (d *Writer) Release(ctx context.Context) {
 	publish := !w.done && !w.staging && w.closed && w.allClosed()
 	discard := !w.done && !w.staging && last && !w.closed
 	check := last && w.done && w.mine
+	if last && !w.done && w.staging {
+		w.parkLocked()
+	}
 	w.mu.Unlock()
 	if publish {
 		w.publish(ctx, false)
@@ -371,7 +383,10 @@ func (w *Draft) Discard() {
 
 // end takes the file out of the table and ends its write.
 func (w *Draft) end() {
-	w.s.pendingDone(w.f)
+	w.s.pendingDone(w)
+	if w.parked { // discarded while parked; nothing parks a done file again
+		w.s.parked.Add(-1)
+	}
 	w.s.writes.drop(w.wk, w)
 	w.s.WriteEnded(w.key)
 }
@@ -417,7 +432,9 @@ func (w *Draft) Attr() (size int64, mtime time.Time, published bool) {
 		return w.size, w.mtime, true
 	}
 	mtime = time.Now()
-	if st, err := w.f.Stat(); err == nil {
+	if w.f == nil {
+		size, mtime = w.size, w.mtime // parked: as it was then
+	} else if st, err := w.f.Stat(); err == nil {
 		size, mtime = st.Size(), st.ModTime()
 	}
 	if !w.setMTime.IsZero() {
@@ -445,5 +462,42 @@ func (w *Draft) Setattr(size *int64, mtime *time.Time) error {
 	if *size > w.s.MaxFileSize() {
 		return ErrTooBig
 	}
-	return w.f.Truncate(*size)
+	if err := w.unparkLocked(); err != nil {
+		return err
+	}
+	err := w.f.Truncate(*size)
+	if len(w.descs) == 0 && w.staging {
+		w.parkLocked() // truncate(2) by name of a parked file
+	}
+	return err
+}
+
+// parkLocked closes the descriptor of a staging file that no descriptor
+// writes any more, waiting for its rename (under mu): an idle file holds
+// none of the daemon's descriptors. Its size and mtime are kept for Attr
+// (w.size, w.mtime: nothing changes it while parked).
+func (w *Draft) parkLocked() {
+	if w.f == nil {
+		return
+	}
+	if st, err := w.f.Stat(); err == nil {
+		w.size, w.mtime = st.Size(), st.ModTime()
+	}
+	w.s.pendingSize(w)
+	w.pw.Park()
+	w.f, w.parked = nil, true
+	w.s.parked.Add(1)
+}
+
+// unparkLocked opens a parked file again (under mu).
+func (w *Draft) unparkLocked() error {
+	if w.f != nil {
+		return nil
+	}
+	if err := w.pw.Unpark(); err != nil {
+		return err
+	}
+	w.f, w.parked = w.pw.File(), false
+	w.s.parked.Add(-1)
+	return nil
 }

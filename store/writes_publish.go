@@ -30,6 +30,10 @@ func (w *Draft) publish(ctx context.Context, durable bool) (published bool, verd
 // is durable when it returns nil.
 func (w *Draft) publishOnce(ctx context.Context, durable bool) error {
 	s := w.s
+	if err := w.unparkLocked(); err != nil {
+		s.stack.Abort(w.pw)
+		return err
+	}
 	st, err := w.f.Stat()
 	if err != nil {
 		s.stack.Abort(w.pw)

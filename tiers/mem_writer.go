@@ -146,3 +146,29 @@ func (w *memWriter) finish() {
 	}
 	w.done = true
 }
+
+// park closes the staging file's descriptor while nobody writes it (a
+// staging file waiting for its rename); unpark opens it again. Both are
+// no-ops on a done Writer.
+func (w *memWriter) park() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done && w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+}
+
+func (w *memWriter) unpark() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done || w.f != nil {
+		return nil
+	}
+	f, err := openFile(w.tmp, unix.O_RDWR, 0)
+	if err != nil {
+		return osErr("memory tier: reopen a parked file", err)
+	}
+	w.f = f
+	return nil
+}

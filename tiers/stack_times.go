@@ -81,3 +81,28 @@ func (s *Stack) SetMTime(k format.Key, t time.Time) error {
 	}
 	return nil
 }
+
+// parker is a Writer whose file can be closed while idle (the memory
+// tier's).
+type parker interface {
+	park()
+	unpark() error
+}
+
+// Park closes the temporary file's descriptor while no writer needs it:
+// a staging file waiting for its rename holds none of the daemon's
+// descriptors. File is nil until Unpark.
+func (p *PendingWrite) Park() {
+	if pk, ok := p.w.(parker); ok {
+		pk.park()
+	}
+}
+
+// Unpark opens the temporary file again after Park (File is its new
+// descriptor); a no-op when it is open.
+func (p *PendingWrite) Unpark() error {
+	if pk, ok := p.w.(parker); ok {
+		return pk.unpark()
+	}
+	return nil
+}
