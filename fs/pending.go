@@ -144,7 +144,7 @@ func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
 // Fsync publishes and returns once the block is durable on the first
 // persistent tier; a staging file is kept until its rename.
 func (h *writeHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	published, err := h.d.Sync(ctx)
+	published, err := h.d.Sync(ctx, h.s.backing.Active())
 	return h.verdict("fsync", published, err)
 }
 

@@ -69,6 +69,9 @@ type Draft struct {
 	mine     bool             // this file is what was published (not a copy already there)
 	idle     time.Time        // when its last descriptor went (zero while one is open)
 	parked   bool             // a staging file with no descriptor: f is closed (parkLocked)
+	copyOut  bool             // publish a copy of f, not f (Sync with passthrough)
+	copied   bool             // a copy was published; f stays until the last release
+	copyAt   time.Time        // f's mtime when its copy was published
 	size     int64            // once done, or while parked
 	mtime    time.Time        // once done, or while parked
 	setMTime time.Time        // set by utimes while written (zero: none)
@@ -244,6 +247,9 @@ func (d *Writer) Close(ctx context.Context, tgid uint32) (published bool, verdic
 	if tgid != w.owner.Tgid {
 		return false, w.Verdict()
 	}
+	if err := w.writtenAfterCopy(); err != nil {
+		return false, err
+	}
 	w.mu.Lock()
 	w.s.pendingSize(w) // what passthrough wrote counts from here on
 	if _, open := w.descs[d]; open {
@@ -276,12 +282,18 @@ func (w *Draft) emptyLocked() bool {
 
 // Sync publishes and returns once the block is durable on the first
 // persistent tier. A staging file is not published: it is kept until its
-// rename.
-func (d *Writer) Sync(ctx context.Context) (published bool, verdict error) {
+// rename. direct says the kernel writes the file itself (FUSE
+// passthrough): then a copy is published (publishCopy), since the
+// descriptor that synced stays open and the kernel would write whatever
+// it writes next into the published file.
+func (d *Writer) Sync(ctx context.Context, direct bool) (published bool, verdict error) {
 	w := d.w
-	w.mu.RLock()
+	w.mu.Lock()
 	staging := w.staging && !w.done
-	w.mu.RUnlock()
+	if !w.done && direct {
+		w.copyOut = true
+	}
+	w.mu.Unlock()
 	if staging {
 		return false, nil
 	}
@@ -317,7 +329,11 @@ func (d *Writer) Release(ctx context.Context) {
 	if last && !w.done && w.staging {
 		w.parkLocked()
 	}
+	dropOrig := last && w.copied
 	w.mu.Unlock()
+	if dropOrig {
+		w.s.stack.Abort(w.pw) // the file the kernel wrote, kept beside the copy published
+	}
 	if publish {
 		w.publish(ctx, false)
 	}

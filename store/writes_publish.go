@@ -3,9 +3,13 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/ucmfs/ucmfs/tiers"
+	"golang.org/x/sys/unix"
 )
 
 // publish validates and publishes the file once; later calls return the
@@ -40,10 +44,18 @@ func (w *Draft) publishOnce(ctx context.Context, durable bool) error {
 		return err
 	}
 	size := st.Size()
-	if !w.setMTime.IsZero() {
-		w.pw.SetMTime(w.setMTime)
+	pw := w.pw
+	if w.copyOut {
+		if pw, err = w.copyOf(size); err != nil {
+			s.stack.Abort(w.pw)
+			return err
+		}
+		w.copied, w.copyAt = true, st.ModTime()
 	}
-	info, err := s.Publish(w.pw, size, durable)
+	if !w.setMTime.IsZero() {
+		pw.SetMTime(w.setMTime)
+	}
+	info, err := s.Publish(pw, size, durable)
 	switch {
 	case err == nil:
 		w.size, w.mtime = info.Size, info.MTime
@@ -65,4 +77,58 @@ func (w *Draft) publishOnce(ctx context.Context, durable bool) error {
 	default:
 		return err
 	}
+}
+
+// copyOf makes a copy of the file's size bytes, to publish in its place
+// (under mu): the file itself stays the writer's. The copy is in-kernel
+// (copy_file_range on the memory tier's tmpfs).
+func (w *Draft) copyOf(size int64) (*tiers.PendingWrite, error) {
+	s := w.s
+	pw, err := s.stack.CreateStaging(w.key)
+	if err != nil {
+		return nil, err
+	}
+	if s.LayoutOf(w.key.Model).Replaces() {
+		pw.SetReplace()
+	}
+	if err := copyRange(pw.File(), w.f, size); err != nil {
+		s.stack.Abort(pw)
+		return nil, fmt.Errorf("%s: a copy to publish: %w", w.key, err)
+	}
+	return pw, nil
+}
+
+// copyRange copies the first size bytes of src to dst, at explicit
+// offsets (neither file's position moves), in the kernel where it can
+// (copy_file_range), else through a buffer.
+func copyRange(dst, src *os.File, size int64) error {
+	var in, out int64
+	for in < size {
+		n, err := unix.CopyFileRange(int(src.Fd()), &in, int(dst.Fd()), &out, int(size-in), 0)
+		if err != nil || n == 0 {
+			if in > 0 || err == nil {
+				return fmt.Errorf("copy_file_range stopped at %d of %d bytes: %v", in, size, err)
+			}
+			_, err := io.Copy(io.NewOffsetWriter(dst, 0), io.NewSectionReader(src, 0, size))
+			return err
+		}
+	}
+	return nil
+}
+
+// writtenAfterCopy reports, at a close by the writer, a file written
+// after its fsync published a copy of it: the bytes written since are in
+// no published file (ErrImmutable, as a write after a publish is without
+// passthrough).
+func (w *Draft) writtenAfterCopy() error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if !w.copied || w.f == nil {
+		return nil
+	}
+	st, err := w.f.Stat()
+	if err != nil || (st.ModTime().Equal(w.copyAt) && st.Size() == w.size) {
+		return nil
+	}
+	return fmt.Errorf("written after an fsync published it: those writes are not in the published file: %w", ErrImmutable)
 }
