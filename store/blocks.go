@@ -54,7 +54,7 @@ func (s *Store) SetFileMTime(k format.Key, t time.Time) error { return s.stack.S
 
 // RemoveFile removes k from every tier. The caller first waits for the
 // GPU loads of the block (Removal).
-func (s *Store) RemoveFile(k format.Key) error { return s.stack.Remove(k) }
+func (s *Store) RemoveFile(k format.Key) error { return s.stack.Delete(k) }
 
 // FlushFile returns once k is durable on a persistent tier (at once on a
 // mount without one).

@@ -80,7 +80,7 @@ func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
 	if _, err := s.Publish(pw, n, false); err != nil {
 		return fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
-	if err := s.stack.Remove(from); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.stack.Delete(from); err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
 	s.gens.bump(from) // a file published under from's name again is a new one

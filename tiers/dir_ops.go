@@ -195,7 +195,15 @@ func (t *DirTier) Open(key format.Key) (*os.File, error) {
 // Remove deletes a published file. The file is unlinked even if the index
 // does not know it (a file another daemon published, or one added by
 // hand), so a removed key does not come back at the next start.
-func (t *DirTier) Remove(key format.Key) error {
+func (t *DirTier) Remove(key format.Key) error { return t.remove(key, false) }
+
+// Delete is Remove for a user's removal: through the trash
+// (dir_trash.go), so that it answers without waiting for the unlink.
+func (t *DirTier) Delete(key format.Key) error { return t.remove(key, true) }
+
+// remove is Remove; trash: through the trash when it has room
+// (dir_trash.go), else unlinked in place.
+func (t *DirTier) remove(key format.Key, trash bool) error {
 	if checkKey(key) != nil {
 		return t.notFound(key)
 	}
@@ -204,7 +212,12 @@ func (t *DirTier) Remove(key format.Key) error {
 	if known {
 		size = e.Size
 	}
-	err := t.do("remove", func() error { return t.unlink(p, size) }, nil)
+	err := t.do("remove", func() error {
+		if trash {
+			return t.unlink(p, size)
+		}
+		return unix.Unlink(p)
+	}, nil)
 	switch {
 	case err == nil:
 		return nil

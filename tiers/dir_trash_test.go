@@ -12,7 +12,7 @@ import (
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
-// TestDirTrash: a removed file leaves its name at once (into the trash,
+// TestDirTrash: a deleted file (a user's removal) leaves its name at once (into the trash,
 // which the reaper empties); a file trashed by a tier that stopped before
 // its reaper ran does not come back when the tier opens again, and that
 // tier empties the trash.
@@ -29,7 +29,7 @@ func TestDirTrash(t *testing.T) {
 		keys = append(keys, k)
 	}
 	for _, k := range keys[:20] {
-		if err := d.Remove(k); err != nil {
+		if err := d.Delete(k); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(filepath.Join(dir, k.Path())); !errors.Is(err, os.ErrNotExist) {

@@ -143,10 +143,19 @@ func (s *Stack) MemUnchanged(k format.Key) (unchanged, held bool) {
 // Remove deletes k from every tier; removing a block removes its sidecar
 // too. Open descriptors keep reading their data. ErrNotFound when no tier
 // held k.
-func (s *Stack) Remove(k format.Key) error {
-	removed := s.removeKey(k)
+func (s *Stack) Remove(k format.Key) error { return s.remove(k, false) }
+
+// Delete is Remove for a user's removal (unlink, a rename over, rm): a
+// local tier moves the file into its trash and unlinks it behind
+// (dir_trash.go), so the removal answers sooner. The stack's own removals
+// (eviction, the drops that make room) use Remove: they need the space
+// now.
+func (s *Stack) Delete(k format.Key) error { return s.remove(k, true) }
+
+func (s *Stack) remove(k format.Key, trash bool) error {
+	removed := s.removeKey(k, trash)
 	if k.Kind == format.Block {
-		s.removeKey(format.Key{Model: k.Model, ID: k.ID, Kind: format.Repr})
+		s.removeKey(format.Key{Model: k.Model, ID: k.ID, Kind: format.Repr}, trash)
 	}
 	if !removed {
 		return fmt.Errorf("%s: %w", k, ErrNotFound)
@@ -155,21 +164,22 @@ func (s *Stack) Remove(k format.Key) error {
 	return nil
 }
 
-func (s *Stack) removeKey(k format.Key) bool {
+func (s *Stack) removeKey(k format.Key, trash bool) bool {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
-	return s.removeKeyLocked(k)
+	return s.removeKeyLocked(k, trash)
 }
 
-// removeKeyLocked is removeKey under k's stripe lock.
-func (s *Stack) removeKeyLocked(k format.Key) bool {
+// removeKeyLocked is removeKey under k's stripe lock; trash: into the
+// local tiers' trash (Delete).
+func (s *Stack) removeKeyLocked(k format.Key, trash bool) bool {
 	removed := false
 	if err := s.mem.Remove(k); err == nil {
 		removed = true
 	}
 	for _, d := range s.dirs {
-		if err := d.Remove(k); err == nil {
+		if err := d.remove(k, trash); err == nil {
 			removed = true
 		} else if !errors.Is(err, ErrNotFound) {
 			s.log.Warn("remove failed on a tier", "key", k.String(), "tier", d.Name(), "err", err)

@@ -118,7 +118,7 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 		if err := s.writeBack(key, true); err != nil {
 			// The writer is told it failed (its fsync or close): the block
 			// must not stay visible, or its retry would get EEXIST.
-			s.removeKey(key)
+			s.removeKey(key, false)
 			s.stats.published.Add(-1)
 			s.stats.bytesIn.Add(-size)
 			return Info{}, err
@@ -143,7 +143,7 @@ func (s *Stack) commitToMemory(p *PendingWrite, size int64, opts CommitOptions) 
 		var info Info
 		var err error
 		if p.replace {
-			s.removeKeyLocked(p.key)
+			s.removeKeyLocked(p.key, false)
 		}
 		if s.inDirs(p.key) {
 			err = ErrExist
@@ -248,7 +248,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 		mu := s.keyLock(p.key)
 		mu.Lock()
 		if p.replace {
-			s.removeKeyLocked(p.key)
+			s.removeKeyLocked(p.key, false)
 		}
 		info, err := w.Commit(opts)
 		mu.Unlock()
