@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -53,6 +54,9 @@ type fsState struct {
 	// files are the nodes of files models' Files that are not numbered
 	// by FileName alone, and the Files moved under their nodes (files.go).
 	files filesNodes
+	// listings are the shard directories whose listing the kernel may
+	// have cached (dir_cache.go): listingKey -> the shard's node id.
+	listings sync.Map
 }
 
 func newState(st *store.Store, opts Options) *fsState {
@@ -73,6 +77,7 @@ func newState(st *store.Store, opts Options) *fsState {
 	s.env = control.NewEnv(st, opts.Logger, errName)
 	s.control = control.NewAccess(opts.ControlGroup, s.uid, s.gid)
 	st.OnPublish(s.notifyPublished)
+	st.OnListingChange(s.listingChanged)
 	return s
 }
 

@@ -136,3 +136,7 @@ func (t *writeTable) counts() (writing, staging int64) {
 	defer t.mu.Unlock()
 	return int64(len(t.m)), int64(t.stagings)
 }
+
+// WritingIn reports whether anyone writes a file in model's shard
+// directory shard (its name, as the front end shows it).
+func (s *Store) WritingIn(model, shard string) bool { return s.writes.inShard(model, shard) }

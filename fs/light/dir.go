@@ -21,11 +21,28 @@ func (w *Layer) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenO
 		return st
 	}
 	if ref, ok := w.shardOf(cancel, in.NodeId, in.Caller); ok {
+		d := &lightDir{ref: ref, node: in.NodeId}
+		if w.host.CacheListing(ref, in.NodeId) {
+			d.cached = true
+			out.OpenFlags |= fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
+		}
 		w.dirsMu.Lock()
-		w.dirs[out.Fh] = &lightDir{ref: ref, node: in.NodeId}
+		w.dirs[out.Fh] = d
 		w.dirsMu.Unlock()
 	}
 	return st
+}
+
+// snapshot is h's listing from offset off: taken anew at offset 0 (under
+// h.mu).
+func (w *Layer) snapshot(h *lightDir, off uint64, uid uint32) []Entry {
+	if off == 0 || h.snap == nil {
+		if h.cached {
+			uid = NoUser
+		}
+		h.snap = w.host.Listing(h.ref, uid)
+	}
+	return h.snap
 }
 
 // dir returns the open shard directory of handle fh, or nil.
@@ -58,11 +75,9 @@ func (w *Layer) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.D
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if in.Offset == 0 || h.snap == nil {
-		h.snap = w.host.Listing(h.ref, in.Caller.Uid)
-	}
-	for i := in.Offset; i < uint64(len(h.snap)); i++ {
-		e := &h.snap[i]
+	snap := w.snapshot(h, in.Offset, in.Caller.Uid)
+	for i := in.Offset; i < uint64(len(snap)); i++ {
+		e := &snap[i]
 		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Mode: syscall.S_IFREG, Ino: e.Ino, Off: i + 1})
 		if eo == nil {
 			break
@@ -155,12 +170,26 @@ func (w *Layer) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Cre
 	return w.b.Tmpfile(cancel, in, out)
 }
 
-// ReadDir takes a directory: ENOTDIR on a light node.
+// ReadDir takes a directory: ENOTDIR on a light node. A shard directory
+// opened with a cached listing is listed from the snapshot ReadDirPlus
+// lists (the kernel may fill its cache with either).
 func (w *Layer) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	if notDir(in.NodeId) {
 		return notDirStatus
 	}
-	return w.b.ReadDir(cancel, in, out)
+	h := w.dir(in.Fh)
+	if h == nil || !h.cached {
+		return w.b.ReadDir(cancel, in, out)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	snap := w.snapshot(h, in.Offset, in.Caller.Uid)
+	for i := in.Offset; i < uint64(len(snap)); i++ {
+		if !out.AddDirEntry(fuse.DirEntry{Name: snap[i].Name, Mode: syscall.S_IFREG, Ino: snap[i].Ino, Off: i + 1}) {
+			break
+		}
+	}
+	return fuse.OK
 }
 
 // FsyncDir takes a directory: ENOTDIR on a light node.

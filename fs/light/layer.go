@@ -56,8 +56,14 @@ type Host interface {
 	// answers: a staging file, a name that is no block's, a sidecar to
 	// derive).
 	Lookup(ref Ref, name string, out *fuse.EntryOut) (format.Key, Outcome, fuse.Status)
-	// Listing returns shard ref's names as uid lists them, in order.
+	// Listing returns shard ref's names as uid lists them, in order;
+	// uid NoUser: the published files alone.
 	Listing(ref Ref, uid uint32) []Entry
+	// CacheListing reports whether the kernel may cache shard ref's
+	// listing (FOPEN_CACHE_DIR) for a directory opened now: no file is
+	// being written in it, and the host invalidates the cache (the node's
+	// content) at the next change of what the shard holds.
+	CacheListing(ref Ref, node uint64) bool
 	// Entry fills out with published file key's entry (but its node
 	// id); false when no tier holds it any more.
 	Entry(key format.Key, out *fuse.EntryOut) bool
@@ -116,12 +122,17 @@ type Layer struct {
 	mat [matLocks]sync.Mutex // by light id: one materialization at a time
 }
 
+// NoUser is the uid of a listing of the published files alone: what a
+// cached listing holds, since the kernel serves it to every caller.
+const NoUser = ^uint32(0)
+
 // lightDir is an open shard directory: its listing, taken at offset 0.
 type lightDir struct {
-	mu   sync.Mutex
-	ref  Ref
-	node uint64  // the shard's go-fuse node id
-	snap []Entry // offsets are positions in it
+	mu     sync.Mutex
+	ref    Ref
+	node   uint64  // the shard's go-fuse node id
+	cached bool    // opened with FOPEN_CACHE_DIR: the listing is everyone's
+	snap   []Entry // offsets are positions in it
 }
 
 var _ fuse.RawFileSystem = (*Layer)(nil)
