@@ -57,6 +57,37 @@ func TestGPUSessions(t *testing.T) {
 	}
 }
 
+// TestGPURegionsPerUser: one uid holds at most MaxRegionsPerUser regions
+// across all its sessions: the register past it is EMFILE in a session
+// that holds none, and an unregister in another session gives a place
+// back.
+func TestGPURegionsPerUser(t *testing.T) {
+	m := newGPUMount(t, nil, Options{})
+	region := newSimRegion(t, 4096)
+	var sessions []*ctl
+	for range transfer.MaxRegionsPerUser / transfer.MaxRegions {
+		c := openCtl(t, m, "gpu")
+		for i := range transfer.MaxRegions {
+			if a := c.ask(fmt.Sprintf("register sim %s 64", region.path)); !strings.HasPrefix(a, "ok region=") {
+				t.Fatalf("session %d, registration %d: %q", len(sessions)+1, i+1, a)
+			}
+		}
+		sessions = append(sessions, c)
+	}
+	fresh := openCtl(t, m, "gpu")
+	reg := fmt.Sprintf("register sim %s 64", region.path)
+	if a := fresh.ask(reg); errnoOfAnswer(a) != "EMFILE" || !strings.Contains(a, "in its sessions") {
+		t.Errorf("region %d of one uid, in a new session: %q, want EMFILE", transfer.MaxRegionsPerUser+1, a)
+	}
+	sessions[0].mustOK("unregister 1")
+	if a := fresh.ask(reg); !strings.HasPrefix(a, "ok region=") {
+		t.Errorf("after an unregister in another session: %q", a)
+	}
+	if st := readStats(t, m); st.GPURegions != transfer.MaxRegionsPerUser {
+		t.Errorf("gpu_regions %d, want %d", st.GPURegions, transfer.MaxRegionsPerUser)
+	}
+}
+
 // TestGPUNoDevice: without Options.GPU the mount has no .ucm/gpu.
 func TestGPUNoDevice(t *testing.T) {
 	m := newMount(t, Options{})

@@ -27,7 +27,8 @@ import (
 var (
 	// ErrBadRegion: a region number the session did not register (EBADF).
 	ErrBadRegion = errors.New("no such region")
-	// ErrTooManyRegions: the session holds the most regions it may (EMFILE).
+	// ErrTooManyRegions: the session, or its user in all its sessions,
+	// holds the most regions it may (EMFILE).
 	ErrTooManyRegions = errors.New("too many regions")
 	// ErrNoToken: register vmm names a token no descriptor waits under
 	// for the caller: never given, taken already, expired, or another
@@ -52,7 +53,8 @@ type Engine struct {
 	dev    gpu.Device
 	log    *slog.Logger
 	refuse RefuseFunc
-	socket *Socket // nil until OpenSocket
+	socket *Socket     // nil until OpenSocket
+	quota  regionQuota // regions per uid (region_quota.go)
 }
 
 // New returns the engine moving st's blocks to and from dev.

@@ -105,12 +105,17 @@ func (g *Session) register(ctx context.Context, t *line.Tokens, out []byte) ([]b
 	default:
 		return out, line.Err(line.ErrInvalid, "register %q: want register sim <path> <size>, register cuda <handle> <size> or register vmm <token> <size>", line.Clip(kind))
 	}
+	uid := uint32(callerUID(ctx))
+	if held, ok := g.e.quota.take(uid); !ok {
+		return out, line.Err(ErrTooManyRegions, "uid %d holds %d regions in its sessions, the most it may: unregister one", uid, held)
+	}
 	r, err := g.sess.OpenRegion(spec)
 	if err != nil {
+		g.e.quota.give(uid)
 		return out, fmt.Errorf("register %s: %w", what, err)
 	}
 	g.last++
-	g.regions[g.last] = &gpuRegion{r: r, what: what}
+	g.regions[g.last] = &gpuRegion{r: r, what: what, uid: uid}
 	g.e.store.Counters.GPURegions.Add(1)
 	out = append(out, "ok region="...)
 	out = strconv.AppendUint(out, g.last, 10)

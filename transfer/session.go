@@ -52,6 +52,7 @@ func (e *Engine) NewSession() *Session {
 type gpuRegion struct {
 	r    gpu.Region
 	what string // for logs: "sim /dev/shm/kv", "cuda GPU-...", "vmm token 3"
+	uid  uint32 // who registered it (regionQuota)
 }
 
 // Answer handles one request (a line without its line end, not blank)
@@ -84,6 +85,9 @@ func (g *Session) Answer(ctx context.Context, req []byte, out []byte) ([]byte, e
 // (gpu.Session.Close), and the staging buffer is released.
 func (g *Session) Close() {
 	g.e.store.Counters.GPURegions.Add(-int64(len(g.regions)))
+	for _, r := range g.regions {
+		g.e.quota.give(r.uid)
+	}
 	if err := g.sess.Close(); err != nil {
 		g.e.log.Warn("gpu: closing the regions of a session", "regions", len(g.regions), "err", err)
 	}
@@ -97,6 +101,7 @@ func (g *Session) drop(id uint64) {
 	r := g.regions[id]
 	delete(g.regions, id)
 	g.e.store.Counters.GPURegions.Add(-1)
+	g.e.quota.give(r.uid)
 	if err := g.sess.CloseRegion(r.r); err != nil {
 		g.e.log.Warn("gpu: closing a region", "region", r.what, "err", err)
 	}
