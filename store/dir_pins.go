@@ -201,7 +201,13 @@ func (s *Store) applyDirPins(model string, dirs []string) {
 	s.dirPins.set(model, dirs)
 	go func() {
 		for _, d := range dirs {
-			if err := s.pinTree(model, d); err != nil {
+			err := s.pinTree(model, d)
+			select {
+			case <-s.stop:
+				return // the store closed under the walk: nothing to say
+			default:
+			}
+			if err != nil {
 				s.log.Warn("pinned directory not all in memory", "model", model, "dir", "/"+d, "err", err)
 			}
 		}

@@ -46,11 +46,15 @@ func (w *Draft) publishOnce(ctx context.Context, durable bool) error {
 	size := st.Size()
 	pw := w.pw
 	if w.copyOut {
-		if pw, err = w.copyOf(size); err != nil {
-			s.stack.Abort(w.pw)
-			return err
+		if cp, err := w.copyOf(size); err == nil {
+			pw = cp
+			w.copied, w.copyAt = true, st.ModTime()
+		} else {
+			// No room for a copy (the memory tier's filesystem full): the
+			// file itself publishes, as without the copy, and a change
+			// after it is caught at its last release (checkUnchanged).
+			s.log.Warn("fsync: no copy to publish, the file itself is published", "key", w.key.Path(), "err", err)
 		}
-		w.copied, w.copyAt = true, st.ModTime()
 	}
 	if !w.setMTime.IsZero() {
 		pw.SetMTime(w.setMTime)
