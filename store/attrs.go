@@ -255,11 +255,7 @@ func (s *Store) ModelAttrs(model string) *Attrs {
 		Set: func(name, value string) error {
 			switch name {
 			case "pinned":
-				pin, err := ParseBool(value)
-				if err != nil {
-					return err
-				}
-				return s.SetDirPin(model, "", pin)
+				return s.dirPinSetter(model, "")(name, value)
 			case "repr_kind":
 				return s.setReprKind(model, value)
 			case "layout":
@@ -282,13 +278,19 @@ func (s *Store) ModelAttrs(model string) *Attrs {
 func (s *Store) DirAttrs(model, dir string) *Attrs {
 	return &Attrs{Names: []string{"pinned"}, Writable: map[string]bool{"pinned": true},
 		Get: func(string) (string, error) { return boolAttr(s.DirPinned(model, dir)), nil },
-		Set: func(_, value string) error {
-			pin, err := ParseBool(value)
-			if err != nil {
-				return err
-			}
-			return s.SetDirPin(model, dir, pin)
-		}}
+		Set: s.dirPinSetter(model, dir)}
+}
+
+// dirPinSetter writes user.ucm.pinned (0 or 1) of directory dir of the
+// files model ("" is its root).
+func (s *Store) dirPinSetter(model, dir string) func(name, value string) error {
+	return func(_, value string) error {
+		pin, err := ParseBool(value)
+		if err != nil {
+			return err
+		}
+		return s.SetDirPin(model, dir, pin)
+	}
 }
 
 // boolAttr is a 0/1 attribute value.

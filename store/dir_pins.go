@@ -129,17 +129,15 @@ func (s *Store) SetDirPin(model, dir string, pin bool) error {
 	}
 	next := append(cur, dir)
 	t.set(model, next) // first, so that files published meanwhile enter pinned
-	if err := s.pinTree(model, dir); err != nil {
+	err := s.pinTree(model, dir)
+	if err == nil {
+		err = s.recordDirPins(model, next)
+	}
+	if err != nil { // nothing stays pinned by this call
 		t.set(model, cur)
 		s.unpinTree(model, dir)
-		return err
 	}
-	if err := s.recordDirPins(model, next); err != nil {
-		t.set(model, cur)
-		s.unpinTree(model, dir)
-		return err
-	}
-	return nil
+	return err
 }
 
 // recordDirPins writes model's pinned directories to its settings record.

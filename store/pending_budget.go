@@ -68,9 +68,8 @@ type pendingCharge struct {
 
 // pendingUse is one user's files being written and their charges' sum.
 type pendingUse struct {
-	files  int
 	bytes  int64
-	drafts map[*Draft]struct{} // the files (refreshUser)
+	drafts map[*Draft]struct{}
 }
 
 // pendingFile registers f, a file uid is writing; pendingDone ends it.
@@ -91,7 +90,6 @@ func (s *Store) pendingFile(f *Draft, uid uint32) {
 		u = &pendingUse{drafts: make(map[*Draft]struct{})}
 		b.users[uid] = u
 	}
-	u.files++
 	u.drafts[f] = struct{}{}
 	b.chargeLocked(b.files[f], pageCharge)
 }
@@ -108,8 +106,7 @@ func (s *Store) pendingDone(f *Draft) {
 	b.chargeLocked(c, 0)
 	delete(b.files, f)
 	u := b.users[c.uid]
-	delete(u.drafts, f)
-	if u.files--; u.files == 0 {
+	if delete(u.drafts, f); len(u.drafts) == 0 {
 		delete(b.users, c.uid)
 	}
 }
@@ -122,9 +119,10 @@ func (b *pendingBudget) chargeLocked(c *pendingCharge, n int64) {
 	b.users[c.uid].bytes += d
 }
 
-// pendingSize raises w's charge to what its file holds now (fstat): at
-// its writer's close, which the daemon sees with passthrough too. Under
-// w.mu (its file is open: a descriptor is).
+// pendingSize sets w's charge to what its file holds now (fstat), under
+// w.mu: at its writer's close, which the daemon sees with passthrough
+// too, and at each refresh. A parked file keeps its charge (nothing
+// writes it).
 func (s *Store) pendingSize(w *Draft) {
 	if w.f == nil {
 		return
@@ -136,7 +134,7 @@ func (s *Store) pendingSize(w *Draft) {
 	b := &s.budget
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if c := b.files[w]; c != nil && n > c.charged {
+	if c := b.files[w]; c != nil {
 		b.chargeLocked(c, n)
 	}
 }
@@ -189,18 +187,9 @@ func (s *Store) refreshUser(uid uint32) {
 // refreshDrafts sets each draft's charge to what its file holds now
 // (taking each draft's lock, then the budget's: the order of writes).
 func (s *Store) refreshDrafts(drafts []*Draft) {
-	b := &s.budget
 	for _, w := range drafts {
-		w.mu.RLock() // a parked file has no descriptor, and nothing writes it
-		if w.f != nil {
-			if n, ok := heldBytes(w.f); ok {
-				b.mu.Lock()
-				if c := b.files[w]; c != nil {
-					b.chargeLocked(c, n)
-				}
-				b.mu.Unlock()
-			}
-		}
+		w.mu.RLock()
+		s.pendingSize(w)
 		w.mu.RUnlock()
 	}
 }
@@ -225,14 +214,14 @@ func (s *Store) refreshLoop(stop <-chan struct{}) {
 
 // admitPending checks that uid may add grow bytes to the data being
 // written, and with create one more file: ErrPendingFull past the mount's
-// budget, ErrQuota past the user's share. When f is not nil and the
-// write is admitted, f's charge is raised to end (the write's end) at
-// once, before the write.
+// budget, ErrQuota past the user's share.
 func (s *Store) admitPending(uid uint32, grow int64, create bool) error {
 	return s.admitWrite(nil, 0, uid, grow, create)
 }
 
-// admitWrite is admitPending for a write of f up to end.
+// admitWrite is admitPending for a write of f up to end: grow is what
+// end passes f's charge by, and an admitted write raises the charge to
+// end at once, before the write.
 func (s *Store) admitWrite(f *Draft, end int64, uid uint32, grow int64, create bool) error {
 	b := &s.budget
 	if b.max <= 0 {
@@ -244,7 +233,7 @@ func (s *Store) admitWrite(f *Draft, end int64, uid uint32, grow int64, create b
 	var mine int64
 	var mineFiles int
 	if u := b.users[uid]; u != nil {
-		mine, mineFiles = u.bytes, u.files
+		mine, mineFiles = u.bytes, len(u.drafts)
 	}
 	c := b.files[f]
 	if c != nil {

@@ -283,15 +283,15 @@ func (w *Draft) emptyLocked() bool {
 // Sync publishes and returns once the block is durable on the first
 // persistent tier. A staging file is not published: it is kept until its
 // rename. direct says the kernel writes the file itself (FUSE
-// passthrough): then a copy is published (publishCopy), since the
+// passthrough): then a copy is published (copyOf), since the
 // descriptor that synced stays open and the kernel would write whatever
 // it writes next into the published file.
 func (d *Writer) Sync(ctx context.Context, direct bool) (published bool, verdict error) {
 	w := d.w
 	w.mu.Lock()
 	staging := w.staging && !w.done
-	if !w.done && direct {
-		w.copyOut = true
+	if !w.done && !w.staging && direct {
+		w.copyOut = true // a staging file publishes at its rename, as is
 	}
 	w.mu.Unlock()
 	if staging {

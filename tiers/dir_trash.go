@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -89,7 +90,7 @@ func (t *DirTier) reap() {
 			if t.closed.Load() {
 				return
 			}
-			if len(e.Name()) < len(tr.prefix) || e.Name()[:len(tr.prefix)] != tr.prefix {
+			if !strings.HasPrefix(e.Name(), tr.prefix) {
 				_ = unix.Unlink(filepath.Join(tr.dir, e.Name()))
 			}
 		}
