@@ -128,10 +128,12 @@ type DirTier struct {
 	share      dirSharing // private or shared: who else uses the directory (dir_sharing.go)
 	rootFD     int        // the root, O_PATH: published files are opened beneath it (openBeneath)
 	refusedLog logEvery   // the log line of a refused tier path, at most once a minute
+	sumLog     logEvery   // the log line of a sum file not written (dir_sums.go)
 
 	direct     atomic.Bool // O_DIRECT writes enabled (cleared if unsupported)
 	directWarn sync.Once
 	noXattr    atomic.Bool // the filesystem refused the CRC xattr
+	sums       atomic.Bool // CRCs are kept in sum files too (dir_sums.go)
 
 	space     fsSpace // the filesystem's free space (dir_space.go)
 	health    healthState
@@ -198,6 +200,10 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 		return err
 	}, nil); err != nil {
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(t.rootFD, sumsDirName, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		t.sums.Store(true) // an earlier run, or another host, kept sums here
 	}
 	if err := t.share.start(); err != nil {
 		t.share.release(false)

@@ -95,10 +95,14 @@ func (t *DirTier) notFound(key format.Key) error {
 	return fmt.Errorf("%s tier: %s: %w", t.kind, key, ErrNotFound)
 }
 
-// readCRC reads the CRC xattr of key's file: has is false when the file
-// has none or the filesystem keeps no xattrs.
+// readCRC reads the CRC xattr of key's file, or on a tier that keeps no
+// xattrs its sum file (dir_sums.go): has is false when it has neither.
 func (t *DirTier) readCRC(key format.Key) (crc uint32, has bool, err error) {
-	return t.readXattrCRC(key, crcXattr)
+	crc, has, err = t.readXattrCRC(key, crcXattr)
+	if err != nil || has || !t.usesSums() {
+		return crc, has, err
+	}
+	return t.readSum(key)
 }
 
 // HeaderCRC reads the CRC-32C of the 64 header bytes the tier keeps for
@@ -119,8 +123,10 @@ func (t *DirTier) readXattrCRC(key format.Key, name string) (crc uint32, has boo
 		case err == nil:
 			crc, has = parseCRC(buf[:n])
 			return nil
-		case errors.Is(err, unix.ENODATA) || errors.Is(err, unix.ENOTSUP) ||
-			errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ERANGE):
+		case errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP):
+			t.noXattr.Store(true) // no xattrs here: CRCs are in sum files
+			return nil
+		case errors.Is(err, unix.ENODATA) || errors.Is(err, unix.ERANGE):
 			return nil
 		}
 		return notFound("getxattr", err)
@@ -220,8 +226,10 @@ func (t *DirTier) remove(key format.Key, trash bool) error {
 	}, nil)
 	switch {
 	case err == nil:
+		t.removeSum(key)
 		return nil
 	case isENOENT(err) && known:
+		t.removeSum(key)
 		return nil // removed by someone else: it is gone either way
 	case known && !isENOENT(err):
 		// Still on disk (or unknown): keep it indexed. The index went
@@ -240,8 +248,9 @@ func (t *DirTier) Quarantine(key format.Key) error {
 		return t.notFound(key)
 	}
 	t.idx.Remove(key)
-	rel := key.Model + "/" + key.ID.Shard() + "/" + filepath.Base(t.path(key))
+	rel := key.Path()
 	err := t.do("quarantine", func() error {
+		defer t.removeSum(key)
 		_, err := moveAside(t.root, rel)
 		if err != nil && !isENOENT(err) {
 			return errors.Join(err, unix.Unlink(t.path(key)))

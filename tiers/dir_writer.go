@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
@@ -207,6 +208,14 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 	if opts.HasHeaderCRC {
 		w.setCRC(format.HeaderCRCXattr, opts.HeaderCRC)
 	}
+	sync := opts.Sync || t.syncAll
+	if opts.HasCRC && t.noXattr.Load() {
+		if err := t.writeSum(w.key, w.f, opts.CRC, sync); err != nil {
+			if t.sumLog.Allow(time.Now()) {
+				t.log.Warn("tier kept no sum of a file: its CRC is unknown until a read computes it", "tier", t.kind, "key", w.key.String(), "err", err)
+			}
+		}
+	}
 	mtime := opts.publishTime()
 	if err := os.Chtimes(w.tmp, mtime, mtime); err != nil {
 		w.cleanup()
@@ -215,7 +224,6 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 	// Published files are read-only; a filesystem that refuses the mode
 	// change still gets the file.
 	_ = w.f.Chmod(0o444)
-	sync := opts.Sync || t.syncAll
 	if sync {
 		if err := w.f.Sync(); err != nil {
 			w.cleanup()

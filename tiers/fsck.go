@@ -143,7 +143,7 @@ func (f *fscker) shard(model, hh string, ents []shardEntry) {
 			reprs = append(reprs, e.name)
 		case e.kind.Headerless():
 			f.rep.Blocks++
-			f.verdict(rel, checkRaw(filepath.Join(f.root, rel), e.size))
+			f.verdict(rel, checkRaw(f.root, rel))
 		default:
 			f.rep.Blocks++
 			r, err := format.InspectFile(filepath.Join(f.root, rel))
@@ -255,17 +255,22 @@ func (f *fscker) failure(rel string, err error) {
 	f.report(Finding{Kind: FindingError, Path: rel, Err: err})
 }
 
-// checkRaw checks a raw block file of size bytes (any size, empty too):
-// when the tier keeps its CRC-32C (the crcXattr), the bytes match it.
-func checkRaw(path string, size int64) error {
+// checkRaw checks a raw block file at rel under root (any size, empty
+// too): when the tier keeps its CRC-32C (the crcXattr, else its sum file,
+// dir_sums.go), the bytes match it.
+func checkRaw(root, rel string) error {
+	path := filepath.Join(root, rel)
 	var buf [16]byte
-	n, err := unix.Getxattr(path, crcXattr, buf[:])
-	if err != nil {
-		return nil // no CRC kept: the size is the only rule
+	kept := crcXattr
+	want, ok := uint32(0), false
+	if n, err := unix.Getxattr(path, crcXattr, buf[:]); err == nil {
+		want, ok = parseCRC(buf[:n])
+	} else {
+		want, ok = fileSum(root, rel)
+		kept = "its sum file"
 	}
-	want, ok := parseCRC(buf[:n])
 	if !ok {
-		return nil
+		return nil // no CRC kept: the size is the only rule
 	}
 	f, err := openFile(path, unix.O_RDONLY, 0)
 	if err != nil {
@@ -278,7 +283,7 @@ func checkRaw(path string, size int64) error {
 	}
 	if got != want {
 		return &format.FormatError{Format: format.RawFormat, Rule: format.RuleCRC,
-			Detail: fmt.Sprintf("CRC-32C is %08x, %s says %08x", got, crcXattr, want)}
+			Detail: fmt.Sprintf("CRC-32C is %08x, %s says %08x", got, kept, want)}
 	}
 	return nil
 }

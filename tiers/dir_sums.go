@@ -1,0 +1,157 @@
+package tiers
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ucmfs/ucmfs/format"
+)
+
+// Checksums without xattrs.
+//
+// A tier keeps each file's payload CRC-32C in the crcXattr of the file.
+// A filesystem that keeps no user xattrs (NFSv3, NFSv4 before 4.2, some
+// 3FS and FUSE mounts) refuses it; a raw file there (a File, a ucm-posix
+// raw block) would then carry no checksum at all, and the first host to
+// read it would adopt whatever CRC it computed. On such a tier the CRC is
+// kept in a sum file instead, under <root>/.ucmfs-sums/:
+//
+//	<root>/.ucmfs-sums/<hh>/<30 hex>   one per file, named by the
+//	                                   SHA-256 of the file's key path
+//
+// holding one line, "ucmfs-sum1 <inode> <size> <crc>\n". The inode binds
+// the sum to one version of the file: the sum is written (to a temporary
+// name, then renamed) before the file is renamed into place, so a reader
+// that finds a sum for another inode (a file rewritten by a host that
+// kept no sum, or a sum whose file was not yet renamed) treats the CRC as
+// unknown, as it does a file with no sum; a sum for this inode and size
+// whose CRC differs from the bytes is a damaged file. The dot directory is
+// skipped by every listing of the tier. A removal of a file removes its
+// sum; a sum left behind (a crash between the two) is harmless, as its
+// inode no longer matches, and is overwritten by the next publish of the
+// same name.
+
+// sumsDirName is the directory of sum files at a tier's root.
+const sumsDirName = ".ucmfs-sums"
+
+// sumMagic starts the line of a sum file.
+const sumMagic = "ucmfs-sum1"
+
+// sumRel is the path of key's sum file relative to the tier root.
+func sumRel(key format.Key) string { return sumRelOf(key.Path()) }
+
+// sumRelOf is the path of the sum file of the file at rel (a key's Path)
+// relative to the tier root.
+func sumRelOf(rel string) string {
+	h := sha256.Sum256([]byte(rel))
+	name := hex.EncodeToString(h[:16])
+	return sumsDirName + "/" + name[:2] + "/" + name[2:]
+}
+
+// usesSums reports whether the tier keeps CRCs in sum files: its
+// filesystem refused a CRC xattr, or an earlier run (or another host of a
+// shared tier) left sums there.
+func (t *DirTier) usesSums() bool { return t.noXattr.Load() || t.sums.Load() }
+
+// writeSum keeps crc as the checksum of f, the temporary file of key
+// about to be renamed into place. sync makes the sum durable with it.
+func (t *DirTier) writeSum(key format.Key, f *os.File, crc uint32, sync bool) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	rel := sumRel(key)
+	dir := filepath.Join(t.root, filepath.Dir(rel))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	t.sums.Store(true)
+	line := fmt.Appendf(nil, "%s %d %d %08x\n", sumMagic, st.Ino, st.Size, crc)
+	tmp, err := os.CreateTemp(dir, tmpPrefix+"sum-")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(line)
+	if err == nil && sync {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(t.root, rel))
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// readSum returns the CRC the sum file of key keeps for the file at the
+// key's path now: has is false when there is no sum, or it is for
+// another version of the file (another inode or size).
+func (t *DirTier) readSum(key format.Key) (crc uint32, has bool, err error) {
+	f, err := t.openBeneath(sumRel(key))
+	if err != nil {
+		if goneErr(err) || isENOENT(err) {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	var buf [80]byte
+	n, _ := f.ReadAt(buf[:], 0)
+	f.Close()
+	ino, size, crc, ok := parseSum(buf[:n])
+	if !ok {
+		return 0, false, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(t.rootFD, key.Path(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return 0, false, err
+	}
+	if st.Ino != ino || st.Size != size {
+		return 0, false, nil
+	}
+	return crc, true, nil
+}
+
+// fileSum is readSum for fsck, by path: the CRC the sum file under root
+// keeps for the file at rel, if it is for that file's inode and size.
+func fileSum(root, rel string) (crc uint32, has bool) {
+	b, err := os.ReadFile(filepath.Join(root, sumRelOf(rel)))
+	if err != nil || len(b) > 80 {
+		return 0, false
+	}
+	ino, size, crc, ok := parseSum(b)
+	var st unix.Stat_t
+	if !ok || unix.Lstat(filepath.Join(root, rel), &st) != nil || st.Ino != ino || st.Size != size {
+		return 0, false
+	}
+	return crc, true
+}
+
+// parseSum parses the line of a sum file.
+func parseSum(b []byte) (ino uint64, size int64, crc uint32, ok bool) {
+	fields := bytes.Fields(b)
+	if len(fields) != 4 || string(fields[0]) != sumMagic || len(b) == 0 || b[len(b)-1] != '\n' {
+		return 0, 0, 0, false
+	}
+	ino, err1 := strconv.ParseUint(string(fields[1]), 10, 64)
+	size, err2 := strconv.ParseInt(string(fields[2]), 10, 64)
+	crc, ok = parseCRC(fields[3])
+	return ino, size, crc, ok && err1 == nil && err2 == nil && size >= 0
+}
+
+// removeSum removes key's sum file, if the tier keeps sums.
+func (t *DirTier) removeSum(key format.Key) {
+	if t.usesSums() {
+		_ = unix.Unlinkat(t.rootFD, sumRel(key), 0)
+	}
+}

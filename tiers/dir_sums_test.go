@@ -1,0 +1,80 @@
+package tiers
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/format"
+)
+
+// TestDirSums: on a tier that keeps no xattrs a file's CRC is read back
+// from its sum file; a file replaced behind the tier's back (another
+// inode) has an unknown CRC, not a wrong one; a removal takes the sum.
+func TestDirSums(t *testing.T) {
+	dir := t.TempDir()
+	d, err := NewDirTier(DirConfig{Kind: "nvme", Dir: dir, Capacity: 1 << 30, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.noXattr.Store(true) // as when the filesystem refuses the CRC xattr
+	k := format.FileKey("m", "a/page.bin")
+	data := []byte("sixteen bytes!!!")
+	w, err := d.Create(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(CommitOptions{CRC: format.CRC32C(data), HasCRC: true}); err != nil {
+		t.Fatal(err)
+	}
+	if crc, has, err := d.readCRC(k); err != nil || !has || crc != format.CRC32C(data) {
+		t.Fatalf("CRC read back from the sum: %08x %v %v, want %08x", crc, has, err, format.CRC32C(data))
+	}
+	// fsck checks the bytes against the sum: damaged in place, they fail.
+	p := filepath.Join(dir, k.Path())
+	if err := checkRaw(dir, k.Path()); err != nil {
+		t.Fatalf("fsck of the intact file: %v", err)
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("S"), 0)
+	f.Close()
+	if err := checkRaw(dir, k.Path()); err == nil {
+		t.Fatal("fsck of a file damaged in place: no error")
+	}
+	// Another inode at the name, same size: the sum is not its.
+	if err := os.WriteFile(p+".new", []byte("SIXTEEN BYTES!!!"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p+".new", p); err != nil {
+		t.Fatal(err)
+	}
+	if crc, has, err := d.readCRC(k); err != nil || has {
+		t.Fatalf("CRC of a file replaced behind the tier: %08x %v %v, want unknown", crc, has, err)
+	}
+	if err := d.Remove(k); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, sumRel(k))); !os.IsNotExist(err) {
+		t.Fatalf("sum after the removal: %v", err)
+	}
+	for _, bad := range []string{"", "ucmfs-sum1 1 2 0000000g\n", "ucmfs-sum1 1 -2 00000000\n", "ucmfs-sum1 1 2 00000000", "x 1 2 00000000\n"} {
+		if _, _, _, ok := parseSum([]byte(bad)); ok {
+			t.Errorf("parseSum(%q) accepted", bad)
+		}
+	}
+	if ino, size, crc, ok := parseSum([]byte("ucmfs-sum1 7 16 0000abcd\n")); !ok || ino != 7 || size != 16 || crc != 0xabcd {
+		t.Errorf("parseSum of a good line: %d %d %08x %v", ino, size, crc, ok)
+	}
+}
