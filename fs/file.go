@@ -210,7 +210,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		n.mu.Lock()
 		n.state().writing = ip
 		n.mu.Unlock()
-		return h, n.s.openFlags(), 0
+		return h, h.openFlags(), 0
 	}
 	f, level, size, id, err := n.acquire()
 	if err != nil {

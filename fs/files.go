@@ -250,7 +250,7 @@ func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fu
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	return o.pendingInode(ctx, w, out), h, o.s.openFlags(), 0
+	return o.pendingInode(ctx, w, out), h, h.openFlags(), 0
 }
 
 // unlink removes a file being written (dropped) or a published one (from

@@ -27,6 +27,12 @@ const DefaultKernelNodes = -1
 type Options struct {
 	Passthrough bool          // use FUSE passthrough (fallback: daemon-served I/O)
 	AllowOther  bool          // let other users than the mounting one use the mount
+	// TenantWritePassthrough lets the kernel write, with passthrough, the
+	// files that users other than root and the daemon's own write on an
+	// AllowOther mount (fsState.writePassthrough): faster writes, their
+	// share of the pending budget then checked only at close and each
+	// second.
+	TenantWritePassthrough bool
 	EntryTTL    time.Duration // published entries and attrs (default 1h)
 	NegativeTTL time.Duration // misses (default 1s)
 	Logger      *slog.Logger  // one line per refused request (default slog.Default())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 	"time"
 
@@ -56,7 +57,8 @@ func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 	if err != nil {
 		return nil, 0, p.s.fail("open", p.w.Key().Path(), fmt.Errorf("%w (%w)", err, errReadOnly))
 	}
-	return &writeHandle{s: p.s, d: d, key: p.w.Key()}, p.s.openFlags(), 0
+	h := p.s.newWriteHandle(d, p.w.Key(), callerProc(ctx).Uid)
+	return h, h.openFlags(), 0
 }
 
 // beginWrite opens a descriptor on the file name (key; a staging name
@@ -75,7 +77,7 @@ func (s *fsState) beginWrite(p store.Proc, key format.Key, name string, staging 
 	if err != nil {
 		return nil, nil, s.fail("create", key.Path(), err)
 	}
-	return w, &writeHandle{s: s, d: d, key: key}, 0
+	return w, s.newWriteHandle(d, key, p.Uid), 0
 }
 
 // writeHandle is one open descriptor of a file being written.
@@ -83,6 +85,34 @@ type writeHandle struct {
 	s   *fsState
 	d   *store.Writer
 	key format.Key
+	pt  bool // the kernel writes the file itself (passthrough; writePassthrough)
+}
+
+// newWriteHandle is a descriptor of d, opened by a process of uid.
+func (s *fsState) newWriteHandle(d *store.Writer, key format.Key, uid uint32) *writeHandle {
+	return &writeHandle{s: s, d: d, key: key, pt: s.backing.Active() && s.writePassthrough(uid)}
+}
+
+// writePassthrough reports whether the kernel may write a file uid writes
+// itself (FUSE passthrough), out of the daemon's sight: on a mount only
+// its user can use, always; on an --allow-other mount, for root and the
+// daemon's own user, and for the other users only with
+// Options.TenantWritePassthrough. Otherwise the daemon serves each write,
+// so that its user's share of the pending budget
+// (--max-pending-per-user) is enforced at each write, where passthrough
+// is seen only at the writer's close and at the daemon's refresh each
+// second, and bounded in the kernel only by the tmpfs's size, everyone's.
+func (s *fsState) writePassthrough(uid uint32) bool {
+	return !s.opts.AllowOther || s.opts.TenantWritePassthrough || uid == 0 || uid == uint32(os.Getuid())
+}
+
+// openFlags are the FOPEN flags of the descriptor: as a read's when the
+// kernel writes the file itself, else direct I/O (every write seen).
+func (h *writeHandle) openFlags() uint32 {
+	if h.pt {
+		return h.s.openFlags()
+	}
+	return fuse.FOPEN_DIRECT_IO
 }
 
 var (
@@ -128,7 +158,7 @@ func (h *writeHandle) Allocate(ctx context.Context, off, size uint64, mode uint3
 
 // PassthroughFd hands the kernel the file being written.
 func (h *writeHandle) PassthroughFd() (int, bool) {
-	return int(h.d.File().Fd()), h.s.backing.Active()
+	return int(h.d.File().Fd()), h.pt
 }
 
 // Flush is a close() of the descriptor (store.Writer.Close): the close that
@@ -144,7 +174,7 @@ func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
 // Fsync publishes and returns once the block is durable on the first
 // persistent tier; a staging file is kept until its rename.
 func (h *writeHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	published, err := h.d.Sync(ctx, h.s.backing.Active())
+	published, err := h.d.Sync(ctx, h.pt)
 	return h.verdict("fsync", published, err)
 }
 

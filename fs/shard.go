@@ -227,7 +227,7 @@ func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode 
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	return d.pendingInode(ctx, w, out), h, d.s.openFlags(), 0
+	return d.pendingInode(ctx, w, out), h, h.openFlags(), 0
 }
 
 // parseName parses a final or a staging name of this shard: the key it

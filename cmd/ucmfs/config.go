@@ -30,6 +30,7 @@ type mountConfig struct {
 	DirtyBackground int64         // dirty bytes above which write-back runs before the expiry (0: 10% of Memory)
 	DirtyExpire     time.Duration // age at which a dirty block is written back (0: at once)
 	AllowOther      bool          // let other users see the mount
+	TenantWrites    bool          // other users' writes with passthrough too (fs.Options.TenantWritePassthrough)
 	Passthrough     bool          // FUSE passthrough (default: on as root)
 	EntryTTL        time.Duration // kernel cache of published entries and attrs
 	NegativeTTL     time.Duration // kernel cache of misses
@@ -122,6 +123,7 @@ type fileConfig struct {
 	DirtyBackground *byteSize      `yaml:"dirty_background"`
 	DirtyExpire     *time.Duration `yaml:"dirty_expire"`
 	AllowOther      *bool          `yaml:"allow_other"`
+	TenantWrites    *bool          `yaml:"tenant_write_passthrough"`
 	Passthrough     *bool          `yaml:"passthrough"`
 	EntryTTL        *time.Duration `yaml:"entry_ttl"`
 	NegativeTTL     *time.Duration `yaml:"negative_ttl"`
@@ -247,7 +249,7 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 	set(&cfg.DirtyLimit, fc.DirtyLimit)
 	set(&cfg.DirtyBackground, fc.DirtyBackground)
 	for dst, v := range map[*bool]*bool{&cfg.WriteThrough: fc.WriteThrough, &cfg.AllowOther: fc.AllowOther,
-		&cfg.Passthrough: fc.Passthrough, &cfg.Debug: fc.Debug} {
+		&cfg.TenantWrites: fc.TenantWrites, &cfg.Passthrough: fc.Passthrough, &cfg.Debug: fc.Debug} {
 		if v != nil {
 			*dst = *v
 		}

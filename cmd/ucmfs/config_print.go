@@ -29,6 +29,7 @@ type printedConfig struct {
 	DirtyBackground string        `yaml:"dirty_background"`
 	DirtyExpire     string        `yaml:"dirty_expire"`
 	AllowOther      bool          `yaml:"allow_other"`
+	TenantWrites    bool          `yaml:"tenant_write_passthrough"`
 	Passthrough     bool          `yaml:"passthrough"`
 	EntryTTL        string        `yaml:"entry_ttl"`
 	NegativeTTL     string        `yaml:"negative_ttl"`
@@ -68,7 +69,7 @@ func printConfig(w io.Writer, cfg mountConfig) error {
 	p := printedConfig{
 		Memory: exactSize(cfg.Memory), MemoryDir: cfg.MemoryDir, Tiers: []printedTier{},
 		WriteThrough: cfg.WriteThrough, DirtyLimit: exactSize(cfg.DirtyLimit), DirtyBackground: exactSize(cfg.DirtyBackground),
-		DirtyExpire: cfg.DirtyExpire.String(), AllowOther: cfg.AllowOther, Passthrough: cfg.Passthrough,
+		DirtyExpire: cfg.DirtyExpire.String(), AllowOther: cfg.AllowOther, TenantWrites: cfg.TenantWrites, Passthrough: cfg.Passthrough,
 		EntryTTL: cfg.EntryTTL.String(), NegativeTTL: cfg.NegativeTTL.String(), KernelNodes: cfg.KernelNodes, FUSETransport: cfg.FUSETransport,
 		MaxFileSize: exactSize(cfg.MaxFileSize),
 		MaxPending:  exactSize(cfg.MaxPending), MaxPendingUser: exactSize(cfg.MaxPendingUser),

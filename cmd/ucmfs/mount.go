@@ -100,6 +100,8 @@ func storageFlags() []cli.Flag {
 func fuseFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "allow-other", Category: catFUSE, Usage: "let other users access the mount"},
+		&cli.BoolFlag{Name: "tenant-write-passthrough", Category: catFUSE,
+			Usage: "with --allow-other, let the kernel write other users' files with passthrough too (faster; their --max-pending-per-user share is then checked at close and each second, not at each write)"},
 		&cli.BoolFlag{Name: "no-passthrough", Category: catFUSE,
 			Usage: "serve reads from the daemon instead of FUSE passthrough (passthrough is on by default as root)"},
 		&cli.DurationFlag{Name: "negative-ttl", Category: catFUSE, Value: defaultMountConfig().NegativeTTL,
@@ -181,7 +183,7 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 		}
 	}
 	for name, dst := range map[string]*bool{"write-through": &cfg.WriteThrough, "allow-other": &cfg.AllowOther,
-		"debug": &cfg.Debug} {
+		"tenant-write-passthrough": &cfg.TenantWrites, "debug": &cfg.Debug} {
 		if cmd.IsSet(name) {
 			*dst = cmd.Bool(name)
 		}
@@ -300,7 +302,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	clampEntryTTL(&cfg, log)
 	exported := ucmmetrics.New(core) // before the mount: it installs the latency histograms
 	srv, err := fs.Mount(cfg.Mountpoint, core, fs.Options{
-		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther,
+		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther, TenantWritePassthrough: cfg.TenantWrites,
 		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL, KernelNodes: cfg.KernelNodes,
 		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup,
 		GPUSocket: gpuSocketPath(cfg, dev, log), Transport: cfg.FUSETransport,
