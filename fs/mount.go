@@ -25,18 +25,18 @@ const DefaultKernelNodes = -1
 
 // Options configure a mount. Zero values take the defaults.
 type Options struct {
-	Passthrough bool          // use FUSE passthrough (fallback: daemon-served I/O)
-	AllowOther  bool          // let other users than the mounting one use the mount
+	Passthrough bool // use FUSE passthrough (fallback: daemon-served I/O)
+	AllowOther  bool // let other users than the mounting one use the mount
 	// TenantWritePassthrough lets the kernel write, with passthrough, the
 	// files that users other than root and the daemon's own write on an
 	// AllowOther mount (fsState.writePassthrough): faster writes, their
 	// share of the pending budget then checked only at close and each
 	// second.
 	TenantWritePassthrough bool
-	EntryTTL    time.Duration // published entries and attrs (default 1h)
-	NegativeTTL time.Duration // misses (default 1s)
-	Logger      *slog.Logger  // one line per refused request (default slog.Default())
-	Debug       bool          // go-fuse debug log
+	EntryTTL               time.Duration // published entries and attrs (default 1h)
+	NegativeTTL            time.Duration // misses (default 1s)
+	Logger                 *slog.Logger  // one line per refused request (default slog.Default())
+	Debug                  bool          // go-fuse debug log
 	// ControlGroup, a group name or numeric id, lets its members use the
 	// control files (mode 0660 with that group); by default they are 0600,
 	// for the mounting user (and root) only.
