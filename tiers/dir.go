@@ -218,6 +218,7 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 	if !def.detach {
 		t.startTrash()
 	}
+	t.sweepSumTemps()
 	// Start-up operations above ran detached, so a stalled directory
 	// fails the start instead of hanging it.
 	t.inline = !def.detach

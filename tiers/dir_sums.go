@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -154,4 +155,34 @@ func (t *DirTier) removeSum(key format.Key) {
 	if t.usesSums() {
 		_ = unix.Unlinkat(t.rootFD, sumRel(key), 0)
 	}
+}
+
+// sweepSumTemps removes, in the background, the temporary sum files a
+// crash left under .ucmfs-sums: all of them in a private tier (no one
+// else writes there), the stale ones (staleTemp) in a shared one.
+func (t *DirTier) sweepSumTemps() {
+	if !t.sums.Load() {
+		return
+	}
+	shared := !t.share.inPlace()
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		dirs, _ := os.ReadDir(filepath.Join(t.root, sumsDirName))
+		for _, d := range dirs {
+			dir := filepath.Join(t.root, sumsDirName, d.Name())
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if t.closed.Load() {
+					return
+				}
+				if !strings.HasPrefix(e.Name(), tmpPrefix) {
+					continue
+				}
+				if fi, err := e.Info(); err == nil && (!shared || staleTemp(e.Name(), fi.ModTime())) {
+					_ = os.Remove(filepath.Join(dir, e.Name()))
+				}
+			}
+		}
+	}()
 }

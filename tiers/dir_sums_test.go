@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 )
@@ -68,6 +69,28 @@ func TestDirSums(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, sumRel(k))); !os.IsNotExist(err) {
 		t.Fatalf("sum after the removal: %v", err)
+	}
+	// A temporary sum a crash left is removed when the tier opens again.
+	left := filepath.Join(dir, sumsDirName, "ab", tmpPrefix+"sum-crash")
+	if err := os.MkdirAll(filepath.Dir(left), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(left, []byte("ucmfs-sum1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	d, err = NewDirTier(DirConfig{Kind: "nvme", Dir: dir, Capacity: 1 << 30, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(left); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a temporary sum left by a crash is still there 10 s after the start")
+		}
 	}
 	for _, bad := range []string{"", "ucmfs-sum1 1 2 0000000g\n", "ucmfs-sum1 1 -2 00000000\n", "ucmfs-sum1 1 2 00000000", "x 1 2 00000000\n"} {
 		if _, _, _, ok := parseSum([]byte(bad)); ok {
