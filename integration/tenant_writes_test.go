@@ -11,7 +11,8 @@ import (
 // share of the pending budget (--max-pending-per-user 8MiB) stops a
 // 32 MiB file at the write that passes it (EDQUOT), where passthrough
 // would have let the kernel write it whole; the user's file within its
-// share publishes, and root's writes keep passthrough. With
+// share publishes, a forked child cannot write the block its parent's
+// close published, and root's writes keep passthrough. With
 // --tenant-write-passthrough the user's writes are the kernel's again.
 func TestTenantWriteShare(t *testing.T) {
 	u := newLocalUser(t)
@@ -26,6 +27,33 @@ func TestTenantWriteShare(t *testing.T) {
 	if fi, err := os.Stat(d.path("ueng", "small.bin")); err != nil || fi.Size() != 4<<20 {
 		t.Fatalf("a file within the share: %v %v", fi, err)
 	}
+	// A child that inherited the descriptor cannot change the block its
+	// parent's close published: its write is EPERM.
+	requireTool(t, "python3")
+	script := `import os, sys, time
+p = sys.argv[1]
+fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+os.write(fd, b"A" * 4096)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.read(r, 1)
+    try:
+        os.pwrite(fd, b"B" * 4096, 0)
+        print("child wrote", flush=True)
+    except OSError as e:
+        print("child:", e.strerror, flush=True)
+    os._exit(0)
+os.close(fd)
+os.write(w, b"x")
+os.waitpid(pid, 0)
+print("content:", open(p, "rb").read(4).decode())
+`
+	out = u.must(t, "python3 -c '"+script+"' "+d.path("ueng", "forked.bin"))
+	if !strings.Contains(out, "child: Operation not permitted") || !strings.Contains(out, "content: AAAA") {
+		t.Errorf("a write by a forked child after its parent's close published:\n%s", out)
+	}
+
 	// Root's writes keep passthrough: the kernel writes its 32 MiB file
 	// whole (the daemon would have stopped it at root's share too).
 	if err := os.WriteFile(d.path("ueng", "root.bin"), make([]byte, 32<<20), 0o644); err != nil {
