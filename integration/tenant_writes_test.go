@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -10,7 +11,8 @@ import (
 // second local user's writes are served by the daemon, so the user's
 // share of the pending budget (--max-pending-per-user 8MiB) stops a
 // 32 MiB file at the write that passes it (EDQUOT), where passthrough
-// would have let the kernel write it whole; the user's file within its
+// would have let the kernel write it whole, and the file, torn, does not
+// publish at dd's close; the user's file within its
 // share publishes, a forked child cannot write the block its parent's
 // close published, and root's writes keep passthrough. With
 // --tenant-write-passthrough the user's writes are the kernel's again.
@@ -22,6 +24,10 @@ func TestTenantWriteShare(t *testing.T) {
 	out, err := u.run("dd if=/dev/zero of=" + d.path("ueng", "big.bin") + " bs=1M count=32 2>&1")
 	if err == nil || !strings.Contains(out, "quota") {
 		t.Fatalf("32 MiB written by a user whose share is 8 MiB: %v\n%s", err, out)
+	}
+	// dd closes the file it could not finish: a torn file never publishes.
+	if _, err := os.Stat(d.path("ueng", "big.bin")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the file whose write was refused, after its close: %v, want ENOENT", err)
 	}
 	u.must(t, "dd if=/dev/zero of="+d.path("ueng", "small.bin")+" bs=1M count=4 2>/dev/null")
 	if fi, err := os.Stat(d.path("ueng", "small.bin")); err != nil || fi.Size() != 4<<20 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -75,6 +76,12 @@ type Draft struct {
 	size     int64            // once done, or while parked
 	mtime    time.Time        // once done, or while parked
 	setMTime time.Time        // set by utimes while written (zero: none)
+
+	// failed is the first write the daemon refused or failed (past
+	// MaxFileSize, over a share or the budget, the filesystem's error):
+	// the file is then not what its writer meant, and never publishes
+	// (publishOnce).
+	failed atomic.Pointer[error]
 }
 
 // Writer is one open descriptor of a Draft: what a front end writes
@@ -179,7 +186,8 @@ func (w *Draft) Open(trunc bool) (*Writer, error) {
 func (d *Writer) File() *os.File { return d.w.f }
 
 // WriteAt writes at any offset within MaxFileSize (ErrTooBig past it). A
-// write to a discarded file is accepted and dropped.
+// write to a discarded file is accepted and dropped. A write refused or
+// failed here marks the file failed: it never publishes (publishOnce).
 func (d *Writer) WriteAt(data []byte, off int64) (int, error) {
 	w := d.w
 	w.mu.RLock()
@@ -190,6 +198,15 @@ func (d *Writer) WriteAt(data []byte, off int64) (int, error) {
 	if w.done {
 		return 0, fmt.Errorf("already published: %w", ErrImmutable)
 	}
+	n, err := w.writeAt(data, off)
+	if err != nil {
+		w.failed.CompareAndSwap(nil, &err)
+	}
+	return n, err
+}
+
+// writeAt is WriteAt's write (under mu, shared).
+func (w *Draft) writeAt(data []byte, off int64) (int, error) {
 	if off+int64(len(data)) > w.s.MaxFileSize() {
 		return 0, fmt.Errorf("%d bytes at %d pass the %d-byte limit: %w", len(data), off, w.s.MaxFileSize(), ErrTooBig)
 	}

@@ -34,6 +34,12 @@ func (w *Draft) publish(ctx context.Context, durable bool) (published bool, verd
 // is durable when it returns nil.
 func (w *Draft) publishOnce(ctx context.Context, durable bool) error {
 	s := w.s
+	if failed := w.failed.Load(); failed != nil {
+		// What the writer meant is not all there: a torn file never
+		// publishes. Its close (or rename) returns the write's error.
+		s.stack.Abort(w.pw)
+		return fmt.Errorf("%s: not published, a write to it failed: %w", w.key, *failed)
+	}
 	if err := w.unparkLocked(); err != nil {
 		s.stack.Abort(w.pw)
 		return err
