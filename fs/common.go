@@ -21,6 +21,9 @@ type common struct {
 
 // Statfs reports the tiers' capacity and use in 4096-byte blocks.
 func (c common) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	if h := c.s.statfsHook.Load(); h != nil {
+		(*h)()
+	}
 	sp := c.s.store.Space()
 	capacity, used, files := sp.Capacity, sp.Used, sp.Files
 	const bs = 4096

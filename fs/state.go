@@ -33,6 +33,8 @@ type fsState struct {
 	gid     uint32
 	mounted time.Time
 
+	statfsHook atomic.Pointer[func()] // runs at the start of each statfs (tests)
+
 	inos     *ino.Table
 	shards   *light.Registry             // the live shard nodes, by number
 	light    *light.Table                // the light nodes (package light)
