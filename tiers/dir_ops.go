@@ -219,17 +219,21 @@ func (t *DirTier) remove(key format.Key, trash bool) error {
 		size = e.Size
 	}
 	err := t.do("remove", func() error {
+		var err error
 		if trash {
-			return t.unlink(p, size)
+			err = t.unlink(p, size)
+		} else {
+			err = unix.Unlink(p)
 		}
-		return unix.Unlink(p)
+		if err == nil || isENOENT(err) {
+			t.removeSum(key)
+		}
+		return err
 	}, nil)
 	switch {
 	case err == nil:
-		t.removeSum(key)
 		return nil
 	case isENOENT(err) && known:
-		t.removeSum(key)
 		return nil // removed by someone else: it is gone either way
 	case known && !isENOENT(err):
 		// Still on disk (or unknown): keep it indexed. The index went

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -99,28 +100,29 @@ func (t *DirTier) writeSum(key format.Key, f *os.File, crc uint32, sync bool) er
 // key's path now: has is false when there is no sum, or it is for
 // another version of the file (another inode or size).
 func (t *DirTier) readSum(key format.Key) (crc uint32, has bool, err error) {
-	f, err := t.openBeneath(sumRel(key))
-	if err != nil {
-		if goneErr(err) || isENOENT(err) {
-			return 0, false, nil
+	err = t.do("read sum", func() error {
+		f, err := t.openBeneath(sumRel(key))
+		if err != nil {
+			if goneErr(err) || isENOENT(err) {
+				return nil
+			}
+			return err
 		}
-		return 0, false, err
-	}
-	var buf [80]byte
-	n, _ := f.ReadAt(buf[:], 0)
-	f.Close()
-	ino, size, crc, ok := parseSum(buf[:n])
-	if !ok {
-		return 0, false, nil
-	}
-	var st unix.Stat_t
-	if err := unix.Fstatat(t.rootFD, key.Path(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return 0, false, err
-	}
-	if st.Ino != ino || st.Size != size {
-		return 0, false, nil
-	}
-	return crc, true, nil
+		var buf [80]byte
+		n, _ := f.ReadAt(buf[:], 0)
+		f.Close()
+		ino, size, sum, ok := parseSum(buf[:n])
+		if !ok {
+			return nil
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(t.rootFD, key.Path(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+		crc, has = sum, st.Ino == ino && st.Size == size
+		return nil
+	}, nil)
+	return crc, has, err
 }
 
 // fileSum is readSum for fsck, by path: the CRC the sum file under root
@@ -150,7 +152,8 @@ func parseSum(b []byte) (ino uint64, size int64, crc uint32, ok bool) {
 	return ino, size, crc, ok && err1 == nil && err2 == nil && size >= 0
 }
 
-// removeSum removes key's sum file, if the tier keeps sums.
+// removeSum removes key's sum file, if the tier keeps sums. It runs
+// within the operation that removed the file (under its timeout).
 func (t *DirTier) removeSum(key format.Key) {
 	if t.usesSums() {
 		_ = unix.Unlinkat(t.rootFD, sumRel(key), 0)
@@ -168,20 +171,29 @@ func (t *DirTier) sweepSumTemps() {
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		dirs, _ := os.ReadDir(filepath.Join(t.root, sumsDirName))
+		// Each directory's walk is one operation under the tier's
+		// timeout: a stalled share holds up neither this nor Close.
+		var dirs []os.DirEntry
+		_ = t.do("sweep sums", func() (err error) {
+			dirs, err = os.ReadDir(filepath.Join(t.root, sumsDirName))
+			return err
+		}, nil)
 		for _, d := range dirs {
 			dir := filepath.Join(t.root, sumsDirName, d.Name())
-			ents, _ := os.ReadDir(dir)
-			for _, e := range ents {
-				if t.closed.Load() {
-					return
+			err := t.do("sweep sums", func() error {
+				ents, err := os.ReadDir(dir)
+				for _, e := range ents {
+					if !strings.HasPrefix(e.Name(), tmpPrefix) {
+						continue
+					}
+					if fi, err := e.Info(); err == nil && (!shared || staleTemp(e.Name(), fi.ModTime())) {
+						_ = os.Remove(filepath.Join(dir, e.Name()))
+					}
 				}
-				if !strings.HasPrefix(e.Name(), tmpPrefix) {
-					continue
-				}
-				if fi, err := e.Info(); err == nil && (!shared || staleTemp(e.Name(), fi.ModTime())) {
-					_ = os.Remove(filepath.Join(dir, e.Name()))
-				}
+				return err
+			}, nil)
+			if errors.Is(err, ErrClosed) {
+				return
 			}
 		}
 	}()
