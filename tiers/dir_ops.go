@@ -273,8 +273,14 @@ func (t *DirTier) RemoveModel(model string) error {
 	if err := format.ValidateModel(model); err != nil {
 		return err
 	}
-	t.idx.RemoveModel(model)
+	gone := t.idx.RemoveModel(model)
 	t.dirs.forget(model)
+	if t.usesSums() {
+		for _, e := range gone {
+			k := e.Key()
+			_ = t.do("remove model", func() error { t.removeSum(k); return nil }, nil)
+		}
+	}
 	dir := filepath.Join(t.root, model)
 	var names []string
 	err := t.do("remove model", func() error {

@@ -71,6 +71,23 @@ func TestDirSums(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, sumRel(k))); !os.IsNotExist(err) {
 		t.Fatalf("sum after the removal: %v", err)
 	}
+	// Removing a whole model takes its files' sums.
+	k2 := format.FileKey("m2", "p.bin")
+	w, err = d.Create(k2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(data)
+	if _, err := w.Commit(CommitOptions{CRC: format.CRC32C(data), HasCRC: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RemoveModel("m2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, sumRel(k2))); !os.IsNotExist(err) {
+		t.Fatalf("sum after its model's removal: %v", err)
+	}
+
 	// A temporary sum a crash left is removed when the tier opens again.
 	left := filepath.Join(dir, sumsDirName, "ab", tmpPrefix+"sum-crash")
 	if err := os.MkdirAll(filepath.Dir(left), 0o700); err != nil {
