@@ -218,10 +218,10 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 	if !def.detach {
 		t.startTrash()
 	}
-	t.sweepSumTemps()
 	// Start-up operations above ran detached, so a stalled directory
 	// fails the start instead of hanging it.
 	t.inline = !def.detach
+	t.sweepSumTemps()
 	t.wg.Add(1)
 	go t.probeLoop()
 	t.share.serve(cfg.Capacity == 0)

@@ -128,11 +128,18 @@ func (t *DirTier) readSum(key format.Key) (crc uint32, has bool, err error) {
 // fileSum is readSum for fsck, by path: the CRC the sum file under root
 // keeps for the file at rel, if it is for that file's inode and size.
 func fileSum(root, rel string) (crc uint32, has bool) {
-	b, err := os.ReadFile(filepath.Join(root, sumRelOf(rel)))
-	if err != nil || len(b) > 80 {
+	// Not following a link, nor waiting on a FIFO planted at the name.
+	f, err := openFile(filepath.Join(root, sumRelOf(rel)), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
 		return 0, false
 	}
-	ino, size, crc, ok := parseSum(b)
+	defer f.Close()
+	var buf [80]byte
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return 0, false
+	}
+	n, _ := f.ReadAt(buf[:], 0)
+	ino, size, crc, ok := parseSum(buf[:n])
 	var st unix.Stat_t
 	if !ok || unix.Lstat(filepath.Join(root, rel), &st) != nil || st.Ino != ino || st.Size != size {
 		return 0, false
