@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"syscall"
 	"time"
 
@@ -103,14 +102,14 @@ func (s *fsState) newWriteHandle(d *store.Writer, key format.Key, uid uint32) *w
 // is seen only at the writer's close and at the daemon's refresh each
 // second, and bounded in the kernel only by the tmpfs's size, everyone's.
 func (s *fsState) writePassthrough(uid uint32) bool {
-	return !s.opts.AllowOther || s.opts.TenantWritePassthrough || uid == 0 || uid == uint32(os.Getuid())
+	return !s.opts.AllowOther || s.opts.TenantWritePassthrough || uid == 0 || uid == s.uid
 }
 
-// openFlags are the FOPEN flags of the descriptor: as a read's when the
-// kernel writes the file itself, else direct I/O (every write seen).
+// openFlags are the FOPEN flags of the descriptor: none when the kernel
+// writes the file itself, else direct I/O (every write seen).
 func (h *writeHandle) openFlags() uint32 {
 	if h.pt {
-		return h.s.openFlags()
+		return 0
 	}
 	return fuse.FOPEN_DIRECT_IO
 }

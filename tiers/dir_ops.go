@@ -275,11 +275,13 @@ func (t *DirTier) RemoveModel(model string) error {
 	}
 	gone := t.idx.RemoveModel(model)
 	t.dirs.forget(model)
-	if t.usesSums() {
-		for _, e := range gone {
-			k := e.Key()
-			_ = t.do("remove model", func() error { t.removeSum(k); return nil }, nil)
-		}
+	if t.usesSums() && len(gone) > 0 {
+		_ = t.do("remove model", func() error {
+			for _, e := range gone {
+				t.removeSum(e.Key())
+			}
+			return nil
+		}, nil)
 	}
 	dir := filepath.Join(t.root, model)
 	var names []string

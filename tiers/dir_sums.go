@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -71,15 +72,17 @@ func (t *DirTier) writeSum(key format.Key, f *os.File, crc uint32, sync bool) er
 	}
 	rel := sumRel(key)
 	dir := filepath.Join(t.root, filepath.Dir(rel))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	tmp, err := os.CreateTemp(dir, tmpPrefix+"sum-")
+	if errors.Is(err, fs.ErrNotExist) { // the first sum of its directory
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			tmp, err = os.CreateTemp(dir, tmpPrefix+"sum-")
+		}
+	}
+	if err != nil {
 		return err
 	}
 	t.sums.Store(true)
 	line := fmt.Appendf(nil, "%s %d %d %08x\n", sumMagic, st.Ino, st.Size, crc)
-	tmp, err := os.CreateTemp(dir, tmpPrefix+"sum-")
-	if err != nil {
-		return err
-	}
 	_, err = tmp.Write(line)
 	if err == nil && sync {
 		err = tmp.Sync()

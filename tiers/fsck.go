@@ -80,6 +80,9 @@ type FsckReport struct {
 // Fsck checks the tier directory dir; see the comment above QuarantineDir.
 func Fsck(dir string, opts FsckOptions) (FsckReport, error) {
 	f := &fscker{root: dir, opts: opts}
+	if fi, err := os.Lstat(filepath.Join(dir, sumsDirName)); err == nil && fi.IsDir() {
+		f.sums = true
+	}
 	if opts.Repair {
 		lock, err := lockExclusive(filepath.Join(dir, LockFileName))
 		if errors.Is(err, ErrLocked) {
@@ -108,6 +111,7 @@ type fscker struct {
 	root string
 	opts FsckOptions
 	rep  FsckReport
+	sums bool // the tier has sum files (dir_sums.go)
 }
 
 // entry counts one more entry checked.
@@ -143,7 +147,7 @@ func (f *fscker) shard(model, hh string, ents []shardEntry) {
 			reprs = append(reprs, e.name)
 		case e.kind.Headerless():
 			f.rep.Blocks++
-			f.verdict(rel, checkRaw(f.root, rel))
+			f.verdict(rel, checkRaw(f.root, rel, f.sums))
 		default:
 			f.rep.Blocks++
 			r, err := format.InspectFile(filepath.Join(f.root, rel))
@@ -256,16 +260,16 @@ func (f *fscker) failure(rel string, err error) {
 }
 
 // checkRaw checks a raw block file at rel under root (any size, empty
-// too): when the tier keeps its CRC-32C (the crcXattr, else its sum file,
-// dir_sums.go), the bytes match it.
-func checkRaw(root, rel string) error {
+// too): when the tier keeps its CRC-32C (the crcXattr, else, with sums,
+// its sum file, dir_sums.go), the bytes match it.
+func checkRaw(root, rel string, sums bool) error {
 	path := filepath.Join(root, rel)
 	var buf [16]byte
 	kept := crcXattr
 	want, ok := uint32(0), false
 	if n, err := unix.Getxattr(path, crcXattr, buf[:]); err == nil {
 		want, ok = parseCRC(buf[:n])
-	} else {
+	} else if sums {
 		want, ok = fileSum(root, rel)
 		kept = "its sum file"
 	}
