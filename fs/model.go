@@ -74,7 +74,7 @@ func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	ch := newChild(ctx, &m.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
 		return m.s.madeShard(newShardNode(m.s, m.model, sh, ino))
 	})
-	m.s.modelAttr(&out.Attr, 2, m.model)
+	m.s.shardAttr(&out.Attr, m.model, sh)
 	ttl(out, m.s.opts.EntryTTL)
 	return ch, 0
 }

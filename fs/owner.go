@@ -132,7 +132,7 @@ func (s *fsState) dropModelAttrs(root *gofs.Inode, model string) {
 // made, shards before their model); a chown to anyone but the model's
 // owner is EPERM; times change nothing.
 func (d *shardNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	d.s.modelAttr(&out.Attr, 2, d.model)
+	d.attr(&out.Attr)
 	if _, ok := in.GetMode(); ok {
 		if err := d.s.store.CheckOwner(d.model, callerProc(ctx).Uid); err != nil {
 			return d.s.fail("chmod", d.what, err)

@@ -80,9 +80,19 @@ func (d *shardNode) key(name string) (format.Key, error) {
 	return format.Key{Model: d.model, ID: id, Kind: kind}, nil
 }
 
+// attr fills the directory's attributes: a ucmb shard's carry the time
+// its content last changed (shardAttr), a raw shard's its model's.
+func (d *shardNode) attr(a *fuse.Attr) {
+	if d.width == -1 {
+		d.s.shardAttr(a, d.model, d.shard)
+		return
+	}
+	d.s.modelAttr(a, 2, d.model)
+}
+
 // Getattr describes the shard directory.
 func (d *shardNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	d.s.modelAttr(&out.Attr, 2, d.model)
+	d.attr(&out.Attr)
 	out.SetTimeout(d.s.opts.EntryTTL)
 	return 0
 }

@@ -59,6 +59,9 @@ type fsState struct {
 	// listings are the shard directories whose listing the kernel may
 	// have cached (dir_cache.go): listingKey -> the shard's node id.
 	listings sync.Map
+	// shardTimes are the shards' last changes: their directories' mtimes
+	// (dir_cache.go).
+	shardTimes shardClock
 }
 
 func newState(st *store.Store, opts Options) *fsState {
