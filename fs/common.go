@@ -155,6 +155,21 @@ func (s *fsState) notifyGone(parent *gofs.Inode, name string) {
 	}
 }
 
+// dropPublishedName drops the kernel's entry of name under parent once
+// the request that published a file there (a rename of its staging file,
+// a link of a tmpfile) is answered. The kernel moved the entry of the file
+// being written to that name: its node is the pending one, cached for no
+// time. Left there, the next lookup of the name finds the published
+// file's node instead: the kernel then forgets one node and looks the name
+// up a second time. Dropped, that first access is one LOOKUP. It runs in
+// a goroutine: the kernel holds the directory's lock until the answer.
+func (s *fsState) dropPublishedName(parent *gofs.Inode, name string) {
+	go func() {
+		s.notifyGone(parent, name)
+		s.namesDropped.Add(1)
+	}()
+}
+
 // ttl sets both timeouts of an entry.
 func ttl(out *fuse.EntryOut, d time.Duration) {
 	out.SetEntryTimeout(d)

@@ -316,7 +316,9 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		return errnoExists
 	}
 	if w != nil {
-		err = w.RenameTo(ctx, target)
+		if err = w.RenameTo(ctx, target); err == nil {
+			o.s.dropPublishedName(newParent.EmbeddedInode(), newName)
+		}
 	} else {
 		done := o.s.store.Removal(from) // after the GPU loads of the file
 		err = o.s.store.MoveFile(ctx, from, target)

@@ -56,6 +56,7 @@ func (o filesOps) link(ctx context.Context, target gofs.InodeEmbedder, name stri
 	if err := p.w.RenameTo(ctx, key); err != nil {
 		return nil, o.s.fail("link", key.Path(), err)
 	}
+	o.s.dropPublishedName(o.node, name)
 	o.s.writeAttr(p.w, &out.Attr)
 	ttl(out, 0)
 	return p.EmbeddedInode(), 0

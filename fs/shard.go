@@ -339,6 +339,7 @@ func (d *shardNode) Rename(ctx context.Context, name string, newParent gofs.Inod
 	if err := w.Rename(ctx); err != nil {
 		return d.s.fail("rename", key.Path(), err)
 	}
+	d.s.dropPublishedName(&d.Inode, newName)
 	return 0
 }
 

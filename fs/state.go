@@ -33,7 +33,8 @@ type fsState struct {
 	gid     uint32
 	mounted time.Time
 
-	statfsHook atomic.Pointer[func()] // runs at the start of each statfs (tests)
+	statfsHook   atomic.Pointer[func()] // runs at the start of each statfs (tests)
+	namesDropped atomic.Int64           // dropPublishedName's notifications sent (tests wait on it)
 
 	inos     *ino.Table
 	shards   *light.Registry             // the live shard nodes, by number
