@@ -38,3 +38,22 @@ func TestValidateFilePath(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitFilePath: a path splits at its last slash, and JoinFilePath
+// puts it back.
+func TestSplitFilePath(t *testing.T) {
+	for _, c := range []struct{ rel, dir, name string }{
+		{"a.bin", "", "a.bin"},
+		{"d/a.bin", "d", "a.bin"},
+		{"m_abc_r0/0ab/cd_g0/" + strings.Repeat("f", 64) + ".bin", "m_abc_r0/0ab/cd_g0", strings.Repeat("f", 64) + ".bin"},
+		{"log/123/ucm.log", "log/123", "ucm.log"},
+	} {
+		dir, name := SplitFilePath(c.rel)
+		if dir != c.dir || name != c.name {
+			t.Errorf("SplitFilePath(%q) = %q, %q; want %q, %q", c.rel, dir, name, c.dir, c.name)
+		}
+		if JoinFilePath(dir, name) != c.rel {
+			t.Errorf("JoinFilePath(%q, %q) = %q", dir, name, JoinFilePath(dir, name))
+		}
+	}
+}
