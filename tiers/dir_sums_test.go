@@ -25,16 +25,7 @@ func TestDirSums(t *testing.T) {
 	d.noXattr.Store(true) // as when the filesystem refuses the CRC xattr
 	k := format.FileKey("m", "a/page.bin")
 	data := []byte("sixteen bytes!!!")
-	w, err := d.Create(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Commit(CommitOptions{CRC: format.CRC32C(data), HasCRC: true}); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, d, k, data)
 	if crc, has, err := d.readCRC(k); err != nil || !has || crc != format.CRC32C(data) {
 		t.Fatalf("CRC read back from the sum: %08x %v %v, want %08x", crc, has, err, format.CRC32C(data))
 	}
@@ -73,14 +64,7 @@ func TestDirSums(t *testing.T) {
 	}
 	// Removing a whole model takes its files' sums.
 	k2 := format.FileKey("m2", "p.bin")
-	w, err = d.Create(k2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(data)
-	if _, err := w.Commit(CommitOptions{CRC: format.CRC32C(data), HasCRC: true}); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, d, k2, data)
 	if err := d.RemoveModel("m2"); err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,9 @@ func (t *DirTier) Create(key format.Key) (Writer, error) {
 			if err := t.dirs.ensure(t.root, key); err != nil {
 				return err
 			}
+			if key.Kind == format.File && key.ShardDir() != "" {
+				t.flat.madeDir(key.Model) // made, or already there
+			}
 			tmp := filepath.Join(dir, tempName(key.ID.String()))
 			// 0644 until Commit: setting the CRC xattr needs write
 			// permission on the inode (for a daemon that is not root).

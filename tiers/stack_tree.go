@@ -33,6 +33,7 @@ func (s *Stack) MakeDir(model, rel string) error {
 			if err := os.MkdirAll(filepath.Join(d.root, model, filepath.FromSlash(rel)), 0o755); err != nil {
 				return osErr("mkdir", err)
 			}
+			d.flat.madeDir(model)
 			return markTree(filepath.Join(d.root, model))
 		}, nil)
 		if err != nil && first == nil {
@@ -71,7 +72,7 @@ func (s *Stack) RemoveDir(model, rel string) error {
 // TreeDirOnDisk reports whether the first directory tier has the
 // directory rel of model's tree (one made in an earlier run).
 func (s *Stack) TreeDirOnDisk(model, rel string) bool {
-	if len(s.dirs) == 0 || treePath(model, rel) != nil {
+	if len(s.dirs) == 0 || treePath(model, rel) != nil || s.dirs[0].noSubdirs(model) {
 		return false
 	}
 	var st unix.Stat_t
