@@ -39,6 +39,7 @@ package light
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
@@ -120,7 +121,18 @@ type Layer struct {
 	dirs   map[uint64]*lightDir // open shard directories, by handle
 
 	mat [matLocks]sync.Mutex // by light id: one materialization at a time
+
+	// notShard remembers node ids found not to be shard directories
+	// (direct-mapped by the id's low bits): a lookup in a files model's
+	// directory, the model's root or .ucm then costs no GETATTR through
+	// the bridge after the first. go-fuse never reuses a node id and a
+	// node's number, which says whether it is a shard, never changes, so
+	// an entry is never stale; a collision only evicts.
+	notShard [notShardSlots]atomic.Uint64
 }
+
+// notShardSlots is the size of Layer.notShard.
+const notShardSlots = 1024
 
 // NoUser is the uid of a listing of the published files alone: what a
 // cached listing holds, since the kernel serves it to every caller.
@@ -156,9 +168,17 @@ func (w *Layer) shardOf(cancel <-chan struct{}, id uint64, caller fuse.Caller) (
 	if ref, ok := w.shards.byID(id); ok {
 		return ref, true
 	}
+	slot := &w.notShard[id%notShardSlots]
+	if slot.Load() == id {
+		return Ref{}, false
+	}
 	in := fuse.GetAttrIn{InHeader: fuse.InHeader{NodeId: id, Caller: caller}}
 	var out fuse.AttrOut
-	if st := w.b.GetAttr(cancel, &in, &out); !st.Ok() || !w.host.ShardIno(out.Ino) {
+	if st := w.b.GetAttr(cancel, &in, &out); !st.Ok() {
+		return Ref{}, false
+	}
+	if !w.host.ShardIno(out.Ino) {
+		slot.Store(id)
 		return Ref{}, false
 	}
 	return w.shards.resolve(id, out.Ino)
