@@ -121,7 +121,7 @@ type DirTier struct {
 	idx        *index.Index
 	pub        publisher
 	dirs       dirCache
-	flat       flatModels // models with no subdirectory here (dir_flat.go)
+	flat       flatDirs // directories with no subdirectory here (dir_flat.go)
 	high       float64
 	low        float64
 	timeout    time.Duration

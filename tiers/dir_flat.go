@@ -8,93 +8,117 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// flatModels remembers, for a private directory tier, the models whose
-// directory on it holds no subdirectory, so that the store's question
+// flatDirs remembers, for a private directory tier, directories of files
+// models that hold no subdirectory on it, so that the store's question
 // "is this name a directory of the files model?" (Stack.TreeDirOnDisk),
 // asked at every lookup of a name the model does not hold, is answered
-// for a flat model (SGLang's and LMCache's pages, every file at the
-// root) without a stat of the name on disk: 13% of the daemon's time in
-// a loop of misses, ~10 µs a miss.
+// without a stat of the name on disk when the name's parent is such a
+// directory: a flat model (SGLang's and LMCache's pages, every file at
+// the root), or a leaf of a tree (vLLM's <hash[0:3]>/<hash[3:5]>_g<n>/).
+// The stat was 13% of the daemon's time in a loop of misses.
 //
-// A model's directory has no subdirectory when its link count is 2 (ext4,
-// xfs and tmpfs count 2 plus the subdirectories; a filesystem that says
-// 1, btrfs, is never taken for flat) or when it does not exist. On a
-// private tier only this daemon makes directories, and it makes them in
-// two places, both of which call madeDir after the mkdir: a File's
-// directory when a writer is created (Create, dirCache.ensure) and an
-// engine's mkdir (Stack.MakeDir). madeDir forgets every answer and moves
-// the generation, so an answer learned from a stat that raced with a
-// mkdir is not kept. A shared tier is never asked: another host may make
-// a directory at any time.
-type flatModels struct {
-	mu   sync.Mutex
-	gen  uint64
-	flat map[string]bool // model -> its directory has no subdirectory
+// A directory holds no subdirectory when its link count is 2 (ext4, xfs
+// and tmpfs count 2 plus the subdirectories; a filesystem that says 1,
+// btrfs, is never taken for flat) or when it does not exist. On a private
+// tier only this daemon makes directories, in two places, both of which
+// call madeDir after the mkdir: a File's directory made for a writer
+// (Create, when dirCache.ensure made it) and an engine's mkdir
+// (Stack.MakeDir). madeDir marks every flat answer of the model learned
+// from a stat that began before it stale (the tier's generation, read
+// before each stat, against the model's last madeDir), in O(1). Answers
+// that a directory has subdirectories stay: removals (a directory, a
+// model) only make them conservative. A shared tier is never asked:
+// another host may make a directory at any time.
+type flatDirs struct {
+	mu      sync.Mutex
+	gen     uint64
+	made    map[string]uint64      // model -> the generation of its last madeDir
+	answers map[flatKey]flatAnswer // at most maxFlatAnswers
 }
 
-// known returns what was learned of model.
-func (f *flatModels) known(model string) (flat, ok bool) {
+type flatKey struct{ model, dir string }
+
+type flatAnswer struct {
+	flat bool
+	gen  uint64 // the generation read before the stat
+}
+
+// maxFlatAnswers bounds the answers kept (~100 bytes each); past it no
+// more are learned and those directories are asked as before.
+const maxFlatAnswers = 1 << 14
+
+// known returns what was learned of dir of model and still holds.
+func (f *flatDirs) known(model, dir string) (flat, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	flat, ok = f.flat[model]
-	return flat, ok
+	a, ok := f.answers[flatKey{model, dir}]
+	switch {
+	case !ok:
+		return false, false
+	case !a.flat:
+		return false, true
+	case a.gen >= f.made[model]:
+		return true, true
+	}
+	return false, false // a directory was made in the model since: ask again
 }
 
-// generation is the count of madeDir calls, read before a stat.
-func (f *flatModels) generation() uint64 {
+// generation is read before a stat.
+func (f *flatDirs) generation() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.gen
 }
 
-// learn records what a stat begun at generation gen said of model; a
-// flat answer only if no directory was made since.
-func (f *flatModels) learn(model string, gen uint64, flat bool) {
+// learn records what a stat of dir of model, begun at generation gen,
+// said.
+func (f *flatDirs) learn(model, dir string, gen uint64, flat bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if flat && f.gen != gen {
+	k := flatKey{model, dir}
+	if _, ok := f.answers[k]; !ok && len(f.answers) >= maxFlatAnswers {
 		return
 	}
-	if f.flat == nil {
-		f.flat = make(map[string]bool)
+	if f.answers == nil {
+		f.answers = make(map[flatKey]flatAnswer)
 	}
-	f.flat[model] = flat
+	f.answers[k] = flatAnswer{flat: flat, gen: gen}
 }
 
-// madeDir is called after a directory was made under model's directory:
-// a flat answer is forgotten (a model known to have subdirectories keeps
-// its answer: it is not asked again after every write into its tree).
-func (f *flatModels) madeDir(model string) {
+// madeDir is called after a directory was made under model's directory.
+func (f *flatDirs) madeDir(model string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gen++
-	if f.flat[model] {
-		delete(f.flat, model)
+	if f.made == nil {
+		f.made = make(map[string]uint64)
 	}
+	f.made[model] = f.gen
 }
 
-// noSubdirs reports whether model's directory on the tier is known to
-// hold no subdirectory: never on a shared tier; learned with one stat of
-// the model's directory the first time.
-func (t *DirTier) noSubdirs(model string) bool {
+// noSubdirs reports whether dir ("" the model's own) of model's tree on
+// the tier is known to hold no subdirectory: never on a shared tier;
+// learned with one stat of dir the first time, and again after a
+// directory is made in the model.
+func (t *DirTier) noSubdirs(model, dir string) bool {
 	if t.Shared() {
 		return false
 	}
-	if flat, ok := t.flat.known(model); ok {
+	if flat, ok := t.flat.known(model, dir); ok {
 		return flat
 	}
 	gen := t.flat.generation()
 	var st unix.Stat_t
-	err := unix.Stat(filepath.Join(t.root, model), &st)
+	err := unix.Stat(filepath.Join(t.root, model, filepath.FromSlash(dir)), &st)
 	var flat bool
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		flat = true
+		flat = true // no such directory on disk: nothing below it either
 	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR:
 		flat = st.Nlink == 2
 	default:
 		return false // not learned: asked again next time
 	}
-	t.flat.learn(model, gen, flat)
+	t.flat.learn(model, dir, gen, flat)
 	return flat
 }

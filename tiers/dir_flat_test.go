@@ -6,38 +6,48 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 )
 
-// TestTreeDirFlat: a files model with no subdirectory on the private first
-// tier answers "no such directory" without a stat of the name, and stops
-// doing so once a directory is made in it, by an engine's mkdir or by a
-// File written into a subdirectory; a stale flat answer is not learned.
+// TestTreeDirFlat: on the private first tier, a name whose parent holds
+// no subdirectory is no directory, answered without a stat of the name:
+// a flat model, a leaf of a tree. The answer goes once a directory is
+// made in the model, by an engine's mkdir or by a File written into a
+// new subdirectory; a flat answer from a stat older than a mkdir is not
+// taken.
 func TestTreeDirFlat(t *testing.T) {
 	s := newTestStack(t, 16<<20, t.TempDir(), StackConfig{})
 	d := s.dirs[0]
-	if s.TreeDirOnDisk("flat", "a") || !d.noSubdirs("flat") {
+	if s.TreeDirOnDisk("flat", "a") || !d.noSubdirs("flat", "") {
 		t.Fatal("a model with no directory on disk is not flat")
 	}
 	if err := s.MakeDir("flat", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if !s.TreeDirOnDisk("flat", "a") || d.noSubdirs("flat") {
+	if !s.TreeDirOnDisk("flat", "a") || d.noSubdirs("flat", "") {
 		t.Fatal("after mkdir the model is still taken for flat")
 	}
 
-	k := format.FileKey("pages", "p.bin")
-	writeFile(t, d, k, []byte("a page at the root"))
-	if !d.noSubdirs("pages") {
+	writeFile(t, d, format.FileKey("pages", "p.bin"), []byte("a page at the root"))
+	if !d.noSubdirs("pages", "") {
 		t.Fatal("a model with files at its root only is not flat")
 	}
 	writeFile(t, d, format.FileKey("pages", "ns/q.bin"), []byte("a page in a subdirectory"))
-	if d.noSubdirs("pages") || !s.TreeDirOnDisk("pages", "ns") {
+	if d.noSubdirs("pages", "") || !s.TreeDirOnDisk("pages", "ns") {
 		t.Fatal("the directory a File was written into is not seen")
+	}
+	if s.TreeDirOnDisk("pages", "ns/x") || !d.noSubdirs("pages", "ns") {
+		t.Fatal("a leaf directory holding one file is not flat")
+	}
+	if err := s.MakeDir("pages", "ns/x"); err != nil {
+		t.Fatal(err)
+	}
+	if !s.TreeDirOnDisk("pages", "ns/x") {
+		t.Fatal("a directory made in a leaf taken for flat is not seen")
 	}
 
 	// A stat that began before a mkdir does not leave a flat answer.
 	gen := d.flat.generation()
 	d.flat.madeDir("other")
-	d.flat.learn("other", gen, true)
-	if _, ok := d.flat.known("other"); ok {
+	d.flat.learn("other", "", gen, true)
+	if _, ok := d.flat.known("other", ""); ok {
 		t.Fatal("a flat answer older than a mkdir was kept")
 	}
 }

@@ -40,11 +40,12 @@ func (t *DirTier) Create(key format.Key) (Writer, error) {
 	dir := filepath.Dir(t.path(key))
 	err := t.do("create", func() error {
 		for attempt := 0; ; attempt++ {
-			if err := t.dirs.ensure(t.root, key); err != nil {
-				return err
+			made, err := t.dirs.ensure(t.root, key)
+			if made && key.Kind == format.File && key.ShardDir() != "" {
+				t.flat.madeDir(key.Model) // made, or found there
 			}
-			if key.Kind == format.File && key.ShardDir() != "" {
-				t.flat.madeDir(key.Model) // made, or already there
+			if err != nil {
+				return err
 			}
 			tmp := filepath.Join(dir, tempName(key.ID.String()))
 			// 0644 until Commit: setting the CRC xattr needs write

@@ -192,21 +192,22 @@ type dirCache struct {
 }
 
 // ensure creates root/<model>/<shard> unless it is known to exist (for a
-// File, its directory, and the model's tree mark).
-func (c *dirCache) ensure(root string, key format.Key) error {
+// File, its directory, and the model's tree mark). made reports that it
+// was not known: a directory may have been made.
+func (c *dirCache) ensure(root string, key format.Key) (made bool, err error) {
 	rel := key.Model + "/" + key.ShardDir()
 	c.mu.Lock()
 	_, ok := c.known[rel]
 	c.mu.Unlock()
 	if ok {
-		return nil
+		return false, nil
 	}
 	if err := os.MkdirAll(filepath.Join(root, rel), 0o755); err != nil {
-		return osErr("mkdir", err)
+		return true, osErr("mkdir", err)
 	}
 	if key.Kind == format.File {
 		if err := markTree(filepath.Join(root, key.Model)); err != nil {
-			return err
+			return true, err
 		}
 	}
 	c.mu.Lock()
@@ -215,7 +216,7 @@ func (c *dirCache) ensure(root string, key format.Key) error {
 	}
 	c.known[rel] = struct{}{}
 	c.mu.Unlock()
-	return nil
+	return true, nil
 }
 
 // forget drops what is known about model ("" forgets everything).

@@ -108,7 +108,7 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 func (t *MemTier) publish(tmp string, key format.Key) error {
 	dst := t.path(key)
 	for attempt := 0; ; attempt++ {
-		if err := t.dirs.ensure(t.root, key); err != nil {
+		if _, err := t.dirs.ensure(t.root, key); err != nil {
 			return fmt.Errorf("memory tier: %w", err)
 		}
 		err := t.pub.publish(tmp, dst)

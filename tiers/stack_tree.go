@@ -72,7 +72,10 @@ func (s *Stack) RemoveDir(model, rel string) error {
 // TreeDirOnDisk reports whether the first directory tier has the
 // directory rel of model's tree (one made in an earlier run).
 func (s *Stack) TreeDirOnDisk(model, rel string) bool {
-	if len(s.dirs) == 0 || treePath(model, rel) != nil || s.dirs[0].noSubdirs(model) {
+	if len(s.dirs) == 0 || treePath(model, rel) != nil {
+		return false
+	}
+	if parent, _ := format.SplitFilePath(rel); s.dirs[0].noSubdirs(model, parent) {
 		return false
 	}
 	var st unix.Stat_t
