@@ -314,3 +314,24 @@ func TestDelayCombines(t *testing.T) {
 		t.Fatalf("open failed after %v, want the delay first", d)
 	}
 }
+
+// TestTimes: a rule with Times applies to that many operations, then
+// lapses; the rules after it apply again.
+func TestTimes(t *testing.T) {
+	fsys := faultfs.Mount(t, t.TempDir())
+	p := filepath.Join(fsys.Dir(), "f")
+	writeFile(t, p, []byte("data"))
+	fsys.Inject(faultfs.Fault{Op: faultfs.OpSetattr, Errno: syscall.EIO, Times: 2})
+	fsys.Inject(faultfs.Fault{Op: faultfs.OpSetattr, Errno: syscall.EPERM, Times: 1})
+	for i, want := range []error{syscall.EIO, syscall.EIO, syscall.EPERM, nil, nil} {
+		if err := unix.Truncate(p, 2); !errors.Is(err, want) {
+			t.Fatalf("truncate %d = %v, want %v", i, err, want)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a negative Times was taken")
+		}
+	}()
+	fsys.Inject(faultfs.Fault{Op: faultfs.OpSetattr, Errno: syscall.EIO, Times: -1})
+}

@@ -144,10 +144,14 @@ func (f *FS) Backing() string { return f.backing }
 // Stall match an operation, the one injected first applies; the Delays of
 // all matching rules up to it add up (so a delay-only rule for every
 // operation combines with the faults injected after it). Inject
-// panics on a rule with no Errno, Stall or Delay, or with an unknown Op.
+// panics on a rule with no Errno, Stall or Delay, with an unknown Op, or
+// with a negative Times.
 func (f *FS) Inject(fl Fault) {
 	if fl.Op < 0 || fl.Op >= numOps {
 		panic(fmt.Sprintf("faultfs: unknown op %d", int(fl.Op)))
+	}
+	if fl.Times < 0 {
+		panic("faultfs: a fault applies Times > 0 times, or always (0)")
 	}
 	if fl.Errno == 0 && !fl.Stall && fl.Delay <= 0 {
 		panic("faultfs: a fault needs an Errno, Stall or Delay")
@@ -277,9 +281,16 @@ func (f *FS) check(ctx context.Context, op Op, paths ...string) syscall.Errno {
 // matching rules up to it (a delay-only rule lets later rules match).
 func (f *FS) matchLocked(op Op, paths []string) (Fault, bool, time.Duration) {
 	var delay time.Duration
-	for _, fl := range f.rules {
-		if !fl.matches(op, paths) {
-			continue
+	for i := range f.rules {
+		fl := f.rules[i]
+		if fl.Times < 0 || !fl.matches(op, paths) {
+			continue // lapsed, or not this operation
+		}
+		if fl.Times > 0 {
+			f.rules[i].Times--
+			if f.rules[i].Times == 0 {
+				f.rules[i].Times = -1 // lapsed
+			}
 		}
 		delay += fl.Delay
 		if fl.Errno != 0 || fl.Stall {

@@ -85,12 +85,17 @@ func (o Op) String() string {
 // completes normally when Errno is zero. With Delay set it first waits
 // that long (a network filesystem's round trip), then goes on the same
 // way; a rule with a Delay alone lets the rules after it match too.
+//
+// With Times > 0 the rule applies to that many operations, then lapses
+// (a one-off fault: an interrupted call, EINTR, that succeeds when made
+// again); with Times 0 it applies until Clear.
 type Fault struct {
 	Op           Op
 	Errno        syscall.Errno
 	Stall        bool
 	Delay        time.Duration
 	PathContains string
+	Times        int
 }
 
 // String describes the rule for test failure messages.
@@ -107,6 +112,9 @@ func (fl Fault) String() string {
 	}
 	if fl.Errno != 0 {
 		s += " " + fl.Errno.Error()
+	}
+	if fl.Times > 0 {
+		s += fmt.Sprintf(" %d times", fl.Times)
 	}
 	return s
 }
