@@ -196,14 +196,16 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
 	t.rootFD = -1
-	if err := t.do("open", func() (err error) {
-		t.rootFD, err = unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		return err
+	if err := t.do("open", func() error {
+		return ignoringEINTR(func() (err error) {
+			t.rootFD, err = unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			return err
+		})
 	}, nil); err != nil {
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
 	var st unix.Stat_t
-	if unix.Fstatat(t.rootFD, sumsDirName, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+	if ignoringEINTR(func() error { return unix.Fstatat(t.rootFD, sumsDirName, &st, unix.AT_SYMLINK_NOFOLLOW) }) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		t.sums.Store(true) // an earlier run, or another host, kept sums here
 	}
 	if err := t.share.start(); err != nil {

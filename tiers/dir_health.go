@@ -264,7 +264,7 @@ func (t *DirTier) probe() {
 	err := t.run("probe", func() error {
 		defer t.probeBusy.Store(false)
 		var st unix.Statfs_t
-		if err := unix.Statfs(t.root, &st); err != nil || !writes {
+		if err := ignoringEINTR(func() error { return unix.Statfs(t.root, &st) }); err != nil || !writes {
 			return err
 		}
 		return probeWrite(t.root)

@@ -118,7 +118,11 @@ func (t *DirTier) readXattrCRC(key format.Key, name string) (crc uint32, has boo
 	p := t.path(key)
 	err = t.do("getxattr", func() error {
 		var buf [16]byte
-		n, err := unix.Getxattr(p, name, buf[:])
+		var n int
+		err := ignoringEINTR(func() (err error) {
+			n, err = unix.Getxattr(p, name, buf[:])
+			return err
+		})
 		switch {
 		case err == nil:
 			crc, has = parseCRC(buf[:n])
@@ -139,7 +143,7 @@ func (t *DirTier) readXattrCRC(key format.Key, name string) (crc uint32, has boo
 func (t *DirTier) lookup(key format.Key) (Info, error) {
 	p := t.path(key)
 	var st unix.Stat_t
-	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)
+	err := t.do("stat", func() error { return stat(p, &st) }, nil)
 	if err != nil {
 		if goneErr(err) {
 			return Info{}, t.notFound(key)
@@ -223,7 +227,7 @@ func (t *DirTier) remove(key format.Key, trash bool) error {
 		if trash {
 			err = t.unlink(p, size)
 		} else {
-			err = unix.Unlink(p)
+			err = ignoringEINTR(func() error { return unix.Unlink(p) })
 		}
 		if err == nil || isENOENT(err) {
 			t.removeSum(key)
@@ -257,7 +261,7 @@ func (t *DirTier) Quarantine(key format.Key) error {
 		defer t.removeSum(key)
 		_, err := moveAside(t.root, rel)
 		if err != nil && !isENOENT(err) {
-			return errors.Join(err, unix.Unlink(t.path(key)))
+			return errors.Join(err, ignoringEINTR(func() error { return unix.Unlink(t.path(key)) }))
 		}
 		return nil
 	}, nil)
@@ -330,17 +334,22 @@ var errNotRegular = errors.New("not a regular file")
 // (ELOOP, EXDEV; the caller takes either as a missing file).
 func (t *DirTier) openBeneath(rel string) (*os.File, error) {
 	p := filepath.Join(t.root, rel)
-	fd, err := unix.Openat2(t.rootFD, rel, &unix.OpenHow{
+	how := unix.OpenHow{
 		// O_NONBLOCK: a FIFO planted where a block should be must not
 		// hang the open; it is cleared again for the regular file.
 		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
+	}
+	var fd int
+	err := ignoringEINTR(func() (err error) {
+		fd, err = unix.Openat2(t.rootFD, rel, &how)
+		return err
 	})
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: p, Err: err}
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
 		if err == nil {
 			err = errNotRegular

@@ -166,7 +166,7 @@ func (t *DirTier) removeTemps(s *rebuildScan, dir string, ents []shardEntry) {
 		if e.class != leftoverEntry || !strings.HasPrefix(e.name, tmpPrefix) {
 			continue
 		}
-		if err := unix.Unlink(filepath.Join(dir, e.name)); err == nil {
+		if err := ignoringEINTR(func() error { return unix.Unlink(filepath.Join(dir, e.name)) }); err == nil {
 			s.mu.Lock()
 			s.temps++
 			s.mu.Unlock()

@@ -67,7 +67,7 @@ func (t *DirTier) usesSums() bool { return t.noXattr.Load() || t.sums.Load() }
 // about to be renamed into place. sync makes the sum durable with it.
 func (t *DirTier) writeSum(key format.Key, f *os.File, crc uint32, sync bool) error {
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	if err := ignoringEINTR(func() error { return unix.Fstat(int(f.Fd()), &st) }); err != nil {
 		return err
 	}
 	rel := sumRel(key)
@@ -119,7 +119,7 @@ func (t *DirTier) readSum(key format.Key) (crc uint32, has bool, err error) {
 			return nil
 		}
 		var st unix.Stat_t
-		if err := unix.Fstatat(t.rootFD, key.Path(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := ignoringEINTR(func() error { return unix.Fstatat(t.rootFD, key.Path(), &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
 			return err
 		}
 		crc, has = sum, st.Ino == ino && st.Size == size
@@ -144,7 +144,7 @@ func fileSum(root, rel string) (crc uint32, has bool) {
 	n, _ := f.ReadAt(buf[:], 0)
 	ino, size, crc, ok := parseSum(buf[:n])
 	var st unix.Stat_t
-	if !ok || unix.Lstat(filepath.Join(root, rel), &st) != nil || st.Ino != ino || st.Size != size {
+	if !ok || lstat(filepath.Join(root, rel), &st) != nil || st.Ino != ino || st.Size != size {
 		return 0, false
 	}
 	return crc, true
@@ -166,7 +166,7 @@ func parseSum(b []byte) (ino uint64, size int64, crc uint32, ok bool) {
 // within the operation that removed the file (under its timeout).
 func (t *DirTier) removeSum(key format.Key) {
 	if t.usesSums() {
-		_ = unix.Unlinkat(t.rootFD, sumRel(key), 0)
+		_ = ignoringEINTR(func() error { return unix.Unlinkat(t.rootFD, sumRel(key), 0) })
 	}
 }
 

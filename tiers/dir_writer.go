@@ -271,7 +271,7 @@ func (w *dirWriter) setCRC(name string, crc uint32) {
 	if t.noXattr.Load() {
 		return
 	}
-	err := unix.Fsetxattr(int(w.f.Fd()), name, formatCRC(crc), 0)
+	err := ignoringEINTR(func() error { return unix.Fsetxattr(int(w.f.Fd()), name, formatCRC(crc), 0) })
 	if errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP) {
 		t.noXattr.Store(true)
 		t.log.Info("tier keeps no CRC xattrs: the filesystem does not support them", "kind", t.kind, "dir", t.root)

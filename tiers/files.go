@@ -73,10 +73,17 @@ func (p *publisher) publish(tmp, dst string) error {
 			return err
 		case pubLink:
 			err := unix.Linkat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, 0)
+			if errors.Is(err, unix.EINTR) {
+				if linked(tmp, dst) {
+					_ = ignoringEINTR(func() error { return unix.Unlink(tmp) })
+					return nil
+				}
+				continue
+			}
 			if err == nil {
 				// The block is published; a temp name that fails to go is
 				// removed at the next start.
-				_ = unix.Unlink(tmp)
+				_ = ignoringEINTR(func() error { return unix.Unlink(tmp) })
 				return nil
 			}
 			if errors.Is(err, unix.EEXIST) {
@@ -90,14 +97,20 @@ func (p *publisher) publish(tmp, dst string) error {
 			return err
 		default:
 			var st unix.Stat_t
-			err := unix.Lstat(dst, &st)
+			err := ignoringEINTR(func() error { return unix.Lstat(dst, &st) })
 			if err == nil {
 				return fmt.Errorf("%w: %s", ErrExist, dst)
 			}
 			if !errors.Is(err, unix.ENOENT) {
 				return err
 			}
-			return unix.Rename(tmp, dst)
+			err = unix.Rename(tmp, dst)
+			if !errors.Is(err, unix.EINTR) {
+				return err
+			}
+			if moved(tmp, dst) {
+				return nil
+			}
 		}
 	}
 }
@@ -106,7 +119,14 @@ func (p *publisher) publish(tmp, dst string) error {
 // tmp is gone and dst is there.
 func moved(tmp, dst string) bool {
 	var st unix.Stat_t
-	return errors.Is(unix.Lstat(tmp, &st), unix.ENOENT) && unix.Lstat(dst, &st) == nil
+	return errors.Is(lstat(tmp, &st), unix.ENOENT) && lstat(dst, &st) == nil
+}
+
+// linked reports whether an interrupted link of tmp to dst happened: both
+// names are the same file.
+func linked(tmp, dst string) bool {
+	var a, b unix.Stat_t
+	return lstat(tmp, &a) == nil && lstat(dst, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
 }
 
 // randomSuffix returns 16 hex characters for temp and directory names.
@@ -236,7 +256,11 @@ func (c *dirCache) forget(model string) {
 // file); this opens with one openat, the descriptor blocking, as
 // os.NewFile leaves it. O_CLOEXEC is always added.
 func openFile(path string, flag int, perm uint32) (*os.File, error) {
-	fd, err := unix.Open(path, flag|unix.O_CLOEXEC, perm)
+	var fd int
+	err := ignoringEINTR(func() (err error) {
+		fd, err = unix.Open(path, flag|unix.O_CLOEXEC, perm)
+		return err
+	})
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}

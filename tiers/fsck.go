@@ -267,7 +267,12 @@ func checkRaw(root, rel string, sums bool) error {
 	var buf [16]byte
 	kept := crcXattr
 	want, ok := uint32(0), false
-	if n, err := unix.Getxattr(path, crcXattr, buf[:]); err == nil {
+	var n int
+	err := ignoringEINTR(func() (err error) {
+		n, err = unix.Getxattr(path, crcXattr, buf[:])
+		return err
+	})
+	if err == nil {
 		want, ok = parseCRC(buf[:n])
 	} else if sums {
 		want, ok = fileSum(root, rel)

@@ -195,7 +195,7 @@ func listShard(dir string) ([]shardEntry, error) {
 	out := make([]shardEntry, 0, len(names))
 	for _, name := range names {
 		var st unix.Stat_t
-		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := ignoringEINTR(func() error { return unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
 			continue // gone meanwhile
 		}
 		e := shardEntry{name: name, size: st.Size, mtime: st.Mtim}

@@ -26,7 +26,7 @@ const TreeMarkName = ".ucmfs-tree"
 // isTree reports whether the model directory dir is a tree of Files.
 func isTree(dir string) bool {
 	var st unix.Stat_t
-	return unix.Stat(filepath.Join(dir, TreeMarkName), &st) == nil
+	return stat(filepath.Join(dir, TreeMarkName), &st) == nil
 }
 
 // markTree writes the tree mark in the model directory dir.
@@ -80,7 +80,7 @@ func listTreeDir(dir, rel string) (ents []shardEntry, subdirs []string, err erro
 			continue
 		}
 		var st unix.Stat_t
-		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := ignoringEINTR(func() error { return unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
 			continue // gone meanwhile
 		}
 		p := format.JoinFilePath(rel, name)

@@ -143,7 +143,7 @@ func (t *sharedDir) checkShard(ref shardRef, last shardCheck, force bool) {
 	dir := filepath.Join(t.root, ref.model, format.ShardName(ref.hh))
 	now := time.Now()
 	var st unix.Stat_t
-	err := t.do("stat", func() error { return unix.Stat(dir, &st) }, nil)
+	err := t.do("stat", func() error { return stat(dir, &st) }, nil)
 	switch {
 	case err != nil && !isENOENT(err) && !errors.Is(err, unix.ESTALE):
 		return // the directory fails: keep what we know, try again later
@@ -285,7 +285,7 @@ func (t *sharedDir) hasModel(model string) bool {
 	}
 	var st unix.Stat_t
 	p := filepath.Join(t.root, model)
-	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)
+	err := t.do("stat", func() error { return stat(p, &st) }, nil)
 	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 

@@ -126,7 +126,7 @@ func (t *sharedDir) walkShards(force bool) bool {
 // holds plus the free space of its filesystem.
 func (t *DirTier) setFreeCapacity() error {
 	var st unix.Statfs_t
-	if err := t.do("statfs", func() error { return unix.Statfs(t.root, &st) }, nil); err != nil {
+	if err := t.do("statfs", func() error { return ignoringEINTR(func() error { return unix.Statfs(t.root, &st) }) }, nil); err != nil {
 		return err
 	}
 	bs := st.Frsize

@@ -189,7 +189,7 @@ func (t *sharedDir) touched(key format.Key) {
 func (t *sharedDir) mayEvict(key format.Key) bool {
 	var st unix.Stat_t
 	p := t.path(key)
-	err := t.do("stat", func() error { return unix.Stat(p, &st) }, nil)
+	err := t.do("stat", func() error { return stat(p, &st) }, nil)
 	if err != nil {
 		if goneErr(err) {
 			t.idx.Remove(key)

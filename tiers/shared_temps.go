@@ -87,7 +87,7 @@ func (t *DirTier) removeForeignTemps(dir string, ents []shardEntry) (removed int
 			continue
 		}
 		p := filepath.Join(dir, e.name)
-		if t.do("remove", func() error { return unix.Unlink(p) }, nil) == nil {
+		if t.do("remove", func() error { return ignoringEINTR(func() error { return unix.Unlink(p) }) }, nil) == nil {
 			removed++
 		}
 	}

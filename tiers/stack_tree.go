@@ -57,10 +57,10 @@ func (s *Stack) RemoveDir(model, rel string) error {
 	var first error
 	for _, root := range roots {
 		dir := filepath.Join(root, model, filepath.FromSlash(rel))
-		err := unix.Rmdir(dir)
+		err := rmdir(dir)
 		if errors.Is(err, unix.ENOTEMPTY) {
 			removeTempFiles(dir)
-			err = unix.Rmdir(dir)
+			err = rmdir(dir)
 		}
 		if err != nil && !errors.Is(err, unix.ENOENT) && first == nil {
 			first = osErr("rmdir", &os.PathError{Op: "rmdir", Path: dir, Err: err})
@@ -79,7 +79,7 @@ func (s *Stack) TreeDirOnDisk(model, rel string) bool {
 		return false
 	}
 	var st unix.Stat_t
-	err := unix.Stat(filepath.Join(s.dirs[0].root, model, filepath.FromSlash(rel)), &st)
+	err := stat(filepath.Join(s.dirs[0].root, model, filepath.FromSlash(rel)), &st)
 	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
@@ -91,7 +91,7 @@ func (s *Stack) TreeSubdirs(model, rel string) []string {
 	}
 	dir := filepath.Join(s.dirs[0].root, model, filepath.FromSlash(rel))
 	var st unix.Stat_t
-	if unix.Stat(dir, &st) != nil || st.Nlink == 2 {
+	if stat(dir, &st) != nil || st.Nlink == 2 {
 		// A directory's link count is 2 plus its subdirectories on
 		// ext4, xfs and tmpfs: 2 says there are none, without reading
 		// a flat directory of 10^5 files. (btrfs and others say 1:

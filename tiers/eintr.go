@@ -1,0 +1,40 @@
+package tiers
+
+import "golang.org/x/sys/unix"
+
+// ignoringEINTR calls fn again for as long as it fails with EINTR, as the
+// os package does around its own system calls. The tiers call the kernel
+// directly (golang.org/x/sys/unix) in many places, and a tier directory
+// may be a FUSE filesystem (3FS's client; the fault injector of the
+// tests): the kernel interrupts a FUSE request when the calling thread
+// gets a signal, and the Go runtime signals its threads all the time
+// (SIGURG, to preempt goroutines), so a stat, an open or a rename there
+// fails now and then with EINTR although nothing is wrong. Taken for an
+// answer, such an EINTR failed a write-back, and dropped a listed file
+// from a shared tier's index (a miss until the next listing).
+//
+// Only for calls that are safe to repeat: a repeated unlink or rename
+// may find its own first attempt done (ENOENT); the callers take ENOENT
+// as "gone", which it is. A create with O_EXCL may find the file its
+// interrupted attempt made (EEXIST): the staging names are random, and
+// the callers pick another.
+func ignoringEINTR(fn func() error) error {
+	for {
+		if err := fn(); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// rmdir is unix.Rmdir, again when interrupted.
+func rmdir(p string) error { return ignoringEINTR(func() error { return unix.Rmdir(p) }) }
+
+// lstat is unix.Lstat, again when interrupted.
+func lstat(p string, st *unix.Stat_t) error {
+	return ignoringEINTR(func() error { return unix.Lstat(p, st) })
+}
+
+// stat is unix.Stat, again when interrupted.
+func stat(p string, st *unix.Stat_t) error {
+	return ignoringEINTR(func() error { return unix.Stat(p, st) })
+}
