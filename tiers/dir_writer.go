@@ -221,7 +221,7 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 		}
 	}
 	mtime := opts.publishTime()
-	if err := os.Chtimes(w.tmp, mtime, mtime); err != nil {
+	if err := ignoringEINTR(func() error { return os.Chtimes(w.tmp, mtime, mtime) }); err != nil {
 		w.cleanup()
 		return Info{}, false, osErr("utimes", err)
 	}

@@ -1,6 +1,10 @@
 package tiers
 
-import "golang.org/x/sys/unix"
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
 
 // ignoringEINTR calls fn again for as long as it fails with EINTR, as the
 // os package does around its own system calls. The tiers call the kernel
@@ -17,10 +21,11 @@ import "golang.org/x/sys/unix"
 // may find its own first attempt done (ENOENT); the callers take ENOENT
 // as "gone", which it is. A create with O_EXCL may find the file its
 // interrupted attempt made (EEXIST): the staging names are random, and
-// the callers pick another.
+// the callers pick another. os.Chtimes, unlike most of the os package,
+// does not make its call again: it goes through here too.
 func ignoringEINTR(fn func() error) error {
 	for {
-		if err := fn(); err != unix.EINTR {
+		if err := fn(); !errors.Is(err, unix.EINTR) {
 			return err
 		}
 	}

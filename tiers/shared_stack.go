@@ -177,7 +177,7 @@ func (t *sharedDir) touched(key format.Key) {
 	}
 	now := time.Now()
 	p := t.path(key)
-	if err := t.do("utimes", func() error { return os.Chtimes(p, now, now) }, nil); err == nil {
+	if err := t.do("utimes", func() error { return ignoringEINTR(func() error { return os.Chtimes(p, now, now) }) }, nil); err == nil {
 		t.idx.SetMTime(key, now)
 	}
 }

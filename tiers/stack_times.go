@@ -62,7 +62,7 @@ func (s *Stack) SetMTime(k format.Key, t time.Time) error {
 			return nil
 		}
 		found = true
-		if err := os.Chtimes(path, t, t); err != nil && !os.IsNotExist(err) {
+		if err := ignoringEINTR(func() error { return os.Chtimes(path, t, t) }); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("utimes %s: %w", path, err)
 		}
 		return nil
