@@ -69,8 +69,17 @@ func syncfs(dir string) error {
 		return err
 	}
 	defer f.Close()
-	if err := unix.Syncfs(int(f.Fd())); err != nil {
-		return fmt.Errorf("syncfs %s: %w", dir, err)
+	for {
+		// A FUSE tier (3FS) fails a request a signal interrupted with
+		// EINTR, and the Go runtime signals its threads to preempt them:
+		// that is no answer, the sync is made again.
+		err := unix.Syncfs(int(f.Fd()))
+		switch {
+		case err == unix.EINTR:
+		case err != nil:
+			return fmt.Errorf("syncfs %s: %w", dir, err)
+		default:
+			return nil
+		}
 	}
-	return nil
 }
