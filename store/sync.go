@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/ucmfs/ucmfs/tiers"
-	"golang.org/x/sys/unix"
 )
 
 // Flush makes blocks durable: every dirty block (of every model when
@@ -44,7 +42,7 @@ func (s *Store) syncTiers(ctx context.Context) error {
 			errs <- fmt.Errorf("%s tier %s is down: %w", d.Name, d.Dir, tiers.ErrStalled)
 			continue
 		}
-		go func() { errs <- syncfs(d.Dir) }()
+		go func() { errs <- tiers.Syncfs(d.Dir) }()
 	}
 	timer := time.NewTimer(syncTimeout)
 	defer timer.Stop()
@@ -60,26 +58,4 @@ func (s *Store) syncTiers(ctx context.Context) error {
 		}
 	}
 	return errors.Join(all...)
-}
-
-// syncfs syncs the filesystem holding dir.
-func syncfs(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	for {
-		// A FUSE tier (3FS) fails a request a signal interrupted with
-		// EINTR, and the Go runtime signals its threads to preempt them:
-		// that is no answer, the sync is made again.
-		err := unix.Syncfs(int(f.Fd()))
-		switch {
-		case err == unix.EINTR:
-		case err != nil:
-			return fmt.Errorf("syncfs %s: %w", dir, err)
-		default:
-			return nil
-		}
-	}
 }

@@ -2,6 +2,8 @@ package tiers
 
 import (
 	"errors"
+	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,4 +44,18 @@ func lstat(p string, st *unix.Stat_t) error {
 // stat is unix.Stat, again when interrupted.
 func stat(p string, st *unix.Stat_t) error {
 	return ignoringEINTR(func() error { return unix.Stat(p, st) })
+}
+
+// Syncfs syncs the filesystem holding dir (a tier's directory), made
+// again when interrupted.
+func Syncfs(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := ignoringEINTR(func() error { return unix.Syncfs(int(f.Fd())) }); err != nil {
+		return fmt.Errorf("syncfs %s: %w", dir, err)
+	}
+	return nil
 }
