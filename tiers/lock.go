@@ -37,19 +37,11 @@ func lockExclusive(path string) (*os.File, error) {
 // flockNB takes an exclusive flock on f without waiting; a lock held by
 // another open file description yields ErrLocked (wrapping EWOULDBLOCK).
 func flockNB(f *os.File) error {
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, unix.EINTR):
-			continue
-		case errors.Is(err, unix.EWOULDBLOCK):
-			return fmt.Errorf("%w: %w", ErrLocked, err)
-		default:
-			return err
-		}
+	err := ignoringEINTR(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return fmt.Errorf("%w: %w", ErrLocked, err)
 	}
+	return err
 }
 
 // lockHeld reports whether a live process holds the lock file at path. A
