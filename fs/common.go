@@ -103,6 +103,26 @@ func (d dirCommon) Unlink(ctx context.Context, name string) syscall.Errno {
 	return d.s.fail("unlink", d.what+"/"+name, store.ErrImmutable)
 }
 
+// Fsync of a directory (FSYNCDIR) makes its entries durable: see
+// fsState.syncDir. A directory that holds no files (the root, a ucmb
+// model, .ucm) only has the tiers synced.
+func (d dirCommon) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	return d.s.syncDir(ctx, d.what, nil)
+}
+
+// syncDir answers the fsync of the directory what, whose entries are the
+// published files keys: a file's name is on a persistent tier only with
+// its bytes, so its entry is durable once the file is. Those in memory
+// only are written back, then every directory tier is synced, as a flush
+// of them would (store.FlushKeys). Like a flush it completes across
+// interrupts: its work is bounded by the tiers' timeouts.
+func (s *fsState) syncDir(ctx context.Context, what string, keys []format.Key) syscall.Errno {
+	if err := s.store.FlushKeys(context.WithoutCancel(ctx), keys); err != nil {
+		return s.fail("fsyncdir", what, err)
+	}
+	return 0
+}
+
 // Setattr of a directory: new times are accepted and change nothing
 // (directories are virtual; rsync -a and tar -x restore them), and so is
 // a chmod or chown to what the directory already is; any other change is

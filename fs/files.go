@@ -40,6 +40,7 @@ var (
 	_ = (gofs.NodeUnlinker)((*filesDir)(nil))
 	_ = (gofs.NodeRenamer)((*filesDir)(nil))
 	_ = (gofs.NodeOnForgetter)((*filesDir)(nil))
+	_ = (gofs.NodeFsyncer)((*filesDir)(nil))
 )
 
 func (d *filesDir) ops() filesOps {
@@ -77,6 +78,11 @@ func (d *filesDir) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 func (d *filesDir) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	return d.ops().rename(ctx, name, newParent, newName, flags)
+}
+
+// Fsync makes the directory's files durable (fsState.syncDir).
+func (d *filesDir) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	return d.ops().fsync(ctx)
 }
 
 // filesOps answers the requests of one directory of a files model.
@@ -199,6 +205,12 @@ func (o filesOps) readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: pendingIno(w)})
 	}
 	return gofs.NewListDirStream(ents), 0
+}
+
+// fsync makes the files the directory lists durable (fsState.syncDir).
+func (o filesOps) fsync(ctx context.Context) syscall.Errno {
+	_, files := o.s.store.FilesList(o.model, o.dir)
+	return o.s.syncDir(ctx, o.model+"/"+o.dir, files)
 }
 
 // mkdir makes a directory (store.FilesMkdir).

@@ -36,6 +36,7 @@ var (
 	_ = (gofs.NodeSetxattrer)((*modelNode)(nil))
 	_ = (gofs.NodeListxattrer)((*modelNode)(nil))
 	_ = (gofs.NodeOnForgetter)((*modelNode)(nil))
+	_ = (gofs.NodeFsyncer)((*modelNode)(nil))
 )
 
 func newModelNode(s *fsState, model string, ino uint64) *modelNode {
@@ -175,6 +176,15 @@ func (m *modelNode) Rename(ctx context.Context, name string, newParent gofs.Inod
 		return m.dotRename(name, newParent, newName, flags)
 	}
 	return m.common.Rename(ctx, name, newParent, newName, flags)
+}
+
+// Fsync makes the files at the root of a files model durable; a ucmb or
+// ucm-posix model lists shard directories only (fsState.syncDir).
+func (m *modelNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	if o, ok := m.files(); ok {
+		return o.fsync(ctx)
+	}
+	return m.dirCommon.Fsync(ctx, f, flags)
 }
 
 // files returns the requests of the model's root when it has the files

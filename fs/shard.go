@@ -48,6 +48,7 @@ var (
 	_ = (gofs.NodeSymlinker)((*shardNode)(nil))
 	_ = (gofs.NodeMknoder)((*shardNode)(nil))
 	_ = (gofs.NodeOnForgetter)((*shardNode)(nil))
+	_ = (gofs.NodeFsyncer)((*shardNode)(nil))
 )
 
 func newShardNode(s *fsState, model string, shard byte, ino uint64) *shardNode {
@@ -181,6 +182,11 @@ func (d *shardNode) fileInode(ctx context.Context, key format.Key, bi store.Bloc
 	}
 	d.s.publishedAttr(key, bi, out)
 	return ch
+}
+
+// Fsync makes the shard's published files durable (fsState.syncDir).
+func (d *shardNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	return d.s.syncDir(ctx, d.what, d.keys())
 }
 
 // Readdir lists the published files of the shard, sorted by name.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -16,6 +17,18 @@ import (
 // earlier in the background are durable too.
 func (s *Store) Flush(ctx context.Context, model string) error {
 	if err := s.stack.FlushAll(ctx, model); err != nil {
+		return err
+	}
+	return s.syncTiers(ctx)
+}
+
+// FlushKeys makes the blocks keys durable as Flush does a model's: those
+// in memory only are written back and fsynced, then every directory
+// tier's filesystem is synced (so those written back earlier are durable
+// too). With no keys it only syncs the tiers. It is the fsync of a
+// directory: the files the directory lists are its entries.
+func (s *Store) FlushKeys(ctx context.Context, keys []format.Key) error {
+	if err := s.stack.FlushKeys(ctx, keys); err != nil {
 		return err
 	}
 	return s.syncTiers(ctx)

@@ -137,8 +137,17 @@ func (s *Stack) FlushAll(ctx context.Context, model string) error {
 	if !s.Persistent() {
 		return nil
 	}
+	return s.FlushKeys(ctx, listKeys(s.mem, model))
+}
+
+// FlushKeys makes those of keys that are dirty durable, as FlushAll does
+// a model's; keys not held, or clean, are left as they are.
+func (s *Stack) FlushKeys(ctx context.Context, keys []format.Key) error {
+	if !s.Persistent() {
+		return nil
+	}
 	var dirty []format.Key
-	for _, k := range listKeys(s.mem, model) {
+	for _, k := range keys {
 		if s.mem.Dirty(k) {
 			dirty = append(dirty, k)
 		}

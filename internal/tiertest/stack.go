@@ -15,11 +15,18 @@ import (
 // tiers run on.
 func NewStack(t testing.TB, log *slog.Logger, mc tiers.MemConfig, dc tiers.DirConfig) *tiers.Stack {
 	t.Helper()
-	mc.Logger, dc.Logger = log, log
+	return NewStackConfig(t, tiers.StackConfig{}, log, mc, dc)
+}
+
+// NewStackConfig is NewStack with the stack's own settings sc (its Logger
+// is log).
+func NewStackConfig(t testing.TB, sc tiers.StackConfig, log *slog.Logger, mc tiers.MemConfig, dc tiers.DirConfig) *tiers.Stack {
+	t.Helper()
+	sc.Logger, mc.Logger, dc.Logger = log, log, log
 	if dc.Dir == "" {
 		dc.Dir = t.TempDir()
 	}
-	st, err := tiers.New(tiers.StackConfig{Logger: log}, mc, dc)
+	st, err := tiers.New(sc, mc, dc)
 	if err != nil {
 		t.Fatal(err)
 	}
