@@ -122,6 +122,12 @@ func (n *storedFile) OnForget() {
 	n.s.inos.Release(n.s.files.forget(n.key, n.StableAttr().Ino), n.StableAttr().Ino)
 }
 
+// served is the key the node serves: its own, or for a published File
+// renamed since it was looked up, the File's new key (the kernel moved
+// its entry, and this node with it, to the new name, and may use it there
+// until it looks the name up again).
+func (n *storedFile) served() format.Key { return n.s.files.follow(n.key, n.StableAttr().Ino) }
+
 // Getattr describes the file: 0444, size = header + payload, st_blocks in
 // 512-byte units, mtime = publish time. On a descriptor being written (a
 // name reopened for writing after its block went away) it describes that.
@@ -132,7 +138,7 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 			return 0
 		}
 	}
-	bi, err := n.s.store.StatFile(n.s.files.follow(n.key, n.StableAttr().Ino))
+	bi, err := n.s.store.StatFile(n.served())
 	if rh, ok := f.(*readHandle); ok && errors.Is(err, store.ErrNotFound) {
 		// Gone from the tiers while open: describe what the reader reads.
 		if fi, ferr := rh.f.Stat(); ferr == nil {
@@ -168,7 +174,7 @@ func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 		return n.s.fail("setattr", n.key.Path(), err)
 	}
 	if mtime, ok := in.GetMTime(); ok {
-		if err := n.s.store.SetFileMTime(n.key, mtime); err != nil {
+		if err := n.s.store.SetFileMTime(n.served(), mtime); err != nil {
 			return n.s.fail("utimes", n.key.Path(), err)
 		}
 	}
@@ -200,10 +206,11 @@ func (s *fsState) checkSetattr(in *fuse.SetAttrIn) error {
 // path) the open starts a new write of it, as a create would.
 func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
-		if n.s.store.HasFile(n.key) || n.readers() > 0 {
-			return nil, 0, n.s.fail("open", n.key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
+		key := n.served()
+		if n.s.store.HasFile(key) || n.readers() > 0 {
+			return nil, 0, n.s.fail("open", key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
 		}
-		ip, h, errno := n.s.beginWrite(callerProc(ctx), n.key, n.key.FileName(), false, flags)
+		ip, h, errno := n.s.beginWrite(callerProc(ctx), key, key.FileName(), false, flags)
 		if errno != 0 {
 			return nil, 0, errno
 		}
@@ -221,7 +228,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		}
 		return nil, 0, n.s.fail("open", n.key.Path(), err)
 	}
-	n.s.store.Hit(n.key)
+	n.s.store.Hit(n.served())
 	n.s.store.CountOut(level, size)
 	// A reader has nothing to flush: no FLUSH round trip at its close.
 	h := &readHandle{node: n, f: f, own: n.s.backing.Give(ctx, id)}
@@ -247,7 +254,7 @@ func (n *storedFile) acquire() (f *os.File, level int, size int64, id int32, err
 			return st.backing, st.level, st.size, st.backingID, nil
 		}
 	}
-	h, err := n.s.store.OpenFile(n.s.files.follow(n.key, n.StableAttr().Ino))
+	h, err := n.s.store.OpenFile(n.served())
 	if err != nil {
 		return nil, 0, 0, 0, err
 	}
@@ -325,7 +332,7 @@ func (n *storedFile) readHeader() ([]byte, error) {
 		f = n.st.backing
 	}
 	if f == nil {
-		h, err := n.s.store.OpenFile(n.key)
+		h, err := n.s.store.OpenFile(n.served())
 		if err != nil {
 			return nil, err
 		}

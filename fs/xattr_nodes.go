@@ -18,7 +18,7 @@ import (
 // sidecar's (all read-only), which is derived and stored first if it is
 // derivable.
 func (n *storedFile) xattrs() *store.Attrs {
-	a := n.s.store.FileAttrs(n.key, n.readHeader)
+	a := n.s.store.FileAttrs(n.served(), n.readHeader)
 	if n.key.Kind != format.Repr {
 		return a
 	}
