@@ -115,21 +115,22 @@ var dirKinds = map[string]kindDefaults{
 // Lock order: a writer's mutex, then index.mu (a leaf); dirCache.mu is a
 // leaf too. No lock is held while waiting for the filesystem.
 type DirTier struct {
-	kind       string
-	root       string
-	log        *slog.Logger
-	idx        *index.Index
-	pub        publisher
-	dirs       dirCache
-	flat       flatDirs // directories with no subdirectory here (dir_flat.go)
-	high       float64
-	low        float64
-	timeout    time.Duration
-	syncAll    bool
-	share      dirSharing // private or shared: who else uses the directory (dir_sharing.go)
-	rootFD     int        // the root, O_PATH: published files are opened beneath it (openBeneath)
-	refusedLog logEvery   // the log line of a refused tier path, at most once a minute
-	sumLog     logEvery   // the log line of a sum file not written (dir_sums.go)
+	kind        string
+	root        string
+	log         *slog.Logger
+	idx         *index.Index
+	pub         publisher
+	dirs        dirCache
+	flat        flatDirs // directories with no subdirectory here (dir_flat.go)
+	subdirLinks bool     // a directory's link count is 2 plus its subdirectories (dir_flat.go)
+	high        float64
+	low         float64
+	timeout     time.Duration
+	syncAll     bool
+	share       dirSharing // private or shared: who else uses the directory (dir_sharing.go)
+	rootFD      int        // the root, O_PATH: published files are opened beneath it (openBeneath)
+	refusedLog  logEvery   // the log line of a refused tier path, at most once a minute
+	sumLog      logEvery   // the log line of a sum file not written (dir_sums.go)
 
 	direct     atomic.Bool // O_DIRECT writes enabled (cleared if unsupported)
 	directWarn sync.Once
@@ -204,6 +205,7 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 	}, nil); err != nil {
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
+	t.subdirLinks = countsSubdirLinks(t.rootFD)
 	var st unix.Stat_t
 	if ignoringEINTR(func() error { return unix.Fstatat(t.rootFD, sumsDirName, &st, unix.AT_SYMLINK_NOFOLLOW) }) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		t.sums.Store(true) // an earlier run, or another host, kept sums here

@@ -17,9 +17,10 @@ import (
 // the root), or a leaf of a tree (vLLM's <hash[0:3]>/<hash[3:5]>_g<n>/).
 // The stat was 13% of the daemon's time in a loop of misses.
 //
-// A directory holds no subdirectory when its link count is 2 (ext4, xfs
-// and tmpfs count 2 plus the subdirectories; a filesystem that says 1,
-// btrfs, is never taken for flat) or when it does not exist. On a private
+// A directory holds no subdirectory when its link count is 2 on a
+// filesystem known to count 2 plus the subdirectories (ext4, xfs, tmpfs:
+// countsSubdirLinks; btrfs says 1, and a FUSE filesystem, a ucmfs mount
+// among them, may say 2 of any directory) or when it does not exist. On a private
 // tier only this daemon makes directories, in two places, both of which
 // call madeDir after the mkdir: a File's directory made for a writer
 // (Create, when dirCache.ensure made it) and an engine's mkdir
@@ -101,7 +102,7 @@ func (f *flatDirs) madeDir(model string) {
 // learned with one stat of dir the first time, and again after a
 // directory is made in the model.
 func (t *DirTier) noSubdirs(model, dir string) bool {
-	if t.Shared() {
+	if t.Shared() || !t.subdirLinks {
 		return false
 	}
 	if flat, ok := t.flat.known(model, dir); ok {
@@ -121,4 +122,27 @@ func (t *DirTier) noSubdirs(model, dir string) bool {
 	}
 	t.flat.learn(model, dir, gen, flat)
 	return flat
+}
+
+// The filesystems whose directories' link count is 2 plus their
+// subdirectories (statfs f_type), so that 2 says "no subdirectory".
+const (
+	ext4Magic  = 0xEF53 // ext2, ext3 and ext4
+	xfsMagic   = 0x58465342
+	tmpfsMagic = 0x01021994
+)
+
+// countsSubdirLinks reports whether the filesystem of the directory fd
+// counts subdirectories in its directories' link counts. Unknown
+// filesystems are read instead (false).
+func countsSubdirLinks(fd int) bool {
+	var st unix.Statfs_t
+	if ignoringEINTR(func() error { return unix.Fstatfs(fd, &st) }) != nil {
+		return false
+	}
+	switch uint64(st.Type) {
+	case ext4Magic, xfsMagic, tmpfsMagic:
+		return true
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,9 +30,23 @@ func isTree(dir string) bool {
 	return stat(filepath.Join(dir, TreeMarkName), &st) == nil
 }
 
-// markTree writes the tree mark in the model directory dir.
+// markTree writes the tree mark in the model directory dir, unless it is
+// there. A mark that is there is never opened for writing: on a tier that
+// is itself a files model of a ucmfs mount, a published file is
+// read-only (EACCES), and a mark made by another daemon sharing the tier
+// is published there.
 func markTree(dir string) error {
-	fd, err := unix.Open(filepath.Join(dir, TreeMarkName), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+	if isTree(dir) {
+		return nil
+	}
+	var fd int
+	err := ignoringEINTR(func() (err error) {
+		fd, err = unix.Open(filepath.Join(dir, TreeMarkName), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+		return err
+	})
+	if errors.Is(err, unix.EEXIST) {
+		return nil // made meanwhile, by another daemon or another call
+	}
 	if err != nil {
 		return osErr("mark tree", err)
 	}

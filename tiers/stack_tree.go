@@ -89,13 +89,14 @@ func (s *Stack) TreeSubdirs(model, rel string) []string {
 	if len(s.dirs) == 0 || format.ValidateModel(model) != nil || rel != "" && format.ValidateFilePath(rel) != nil {
 		return nil
 	}
-	dir := filepath.Join(s.dirs[0].root, model, filepath.FromSlash(rel))
+	d := s.dirs[0]
+	dir := filepath.Join(d.root, model, filepath.FromSlash(rel))
 	var st unix.Stat_t
-	if stat(dir, &st) != nil || st.Nlink == 2 {
+	if stat(dir, &st) != nil || st.Nlink == 2 && d.subdirLinks {
 		// A directory's link count is 2 plus its subdirectories on
 		// ext4, xfs and tmpfs: 2 says there are none, without reading
-		// a flat directory of 10^5 files. (btrfs and others say 1:
-		// they are read.)
+		// a flat directory of 10^5 files. (Other filesystems are read:
+		// btrfs says 1, a FUSE filesystem may say 2 of any directory.)
 		return nil
 	}
 	f, err := os.Open(dir)
