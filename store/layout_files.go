@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // The files layout (docs/semantics.md, "The files layout"): a model
@@ -78,11 +79,14 @@ func (filesLayout) BlockKey(_ *Store, model string, id format.ID) format.Key {
 // LMCache's <name>.tmp, UCM's <id>.tmp), holds ".tmp." (SGLang's
 // <final>.tmp.<pid>.<tid>.<uuid>, UCM's .ucm_gc.config.tmp.<host>...), or
 // is rsync's .<name>.XXXXXX, whose six letters and digits (mkstemp's)
-// hold a digit or a capital (so that .ucm_gc.config is a final name). A
-// temporary name taken for a final one still works: it publishes at its
-// close and its rename moves it.
+// hold a digit or a capital (so that .ucm_gc.config is a final name), or
+// is a ucmfs tier's own temp name (tiers.IsTempName: another daemon whose
+// tier is this model writes back through it: its fsync before the
+// rename must not publish the temp name). A temporary name taken for a
+// final one still works: it publishes at its close and its rename moves
+// it.
 func IsStagingName(name string) bool {
-	if strings.HasSuffix(name, ".tmp") || strings.Contains(name, ".tmp.") {
+	if strings.HasSuffix(name, ".tmp") || strings.Contains(name, ".tmp.") || tiers.IsTempName(name) {
 		return true
 	}
 	if len(name) < 9 || name[0] != '.' {

@@ -17,12 +17,13 @@ func TestStagingNames(t *testing.T) {
 		"0123456789abcdef0123456789abcdef.tmp", // UCM
 		".ucm_gc.config.tmp.host.12.00ff00ff",  // UCM's GC config
 		".o_direct_probe_99.tmp",               // vLLM's probe
+		".tmp-host@12-0a1b-0123456789abcdef",   // a ucmfs tier's (a daemon on this model)
 	} {
 		if !IsStagingName(n) {
 			t.Errorf("%q is not a staging name", n)
 		}
 	}
-	for _, n := range []string{"abc.bin", "config.json", "m@0x0@ab.data", ".lock", "tmp", "x.tmpl", ".hidden", ".ucm_gc.config", ".ucm_gc.members"} {
+	for _, n := range []string{"abc.bin", "config.json", "m@0x0@ab.data", ".lock", "tmp", "x.tmpl", ".hidden", ".ucm_gc.config", ".ucm_gc.members", ".tmp-foo", ".tmp-a@1-b"} {
 		if IsStagingName(n) {
 			t.Errorf("%q is a staging name", n)
 		}

@@ -20,7 +20,8 @@ import (
 
 // tmpPrefix starts the name of every temporary file of a tier. No valid
 // model, shard or block name starts with '.', so temp files never look
-// like published ones.
+// like published ones; in a files model's tree, where an engine may name
+// its files anything, a temp file is one of IsTempName's form only.
 const tmpPrefix = ".tmp-"
 
 // Publish methods, tried in this order; a tier remembers the first one its

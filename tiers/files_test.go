@@ -24,7 +24,8 @@ func TestFilesTree(t *testing.T) {
 	dir := t.TempDir()
 	const model = "engine"
 	names := []string{"config.json", "m_0123456789ab_r0/abc/de_g0/" + fmt.Sprintf("%064x", 7) + ".bin",
-		"namespace-1/page_1_0_1.bin", ".lock", "deep/a/b/c/d/e", "empty"}
+		"namespace-1/page_1_0_1.bin", ".lock", "deep/a/b/c/d/e", "empty",
+		".tmp-x", "deep/.tmp-0123456789abcdef"} // an engine's own names: Files, not a tier's temps
 	datas := map[format.Key][]byte{}
 	s := newTestStack(t, 16<<20, dir, StackConfig{})
 	for i, n := range names {
@@ -53,7 +54,7 @@ func TestFilesTree(t *testing.T) {
 	if !isTree(filepath.Join(dir, model)) {
 		t.Fatal("no tree mark in the model directory")
 	}
-	leftover := filepath.Join(dir, model, "deep", tmpPrefix+"x")
+	leftover := filepath.Join(dir, model, "deep", tempName(format.FileKey(model, "deep/x").ID.String()))
 	if err := os.WriteFile(leftover, []byte("half"), 0o644); err != nil {
 		t.Fatal(err)
 	}

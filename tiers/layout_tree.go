@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
@@ -19,7 +18,8 @@ import (
 // shards without the store's record: the first File a tier takes, or a
 // directory made in the model (MakeDir), writes it. In a tree every
 // regular file is a File, '.' names included (engines keep lock and
-// config files there), except the tiers' own temp files (tmpPrefix).
+// config files there), except the tiers' own temp files (IsTempName: not
+// any ".tmp-" name, which an engine may give its own files).
 
 // TreeMarkName marks a model directory of a tier as a tree of Files.
 const TreeMarkName = ".ucmfs-tree"
@@ -104,7 +104,7 @@ func listTreeDir(dir, rel string) (ents []shardEntry, subdirs []string, err erro
 		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
 			subdirs = append(subdirs, name)
 			continue
-		case strings.HasPrefix(name, tmpPrefix):
+		case IsTempName(name):
 			e.class = leftoverEntry
 		case st.Mode&unix.S_IFMT != unix.S_IFREG:
 			e.class, e.why = badEntry, fmt.Errorf("%w: %s is not a regular file", format.ErrName, p)

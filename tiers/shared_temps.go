@@ -43,6 +43,26 @@ func tempName(id string) string {
 	return tmpPrefix + tempTag + "-" + id + "-" + randomSuffix()
 }
 
+// IsTempName reports whether name is a temp file a tier writes a file to
+// before it publishes it (tempName's form: ".tmp-<host>@<pid>-<id>-<16
+// hex>"). In a files model's tree only those are the tiers' leftovers: an
+// engine may name its own files ".tmp-<anything>", and they are Files.
+func IsTempName(name string) bool {
+	if _, _, ok := tempOwner(name); !ok {
+		return false
+	}
+	i := strings.LastIndexByte(name, '-')
+	if len(name)-i-1 != 16 {
+		return false
+	}
+	for _, c := range name[i+1:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // tempOwner parses the host and pid out of a temp name; ok is false for
 // a name of another form (an older daemon's, or not a temp file).
 func tempOwner(name string) (host string, pid int, ok bool) {

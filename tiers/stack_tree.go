@@ -132,7 +132,7 @@ func removeTempFiles(dir string) {
 		return
 	}
 	for _, e := range ents {
-		if len(e.Name()) > len(tmpPrefix) && e.Name()[:len(tmpPrefix)] == tmpPrefix {
+		if IsTempName(e.Name()) {
 			_ = os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
