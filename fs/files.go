@@ -96,10 +96,23 @@ type filesOps struct {
 // path is name's path in the model; a bad name is an error wrapping
 // format.ErrName.
 func (o filesOps) path(name string) (string, error) {
-	if err := format.ValidateFileName(name); err != nil {
+	if err := checkFileName(o.dir, name); err != nil {
 		return "", err
 	}
 	return format.JoinFilePath(o.dir, name), nil
+}
+
+// checkFileName checks name as a name in the directory dir of a files
+// model: a valid name, and not one of the tiers' records at the model's
+// root (store.ReservedFileName). Errors wrap format.ErrName (EINVAL).
+func checkFileName(dir, name string) error {
+	if err := format.ValidateFileName(name); err != nil {
+		return err
+	}
+	if store.ReservedFileName(dir, name) {
+		return fmt.Errorf("%w: %q is ucmfs's own record of the model, kept beside its files", format.ErrName, name)
+	}
+	return nil
 }
 
 // what names name for log lines.
@@ -317,7 +330,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		return o.s.fail("rename", what, fmt.Errorf("exchange: %w", errCrossDir))
 	}
-	if err := format.ValidateFileName(newName); err != nil {
+	if err := checkFileName(dir, newName); err != nil {
 		return o.s.fail("rename", what, err)
 	}
 	target := format.FileKey(o.model, format.JoinFilePath(dir, newName))

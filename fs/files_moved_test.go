@@ -17,12 +17,7 @@ import (
 // Before, each of them asked for the File's old name: ENOENT.
 func TestMovedFileNode(t *testing.T) {
 	m := newMount(t, Options{})
-	if err := os.Mkdir(m.path("eng"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Setxattr(m.path("eng"), "user.ucm.layout", []byte("files"), 0); err != nil {
-		t.Fatal(err)
-	}
+	m.model(t, "eng", "files")
 	if err := os.WriteFile(m.path("eng", "a0"), []byte("kv page"), 0o644); err != nil {
 		t.Fatal(err)
 	}

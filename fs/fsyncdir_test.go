@@ -9,7 +9,6 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
-	"golang.org/x/sys/unix"
 )
 
 // fsyncDir opens the directory p and fsyncs it, as a writer does after a
@@ -34,17 +33,8 @@ func TestFsyncDir(t *testing.T) {
 	st := tiertest.NewStackConfig(t, tiers.StackConfig{DirtyExpire: time.Hour}, testLogger(),
 		tiers.MemConfig{Capacity: 64 << 20}, tiers.DirConfig{Kind: "nvme"})
 	m := newMountWith(t, st, Options{})
-	for _, d := range []string{"eng", "u"} {
-		if err := os.Mkdir(m.path(d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := unix.Setxattr(m.path("eng"), "user.ucm.layout", []byte("files"), 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Setxattr(m.path("u"), "user.ucm.layout", []byte("ucm-posix"), 0); err != nil {
-		t.Fatal(err)
-	}
+	m.model(t, "eng", "files")
+	m.model(t, "u", "ucm-posix")
 	if err := os.MkdirAll(m.path("eng", "a", "b"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -102,6 +102,20 @@ func (m *testMount) path(parts ...string) string {
 	return filepath.Join(append([]string{m.mnt}, parts...)...)
 }
 
+// model makes the model directory name with the layout given (by its
+// user.ucm.layout) and returns its path.
+func (m *testMount) model(t testing.TB, name, layout string) string {
+	t.Helper()
+	p := m.path(name)
+	if err := os.Mkdir(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(p, "user.ucm.layout", []byte(layout), 0); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // keyPath is the path of key under the mount.
 func (m *testMount) keyPath(k format.Key) string { return m.path(k.Path()) }
 

@@ -74,6 +74,17 @@ func (filesLayout) BlockKey(_ *Store, model string, id format.ID) format.Key {
 	return format.Key{Model: model, ID: id, Kind: format.File}
 }
 
+// ReservedFileName reports whether name, in the directory dir of a files
+// model ("" its root), is a name no file may take: at the root, the
+// records the tiers keep in every model directory beside the engine's
+// files (tiers.ReservedInModel: the settings record, its temp files, the
+// tree mark). A file under such a name would be written over the model's
+// settings on every tier (its owner, mode, quota and layout lost at the
+// next start) or over the mark.
+func ReservedFileName(dir, name string) bool {
+	return dir == "" && tiers.ReservedInModel(name)
+}
+
 // IsStagingName reports whether name is a temporary name in a files
 // model: it ends in ".tmp" (vLLM's and llm-d's <final>_<rand>.tmp,
 // LMCache's <name>.tmp, UCM's <id>.tmp), holds ".tmp." (SGLang's

@@ -163,8 +163,8 @@ func (t *DirTier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry
 // dead writers as it lists: removeForeignTemps).
 func (t *DirTier) removeTemps(s *rebuildScan, dir string, ents []shardEntry) {
 	for _, e := range ents {
-		if e.class != leftoverEntry || !strings.HasPrefix(e.name, tmpPrefix) {
-			continue
+		if e.class != leftoverEntry || !strings.HasPrefix(e.name, tmpPrefix) && !strings.HasPrefix(e.name, ModelMetaName+tmpPrefix) {
+			continue // another '.' name of a shard: not ours to remove
 		}
 		if err := ignoringEINTR(func() error { return unix.Unlink(filepath.Join(dir, e.name)) }); err == nil {
 			s.mu.Lock()

@@ -55,10 +55,13 @@ func TestFilesTree(t *testing.T) {
 		t.Fatal("no tree mark in the model directory")
 	}
 	leftover := filepath.Join(dir, model, "deep", tempName(format.FileKey(model, "deep/x").ID.String()))
-	if err := os.WriteFile(leftover, []byte("half"), 0o644); err != nil {
-		t.Fatal(err)
+	metaTemp := filepath.Join(dir, model, ModelMetaName+tmpPrefix+randomSuffix()) // a settings write cut short
+	for _, p := range []string{leftover, metaTemp} {
+		if err := os.WriteFile(p, []byte("half"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if rep, err := Fsck(dir, FsckOptions{}); err != nil || rep.Bad+rep.Errors != 0 || rep.OK != len(names) || rep.Leftovers != 1 {
+	if rep, err := Fsck(dir, FsckOptions{}); err != nil || rep.Bad+rep.Errors != 0 || rep.OK != len(names) || rep.Leftovers != 2 {
 		t.Fatalf("fsck of the tree: %+v %v", rep, err)
 	}
 
@@ -75,8 +78,10 @@ func TestFilesTree(t *testing.T) {
 			t.Errorf("%s: %d bytes read, want %d", k, len(got), len(d))
 		}
 	}
-	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
-		t.Errorf("the temp file left in the tree: %v", err)
+	for _, p := range []string{leftover, metaTemp} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("the temp file %s left in the tree: %v", p, err)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
@@ -23,6 +24,15 @@ import (
 
 // TreeMarkName marks a model directory of a tier as a tree of Files.
 const TreeMarkName = ".ucmfs-tree"
+
+// ReservedInModel reports whether name, in a model directory of a tier,
+// is one of the tiers' own records there: the settings record
+// (ModelMetaName) and its temp files, and the tree mark. No File of a
+// files model may take such a name at the model's root: it would be
+// written over the record on every tier.
+func ReservedInModel(name string) bool {
+	return name == ModelMetaName || name == TreeMarkName || strings.HasPrefix(name, ModelMetaName+tmpPrefix)
+}
 
 // isTree reports whether the model directory dir is a tree of Files.
 func isTree(dir string) bool {
@@ -76,7 +86,8 @@ func (w *layoutWalk) walkTree(model string, halt func(string, error)) {
 // listTreeDir lists the directory dir of a tree, at rel in its model:
 // its files classified (a File each, the tiers' temp files leftovers,
 // anything but a regular file or a directory bad; at the model's root the
-// settings record and the tree mark are left out), and its
+// settings record and the tree mark are left out, the settings' temp
+// files are leftovers), and its
 // subdirectories, both in name order.
 func listTreeDir(dir, rel string) (ents []shardEntry, subdirs []string, err error) {
 	d, err := os.Open(dir)
@@ -94,6 +105,7 @@ func listTreeDir(dir, rel string) (ents []shardEntry, subdirs []string, err erro
 		if rel == "" && (name == ModelMetaName || name == TreeMarkName) {
 			continue
 		}
+		leftover := IsTempName(name) || rel == "" && ReservedInModel(name) // a settings write's temp file
 		var st unix.Stat_t
 		if err := ignoringEINTR(func() error { return unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
 			continue // gone meanwhile
@@ -104,7 +116,7 @@ func listTreeDir(dir, rel string) (ents []shardEntry, subdirs []string, err erro
 		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
 			subdirs = append(subdirs, name)
 			continue
-		case IsTempName(name):
+		case leftover:
 			e.class = leftoverEntry
 		case st.Mode&unix.S_IFMT != unix.S_IFREG:
 			e.class, e.why = badEntry, fmt.Errorf("%w: %s is not a regular file", format.ErrName, p)
