@@ -222,8 +222,7 @@ func (o filesOps) readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 
 // fsync makes the files the directory lists durable (fsState.syncDir).
 func (o filesOps) fsync(ctx context.Context) syscall.Errno {
-	_, files := o.s.store.FilesList(o.model, o.dir)
-	return o.s.syncDir(ctx, o.model+"/"+o.dir, files)
+	return o.s.syncDir(ctx, o.model+"/"+o.dir, o.s.store.FilesIn(o.model, o.dir))
 }
 
 // mkdir makes a directory (store.FilesMkdir).

@@ -253,16 +253,24 @@ func (s *Store) FilesRmdir(model, dir string) error {
 	return nil
 }
 
-// FilesList lists the directory dir of the files model: its
-// subdirectories' names and its published files, each sorted by name.
-// Its cost is that of the files whose directories share dir's shard
-// (format.FileShard), not of the model.
-func (s *Store) FilesList(model, dir string) (subdirs []string, files []format.Key) {
+// FilesIn returns the published files of the directory dir of the files
+// model, in no order: FilesList's files, without its subdirectories.
+func (s *Store) FilesIn(model, dir string) []format.Key {
+	var files []format.Key
 	for _, k := range s.stack.ShardKeys(model, format.FileShard(dir)) {
 		if k.Kind == format.File && k.ShardDir() == dir {
 			files = append(files, k)
 		}
 	}
+	return files
+}
+
+// FilesList lists the directory dir of the files model: its
+// subdirectories' names and its published files, each sorted by name.
+// Its cost is that of the files whose directories share dir's shard
+// (format.FileShard), not of the model.
+func (s *Store) FilesList(model, dir string) (subdirs []string, files []format.Key) {
+	files = s.FilesIn(model, dir)
 	slices.SortFunc(files, func(a, b format.Key) int { return strings.Compare(a.Name, b.Name) })
 	subdirs = append(s.trees.children(model, dir), s.stack.TreeSubdirs(model, dir)...)
 	slices.Sort(subdirs)
