@@ -22,8 +22,14 @@ const LockFileName = ".ucmfs.lock"
 // takes an exclusive flock on it without waiting. The lock lasts as long as
 // the returned file is open, and the kernel drops it when the process dies,
 // so a held lock proves a live owner.
+//
+// The file is opened read-only (flock needs no more), made first if it is
+// missing and closed at once: on a directory of a filesystem that keeps a
+// file read-only once written and closed (a files model of another ucmfs
+// mount), an open for writing of an existing lock file is EACCES, and a
+// file still open from its create is not seen by other processes.
 func lockExclusive(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	f, err := openLockFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
@@ -32,6 +38,23 @@ func lockExclusive(path string) (*os.File, error) {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// openLockFile opens the lock file at path read-only, making it (empty,
+// 0600) first when it is missing.
+func openLockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC, 0)
+	if !errors.Is(err, os.ErrNotExist) {
+		return f, err
+	}
+	nf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := nf.Close(); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC, 0)
 }
 
 // flockNB takes an exclusive flock on f without waiting; a lock held by
@@ -47,7 +70,7 @@ func flockNB(f *os.File) error {
 // lockHeld reports whether a live process holds the lock file at path. A
 // missing lock file yields os.ErrNotExist.
 func lockHeld(path string) (bool, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|unix.O_CLOEXEC, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false, err
 	}
