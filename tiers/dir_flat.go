@@ -20,10 +20,10 @@ import (
 // A directory holds no subdirectory when its link count is 2 on a
 // filesystem known to count 2 plus the subdirectories (ext4, xfs, tmpfs:
 // countsSubdirLinks; btrfs says 1, and a FUSE filesystem, a ucmfs mount
-// among them, may say 2 of any directory) or when it does not exist. On a private
-// tier only this daemon makes directories, in two places, both of which
-// call madeDir after the mkdir: a File's directory made for a writer
-// (Create, when dirCache.ensure made it) and an engine's mkdir
+// among them, may say 2 of any directory) or when it does not exist. On
+// a private tier only this daemon makes directories, in two places, both
+// of which call madeDir after the mkdir: a File's directory made for a
+// writer (Create, when dirCache.ensure made it) and an engine's mkdir
 // (Stack.MakeDir). madeDir marks every flat answer of the model learned
 // from a stat that began before it stale (the tier's generation, read
 // before each stat, against the model's last madeDir), in O(1). Answers
@@ -124,24 +124,17 @@ func (t *DirTier) noSubdirs(model, dir string) bool {
 	return flat
 }
 
-// The filesystems whose directories' link count is 2 plus their
-// subdirectories (statfs f_type), so that 2 says "no subdirectory".
-const (
-	ext4Magic  = 0xEF53 // ext2, ext3 and ext4
-	xfsMagic   = 0x58465342
-	tmpfsMagic = 0x01021994
-)
-
 // countsSubdirLinks reports whether the filesystem of the directory fd
-// counts subdirectories in its directories' link counts. Unknown
-// filesystems are read instead (false).
+// counts subdirectories in its directories' link counts (2 plus them:
+// ext2/3/4, xfs, tmpfs, by statfs's f_type), so that 2 says "no
+// subdirectory". Other filesystems are read instead (false).
 func countsSubdirLinks(fd int) bool {
 	var st unix.Statfs_t
 	if ignoringEINTR(func() error { return unix.Fstatfs(fd, &st) }) != nil {
 		return false
 	}
-	switch uint64(st.Type) {
-	case ext4Magic, xfsMagic, tmpfsMagic:
+	switch st.Type {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.TMPFS_MAGIC:
 		return true
 	}
 	return false
