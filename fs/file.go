@@ -223,7 +223,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			_, parent := n.Parent()
-			n.s.notifyGone(parent, n.key.FileName())
+			n.s.notifyGone(parent, n.served().FileName())
 			return nil, 0, errnoMissing
 		}
 		return nil, 0, n.s.fail("open", n.key.Path(), err)
