@@ -37,6 +37,10 @@ const (
 	errnoBadFD   = syscall.EBADF   // a descriptor that cannot do what is asked
 	errnoRange   = syscall.ERANGE  // an attribute buffer too small
 	errnoTooBig  = syscall.EFBIG   // a private entry past its size bound
+	// errnoStale: a node that no longer stands for its name (a file
+	// published between the lookup that found it being written and the
+	// open): the kernel looks the name up again and opens once more.
+	errnoStale = syscall.ESTALE
 	// errnoNoTmpfile: O_TMPFILE outside a files model, as a filesystem
 	// without it answers.
 	errnoNoTmpfile = syscall.EOPNOTSUPP

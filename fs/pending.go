@@ -51,8 +51,18 @@ func (p *pendingNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.S
 
 // Open of a file being written by a process that sees it adds a
 // descriptor to it, for writing or reading back.
+//
+// A file published (or discarded) since the lookup that found it being
+// written is ESTALE: the kernel then looks the name up again, finds the
+// published file (or nothing), and opens that. An empty file publishes at
+// its last release, which the kernel sends after close returns: a
+// process that creates a lock file and opens it again at once meets this.
 func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	d, err := p.w.Open(flags&syscall.O_TRUNC != 0)
+	if errors.Is(err, store.ErrDone) {
+		p.s.log.Debug("open of a file published meanwhile: the kernel looks it up again", "path", p.w.Key().Path(), "errno", "ESTALE")
+		return nil, 0, errnoStale
+	}
 	if err != nil {
 		return nil, 0, p.s.fail("open", p.w.Key().Path(), fmt.Errorf("%w (%w)", err, errReadOnly))
 	}
