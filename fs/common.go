@@ -107,17 +107,23 @@ func (d dirCommon) Unlink(ctx context.Context, name string) syscall.Errno {
 // fsState.syncDir. A directory that holds no files (the root, a ucmb
 // model, .ucm) only has the tiers synced.
 func (d dirCommon) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
-	return d.s.syncDir(ctx, d.what, nil)
+	return d.s.syncDir(ctx, d.what, "", nil)
 }
 
-// syncDir answers the fsync of the directory what, whose entries are the
-// published files keys: a file's name is on a persistent tier only with
-// its bytes, so its entry is durable once the file is. Those in memory
-// only are written back, then every directory tier is synced, as a flush
-// of them would (store.FlushKeys). Like a flush it completes across
+// syncDir answers the fsync of the directory what of model, whose entries
+// are the published files keys lists: a file's name is on a persistent
+// tier only with its bytes, so its entry is durable once the file is.
+// Those in memory only are written back, then every directory tier is
+// synced, as a flush of them would (store.FlushKeys). The files are
+// listed only when the model has some in memory only (a listing of a
+// directory of 20 000 files took 40 ms). Like a flush it completes across
 // interrupts: its work is bounded by the tiers' timeouts.
-func (s *fsState) syncDir(ctx context.Context, what string, keys []format.Key) syscall.Errno {
-	if err := s.store.FlushKeys(context.WithoutCancel(ctx), keys); err != nil {
+func (s *fsState) syncDir(ctx context.Context, what, model string, keys func() []format.Key) syscall.Errno {
+	var listed []format.Key
+	if keys != nil && s.store.ModelDirty(model) {
+		listed = keys()
+	}
+	if err := s.store.FlushKeys(context.WithoutCancel(ctx), listed); err != nil {
 		return s.fail("fsyncdir", what, err)
 	}
 	return 0

@@ -220,9 +220,10 @@ func (o filesOps) readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	return gofs.NewListDirStream(ents), 0
 }
 
-// fsync makes the files the directory lists durable (fsState.syncDir).
+// fsync makes the files the directory lists durable (fsState.syncDir):
+// those in memory only are all it has to look at.
 func (o filesOps) fsync(ctx context.Context) syscall.Errno {
-	return o.s.syncDir(ctx, o.model+"/"+o.dir, o.s.store.FilesIn(o.model, o.dir))
+	return o.s.syncDir(ctx, o.model+"/"+o.dir, o.model, func() []format.Key { return o.s.store.DirtyFilesIn(o.model, o.dir) })
 }
 
 // mkdir makes a directory (store.FilesMkdir).

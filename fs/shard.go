@@ -186,7 +186,7 @@ func (d *shardNode) fileInode(ctx context.Context, key format.Key, bi store.Bloc
 
 // Fsync makes the shard's published files durable (fsState.syncDir).
 func (d *shardNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
-	return d.s.syncDir(ctx, d.what, d.keys())
+	return d.s.syncDir(ctx, d.what, d.model, d.keys)
 }
 
 // Readdir lists the published files of the shard, sorted by name.

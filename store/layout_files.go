@@ -256,8 +256,21 @@ func (s *Store) FilesRmdir(model, dir string) error {
 // FilesIn returns the published files of the directory dir of the files
 // model, in no order: FilesList's files, without its subdirectories.
 func (s *Store) FilesIn(model, dir string) []format.Key {
+	return filesIn(s.stack.ShardKeys(model, format.FileShard(dir)), dir)
+}
+
+// DirtyFilesIn returns the files of the directory dir of the files model
+// that are in memory only, not yet on a persistent tier, without listing
+// the others (a directory's fsync: a flat one may hold 10^5 files).
+func (s *Store) DirtyFilesIn(model, dir string) []format.Key {
+	return filesIn(s.stack.DirtyShardKeys(model, format.FileShard(dir)), dir)
+}
+
+// filesIn keeps the Files of keys that are in the directory dir (keys of
+// the directory's shard hold other directories' files too).
+func filesIn(keys []format.Key, dir string) []format.Key {
 	var files []format.Key
-	for _, k := range s.stack.ShardKeys(model, format.FileShard(dir)) {
+	for _, k := range keys {
 		if k.Kind == format.File && k.ShardDir() == dir {
 			files = append(files, k)
 		}

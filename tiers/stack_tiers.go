@@ -3,6 +3,7 @@ package tiers
 import (
 	"slices"
 
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
@@ -91,6 +92,20 @@ func (s *Stack) ModelUsage(model string) ModelCount {
 		dirty.add(c)
 	}
 	return dirty
+}
+
+// ModelDirty reports whether the memory tier holds a file of model that
+// is not yet on a persistent tier, from its per-model counter (no walk).
+func (s *Stack) ModelDirty(model string) bool {
+	_, dirty := modelCounts(s.mem.idx, model)
+	return dirty.Files > 0 || dirty.Blocks > 0
+}
+
+// DirtyShardKeys returns the files of model whose id starts with the
+// byte shard that the memory tier holds dirty (not yet on a persistent
+// tier), without listing the clean ones.
+func (s *Stack) DirtyShardKeys(model string, shard byte) []format.Key {
+	return s.mem.idx.DirtyShardKeys(model, shard)
 }
 
 // RawWidths returns the shard widths of which some tier holds raw files

@@ -175,3 +175,21 @@ func TestIndexFileName(t *testing.T) {
 		t.Errorf("a File counts as a block: %+v", c)
 	}
 }
+
+// TestDirtyShardKeys: only the dirty entries of the shard asked, of the
+// model asked.
+func TestDirtyShardKeys(t *testing.T) {
+	x := New(1000)
+	for _, k := range []format.Key{ikey("m", 1), ikey("m", 2), ikey("o", 1)} {
+		iadd(t, x, k, 10)
+		x.SetFlags(k, func(e *Entry) { e.Set(Dirty, true) })
+	}
+	iadd(t, x, format.Key{Model: "m", ID: format.ID{1, 1}}, 10) // shard 1, clean
+	got := x.DirtyShardKeys("m", 1)
+	if len(got) != 1 || got[0] != ikey("m", 1) {
+		t.Errorf("dirty keys of m, shard 1: %v", got)
+	}
+	if got := x.DirtyShardKeys("none", 1); got != nil {
+		t.Errorf("a model not indexed: %v", got)
+	}
+}

@@ -93,6 +93,25 @@ func (x *Index) ShardKeys(model string, shard byte, keys []format.Key) []format.
 	return keys
 }
 
+// DirtyShardKeys returns the keys of model whose id starts with the byte
+// shard and whose entries are Dirty. It looks at the flags of the shard's
+// entries and builds only the keys it returns.
+func (x *Index) DirtyShardKeys(model string, shard byte) []format.Key {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	m := x.models[model]
+	if m == nil {
+		return nil
+	}
+	var keys []format.Key
+	for e := range m.shards[shard].all() {
+		if e.Is(Dirty) {
+			keys = append(keys, e.Key())
+		}
+	}
+	return keys
+}
+
 // ModelNames returns the models that have at least one Entry, sorted.
 func (x *Index) ModelNames() []string {
 	x.mu.Lock()
