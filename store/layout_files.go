@@ -253,12 +253,6 @@ func (s *Store) FilesRmdir(model, dir string) error {
 	return nil
 }
 
-// FilesIn returns the published files of the directory dir of the files
-// model, in no order: FilesList's files, without its subdirectories.
-func (s *Store) FilesIn(model, dir string) []format.Key {
-	return filesIn(s.stack.ShardKeys(model, format.FileShard(dir)), dir)
-}
-
 // DirtyFilesIn returns the files of the directory dir of the files model
 // that are in memory only, not yet on a persistent tier, without listing
 // the others (a directory's fsync: a flat one may hold 10^5 files).
@@ -283,7 +277,7 @@ func filesIn(keys []format.Key, dir string) []format.Key {
 // Its cost is that of the files whose directories share dir's shard
 // (format.FileShard), not of the model.
 func (s *Store) FilesList(model, dir string) (subdirs []string, files []format.Key) {
-	files = s.FilesIn(model, dir)
+	files = filesIn(s.stack.ShardKeys(model, format.FileShard(dir)), dir)
 	slices.SortFunc(files, func(a, b format.Key) int { return strings.Compare(a.Name, b.Name) })
 	subdirs = append(s.trees.children(model, dir), s.stack.TreeSubdirs(model, dir)...)
 	slices.Sort(subdirs)
