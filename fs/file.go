@@ -205,8 +205,8 @@ func (s *fsState) checkSetattr(in *fuse.SetAttrIn) error {
 // published; if it went away meanwhile (evicted, or removed by another
 // path) the open starts a new write of it, as a create would.
 func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	key := n.served()
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
-		key := n.served()
 		if n.s.store.HasFile(key) || n.readers() > 0 {
 			return nil, 0, n.s.fail("open", key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
 		}
@@ -219,16 +219,16 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		n.mu.Unlock()
 		return h, h.openFlags(), 0
 	}
-	f, level, size, id, err := n.acquire()
+	f, level, size, id, err := n.acquire(key)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			_, parent := n.Parent()
-			n.s.notifyGone(parent, n.served().FileName())
+			n.s.notifyGone(parent, key.FileName())
 			return nil, 0, errnoMissing
 		}
 		return nil, 0, n.s.fail("open", n.key.Path(), err)
 	}
-	n.s.store.Hit(n.served())
+	n.s.store.Hit(key)
 	n.s.store.CountOut(level, size)
 	// A reader has nothing to flush: no FLUSH round trip at its close.
 	h := &readHandle{node: n, f: f, own: n.s.backing.Give(ctx, id)}
@@ -238,14 +238,14 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 // acquire returns the shared descriptor, with the tier it reads from, its
 // size and its backing id: the open one, else the one kept after the last
 // close while the stack says it still reads the block's file, else a new
-// one from the stack.
-func (n *storedFile) acquire() (f *os.File, level int, size int64, id int32, err error) {
+// one from the stack. key is the one the node serves (served).
+func (n *storedFile) acquire(key format.Key) (f *os.File, level int, size int64, id int32, err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if st := n.st; st != nil && st.backing != nil {
 		if st.refs == 0 { // kept
 			n.s.opens.unkeep(st)
-			if !n.s.store.ReuseOpen(n.key, st.tok) {
+			if !n.s.store.ReuseOpen(key, st.tok) {
 				n.s.closeBacking(st)
 			}
 		}
@@ -254,7 +254,7 @@ func (n *storedFile) acquire() (f *os.File, level int, size int64, id int32, err
 			return st.backing, st.level, st.size, st.backingID, nil
 		}
 	}
-	h, err := n.s.store.OpenFile(n.served())
+	h, err := n.s.store.OpenFile(key)
 	if err != nil {
 		return nil, 0, 0, 0, err
 	}
