@@ -29,6 +29,8 @@ type FileReport struct {
 	// XattrCRC is the value of CRCXattr, when the file has a well-formed one.
 	XattrCRC    uint32
 	HasXattrCRC bool
+	// Raw is set by InspectRawFile: the file is all payload, no header.
+	Raw bool
 }
 
 // VerifyFile checks one block (<id>.bin) or sidecar (<id>.repr) file: its
@@ -44,25 +46,66 @@ func VerifyFile(path string) error {
 	return err
 }
 
-// InspectFile is VerifyFile returning, beside the verdict, everything it
-// decoded (also when the verdict is an error).
-func InspectFile(path string) (FileReport, error) {
-	r := FileReport{Path: path}
-	// O_NONBLOCK: a FIFO (or a device) named by mistake answers at once
-	// instead of waiting for a writer; a regular file's reads ignore it.
+// openRegular opens the regular file at path for reading and returns its
+// size; anything else is an ErrName. O_NONBLOCK: a FIFO (or a device)
+// named by mistake answers at once instead of waiting for a writer; a
+// regular file's reads ignore it.
+func openRegular(path string) (*os.File, int64, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("%w: %s is not a regular file", ErrName, path)
+	}
+	return f, st.Size(), nil
+}
+
+// InspectRawFile checks a raw file: a block of the ucm-posix layout or a
+// file of the files layout, all payload with no header and no rule on
+// its name or size. When it has a CRCXattr of 8 lowercase hex characters,
+// its bytes must match it (a FormatError of RawFormat, RuleXattrCRC);
+// without one, the size is all there is to check. The CRC is computed
+// only when there is one to compare with.
+func InspectRawFile(path string) (FileReport, error) {
+	r := FileReport{Path: path, Raw: true}
+	f, size, err := openRegular(path)
 	if err != nil {
 		return r, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	r.Size = size
+	r.XattrCRC, r.HasXattrCRC, err = ReadCRCXattr(path)
+	if err != nil || !r.HasXattrCRC {
+		return r, err
+	}
+	if r.CRC, err = crcOf(f, 0, r.Size); err != nil {
+		return r, err
+	}
+	r.CRCDone = true
+	if r.CRC != r.XattrCRC {
+		return r, &FormatError{Format: RawFormat, Rule: RuleXattrCRC,
+			Detail: fmt.Sprintf("CRC-32C is %08x, %s says %08x", r.CRC, CRCXattr, r.XattrCRC)}
+	}
+	return r, nil
+}
+
+// InspectFile is VerifyFile returning, beside the verdict, everything it
+// decoded (also when the verdict is an error).
+func InspectFile(path string) (FileReport, error) {
+	r := FileReport{Path: path}
+	f, size, err := openRegular(path)
 	if err != nil {
 		return r, err
 	}
-	if !st.Mode().IsRegular() {
-		return r, fmt.Errorf("%w: %s is not a regular file", ErrName, path)
-	}
-	r.Size = st.Size()
+	defer f.Close()
+	r.Size = size
 	hdr := make([]byte, HeaderSize)
 	n, err := io.ReadFull(f, hdr)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
@@ -157,9 +200,14 @@ func (r *FileReport) formatName() string {
 
 // payloadCRC is the CRC-32C of the bytes of f after the header.
 func payloadCRC(f *os.File, size int64) (uint32, error) {
+	return crcOf(f, HeaderSize, size-HeaderSize)
+}
+
+// crcOf is the CRC-32C of the n bytes of f from off.
+func crcOf(f *os.File, off, n int64) (uint32, error) {
 	h := NewCRC32C()
 	buf := make([]byte, 256<<10)
-	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, HeaderSize, size-HeaderSize), buf); err != nil {
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, off, n), buf); err != nil {
 		return 0, err
 	}
 	return h.Sum32(), nil

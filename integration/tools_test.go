@@ -277,3 +277,65 @@ func TestLogrotateConfig(t *testing.T) {
 		t.Fatalf("the log after the rotation: %v %q, want only the new line", err, current)
 	}
 }
+
+// TestInspectRawFiles: `ucmfs inspect` of a file of a files model (named
+// as vLLM names its blocks, <64 hex>.bin) and of a raw block of a
+// ucm-posix model, through the mount and in the tier directory, checks
+// the bytes against the CRC-32C kept for them instead of reading a UCMB
+// header that is not there; a damaged tier copy is INVALID, and a ucmb
+// block is still decoded as a block.
+func TestInspectRawFiles(t *testing.T) {
+	d := mountUCM(t, mountOpts{})
+	for model, layout := range map[string]string{"f": "files", "p": "ucm-posix"} {
+		if err := os.Mkdir(d.path(model), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Setxattr(d.path(model), "user.ucm.layout", []byte(layout), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := testIDs("inspect-raw", 1)[0]
+	name := strings.Repeat(id, 2) + ".bin"
+	files := []string{filepath.Join("f", "abc", "de_g0", name), filepath.Join("p", id[:4], id)}
+	for _, rel := range files {
+		if err := os.MkdirAll(filepath.Dir(d.path(rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(d.path(rel), bytes.Repeat([]byte(rel), 1000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Mkdir(d.path("m"), 0o755)
+	os.Mkdir(d.path("m", id[:2]), 0o755)
+	if err := writeVerdict(blockPath(d.Mnt, "m", id), goodBlock(id)); err != nil {
+		t.Fatal(err)
+	}
+	flushAll(t, d)
+	inspect := func(path string) (string, error) {
+		out, err := exec.Command(ucmfsBin, "inspect", path).CombinedOutput()
+		return string(out), err
+	}
+	for _, rel := range files {
+		for _, p := range []string{d.path(rel), filepath.Join(d.Tier, rel)} {
+			if out, err := inspect(p); err != nil || !strings.Contains(out, "type           raw") ||
+				!strings.Contains(out, "(computed)") || !strings.Contains(out, "result         OK") {
+				t.Errorf("inspect %s: %v\n%s", p, err, out)
+			}
+		}
+	}
+	if out, err := inspect(blockPath(d.Mnt, "m", id)); err != nil || !strings.Contains(out, "type           block (UCMB") {
+		t.Errorf("inspect of a ucmb block: %v\n%s", err, out)
+	}
+	f, err := os.OpenFile(filepath.Join(d.Tier, files[0]), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteAt([]byte("X"), 100)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := inspect(filepath.Join(d.Tier, files[0])); err == nil || !strings.Contains(out, "INVALID: raw xattr_crc rule broken") {
+		t.Errorf("inspect of a damaged tier copy: %v\n%s", err, out)
+	}
+}

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/urfave/cli/v3"
+	"golang.org/x/sys/unix"
 )
 
 func init() { register(inspectCommand) }
@@ -17,11 +21,14 @@ func init() { register(inspectCommand) }
 func inspectCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "inspect",
-		Usage:     "decode and verify block (.bin) and sidecar (.repr) files",
+		Usage:     "decode and verify block (.bin) and sidecar (.repr) files, and the raw files of other layouts",
 		ArgsUsage: "FILE...",
 		Description: "Prints the header of each file and OK or the rule it breaks. The id comes from the\n" +
 			"file name, the file type from the extension (else the magic). The payload CRC-32C is\n" +
 			"checked when the header flags it and against the user.ucm.crc32c xattr when present.\n" +
+			"A file of a files model or a raw block of a ucm-posix model (its model directory, on a\n" +
+			"mount or in a tier directory, says so) has no header: its bytes are checked against the\n" +
+			"CRC-32C the mount or the tier keeps (the xattr, else the tier's sum file).\n" +
 			"Exits 1 if any file is invalid.",
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			if !cmd.Args().Present() {
@@ -33,7 +40,7 @@ func inspectCommand() *cli.Command {
 				if i > 0 {
 					fmt.Fprintln(w)
 				}
-				r, err := format.InspectFile(path)
+				r, err := inspectPath(path)
 				printReport(w, r, err)
 				if err != nil {
 					bad++
@@ -47,12 +54,58 @@ func inspectCommand() *cli.Command {
 	}
 }
 
+// inspectPath inspects the file at path as what it is where it is: a raw
+// file when the model directory it is in says so (on a mount, its
+// user.ucm.layout; in a tier directory, tiers.LocateTierFile), else a
+// block or sidecar with a UCMB header.
+func inspectPath(path string) (format.FileReport, error) {
+	switch layout := mountLayout(path); layout {
+	case "":
+	case store.LayoutUCMB:
+		return format.InspectFile(path)
+	default:
+		return format.InspectRawFile(path)
+	}
+	t, ok := tiers.LocateTierFile(path)
+	if !ok || !t.Raw {
+		return format.InspectFile(path)
+	}
+	r, err := format.InspectRawFile(path)
+	if err == nil && !r.HasXattrCRC {
+		r.CRCDone, err = t.CheckKeptSum()
+	}
+	return r, err
+}
+
+// mountLayout is the layout of the model of a mount that path is in: the
+// user.ucm.layout of the nearest parent that has one ("" when none does:
+// path is not on a mount).
+func mountLayout(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	buf := make([]byte, 64)
+	for dir, i := filepath.Dir(abs), 0; i < 256; dir, i = filepath.Dir(dir), i+1 {
+		if n, err := unix.Getxattr(dir, "user.ucm.layout", buf); err == nil {
+			return string(buf[:n])
+		}
+		if dir == "/" {
+			break
+		}
+	}
+	return ""
+}
+
 // printReport writes the human summary of one inspected file.
 func printReport(w io.Writer, r format.FileReport, err error) {
 	line := func(k, format string, args ...any) { fmt.Fprintf(w, "  %-14s %s\n", k, fmt.Sprintf(format, args...)) }
 	fmt.Fprintf(w, "%s\n", r.Path)
-	if r.Size > 0 || r.Decoded {
+	if r.Size > 0 || r.Decoded || r.Raw {
 		line("size", "%d bytes", r.Size)
+	}
+	if r.Raw {
+		printRaw(line, r)
 	}
 	if r.Decoded {
 		if r.Kind == format.Repr {
@@ -76,6 +129,22 @@ func printReport(w io.Writer, r format.FileReport, err error) {
 		return
 	}
 	line("result", "OK")
+}
+
+// printRaw prints what was checked of a raw file.
+func printRaw(line func(k, format string, args ...any), r format.FileReport) {
+	line("type", "raw (no header: a file of a files model or a raw block of a ucm-posix model)")
+	switch {
+	case r.HasXattrCRC:
+		if r.CRCDone {
+			line("crc", "%s (computed)", format.FormatCRC(r.CRC))
+		}
+		line("xattr crc", "%s (%s)", format.FormatCRC(r.XattrCRC), format.CRCXattr)
+	case r.CRCDone:
+		line("crc", "checked against the tier's sum file")
+	default:
+		line("crc", "none kept: the size is the only rule")
+	}
 }
 
 func printBlock(line func(k, format string, args ...any), h format.BlockHeader, size int64) {
