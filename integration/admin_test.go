@@ -118,3 +118,37 @@ func TestDebugBundle(t *testing.T) {
 		t.Errorf("bundle files: %v\n%s", err, names)
 	}
 }
+
+// TestWarmupFiles: `ucmfs warmup` of a files model takes the files'
+// paths in the model, as .ucm/prefetch does, and brings them from the
+// nvme tier into memory; a path a request cannot carry is refused.
+func TestWarmupFiles(t *testing.T) {
+	d := mountUCM(t, mountOpts{Args: []string{"--default-layout", "files"}})
+	paths := []string{"eng_r0/abc/de_g0/one.bin", "eng_r0/abc/de_g0/two.bin", "flat.data"}
+	for _, p := range paths {
+		if err := os.MkdirAll(filepath.Dir(d.path("fm", p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(d.path("fm", p), []byte(strings.Repeat(p, 100)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := d.stop(); code != 0 {
+		t.Fatalf("stop: %d", code)
+	}
+	d = mountUCM(t, mountOpts{Tier: d.Tier})
+	out, err := exec.Command(ucmfsBin, append([]string{"warmup", d.Mnt, "fm", "absent/x"}, paths...)...).Output()
+	if err != nil || strings.TrimSpace(string(out)) != "queued=3 missing=1 promoted=3 failed=0" {
+		t.Fatalf("warmup: %v %q", err, out)
+	}
+	for _, p := range paths {
+		if tiers, _ := getxattr(d.path("fm", p), "user.ucm.tiers"); !strings.HasPrefix(tiers, "mem") {
+			t.Errorf("%s after warmup is on %q, want mem first", p, tiers)
+		}
+	}
+	for _, bad := range []string{"a b", "../x", "id/with//empty"} {
+		if out, err := exec.Command(ucmfsBin, "warmup", d.Mnt, "fm", bad).CombinedOutput(); err == nil || !strings.Contains(string(out), bad) {
+			t.Errorf("warmup of %q: %v %s", bad, err, out)
+		}
+	}
+}

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/store"
 	"github.com/urfave/cli/v3"
+	"golang.org/x/sys/unix"
 )
 
 func init() { register(warmupCommand) }
@@ -30,7 +32,8 @@ func warmupCommand() *cli.Command {
 		Usage:     "load blocks of a model into the memory tier ahead of need, with progress",
 		ArgsUsage: "MOUNTPOINT MODEL [ID...]",
 		Description: "Sends the ids (arguments, or --from FILE, one per line; '-' is stdin) to\n" +
-			"MOUNTPOINT/.ucm/prefetch in batches, then follows the promotions in .ucm/stats until\n" +
+			"MOUNTPOINT/.ucm/prefetch in batches (in a files model, the files' paths in the model\n" +
+			"instead of ids), then follows the promotions in .ucm/stats until\n" +
 			"none is pending, drawing a progress bar on stderr. Prints queued, missing, promoted\n" +
 			"and failed counts at the end. Ids no tier holds are counted as missing, not errors.",
 		Flags: []cli.Flag{
@@ -43,7 +46,7 @@ func warmupCommand() *cli.Command {
 				return usageErrorf("warmup: want MOUNTPOINT MODEL [ID...], got %d arguments", cmd.Args().Len())
 			}
 			mnt, model := cmd.Args().Get(0), cmd.Args().Get(1)
-			ids, err := warmupIDs(cmd.Args().Slice()[2:], cmd.String("from"), cmd.Root().Reader)
+			ids, err := warmupIDs(cmd.Args().Slice()[2:], cmd.String("from"), cmd.Root().Reader, filesModel(mnt, model))
 			if err != nil {
 				return err
 			}
@@ -55,8 +58,17 @@ func warmupCommand() *cli.Command {
 	}
 }
 
-// warmupIDs checks and returns the ids of the arguments, or of the file.
-func warmupIDs(args []string, from string, stdin io.Reader) ([]string, error) {
+// filesModel reports whether model of the mount at mnt has the files
+// layout (its user.ucm.layout), whose files are named by path.
+func filesModel(mnt, model string) bool {
+	buf := make([]byte, 64)
+	n, err := unix.Getxattr(filepath.Join(mnt, model), "user.ucm.layout", buf)
+	return err == nil && string(buf[:n]) == store.LayoutFiles
+}
+
+// warmupIDs checks and returns the ids of the arguments, or of the file:
+// block ids, or with paths the paths of a files model's files.
+func warmupIDs(args []string, from string, stdin io.Reader, paths bool) ([]string, error) {
 	if from != "" && len(args) > 0 {
 		return nil, usageErrorf("warmup: give ids as arguments or with --from, not both")
 	}
@@ -85,11 +97,25 @@ func warmupIDs(args []string, from string, stdin io.Reader) ([]string, error) {
 		return nil, usageErrorf("warmup: no ids (give them as arguments or with --from FILE)")
 	}
 	for _, id := range ids {
-		if _, err := format.ParseID(id); err != nil {
+		if err := checkWarmupID(id, paths); err != nil {
 			return nil, usageErrorf("warmup: %q: %v", id, err)
 		}
 	}
 	return ids, nil
+}
+
+// checkWarmupID checks one id, or with paths one path of a files model:
+// a path the control files' requests can carry (no space or tab, which
+// separate their tokens).
+func checkWarmupID(id string, paths bool) error {
+	if !paths {
+		_, err := format.ParseID(id)
+		return err
+	}
+	if strings.ContainsAny(id, " \t") {
+		return errors.New("a path with a space or tab cannot be named in a .ucm/prefetch request")
+	}
+	return format.ValidateFilePath(id)
 }
 
 // warmup is one `ucmfs warmup` run.
