@@ -177,3 +177,54 @@ func TestFilesShared(t *testing.T) {
 		t.Errorf("the other daemon reads %q", got)
 	}
 }
+
+// TestFilesReplacedWhileCopied: a File replaced by a new version while
+// its write-back reads the old one (the new bytes under the old CRC) is
+// not corrupt: nothing is quarantined, the write-back leaves the new
+// version dirty for its own turn, and a flush writes it to the tier.
+// Before, the new version was quarantined as corrupt: a lost file.
+func TestFilesReplacedWhileCopied(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestStack(t, 16<<20, dir, StackConfig{DirtyExpire: time.Hour})
+	k := format.FileKey("engine", "conf.txt")
+	if _, err := s.Put(k, []byte("first version"), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, has, err := s.CRC(k); err != nil || !has { // the CRC the write-back checks against
+		t.Fatalf("CRC of the first version: %v %v", has, err)
+	}
+	replaced := false
+	s.copyReadHook = func(format.Key) {
+		if replaced {
+			return
+		}
+		replaced = true
+		p, err := s.CreateStaging(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.File().Write([]byte("second, longer version"))
+		p.SetReplace()
+		if _, err := s.Publish(p, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.writeBack(k, false); err != nil {
+		t.Fatalf("write-back across a replace: %v", err)
+	}
+	if !replaced {
+		t.Fatal("the hook did not run")
+	}
+	if q := s.stats.quarantined.Load(); q != 0 {
+		t.Fatalf("%d files quarantined", q)
+	}
+	if got := readAll(t, s, k); string(got) != "second, longer version" {
+		t.Fatalf("after the replace: %q", got)
+	}
+	if err := s.Flush(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "engine", "conf.txt")); err != nil || string(got) != "second, longer version" {
+		t.Errorf("tier file: %q %v", got, err)
+	}
+}

@@ -115,6 +115,9 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 	if err != nil {
 		return nil, CommitOptions{}, err
 	}
+	if s.copyReadHook != nil {
+		s.copyReadHook(key)
+	}
 	f, err := src.Open(key)
 	if err != nil {
 		return nil, CommitOptions{}, err
@@ -151,14 +154,16 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 		if rerr != nil && !(errors.Is(rerr, io.EOF) && off >= info.Size) {
 			w.Abort()
 			if errors.Is(rerr, io.EOF) {
-				rerr = fmt.Errorf("%w: %s is %d bytes, index says %d", ErrCorrupt, key, off, info.Size)
+				rerr = s.corruptOrReplaced(src, key, from, fmt.Errorf("%w: %s is %d bytes, index says %d", ErrCorrupt, key, off, info.Size))
 			}
 			return nil, CommitOptions{}, fmt.Errorf("copy %s %s->%s: %w", key, src.Name(), dst.Name(), rerr)
 		}
 	}
 	if err := checkHeader(src, key, hdr[:], off); err != nil {
 		w.Abort()
-		s.stats.crcErrors.Add(1)
+		if err = s.corruptOrReplaced(src, key, from, err); errors.Is(err, ErrCorrupt) {
+			s.stats.crcErrors.Add(1)
+		}
 		return nil, CommitOptions{}, err
 	}
 	want, known := knownCRC(src, key, info)
@@ -167,8 +172,11 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 	}
 	if off < hdrLen || (known && want != crc) {
 		w.Abort()
-		s.stats.crcErrors.Add(1)
-		return nil, CommitOptions{}, fmt.Errorf("%w: %s on %s: payload CRC-32C %08x, expected %08x", ErrCorrupt, key, src.Name(), crc, want)
+		err := s.corruptOrReplaced(src, key, from, fmt.Errorf("%w: %s on %s: payload CRC-32C %08x, expected %08x", ErrCorrupt, key, src.Name(), crc, want))
+		if errors.Is(err, ErrCorrupt) {
+			s.stats.crcErrors.Add(1)
+		}
+		return nil, CommitOptions{}, err
 	}
 	if !info.HasCRC && src == Tier(s.mem) {
 		_ = s.mem.SetCRC(key, crc) // removed meanwhile: nothing to record
@@ -179,6 +187,27 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 		opts.HeaderCRC, opts.HasHeaderCRC = format.HeaderCRC(hdr[:]), true
 	}
 	return w, opts, nil
+}
+
+// errReplaced: a file's check failed because the file was replaced while
+// it was read (a new version of a files model's File published, written
+// back or promoted over it), not because it is damaged.
+var errReplaced = fmt.Errorf("replaced while read: %w", ErrNotFound)
+
+// corruptOrReplaced returns err, a failed check of key's file on t, unless
+// t's index no longer has the entry the check started from (from): then
+// the bytes, size or CRC compared were partly another version's, and the
+// answer is errReplaced, so that nothing is quarantined. It takes key's
+// stripe lock, under which every replace is made: the caller holds none.
+func (s *Stack) corruptOrReplaced(t Tier, key format.Key, from *index.Entry, err error) error {
+	mu := s.keyLock(key)
+	mu.Lock()
+	replaced := entryOf(t, key) != from
+	mu.Unlock()
+	if replaced {
+		return fmt.Errorf("%s on %s: %w", key, t.Name(), errReplaced)
+	}
+	return err
 }
 
 // quarantine takes a corrupt file out of a tier so it is never served

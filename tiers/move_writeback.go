@@ -50,6 +50,9 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			s.makeRoomOn(i, info.Size) // before the writer is refused
 		}
 		w, opts, err := s.copyOut(s.mem, d, k)
+		if errors.Is(err, errReplaced) {
+			return nil // a new version, queued in its turn
+		}
 		if errors.Is(err, ErrCorrupt) {
 			// The RAM copy itself is damaged: it must not reach disk.
 			mu := s.keyLock(k)

@@ -98,8 +98,11 @@ type Stack struct {
 	work     chan struct{}       // wakes a write-back worker
 	room     chan struct{}       // closed and replaced whenever memory may have room
 	verified map[format.Key]bool // lower-tier files whose CRC was checked this run
-	closed   bool
-	promo    promoteQueue // promotions decided by reads (move_promote.go)
+	// copyReadHook, when set (tests), runs in copyOut between the stat of
+	// the source file and its open.
+	copyReadHook func(format.Key)
+	closed       bool
+	promo        promoteQueue // promotions decided by reads (move_promote.go)
 
 	metas modelMetas                            // the models' settings records (model_meta.go)
 	keep  atomic.Pointer[func(format.Key) bool] // files never dropped from the last tier (SetKeep)

@@ -135,9 +135,26 @@ func listKeys(t Tier, model string) []format.Key {
 // copy computed one; a file found by a directory tier's rebuild whose
 // xattr was not read yet). CRC gets it in every case.
 func (s *Stack) Stat(k format.Key) (BlockInfo, error) {
-	var bi BlockInfo
-	found := false
 	s.revalidateShared(k)
+	bi, found := s.stat(k)
+	if !found && k.Kind == format.File {
+		// A File published over an earlier version (commitToMemory) is
+		// removed and committed again under its stripe lock: a miss seen
+		// outside the lock is asked again inside it, so that a File being
+		// replaced is never reported absent (a lookup would answer ENOENT).
+		mu := s.keyLock(k)
+		mu.Lock()
+		bi, found = s.stat(k)
+		mu.Unlock()
+	}
+	if !found {
+		return bi, ErrNotFound
+	}
+	return bi, nil
+}
+
+// stat is Stat's look at the tiers' indexes.
+func (s *Stack) stat(k format.Key) (bi BlockInfo, found bool) {
 	if e, ok := s.mem.idx.Get(k); ok {
 		in, pinned, dirty := infoOf(&e), e.Is(index.Pinned), e.Is(index.Dirty)
 		bi.Info, found = in, true
@@ -158,10 +175,7 @@ func (s *Stack) Stat(k format.Key) (BlockInfo, error) {
 		}
 		bi.Holders = append(bi.Holders, d.Name())
 	}
-	if !found {
-		return bi, ErrNotFound
-	}
-	return bi, nil
+	return bi, found
 }
 
 // CRC returns the payload CRC-32C of k (the bytes after the 64-byte

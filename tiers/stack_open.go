@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
 // Open opens k for reading from the fastest tier that holds it. A file
@@ -88,6 +89,7 @@ func (s *Stack) locate(k format.Key, force bool) (TierID, error) {
 	}
 	var lastErr error = fmt.Errorf("%s: %w", k, ErrNotFound)
 	for i, d := range s.dirs {
+		from := entryOf(d, k) // what verifyOnce checks, unless replaced meanwhile
 		info, err := d.Stat(k)
 		if errors.Is(err, ErrNotFound) {
 			continue
@@ -117,7 +119,7 @@ func (s *Stack) locate(k format.Key, force bool) (TierID, error) {
 			}
 			return TierID(i + 1), nil // shared: Open makes a private copy
 		}
-		if err := s.verifyOnce(d, k, info); err != nil {
+		if err := s.verifyOnce(d, k, info, from); err != nil {
 			if errors.Is(err, ErrCorrupt) {
 				s.quarantine(d, k, err)
 				lastErr = fmt.Errorf("%s: %w", k, ErrNotFound)
@@ -180,8 +182,10 @@ func (s *Stack) promote(d *DirTier, k format.Key) error {
 }
 
 // verifyOnce checks the CRC of a lower-tier file the first time this run
-// serves it in place, so a damaged file is a miss, never wrong data.
-func (s *Stack) verifyOnce(d *DirTier, k format.Key, info Info) error {
+// serves it in place, so a damaged file is a miss, never wrong data. info
+// is what d said of k's entry from; a check that fails because the file
+// was replaced since is errReplaced (corruptOrReplaced).
+func (s *Stack) verifyOnce(d *DirTier, k format.Key, info Info, from *index.Entry) error {
 	s.mu.Lock()
 	done := s.verified[k]
 	s.mu.Unlock()
@@ -195,14 +199,16 @@ func (s *Stack) verifyOnce(d *DirTier, k format.Key, info Info) error {
 	defer f.Close()
 	var hdr [format.HeaderSize]byte
 	if _, err := f.ReadAt(hdr[:k.Kind.HeaderLen()], 0); err != nil {
-		return fmt.Errorf("%w: %s: header: %w", ErrCorrupt, k, err)
+		return s.corruptOrReplaced(d, k, from, fmt.Errorf("%w: %s: header: %w", ErrCorrupt, k, err))
 	}
 	size, crc, err := payloadCRC(f, k.Kind)
 	if err != nil {
 		return err
 	}
 	if err := checkHeader(d, k, hdr[:], size); err != nil {
-		s.stats.crcErrors.Add(1)
+		if err = s.corruptOrReplaced(d, k, from, err); errors.Is(err, ErrCorrupt) {
+			s.stats.crcErrors.Add(1)
+		}
 		return err
 	}
 	want, known := knownCRC(d, k, info)
@@ -210,8 +216,11 @@ func (s *Stack) verifyOnce(d *DirTier, k format.Key, info Info) error {
 		want, known = flaggedCRC(hdr[:])
 	}
 	if size != info.Size || (known && crc != want) {
-		s.stats.crcErrors.Add(1)
-		return fmt.Errorf("%w: %s on %s: CRC-32C %08x (expected %08x), %d bytes", ErrCorrupt, k, d.Name(), crc, want, size)
+		err := s.corruptOrReplaced(d, k, from, fmt.Errorf("%w: %s on %s: CRC-32C %08x (expected %08x), %d bytes", ErrCorrupt, k, d.Name(), crc, want, size))
+		if errors.Is(err, ErrCorrupt) {
+			s.stats.crcErrors.Add(1)
+		}
+		return err
 	}
 	if !known { // the check computed it: the tier's index keeps it
 		d.idx.SetCRC(k, crc, true)
