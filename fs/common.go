@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -207,12 +208,47 @@ func ttl(out *fuse.EntryOut, d time.Duration) {
 // a lookup made before the dump does not hide it for the negative TTL. It
 // is the store's OnPublish hook.
 func (s *fsState) notifyPublished(k format.Key) {
+	s.notifyGone(s.parentOf(k), k.FileName())
+}
+
+// notifyReplaced drops the kernel's entry of a File of a files model
+// published over an earlier version by a close, fsync or release of its
+// writer: a process that looked the name up while the new version was
+// being written cached the old version's node for the entry TTL, and
+// would go on finding it (its size, its inode number) instead of the new
+// one. It is sent from a goroutine: the kernel takes the directory's lock
+// for it, and a request that holds that lock (a create in the directory)
+// may be waiting for the thread that would send it (an io_uring queue has
+// two).
+func (s *fsState) notifyReplaced(k format.Key) {
+	if k.Kind == format.File && s.store.FileGen(k) != 0 {
+		go func() {
+			s.notifyGone(s.parentOf(k), k.FileName())
+			s.namesReplaced.Add(1)
+		}()
+	}
+}
+
+// parentOf is the node of the directory holding k, as far as the kernel
+// knows it: nil when it has not looked up every directory on the way, so
+// that nothing of k can be cached.
+func (s *fsState) parentOf(k format.Key) *gofs.Inode {
 	if s.root == nil {
-		return
+		return nil
 	}
-	model := s.root.GetChild(k.Model)
-	if model == nil {
-		return
+	n := s.root.GetChild(k.Model)
+	dir := k.ShardDir()
+	if k.Kind != format.File {
+		if n == nil {
+			return nil
+		}
+		return n.GetChild(dir)
 	}
-	s.notifyGone(model.GetChild(k.ShardDir()), k.FileName())
+	for c := range strings.SplitSeq(dir, "/") {
+		if n == nil || c == "" {
+			break
+		}
+		n = n.GetChild(c)
+	}
+	return n
 }

@@ -16,8 +16,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// publishedPerm is the mode of every published file.
+// publishedPerm is the mode of a published block or sidecar: it never
+// changes.
 const publishedPerm = 0o444
+
+// filesPerm is the mode of a published File of a files model, masked by
+// its model's: who may write the model may replace its files, by a
+// rename over them or by opening them for writing (a new version), and
+// the kernel checks the latter against this mode (default_permissions).
+const filesPerm = 0o666
 
 // storedFile is what a published block and a published sidecar share:
 // the key and, while the file is open (or its header was read), its open
@@ -151,7 +158,7 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 		}
 		return n.s.fail("getattr", n.key.Path(), err)
 	}
-	n.s.blockAttr(&out.Attr, bi.Size, bi.MTime, n.key.Model)
+	n.s.blockAttr(&out.Attr, bi.Size, bi.MTime, n.key)
 	out.SetTimeout(n.s.opts.EntryTTL)
 	return 0
 }
@@ -201,12 +208,16 @@ func (s *fsState) checkSetattr(in *fuse.SetAttrIn) error {
 }
 
 // Open opens the file for reading from the fastest tier holding it. An
-// open for writing (or with O_TRUNC) is EACCES while the file is
-// published; if it went away meanwhile (evicted, or removed by another
-// path) the open starts a new write of it, as a create would.
+// open for writing (or with O_TRUNC) of a published block is EACCES; of a
+// published File (a files model) it starts a new version (rewrite). If the
+// file went away meanwhile (evicted, or removed by another path) the open
+// starts a new write of it, as a create would.
 func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	key := n.served()
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
+		if key.Kind == format.File {
+			return n.rewrite(ctx, key)
+		}
 		if n.s.store.HasFile(key) || n.readers() > 0 {
 			return nil, 0, n.s.fail("open", key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
 		}
@@ -233,6 +244,20 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 	// A reader has nothing to flush: no FLUSH round trip at its close.
 	h := &readHandle{node: n, f: f, own: n.s.backing.Give(ctx, id)}
 	return h, n.s.openFlags() | fuse.FOPEN_NOFLUSH, 0
+}
+
+// rewrite opens the published File key for writing: it starts a new
+// version (store.ReopenFile), holds it, and answers ESTALE so that the
+// kernel opens it on a node of its own (reopen.go).
+func (n *storedFile) rewrite(ctx context.Context, key format.Key) (gofs.FileHandle, uint32, syscall.Errno) {
+	p := callerProc(ctx)
+	_, d, err := n.s.store.ReopenFile(p, key)
+	if err != nil {
+		return nil, 0, n.s.fail("open", key.Path(), err)
+	}
+	n.s.reopens.hold(p.Tgid, key, d)
+	n.s.log.Debug("open for writing of a published file: a new version, opened on its own node", "path", key.Path(), "errno", "ESTALE")
+	return nil, 0, errnoStale
 }
 
 // acquire returns the shared descriptor, with the tier it reads from, its

@@ -2,9 +2,7 @@ package fs
 
 import (
 	"os"
-	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -59,17 +57,8 @@ func TestTmpfileLink(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 || ents[0].Name() != "blk.bin" {
 		t.Errorf("after tmpfiles never linked the directory holds %v", ents)
 	}
-	// The kernel sends RELEASE after close returns: wait for it, bounded.
-	for i := 0; ; i++ {
-		st, _ := os.ReadFile(m.path(".ucm", "stats"))
-		flat := strings.ReplaceAll(string(st), " ", "")
-		if strings.Contains(flat, `"writing_files":0`) && strings.Contains(flat, `"staging_files":0`) {
-			break
-		}
-		if i == 1000 {
-			t.Fatalf("a tmpfile outlived its last descriptor: %s", st)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if st, ok := m.noFilesWritten(); !ok {
+		t.Fatalf("a tmpfile outlived its last descriptor: %s", st)
 	}
 	if got, _ := os.ReadFile(dir + "/blk.bin"); string(got) != "a block through a tmpfile" {
 		t.Errorf("the file reads %q after a refused link", got)

@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
@@ -95,6 +97,23 @@ type testMount struct {
 	st      *tiers.Stack
 	srv     *Server
 	metrics *ucmmetrics.Metrics
+}
+
+// noFilesWritten waits until the mount has no file being written and no
+// staging file (its .ucm/stats, as a client reads them), bounded: the
+// kernel sends a descriptor's RELEASE after close returns. It returns
+// the last stats read and whether that came.
+func (m *testMount) noFilesWritten() (string, bool) {
+	var st []byte
+	for range 1000 {
+		st, _ = os.ReadFile(m.path(".ucm", "stats"))
+		flat := strings.ReplaceAll(string(st), " ", "")
+		if strings.Contains(flat, `"writing_files":0`) && strings.Contains(flat, `"staging_files":0`) {
+			return string(st), true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return string(st), false
 }
 
 // path is a path under the mount.

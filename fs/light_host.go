@@ -100,7 +100,7 @@ func (h lightHost) Attr(key format.Key, out *fuse.AttrOut) bool {
 	if err != nil {
 		return false
 	}
-	s.blockAttr(&out.Attr, bi.Size, bi.MTime, key.Model)
+	s.blockAttr(&out.Attr, bi.Size, bi.MTime, key)
 	out.SetTimeout(s.opts.EntryTTL)
 	out.Ino = s.inos.Peek(ino.FileName(key))
 	s.bridgeAttr(&out.Attr)

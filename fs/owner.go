@@ -8,6 +8,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -53,10 +54,16 @@ func (s *fsState) modelAttr(a *fuse.Attr, nlink uint32, model string) {
 	a.Owner = fuse.Owner{Uid: o.Uid, Gid: o.Gid}
 }
 
-// blockAttr fills the attributes of a published file of model.
-func (s *fsState) blockAttr(a *fuse.Attr, size int64, mtime time.Time, model string) {
-	o := s.store.ModelOwner(model)
-	s.fileAttr(a, size, mtime, publishedPerm&(o.Mode|0o7000)&0o444)
+// blockAttr fills the attributes of the published file key: read-only,
+// as its model's read bits allow; a File of a files model also writable
+// as its model's write bits allow (filesPerm).
+func (s *fsState) blockAttr(a *fuse.Attr, size int64, mtime time.Time, key format.Key) {
+	o := s.store.ModelOwner(key.Model)
+	perm := publishedPerm & (o.Mode | 0o7000) & 0o444
+	if key.Kind == format.File {
+		perm = filesPerm & o.Mode
+	}
+	s.fileAttr(a, size, mtime, perm)
 	a.Owner = fuse.Owner{Uid: o.Uid, Gid: o.Gid}
 }
 

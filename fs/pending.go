@@ -67,6 +67,7 @@ func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 		return nil, 0, p.s.fail("open", p.w.Key().Path(), fmt.Errorf("%w (%w)", err, errReadOnly))
 	}
 	h := p.s.newWriteHandle(d, p.w.Key(), callerProc(ctx).Uid)
+	p.s.reopens.take(callerProc(ctx).Tgid, p.w.Key()) // a new version's retried open (reopen.go)
 	return h, h.openFlags(), 0
 }
 
@@ -177,6 +178,9 @@ func (h *writeHandle) PassthroughFd() (int, bool) {
 // verdict so far.
 func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
 	published, err := h.d.Close(ctx, callerProc(ctx).Tgid)
+	if published && err == nil {
+		h.s.notifyReplaced(h.d.Draft().Key())
+	}
 	return h.verdict("close", published, err)
 }
 
@@ -184,6 +188,9 @@ func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
 // persistent tier; a staging file is kept until its rename.
 func (h *writeHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	published, err := h.d.Sync(ctx, h.pt)
+	if published && err == nil {
+		h.s.notifyReplaced(h.d.Draft().Key())
+	}
 	return h.verdict("fsync", published, err)
 }
 
@@ -203,9 +210,14 @@ func (h *writeHandle) verdict(op string, published bool, err error) syscall.Errn
 // descriptor of an O_TMPFILE file never linked discards it: nothing can
 // name it any more.
 func (h *writeHandle) Release(ctx context.Context) syscall.Errno {
+	w := h.d.Draft()
+	_, _, was := w.Attr()
 	h.d.Release(ctx)
-	if w := h.d.Draft(); isTmpfileName(w.Name()) && w.Unheld() {
+	if isTmpfileName(w.Name()) && w.Unheld() {
 		w.Discard()
+	}
+	if _, _, now := w.Attr(); now && !was && w.Verdict() == nil {
+		h.s.notifyReplaced(w.Key()) // published by this release (an empty file, or one written late)
 	}
 	return 0
 }
@@ -215,7 +227,7 @@ func (h *writeHandle) Release(ctx context.Context) syscall.Errno {
 func (s *fsState) writeAttr(w *store.Draft, a *fuse.Attr) {
 	size, mtime, published := w.Attr()
 	if published {
-		s.blockAttr(a, size, mtime, w.Key().Model)
+		s.blockAttr(a, size, mtime, w.Key())
 		return
 	}
 	s.fileAttr(a, size, mtime, 0o644)

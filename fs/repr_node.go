@@ -32,7 +32,7 @@ func (d *shardNode) derivedEntry(ctx context.Context, key format.Key, size int64
 	ch := newChild(ctx, &d.Inode, key.FileName(), ino, syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return newStoredNode(d.s, key, ino)
 	})
-	d.s.blockAttr(&out.Attr, size, mtime, key.Model)
+	d.s.blockAttr(&out.Attr, size, mtime, key)
 	ttl(out, 0)
 	return ch
 }
@@ -46,7 +46,7 @@ func (n *reprFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 			return n.s.fail("getattr", n.key.Path(), err)
 		}
 		if ok {
-			n.s.blockAttr(&out.Attr, size, mtime, n.key.Model)
+			n.s.blockAttr(&out.Attr, size, mtime, n.key)
 			out.SetTimeout(0)
 			return 0
 		}

@@ -164,7 +164,7 @@ func (s *fsState) missEntry(key format.Key, epoch uint64, out *fuse.EntryOut) sy
 // published file: what a lookup answers, through its go-fuse node or as a
 // light node.
 func (s *fsState) publishedAttr(key format.Key, bi store.BlockInfo, out *fuse.EntryOut) {
-	s.blockAttr(&out.Attr, bi.Size, bi.MTime, key.Model)
+	s.blockAttr(&out.Attr, bi.Size, bi.MTime, key)
 	ttl(out, s.opts.EntryTTL)
 }
 

@@ -33,8 +33,9 @@ type fsState struct {
 	gid     uint32
 	mounted time.Time
 
-	statfsHook   atomic.Pointer[func()] // runs at the start of each statfs (tests)
-	namesDropped atomic.Int64           // dropPublishedName's notifications sent (tests wait on it)
+	statfsHook    atomic.Pointer[func()] // runs at the start of each statfs (tests)
+	namesDropped  atomic.Int64           // dropPublishedName's notifications sent (tests wait on it)
+	namesReplaced atomic.Int64           // notifyReplaced's notifications sent (tests wait on it)
 
 	inos     *ino.Table
 	shards   *light.Registry             // the live shard nodes, by number
@@ -53,6 +54,7 @@ type fsState struct {
 	daemonWrites atomic.Int64  // write requests the daemon served (none with passthrough)
 
 	opens   openCache     // descriptors kept after their last close (opencache.go)
+	reopens reopens       // new versions of Files waiting for their open's retry (reopen.go)
 	backing light.Backing // passthrough: backing files and their ids
 	// files are the nodes of files models' Files that are not numbered
 	// by FileName alone, and the Files moved under their nodes (files.go).

@@ -157,3 +157,40 @@ func TestModelChmodApplies(t *testing.T) {
 	}
 	cmd.Wait()
 }
+
+// TestFilesRewriteSecondUser: a user rewrites the files of its own files
+// model in place, as on a local disk (`>`, `>>`: the published File is
+// mode 0644 under a 0755 model, a new version at each open for writing),
+// and cannot open root's for writing (0644, root's).
+func TestFilesRewriteSecondUser(t *testing.T) {
+	u := newLocalUser(t)
+	_, opts := sharedMountOpts(t)
+	d := mountUCM(t, opts)
+	rootFiles := d.path("rootfiles")
+	if err := os.Mkdir(rootFiles, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Setxattr(rootFiles, "user.ucm.layout", []byte("files"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rootFiles, "conf.txt"), []byte("root's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	own := d.path("userfiles")
+	conf := filepath.Join(own, "conf.txt")
+	u.must(t, "mkdir "+own+" && setfattr -n user.ucm.layout -v files "+own+
+		" && echo a > "+conf+" && echo b > "+conf+" && echo c >> "+conf)
+	if got, err := os.ReadFile(conf); err != nil || string(got) != "b\nc\n" {
+		t.Errorf("the user's file after > and >>: %q, %v", got, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(conf, &st); err != nil || st.Mode&0o7777 != 0o644 || st.Uid != u.Uid {
+		t.Errorf("the user's published file: %v, mode %o uid %d, want 644 and %d", err, st.Mode&0o7777, st.Uid, u.Uid)
+	}
+	if out, err := u.run("echo x >> " + filepath.Join(rootFiles, "conf.txt")); err == nil {
+		t.Errorf("the user appended to root's file\n%s", out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(rootFiles, "conf.txt")); string(got) != "root's\n" {
+		t.Errorf("root's file: %q", got)
+	}
+}

@@ -76,6 +76,7 @@ type Draft struct {
 	size     int64            // once done, or while parked
 	mtime    time.Time        // once done, or while parked
 	setMTime time.Time        // set by utimes while written (zero: none)
+	fill     *fillMark        // a reopened File: the file after the copy (writes_reopen.go)
 
 	// failed is the first write the daemon refused or failed (past
 	// MaxFileSize, over a share or the budget, the filesystem's error):
@@ -273,7 +274,7 @@ func (d *Writer) Close(ctx context.Context, tgid uint32) (published bool, verdic
 		w.descs[d] = true
 	}
 	w.closed = true
-	ready := !w.done && !w.staging && w.allClosed() && !w.emptyLocked()
+	ready := !w.done && !w.staging && w.allClosed() && !w.unwrittenLocked()
 	w.mu.Unlock()
 	if !ready {
 		return false, w.Verdict()
@@ -342,6 +343,9 @@ func (d *Writer) Release(ctx context.Context) {
 	}
 	publish := !w.done && !w.staging && w.closed && w.allClosed()
 	discard := !w.done && !w.staging && last && !w.closed
+	if publish && last && w.sameAsFillLocked() {
+		publish, discard = false, true // a reopened File left as it was
+	}
 	check := last && w.done && w.mine
 	if last && !w.done && w.staging {
 		w.parkLocked()

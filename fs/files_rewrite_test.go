@@ -1,0 +1,105 @@
+package fs
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestFilesRewrite: a published File of a files model opened for writing
+// while the kernel has its entry cached (the usual case: any stat or open
+// before) is a new version, as a create over it is. O_TRUNC starts it
+// empty (`echo x > f`); an append or an O_RDWR write in place starts from
+// the published bytes (`echo x >> f`, whose shell closes the first
+// descriptor before it writes); a reader that opened the old version goes
+// on reading it, another process reads the old one until the writer's
+// close publishes; an open for writing that writes nothing publishes
+// nothing. Before, every one of these opens was EACCES (or EIO with a
+// reader open).
+func TestFilesRewrite(t *testing.T) {
+	m := newMount(t, Options{})
+	m.model(t, "eng", "files")
+	p := m.path("eng", "conf.txt")
+	read := func() string {
+		t.Helper()
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	sh := func(script string) {
+		t.Helper()
+		if out, err := exec.Command("sh", "-c", script, "sh", p).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+	}
+	if err := os.WriteFile(p, []byte("v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.Open(p) // a reader of v1, with the kernel's passthrough backing
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	sh(`echo v2 > "$1"`)
+	if got := read(); got != "v2\n" {
+		t.Fatalf("after echo >: %q", got)
+	}
+	sh(`echo more >> "$1"`)
+	if got := read(); got != "v2\nmore\n" {
+		t.Fatalf("after echo >>: %q", got)
+	}
+	if b, err := io.ReadAll(old); err != nil || string(b) != "v1\n" {
+		t.Errorf("reader of the first version: %q, %v", b, err)
+	}
+
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatalf("open O_RDWR: %v", err)
+	}
+	replaced := m.srv.state.namesReplaced.Load()
+	if _, err := f.WriteAt([]byte("V"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cat", p).CombinedOutput(); err != nil || string(out) != "v2\nmore\n" {
+		t.Errorf("another process while the writer has it open: %q, %v", out, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if got := read(); got != "V2\nmore\n" {
+		t.Fatalf("after a write in place: %q", got)
+	}
+
+	// The kernel's entry of the old version is dropped as the close
+	// returns; wait for it, bounded, before comparing inode numbers.
+	for i := 0; m.srv.state.namesReplaced.Load() == replaced; i++ {
+		if i == 1000 {
+			t.Fatal("no notification after the publishing close")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var before, after syscall.Stat_t
+	m.noFilesWritten()
+	if err := syscall.Stat(p, &before); err != nil {
+		t.Fatal(err)
+	}
+	f, err = os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if st, ok := m.noFilesWritten(); !ok {
+		t.Fatalf("a new version outlived its last descriptor: %s", st)
+	}
+	if err := syscall.Stat(p, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Ino != before.Ino || read() != "V2\nmore\n" {
+		t.Errorf("an open for writing that wrote nothing published a version: inode %d -> %d", before.Ino, after.Ino)
+	}
+}

@@ -1,0 +1,129 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ucmfs/ucmfs/format"
+	"golang.org/x/sys/unix"
+)
+
+// A published File of a files model opened for writing (not created) is
+// a new version of it: a Draft that starts as a copy of the published
+// bytes (ReopenFile). Its fillMark tells, at each close, whether anything
+// was written since the copy; a close publishes only a changed file, as a
+// close of an empty file does not publish (emptyLocked), since a shell's
+// `echo x >> f` closes the original descriptor before the first write.
+// Left as it was copied, its last release drops it: the published version
+// is those bytes already.
+
+// fillMark is the draft's file right after the copy of the published
+// bytes: what it was, to tell a write since.
+type fillMark struct {
+	size         int64
+	mtime, ctime unix.Timespec
+	crc          uint32 // of the bytes copied
+}
+
+// ReopenFile opens the published File key for writing by p: a new
+// version of it, written under its name and published at p's last close
+// as a create over it would be, that starts as a copy of the published
+// bytes. A program that opens a file of a files model for writing without
+// O_TRUNC (an append to a log, a write in place) expects them there; the
+// kernel sends an O_TRUNC open as an open for writing then a truncate, so
+// it is copied for that too, then dropped. Readers of the published
+// version go on reading it. When p is writing the name already, its
+// write is joined as it is.
+func (s *Store) ReopenFile(p Proc, key format.Key) (*Draft, *Writer, error) {
+	if key.Kind != format.File {
+		return nil, nil, fmt.Errorf("%w: %s is not a file of a files model", ErrInvalid, key)
+	}
+	joined := s.OwnFile(key, key.FileName(), p.Tgid) != nil
+	w, d, err := s.BeginWrite(p, key, key.FileName(), false, false, false)
+	if err != nil || joined {
+		return w, d, err
+	}
+	if err := w.fillFrom(key); err != nil {
+		d.Release(context.Background())
+		w.Discard()
+		return nil, nil, fmt.Errorf("reopen %s: %w", key, err)
+	}
+	return w, d, nil
+}
+
+// fillFrom copies the published bytes of key into the draft, through its
+// writes (so the size limit and the pending budget count them), and marks
+// the draft as filled. A key no longer published leaves the draft empty,
+// as a create would.
+func (w *Draft) fillFrom(key format.Key) error {
+	h, err := w.s.stack.Open(key)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer h.File.Close()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	crc := format.NewCRC32C()
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < h.Size; {
+		n, err := h.File.ReadAt(buf[:min(int64(len(buf)), h.Size-off)], off)
+		if n > 0 {
+			if _, werr := w.writeAt(buf[:n], off); werr != nil {
+				return werr
+			}
+			crc.Write(buf[:n])
+			off += int64(n)
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%s: short read at %d of %d bytes", key, off, h.Size)
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(w.f.Fd()), &st); err != nil {
+		return err
+	}
+	w.fill = &fillMark{size: st.Size, mtime: st.Mtim, ctime: st.Ctim, crc: crc.Sum32()}
+	return nil
+}
+
+// unwrittenLocked reports whether a close must not publish the file yet
+// (under mu): nothing was written to it, it is empty (emptyLocked), or it
+// is a reopened File whose size and times are still those of the copy.
+func (w *Draft) unwrittenLocked() bool {
+	if w.emptyLocked() {
+		return true
+	}
+	m := w.fill
+	if m == nil || w.f == nil {
+		return false
+	}
+	var st unix.Stat_t
+	return unix.Fstat(int(w.f.Fd()), &st) == nil && st.Size == m.size && st.Mtim == m.mtime && st.Ctim == m.ctime
+}
+
+// sameAsFillLocked reports whether a reopened File holds the bytes it was
+// filled with (under mu): its size, then its CRC-32C, so a write within
+// the granularity of the file's times still counts as one.
+func (w *Draft) sameAsFillLocked() bool {
+	m := w.fill
+	if m == nil || w.f == nil {
+		return false
+	}
+	st, err := w.f.Stat()
+	if err != nil || st.Size() != m.size {
+		return false
+	}
+	crc := format.NewCRC32C()
+	if _, err := io.Copy(crc, io.NewSectionReader(w.f, 0, m.size)); err != nil {
+		return false
+	}
+	return crc.Sum32() == m.crc
+}
