@@ -9,6 +9,20 @@ import (
 	"time"
 )
 
+// replacedSince waits, bounded, until the mount has sent more than n
+// notifications of replaced Files (notifyReplaced, sent as the close that
+// publishes returns), so that the kernel's entry of the old version is
+// gone before the test looks the name up.
+func (m *testMount) replacedSince(t *testing.T, n int64) {
+	t.Helper()
+	for i := 0; m.srv.state.namesReplaced.Load() <= n; i++ {
+		if i == 1000 {
+			t.Fatal("no notification after the publishing close")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestFilesRewrite: a published File of a files model opened for writing
 // while the kernel has its entry cached (the usual case: any stat or open
 // before) is a new version, as a create over it is. O_TRUNC starts it
@@ -33,9 +47,11 @@ func TestFilesRewrite(t *testing.T) {
 	}
 	sh := func(script string) {
 		t.Helper()
+		n := m.srv.state.namesReplaced.Load()
 		if out, err := exec.Command("sh", "-c", script, "sh", p).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", script, err, out)
 		}
+		m.replacedSince(t, n)
 	}
 	if err := os.WriteFile(p, []byte("v1\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -71,18 +87,11 @@ func TestFilesRewrite(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
+	m.replacedSince(t, replaced)
 	if got := read(); got != "V2\nmore\n" {
 		t.Fatalf("after a write in place: %q", got)
 	}
 
-	// The kernel's entry of the old version is dropped as the close
-	// returns; wait for it, bounded, before comparing inode numbers.
-	for i := 0; m.srv.state.namesReplaced.Load() == replaced; i++ {
-		if i == 1000 {
-			t.Fatal("no notification after the publishing close")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 	var before, after syscall.Stat_t
 	m.noFilesWritten()
 	if err := syscall.Stat(p, &before); err != nil {
@@ -101,5 +110,65 @@ func TestFilesRewrite(t *testing.T) {
 	}
 	if after.Ino != before.Ino || read() != "V2\nmore\n" {
 		t.Errorf("an open for writing that wrote nothing published a version: inode %d -> %d", before.Ino, after.Ino)
+	}
+}
+
+// TestFilesFsyncWriteOn: in a files model a program that writes, fsyncs
+// and writes on (a log, a journal) keeps writing its file: each fsync
+// publishes the bytes so far as a version, durable, that other processes
+// read; the next close or fsync publishes the next one; nothing written
+// after an fsync is lost, and the close returns 0. Before, the fsync
+// ended the file: the close returned EPERM and what followed the fsync
+// was gone.
+func TestFilesFsyncWriteOn(t *testing.T) {
+	m := newMount(t, Options{})
+	m.model(t, "eng", "files")
+	p := m.path("eng", "run.log")
+	other := func() string {
+		t.Helper()
+		out, err := exec.Command("cat", p).CombinedOutput()
+		if err != nil {
+			return "error: " + string(out)
+		}
+		return string(out)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"one\n", "two\n"} {
+		if _, err := f.WriteString(line); err != nil {
+			t.Fatal(err)
+		}
+		n := m.srv.state.namesReplaced.Load()
+		if err := f.Sync(); err != nil {
+			t.Fatalf("fsync: %v", err)
+		}
+		if line == "two\n" {
+			m.replacedSince(t, n)
+		}
+	}
+	if got := other(); got != "one\ntwo\n" {
+		t.Errorf("another process after two fsyncs: %q", got)
+	}
+	if err := f.Sync(); err != nil { // nothing new: no new version
+		t.Fatalf("fsync with nothing written: %v", err)
+	}
+	if _, err := f.WriteString("three\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := other(); got != "one\ntwo\n" {
+		t.Errorf("another process before the close: %q", got)
+	}
+	n := m.srv.state.namesReplaced.Load()
+	if err := f.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	m.replacedSince(t, n)
+	if got := other(); got != "one\ntwo\nthree\n" {
+		t.Errorf("after the close: %q", got)
+	}
+	if st, ok := m.noFilesWritten(); !ok {
+		t.Errorf("the log outlived its last descriptor: %s", st)
 	}
 }

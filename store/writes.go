@@ -76,7 +76,7 @@ type Draft struct {
 	size     int64            // once done, or while parked
 	mtime    time.Time        // once done, or while parked
 	setMTime time.Time        // set by utimes while written (zero: none)
-	fill     *fillMark        // a reopened File: the file after the copy (writes_reopen.go)
+	fill     *fillMark        // a File: its bytes when they last matched a published version (writes_versions.go)
 
 	// failed is the first write the daemon refused or failed (past
 	// MaxFileSize, over a share or the budget, the filesystem's error):
@@ -306,6 +306,9 @@ func (w *Draft) emptyLocked() bool {
 // it writes next into the published file.
 func (d *Writer) Sync(ctx context.Context, direct bool) (published bool, verdict error) {
 	w := d.w
+	if w.key.Kind == format.File && !w.IsStaging() {
+		return d.SyncVersion(ctx) // the writer writes on: writes_versions.go
+	}
 	w.mu.Lock()
 	staging := w.staging && !w.done
 	if !w.done && !w.staging && direct {

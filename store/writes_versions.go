@@ -10,17 +10,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A published File of a files model opened for writing (not created) is
-// a new version of it: a Draft that starts as a copy of the published
-// bytes (ReopenFile). Its fillMark tells, at each close, whether anything
-// was written since the copy; a close publishes only a changed file, as a
-// close of an empty file does not publish (emptyLocked), since a shell's
+// A File of a files model has versions; a Draft of one is the next.
+//
+//   - A published File opened for writing (not created) is a new version
+//     of it: a Draft that starts as a copy of the published bytes
+//     (ReopenFile).
+//   - An fsync of a File being written publishes a copy of its bytes so
+//     far as a version and leaves the Draft open (SyncVersion): a program
+//     that writes, fsyncs and writes on (a log, a journal) goes on writing
+//     its file, and its next close or fsync publishes the next version.
+//
+// In both the Draft's fillMark says what it held when it last matched a
+// published version; a close publishes only a changed file, as a close
+// of an empty file does not publish (emptyLocked), since a shell's
 // `echo x >> f` closes the original descriptor before the first write.
-// Left as it was copied, its last release drops it: the published version
-// is those bytes already.
+// Left unchanged, its last release drops it: the published version is
+// those bytes already.
 
-// fillMark is the draft's file right after the copy of the published
-// bytes: what it was, to tell a write since.
+// fillMark is the draft's file when it last matched a published version
+// (the copy it was filled with, or the copy an fsync published): what it
+// was, to tell a write since.
 type fillMark struct {
 	size         int64
 	mtime, ctime unix.Timespec
@@ -86,12 +95,74 @@ func (w *Draft) fillFrom(key format.Key) error {
 			return fmt.Errorf("%s: short read at %d of %d bytes", key, off, h.Size)
 		}
 	}
+	return w.markLocked(crc.Sum32())
+}
+
+// markLocked records the draft's file as matching a published version
+// whose bytes have CRC-32C crc (under mu).
+func (w *Draft) markLocked(crc uint32) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(w.f.Fd()), &st); err != nil {
 		return err
 	}
-	w.fill = &fillMark{size: st.Size, mtime: st.Mtim, ctime: st.Ctim, crc: crc.Sum32()}
+	w.fill = &fillMark{size: st.Size, mtime: st.Mtim, ctime: st.Ctim, crc: crc}
 	return nil
+}
+
+// SyncVersion is Sync for a File of a files model that is not a staging
+// file: it publishes a copy of the file's bytes so far as the File's next
+// version and returns once that is durable on the first persistent tier,
+// leaving the file open to its writer (syncVersion). published says
+// whether this call published; when nothing was written since the last
+// version, it only makes that one durable.
+func (d *Writer) SyncVersion(ctx context.Context) (published bool, verdict error) {
+	w := d.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		if w.verdict == nil {
+			return false, w.s.stack.Flush(ctx, w.key)
+		}
+		return false, w.verdict
+	}
+	if w.fill != nil && w.unwrittenLocked() {
+		return false, w.s.stack.Flush(ctx, w.key)
+	}
+	return true, w.syncVersion(ctx)
+}
+
+// syncVersion publishes a copy of the file as its key's next version,
+// durable, and marks the file as matching it (under mu). A copy refused
+// (over the quota, too big) is the fsync's error; the file stays the
+// writer's, and a close publishes it or returns the same.
+func (w *Draft) syncVersion(ctx context.Context) error {
+	s := w.s
+	if failed := w.failed.Load(); failed != nil {
+		return fmt.Errorf("%s: not published, a write to it failed: %w", w.key, *failed)
+	}
+	if err := w.unparkLocked(); err != nil {
+		return err
+	}
+	st, err := w.f.Stat()
+	if err != nil {
+		return err
+	}
+	cp, err := w.copyOf(st.Size())
+	if err != nil {
+		return err
+	}
+	if !w.setMTime.IsZero() {
+		cp.SetMTime(w.setMTime)
+	}
+	crc := format.NewCRC32C()
+	if _, err := io.Copy(crc, io.NewSectionReader(w.f, 0, st.Size())); err != nil {
+		s.stack.Abort(cp)
+		return err
+	}
+	if _, err := s.Publish(cp, st.Size(), true); err != nil {
+		return err
+	}
+	return w.markLocked(crc.Sum32())
 }
 
 // unwrittenLocked reports whether a close must not publish the file yet
