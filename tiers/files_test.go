@@ -179,52 +179,64 @@ func TestFilesShared(t *testing.T) {
 }
 
 // TestFilesReplacedWhileCopied: a File replaced by a new version while
-// its write-back reads the old one (the new bytes under the old CRC) is
-// not corrupt: nothing is quarantined, the write-back leaves the new
-// version dirty for its own turn, and a flush writes it to the tier.
-// Before, the new version was quarantined as corrupt: a lost file.
+// its write-back reads the old one (the new bytes under the old CRC, or
+// a CRC of part of the new bytes recorded as the new version's) is not
+// corrupt:
+// nothing is quarantined, the write-back leaves the new version dirty for
+// its own turn, and a flush writes it to the tier. Before, the new
+// version was quarantined as corrupt: a lost file.
 func TestFilesReplacedWhileCopied(t *testing.T) {
-	dir := t.TempDir()
-	s := newTestStack(t, 16<<20, dir, StackConfig{DirtyExpire: time.Hour})
-	k := format.FileKey("engine", "conf.txt")
-	if _, err := s.Put(k, []byte("first version"), false); err != nil {
-		t.Fatal(err)
-	}
-	if _, has, err := s.CRC(k); err != nil || !has { // the CRC the write-back checks against
-		t.Fatalf("CRC of the first version: %v %v", has, err)
-	}
-	replaced := false
-	s.copyReadHook = func(format.Key) {
-		if replaced {
-			return
-		}
-		replaced = true
-		p, err := s.CreateStaging(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.File().Write([]byte("second, longer version"))
-		p.SetReplace()
-		if _, err := s.Publish(p, false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.writeBack(k, false); err != nil {
-		t.Fatalf("write-back across a replace: %v", err)
-	}
-	if !replaced {
-		t.Fatal("the hook did not run")
-	}
-	if q := s.stats.quarantined.Load(); q != 0 {
-		t.Fatalf("%d files quarantined", q)
-	}
-	if got := readAll(t, s, k); string(got) != "second, longer version" {
-		t.Fatalf("after the replace: %q", got)
-	}
-	if err := s.Flush(context.Background(), k); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := os.ReadFile(filepath.Join(dir, "engine", "conf.txt")); err != nil || string(got) != "second, longer version" {
-		t.Errorf("tier file: %q %v", got, err)
+	for _, crcKnown := range []bool{true, false} {
+		t.Run(fmt.Sprintf("crc known %v", crcKnown), func(t *testing.T) {
+			dir := t.TempDir()
+			s := newTestStack(t, 16<<20, dir, StackConfig{DirtyExpire: time.Hour})
+			k := format.FileKey("engine", "conf.txt")
+			if _, err := s.Put(k, []byte("first version"), false); err != nil {
+				t.Fatal(err)
+			}
+			if crcKnown { // the CRC the write-back checks against
+				if _, has, err := s.CRC(k); err != nil || !has {
+					t.Fatalf("CRC of the first version: %v %v", has, err)
+				}
+			}
+			// Longer than the copy's buffer: a copy that reads the first
+			// version's length of it stops after its first MiB.
+			second := bytes.Repeat([]byte("second version "), 100_000)
+			replaced := false
+			s.copyReadHook = func(format.Key) {
+				if replaced {
+					return
+				}
+				replaced = true
+				p, err := s.CreateStaging(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.File().Write(second)
+				p.SetReplace()
+				if _, err := s.Publish(p, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.writeBack(k, false); err != nil {
+				t.Fatalf("write-back across a replace: %v", err)
+			}
+
+			if !replaced {
+				t.Fatal("the hook did not run")
+			}
+			if err := s.Flush(context.Background(), k); err != nil {
+				t.Fatalf("flush of the new version: %v", err)
+			}
+			if q := s.stats.quarantined.Load(); q != 0 {
+				t.Fatalf("%d files quarantined", q)
+			}
+			if got := readAll(t, s, k); !bytes.Equal(got, second) {
+				t.Fatalf("after the replace: %d bytes", len(got))
+			}
+			if got, err := os.ReadFile(filepath.Join(dir, "engine", "conf.txt")); err != nil || !bytes.Equal(got, second) {
+				t.Errorf("tier file: %d bytes, %v", len(got), err)
+			}
+		})
 	}
 }

@@ -173,9 +173,11 @@ func (t *MemTier) SetDirty(key format.Key, dirty bool) error {
 
 // SetCRC records crc as the payload CRC-32C of key when the tier has none
 // for it (a block published without a CRC in its header gets one from
-// the first copy that reads it). A CRC already known is kept.
-func (t *MemTier) SetCRC(key format.Key, crc uint32) error {
-	if !t.idx.FillCRC(key, crc) {
+// the first copy that reads it). A CRC already known is kept. from is the
+// Entry whose file the CRC was computed from: when key's Entry is another
+// one (a File replaced since), nothing is recorded (ErrNotFound).
+func (t *MemTier) SetCRC(key format.Key, from *index.Entry, crc uint32) error {
+	if !t.idx.FillCRCOf(key, from, crc) {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
 	return nil

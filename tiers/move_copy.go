@@ -179,7 +179,7 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 		return nil, CommitOptions{}, err
 	}
 	if !info.HasCRC && src == Tier(s.mem) {
-		_ = s.mem.SetCRC(key, crc) // removed meanwhile: nothing to record
+		_ = s.mem.SetCRC(key, from, crc) // removed or replaced meanwhile: nothing to record
 	}
 	s.stats.bytesOut.Add(off)
 	opts := CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime, from: from}

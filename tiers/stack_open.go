@@ -223,8 +223,7 @@ func (s *Stack) verifyOnce(d *DirTier, k format.Key, info Info, from *index.Entr
 		return err
 	}
 	if !known { // the check computed it: the tier's index keeps it
-		d.idx.SetCRC(k, crc, true)
-		d.idx.FillCRC(k, crc)
+		d.idx.SetCRCOf(k, from, crc) // nothing when replaced since
 	}
 	s.mu.Lock()
 	s.verified[k] = true

@@ -415,6 +415,39 @@ func (x *Index) FillCRC(key format.Key, crc uint32) bool {
 	return e != nil
 }
 
+// FillCRCOf is FillCRC for the Entry e alone: when key's Entry is no
+// longer e (its file was replaced since the bytes the CRC was computed
+// from were read) it records nothing and reports false.
+func (x *Index) FillCRCOf(key format.Key, e *Entry, crc uint32) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e == nil || x.lookupLocked(key) != e {
+		return false
+	}
+	if !e.Is(HasCRC) {
+		e.CRC = crc
+		e.Set(HasCRC, true)
+	}
+	return true
+}
+
+// SetCRCOf records crc, computed from the file of Entry e, as key's CRC
+// (read: CRCRead, as SetCRC does) when e is still key's Entry and has
+// none; it reports whether e is still key's Entry.
+func (x *Index) SetCRCOf(key format.Key, e *Entry, crc uint32) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e == nil || x.lookupLocked(key) != e {
+		return false
+	}
+	if !e.Is(HasCRC) {
+		e.CRC = crc
+		e.Set(HasCRC, true)
+	}
+	e.Set(CRCRead, true)
+	return true
+}
+
 // Remove takes key out of the index and returns its Entry, whose mapping
 // the caller now owns.
 func (x *Index) Remove(key format.Key) (*Entry, bool) {
