@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -177,6 +178,9 @@ func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 		// an O_TRUNC open without its handle.
 		return n.s.setWrite(ip, in, out)
 	}
+	if size, ok := in.GetSize(); ok && n.served().Kind == format.File {
+		return n.truncate(ctx, int64(size), in, out)
+	}
 	if err := n.s.checkSetattr(in); err != nil {
 		return n.s.fail("setattr", n.key.Path(), err)
 	}
@@ -244,6 +248,34 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 	// A reader has nothing to flush: no FLUSH round trip at its close.
 	h := &readHandle{node: n, f: f, own: n.s.backing.Give(ctx, id)}
 	return h, n.s.openFlags() | fuse.FOPEN_NOFLUSH, 0
+}
+
+// truncate is truncate(2) of a published File of a files model: a new
+// version of it (store.ReopenFile) cut or grown to size and published at
+// once, as a process that opens, truncates and closes it would (a size it
+// already has publishes nothing).
+func (n *storedFile) truncate(ctx context.Context, size int64, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	key := n.served()
+	p := callerProc(ctx)
+	w, d, err := n.s.store.ReopenFile(p, key)
+	if err != nil {
+		return n.s.fail("truncate", key.Path(), err)
+	}
+	if errno := n.s.setWrite(w, in, out); errno != 0 {
+		d.Release(ctx)
+		return errno
+	}
+	_, err = d.Close(ctx, p.Tgid)
+	d.Release(ctx) // an empty version publishes here, at its last release
+	if err == nil {
+		err = w.Verdict()
+	}
+	if err != nil && !errors.Is(err, store.ErrDiscarded) {
+		return n.s.fail("truncate", key.Path(), err)
+	}
+	n.s.notifyReplaced(key)
+	n.s.blockAttr(&out.Attr, size, time.Now(), key)
+	return 0
 }
 
 // rewrite opens the published File key for writing: it starts a new

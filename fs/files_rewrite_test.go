@@ -172,3 +172,32 @@ func TestFilesFsyncWriteOn(t *testing.T) {
 		t.Errorf("the log outlived its last descriptor: %s", st)
 	}
 }
+
+// TestFilesTruncate: truncate(2) of a published File of a files model
+// (by path, no descriptor) publishes a new version of the size asked,
+// cut or grown with zeros, or empty; the same size changes nothing.
+// Before, it was EPERM.
+func TestFilesTruncate(t *testing.T) {
+	m := newMount(t, Options{})
+	m.model(t, "eng", "files")
+	p := m.path("eng", "state")
+	if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		size int64
+		want string
+	}{{4, "0123"}, {6, "0123\x00\x00"}, {6, "0123\x00\x00"}, {0, ""}} {
+		n := m.srv.state.namesReplaced.Load()
+		if err := os.Truncate(p, c.size); err != nil {
+			t.Fatalf("truncate to %d: %v", c.size, err)
+		}
+		m.replacedSince(t, n)
+		if out, err := exec.Command("cat", p).Output(); err != nil || string(out) != c.want {
+			t.Errorf("after truncate to %d, another process reads %q, %v; want %q", c.size, out, err, c.want)
+		}
+	}
+	if st, ok := m.noFilesWritten(); !ok {
+		t.Errorf("a version outlived its truncate: %s", st)
+	}
+}
