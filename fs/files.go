@@ -278,6 +278,24 @@ func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fu
 	return o.pendingInode(ctx, w, out), h, h.openFlags(), 0
 }
 
+// dropOldVersion removes the published version of from that a file
+// being written under from left when it was renamed away (a version its
+// fsync published, or the file it was a new version of): the rename moves
+// the name, as on a local disk.
+func (o filesOps) dropOldVersion(from format.Key) error {
+	if !o.s.store.HasFile(from) {
+		return nil
+	}
+	done := o.s.store.Removal(from)
+	err := o.s.store.RemoveFile(from)
+	done()
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	o.s.store.ForgetUsage(from.Model)
+	return err
+}
+
 // unlink removes a file being written (dropped) or a published one (from
 // every tier; open descriptors keep reading it).
 func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
@@ -288,7 +306,12 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 	key := format.FileKey(o.model, rel)
 	if w := o.writing(ctx, key, name); w != nil {
 		w.Discard()
-		return 0
+		if !o.s.store.HasFile(key) {
+			return 0
+		}
+		// A published version of the name too (one its writer's fsync
+		// published, or the one it was writing a new version of): the
+		// name goes, as on a local disk.
 	}
 	if !o.s.store.HasFile(key) && o.s.store.FilesDir(o.model, rel) {
 		return o.s.fail("unlink", key.Path(), errIsDir)
@@ -343,6 +366,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	if w != nil {
 		if err = w.RenameTo(ctx, target); err == nil {
 			o.s.dropPublishedName(newParent.EmbeddedInode(), newName)
+			err = o.dropOldVersion(from)
 		}
 	} else {
 		done := o.s.store.Removal(from) // after the GPU loads of the file

@@ -201,3 +201,58 @@ func TestFilesTruncate(t *testing.T) {
 		t.Errorf("a version outlived its truncate: %s", st)
 	}
 }
+
+// TestFilesUnlinkRenameWhileWriting: a file whose writer fsynced it (so
+// a version of it is published) and goes on writing is gone at its
+// unlink, and moves at its rename, as on a local disk: no published
+// version stays behind under the old name. Before, the fsync's version
+// stayed, and SQLite, which fsyncs its journal and unlinks it at each
+// commit, found it again as a hot journal and rolled its commits back.
+func TestFilesUnlinkRenameWhileWriting(t *testing.T) {
+	m := newMount(t, Options{})
+	m.model(t, "eng", "files")
+	journal, log, moved := m.path("eng", "db-journal"), m.path("eng", "app.log"), m.path("eng", "app.log.1")
+	gone := func(p string) {
+		t.Helper()
+		if out, err := exec.Command("stat", p).CombinedOutput(); err == nil {
+			t.Errorf("%s is there for another process:\n%s", p, out)
+		}
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is there for its writer: %v", p, err)
+		}
+	}
+	j, err := os.Create(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.WriteString("pages")
+	if err := j.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(journal); err != nil {
+		t.Fatalf("unlink: %v", err)
+	}
+	gone(journal)
+	j.Close()
+	gone(journal)
+
+	l, err := os.Create(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.WriteString("one\n")
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(log, moved); err != nil {
+		t.Fatalf("rename: %v", err)
+	}
+	l.WriteString("two\n")
+	if err := l.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	gone(log)
+	if out, err := exec.Command("cat", moved).Output(); err != nil || string(out) != "one\ntwo\n" {
+		t.Errorf("the renamed log: %q, %v", out, err)
+	}
+}
