@@ -125,10 +125,16 @@ func (o filesOps) writing(ctx context.Context, key format.Key, name string) *sto
 		return nil
 	}
 	p := callerProc(ctx)
+	var w *store.Draft
 	if store.IsStagingName(name) {
-		return o.s.store.StagingFile(key, name, p.Uid)
+		w = o.s.store.StagingFile(key, name, p.Uid)
+	} else {
+		w = o.s.store.OwnFile(key, name, p.Tgid)
 	}
-	return o.s.store.OwnFile(key, name, p.Tgid)
+	if w != nil && !w.Writable() {
+		return nil // published or discarded, and leaving the table: the lookup goes on to the published file
+	}
+	return w
 }
 
 // lookup finds, in order, a file the caller is writing, a published

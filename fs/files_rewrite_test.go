@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -254,5 +255,40 @@ func TestFilesUnlinkRenameWhileWriting(t *testing.T) {
 	gone(log)
 	if out, err := exec.Command("cat", moved).Output(); err != nil || string(out) != "one\ntwo\n" {
 		t.Errorf("the renamed log: %q, %v", out, err)
+	}
+}
+
+// TestFilesAppendLoop: a process that opens a file of a files model for
+// appending again and again (a logger that opens, appends and closes per
+// line; a probe that opens for writing and writes nothing) never sees
+// ESTALE and loses no line. Before, an open whose lookup still found the
+// last version being written (its release not yet done) met ESTALE there
+// and again on the published file, and the second reached the caller.
+func TestFilesAppendLoop(t *testing.T) {
+	m := newMount(t, Options{})
+	m.model(t, "eng", "files")
+	p := m.path("eng", "app.log")
+	if err := os.WriteFile(p, []byte("start\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "start\n"
+	for i := range 300 {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if i%3 != 0 {
+			line := fmt.Sprintf("line %d\n", i)
+			if _, err := f.WriteString(line); err != nil {
+				t.Fatalf("append %d: %v", i, err)
+			}
+			want += line
+		}
+		if err := f.Close(); err != nil {
+			t.Fatalf("close %d: %v", i, err)
+		}
+	}
+	if got, err := os.ReadFile(p); err != nil || string(got) != want {
+		t.Errorf("the log: %d bytes, %v; want %d\n%s", len(got), err, len(want), got)
 	}
 }

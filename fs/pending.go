@@ -38,15 +38,31 @@ var (
 // pendingIno is the node number of a file being written.
 func pendingIno(w *store.Draft) uint64 { return uint64(ino.Pending)<<ino.Shift | w.Seq()&ino.LowMask }
 
+// draftOf is the file a request on the node is about: the one the
+// descriptor f writes (an open of the node may have started the next
+// version of a File, Open below); else, once the node's file is done, the
+// caller's next version of it, if it writes one; else the node's.
+func (p *pendingNode) draftOf(ctx context.Context, f gofs.FileHandle) *store.Draft {
+	if h, ok := f.(*writeHandle); ok {
+		return h.d.Draft()
+	}
+	if !p.w.Writable() && p.w.Key().Kind == format.File {
+		if w := p.s.store.OwnFile(p.w.Key(), p.w.Name(), callerProc(ctx).Tgid); w != nil {
+			return w
+		}
+	}
+	return p.w
+}
+
 // Getattr describes the file as written so far (never cached).
 func (p *pendingNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	p.s.writeAttr(p.w, &out.Attr)
+	p.s.writeAttr(p.draftOf(ctx, f), &out.Attr)
 	return 0
 }
 
 // Setattr applies to the file being written (see fsState.setWrite).
 func (p *pendingNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return p.s.setWrite(p.w, in, out)
+	return p.s.setWrite(p.draftOf(ctx, f), in, out)
 }
 
 // Open of a file being written by a process that sees it adds a
@@ -57,8 +73,22 @@ func (p *pendingNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.S
 // published file (or nothing), and opens that. An empty file publishes at
 // its last release, which the kernel sends after close returns: a
 // process that creates a lock file and opens it again at once meets this.
+// An open for writing of a File of a files model published since is its
+// next version, opened here (a loop of opens for appending meets this:
+// the kernel looked the name up before the last close's release ended
+// the file, and an ESTALE here would meet the published file's own,
+// rewrite, on the retry, and reach the caller).
 func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	d, err := p.w.Open(flags&syscall.O_TRUNC != 0)
+	key := p.w.Key()
+	if errors.Is(err, store.ErrDone) && key.Kind == format.File && flags&syscall.O_ACCMODE != syscall.O_RDONLY && p.s.store.HasFile(key) {
+		_, d, err = p.s.store.ReopenFile(callerProc(ctx), key)
+		if err != nil {
+			return nil, 0, p.s.fail("open", key.Path(), err)
+		}
+		h := p.s.newWriteHandle(d, key, callerProc(ctx).Uid)
+		return h, h.openFlags(), 0
+	}
 	if errors.Is(err, store.ErrDone) {
 		p.s.log.Debug("open of a file published meanwhile: the kernel looks it up again", "path", p.w.Key().Path(), "errno", "ESTALE")
 		return nil, 0, errnoStale
@@ -226,6 +256,15 @@ func (h *writeHandle) Release(ctx context.Context) syscall.Errno {
 // 0644 and its writer's owner while it is written, 0444 once published.
 func (s *fsState) writeAttr(w *store.Draft, a *fuse.Attr) {
 	size, mtime, published := w.Attr()
+	if key := w.Key(); published && key.Kind == format.File && errors.Is(w.Verdict(), store.ErrDiscarded) {
+		// A File's version dropped (its writer wrote nothing, or unlinked
+		// it): the name's published file, if any, is what the kernel must
+		// take the size of, for the offset of an append on this node.
+		if bi, err := s.store.StatFile(key); err == nil {
+			s.blockAttr(a, bi.Size, bi.MTime, key)
+			return
+		}
+	}
 	if published {
 		s.blockAttr(a, size, mtime, w.Key())
 		return

@@ -106,25 +106,43 @@ func (w *Draft) Owner() Proc { return w.owner }
 // is none (truncated when trunc is set). With excl an existing file is
 // tiers.ErrExist, and so is an id already published (under a final name).
 func (s *Store) BeginWrite(p Proc, key format.Key, name string, staging, excl, trunc bool) (*Draft, *Writer, error) {
+	w, d, _, err := s.beginWrite(p, key, name, staging, excl, trunc)
+	return w, d, err
+}
+
+// beginWrite is BeginWrite, also reporting whether this call started the
+// file (a new, empty one) rather than joined one being written.
+func (s *Store) beginWrite(p Proc, key format.Key, name string, staging, excl, trunc bool) (w *Draft, d *Writer, started bool, err error) {
 	wk := writeKeyOf(key, name, staging, p)
-	w := s.writes.get(wk)
+	w = s.writes.get(wk)
 	if w != nil && excl {
-		return nil, nil, fmt.Errorf("%s is being written: %w", name, tiers.ErrExist)
+		return nil, nil, false, fmt.Errorf("%s is being written: %w", name, tiers.ErrExist)
 	}
 	if excl && key.Kind == format.File && s.stack.Has(key) {
-		return nil, nil, fmt.Errorf("%s: %w", key, tiers.ErrExist)
+		return nil, nil, false, fmt.Errorf("%s: %w", key, tiers.ErrExist)
 	}
-	if w == nil {
-		fresh, err := s.startWrite(key, wk, staging, p)
-		if err != nil {
-			return nil, nil, err
+	for try := 0; ; try++ {
+		started = false
+		if w == nil {
+			fresh, err := s.startWrite(key, wk, staging, p)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			if w = s.writes.put(wk, fresh); w != fresh { // another thread won
+				fresh.Discard()
+			} else {
+				started = true
+			}
 		}
-		if w = s.writes.put(wk, fresh); w != fresh { // another thread won
-			fresh.Discard()
+		d, err = w.Open(trunc)
+		if !errors.Is(err, ErrDone) || try == 2 {
+			return w, d, started, err
 		}
+		// Published or discarded since it was found, and not yet out of
+		// the table (end): the next file of the name starts afresh.
+		s.writes.drop(wk, w)
+		w = nil
 	}
-	d, err := w.Open(trunc)
-	return w, d, err
 }
 
 // startWrite makes a new Draft. A staging file may stand for a block
@@ -349,6 +367,15 @@ func (d *Writer) Release(ctx context.Context) {
 	if publish && last && w.sameAsFillLocked() {
 		publish, discard = false, true // a reopened File left as it was
 	}
+	// Both now, not after mu: an open that joined the file in between
+	// would write into a published or discarded one.
+	if discard {
+		discard = w.discardLocked()
+	}
+	if publish {
+		w.done = true
+		w.verdict = w.publishOnce(ctx, false)
+	}
 	check := last && w.done && w.mine
 	if last && !w.done && w.staging {
 		w.parkLocked()
@@ -358,11 +385,8 @@ func (d *Writer) Release(ctx context.Context) {
 	if dropOrig {
 		w.s.stack.Abort(w.pw) // the file the kernel wrote, kept beside the copy published
 	}
-	if publish {
-		w.publish(ctx, false)
-	}
-	if discard {
-		w.Discard()
+	if publish || discard {
+		w.end()
 	}
 	if check {
 		w.checkUnchanged()
@@ -409,16 +433,26 @@ func (w *Draft) Verdict() error {
 // duplicate start) and ends its write.
 func (w *Draft) Discard() {
 	w.mu.Lock()
-	gone := !w.done
-	if gone {
-		w.done = true
-		w.verdict = fmt.Errorf("%s: %w", w.key, ErrDiscarded)
-		w.s.stack.Abort(w.pw)
-	}
+	gone := w.discardLocked()
 	w.mu.Unlock()
 	if gone {
 		w.end()
 	}
+}
+
+// discardLocked marks the file discarded and drops its data (under mu);
+// it reports whether it did, and the caller then calls end once mu is
+// released. Deciding and discarding under one hold of mu matters: an
+// open that joins the file in between would write into a discarded file,
+// whose writes are dropped without an error.
+func (w *Draft) discardLocked() bool {
+	if w.done {
+		return false
+	}
+	w.done = true
+	w.verdict = fmt.Errorf("%s: %w", w.key, ErrDiscarded)
+	w.s.stack.Abort(w.pw)
+	return true
 }
 
 // end takes the file out of the table and ends its write.

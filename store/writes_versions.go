@@ -49,9 +49,8 @@ func (s *Store) ReopenFile(p Proc, key format.Key) (*Draft, *Writer, error) {
 	if key.Kind != format.File {
 		return nil, nil, fmt.Errorf("%w: %s is not a file of a files model", ErrInvalid, key)
 	}
-	joined := s.OwnFile(key, key.FileName(), p.Tgid) != nil
-	w, d, err := s.BeginWrite(p, key, key.FileName(), false, false, false)
-	if err != nil || joined {
+	w, d, started, err := s.beginWrite(p, key, key.FileName(), false, false, false)
+	if err != nil || !started {
 		return w, d, err
 	}
 	if err := w.fillFrom(key); err != nil {
@@ -78,7 +77,7 @@ func (w *Draft) fillFrom(key format.Key) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	crc := format.NewCRC32C()
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, min(h.Size, 1<<20)) // a config file is small: no MiB per open to collect
 	for off := int64(0); off < h.Size; {
 		n, err := h.File.ReadAt(buf[:min(int64(len(buf)), h.Size-off)], off)
 		if n > 0 {
