@@ -421,6 +421,11 @@ func (x *Index) FillCRC(key format.Key, crc uint32) bool {
 func (x *Index) FillCRCOf(key format.Key, e *Entry, crc uint32) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	return x.fillCRCOfLocked(key, e, crc)
+}
+
+// fillCRCOfLocked is FillCRCOf under x.mu.
+func (x *Index) fillCRCOfLocked(key format.Key, e *Entry, crc uint32) bool {
 	if e == nil || x.lookupLocked(key) != e {
 		return false
 	}
@@ -437,12 +442,8 @@ func (x *Index) FillCRCOf(key format.Key, e *Entry, crc uint32) bool {
 func (x *Index) SetCRCOf(key format.Key, e *Entry, crc uint32) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if e == nil || x.lookupLocked(key) != e {
+	if !x.fillCRCOfLocked(key, e, crc) {
 		return false
-	}
-	if !e.Is(HasCRC) {
-		e.CRC = crc
-		e.Set(HasCRC, true)
 	}
 	e.Set(CRCRead, true)
 	return true
