@@ -208,7 +208,9 @@ func (s *Stack) CRC(k format.Key) (crc uint32, has bool, err error) {
 // memCRC computes the payload CRC-32C of k's copy in the memory tier and
 // records it there. It reports false when the copy is gone or unreadable.
 func (s *Stack) memCRC(k format.Key) (uint32, bool) {
-	from := entryOf(s.mem, k)                           // the file opened next, unless replaced: then SetCRC records nothing
+	// The entry of the file opened next, unless it is replaced between:
+	// then SetCRC records nothing.
+	from := entryOf(s.mem, k)
 	f, err := openFile(s.mem.path(k), unix.O_RDONLY, 0) // not mem.Open: no LRU use
 	if err != nil {
 		return 0, false
