@@ -293,7 +293,16 @@ func (d *Writer) Close(ctx context.Context, tgid uint32) (published bool, verdic
 	}
 	w.closed = true
 	ready := !w.done && !w.staging && w.allClosed() && !w.unwrittenLocked()
+	var touched time.Time
+	if !ready && !w.done {
+		touched = w.touchedLocked()
+	}
 	w.mu.Unlock()
+	if !touched.IsZero() {
+		// Its bytes unchanged, its times set (touch -d): the published
+		// version takes them before the close returns.
+		_ = w.s.stack.SetMTime(w.key, touched)
+	}
 	if !ready {
 		return false, w.Verdict()
 	}
@@ -364,8 +373,10 @@ func (d *Writer) Release(ctx context.Context) {
 	}
 	publish := !w.done && !w.staging && w.closed && w.allClosed()
 	discard := !w.done && !w.staging && last && !w.closed
+	var touched time.Time
 	if publish && last && w.sameAsFillLocked() {
 		publish, discard = false, true // a reopened File left as it was
+		touched = w.touchedLocked()
 	}
 	// Both now, not after mu: an open that joined the file in between
 	// would write into a published or discarded one.
@@ -387,6 +398,9 @@ func (d *Writer) Release(ctx context.Context) {
 	}
 	if publish || discard {
 		w.end()
+	}
+	if !touched.IsZero() {
+		_ = w.s.stack.SetMTime(w.key, touched) // gone meanwhile: nothing to touch
 	}
 	if check {
 		w.checkUnchanged()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
@@ -33,7 +34,8 @@ import (
 type fillMark struct {
 	size         int64
 	mtime, ctime unix.Timespec
-	crc          uint32 // of the bytes copied
+	crc          uint32    // of the bytes copied
+	setMTime     time.Time // the writer's utimes then (Draft.setMTime)
 }
 
 // ReopenFile opens the published File key for writing by p: a new
@@ -104,8 +106,19 @@ func (w *Draft) markLocked(crc uint32) error {
 	if err := unix.Fstat(int(w.f.Fd()), &st); err != nil {
 		return err
 	}
-	w.fill = &fillMark{size: st.Size, mtime: st.Mtim, ctime: st.Ctim, crc: crc}
+	w.fill = &fillMark{size: st.Size, mtime: st.Mtim, ctime: st.Ctim, crc: crc, setMTime: w.setMTime}
 	return nil
+}
+
+// touchedLocked is the time the writer of a File left as it was copied
+// set with utimes since (zero when none): `touch -d` opens the file for
+// writing and sets its times through the descriptor. The published
+// version takes it instead of a new version (under mu).
+func (w *Draft) touchedLocked() time.Time {
+	if m := w.fill; m != nil && !w.setMTime.IsZero() && !w.setMTime.Equal(m.setMTime) {
+		return w.setMTime
+	}
+	return time.Time{}
 }
 
 // SyncVersion is Sync for a File of a files model that is not a staging
