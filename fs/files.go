@@ -284,22 +284,28 @@ func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fu
 	return o.pendingInode(ctx, w, out), h, h.openFlags(), 0
 }
 
+// removePublished removes the published file key from every tier (after
+// the GPU loads of it) and forgets its hits and its model's usage.
+func (o filesOps) removePublished(key format.Key) error {
+	done := o.s.store.Removal(key)
+	err := o.s.store.RemoveFile(key)
+	done()
+	if err == nil {
+		o.s.store.ForgetHits(key, false)
+		o.s.store.ForgetUsage(key.Model)
+	}
+	return err
+}
+
 // dropOldVersion removes the published version of from that a file
 // being written under from left when it was renamed away (a version its
 // fsync published, or the file it was a new version of): the rename moves
 // the name, as on a local disk.
 func (o filesOps) dropOldVersion(from format.Key) error {
-	if !o.s.store.HasFile(from) {
-		return nil
+	if err := o.removePublished(from); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
 	}
-	done := o.s.store.Removal(from)
-	err := o.s.store.RemoveFile(from)
-	done()
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	o.s.store.ForgetUsage(from.Model)
-	return err
+	return nil
 }
 
 // unlink removes a file being written (dropped) or a published one (from
@@ -322,14 +328,9 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 	if !o.s.store.HasFile(key) && o.s.store.FilesDir(o.model, rel) {
 		return o.s.fail("unlink", key.Path(), errIsDir)
 	}
-	done := o.s.store.Removal(key)
-	err = o.s.store.RemoveFile(key)
-	done()
-	if err != nil {
+	if err := o.removePublished(key); err != nil {
 		return o.s.fail("unlink", key.Path(), err)
 	}
-	o.s.store.ForgetHits(key, false)
-	o.s.store.ForgetUsage(key.Model)
 	return 0
 }
 

@@ -241,13 +241,11 @@ func (h *writeHandle) verdict(op string, published bool, err error) syscall.Errn
 // name it any more.
 func (h *writeHandle) Release(ctx context.Context) syscall.Errno {
 	w := h.d.Draft()
-	_, _, was := w.Attr()
-	h.d.Release(ctx)
+	if h.d.Release(ctx) {
+		h.s.notifyReplaced(w.Key()) // published by this release (an empty file, or one written late)
+	}
 	if isTmpfileName(w.Name()) && w.Unheld() {
 		w.Discard()
-	}
-	if _, _, now := w.Attr(); now && !was && w.Verdict() == nil {
-		h.s.notifyReplaced(w.Key()) // published by this release (an empty file, or one written late)
 	}
 	return 0
 }

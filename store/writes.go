@@ -362,8 +362,9 @@ func (w *Draft) Unheld() bool {
 // Release ends the descriptor. The last one of a file that the creating
 // process closed publishes it if that has not happened yet (a descriptor
 // only another process held); one nobody closed is discarded. A staging
-// file outlives its descriptors until rename or unlink.
-func (d *Writer) Release(ctx context.Context) {
+// file outlives its descriptors until rename or unlink. published says
+// whether this release published the file.
+func (d *Writer) Release(ctx context.Context) (published bool) {
 	w := d.w
 	w.mu.Lock()
 	delete(w.descs, d)
@@ -405,6 +406,7 @@ func (d *Writer) Release(ctx context.Context) {
 	if check {
 		w.checkUnchanged()
 	}
+	return publish && w.Verdict() == nil
 }
 
 // checkUnchanged, at the release of the last descriptor of a file that
