@@ -172,10 +172,14 @@ func unmount(srv *fs.Server, mnt string, unmounted <-chan struct{}, log *slog.Lo
 }
 
 // deadMount reports whether err is how a FUSE mount whose daemon died
-// answers: ENOTCONN, or ECONNABORTED for a request made while the kernel
-// tore down an io_uring connection (its rings outlive the process briefly).
+// answers: ENOTCONN, or, for a request made while the kernel tears down
+// an io_uring connection (its rings outlive the process briefly),
+// ECONNABORTED or ECANCELED. The kernel ends a request it hands to a ring
+// entry of a dead task with ECANCELED, and one still queued at teardown
+// with ECONNABORTED; which one a caller sees is a race.
 func deadMount(err error) bool {
-	return errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED)
+	return errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED) ||
+		errors.Is(err, syscall.ECANCELED)
 }
 
 // checkMountpoint refuses a mount point that is missing, not a directory,
