@@ -57,9 +57,24 @@ func (w *dirWriter) releaseBuf() {
 	}
 }
 
-// writeDirect buffers p, writing each full buffer with O_DIRECT.
+// writeDirect buffers p, writing each full buffer with O_DIRECT. When
+// nothing is pending and p starts at an aligned address (a copy between
+// tiers reads into aligned buffers), p's aligned part is written from p
+// itself: no copy into the buffer. Only on a tier whose operations run
+// inline: a detached one may still read the bytes after a timeout, when
+// the caller has reused p.
 func (w *dirWriter) writeDirect(p []byte) (int, error) {
 	n := 0
+	if d := w.dio; w.t.inline && len(d.buf) == 0 && len(p) >= directAlign && uintptr(unsafe.Pointer(&p[0]))&(directAlign-1) == 0 {
+		aligned := len(p) &^ (directAlign - 1)
+		d.buf = p[:aligned]
+		err := w.flushDirect()
+		d.buf = (*d.raw)[:0]
+		if err != nil {
+			return 0, err
+		}
+		n, p = aligned, p[aligned:]
+	}
 	for len(p) > 0 {
 		d := w.dio
 		c := copy(d.buf[len(d.buf):cap(d.buf)], p)
@@ -103,8 +118,9 @@ func (w *dirWriter) flushDirect() error {
 		return pwriteAll(fd, tail, start+int64(len(chunk)))
 	}, w.cleanup)
 	if err != nil {
+		err = osErr("write", err) // ENOSPC is ErrFull, as for a buffered write
 		if !w.done {
-			w.err = osErr("write", err)
+			w.err = err
 		}
 		return err
 	}

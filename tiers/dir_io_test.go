@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
@@ -68,9 +69,16 @@ func TestDirDirectIO(t *testing.T) {
 		{3<<20 + 123, []int{1<<20 - 1, 3, 5000}},
 		{5 << 20, []int{5 << 20}},
 	}
-	for i, c := range cases {
+	// Each case twice: from the payload as allocated, and from a copy at a
+	// 4 KiB-aligned address, whose aligned chunks are written as they are
+	// (the path of a copy between tiers, which reads into aligned buffers).
+	for i := range 2 * len(cases) {
+		c := cases[i%len(cases)]
 		key := tiertest.Key("m", i)
 		data := tiertest.Payload(uint64(i), c.size)
+		if i >= len(cases) {
+			data = append(alignedBuf(len(data)), data...)
+		}
 		w, err := d.Create(key)
 		if err != nil {
 			t.Fatal(err)
@@ -101,6 +109,14 @@ func TestDirDirectIO(t *testing.T) {
 		t.Fatalf("pwrite through File after O_DIRECT writes: %v", err)
 	}
 	w.Abort()
+}
+
+// alignedBuf returns an empty slice with room for n bytes, starting at a
+// 4 KiB boundary.
+func alignedBuf(n int) []byte {
+	b := make([]byte, n+4096)
+	off := (4096 - int(uintptr(unsafe.Pointer(&b[0]))%4096)) % 4096
+	return b[off : off : off+n]
 }
 
 // smallFS mounts a tmpfs of size bytes (root only) and returns its path.

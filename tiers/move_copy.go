@@ -44,7 +44,9 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 // copyBufSize is the unit of every copy between tiers (1 MiB).
 const copyBufSize = 1 << 20
 
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
+// copyBufs are aligned for O_DIRECT (alignedBlock), so that a directory
+// tier writing with O_DIRECT writes a copy's chunks from them as they are.
+var copyBufs = sync.Pool{New: func() any { b := alignedBlock(copyBufSize); return &b }}
 
 // flaggedCRC returns the payload CRC a header states, if its flag is set.
 // UCMB and UCMR headers keep payload_crc32c at 48 and flags at 52.
