@@ -60,9 +60,10 @@ type mountConfig struct {
 
 // tierSpec is one directory tier: --tier KIND:DIR[:SIZE] or a tiers: entry.
 type tierSpec struct {
-	Kind string // nvme, nfs or ds3fs
-	Dir  string // absolute
-	Size int64  // capacity in bytes; 0: what the filesystem has room for
+	Kind     string // nvme, nfs or ds3fs
+	Dir      string // absolute
+	Size     int64  // capacity in bytes; 0: what the filesystem has room for
+	DirectIO *bool  // O_DIRECT writes into the tier (YAML direct_io); nil: the kind's default
 }
 
 // String is KIND:DIR, as the ready line shows it.
@@ -160,6 +161,9 @@ type fileTier struct {
 	Kind string   `yaml:"kind"`
 	Dir  string   `yaml:"dir"`
 	Size byteSize `yaml:"size"`
+	// DirectIO turns O_DIRECT writes into the tier on or off (default:
+	// on for nvme, off for nfs and ds3fs; tiers.DirConfig).
+	DirectIO *bool `yaml:"direct_io"`
 }
 
 // byteSize is a size in YAML: a plain integer of bytes or a string such
@@ -314,7 +318,7 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 				key := fmt.Sprintf("tiers[%d]", i)
 				return fc.errAt(key, fmt.Errorf("%s: needs kind and dir", key))
 			}
-			cfg.Tiers = append(cfg.Tiers, tierSpec{Kind: t.Kind, Dir: fc.resolvePath(t.Dir), Size: int64(t.Size)})
+			cfg.Tiers = append(cfg.Tiers, tierSpec{Kind: t.Kind, Dir: fc.resolvePath(t.Dir), Size: int64(t.Size), DirectIO: t.DirectIO})
 		}
 	}
 	return nil

@@ -59,9 +59,10 @@ type printedConfig struct {
 
 // printedTier is one tier of printedConfig.
 type printedTier struct {
-	Kind string `yaml:"kind"`
-	Dir  string `yaml:"dir"`
-	Size string `yaml:"size,omitempty"`
+	Kind     string `yaml:"kind"`
+	Dir      string `yaml:"dir"`
+	Size     string `yaml:"size,omitempty"`
+	DirectIO *bool  `yaml:"direct_io,omitempty"` // only when the configuration sets it
 }
 
 // printConfig writes cfg as a YAML config file that gives cfg back.
@@ -88,7 +89,7 @@ func printConfig(w io.Writer, cfg mountConfig) error {
 		p.GPUSocket = defaultGPUSocket(cfg)
 	}
 	for _, t := range cfg.Tiers {
-		pt := printedTier{Kind: t.Kind, Dir: t.Dir}
+		pt := printedTier{Kind: t.Kind, Dir: t.Dir, DirectIO: t.DirectIO}
 		if t.Size > 0 {
 			pt.Size = exactSize(t.Size)
 		}

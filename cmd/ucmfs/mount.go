@@ -330,7 +330,7 @@ func buildStack(cfg mountConfig, log *slog.Logger, host tiers.HostRegistrar) (*t
 			return nil, err
 		}
 		dirs = append(dirs, tiers.DirConfig{Kind: t.Kind, Dir: t.Dir, Capacity: t.Size, Revalidate: sharedRevalidate(cfg),
-			Rescan: sharedRescan(cfg)})
+			Rescan: sharedRescan(cfg), DirectIO: t.DirectIO})
 	}
 	st, err := tiers.New(tiers.StackConfig{WriteThrough: cfg.WriteThrough, Logger: log,
 		DirtyLimit: cfg.DirtyLimit, DirtyBackground: cfg.DirtyBackground, DirtyExpire: cfg.DirtyExpire},
