@@ -228,14 +228,7 @@ func TestFilesUnlinkRenameWhileWriting(t *testing.T) {
 			t.Errorf("%s is there for its writer: %v", p, err)
 		}
 	}
-	j, err := os.Create(journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j.WriteString("pages")
-	if err := j.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	j := createSynced(t, journal, "pages")
 	if err := os.Remove(journal); err != nil {
 		t.Fatalf("unlink: %v", err)
 	}
@@ -243,14 +236,7 @@ func TestFilesUnlinkRenameWhileWriting(t *testing.T) {
 	j.Close()
 	gone(journal)
 
-	l, err := os.Create(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.WriteString("one\n")
-	if err := l.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	l := createSynced(t, log, "one\n")
 	if err := os.Rename(log, moved); err != nil {
 		t.Fatalf("rename: %v", err)
 	}
@@ -329,4 +315,21 @@ func TestFilesTouch(t *testing.T) {
 	if err := syscall.Stat(p, &after); err != nil || after.Ino != before.Ino || time.Unix(after.Mtim.Unix()).UTC() != want {
 		t.Errorf("after the release: inode %d -> %d, mtime %v, %v", before.Ino, after.Ino, time.Unix(after.Mtim.Unix()), err)
 	}
+}
+
+// createSynced creates p, writes data and fsyncs it (which publishes a
+// version of a files model's File), and returns the open file.
+func createSynced(t *testing.T, p, data string) *os.File {
+	t.Helper()
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
