@@ -86,7 +86,7 @@ func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 		if err != nil {
 			return nil, 0, p.s.fail("open", key.Path(), err)
 		}
-		h := p.s.newWriteHandle(d, key, callerProc(ctx).Uid)
+		h := p.s.newWriteHandle(d, key, callerProc(ctx).Uid, flags)
 		return h, h.openFlags(), 0
 	}
 	if errors.Is(err, store.ErrDone) {
@@ -96,7 +96,7 @@ func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 	if err != nil {
 		return nil, 0, p.s.fail("open", p.w.Key().Path(), fmt.Errorf("%w (%w)", err, errReadOnly))
 	}
-	h := p.s.newWriteHandle(d, p.w.Key(), callerProc(ctx).Uid)
+	h := p.s.newWriteHandle(d, p.w.Key(), callerProc(ctx).Uid, flags)
 	p.s.reopens.take(callerProc(ctx).Tgid, p.w.Key()) // a new version's retried open (reopen.go)
 	return h, h.openFlags(), 0
 }
@@ -107,7 +107,8 @@ func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 // StopWrites every write is EROFS.
 func (s *fsState) beginWrite(p store.Proc, key format.Key, name string, staging bool, flags uint32) (*store.Draft, *writeHandle, syscall.Errno) {
 	excl := flags&syscall.O_EXCL != 0
-	w, d, err := s.store.BeginWrite(p, key, name, staging, excl, flags&syscall.O_TRUNC != 0)
+	m := store.OpenMode{Staging: staging, Excl: excl, Trunc: flags&syscall.O_TRUNC != 0, Direct: flags&syscall.O_DIRECT != 0}
+	w, d, err := s.store.BeginWrite(p, key, name, m)
 	if errors.Is(err, store.ErrExist) {
 		if !excl {
 			err = fmt.Errorf("%w: published files are read-only", errReadOnly)
@@ -117,7 +118,7 @@ func (s *fsState) beginWrite(p store.Proc, key format.Key, name string, staging 
 	if err != nil {
 		return nil, nil, s.fail("create", key.Path(), err)
 	}
-	return w, s.newWriteHandle(d, key, p.Uid), 0
+	return w, s.newWriteHandle(d, key, p.Uid, flags), 0
 }
 
 // writeHandle is one open descriptor of a file being written.
@@ -126,11 +127,24 @@ type writeHandle struct {
 	d   *store.Writer
 	key format.Key
 	pt  bool // the kernel writes the file itself (passthrough; writePassthrough)
+	// direct: the kernel writes the file's O_DIRECT descriptor (a file
+	// staged on disk, opened O_DIRECT: tiers.Stack.CreateOnDisk).
+	direct bool
 }
 
-// newWriteHandle is a descriptor of d, opened by a process of uid.
-func (s *fsState) newWriteHandle(d *store.Writer, key format.Key, uid uint32) *writeHandle {
-	return &writeHandle{s: s, d: d, key: key, pt: s.backing.Active() && s.writePassthrough(uid)}
+// newWriteHandle is a descriptor of d, opened by a process of uid with
+// open flags flags. Of a file staged on disk, only a descriptor opened
+// O_DIRECT is written by the kernel, through the O_DIRECT descriptor of
+// the file: the daemon serves the writes of the others (the kernel keeps
+// one backing file per node, the first one given, so a second descriptor
+// opened while an O_DIRECT one is open is written O_DIRECT too).
+func (s *fsState) newWriteHandle(d *store.Writer, key format.Key, uid uint32, flags uint32) *writeHandle {
+	h := &writeHandle{s: s, d: d, key: key, pt: s.backing.Active() && s.writePassthrough(uid)}
+	if d.OnDisk() {
+		h.direct = flags&syscall.O_DIRECT != 0
+		h.pt = h.pt && h.direct
+	}
+	return h
 }
 
 // writePassthrough reports whether the kernel may write a file uid writes
@@ -198,6 +212,12 @@ func (h *writeHandle) Allocate(ctx context.Context, off, size uint64, mode uint3
 
 // PassthroughFd hands the kernel the file being written.
 func (h *writeHandle) PassthroughFd() (int, bool) {
+	if h.direct {
+		if f := h.d.DirectFile(); f != nil {
+			return int(f.Fd()), h.pt
+		}
+		return -1, false
+	}
 	return int(h.d.File().Fd()), h.pt
 }
 

@@ -107,7 +107,7 @@ var mountMetricDefs = []metricDef{
 	counter("drops_total", "Blocks dropped from the last tier.", func(m *store.Stats) int64 { return m.Drops }),
 	counter("write_backs_total", "Dirty blocks written back to a directory tier.", func(m *store.Stats) int64 { return m.WriteBacks }),
 	counter("write_back_errors_total", "Failed write-backs (retried).", func(m *store.Stats) int64 { return m.WriteBackErrors }),
-	counter("direct_writes_total", "Blocks published straight to a directory tier (memory full).", func(m *store.Stats) int64 { return m.DirectWrites }),
+	counter("direct_writes_total", "Blocks published straight to a directory tier (memory full, or an O_DIRECT file staged there).", func(m *store.Stats) int64 { return m.DirectWrites }),
 	counter("room_waits_total", "Publishes that waited for memory room.", func(m *store.Stats) int64 { return m.RoomWaits }),
 	counter("crc_errors_total", "CRC-32C mismatches found.", func(m *store.Stats) int64 { return m.CRCErrors }),
 	counter("quarantined_total", "Corrupt files taken out of a tier.", func(m *store.Stats) int64 { return m.Quarantined }),

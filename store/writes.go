@@ -101,18 +101,27 @@ func (w *Draft) Seq() uint64 { return w.seq }
 // Owner is the process that made the file.
 func (w *Draft) Owner() Proc { return w.owner }
 
-// BeginWrite opens a descriptor on the file name (standing for key; a
-// staging name when staging is set) that p writes, starting it if there
-// is none (truncated when trunc is set). With excl an existing file is
-// tiers.ErrExist, and so is an id already published (under a final name).
-func (s *Store) BeginWrite(p Proc, key format.Key, name string, staging, excl, trunc bool) (*Draft, *Writer, error) {
-	w, d, _, err := s.beginWrite(p, key, name, staging, excl, trunc)
+// OpenMode is how a descriptor of a file being written is opened.
+type OpenMode struct {
+	Staging bool // the name is a staging name: the file publishes at its rename
+	Excl    bool // O_EXCL: an existing file, or an id already published, is tiers.ErrExist
+	Trunc   bool // O_TRUNC: the file is emptied
+	// Direct is O_DIRECT: a new file of a files model is staged on the
+	// first nvme tier, not in memory (tiers.Stack.CreateOnDisk).
+	Direct bool
+}
+
+// BeginWrite opens a descriptor on the file name (standing for key) that
+// p writes, starting it if there is none.
+func (s *Store) BeginWrite(p Proc, key format.Key, name string, m OpenMode) (*Draft, *Writer, error) {
+	w, d, _, err := s.beginWrite(p, key, name, m)
 	return w, d, err
 }
 
 // beginWrite is BeginWrite, also reporting whether this call started the
 // file (a new, empty one) rather than joined one being written.
-func (s *Store) beginWrite(p Proc, key format.Key, name string, staging, excl, trunc bool) (w *Draft, d *Writer, started bool, err error) {
+func (s *Store) beginWrite(p Proc, key format.Key, name string, m OpenMode) (w *Draft, d *Writer, started bool, err error) {
+	staging, excl, trunc := m.Staging, m.Excl, m.Trunc
 	wk := writeKeyOf(key, name, staging, p)
 	w = s.writes.get(wk)
 	if w != nil && excl {
@@ -124,7 +133,7 @@ func (s *Store) beginWrite(p Proc, key format.Key, name string, staging, excl, t
 	for try := 0; ; try++ {
 		started = false
 		if w == nil {
-			fresh, err := s.startWrite(key, wk, staging, p)
+			fresh, err := s.startWrite(key, wk, m, p)
 			if err != nil {
 				return nil, nil, false, err
 			}
@@ -147,7 +156,8 @@ func (s *Store) beginWrite(p Proc, key format.Key, name string, staging, excl, t
 
 // startWrite makes a new Draft. A staging file may stand for a block
 // already published (rsync writes it again): publishing it keeps one copy.
-func (s *Store) startWrite(key format.Key, wk writeKey, staging bool, p Proc) (*Draft, error) {
+func (s *Store) startWrite(key format.Key, wk writeKey, m OpenMode, p Proc) (*Draft, error) {
+	staging := m.Staging
 	if s.Stopped() {
 		return nil, fmt.Errorf("shutting down: %w", ErrStopped)
 	}
@@ -158,9 +168,12 @@ func (s *Store) startWrite(key format.Key, wk writeKey, staging bool, p Proc) (*
 	var pw *tiers.PendingWrite
 	var err error
 	replaces := s.LayoutOf(key.Model).Replaces()
-	if staging || replaces {
+	switch {
+	case m.Direct && key.Kind == format.File:
+		pw, err = s.stack.CreateOnDisk(key)
+	case staging || replaces:
 		pw, err = s.stack.CreateStaging(key)
-	} else {
+	default:
 		pw, err = s.stack.Create(key)
 	}
 	if err != nil {
@@ -203,6 +216,22 @@ func (w *Draft) Open(trunc bool) (*Writer, error) {
 // File is the file being written (its descriptor is what a kernel writes
 // directly with FUSE passthrough).
 func (d *Writer) File() *os.File { return d.w.f }
+
+// OnDisk reports whether the file is staged on a directory tier
+// (OpenMode.Direct).
+func (d *Writer) OnDisk() bool { return d.w.pw.OnDisk() }
+
+// DirectFile is the file's descriptor opened O_DIRECT, when it is staged
+// on a directory tier (nil otherwise).
+func (d *Writer) DirectFile() *os.File {
+	w := d.w
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.f == nil {
+		return nil // parked
+	}
+	return w.pw.DirectFile()
+}
 
 // WriteAt writes at any offset within MaxFileSize (ErrTooBig past it). A
 // write to a discarded file is accepted and dropped. A write refused or
@@ -414,11 +443,12 @@ func (d *Writer) Release(ctx context.Context) (published bool) {
 // through a descriptor kept open past the publish (an fsync publishes, and
 // a forked child shares its parent's descriptor past the close that
 // publishes), which with FUSE passthrough the kernel writes straight into
-// the memory tier's file. A published block never changes; one that did is
-// not trusted, from any tier. Readers that opened it in the meantime may
+// the memory tier's file (or the nvme tier's, for a file staged there). A
+// published block never changes; one that did is not trusted, from any
+// tier. Readers that opened it in the meantime may
 // have read the change: the error line says so.
 func (w *Draft) checkUnchanged() {
-	if unchanged, held := w.s.stack.MemUnchanged(w.key); !held || unchanged {
+	if unchanged, held := w.s.stack.Unchanged(w.key); !held || unchanged {
 		return
 	}
 	err := w.s.stack.Remove(w.key)

@@ -51,7 +51,7 @@ func (s *Store) ReopenFile(p Proc, key format.Key) (*Draft, *Writer, error) {
 	if key.Kind != format.File {
 		return nil, nil, fmt.Errorf("%w: %s is not a file of a files model", ErrInvalid, key)
 	}
-	w, d, started, err := s.beginWrite(p, key, key.FileName(), false, false, false)
+	w, d, started, err := s.beginWrite(p, key, key.FileName(), OpenMode{})
 	if err != nil || !started {
 		return w, d, err
 	}

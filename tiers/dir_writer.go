@@ -33,6 +33,11 @@ type dirWriter struct {
 
 // Create starts a temp file for key beside its final name.
 func (t *DirTier) Create(key format.Key) (Writer, error) {
+	return t.create(key, t.direct.Load())
+}
+
+// create is Create; with direct set, Write writes with O_DIRECT.
+func (t *DirTier) create(key format.Key, direct bool) (Writer, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
@@ -40,11 +45,7 @@ func (t *DirTier) Create(key format.Key) (Writer, error) {
 	dir := filepath.Dir(t.path(key))
 	err := t.do("create", func() error {
 		for attempt := 0; ; attempt++ {
-			made, err := t.dirs.ensure(t.root, key)
-			if made && key.Kind == format.File && key.ShardDir() != "" {
-				t.flat.madeDir(key.Model) // made, or found there
-			}
-			if err != nil {
+			if err := t.ensureDir(key); err != nil {
 				return err
 			}
 			tmp := filepath.Join(dir, tempName(key.ID.String()))
@@ -67,10 +68,19 @@ func (t *DirTier) Create(key format.Key) (Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
-	if t.direct.Load() {
+	if direct {
 		w.dio = newDirectBuf()
 	}
 	return w, nil
+}
+
+// ensureDir makes the directory of key's file, when missing.
+func (t *DirTier) ensureDir(key format.Key) error {
+	made, err := t.dirs.ensure(t.root, key)
+	if made && key.Kind == format.File && key.ShardDir() != "" {
+		t.flat.madeDir(key.Model) // made, or found there
+	}
+	return err
 }
 
 // File is the temp file. With O_DIRECT writes, bytes given to Write reach

@@ -22,7 +22,8 @@
 //
 // Files by concept, so the folder shows the parts:
 //   - the stack: stack.go (construction, lifecycle, lock order),
-//     stack_publish.go (the write path to the memory tier), stack_open.go
+//     stack_publish.go (the write path to the memory tier), stack_disk.go
+//     (O_DIRECT files staged and published on the nvme tier), stack_open.go
 //     and stack_lookup.go (reads, stat, CRC), stack_reuse.go (kept
 //     descriptors), stack_pins.go, stack_tiers.go, stack_stats.go,
 //     stack_times.go, stack_verify.go;

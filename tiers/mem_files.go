@@ -88,11 +88,17 @@ func (t *MemTier) Unchanged(key format.Key) (unchanged, held bool) {
 	if !ok {
 		return false, false
 	}
+	return sameFile(t.path(key), info)
+}
+
+// sameFile reports whether the file at path still has the size and mtime
+// of info; held is false when it is gone.
+func sameFile(path string, info Info) (unchanged, held bool) {
 	if info.MTime.IsZero() {
 		return true, true // no time recorded: nothing to tell a change by
 	}
 	var st unix.Stat_t
-	if err := unix.Stat(t.path(key), &st); err != nil {
+	if err := unix.Stat(path, &st); err != nil {
 		return false, false
 	}
 	return st.Size == info.Size && st.Mtim.Nano() == info.MTime.UnixNano(), true

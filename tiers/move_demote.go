@@ -131,13 +131,23 @@ func (s *Stack) drop(d *DirTier, k format.Key) error {
 	return s.Remove(k)
 }
 
-// MemUnchanged is MemTier.Unchanged of the memory tier, under k's lock so
-// that a SetMTime (file and record) is seen whole.
-func (s *Stack) MemUnchanged(k format.Key) (unchanged, held bool) {
+// Unchanged is MemTier.Unchanged of the memory tier, under k's lock so
+// that a SetMTime (file and record) is seen whole; for a file not in
+// memory, the same check of the first directory tier, where a file staged
+// on disk is published (CreateOnDisk) and the kernel may write it too.
+func (s *Stack) Unchanged(k format.Key) (unchanged, held bool) {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
-	return s.mem.Unchanged(k)
+	if unchanged, held = s.mem.Unchanged(k); held || len(s.dirs) == 0 {
+		return unchanged, held
+	}
+	d := s.dirs[0]
+	info, _, ok := indexGet(d.idx, k)
+	if !ok || !d.share.inPlace() {
+		return false, false
+	}
+	return sameFile(d.path(k), info)
 }
 
 // Remove deletes k from every tier; removing a block removes its sidecar

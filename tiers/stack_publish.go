@@ -94,6 +94,19 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 	// Without a CRC in the header the payload is not read here: the
 	// write-back copy computes the CRC (copyOut), and Stat on demand.
 	opts := CommitOptions{CRC: crc, HasCRC: hasCRC, MTime: p.mtime}
+	if dw, ok := p.w.(*diskWriter); ok {
+		info, err := s.publishOnDisk(p, dw, size, opts, durable)
+		if !errors.Is(err, errTierFull) {
+			if err == nil {
+				s.stats.published.Add(1)
+				s.stats.bytesIn.Add(size)
+			}
+			return info, err
+		}
+		if p, err = s.toMemory(p, dw, size, &opts); err != nil {
+			return Info{}, err
+		}
+	}
 	info, err := s.commitToMemory(p, size, opts)
 	if errors.Is(err, ErrFull) {
 		info, err = s.directWrite(p, size, opts, durable)

@@ -43,8 +43,13 @@ func (p *PendingWrite) SetReplace() { p.replace = true }
 // renamed to its final name before it was published).
 func (p *PendingWrite) Rekey(key format.Key) {
 	p.key = key
-	if mw, ok := p.w.(*memWriter); ok {
-		mw.key = key
+	switch w := p.w.(type) {
+	case *memWriter:
+		w.key = key
+	case *diskWriter:
+		w.mu.Lock()
+		w.key = key // its directory is made at Commit
+		w.mu.Unlock()
 	}
 }
 

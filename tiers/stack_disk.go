@@ -1,0 +1,229 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ucmfs/ucmfs/format"
+	"golang.org/x/sys/unix"
+)
+
+// Files staged on disk. A writer that opens its file with O_DIRECT asks
+// that its bytes bypass the page cache: an engine with a RAM tier of its
+// own (vLLM's fs tier) writes to ucmfs as to its disk. CreateOnDisk stages
+// such a file in the first nvme tier instead of memory, beside its final
+// name there, with a second descriptor opened O_DIRECT: the kernel writes
+// through that one (FUSE passthrough takes the backing file's flags), so
+// the bytes go from the writer's buffer to the disk, as on a plain
+// directory, and publishing is the tier's rename. The file is not in
+// memory afterwards; its reads are served from the tier in place, and
+// promoted as any block of a lower tier. Its CRC-32C is computed where
+// the daemon first reads it (the first read served in place checks the
+// file and keeps the CRC, as for a file an earlier run left; a copy
+// between tiers computes it).
+
+// diskWriter is the Writer of a file staged on a directory tier: that
+// tier's dirWriter (never written through Write: the kernel or the
+// daemon write its descriptors) and the O_DIRECT descriptor.
+type diskWriter struct {
+	*dirWriter
+	tier   int      // index in Stack.dirs
+	direct *os.File // the temp file opened O_DIRECT; nil while parked
+}
+
+// CreateOnDisk starts writing key like CreateStaging, staged on the first
+// directory tier when it takes O_DIRECT writes in place (an nvme tier,
+// Up, with direct_io on); otherwise in memory, as CreateStaging. Check
+// OnDisk for which.
+func (s *Stack) CreateOnDisk(key format.Key) (*PendingWrite, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	if len(s.dirs) == 0 {
+		return s.CreateStaging(key)
+	}
+	d := s.dirs[0]
+	if !d.inline || !d.share.inPlace() || !d.direct.Load() || d.Health() != Up {
+		return s.CreateStaging(key)
+	}
+	w, err := d.create(key, false)
+	if err != nil {
+		return s.CreateStaging(key) // memory takes it; the tier's fault is logged there
+	}
+	dw := &diskWriter{dirWriter: w.(*dirWriter), tier: 0}
+	if err := dw.openDirect(); err != nil {
+		d.disableDirect(err)
+		dw.Abort()
+		return s.CreateStaging(key)
+	}
+	return &PendingWrite{key: key, w: dw}, nil
+}
+
+// OnDisk reports whether the file is staged on a directory tier.
+func (p *PendingWrite) OnDisk() bool {
+	_, ok := p.w.(*diskWriter)
+	return ok
+}
+
+// DirectFile is the descriptor of the file opened O_DIRECT, for a file
+// staged on disk (nil otherwise, while parked, and when it cannot be
+// opened again).
+func (p *PendingWrite) DirectFile() *os.File {
+	dw, ok := p.w.(*diskWriter)
+	if !ok {
+		return nil
+	}
+	dw.mu.Lock()
+	defer dw.mu.Unlock()
+	if dw.direct == nil && !dw.done && dw.f != nil {
+		if err := dw.openDirect(); err != nil {
+			dw.t.log.Warn("a staged file could not be opened O_DIRECT again: its writer's writes go through the daemon", "key", dw.key.String(), "err", err)
+		}
+	}
+	return dw.direct
+}
+
+// openDirect opens the temp file again with O_DIRECT (under mu, or
+// before the Writer is handed out).
+func (w *diskWriter) openDirect() error {
+	f, err := openFile(w.tmp, unix.O_RDWR|unix.O_DIRECT, 0)
+	if err != nil {
+		return err
+	}
+	w.direct = f
+	return nil
+}
+
+// closeDirect closes the O_DIRECT descriptor (under mu).
+func (w *diskWriter) closeDirect() {
+	if w.direct != nil {
+		w.direct.Close()
+		w.direct = nil
+	}
+}
+
+// Commit publishes the file on its tier (dirWriter.Commit).
+func (w *diskWriter) Commit(opts CommitOptions) (Info, error) {
+	if err := w.unpark(); err != nil {
+		return Info{}, err
+	}
+	if filepath.Dir(w.tmp) != filepath.Dir(w.t.path(w.key)) { // renamed before it was published (Rekey)
+		if err := w.t.do("mkdir", func() error { return w.t.ensureDir(w.key) }, nil); err != nil {
+			return Info{}, fmt.Errorf("%s tier: %w", w.t.kind, err)
+		}
+	}
+	info, err := w.dirWriter.Commit(opts)
+	if err == nil || !errors.Is(err, ErrFull) {
+		w.mu.Lock()
+		w.closeDirect()
+		w.mu.Unlock()
+	}
+	return info, err
+}
+
+// Abort discards the file.
+func (w *diskWriter) Abort() {
+	w.mu.Lock()
+	w.closeDirect()
+	w.mu.Unlock()
+	w.dirWriter.Abort()
+}
+
+// park closes both descriptors while no writer needs them.
+func (w *diskWriter) park() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done || w.f == nil {
+		return
+	}
+	w.closeDirect()
+	w.f.Close()
+	w.f = nil
+}
+
+// unpark opens the file again after park; the O_DIRECT descriptor is
+// opened when a writer asks for it (DirectFile): a staging file is most
+// often opened again only to be renamed.
+func (w *diskWriter) unpark() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done || w.f != nil {
+		return nil
+	}
+	f, err := openFile(w.tmp, unix.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("%s tier: reopen %s: %w", w.t.kind, w.key, osErr("open", err))
+	}
+	w.f = f
+	return nil
+}
+
+// errTierFull: the tier a file was staged on had no room for it, even
+// after making room (publishOnDisk).
+var errTierFull = errors.New("staging tier full")
+
+// publishOnDisk publishes p, staged on a directory tier, there: the
+// tier's rename, after room is made on it when its filesystem is short.
+// It returns errTierFull when the tier has no room even then: the
+// caller passes the file to memory (toMemory), as any write.
+func (s *Stack) publishOnDisk(p *PendingWrite, dw *diskWriter, size int64, opts CommitOptions, durable bool) (Info, error) {
+	i := dw.tier
+	d := s.dirs[i]
+	if d.FSNeed(size) > 0 {
+		s.makeRoomOn(i, size)
+	}
+	opts.Sync = durable || s.cfg.WriteThrough
+	for retried := false; ; retried = true {
+		mu := s.keyLock(p.key)
+		mu.Lock()
+		if p.replace {
+			s.removeKeyLocked(p.key, false)
+		}
+		var info Info
+		err := ErrExist
+		if _, merr := s.mem.Stat(p.key); merr != nil && !s.inDirs(p.key) {
+			info, err = dw.Commit(opts)
+		}
+		mu.Unlock()
+		switch {
+		case err == nil:
+			info.Tier = TierID(i + 1)
+			s.stats.directWrites.Add(1)
+			s.mu.Lock()
+			delete(s.verified, p.key) // its first read in place computes the CRC
+			s.mu.Unlock()
+			return info, nil
+		case errors.Is(err, ErrExist):
+			dw.Abort()
+			s.stats.duplicates.Add(1)
+			return Info{}, ErrExist
+		case errors.Is(err, ErrFull) && !retried && s.makeRoomOn(i, size):
+			continue
+		case errors.Is(err, ErrFull):
+			return Info{}, errTierFull
+		default:
+			dw.Abort()
+			return Info{}, err
+		}
+	}
+}
+
+// toMemory copies a file staged on a full tier into a memory-tier
+// pending write, which Publish commits in its place; the copy's CRC goes
+// into opts.
+func (s *Stack) toMemory(p *PendingWrite, dw *diskWriter, size int64, opts *CommitOptions) (*PendingWrite, error) {
+	defer dw.Abort()
+	mw, err := s.mem.Create(p.key)
+	if err != nil {
+		return nil, err
+	}
+	crc, err := copyFile(mw, dw.File(), size, p.key.Kind)
+	if err != nil {
+		mw.Abort()
+		return nil, err
+	}
+	opts.CRC, opts.HasCRC = crc, true
+	return &PendingWrite{key: p.key, w: mw, mtime: p.mtime, replace: p.replace}, nil
+}
