@@ -54,7 +54,9 @@ func (s *Stack) CreateOnDisk(key format.Key) (*PendingWrite, error) {
 	}
 	dw := &diskWriter{dirWriter: w.(*dirWriter), tier: 0}
 	if err := dw.openDirect(); err != nil {
-		d.disableDirect(err)
+		if errors.Is(err, unix.EINVAL) {
+			d.disableDirect(err) // the filesystem takes no O_DIRECT: one warning, buffered from now on
+		}
 		dw.Abort()
 		return s.CreateStaging(key)
 	}
