@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -110,13 +111,25 @@ func readInto(fd int, buf []byte) (int, error) {
 	return got, nil
 }
 
-// alignedBuf is n bytes of page-aligned memory, for O_DIRECT.
+// alignedBuf is n bytes of page-aligned memory, for O_DIRECT; the caller
+// unmaps it (unix.Munmap).
 func alignedBuf(n int) []byte {
 	b, err := unix.Mmap(-1, 0, max(n, 4096), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		panic(err)
 	}
 	return b[:n]
+}
+
+// AlignedBuf is n bytes of page-aligned anonymous memory, never freed: an
+// engine's CPU tier (vLLM's pinned buffer), which its O_DIRECT stores
+// write from and its loads read into.
+func AlignedBuf(n int) []byte { return alignedBuf(n) }
+
+// aligned reports whether b starts and ends on a 4096-byte boundary, as
+// O_DIRECT needs.
+func aligned(b []byte) bool {
+	return len(b) > 0 && len(b)%4096 == 0 && uintptr(unsafe.Pointer(&b[0]))%4096 == 0
 }
 
 // makedirs is os.makedirs(p, exist_ok=True).

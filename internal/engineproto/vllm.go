@@ -76,7 +76,11 @@ func (v *VLLM) Path(i int) string {
 // Exists is the NoOpEvictor's lookup: os.path.exists.
 func (v *VLLM) Exists(i int) (bool, error) { return exists(v.Path(i)) }
 
-// Store is store_block.
+// Store is store_block. vLLM writes straight from its CPU tier's
+// buffer (pinned, page-aligned memory, allocated once): data written with
+// O_DIRECT is used as it is when it is page-aligned (AlignedBuf), as
+// vLLM's; an unaligned slice is first copied into memory mapped for the
+// call, a step of the replay's own that vLLM does not take.
 func (v *VLLM) Store(i int, data []byte) error {
 	dest := v.Path(i)
 	if ok, err := exists(dest); err != nil || ok {
@@ -90,9 +94,11 @@ func (v *VLLM) Store(i int, data []byte) error {
 	buf := data
 	if v.odirect {
 		fl |= unix.O_DIRECT
-		buf = alignedBuf(len(data))
-		defer unix.Munmap(buf)
-		copy(buf, data)
+		if !aligned(data) {
+			buf = alignedBuf(len(data))
+			defer unix.Munmap(buf)
+			copy(buf, data)
+		}
 	}
 	fd, err := unix.Open(tmp, fl, 0o644)
 	if err == nil {
@@ -113,30 +119,40 @@ func (v *VLLM) Store(i int, data []byte) error {
 	return nil
 }
 
-// Load is load_block: open (O_DIRECT), one readv of n bytes; on any
-// failure the file is removed.
+// Load is load_block of n bytes into memory mapped for the call; it
+// returns a copy of them.
 func (v *VLLM) Load(i, n int) ([]byte, error) {
+	buf := alignedBuf(n)
+	defer unix.Munmap(buf)
+	if err := v.LoadInto(i, buf); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(buf), nil
+}
+
+// LoadInto is load_block into view, a slice of vLLM's CPU tier
+// (page-aligned for O_DIRECT: AlignedBuf): open (O_DIRECT), one readv of
+// len(view) bytes; on any failure the file is removed.
+func (v *VLLM) LoadInto(i int, view []byte) error {
 	src := v.Path(i)
 	fl := unix.O_RDONLY | unix.O_CLOEXEC
 	if v.odirect {
 		fl |= unix.O_DIRECT
 	}
-	buf := alignedBuf(n)
-	defer unix.Munmap(buf)
 	fd, err := unix.Open(src, fl, 0)
 	if err == nil {
 		var r int
-		r, err = unix.Readv(fd, [][]byte{buf})
+		r, err = unix.Readv(fd, [][]byte{view})
 		unix.Close(fd)
-		if err == nil && r < n {
-			err = fmt.Errorf("short read: expected %d bytes, read %d", n, r)
+		if err == nil && r < len(view) {
+			err = fmt.Errorf("short read: expected %d bytes, read %d", len(view), r)
 		}
 	}
 	if err != nil {
 		os.Remove(src)
-		return nil, fmt.Errorf("load %s: %w", src, err)
+		return fmt.Errorf("load %s: %w", src, err)
 	}
-	return bytes.Clone(buf), nil
+	return nil
 }
 
 // Delete is the LRU evictor's os.remove.
