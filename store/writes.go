@@ -261,7 +261,7 @@ func (w *Draft) writeAt(data []byte, off int64) (int, error) {
 	if err := w.s.admitWrite(w, off+int64(len(data)), w.owner.Uid, 0, false); err != nil {
 		return 0, err
 	}
-	n, err := w.f.WriteAt(data, off)
+	n, err := w.pw.WriteAt(data, off)
 	if tiers.IsNoSpace(err) && w.s.stack.MemFull(int64(len(data)-n)) {
 		// The memory tier's filesystem was full with room in its
 		// capacity (tiers.Stack.MemFull made some): the rest, once more.

@@ -87,6 +87,32 @@ func (p *PendingWrite) DirectFile() *os.File {
 	return dw.direct
 }
 
+// WriteAt writes data at off into the file being written, for a writer
+// the daemon serves (no passthrough): a file staged on disk takes an
+// aligned write (offset and length multiples of 4096) with O_DIRECT,
+// through an aligned buffer, so it does not pass through the page cache
+// either; any other write goes through File.
+func (p *PendingWrite) WriteAt(data []byte, off int64) (int, error) {
+	if !p.OnDisk() || off%directAlign != 0 || len(data)%directAlign != 0 || len(data) == 0 {
+		return p.File().WriteAt(data, off)
+	}
+	f := p.DirectFile()
+	if f == nil {
+		return p.File().WriteAt(data, off)
+	}
+	bp := directPool.Get().(*[]byte)
+	defer directPool.Put(bp)
+	done := 0
+	for done < len(data) {
+		c := copy(*bp, data[done:])
+		if err := pwriteAll(int(f.Fd()), (*bp)[:c], off+int64(done)); err != nil {
+			return done, osErr("write", err)
+		}
+		done += c
+	}
+	return done, nil
+}
+
 // openDirect opens the temp file again with O_DIRECT (under mu, or
 // before the Writer is handed out).
 func (w *diskWriter) openDirect() error {

@@ -30,14 +30,15 @@ func writeDirect(t *testing.T, p *PendingWrite, data []byte) {
 }
 
 // TestCreateOnDisk: a file staged on the nvme tier is written through its
-// O_DIRECT descriptor, parked and reopened, renamed to another directory
+// O_DIRECT descriptor (or the daemon's, for its own writes), parked and
+// reopened, renamed to another directory
 // before it publishes, and published on the tier, not in memory; it reads
 // back whole and counts as a direct write. Once the tier has no room
 // (pinned files fill it), the next one publishes into memory instead. With no directory tier the file
 // is staged in memory.
 func TestCreateOnDisk(t *testing.T) {
 	dir := t.TempDir()
-	s := buildStack(t, StackConfig{}, MemConfig{Capacity: 64 << 20}, DirConfig{Kind: "nvme", Dir: dir, Capacity: 12 << 10})
+	s := buildStack(t, StackConfig{}, MemConfig{Capacity: 64 << 20}, DirConfig{Kind: "nvme", Dir: dir, Capacity: 20 << 10})
 	data := bytes.Repeat([]byte("0123456789abcdef"), 512) // 8 KiB
 	p, err := s.CreateOnDisk(format.FileKey("m", "a/x.bin_1.tmp"))
 	if err != nil {
@@ -75,8 +76,8 @@ func TestCreateOnDisk(t *testing.T) {
 		t.Errorf("direct writes %d, want 1", n)
 	}
 
-	// The tier's 12 KiB hold one 8 KiB file, pinned: the next publishes
-	// in memory.
+	// The tier's 20 KiB hold one 8 KiB file, pinned: the next, of 12 KiB
+	// and 2 bytes, publishes in memory.
 	if err := s.Pin(final, true); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +86,14 @@ func TestCreateOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeDirect(t, p, data)
+	// The daemon's own writes: an aligned one with O_DIRECT, another not.
+	if _, err := p.WriteAt(data[:4096], 8192); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WriteAt([]byte("xy"), 12288); err != nil {
+		t.Fatal(err)
+	}
+	want := append(append(append([]byte{}, data...), data[:4096]...), "xy"...)
 	staged := p.w.(*diskWriter).tmp
 	p.SetReplace()
 	if info, err = s.Publish(p, false); err != nil {
@@ -93,7 +102,7 @@ func TestCreateOnDisk(t *testing.T) {
 	if info.Tier != Memory {
 		t.Errorf("published on tier %d with the staging tier full, want memory", info.Tier)
 	}
-	mustEqual(t, "read back from memory", readAll(t, s, format.FileKey("m", "y.bin")), data)
+	mustEqual(t, "read back from memory", readAll(t, s, format.FileKey("m", "y.bin")), want)
 	if _, err := os.Stat(staged); !os.IsNotExist(err) { // (the write-back's own temp files come and go)
 		t.Errorf("the staging file is left in the tier: %v", err)
 	}
