@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,7 +17,8 @@ import (
 // TestFilesDirectStaging: a file of a files model created O_DIRECT (vLLM's
 // fs tier) is staged on the nvme tier and published there by its rename:
 // the tier holds it at once, without a page of it in the page cache and
-// without a flush, and it loads whole. An unaligned O_DIRECT write is
+// without a flush, and it loads whole; its first read computes its CRC,
+// which the tier file keeps from then on. An unaligned O_DIRECT write is
 // EINVAL as on the plain directory. A published file that its writer
 // writes again through a descriptor kept past the close that published it
 // is removed, not trusted. After kill -9 with O_DIRECT staging files half written, every
@@ -62,8 +64,14 @@ func TestFilesDirectStaging(t *testing.T) {
 		if res != 0 {
 			t.Errorf("block %d: %d bytes of the tier file in the page cache after an O_DIRECT write, want none", i, res)
 		}
+		if _, err := unix.Getxattr(tierFile, "user.ucm.crc32c", make([]byte, 16)); !errors.Is(err, unix.ENODATA) {
+			t.Errorf("block %d: a CRC kept before any read of the file (%v): its bytes never passed through the daemon", i, err)
+		}
 		if got, err := v.Load(i, engineBlock); err != nil || !bytes.Equal(got, engineData("direct", i)) {
 			t.Fatalf("block %d does not load whole: %v", i, err)
+		}
+		if _, err := unix.Getxattr(tierFile, "user.ucm.crc32c", make([]byte, 16)); err != nil {
+			t.Errorf("block %d: no CRC kept on the tier file after its first read: %v", i, err)
 		}
 	}
 
@@ -153,5 +161,8 @@ func TestFilesDirectStaging(t *testing.T) {
 	})
 	if code := d.stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
+	}
+	if out, err := exec.Command(ucmfsBin, "fsck", tier).CombinedOutput(); err != nil {
+		t.Errorf("ucmfs fsck of the tier: %v\n%s", err, out)
 	}
 }

@@ -21,8 +21,8 @@ import (
 // memory afterwards; its reads are served from the tier in place, and
 // promoted as any block of a lower tier. Its CRC-32C is computed where
 // the daemon first reads it (the first read served in place checks the
-// file and keeps the CRC, as for a file an earlier run left; a copy
-// between tiers computes it).
+// file and keeps the CRC, in the index and the file's xattr, as for a
+// file an earlier run left; a copy between tiers computes it).
 
 // diskWriter is the Writer of a file staged on a directory tier: that
 // tier's dirWriter (never written through Write: the kernel or the

@@ -222,8 +222,10 @@ func (s *Stack) verifyOnce(d *DirTier, k format.Key, info Info, from *index.Entr
 		}
 		return err
 	}
-	if !known { // the check computed it: the tier's index keeps it
-		d.idx.SetCRCOf(k, from, crc) // nothing when replaced since
+	if !known { // the check computed it: the tier's index keeps it, the file too
+		if d.idx.SetCRCOf(k, from, crc) { // false when replaced since
+			d.keepCRC(k, f, crc)
+		}
 	}
 	s.mu.Lock()
 	s.verified[k] = true
