@@ -98,6 +98,7 @@ type Stack struct {
 	work     chan struct{}       // wakes a write-back worker
 	room     chan struct{}       // closed and replaced whenever memory may have room
 	verified map[format.Key]bool // lower-tier files whose CRC was checked this run
+	staged   stagedSet           // files staged on disk, not yet published or discarded (stack_disk.go)
 	// copyReadHook, when set (tests), runs in copyOut between the stat of
 	// the source file and its open.
 	copyReadHook func(format.Key)
@@ -257,6 +258,9 @@ func (s *Stack) Close(ctx context.Context) error {
 	close(s.stop)
 	s.wg.Wait()
 	s.admit.Close()
+	for _, w := range s.staged.drain() {
+		w.Abort() // its writer is gone with the mount: no temp file stays in the tier
+	}
 	errs := []error{flushErr}
 	for _, d := range s.dirs {
 		errs = append(errs, d.Close())

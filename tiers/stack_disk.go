@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
@@ -29,8 +30,44 @@ import (
 // daemon write its descriptors) and the O_DIRECT descriptor.
 type diskWriter struct {
 	*dirWriter
-	tier   int      // index in Stack.dirs
-	direct *os.File // the temp file opened O_DIRECT; nil while parked
+	tier   int        // index in Stack.dirs
+	direct *os.File   // the temp file opened O_DIRECT; nil while parked
+	set    *stagedSet // where it is listed until it ends
+}
+
+// stagedSet lists the files staged on disk that are neither published
+// nor discarded: Stack.Close discards those left (their writers went with
+// the mount), so a clean stop leaves no temp file in the tier.
+type stagedSet struct {
+	mu sync.Mutex
+	m  map[*diskWriter]struct{}
+}
+
+func (s *stagedSet) add(w *diskWriter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = make(map[*diskWriter]struct{})
+	}
+	s.m[w] = struct{}{}
+}
+
+func (s *stagedSet) remove(w *diskWriter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, w)
+}
+
+// drain empties the set and returns what it held.
+func (s *stagedSet) drain() []*diskWriter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*diskWriter, 0, len(s.m))
+	for w := range s.m {
+		out = append(out, w)
+	}
+	s.m = nil
+	return out
 }
 
 // CreateOnDisk starts writing key like CreateStaging, staged on the first
@@ -52,7 +89,7 @@ func (s *Stack) CreateOnDisk(key format.Key) (*PendingWrite, error) {
 	if err != nil {
 		return s.CreateStaging(key) // memory takes it; the tier's fault is logged there
 	}
-	dw := &diskWriter{dirWriter: w.(*dirWriter), tier: 0}
+	dw := &diskWriter{dirWriter: w.(*dirWriter), tier: 0, set: &s.staged}
 	if err := dw.openDirect(); err != nil {
 		if errors.Is(err, unix.EINVAL) {
 			d.disableDirect(err) // the filesystem takes no O_DIRECT: one warning, buffered from now on
@@ -60,6 +97,7 @@ func (s *Stack) CreateOnDisk(key format.Key) (*PendingWrite, error) {
 		dw.Abort()
 		return s.CreateStaging(key)
 	}
+	s.staged.add(dw)
 	return &PendingWrite{key: key, w: dw}, nil
 }
 
@@ -147,6 +185,7 @@ func (w *diskWriter) Commit(opts CommitOptions) (Info, error) {
 		w.mu.Lock()
 		w.closeDirect()
 		w.mu.Unlock()
+		w.set.remove(w)
 	}
 	return info, err
 }
@@ -157,6 +196,7 @@ func (w *diskWriter) Abort() {
 	w.closeDirect()
 	w.mu.Unlock()
 	w.dirWriter.Abort()
+	w.set.remove(w)
 }
 
 // park closes both descriptors while no writer needs them.

@@ -2,6 +2,7 @@ package tiers
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -115,4 +116,25 @@ func TestCreateOnDisk(t *testing.T) {
 		t.Error("staged on disk with no directory tier")
 	}
 	mem.Abort(p)
+}
+
+// TestCloseDiscardsStaged: Close discards the files staged on disk that
+// were neither published nor discarded: a clean stop leaves no temp file
+// in the tier.
+func TestCloseDiscardsStaged(t *testing.T) {
+	dir := t.TempDir()
+	s := buildStack(t, StackConfig{}, MemConfig{Capacity: 64 << 20}, DirConfig{Kind: "nvme", Dir: dir})
+	p, err := s.CreateOnDisk(format.FileKey("m", "left.bin.tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeDirect(t, p, bytes.Repeat([]byte{7}, 4096))
+	staged := p.w.(*diskWriter).tmp
+	p.Park()
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(staged); !os.IsNotExist(err) {
+		t.Errorf("a staged file outlived Close: %v", err)
+	}
 }
