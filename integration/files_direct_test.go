@@ -17,8 +17,8 @@ import (
 // TestFilesDirectStaging: a file of a files model created O_DIRECT (vLLM's
 // fs tier) is staged on the nvme tier and published there by its rename:
 // the tier holds it at once, without a page of it in the page cache and
-// without a flush, and it loads whole; its first read computes its CRC,
-// which the tier file keeps from then on. An unaligned O_DIRECT write is
+// without a flush, and it loads whole; the promotion its first read
+// queues computes its CRC, which the tier file keeps from then on. An unaligned O_DIRECT write is
 // EINVAL as on the plain directory. A published file that its writer
 // writes again through a descriptor kept past the close that published it
 // is removed, not trusted. After kill -9 with O_DIRECT staging files half written, every
@@ -70,9 +70,10 @@ func TestFilesDirectStaging(t *testing.T) {
 		if got, err := v.Load(i, engineBlock); err != nil || !bytes.Equal(got, engineData("direct", i)) {
 			t.Fatalf("block %d does not load whole: %v", i, err)
 		}
-		if _, err := unix.Getxattr(tierFile, "user.ucm.crc32c", make([]byte, 16)); err != nil {
-			t.Errorf("block %d: no CRC kept on the tier file after its first read: %v", i, err)
-		}
+		waitUntil(t, "the CRC kept on the tier file by the promotion the first read queued", func() bool {
+			_, err := unix.Getxattr(tierFile, "user.ucm.crc32c", make([]byte, 16))
+			return err == nil
+		})
 	}
 
 	// An unaligned O_DIRECT write: EINVAL, as on the plain directory.

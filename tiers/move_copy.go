@@ -183,6 +183,9 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 	if !info.HasCRC && src == Tier(s.mem) {
 		_ = s.mem.SetCRC(key, from, crc) // removed or replaced meanwhile: nothing to record
 	}
+	if d, ok := src.(*DirTier); ok && !known && d.idx.SetCRCOf(key, from, crc) {
+		d.keepCRC(key, f, crc) // a file staged on disk: its first copy computed its CRC
+	}
 	s.stats.bytesOut.Add(off)
 	opts := CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime, from: from}
 	if !key.Kind.Headerless() {

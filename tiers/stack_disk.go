@@ -21,9 +21,10 @@ import (
 // directory, and publishing is the tier's rename. The file is not in
 // memory afterwards; its reads are served from the tier in place, and
 // promoted as any block of a lower tier. Its CRC-32C is computed where
-// the daemon first reads it (the first read served in place checks the
-// file and keeps the CRC, in the index and the file's xattr, as for a
-// file an earlier run left; a copy between tiers computes it).
+// the daemon first reads it: its first copy between tiers (the promotion
+// its first read queues, a demotion), or after a restart its first read
+// served in place, as for any file an earlier run left; the tier keeps it
+// in its index and the file's xattr.
 
 // diskWriter is the Writer of a file staged on a directory tier: that
 // tier's dirWriter (never written through Write: the kernel or the
@@ -260,7 +261,11 @@ func (s *Stack) publishOnDisk(p *PendingWrite, dw *diskWriter, size int64, opts 
 			info.Tier = TierID(i + 1)
 			s.stats.directWrites.Add(1)
 			s.mu.Lock()
-			delete(s.verified, p.key) // its first read in place computes the CRC
+			// Its writer wrote it in this run and no CRC is known to check
+			// it against: its first read is served without reading it
+			// twice, and its first copy between tiers (the promotion that
+			// read queues) computes the CRC.
+			s.verified[p.key] = true
 			s.mu.Unlock()
 			return info, nil
 		case errors.Is(err, ErrExist):
