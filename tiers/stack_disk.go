@@ -31,7 +31,6 @@ import (
 // daemon write its descriptors) and the O_DIRECT descriptor.
 type diskWriter struct {
 	*dirWriter
-	tier   int        // index in Stack.dirs
 	direct *os.File   // the temp file opened O_DIRECT; nil while parked
 	set    *stagedSet // where it is listed until it ends
 }
@@ -90,7 +89,7 @@ func (s *Stack) CreateOnDisk(key format.Key) (*PendingWrite, error) {
 	if err != nil {
 		return s.CreateStaging(key) // memory takes it; the tier's fault is logged there
 	}
-	dw := &diskWriter{dirWriter: w.(*dirWriter), tier: 0, set: &s.staged}
+	dw := &diskWriter{dirWriter: w.(*dirWriter), set: &s.staged}
 	if err := dw.openDirect(); err != nil {
 		if errors.Is(err, unix.EINVAL) {
 			d.disableDirect(err) // the filesystem takes no O_DIRECT: one warning, buffered from now on
@@ -238,7 +237,7 @@ var errTierFull = errors.New("staging tier full")
 // It returns errTierFull when the tier has no room even then: the
 // caller passes the file to memory (toMemory), as any write.
 func (s *Stack) publishOnDisk(p *PendingWrite, dw *diskWriter, size int64, opts CommitOptions, durable bool) (Info, error) {
-	i := dw.tier
+	const i = 0 // files are staged on the first directory tier only
 	d := s.dirs[i]
 	if d.FSNeed(size) > 0 {
 		s.makeRoomOn(i, size)
