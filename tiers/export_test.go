@@ -7,3 +7,16 @@ func (t *MemTier) WaitLocked() {
 		t.lockq.idle()
 	}
 }
+
+// HoldLate keeps the late-drop worker from releasing anything until the
+// returned function is called (tests only).
+func (t *MemTier) HoldLate() (resume func()) {
+	t.late.run.Lock()
+	return t.late.run.Unlock
+}
+
+// SettleAll releases every removed file still waiting (tests only).
+func (t *MemTier) SettleAll() { t.settleAll() }
+
+// LateMaxFiles is lateMaxFiles (tests only).
+const LateMaxFiles = lateMaxFiles

@@ -257,13 +257,19 @@ func (c *dirCache) forget(model string) {
 // file); this opens with one openat, the descriptor blocking, as
 // os.NewFile leaves it. O_CLOEXEC is always added.
 func openFile(path string, flag int, perm uint32) (*os.File, error) {
+	return openAt(unix.AT_FDCWD, path, path, flag, perm)
+}
+
+// openAt is openFile of rel under the directory dirfd; name is the
+// file's path in errors and the returned File's Name.
+func openAt(dirfd int, rel, name string, flag int, perm uint32) (*os.File, error) {
 	var fd int
 	err := ignoringEINTR(func() (err error) {
-		fd, err = unix.Open(path, flag|unix.O_CLOEXEC, perm)
+		fd, err = unix.Openat(dirfd, rel, flag|unix.O_CLOEXEC, perm)
 		return err
 	})
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	return os.NewFile(uintptr(fd), path), nil
+	return os.NewFile(uintptr(fd), name), nil
 }

@@ -21,8 +21,9 @@ func (t *MemTier) Create(key format.Key) (Writer, error) {
 	}
 	defer t.life.RUnlock()
 	for {
-		tmp := filepath.Join(t.root, tmpPrefix+randomSuffix())
-		f, err := openFile(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o444)
+		name := tmpPrefix + randomSuffix()
+		tmp := t.root + "/" + name
+		f, err := openAt(t.dirFd, name, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o444)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
@@ -42,7 +43,7 @@ func (t *MemTier) Open(key format.Key) (*os.File, error) {
 	if !t.idx.Touch(key) {
 		return nil, fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
-	f, err := openFile(t.path(key), unix.O_RDONLY, 0)
+	f, err := t.openKey(key, unix.O_RDONLY)
 	if err != nil {
 		return nil, notFound("memory tier: open", err)
 	}
@@ -61,7 +62,7 @@ func (t *MemTier) openHit(key format.Key) (*os.File, int64, *index.Entry, bool) 
 	if e == nil {
 		return nil, 0, nil, false
 	}
-	f, err := openFile(t.path(key), unix.O_RDONLY, 0)
+	f, err := t.openKey(key, unix.O_RDONLY)
 	if err != nil {
 		return nil, 0, nil, false
 	}
@@ -88,17 +89,22 @@ func (t *MemTier) Unchanged(key format.Key) (unchanged, held bool) {
 	if !ok {
 		return false, false
 	}
-	return sameFile(t.path(key), info)
+	return sameFileAt(t.dirFd, key.Path(), info)
 }
 
 // sameFile reports whether the file at path still has the size and mtime
 // of info; held is false when it is gone.
 func sameFile(path string, info Info) (unchanged, held bool) {
+	return sameFileAt(unix.AT_FDCWD, path, info)
+}
+
+// sameFileAt is sameFile of rel under the directory dirfd.
+func sameFileAt(dirfd int, rel string, info Info) (unchanged, held bool) {
 	if info.MTime.IsZero() {
 		return true, true // no time recorded: nothing to tell a change by
 	}
 	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
+	if err := unix.Fstatat(dirfd, rel, &st, 0); err != nil {
 		return false, false
 	}
 	return st.Size == info.Size && st.Mtim.Nano() == info.MTime.UnixNano(), true
@@ -122,8 +128,8 @@ func (t *MemTier) Remove(key format.Key) error {
 func (t *MemTier) drop(e *index.Entry) error {
 	t.pages.unlock(e.Mapping())
 	e.SetMapping(nil)
-	if err := os.Remove(t.path(e.Key())); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return osErr("memory tier: remove", err)
+	if err := unix.Unlinkat(t.dirFd, e.Key().Path(), 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return osErr("memory tier: remove", &os.PathError{Op: "unlink", Path: t.path(e.Key()), Err: err})
 	}
 	return nil
 }
@@ -148,6 +154,7 @@ func (t *MemTier) RemoveModel(model string) error {
 		return err
 	}
 	defer t.life.RUnlock()
+	t.settleAll()
 	for _, e := range t.idx.RemoveModel(model) {
 		t.pages.unlock(e.Mapping())
 		e.SetMapping(nil)

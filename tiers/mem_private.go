@@ -55,12 +55,13 @@ func tmpfsOptions(size int64) string {
 }
 
 // tmpfsSize is the private tmpfs's size: the capacity, the room for files
-// being written, and a slack for directories (0 when Pending is 0).
+// being written and for removed files not yet released (mem_late.go), and
+// a slack for directories (0 when Pending is 0).
 func tmpfsSize(cfg MemConfig) int64 {
 	if cfg.Pending <= 0 {
 		return 0
 	}
-	return cfg.Capacity + cfg.Pending + 16<<20
+	return cfg.Capacity + cfg.Pending + lateMaxBytes + 16<<20
 }
 
 // isProcFd reports whether root is a /proc/self/fd path (a private tmpfs).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -69,7 +70,8 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 		return Info{}, fmt.Errorf("memory tier: %s needs %d bytes, %d free: %w", w.key, size, t.idx.Room(), ErrFull)
 	}
 	mtime := opts.publishTime()
-	if err := os.Chtimes(w.tmp, mtime, mtime); err != nil {
+	ts := []unix.Timespec{unix.NsecToTimespec(mtime.UnixNano()), unix.NsecToTimespec(mtime.UnixNano())}
+	if err := unix.UtimesNanoAt(t.dirFd, filepath.Base(w.tmp), ts, 0); err != nil {
 		t.idx.Unreserve(size)
 		w.discard()
 		return Info{}, err
@@ -104,16 +106,23 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 	return info, nil
 }
 
-// publish renames tmp to key's path, creating its directories as needed.
+// publish renames tmp (a staging file at the root) to key's path,
+// creating its directories as needed; ErrExist when a file is there. The
+// tier is on tmpfs (or, in tests only, a local disk): renameat2's
+// RENAME_NOREPLACE is always there.
 func (t *MemTier) publish(tmp string, key format.Key) error {
-	dst := t.path(key)
+	rel := key.Path()
+	t.settle(key) // a removed file of key's still at rel is released first
 	for attempt := 0; ; attempt++ {
 		if _, err := t.dirs.ensure(t.root, key); err != nil {
 			return fmt.Errorf("memory tier: %w", err)
 		}
-		err := t.pub.publish(tmp, dst)
-		if err == nil || errors.Is(err, ErrExist) {
-			return err
+		err := unix.Renameat2(t.dirFd, filepath.Base(tmp), t.dirFd, rel, unix.RENAME_NOREPLACE)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("%w: %s", ErrExist, t.path(key))
 		}
 		if errors.Is(err, unix.ENOENT) && attempt == 0 {
 			// A RemoveModel took the directory away: make it again.

@@ -185,7 +185,11 @@ func (s *Stack) removeKey(k format.Key, trash bool) bool {
 // local tiers' trash (Delete).
 func (s *Stack) removeKeyLocked(k format.Key, trash bool) bool {
 	removed := false
-	if err := s.mem.Remove(k); err == nil {
+	memRemove := s.mem.Remove
+	if trash {
+		memRemove = s.mem.RemoveLate
+	}
+	if err := memRemove(k); err == nil {
 		removed = true
 	}
 	for _, d := range s.dirs {

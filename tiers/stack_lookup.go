@@ -211,7 +211,7 @@ func (s *Stack) memCRC(k format.Key) (uint32, bool) {
 	// The entry of the file opened next, unless it is replaced between:
 	// then SetCRC records nothing.
 	from := entryOf(s.mem, k)
-	f, err := openFile(s.mem.path(k), unix.O_RDONLY, 0) // not mem.Open: no LRU use
+	f, err := s.mem.openKey(k, unix.O_RDONLY) // not mem.Open: no LRU use
 	if err != nil {
 		return 0, false
 	}

@@ -50,6 +50,7 @@ func (s *Stack) RemoveDir(model, rel string) error {
 	if err := treePath(model, rel); err != nil {
 		return err
 	}
+	s.mem.settleAll() // a removed file still in it must not keep it
 	roots := []string{s.mem.root}
 	for _, d := range s.dirs {
 		roots = append(roots, d.root)

@@ -1,0 +1,113 @@
+package tiers_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/internal/tiertest"
+	"github.com/ucmfs/ucmfs/tiers"
+)
+
+// readMem reads key's file from the memory tier.
+func readMem(t *testing.T, m *tiers.MemTier, key interface{ Path() string }) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(m.Dir(), key.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestMemRemoveLate: a late removal leaves the index at once; its file
+// is released by the worker, by the next publish of its key, or at once
+// past the bound; a publish of the same key never loses its new file.
+func TestMemRemoveLate(t *testing.T) {
+	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Private: tiers.PrivateOff})
+	key := tiertest.Key("llama", 1)
+	tiertest.Put(t, m, key, tiertest.Payload(1, 5000), tiers.CommitOptions{})
+
+	resume := m.HoldLate()
+	if err := m.RemoveLate(key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Stat(key); !errors.Is(err, tiers.ErrNotFound) {
+		t.Fatalf("stat after RemoveLate: %v, want ErrNotFound", err)
+	}
+	if err := m.RemoveLate(key); !errors.Is(err, tiers.ErrNotFound) {
+		t.Fatalf("second RemoveLate: %v, want ErrNotFound", err)
+	}
+	p := filepath.Join(m.Dir(), key.Path())
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the file went before its release: %v", err)
+	}
+	resume()
+
+	// A publish of the key settles the old file first.
+	data := tiertest.Payload(2, 7000)
+	tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+	if got := readMem(t, m, key); !bytes.Equal(got, data) {
+		t.Fatalf("after the republish: %d bytes, want the new %d", len(got), len(data))
+	}
+
+	// Past the bound, a removal releases in line.
+	resume = m.HoldLate()
+	n := tiers.LateMaxFiles + 1
+	for i := range n {
+		tiertest.Put(t, m, tiertest.Key("bound", i), []byte("x"), tiers.CommitOptions{})
+	}
+	for i := range n {
+		if err := m.RemoveLate(tiertest.Key("bound", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(m.Dir(), tiertest.Key("bound", n-1).Path())); !os.IsNotExist(err) {
+		t.Fatalf("the removal past the bound left its file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(m.Dir(), tiertest.Key("bound", 0).Path())); err != nil {
+		t.Fatalf("a removal within the bound released at once: %v", err)
+	}
+	resume()
+	m.SettleAll()
+	for i := range n {
+		if _, err := os.Stat(filepath.Join(m.Dir(), tiertest.Key("bound", i).Path())); !os.IsNotExist(err) {
+			t.Fatalf("file %d left after SettleAll: %v", i, err)
+		}
+	}
+}
+
+// TestMemRemoveLateRace: writers publish and remove the same keys while
+// the worker releases; every read of a published file gets its bytes.
+func TestMemRemoveLateRace(t *testing.T) {
+	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			key := tiertest.Key("race", w)
+			for i := range 300 {
+				data := tiertest.Payload(uint64(w*1000+i), 4096+i)
+				tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+				f, err := m.Open(key)
+				if err != nil {
+					t.Errorf("open %d: %v", i, err)
+					return
+				}
+				got, err := io.ReadAll(f)
+				f.Close()
+				if err != nil || !bytes.Equal(got, data) {
+					t.Errorf("round %d: read %d bytes (%v), want %d", i, len(got), err, len(data))
+					return
+				}
+				if err := m.RemoveLate(key); err != nil {
+					t.Errorf("remove %d: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
