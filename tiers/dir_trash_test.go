@@ -10,12 +10,14 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
+	"golang.org/x/sys/unix"
 )
 
-// TestDirTrash: a deleted file (a user's removal) leaves its name at once (into the trash,
-// which the reaper empties); a file trashed by a tier that stopped before
-// its reaper ran does not come back when the tier opens again, and that
-// tier empties the trash.
+// TestDirTrash: a deleted file (a user's removal) leaves its name at once
+// and its space once the reaper closed the descriptor held for it, by
+// Close at the latest; what an earlier version left in <root>/.trash (a
+// file renamed there by a daemon killed before its reaper ran) does not
+// come back when the tier opens again, and that tier removes it.
 func TestDirTrash(t *testing.T) {
 	dir := t.TempDir()
 	d, err := tiers.NewDirTier(tiers.DirConfig{Kind: "nvme", Dir: dir, Capacity: 1 << 30, Logger: quiet})
@@ -33,24 +35,21 @@ func TestDirTrash(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(filepath.Join(dir, k.Path())); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("%s still at its name after Remove: %v", k, err)
+			t.Fatalf("%s still at its name after Delete: %v", k, err)
 		}
-	}
-	trash := filepath.Join(dir, ".trash")
-	waitEmpty(t, trash)
-	// The reaper counts a file after its unlink returns: the trash can be
-	// empty a moment before the count is whole.
-	for deadline := time.Now().Add(time.Minute); d.TrashReaped() < 20 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	if got := d.TrashReaped(); got != 20 {
-		t.Errorf("the reaper unlinked %d files, want 20", got)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// What a daemon killed before its reaper ran leaves: files in the
-	// trash, gone from their names.
+	if got := d.TrashReaped(); got != 20 {
+		t.Errorf("the reaper freed %d files by Close, want 20", got)
+	}
+	// What an earlier version's daemon killed before its reaper ran
+	// leaves: files in the trash, gone from their names.
+	trash := filepath.Join(dir, ".trash")
+	if err := os.Mkdir(trash, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	for i, k := range keys[20:30] {
 		if err := os.Rename(filepath.Join(dir, k.Path()), filepath.Join(trash, "old-"+string(rune('a'+i)))); err != nil {
 			t.Fatal(err)
@@ -65,22 +64,49 @@ func TestDirTrash(t *testing.T) {
 			t.Errorf("removed %s came back: %v", k, err)
 		}
 	}
-	waitEmpty(t, trash)
-}
-
-// waitEmpty polls until dir holds no entry, failing after a minute.
-func waitEmpty(t *testing.T, dir string) {
-	t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ents) == 0 {
-			return
+		var st unix.Stat_t
+		if errors.Is(unix.Lstat(trash, &st), unix.ENOENT) {
+			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s still holds %d entries after a minute", dir, len(ents))
+			t.Fatalf("%s still there a minute after the start", trash)
+		}
+	}
+}
+
+// TestDirTrashFreesSpace: a deleted file's blocks are free once the
+// reaper has closed its descriptor (statfs sees them again).
+func TestDirTrashFreesSpace(t *testing.T) {
+	dir := t.TempDir()
+	d, err := tiers.NewDirTier(tiers.DirConfig{Kind: "nvme", Dir: dir, Capacity: 1 << 30, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := tiertest.Key("m", 1)
+	tiertest.Put(t, d, k, tiertest.Payload(1, 64<<20), tiers.CommitOptions{})
+	p := filepath.Join(dir, k.Path())
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Delete(k); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The inode is gone once nothing holds it: a stat of it by handle is
+	// not possible, so check that no descriptor of this process still
+	// refers to a deleted file of the tier.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err == nil && target == p+" (deleted)" {
+			t.Fatalf("descriptor %s still holds the deleted %s after Close", e.Name(), p)
 		}
 	}
 }
