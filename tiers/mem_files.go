@@ -112,7 +112,11 @@ func sameFileAt(dirfd int, rel string, info Info) (unchanged, held bool) {
 
 // Remove deletes a published file, pinned or dirty alike. Its mapping is
 // unmapped: a caller using Mapping must pin the key and not remove it.
-func (t *MemTier) Remove(key format.Key) error {
+func (t *MemTier) Remove(key format.Key) error { return t.remove(key, false) }
+
+// remove is Remove; late: the release is left to the late-drop worker
+// when it has room (RemoveLate).
+func (t *MemTier) remove(key format.Key, late bool) error {
 	if err := t.enter(); err != nil {
 		return err
 	}
@@ -120,6 +124,9 @@ func (t *MemTier) Remove(key format.Key) error {
 	e, ok := t.idx.Remove(key)
 	if !ok {
 		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
+	}
+	if late && t.late.add(e) {
+		return nil
 	}
 	return t.drop(e)
 }

@@ -1,7 +1,6 @@
 package tiers
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -58,20 +57,7 @@ func (t *MemTier) startLate() {
 // RemoveLate is Remove for a user's removal: the file leaves the index at
 // once; its release is left to the worker while fewer than the bound
 // wait, done in line otherwise.
-func (t *MemTier) RemoveLate(key format.Key) error {
-	if err := t.enter(); err != nil {
-		return err
-	}
-	defer t.life.RUnlock()
-	e, ok := t.idx.Remove(key)
-	if !ok {
-		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
-	}
-	if t.late.add(e) {
-		return nil
-	}
-	return t.drop(e)
-}
+func (t *MemTier) RemoveLate(key format.Key) error { return t.remove(key, true) }
 
 // pageCharge is what a tmpfs file of size bytes takes: whole pages.
 func pageCharge(size int64) int64 { return (size + 4095) &^ 4095 }
