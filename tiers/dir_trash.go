@@ -82,9 +82,7 @@ func (t *DirTier) startTrash() {
 func (t *DirTier) reap() {
 	defer t.wg.Done()
 	tr := &t.trash
-	if dir := filepath.Join(t.root, trashDirName); exists(dir) {
-		_ = os.RemoveAll(dir)
-	}
+	t.removeOldTrash() // removals wait in the queue meanwhile
 	for {
 		select {
 		case <-t.stop:
@@ -96,18 +94,30 @@ func (t *DirTier) reap() {
 	}
 }
 
+// removeOldTrash removes the trash directory an earlier version left, a
+// file at a time so that Close need not wait for all of it (the next
+// start goes on).
+func (t *DirTier) removeOldTrash() {
+	dir := filepath.Join(t.root, trashDirName)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return // none (or unreadable: left as it is)
+	}
+	for _, e := range ents {
+		if t.closed.Load() {
+			return
+		}
+		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+	_ = unix.Rmdir(dir)
+}
+
 // free closes f's descriptor, which frees the file.
 func (tr *dirTrash) free(f held) {
 	if unix.Close(f.fd) == nil {
 		tr.reaped.Add(1)
 	}
 	tr.bytes.Add(-f.size)
-}
-
-// exists reports whether path names something.
-func exists(path string) bool {
-	var st unix.Stat_t
-	return unix.Lstat(path, &st) == nil
 }
 
 // unlink takes the file at path p, of size bytes, out of the tier: its
