@@ -14,6 +14,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// mountFilesModel mounts ucmfs over a fresh mount point and nvme tier
+// directory of the test's own and makes the files model "m"; it returns
+// the daemon and the model's directory on the mount.
+func mountFilesModel(t *testing.T) (*daemon, string) {
+	t.Helper()
+	dir := testDir(t)
+	mnt := filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := mountUCM(t, mountOpts{Mnt: mnt, Tier: filepath.Join(dir, "tier")})
+	root := d.path("m")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, "setfattr", "-n", "user.ucm.layout", "-v", "files", root)
+	return d, root
+}
+
 // TestFilesDirectStaging: a file of a files model created O_DIRECT (vLLM's
 // fs tier) is staged on the nvme tier and published there by its rename:
 // the tier holds it at once, without a page of it in the page cache and
@@ -26,17 +45,9 @@ import (
 // tree or the tier.
 func TestFilesDirectStaging(t *testing.T) {
 	requireTool(t, "fincore")
-	dir := testDir(t)
-	mnt, tier := filepath.Join(dir, "mnt"), filepath.Join(dir, "tier")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	d := mountUCM(t, mountOpts{Mnt: mnt, Tier: tier})
-	root := d.path("m")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sh(t, "setfattr", "-n", "user.ucm.layout", "-v", "files", root)
+	d, root := mountFilesModel(t)
+	mnt, tier := d.Mnt, d.Tier
+	dir := filepath.Dir(mnt)
 	v := &engineproto.VLLM{Root: root, Salt: "direct", Model: "m", Direct: true}
 	if err := v.Setup(); err != nil {
 		t.Fatal(err)

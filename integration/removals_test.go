@@ -18,17 +18,8 @@ import (
 // files comes back at the remount, the others load whole, and the tier
 // holds nothing but them.
 func TestRemovalsStayRemoved(t *testing.T) {
-	dir := testDir(t)
-	mnt, tier := filepath.Join(dir, "mnt"), filepath.Join(dir, "tier")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	d := mountUCM(t, mountOpts{Mnt: mnt, Tier: tier})
-	root := d.path("m")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sh(t, "setfattr", "-n", "user.ucm.layout", "-v", "files", root)
+	d, root := mountFilesModel(t)
+	mnt, tier := d.Mnt, d.Tier
 	s := &engineproto.SGLangFile{Root: root, Salt: "rm", Model: "m", TPSize: 1}
 	if err := s.Setup(); err != nil {
 		t.Fatal(err)
