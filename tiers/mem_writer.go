@@ -144,7 +144,7 @@ func (w *memWriter) Abort() {
 
 // discard removes the staging file and ends the Writer.
 func (w *memWriter) discard() {
-	_ = os.Remove(w.tmp)
+	_ = unix.Unlinkat(w.t.dirFd, filepath.Base(w.tmp), 0)
 	w.finish()
 }
 
@@ -174,7 +174,7 @@ func (w *memWriter) unpark() error {
 	if w.done || w.f != nil {
 		return nil
 	}
-	f, err := openFile(w.tmp, unix.O_RDWR, 0)
+	f, err := openAt(w.t.dirFd, filepath.Base(w.tmp), w.tmp, unix.O_RDWR, 0) // no walk of /proc/self/fd
 	if err != nil {
 		return osErr("memory tier: reopen a parked file", err)
 	}
