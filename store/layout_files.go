@@ -261,9 +261,10 @@ func (s *Store) DirtyFilesIn(model, dir string) []format.Key {
 }
 
 // filesIn keeps the Files of keys that are in the directory dir (keys of
-// the directory's shard hold other directories' files too).
+// the directory's shard hold other directories' files too), in keys'
+// own array.
 func filesIn(keys []format.Key, dir string) []format.Key {
-	var files []format.Key
+	files := keys[:0]
 	for _, k := range keys {
 		if k.Kind == format.File && k.ShardDir() == dir {
 			files = append(files, k)
@@ -277,8 +278,12 @@ func filesIn(keys []format.Key, dir string) []format.Key {
 // Its cost is that of the files whose directories share dir's shard
 // (format.FileShard), not of the model.
 func (s *Store) FilesList(model, dir string) (subdirs []string, files []format.Key) {
-	files = filesIn(s.stack.ShardKeys(model, format.FileShard(dir)), dir)
+	keys, _ := s.stack.AppendShardKeys(model, format.FileShard(dir), nil)
+	files = filesIn(keys, dir)
+	// One sort, by name, which also brings together the copies of a file
+	// that several tiers hold (its name is its key in its model).
 	slices.SortFunc(files, func(a, b format.Key) int { return strings.Compare(a.Name, b.Name) })
+	files = slices.CompactFunc(files, func(a, b format.Key) bool { return a.Name == b.Name })
 	subdirs = append(s.trees.children(model, dir), s.stack.TreeSubdirs(model, dir)...)
 	slices.Sort(subdirs)
 	return slices.Compact(subdirs), files

@@ -1,6 +1,9 @@
 package store
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -44,5 +47,47 @@ func TestKeptFiles(t *testing.T) {
 	}
 	if KeptFile(format.Key{Model: "e", Kind: format.Block}) {
 		t.Error("a ucmb block is kept")
+	}
+}
+
+// TestFilesListTwoTiers: a directory's listing names each file once,
+// sorted by name, when the memory tier and the nvme tier both hold it
+// (written back), and leaves out the files of other directories that
+// share its shard.
+func TestFilesListTwoTiers(t *testing.T) {
+	s := newTestStore(t, Options{Layout: LayoutFiles})
+	s.AddModel("e")
+	if err := s.FilesMkdir("e", "d"); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 40 {
+		dir := "d"
+		if i%4 == 0 {
+			dir = "" // the model's root: another directory
+		}
+		name := format.JoinFilePath(dir, fmt.Sprintf("%02x_p.bin", 255-i))
+		if _, err := publish(t, s, format.FileKey("e", name), []byte(name)); err != nil {
+			t.Fatal(err)
+		}
+		if dir == "d" {
+			want = append(want, name)
+		}
+	}
+	slices.Sort(want)
+	if err := s.Flush(context.Background(), "e"); err != nil {
+		t.Fatal(err)
+	}
+	keys, repeats := s.stack.AppendShardKeys("e", format.FileShard("d"), nil)
+	if !repeats || len(keys) < 2*len(want) {
+		t.Fatalf("written back: %d keys from the tiers (repeats %v), want both tiers' %d", len(keys), repeats, 2*len(want))
+	}
+	_, files := s.FilesList("e", "d")
+	var got []string
+	for _, k := range files {
+		got = append(got, k.Name)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("listing %q, want %q", got, want)
 	}
 }

@@ -97,16 +97,7 @@ func (s *Stack) List(model string, fn func(format.Key) bool) {
 // in no particular order. It reads the tiers' indexes only: its cost is
 // that of the shard, not of the model.
 func (s *Stack) ShardKeys(model string, shard byte) []format.Key {
-	keys := s.mem.idx.ShardKeys(model, shard, nil)
-	// A block is usually in several tiers, but a tier lists each key
-	// once: only keys added after others may repeat them.
-	repeats := false
-	for _, d := range s.dirs {
-		d.share.revalidate(format.Key{Model: model, ID: format.ID{shard}})
-		before := len(keys)
-		keys = d.idx.ShardKeys(model, shard, keys)
-		repeats = repeats || (before > 0 && len(keys) > before)
-	}
+	keys, repeats := s.AppendShardKeys(model, shard, nil)
 	if !repeats {
 		return keys
 	}
@@ -118,6 +109,26 @@ func (s *Stack) ShardKeys(model string, shard byte) []format.Key {
 		return int(a.Kind) - int(b.Kind)
 	})
 	return slices.Compact(keys)
+}
+
+// AppendShardKeys appends to keys what ShardKeys returns, but with a key
+// that several tiers hold appended once per tier; repeats says whether
+// any may be. A caller that sorts the keys its own way (a files model's
+// directory listing, by name) removes the repeats after its sort, and
+// spares ShardKeys' sort by id of them all: a block written back is in
+// two tiers, so a shard's listing is usually twice its files.
+func (s *Stack) AppendShardKeys(model string, shard byte, keys []format.Key) ([]format.Key, bool) {
+	keys = s.mem.idx.ShardKeys(model, shard, keys)
+	// A block is usually in several tiers, but a tier lists each key
+	// once: only keys added after others may repeat them.
+	repeats := false
+	for _, d := range s.dirs {
+		d.share.revalidate(format.Key{Model: model, ID: format.ID{shard}})
+		before := len(keys)
+		keys = d.idx.ShardKeys(model, shard, keys)
+		repeats = repeats || (before > 0 && len(keys) > before)
+	}
+	return keys, repeats
 }
 
 // listKeys collects the keys of t (of model, "" = all) before the caller
