@@ -6,16 +6,18 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/store"
 )
 
 // Cached listings of shard directories (docs/design.md, "Cached
-// listings"). A shard directory of a ucmb model opened while no file is
-// being written in it is opened with FOPEN_CACHE_DIR and KEEP_CACHE: the
-// kernel keeps its listing and answers the next getdents (a second `du`,
-// `ls`) without a round trip. Such a listing holds the published files
-// alone (light.NoUser), since the kernel serves it to every caller, and a
+// listings"; a files model's directories: files_list.go). A shard
+// directory of a ucmb model opened while no file is being written in it
+// is opened with FOPEN_CACHE_DIR and KEEP_CACHE: the kernel keeps its
+// listing and answers the next getdents (a second `du`, `ls`) without a
+// round trip. Such a listing holds the published files alone
+// (light.NoUser), since the kernel serves it to every caller, and a
 // caller's own staging files are private to it.
 //
 // The kernel drops the cache by itself at every change made through it
@@ -23,21 +25,37 @@ import (
 // change of what the shard holds (a publish at a close, eviction, a GPU
 // dump, another daemon's file on a shared tier) passes through a tier's
 // index, whose observer calls listingChanged: the first change after a
-// cached open's listing was taken invalidates the directory's content
+// cached listing was taken invalidates the directory's content
 // (FUSE_NOTIFY_INVAL_INODE) before the change returns, and forgets the
-// flag, so one notification goes out per cached open (more only for
-// changes between the open and its listing). Every change also moves the
-// shard directory's mtime (shardClock), which the kernel compares at the
-// start of each listing: that catches a notification that crossed the
-// kernel's filling of the cache. It is sent under the index's
-// lock: the kernel's invalidation of a directory's pages waits on no
-// request (a readdir holds a page lock only while it copies names out,
-// never while it waits for the daemon), so it cannot wait on this one.
+// flag, so one notification goes out per listing taken (more only for
+// changes between the open and its listing). A listing taken again
+// through the same open directory (a rewind, or the kernel refilling the
+// cache it was told to drop) registers again (listingTaken): else a
+// later change, with the flag forgotten, would leave the refilled cache
+// stale for every later open. Every change also moves the directory's
+// mtime (shardClock), which the kernel compares at the start of each
+// listing: that catches a notification that crossed the kernel's filling
+// of the cache. It is sent under the index's lock: the kernel's
+// invalidation of a directory's pages waits on no request (a readdir
+// holds a page lock only while it copies names out, never while it waits
+// for the daemon), so it cannot wait on this one.
 
-// listingKey names a shard directory: its model and index shard.
+// listingKey names a directory whose listing the kernel may cache: a
+// ucmb model's shard (its index shard), or a files model's directory (its
+// path in the model, files_list.go).
 type listingKey struct {
 	model string
 	shard byte
+	dir   string
+	files bool
+}
+
+// listingOf names the directory whose listing a change of key changes.
+func listingOf(key format.Key) listingKey {
+	if key.Kind == format.File {
+		return listingKey{model: key.Model, dir: key.ShardDir(), files: true}
+	}
+	return listingKey{model: key.Model, shard: key.ID[0]}
 }
 
 // CacheListing grants a cached listing to shard ref opened now: a ucmb
@@ -47,44 +65,53 @@ func (h lightHost) CacheListing(ref light.Ref, node uint64) bool {
 	if s.store.Layout(ref.Model) != store.LayoutUCMB || s.store.WritingIn(ref.Model, ref.Dir) {
 		return false
 	}
-	s.listings.Store(listingKey{ref.Model, ref.Shard}, &cachedListing{node: node})
+	s.listings.Store(listingKey{model: ref.Model, shard: ref.Shard}, &cachedListing{drop: func() { s.invalidateListing(node) }})
 	return true
 }
 
-// cachedListing is a shard directory opened with a cached listing: its
-// node, and whether its listing was taken since (served).
+// cachedListing is a directory opened with a cached listing: how to drop
+// the kernel's copy, and whether its listing was taken since (served).
 type cachedListing struct {
-	node   uint64
+	drop   func()
 	served atomic.Bool
 }
 
-// listingServed records that the cached listing of shard ref is being
-// taken: a change from now on is the kernel's to drop it for.
-func (s *fsState) listingServed(ref light.Ref) {
-	if v, ok := s.listings.Load(listingKey{ref.Model, ref.Shard}); ok {
-		v.(*cachedListing).served.Store(true)
-	}
+// ListingTaken follows the cached listing of shard ref from now on.
+func (h lightHost) ListingTaken(ref light.Ref, node uint64) {
+	h.s.listingTaken(listingKey{model: ref.Model, shard: ref.Shard}, func() { h.s.invalidateListing(node) })
 }
 
-// listingChanged is the store's OnListingChange hook: what the shard
-// holds changed, so a listing the kernel cached is stale. The shard's
-// mtime moves first (shardClock), so that the notification cannot be
-// lost to a listing the kernel was filling meanwhile. A change between a
-// cached open and its listing is notified and keeps the flag: the kernel
-// may take the attributes it then asks for, and the listing, after the
-// change, and only a later change would tell it otherwise.
-func (s *fsState) listingChanged(model string, shard byte) {
-	s.shardTimes.touch(model, shard)
-	key := listingKey{model, shard}
-	v, ok := s.listings.Load(key)
+// listingTaken records that the cached listing of directory lk is being
+// taken: the first change from now on drops what the kernel caches of it
+// (drop). It registers the listing anew, served, since a change may have
+// dropped and forgotten the one its open registered, and the kernel
+// refills its cache through the same open directory.
+func (s *fsState) listingTaken(lk listingKey, drop func()) {
+	c := &cachedListing{drop: drop}
+	c.served.Store(true)
+	s.listings.Store(lk, c)
+}
+
+// listingChanged is the store's OnListingChange hook: what the
+// directory of key holds changed, so a listing the kernel cached is
+// stale. The directory's mtime moves first (shardClock), so that the
+// notification cannot be lost to a listing the kernel was filling
+// meanwhile. A change between a cached open and its listing is notified
+// and keeps the flag: the kernel may take the attributes it then asks
+// for, and the listing, after the change, and only a later change would
+// tell it otherwise.
+func (s *fsState) listingChanged(key format.Key) {
+	lk := listingOf(key)
+	s.shardTimes.touch(lk)
+	v, ok := s.listings.Load(lk)
 	if !ok {
 		return
 	}
 	c := v.(*cachedListing)
 	if c.served.Load() {
-		s.listings.CompareAndDelete(key, v)
+		s.listings.CompareAndDelete(lk, v)
 	}
-	s.invalidateListing(c.node)
+	c.drop()
 }
 
 // shardAttr fills the attributes of ucmb shard directory shard of model:
@@ -92,14 +119,20 @@ func (s *fsState) listingChanged(model string, shard byte) {
 // mtime and ctime.
 func (s *fsState) shardAttr(a *fuse.Attr, model string, shard byte) {
 	s.modelAttr(a, 2, model)
-	if ns := s.shardTimes.get(model, shard); ns != 0 {
+	s.listingTime(a, listingKey{model: model, shard: shard})
+}
+
+// listingTime sets the mtime and ctime of the directory lk to the time of
+// the last change of what it holds, if it changed this run.
+func (s *fsState) listingTime(a *fuse.Attr, lk listingKey) {
+	if ns := s.shardTimes.get(lk); ns != 0 {
 		a.Mtime, a.Mtimensec = uint64(ns/1e9), uint32(ns%1e9)
 		a.Ctime, a.Ctimensec = a.Mtime, a.Mtimensec
 	}
 }
 
-// shardClock keeps the time of the last change of each shard's content,
-// in nanoseconds, for the shard directory's mtime.
+// shardClock keeps the time of the last change of each cached directory's
+// content (listingKey), in nanoseconds, for the directory's mtime.
 //
 // Why: the kernel fills a cached listing while it reads a READDIR answer,
 // after the daemon answered. A change whose notification lands during
@@ -111,21 +144,26 @@ func (s *fsState) shardAttr(a *fuse.Attr, model string, shard byte) {
 // asks for them again: a moved mtime drops the cached listing however the
 // notification and the fill interleaved.
 //
-// The times live in a fixed table of slots hashed by model and shard, so
-// the table has a bound whatever models come and go; two shards sharing a
-// slot only make a listing look changed when it is not (one refetch).
+// The times live in a fixed table of slots hashed by model and shard (or
+// directory), so the table has a bound whatever models and directories
+// come and go; two directories sharing a slot only make a listing look
+// changed when it is not (one refetch).
 type shardClock [4096]atomic.Int64
 
 // shardSeed hashes shardClock's slots.
 var shardSeed = maphash.MakeSeed()
 
-func (c *shardClock) slot(model string, shard byte) *atomic.Int64 {
-	return &c[(maphash.String(shardSeed, model)^uint64(shard)*0x9e3779b97f4a7c15)%uint64(len(c))]
+func (c *shardClock) slot(lk listingKey) *atomic.Int64 {
+	h := maphash.String(shardSeed, lk.model) ^ uint64(lk.shard)*0x9e3779b97f4a7c15
+	if lk.files {
+		h ^= maphash.String(shardSeed, lk.dir) * 0xc2b2ae3d27d4eb4f
+	}
+	return &c[h%uint64(len(c))]
 }
 
-// touch moves the shard's time to now, and past its last value.
-func (c *shardClock) touch(model string, shard byte) {
-	sl := c.slot(model, shard)
+// touch moves the directory's time to now, and past its last value.
+func (c *shardClock) touch(lk listingKey) {
+	sl := c.slot(lk)
 	now := time.Now().UnixNano()
 	for {
 		old := sl.Load()
@@ -135,8 +173,9 @@ func (c *shardClock) touch(model string, shard byte) {
 	}
 }
 
-// get is the shard's last change time, 0 when it has not changed this run.
-func (c *shardClock) get(model string, shard byte) int64 { return c.slot(model, shard).Load() }
+// get is the directory's last change time, 0 when it has not changed this
+// run.
+func (c *shardClock) get(lk listingKey) int64 { return c.slot(lk).Load() }
 
 // invalidateListing drops the kernel's cached listing of node.
 func (s *fsState) invalidateListing(node uint64) {

@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +17,10 @@ import (
 // may keep (FOPEN_CACHE_DIR), follows every change of what the shard
 // holds: a publish behind the kernel's back (a block put into the stack
 // directly, as a GPU dump or another daemon's file), a removal behind its
-// back (as an eviction drop), an unlink through the mount. A writer's
-// staging file is listed to its writer and never to another user.
+// back (as an eviction drop), an unlink through the mount, and, in a
+// directory kept open and rewound, three publishes behind its back (the
+// caches the rewinds refilled are followed too). A writer's staging
+// file is listed to its writer and never to another user.
 func TestShardListingCached(t *testing.T) {
 	m := newMount(t, Options{AllowOther: true})
 	if err := os.Chmod(filepath.Dir(m.mnt), 0o755); err != nil { // t.TempDir's, for the other user
@@ -25,7 +28,7 @@ func TestShardListingCached(t *testing.T) {
 	}
 	var keys []format.Key
 	data := map[format.Key][]byte{}
-	for i := 0; len(keys) < 4; i++ { // four blocks of one shard
+	for i := 0; len(keys) < 7; i++ { // seven blocks of one shard
 		k, d := testBlock(testModel, i, 256)
 		if len(keys) == 0 || k.ID[0] == keys[0].ID[0] {
 			keys = append(keys, k)
@@ -81,6 +84,32 @@ func TestShardListingCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("a block unlinked", keys[2])
+
+	// A directory kept open and rewound.
+	d, err := os.Open(shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAt0 := func() []string {
+		t.Helper()
+		if _, err := d.Seek(0, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Readdirnames(-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	readAt0()
+	for _, k := range keys[4:7] {
+		put(t, m.st, k, data[k])
+		if got := readAt0(); !slices.Contains(got, k.FileName()) {
+			t.Errorf("a rewound listing %v lacks %s, put meanwhile", got, k.FileName())
+		}
+	}
+	d.Close()
+	want("three blocks put behind the kernel's back, rewinds between", keys[2], keys[4], keys[5], keys[6])
 
 	// A staging file: its writer lists it, another user never does.
 	staging := m.keyPath(keys[3]) + format.StagingSuffix

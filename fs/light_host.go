@@ -67,9 +67,6 @@ func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (forma
 
 // Listing is the shard's listing for uid (shardNode.listing).
 func (h lightHost) Listing(ref light.Ref, uid uint32) []light.Entry {
-	if uid == light.NoUser {
-		h.s.listingServed(ref) // a cached open's listing (dir_cache.go)
-	}
 	d := h.s.shardFor(ref)
 	return d.listing(uid)
 }

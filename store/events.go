@@ -17,7 +17,7 @@ func (s *Store) startEvents() {
 	j := s.events
 	s.stack.Observe(func(tier tiers.TierID, key format.Key, size int64, stored bool) {
 		if fn := s.listingHook.Load(); fn != nil {
-			(*fn)(key.Model, key.ID[0])
+			(*fn)(key)
 		}
 		if !events.Reported(key) {
 			return
@@ -66,7 +66,8 @@ func (s *Store) Holds(tier int, key format.Key) bool {
 	return s.stack.TierHolds(tiers.TierID(tier), key)
 }
 
-// OnListingChange sets the hook called with the model and index shard of
-// every file that enters or leaves a tier (a listing of that shard may
-// change). It runs under the tier index's lock: it must not block.
-func (s *Store) OnListingChange(fn func(model string, shard byte)) { s.listingHook.Store(&fn) }
+// OnListingChange sets the hook called with the key of every file that
+// enters or leaves a tier (a listing of its directory may change). It
+// runs under the tier index's lock: it must not block.
+func (s *Store) OnListingChange(fn func(format.Key)) { s.listingHook.Store(&fn) }
+

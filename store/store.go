@@ -120,10 +120,10 @@ type Store struct {
 	writeSeq atomic.Uint64 // numbers of files being written
 	parked   atomic.Int64  // staging files parked without a descriptor (writes.go)
 
-	events      *events.Journal                    // what the tiers hold, as it changes (events.go)
-	published   atomic.Pointer[func(format.Key)]   // the front end's hook (OnPublish)
-	listingHook atomic.Pointer[func(string, byte)] // the front end's hook (OnListingChange)
-	stopped     atomic.Bool                        // Stop was called
+	events      *events.Journal                  // what the tiers hold, as it changes (events.go)
+	published   atomic.Pointer[func(format.Key)] // the front end's hook (OnPublish)
+	listingHook atomic.Pointer[func(format.Key)] // the front end's hook (OnListingChange)
+	stopped     atomic.Bool                      // Stop was called
 }
 
 // New returns the store over st and registers the models its tiers hold.

@@ -39,6 +39,7 @@ func (w *Layer) snapshot(h *lightDir, off uint64, uid uint32) []Entry {
 	if off == 0 || h.snap == nil {
 		if h.cached {
 			uid = NoUser
+			w.host.ListingTaken(h.ref, h.node)
 		}
 		h.snap = w.host.Listing(h.ref, uid)
 	}

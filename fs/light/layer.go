@@ -65,6 +65,13 @@ type Host interface {
 	// being written in it, and the host invalidates the cache (the node's
 	// content) at the next change of what the shard holds.
 	CacheListing(ref Ref, node uint64) bool
+	// ListingTaken is called as the listing of shard ref, whose directory
+	// node was opened with a cached listing, is taken (at offset 0, for
+	// the kernel to fill its cache from): the host invalidates that cache
+	// at the next change, as CacheListing's, even if it has invalidated
+	// an earlier one since the open (the kernel refills it through the
+	// same open directory).
+	ListingTaken(ref Ref, node uint64)
 	// Entry fills out with published file key's entry (but its node
 	// id); false when no tier holds it any more.
 	Entry(key format.Key, out *fuse.EntryOut) bool
