@@ -22,10 +22,7 @@ import (
 // caches the rewinds refilled are followed too). A writer's staging
 // file is listed to its writer and never to another user.
 func TestShardListingCached(t *testing.T) {
-	m := newMount(t, Options{AllowOther: true})
-	if err := os.Chmod(filepath.Dir(m.mnt), 0o755); err != nil { // t.TempDir's, for the other user
-		t.Fatal(err)
-	}
+	m := newSharedMount(t)
 	var keys []format.Key
 	data := map[format.Key][]byte{}
 	for i := 0; len(keys) < 7; i++ { // seven blocks of one shard
@@ -48,18 +45,7 @@ func TestShardListingCached(t *testing.T) {
 	for _, k := range keys[:2] {
 		put(t, m.st, k, data[k])
 	}
-	list := func() []string {
-		t.Helper()
-		ents, err := os.ReadDir(shard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, e := range ents {
-			names = append(names, e.Name())
-		}
-		return names
-	}
+	list := func() []string { t.Helper(); return listNames(t, shard) }
 	want := func(what string, ks ...format.Key) {
 		t.Helper()
 		var names []string
@@ -90,21 +76,10 @@ func TestShardListingCached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readAt0 := func() []string {
-		t.Helper()
-		if _, err := d.Seek(0, io.SeekStart); err != nil {
-			t.Fatal(err)
-		}
-		got, err := d.Readdirnames(-1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
-	readAt0()
+	listFromStart(t, d)
 	for _, k := range keys[4:7] {
 		put(t, m.st, k, data[k])
-		if got := readAt0(); !slices.Contains(got, k.FileName()) {
+		if got := listFromStart(t, d); !slices.Contains(got, k.FileName()) {
 			t.Errorf("a rewound listing %v lacks %s, put meanwhile", got, k.FileName())
 		}
 	}
@@ -127,4 +102,43 @@ func TestShardListingCached(t *testing.T) {
 	if err != nil || strings.Contains(string(out), format.StagingSuffix) || !strings.Contains(string(out), keys[2].FileName()) {
 		t.Errorf("another user's listing: %v %q", err, out)
 	}
+}
+
+// listNames lists directory p, sorted.
+func listNames(t *testing.T, p string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// listFromStart rewinds the open directory d and lists it, sorted.
+func listFromStart(t *testing.T, d *os.File) []string {
+	t.Helper()
+	if _, err := d.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// newSharedMount mounts a new stack with --allow-other, its mount point
+// reachable by otherUID (t.TempDir makes its parent 0700).
+func newSharedMount(t *testing.T) *testMount {
+	t.Helper()
+	m := newMount(t, Options{AllowOther: true})
+	if err := os.Chmod(filepath.Dir(m.mnt), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

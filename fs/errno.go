@@ -37,6 +37,7 @@ const (
 	errnoBadFD   = syscall.EBADF   // a descriptor that cannot do what is asked
 	errnoRange   = syscall.ERANGE  // an attribute buffer too small
 	errnoTooBig  = syscall.EFBIG   // a private entry past its size bound
+	errnoBadOff  = syscall.EINVAL  // a directory offset past its listing
 	// errnoStale: a node that no longer stands for its name (a file
 	// published between the lookup that found it being written and the
 	// open): the kernel looks the name up again and opens once more.

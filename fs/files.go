@@ -32,7 +32,7 @@ type filesDir struct {
 
 var (
 	_ = (gofs.NodeLookuper)((*filesDir)(nil))
-	_ = (gofs.NodeReaddirer)((*filesDir)(nil))
+	_ = (gofs.NodeOpendirHandler)((*filesDir)(nil))
 	_ = (gofs.NodeGetattrer)((*filesDir)(nil))
 	_ = (gofs.NodeMkdirer)((*filesDir)(nil))
 	_ = (gofs.NodeRmdirer)((*filesDir)(nil))
@@ -50,19 +50,21 @@ func (d *filesDir) ops() filesOps {
 // OnForget frees the node's number.
 func (d *filesDir) OnForget() { d.s.inos.Release(ino.DirName(d.model, d.dir), d.ino) }
 
-// Getattr describes the directory with its model's owner and mode.
+// Getattr describes the directory with its model's owner and mode, and
+// the time of the last change of what it holds as its mtime.
 func (d *filesDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	d.s.modelAttr(&out.Attr, 2, d.model)
+	d.s.filesDirAttr(&out.Attr, 2, d.model, d.dir)
 	out.SetTimeout(d.s.opts.EntryTTL)
 	return 0
 }
 
-// Lookup, Readdir, Mkdir, Rmdir, Create, Unlink and Rename: see filesOps.
+// Lookup, OpendirHandle, Mkdir, Rmdir, Create, Unlink and Rename: see
+// filesOps.
 func (d *filesDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	return d.ops().lookup(ctx, name, out)
 }
-func (d *filesDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	return d.ops().readdir(ctx)
+func (d *filesDir) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	return d.ops().opendir(ctx)
 }
 func (d *filesDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	return d.ops().mkdir(ctx, name, out)
@@ -188,7 +190,7 @@ func (o filesOps) dirInode(ctx context.Context, name, rel string, out *fuse.Entr
 		return &filesDir{dirCommon: dirCommon{common: common{s: o.s}, what: o.model + "/" + rel},
 			model: o.model, dir: rel, ino: n}
 	})
-	o.s.modelAttr(&out.Attr, 2, o.model)
+	o.s.filesDirAttr(&out.Attr, 2, o.model, rel)
 	ttl(out, o.s.opts.EntryTTL)
 	return ch
 }
@@ -202,28 +204,6 @@ func (o filesOps) pendingInode(ctx context.Context, w *store.Draft, out *fuse.En
 	o.s.writeAttr(w, &out.Attr)
 	ttl(out, 0)
 	return ch
-}
-
-// readdir lists the subdirectories, the published files and the
-// caller's staging files.
-func (o filesOps) readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	subdirs, files := o.s.store.FilesList(o.model, o.dir)
-	ents := make([]fuse.DirEntry, 0, len(subdirs)+len(files))
-	for _, d := range subdirs {
-		ents = append(ents, fuse.DirEntry{Name: d, Mode: syscall.S_IFDIR,
-			Ino: o.s.inos.Peek(ino.DirName(o.model, format.JoinFilePath(o.dir, d)))})
-	}
-	for _, k := range files {
-		ents = append(ents, fuse.DirEntry{Name: k.FileName(), Mode: syscall.S_IFREG,
-			Ino: o.s.inos.Peek(ino.FileVersion(k, o.s.store.FileGen(k)))})
-	}
-	for _, w := range o.s.store.StagingFiles(o.model, o.dir, callerProc(ctx).Uid) {
-		if isTmpfileName(w.Name()) {
-			continue // an O_TMPFILE file has no name yet
-		}
-		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: pendingIno(w)})
-	}
-	return gofs.NewListDirStream(ents), 0
 }
 
 // fsync makes the files the directory lists durable (fsState.syncDir):

@@ -24,7 +24,7 @@ type modelNode struct {
 
 var (
 	_ = (gofs.NodeLookuper)((*modelNode)(nil))
-	_ = (gofs.NodeReaddirer)((*modelNode)(nil))
+	_ = (gofs.NodeOpendirHandler)((*modelNode)(nil))
 	_ = (gofs.NodeGetattrer)((*modelNode)(nil))
 	_ = (gofs.NodeMkdirer)((*modelNode)(nil))
 	_ = (gofs.NodeRmdirer)((*modelNode)(nil))
@@ -48,9 +48,14 @@ func (m *modelNode) OnForget() {
 	m.s.inos.Release(ino.ModelName(m.model), m.ino)
 }
 
-// Getattr describes the model directory.
+// Getattr describes the model directory (the root of a files model with
+// the time of the last change of what it holds as its mtime).
 func (m *modelNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	m.s.modelAttr(&out.Attr, 2+256, m.model)
+	if _, ok := m.files(); ok {
+		m.s.filesDirAttr(&out.Attr, 2+256, m.model, "")
+	} else {
+		m.s.modelAttr(&out.Attr, 2+256, m.model)
+	}
 	out.SetTimeout(m.s.opts.EntryTTL)
 	return 0
 }
@@ -80,14 +85,20 @@ func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	return ch, 0
 }
 
-// Readdir lists the 256 shard directories (of a ucm-posix model: those of
-// its widths).
-func (m *modelNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+// OpendirHandle opens the model directory: the root of a files model as
+// its other directories (files_list.go); else a listing of the 256 shard
+// directories (of a ucm-posix model: those of its widths), taken now.
+func (m *modelNode) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if o, ok := m.files(); ok {
-		return o.readdir(ctx)
+		return o.opendir(ctx)
 	}
+	return gofs.NewListDirStream(m.entries()), 0, 0
+}
+
+// entries lists the shard directories of a ucmb or ucm-posix model.
+func (m *modelNode) entries() []fuse.DirEntry {
 	if m.s.store.Raw(m.model) {
-		return gofs.NewListDirStream(append(m.dotEntries(), m.rawReaddir()...)), 0
+		return append(m.dotEntries(), m.rawReaddir()...)
 	}
 	ents := make([]fuse.DirEntry, 256)
 	for i := range ents {
@@ -98,7 +109,7 @@ func (m *modelNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno)
 			Ino:  m.s.inos.Peek(ino.ShardName(m.model, sh, "", -1)),
 		}
 	}
-	return gofs.NewListDirStream(ents), 0
+	return ents
 }
 
 // Mkdir is refused: the shard directories always exist (EEXIST), nothing

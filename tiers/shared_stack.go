@@ -36,6 +36,16 @@ const (
 // configured Shared).
 func (t *DirTier) Shared() bool { return t.sharedDir() != nil }
 
+// HasShared reports whether a tier of the stack is shared.
+func (s *Stack) HasShared() bool {
+	for _, d := range s.dirs {
+		if d.Shared() {
+			return true
+		}
+	}
+	return false
+}
+
 // sharedDir is the tier's sharing when it is shared, or nil.
 func (t *DirTier) sharedDir() *sharedDir {
 	sd, _ := t.share.(*sharedDir)

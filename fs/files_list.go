@@ -1,0 +1,148 @@
+package fs
+
+import (
+	"context"
+	"sync"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/ino"
+)
+
+// The listings of a files model's directories (docs/design.md, "Cached
+// listings"). A directory opened while no file is being written in it is
+// opened with FOPEN_CACHE_DIR, as a ucmb shard is (dir_cache.go): the
+// kernel keeps the listing and answers the next getdents of any process
+// from it, with no READDIRPLUS and no lookup of each name. Such a listing
+// holds the subdirectories and the published files alone, since the
+// kernel serves it to every caller. The kernel drops it at every change
+// made through it; every other change of the files the directory holds
+// (a publish at a writer's close, an eviction, a removal behind the
+// kernel's back) passes through a tier's index and reaches
+// listingChanged with the file's key, which names the directory.
+//
+// Unlike a shard, a directory registers its cached listing each time the
+// listing is taken (at the first read of an open, and at a rewind), not
+// only at the open: the kernel refills a cache it was told to drop
+// through the same open directory, and that refill must be followed too.
+//
+// Not cached where a tier is shared with other daemons: a subdirectory
+// another daemon makes there passes through no index of this one.
+
+// entries lists the directory: its subdirectories, its published files
+// and, unless published is set, the caller's staging files.
+func (o filesOps) entries(ctx context.Context, published bool) []fuse.DirEntry {
+	subdirs, files := o.s.store.FilesList(o.model, o.dir)
+	ents := make([]fuse.DirEntry, 0, len(subdirs)+len(files))
+	for _, d := range subdirs {
+		ents = append(ents, fuse.DirEntry{Name: d, Mode: syscall.S_IFDIR,
+			Ino: o.s.inos.Peek(ino.DirName(o.model, format.JoinFilePath(o.dir, d)))})
+	}
+	for _, k := range files {
+		ents = append(ents, fuse.DirEntry{Name: k.FileName(), Mode: syscall.S_IFREG,
+			Ino: o.s.inos.Peek(ino.FileVersion(k, o.s.store.FileGen(k)))})
+	}
+	if published {
+		return ents
+	}
+	for _, w := range o.s.store.StagingFiles(o.model, o.dir, callerProc(ctx).Uid) {
+		if isTmpfileName(w.Name()) {
+			continue // an O_TMPFILE file has no name yet
+		}
+		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: pendingIno(w)})
+	}
+	return ents
+}
+
+// listing is the listingKey of the directory.
+func (o filesOps) listing() listingKey {
+	return listingKey{model: o.model, dir: o.dir, files: true}
+}
+
+// opendir opens the directory: with a cached listing when no file is
+// being written in it and no tier is shared.
+func (o filesOps) opendir(ctx context.Context) (gofs.FileHandle, uint32, syscall.Errno) {
+	h := &filesListing{o: o}
+	if o.s.store.WritingIn(o.model, o.dir) || o.s.store.SharedTier() {
+		return h, 0, 0
+	}
+	h.cached = true
+	o.s.listings.Store(o.listing(), &cachedListing{drop: o.dropListing})
+	return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// dropListing drops the kernel's cached listing of the directory.
+func (o filesOps) dropListing() {
+	if errno := o.node.NotifyContent(0, 0); errno != 0 && errno != errnoMissing {
+		o.s.log.Debug("listing invalidation", "dir", o.model+"/"+o.dir, "errno", errno)
+	}
+}
+
+// filesListing is an open directory of a files model. Its listing is
+// taken at the first read and again at a rewind (offset 0), and read by
+// offset (an entry's offset is its position plus one).
+type filesListing struct {
+	o      filesOps
+	cached bool // opened with FOPEN_CACHE_DIR
+
+	mu    sync.Mutex
+	ents  []fuse.DirEntry
+	pos   int
+	taken bool
+}
+
+var (
+	_ = (gofs.FileReaddirenter)((*filesListing)(nil))
+	_ = (gofs.FileSeekdirer)((*filesListing)(nil))
+)
+
+// take lists the directory anew (under h.mu). A cached listing is
+// registered first, served: any change from now on drops what the kernel
+// caches of it.
+func (h *filesListing) take(ctx context.Context) {
+	if h.cached {
+		h.o.s.listingTaken(h.o.listing(), h.o.dropListing)
+	}
+	h.ents, h.pos, h.taken = h.o.entries(ctx, h.cached), 0, true
+	h.o.s.filesListed.Add(1)
+}
+
+// Readdirent returns the next entry, nil at the end.
+func (h *filesListing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.taken {
+		h.take(ctx)
+	}
+	if h.pos >= len(h.ents) {
+		return nil, 0
+	}
+	e := h.ents[h.pos]
+	h.pos++
+	e.Off = uint64(h.pos)
+	return &e, 0
+}
+
+// Seekdir moves to offset off; offset 0 takes the listing anew.
+func (h *filesListing) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if off == 0 || !h.taken {
+		h.take(ctx)
+	}
+	if off > uint64(len(h.ents)) {
+		return errnoBadOff
+	}
+	h.pos = int(off)
+	return 0
+}
+
+// filesDirAttr fills the attributes of directory dir of files model
+// model: its model's, with the time of the last change of what it holds
+// as its mtime and ctime (shardClock).
+func (s *fsState) filesDirAttr(a *fuse.Attr, nlink uint32, model, dir string) {
+	s.modelAttr(a, nlink, model)
+	s.listingTime(a, listingKey{model: model, dir: dir, files: true})
+}

@@ -1,0 +1,146 @@
+package fs
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/format"
+)
+
+// TestFilesListingCached: a files model's directory (the model's root
+// and one below it) is listed once and then answered from the kernel's
+// cache, and the listing follows every change of what the directory
+// holds: a file published by another process's close, one put into the
+// tiers or removed from them behind the kernel's back (a GPU dump,
+// another daemon, an eviction), an unlink, a rename, a mkdir. A
+// writer's staging file is listed to its writer and never to another
+// user. A directory kept open and rewound after each of three changes
+// lists each (the caches its rewinds refilled are followed too).
+func TestFilesListingCached(t *testing.T) {
+	m := newSharedMount(t)
+	root := m.model(t, "eng", "files")
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "d"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"", "d"} {
+		p := filepath.Join(root, dir)
+		names := map[string]bool{}
+		if dir == "" {
+			names["d"] = true
+		}
+		for _, n := range []string{"a.bin", "b.bin"} {
+			if err := os.WriteFile(filepath.Join(p, n), []byte(n), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			names[n] = true
+		}
+		want := func(what string) {
+			t.Helper()
+			var w []string
+			for n := range names {
+				w = append(w, n)
+			}
+			slices.Sort(w)
+			for range 2 { // the first listing fills the cache, the second reads it
+				if got := listNames(t, p); !slices.Equal(got, w) {
+					t.Fatalf("%s: %s: listing %v, want %v", dir, what, got, w)
+				}
+			}
+		}
+		want("two files")
+		for n := range names {
+			if k := format.FileKey("eng", format.JoinFilePath(dir, n)); n != "d" {
+				if err := m.st.Flush(context.Background(), k); err != nil { // no write-back below
+					t.Fatal(err)
+				}
+			}
+		}
+		listNames(t, p) // after the write-back's changes
+		before := m.srv.state.filesListed.Load()
+		want("listed again")
+		if n := m.srv.state.filesListed.Load() - before; n != 0 {
+			t.Errorf("%s: %d listings taken for two unchanged ones, want 0 (the kernel's cache)", dir, n)
+		}
+
+		sh := exec.Command("sh", "-c", `printf x > "$1"`, "sh", filepath.Join(p, "c.bin"))
+		if out, err := sh.CombinedOutput(); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		names["c.bin"] = true
+		want("a file another process published at its close")
+
+		behind := format.FileKey("eng", format.JoinFilePath(dir, "e.bin"))
+		put(t, m.st, behind, []byte("e"))
+		names["e.bin"] = true
+		want("a file put behind the kernel's back")
+		if err := m.st.Remove(behind); err != nil {
+			t.Fatal(err)
+		}
+		delete(names, "e.bin")
+		want("a file removed behind the kernel's back")
+
+		if err := os.Remove(filepath.Join(p, "a.bin")); err != nil {
+			t.Fatal(err)
+		}
+		delete(names, "a.bin")
+		want("an unlink")
+		if err := os.Rename(filepath.Join(p, "b.bin"), filepath.Join(p, "b2.bin")); err != nil {
+			t.Fatal(err)
+		}
+		delete(names, "b.bin")
+		names["b2.bin"] = true
+		want("a rename")
+		if err := os.Mkdir(filepath.Join(p, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		names["sub"] = true
+		want("a mkdir")
+
+		// A directory kept open and rewound.
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listFromStart(t, f)
+		for _, n := range []string{"r1.bin", "r2.bin", "r3.bin"} {
+			k := format.FileKey("eng", format.JoinFilePath(dir, n))
+			put(t, m.st, k, []byte(n))
+			if got := listFromStart(t, f); !slices.Contains(got, n) {
+				t.Errorf("%s: a rewound listing %v lacks %s, put meanwhile", dir, got, n)
+			}
+		}
+		f.Close()
+		names["r1.bin"], names["r2.bin"], names["r3.bin"] = true, true, true
+		want("three files put behind the kernel's back, rewinds between")
+
+		// A staging file: its writer lists it, another user never does.
+		staging := filepath.Join(p, "s.bin.tmp.1.2.abc")
+		sf, err := os.OpenFile(staging, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := listNames(t, p); !slices.Contains(got, filepath.Base(staging)) {
+			t.Errorf("%s: the writer's listing %v lacks its staging file", dir, got)
+		}
+		cmd := exec.Command("ls", p)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.Contains(string(out), ".tmp.") || !strings.Contains(string(out), "c.bin") {
+			t.Errorf("%s: another user's listing: %v %q", dir, err, out)
+		}
+		sf.Close()
+		if err := os.Remove(staging); err != nil {
+			t.Fatal(err)
+		}
+		want("the staging file removed")
+	}
+}
