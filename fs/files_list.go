@@ -23,10 +23,10 @@ import (
 // kernel's back) passes through a tier's index and reaches
 // listingChanged with the file's key, which names the directory.
 //
-// Unlike a shard, a directory registers its cached listing each time the
-// listing is taken (at the first read of an open, and at a rewind), not
-// only at the open: the kernel refills a cache it was told to drop
-// through the same open directory, and that refill must be followed too.
+// As a shard's, the cached listing registers again each time it is taken
+// (at the first read of an open, and at a rewind), not only at the open:
+// the kernel refills a cache it was told to drop through the same open
+// directory, and that refill must be followed too (listingTaken).
 //
 // Not cached where a tier is shared with other daemons: a subdirectory
 // another daemon makes there passes through no index of this one.

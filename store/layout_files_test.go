@@ -52,8 +52,7 @@ func TestKeptFiles(t *testing.T) {
 
 // TestFilesListTwoTiers: a directory's listing names each file once,
 // sorted by name, when the memory tier and the nvme tier both hold it
-// (written back), and leaves out the files of other directories that
-// share its shard.
+// (written back), and none of the model root's files.
 func TestFilesListTwoTiers(t *testing.T) {
 	s := newTestStore(t, Options{Layout: LayoutFiles})
 	s.AddModel("e")
