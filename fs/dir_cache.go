@@ -53,7 +53,7 @@ type listingKey struct {
 // listingOf names the directory whose listing a change of key changes.
 func listingOf(key format.Key) listingKey {
 	if key.Kind == format.File {
-		return listingKey{model: key.Model, dir: key.ShardDir(), files: true}
+		return filesListingKey(key.Model, key.ShardDir())
 	}
 	return listingKey{model: key.Model, shard: key.ID[0]}
 }

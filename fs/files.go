@@ -47,8 +47,12 @@ func (d *filesDir) ops() filesOps {
 	return filesOps{s: d.s, node: &d.Inode, model: d.model, dir: d.dir}
 }
 
-// OnForget frees the node's number.
-func (d *filesDir) OnForget() { d.s.inos.Release(ino.DirName(d.model, d.dir), d.ino) }
+// OnForget frees the node's number and forgets its cached listing (the
+// kernel keeps none of a node it forgot).
+func (d *filesDir) OnForget() {
+	d.s.inos.Release(ino.DirName(d.model, d.dir), d.ino)
+	d.s.listings.Delete(filesListingKey(d.model, d.dir))
+}
 
 // Getattr describes the directory with its model's owner and mode, and
 // the time of the last change of what it holds as its mtime.

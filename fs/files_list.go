@@ -57,8 +57,14 @@ func (o filesOps) entries(ctx context.Context, published bool) []fuse.DirEntry {
 }
 
 // listing is the listingKey of the directory.
-func (o filesOps) listing() listingKey {
-	return listingKey{model: o.model, dir: o.dir, files: true}
+func (o filesOps) listing() listingKey { return filesListingKey(o.model, o.dir) }
+
+// filesListingKey is the listingKey of directory dir of files model model.
+// An entry of s.listings is kept until a change after its listing was
+// taken, or until the kernel forgets the directory's node (OnForget), so
+// there are no more of them than directories the kernel holds.
+func filesListingKey(model, dir string) listingKey {
+	return listingKey{model: model, dir: dir, files: true}
 }
 
 // opendir opens the directory: with a cached listing when no file is
@@ -144,5 +150,5 @@ func (h *filesListing) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 // as its mtime and ctime (shardClock).
 func (s *fsState) filesDirAttr(a *fuse.Attr, nlink uint32, model, dir string) {
 	s.modelAttr(a, nlink, model)
-	s.listingTime(a, listingKey{model: model, dir: dir, files: true})
+	s.listingTime(a, filesListingKey(model, dir))
 }

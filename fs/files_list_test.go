@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 )
@@ -142,5 +144,49 @@ func TestFilesListingCached(t *testing.T) {
 			t.Fatal(err)
 		}
 		want("the staging file removed")
+	}
+}
+
+// TestFilesListingForgotten: the cached listing of a files directory is
+// forgotten with the directory's node, so a user who lists many
+// directories leaves no more entries than the kernel holds nodes.
+func TestFilesListingForgotten(t *testing.T) {
+	m := newMount(t, Options{})
+	root := m.model(t, "eng", "files")
+	for i := range 20 {
+		p := filepath.Join(root, fmt.Sprintf("d%02d", i))
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		listNames(t, p)
+	}
+	count := func() int {
+		n := 0
+		m.srv.state.listings.Range(func(k, _ any) bool {
+			if k.(listingKey).files {
+				n++
+			}
+			return true
+		})
+		return n
+	}
+	// (A write-back after a listing may drop its entry already: a
+	// change of what a directory holds, as far as the index can tell.)
+	if n := count(); n < 10 {
+		t.Fatalf("%d cached listings of files directories after listing 20", n)
+	}
+	// The kernel forgets the directories' nodes (told to drop their
+	// entries): their listings' entries go.
+	model := m.srv.state.root.GetChild("eng")
+	for i := range 20 {
+		if errno := model.NotifyEntry(fmt.Sprintf("d%02d", i)); errno != 0 {
+			t.Fatalf("d%02d: %v", i, errno)
+		}
+	}
+	for i := 0; count() > 0; i++ {
+		if i == 1000 {
+			t.Fatalf("%d cached listings left after the kernel forgot the directories", count())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

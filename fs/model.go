@@ -43,9 +43,11 @@ func newModelNode(s *fsState, model string, ino uint64) *modelNode {
 	return &modelNode{dirCommon: dirCommon{common: common{s: s}, what: model}, model: model, ino: ino}
 }
 
-// OnForget frees the node's number.
+// OnForget frees the node's number and forgets the cached listing of a
+// files model's root (the kernel keeps none of a node it forgot).
 func (m *modelNode) OnForget() {
 	m.s.inos.Release(ino.ModelName(m.model), m.ino)
+	m.s.listings.Delete(filesListingKey(m.model, ""))
 }
 
 // Getattr describes the model directory (the root of a files model with
