@@ -37,7 +37,11 @@ func TestHealthStallDownAndBack(t *testing.T) {
 	probeInterval = time.Hour // the test probes by hand
 	defer func() { probeInterval = old }()
 	dir := t.TempDir()
-	d, err := NewDirTier(DirConfig{Kind: "nfs", Dir: dir, Capacity: 1 << 20, OpTimeout: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	// Real I/O gets the time it needs on a loaded machine; the stalls
+	// below are the gate's, answered past the short timeout set for them.
+	// (The timeout is read by the caller of each operation, this test's
+	// goroutine, and never by a detached one.)
+	d, err := NewDirTier(DirConfig{Kind: "nfs", Dir: dir, Capacity: 1 << 20, OpTimeout: 30 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +55,7 @@ func TestHealthStallDownAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	d.timeout = 50 * time.Millisecond
 	g := &gate{ops: map[string]bool{"open": true, "create": true}, release: make(chan struct{})}
 	hook := g.hook
 	d.hook.Store(&hook)
@@ -80,6 +85,7 @@ func TestHealthStallDownAndBack(t *testing.T) {
 	}
 
 	close(g.release)
+	d.timeout = 30 * time.Second // real I/O again
 	d.probe()
 	if d.Health() != Unstable {
 		t.Fatalf("health %v after a good probe, want unstable", d.Health())
