@@ -3,6 +3,8 @@ package fs
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -55,8 +57,9 @@ func (n *storedFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscal
 
 // xattrs is the attribute table of a model directory. A change of
 // layout drops the kernel's entries of the other layout's shard
-// directories (in the background: it holds this directory's lock until
-// the request is answered).
+// directories: those the node has when the layout changes, not what the
+// new layout makes after it (in the background: the kernel holds this
+// directory's lock until the request is answered).
 func (m *modelNode) xattrs() *store.Attrs {
 	a := m.s.store.ModelAttrs(m.model)
 	set := a.Set
@@ -64,8 +67,9 @@ func (m *modelNode) xattrs() *store.Attrs {
 		if err := set(name, value); err != nil || name != "layout" {
 			return err
 		}
+		old := slices.Collect(maps.Keys(m.Children()))
 		go func() {
-			for name := range m.Children() {
+			for _, name := range old {
 				m.NotifyEntry(name)
 			}
 		}()
