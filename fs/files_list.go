@@ -112,7 +112,6 @@ func (h *filesListing) take(ctx context.Context) {
 		h.o.s.listingTaken(h.o.listing(), h.o.dropListing)
 	}
 	h.ents, h.pos, h.taken = h.o.entries(ctx, h.cached), 0, true
-	h.o.s.filesListed.Add(1)
 }
 
 // Readdirent returns the next entry, nil at the end.
@@ -143,6 +142,18 @@ func (h *filesListing) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	}
 	h.pos = int(off)
 	return 0
+}
+
+// modelDirAttr fills the attributes of model's directory, as every
+// request that answers them does (a LOOKUP, a GETATTR, a SETATTR): the
+// kernel compares the mtime at each listing, and two answers of one
+// directory must not differ in it.
+func (s *fsState) modelDirAttr(a *fuse.Attr, model string) {
+	if s.store.Files(model) {
+		s.filesDirAttr(a, 2+256, model, "")
+		return
+	}
+	s.modelAttr(a, 2+256, model)
 }
 
 // filesDirAttr fills the attributes of directory dir of files model

@@ -53,11 +53,7 @@ func (m *modelNode) OnForget() {
 // Getattr describes the model directory (the root of a files model with
 // the time of the last change of what it holds as its mtime).
 func (m *modelNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if _, ok := m.files(); ok {
-		m.s.filesDirAttr(&out.Attr, 2+256, m.model, "")
-	} else {
-		m.s.modelAttr(&out.Attr, 2+256, m.model)
-	}
+	m.s.modelDirAttr(&out.Attr, m.model)
 	out.SetTimeout(m.s.opts.EntryTTL)
 	return 0
 }

@@ -78,7 +78,7 @@ func (r *rootNode) modelInode(ctx context.Context, name string, out *fuse.EntryO
 	ch := newChild(ctx, &r.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
 		return newModelNode(r.s, name, ino)
 	})
-	r.s.modelAttr(&out.Attr, 2+256, name)
+	r.s.modelDirAttr(&out.Attr, name)
 	ttl(out, r.s.opts.EntryTTL)
 	return ch
 }

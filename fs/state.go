@@ -36,7 +36,6 @@ type fsState struct {
 	statfsHook    atomic.Pointer[func()] // runs at the start of each statfs (tests)
 	namesDropped  atomic.Int64           // dropPublishedName's notifications sent (tests wait on it)
 	namesReplaced atomic.Int64           // notifyReplaced's notifications sent (tests wait on it)
-	filesListed   atomic.Int64           // listings of files models' directories taken (tests count them)
 
 	inos     *ino.Table
 	shards   *light.Registry             // the live shard nodes, by number
