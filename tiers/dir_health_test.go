@@ -144,6 +144,23 @@ func TestHealthInlineStall(t *testing.T) {
 	probeInterval = time.Hour // the test probes by hand
 	defer func() { probeInterval = old }()
 	dir := t.TempDir()
+	// The block is written by a tier with the kind's own timeout: a real
+	// create past 20 ms on a loaded machine would take the tier below
+	// down before the test's stall (the watchdog reads the timeout, so
+	// the test cannot change it on a running tier).
+	w0, err := NewDirTier(DirConfig{Kind: "nvme", Dir: dir, Capacity: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := w0.Create(healthKey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("block"))
+	if _, err := w.Commit(CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w0.Close()
 	d, err := NewDirTier(DirConfig{Kind: "nvme", Dir: dir, Capacity: 1 << 20, OpTimeout: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -151,14 +168,6 @@ func TestHealthInlineStall(t *testing.T) {
 	defer d.Close()
 	if !d.inline {
 		t.Fatal("nvme operations do not run inline")
-	}
-	w, err := d.Create(healthKey(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write([]byte("block"))
-	if _, err := w.Commit(CommitOptions{}); err != nil {
-		t.Fatal(err)
 	}
 	g := &gate{ops: map[string]bool{"open": true}, release: make(chan struct{})}
 	hook := g.hook
