@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -68,5 +69,38 @@ func TestTmpfileLink(t *testing.T) {
 	}
 	if _, err := unix.Open(m.path("plain"), unix.O_TMPFILE|unix.O_WRONLY, 0o644); err != unix.EOPNOTSUPP {
 		t.Errorf("O_TMPFILE in a ucmb model: %v, want EOPNOTSUPP", err)
+	}
+}
+
+// TestTmpfileLinkProcFd: the link an unprivileged process makes of its
+// tmpfile, linkat of /proc/self/fd/N with AT_SYMLINK_FOLLOW (the example
+// of open(2); AT_EMPTY_PATH needed CAP_DAC_READ_SEARCH before Linux
+// 6.10), names it too. The name shows to no one, its writer included,
+// until the writer's last close publishes it: the writer may still write.
+func TestTmpfileLinkProcFd(t *testing.T) {
+	m := newMount(t, Options{})
+	dir := m.path("llmd")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(dir, "user.ucm.layout", []byte("files"), 0); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatalf("O_TMPFILE: %v", err)
+	}
+	unix.Write(fd, []byte("linked by its /proc name"))
+	if err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), unix.AT_FDCWD, dir+"/blk.bin", unix.AT_SYMLINK_FOLLOW); err != nil {
+		t.Fatalf("linkat of /proc/self/fd: %v", err)
+	}
+	unix.Write(fd, []byte(", then written on"))
+	var st unix.Stat_t
+	if err := unix.Stat(dir+"/blk.bin", &st); err != unix.ENOENT {
+		t.Errorf("stat of the linked name before the last close: %v, want ENOENT", err)
+	}
+	unix.Close(fd)
+	if got, err := os.ReadFile(dir + "/blk.bin"); err != nil || string(got) != "linked by its /proc name, then written on" {
+		t.Errorf("the linked file reads %q, %v", got, err)
 	}
 }
