@@ -284,13 +284,18 @@ func (o filesOps) removePublished(key format.Key) error {
 // dropOldVersion removes the published version of from that a file
 // being written under from left when it was renamed away (a version its
 // fsync published, or the file it was a new version of): the rename moves
-// the name, as on a local disk.
-func (o filesOps) dropOldVersion(from format.Key) error {
+// the name, as on a local disk. When that version is on a persistent tier
+// and the renamed file to published at the rename, to is made durable
+// first (store.Store.KeepDurable).
+func (o filesOps) dropOldVersion(ctx context.Context, from, to format.Key) error {
 	if !o.s.store.Present(from) {
 		// The usual case: from was a staging name, never published.
 		// (Asking every tier to unlink a name it does not have costs a
 		// directory lookup on disk each, a fifth of the rename.)
 		return nil
+	}
+	if err := o.s.store.KeepDurable(ctx, from, to); err != nil {
+		return err
 	}
 	if err := o.removePublished(from); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -363,7 +368,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	if w != nil {
 		if err = w.RenameTo(ctx, target); err == nil {
 			o.s.dropPublishedName(newParent.EmbeddedInode(), newName)
-			err = o.dropOldVersion(from)
+			err = o.dropOldVersion(ctx, from, target)
 		}
 	} else {
 		done := o.s.store.Removal(from) // after the GPU loads of the file

@@ -235,7 +235,8 @@ func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
 }
 
 // Fsync publishes and returns once the block is durable on the first
-// persistent tier; a staging file is kept until its rename.
+// persistent tier; a staging file is kept until its rename, which
+// publishes it durable.
 func (h *writeHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	published, err := h.d.Sync(ctx, h.pt)
 	if published && err == nil {

@@ -65,6 +65,7 @@ type Draft struct {
 	descs    map[*Writer]bool // open descriptors: true once the owner closed it
 	closed   bool             // the owner closed a descriptor of it
 	staging  bool             // not renamed yet: publishes only at rename
+	synced   bool             // fsynced while staging: it publishes durable
 	done     bool             // published or discarded
 	verdict  error            // of the publish (ErrDiscarded when discarded)
 	mine     bool             // this file is what was published (not a copy already there)
@@ -356,7 +357,7 @@ func (w *Draft) emptyLocked() bool {
 
 // Sync publishes and returns once the block is durable on the first
 // persistent tier. A staging file is not published: it is kept until its
-// rename. direct says the kernel writes the file itself (FUSE
+// rename, which then publishes it durable (synced). direct says the kernel writes the file itself (FUSE
 // passthrough): then a copy is published (copyOf), since the
 // descriptor that synced stays open and the kernel would write whatever
 // it writes next into the published file.
@@ -369,6 +370,12 @@ func (d *Writer) Sync(ctx context.Context, direct bool) (published bool, verdict
 	staging := w.staging && !w.done
 	if !w.done && !w.staging && direct {
 		w.copyOut = true // a staging file publishes at its rename, as is
+	}
+	if staging {
+		// Its name is no block's: what the fsync asks is kept for the
+		// rename, which returns once the file is durable under its new
+		// name (write, fsync, rename: how a file is made to survive).
+		w.synced = true
 	}
 	w.mu.Unlock()
 	if staging {

@@ -42,7 +42,9 @@ func (s *Store) OwnFile(key format.Key, name string, tgid uint32) *Draft {
 // files model (an engine's rename of a file it had already published, or
 // `mv`): the bytes are published again under to, replacing a file
 // published there, with from's modification time, then from is removed
-// from every tier. Readers that have from open go on reading it. Errors:
+// from every tier. When from was on a persistent tier (written back, or
+// fsynced), to is made durable before from goes (KeepDurable). Readers
+// that have from open go on reading it. Errors:
 // ErrNotFound when from is not published, ErrInvalid for keys that are
 // not Files of one model.
 func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
@@ -80,9 +82,42 @@ func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
 	if _, err := s.Publish(pw, n, false); err != nil {
 		return fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
+	if !bi.Dirty && s.stack.Persistent() {
+		if err := s.stack.Flush(ctx, to); err != nil {
+			// from stays, durable; the copy goes with the move.
+			if derr := s.stack.Delete(to); derr != nil && !errors.Is(derr, ErrNotFound) {
+				s.log.Warn("move: dropping the copy that did not become durable", "file", to.String(), "err", derr)
+			}
+			return fmt.Errorf("move %s to %s: making the copy durable: %w", from, to, err)
+		}
+	}
 	if err := s.stack.Delete(from); err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
 	s.gens.bump(from) // a file published under from's name again is a new one
+	return nil
+}
+
+// KeepDurable makes the published File to durable when the published
+// File from, which a rename replaced by to, is on a persistent tier, so
+// that from may go: a crash between the two then leaves one of them on
+// disk. It is how a file is written to survive a crash, by editors and
+// engines alike: write a temporary file, fsync it, rename it over the
+// final name. Without it the rename would take the durable bytes out of
+// every persistent tier and leave them in memory only until their
+// write-back, and kill -9 meanwhile would lose both names.
+func (s *Store) KeepDurable(ctx context.Context, from, to format.Key) error {
+	if !s.stack.Persistent() {
+		return nil
+	}
+	if bi, err := s.stack.Stat(from); err != nil || bi.Dirty {
+		return nil // from is in memory only: nothing durable to keep
+	}
+	if !s.stack.Has(to) {
+		return nil // to publishes later (its writer's last close), in memory
+	}
+	if err := s.stack.Flush(ctx, to); err != nil {
+		return fmt.Errorf("making %s durable before %s goes: %w", to, from, err)
+	}
 	return nil
 }

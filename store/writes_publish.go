@@ -18,6 +18,7 @@ import (
 func (w *Draft) publish(ctx context.Context, durable bool) (published bool, verdict error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	durable = durable || w.synced
 	if w.done {
 		if durable && w.verdict == nil {
 			return false, w.s.stack.Flush(ctx, w.key)
