@@ -165,6 +165,7 @@ func (s *Store) refreshPending() {
 	}
 	b.mu.Unlock()
 	s.refreshDrafts(drafts)
+	s.markFullWrites(drafts)
 }
 
 // refreshUser is refreshPending for the files uid is writing, all of

@@ -35,6 +35,9 @@ func (w *Draft) publish(ctx context.Context, durable bool) (published bool, verd
 // is durable when it returns nil.
 func (w *Draft) publishOnce(ctx context.Context, durable bool) error {
 	s := w.s
+	if s.stack.MemFSFull() {
+		w.failed.CompareAndSwap(nil, &errMemFSFull) // writes_full.go
+	}
 	if failed := w.failed.Load(); failed != nil {
 		// What the writer meant is not all there: a torn file never
 		// publishes. Its close (or rename) returns the write's error.

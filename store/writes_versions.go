@@ -149,6 +149,9 @@ func (d *Writer) SyncVersion(ctx context.Context) (published bool, verdict error
 // writer's, and a close publishes it or returns the same.
 func (w *Draft) syncVersion(ctx context.Context) error {
 	s := w.s
+	if s.stack.MemFSFull() {
+		w.failed.CompareAndSwap(nil, &errMemFSFull) // writes_full.go
+	}
 	if failed := w.failed.Load(); failed != nil {
 		return fmt.Errorf("%s: not published, a write to it failed: %w", w.key, *failed)
 	}

@@ -44,3 +44,23 @@ func (s *Stack) MemFull(need int64) bool {
 
 // memFullState is the Stack's part of MemFull: when it last logged.
 type memFullState struct{ memFullLogged atomic.Int64 }
+
+// memFSFullSlack is how little free space makes the memory tier's
+// filesystem count as full for MemFSFull: a write into a tmpfs fails when
+// no page (or, with huge pages, no 2 MiB page) is left.
+const memFSFullSlack = 2 << 20
+
+// MemFSFull reports whether the memory tier's filesystem is full (less
+// than memFSFullSlack free); false when its statfs fails (nothing known:
+// publishes go on as before). A write the kernel makes
+// itself into a file being written (FUSE passthrough) fails there with
+// ENOSPC, and the daemon, which sees no such write, can only tell by this
+// that one may have failed (store: a file open for writing then never
+// publishes).
+func (s *Stack) MemFSFull() bool {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(s.mem.Dir(), &st); err != nil {
+		return false
+	}
+	return int64(st.Bavail)*st.Bsize < memFSFullSlack
+}
