@@ -133,7 +133,23 @@ func (s *Store) beginWrite(p Proc, key format.Key, name string, m OpenMode) (w *
 	}
 	for try := 0; ; try++ {
 		started = false
-		if w == nil {
+		if w == nil && excl {
+			fresh, err := s.startWrite(key, wk, m, p)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			if !s.writes.putExcl(wk, fresh) {
+				fresh.Discard()
+				return nil, nil, false, fmt.Errorf("%s is being written: %w", name, tiers.ErrExist)
+			}
+			// A writer publishes before it leaves the table: published
+			// since the look above, the name is here now.
+			if key.Kind == format.File && s.stack.Has(key) {
+				fresh.Discard()
+				return nil, nil, false, fmt.Errorf("%s: %w", key, tiers.ErrExist)
+			}
+			w, started = fresh, true
+		} else if w == nil {
 			fresh, err := s.startWrite(key, wk, m, p)
 			if err != nil {
 				return nil, nil, false, err

@@ -51,6 +51,11 @@ func (t *writeTable) get(k writeKey) *Draft {
 func (t *writeTable) put(k writeKey, w *Draft) *Draft {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.putLocked(k, w)
+}
+
+// putLocked is put under t.mu.
+func (t *writeTable) putLocked(k writeKey, w *Draft) *Draft {
 	if t.m == nil {
 		t.m = make(map[writeKey]*Draft)
 		t.names = make(map[writeName]int)
@@ -64,6 +69,18 @@ func (t *writeTable) put(k writeKey, w *Draft) *Draft {
 		t.stagings++
 	}
 	return w
+}
+
+// putExcl adds w under k unless anyone writes k's name (whoever sees
+// it): an O_EXCL create, which is exclusive across processes and users,
+// as on a local disk (a lock file made with O_CREAT|O_EXCL).
+func (t *writeTable) putExcl(k writeKey, w *Draft) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.names[writeName{k.model, k.shard, k.name}] > 0 {
+		return false
+	}
+	return t.putLocked(k, w) == w
 }
 
 // drop removes k if it still holds w.
