@@ -111,7 +111,7 @@ func (d *daemon) start() (time.Duration, error) {
 
 // passthrough reports whether the ready line says passthrough is on.
 func (d *daemon) passthrough() bool {
-	return strings.Contains(d.output(), "passthrough on)")
+	return strings.Contains(d.output(), "passthrough on,")
 }
 
 // output is what the daemon printed.

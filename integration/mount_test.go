@@ -32,7 +32,7 @@ func TestMountDefaults(t *testing.T) {
 	}
 	tier := filepath.Join(cache, "ucmfs", "nvme")
 	ready := regexp.MustCompile(`(?m)^ucmfs: mounted on ` + regexp.QuoteMeta(mnt) +
-		` \(memory 64\.0 MiB, tiers: nvme:` + regexp.QuoteMeta(tier) + `, passthrough (on|off)\)$`)
+		` \(memory 64\.0 MiB, tiers: nvme:` + regexp.QuoteMeta(tier) + `, passthrough (on|off), FUSE over (/dev/fuse|io_uring)\)$`)
 	if !ready.MatchString(d.out.String()) {
 		t.Errorf("ready line not found in:\n%s", d.out.String())
 	}
@@ -175,7 +175,7 @@ func TestSigtermBusyMount(t *testing.T) {
 // writes itself, and says so on the ready line.
 func TestNoPassthrough(t *testing.T) {
 	d := mountUCM(t, mountOpts{Args: []string{"--no-passthrough"}})
-	if !strings.Contains(d.out.String(), "passthrough off)") {
+	if !strings.Contains(d.out.String(), "passthrough off,") {
 		t.Errorf("ready line does not say passthrough off:\n%s", d.out.String())
 	}
 	os.Mkdir(d.path("m"), 0o755)

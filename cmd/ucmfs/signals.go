@@ -58,8 +58,8 @@ func serve(ctx context.Context, cfg mountConfig, srv *fs.Server, core *store.Sto
 		if srv.PassthroughActive() {
 			pt = "on"
 		}
-		announce(cfg, log, stderr, "mounted on %s (memory %s, tiers: %s, passthrough %s)",
-			cfg.Mountpoint, formatSize(cfg.Memory), strings.Join(names, ", "), pt)
+		announce(cfg, log, stderr, "mounted on %s (memory %s, tiers: %s, passthrough %s, FUSE over %s)",
+			cfg.Mountpoint, formatSize(cfg.Memory), strings.Join(names, ", "), pt, transportWords(srv.Transport()))
 		life.markReady()
 	}
 	stopWatchdog := startWatchdog(cfg.Mountpoint, log)
@@ -231,4 +231,13 @@ func mountedAt(path string) (fstype string, ok bool) {
 		return "", false
 	}
 	return mounts[len(mounts)-1].FSType, true // the last mount at path is the visible one
+}
+
+// transportWords names a transport (fs.Server.Transport) in the ready
+// line: "io_uring" or "/dev/fuse".
+func transportWords(t string) string {
+	if t == fs.TransportUring {
+		return "io_uring"
+	}
+	return "/dev/fuse"
 }
