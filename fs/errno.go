@@ -45,6 +45,9 @@ const (
 	// errnoNoTmpfile: O_TMPFILE outside a files model, as a filesystem
 	// without it answers.
 	errnoNoTmpfile = syscall.EOPNOTSUPP
+	// errnoNoLock: a POSIX lock request, which the mount does not claim
+	// (flock.go; the kernel keeps those).
+	errnoNoLock = syscall.ENOTSUP
 )
 
 // errnoRule is one line of the mapping table: errors.Is(err, target)
@@ -73,6 +76,8 @@ var errnoRules = []errnoRule{
 	{store.ErrNotEmpty, syscall.ENOTEMPTY},
 	{store.ErrShutdown, syscall.ESHUTDOWN},
 	{store.ErrInterrupted, syscall.EINTR},
+	{errFlockBusy, syscall.EWOULDBLOCK},
+	{errFlockInterrupted, syscall.EINTR},
 	{line.ErrInvalid, syscall.EINVAL},
 	{line.ErrTooMany, syscall.E2BIG},
 	{transfer.ErrBadRegion, syscall.EBADF},

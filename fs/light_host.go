@@ -2,6 +2,7 @@ package fs
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
@@ -122,3 +123,18 @@ func (s *fsState) bridgeAttr(a *fuse.Attr) {
 		a.Gid = s.gid
 	}
 }
+
+// Flock takes or drops the flock lock of node, a node that keeps none by
+// name (a directory, a control file): a lock of its own, by node id, as
+// the kernel kept it (flock.go).
+func (h lightHost) Flock(cancel <-chan struct{}, node, owner uint64, typ uint32, wait bool) fuse.Status {
+	ctx := &fuse.Context{Cancel: cancel}
+	if err := h.s.flocks.set(ctx, "node\x00"+strconv.FormatUint(node, 10), owner, typ, wait); err != nil {
+		return fuse.Status(toErrno(err))
+	}
+	return fuse.OK
+}
+
+// FlockRelease drops the flock locks of owner, an open file closed for
+// good.
+func (h lightHost) FlockRelease(owner uint64) { h.s.flocks.release(owner) }

@@ -127,7 +127,10 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 			// No file here has suid, sgid or file capabilities to drop
 			// (writeAttr, blockAttr): the kernel need not ask for
 			// security.capability before every write (a round trip each).
-			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
+			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2 |
+				// flock(2) goes to the daemon, which keeps the locks by
+				// name (flock.go); POSIX locks stay the kernel's.
+				fuse.CAP_FLOCK_LOCKS,
 			// The kernel checks owners and modes (fs/owner.go).
 			Options:       []string{"default_permissions"},
 			MaxStackDepth: 2,

@@ -33,6 +33,8 @@ type fsState struct {
 	gid     uint32
 	mounted time.Time
 
+	flocks flockTable // flock(2) locks, by name (flock.go)
+
 	statfsHook    atomic.Pointer[func()] // runs at the start of each statfs (tests)
 	namesDropped  atomic.Int64           // dropPublishedName's notifications sent (tests wait on it)
 	namesReplaced atomic.Int64           // notifyReplaced's notifications sent (tests wait on it)

@@ -84,6 +84,10 @@ func connectRing(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, t *uri
 	ro := *o
 	ro.DirectMount = false // the /dev/fd/N mountpoint: go-fuse takes the descriptor as mounted
 	ro.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
+	// flock stays the kernel's over io_uring: a blocking lock wait holds a
+	// ring entry of its CPU's queue, and two waiters on one CPU kept the
+	// holder's unlock from being served (flock.go).
+	ro.ExtraCapabilities &^= fuse.CAP_FLOCK_LOCKS
 	srv, err := fuse.NewServer(fs, fmt.Sprintf("/dev/fd/%d", fd), &ro)
 	if err != nil {
 		_ = uring.Unmount(mnt)

@@ -53,8 +53,12 @@ func (w *Layer) dir(fh uint64) *lightDir {
 	return w.dirs[fh]
 }
 
-// ReleaseDir forgets an open shard directory and closes the handle.
+// ReleaseDir forgets an open shard directory and closes the handle,
+// after the flock locks of the open directory go.
 func (w *Layer) ReleaseDir(in *fuse.ReleaseIn) {
+	if in.ReleaseFlags&fuse.FUSE_RELEASE_FLOCK_UNLOCK != 0 {
+		w.host.FlockRelease(in.LockOwner)
+	}
 	if IsLight(in.NodeId) {
 		return
 	}

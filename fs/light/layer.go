@@ -80,6 +80,13 @@ type Host interface {
 	Attr(key format.Key, out *fuse.AttrOut) bool
 	// Handed is called with each light node given to the kernel anew.
 	Handed(id uint64)
+	// Flock takes or drops owner's flock lock (typ F_RDLCK, F_WRLCK,
+	// F_UNLCK) on node, a node whose open file keeps no lock of its own
+	// (the bridge answered ENOTSUP); wait waits for it until cancel.
+	Flock(cancel <-chan struct{}, node, owner uint64, typ uint32, wait bool) fuse.Status
+	// FlockRelease drops every flock lock of owner: the last close of its
+	// open file.
+	FlockRelease(owner uint64)
 }
 
 // Outcome is how Host.Lookup answered.

@@ -85,22 +85,29 @@ func (w *Layer) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fu
 	return w.b.GetLk(cancel, in, out)
 }
 
-// SetLk goes to the node's go-fuse node.
+// SetLk goes to the node's go-fuse node; a flock there that no open file
+// of the node keeps goes to the host (Host.Flock).
 func (w *Layer) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
 	}
-	return w.b.SetLk(cancel, in)
+	if st = w.b.SetLk(cancel, in); st == fuse.ENOTSUP && in.LkFlags&fuse.FUSE_LK_FLOCK != 0 {
+		return w.host.Flock(cancel, in.NodeId, in.Owner, in.Lk.Typ, false)
+	}
+	return st
 }
 
-// SetLkw goes to the node's go-fuse node.
+// SetLkw is SetLk, waiting for the lock.
 func (w *Layer) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); !st.Ok() {
 		return st
 	}
-	return w.b.SetLkw(cancel, in)
+	if st = w.b.SetLkw(cancel, in); st == fuse.ENOTSUP && in.LkFlags&fuse.FUSE_LK_FLOCK != 0 {
+		return w.host.Flock(cancel, in.NodeId, in.Owner, in.Lk.Typ, true)
+	}
+	return st
 }
 
 // Ioctl goes to the node's go-fuse node.
@@ -206,8 +213,13 @@ func (w *Layer) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.
 	return w.b.Read(cancel, in, buf)
 }
 
-// Release goes to the node's go-fuse node.
+// Release goes to the node's go-fuse node, after the flock locks of the
+// open file go (the kernel unlocks them so, not by a request of their
+// own).
 func (w *Layer) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	if in.ReleaseFlags&fuse.FUSE_RELEASE_FLOCK_UNLOCK != 0 {
+		w.host.FlockRelease(in.LockOwner)
+	}
 	var st fuse.Status
 	if in.NodeId, st = w.real(in.NodeId, in.Caller); st.Ok() {
 		w.b.Release(cancel, in)
