@@ -109,9 +109,12 @@ func (d *daemon) start() (time.Duration, error) {
 	return took, nil
 }
 
-// passthrough reports whether the ready line says passthrough is on.
+// passthrough reports whether the ready line says passthrough is on (in
+// the ready line of this version, or of one before it named the
+// transport, which UCMFS_BENCH_BIN may run).
 func (d *daemon) passthrough() bool {
-	return strings.Contains(d.output(), "passthrough on,")
+	out := d.output()
+	return strings.Contains(out, "passthrough on,") || strings.Contains(out, "passthrough on)")
 }
 
 // output is what the daemon printed.
