@@ -373,10 +373,10 @@ func (w *Draft) emptyLocked() bool {
 
 // Sync publishes and returns once the block is durable on the first
 // persistent tier. A staging file is not published: it is kept until its
-// rename, which then publishes it durable (synced). direct says the kernel writes the file itself (FUSE
-// passthrough): then a copy is published (copyOf), since the
-// descriptor that synced stays open and the kernel would write whatever
-// it writes next into the published file.
+// rename, which then publishes it durable (synced). direct says the
+// kernel writes the file itself (FUSE passthrough): then a copy is
+// published (copyOf), since the descriptor that synced stays open and
+// the kernel would write whatever it writes next into the published file.
 func (d *Writer) Sync(ctx context.Context, direct bool) (published bool, verdict error) {
 	w := d.w
 	if w.key.Kind == format.File && !w.IsStaging() {

@@ -52,11 +52,10 @@ const memFSFullSlack = 2 << 20
 
 // MemFSFull reports whether the memory tier's filesystem is full (less
 // than memFSFullSlack free); false when its statfs fails (nothing known:
-// publishes go on as before). A write the kernel makes
-// itself into a file being written (FUSE passthrough) fails there with
-// ENOSPC, and the daemon, which sees no such write, can only tell by this
-// that one may have failed (store: a file open for writing then never
-// publishes).
+// publishes go on as before). A write the kernel makes itself into a file
+// being written (FUSE passthrough) fails there with ENOSPC, and the
+// daemon, which sees no such write, can only tell by this that one may
+// have failed (store: a file open for writing then never publishes).
 func (s *Stack) MemFSFull() bool {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(s.mem.Dir(), &st); err != nil {
