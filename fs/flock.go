@@ -72,14 +72,17 @@ type flockState struct {
 
 func (l *flockState) empty() bool { return !l.hasExcl && len(l.shared) == 0 }
 
-// set takes (syscall.F_RDLCK, F_WRLCK) or drops (F_UNLCK) owner's lock on
-// name. A lock held by another owner is errFlockBusy, or with wait is
-// waited for until ctx ends (errFlockInterrupted).
+// set takes (syscall.F_RDLCK, F_WRLCK) owner's lock on name, or drops
+// (F_UNLCK) the owner's locks. A lock held by another owner is
+// errFlockBusy, or with wait is waited for until ctx ends
+// (errFlockInterrupted).
 func (t *flockTable) set(ctx context.Context, name string, owner uint64, typ uint32, wait bool) error {
 	for {
 		t.mu.Lock()
 		if typ == syscall.F_UNLCK {
-			t.dropLocked(name, owner)
+			// An open file locks its one file only, which a rename may
+			// have given another name since: all of the owner's go.
+			t.releaseLocked(owner)
 			t.mu.Unlock()
 			return nil
 		}
@@ -188,6 +191,11 @@ func (t *flockTable) tidyLocked(name string, l *flockState) {
 func (t *flockTable) release(owner uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.releaseLocked(owner)
+}
+
+// releaseLocked is release under t.mu.
+func (t *flockTable) releaseLocked(owner uint64) {
 	for name := range t.owners[owner] {
 		t.dropLocked(name, owner)
 	}
