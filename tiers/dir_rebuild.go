@@ -36,6 +36,10 @@ type rebuildScan struct {
 	snapped int // shards taken from the snapshot
 }
 
+// notShardWhy is why a name in a model directory of shards is skipped,
+// with what to do about a tree an engine filled (docs/format.md).
+const notShardWhy = "not a shard directory (a model directory of any tree of files, as an engine fills it, is adopted as a files model once it holds an empty .ucmfs-tree)"
+
 // skip logs an invalid name (the first few) and counts it.
 func (t *DirTier) skip(s *rebuildScan, path, why string) {
 	s.mu.Lock()
@@ -69,13 +73,13 @@ func (t *DirTier) rebuild() error {
 		bad: func(rel string, _ error) {
 			why := "not a model directory"
 			if strings.Contains(rel, "/") {
-				why = "not a shard directory"
+				why = notShardWhy
 			}
 			t.skip(s, filepath.Join(t.root, rel), why)
 		},
 		leftover: func(rel string) {
 			if strings.Contains(rel, "/") { // at the root: hidden, not ours
-				t.skip(s, filepath.Join(t.root, rel), "not a shard directory")
+				t.skip(s, filepath.Join(t.root, rel), notShardWhy)
 			}
 		},
 		shard: func(model, hh string, ents []shardEntry) { t.adoptShard(s, model, hh, ents) },
