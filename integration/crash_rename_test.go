@@ -6,8 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // renameWriter writes files into the directory argv[1] the way a file is
@@ -35,12 +33,7 @@ for pre, tmp in (("a", ".bin.tmp"), ("b", ".part")):
 func TestKill9FsyncRename(t *testing.T) {
 	d := mountUCM(t, mountOpts{})
 	dir := d.path("m", "d")
-	if err := os.Mkdir(d.path("m"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Setxattr(d.path("m"), "user.ucm.layout", []byte("files"), 0); err != nil {
-		t.Fatal(err)
-	}
+	filesModel(t, d, "m")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -203,3 +203,17 @@ func (d *daemon) cleanup() {
 func (d *daemon) path(elem ...string) string {
 	return filepath.Join(append([]string{d.Mnt}, elem...)...)
 }
+
+// filesModel makes the model name on d's mount, of the files layout, and
+// returns its path.
+func filesModel(t testing.TB, d *daemon, name string) string {
+	t.Helper()
+	dir := d.path(name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(dir, "user.ucm.layout", []byte("files"), 0); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

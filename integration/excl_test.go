@@ -5,8 +5,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // exclRacer: four processes create the same 200 names with
@@ -36,12 +34,7 @@ with mp.Pool(4) as p:
 // names, exactly 200 creates win.
 func TestExclAcrossProcesses(t *testing.T) {
 	d := mountUCM(t, mountOpts{})
-	if err := os.Mkdir(d.path("m"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Setxattr(d.path("m"), "user.ucm.layout", []byte("files"), 0); err != nil {
-		t.Fatal(err)
-	}
+	filesModel(t, d, "m")
 	out, err := exec.Command("python3", "-c", exclRacer, d.path("m")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("racer: %v\n%s", err, out)

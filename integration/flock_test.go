@@ -1,12 +1,9 @@
 package integration
 
 import (
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // flockChecks runs, in the directory argv[1], the lock-file idiom of
@@ -63,12 +60,7 @@ check("killed/after:other-ex", other(p, "fcntl.LOCK_EX", block=True), "got")
 // excludes, and every free lock is got.
 func TestFlockAcrossProcesses(t *testing.T) {
 	d := mountUCM(t, mountOpts{})
-	if err := os.Mkdir(d.path("m"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Setxattr(d.path("m"), "user.ucm.layout", []byte("files"), 0); err != nil {
-		t.Fatal(err)
-	}
+	filesModel(t, d, "m")
 	out, err := exec.Command("python3", "-c", flockChecks, d.path("m")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("checks: %v\n%s", err, out)

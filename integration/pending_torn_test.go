@@ -5,8 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestFullWriteNotPublished: in a files model (raw bytes, no header to
@@ -17,12 +15,7 @@ import (
 func TestFullWriteNotPublished(t *testing.T) {
 	d := mountUCM(t, mountOpts{Bare: true, Args: []string{"--memory", "16MiB", "--memory-dir", memDir,
 		"--log-level", "warn", "--tier", "nvme:" + testDir(t) + "/tier", "--max-pending", "24MiB"}})
-	if err := os.Mkdir(d.path("m"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Setxattr(d.path("m"), "user.ucm.layout", []byte("files"), 0); err != nil {
-		t.Fatal(err)
-	}
+	filesModel(t, d, "m")
 	src := testDir(t) + "/src"
 	// The private tmpfs is the capacity plus the budget plus 48 MiB of
 	// slack (tiers.tmpfsSize): 88 MiB here.
