@@ -56,7 +56,10 @@ func FileKey(model, rel string) Key {
 // wrap ErrName.
 func ValidateFilePath(rel string) error {
 	if rel == "" || len(rel) > MaxFilePath {
-		return fmt.Errorf("%w: path must be 1..%d bytes, got %d", ErrName, MaxFilePath, len(rel))
+		if rel != "" {
+			return fmt.Errorf("%w: a path is at most %d bytes, got %d", ErrNameTooLong, MaxFilePath, len(rel))
+		}
+		return fmt.Errorf("%w: an empty path", ErrName)
 	}
 	if strings.IndexByte(rel, 0) >= 0 {
 		return fmt.Errorf("%w: path %q holds a NUL byte", ErrName, rel)
@@ -75,7 +78,7 @@ func ValidateFileName(name string) error {
 	case name == "", name == ".", name == "..":
 		return fmt.Errorf("%w: %q is not a file name", ErrName, name)
 	case len(name) > MaxFileName:
-		return fmt.Errorf("%w: a name is at most %d bytes, got %d", ErrName, MaxFileName, len(name))
+		return fmt.Errorf("%w: a name is at most %d bytes, got %d", ErrNameTooLong, MaxFileName, len(name))
 	case strings.ContainsAny(name, "/\x00"):
 		return fmt.Errorf("%w: %q holds '/' or NUL", ErrName, name)
 	}

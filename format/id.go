@@ -17,6 +17,10 @@ type ID [IDLen]byte
 // ErrName reports a name (model, id, file) that breaks the rules of docs/spec.md §2.
 var ErrName = errors.New("invalid name")
 
+// ErrNameTooLong is an ErrName for a name or path past its length limit
+// (ENAMETOOLONG at the FUSE boundary, as a local disk answers).
+var ErrNameTooLong = fmt.Errorf("%w: too long", ErrName)
+
 // ParseID parses 32 lowercase hex characters.
 func ParseID(s string) (ID, error) {
 	var id ID

@@ -61,6 +61,7 @@ type errnoRule struct {
 // With osRules they are the only place where an error becomes an errno
 // (see toErrno).
 var errnoRules = []errnoRule{
+	{format.ErrNameTooLong, syscall.ENAMETOOLONG}, // before the rules of what may wrap it
 	{errReadOnly, syscall.EACCES},
 	{store.ErrNoAttr, syscall.ENODATA},
 	{errOtherNS, syscall.ENOTSUP},

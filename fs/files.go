@@ -152,6 +152,9 @@ func (o filesOps) lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	rel, err := o.path(name)
 	if err != nil {
 		o.s.debugFail("lookup", o.what(name), err)
+		if errors.Is(err, format.ErrNameTooLong) {
+			return nil, toErrno(err) // as a local disk answers
+		}
 		return nil, errnoMissing
 	}
 	key := format.FileKey(o.model, rel)

@@ -49,3 +49,32 @@ func TestFilesReservedNames(t *testing.T) {
 		t.Errorf("the model's settings record on the disk tier: %q, %v", b, err)
 	}
 }
+
+// TestFilesNameTooLong: in a files model a name of 255 bytes works and
+// one of 256 is ENAMETOOLONG for create, mkdir and stat, as on a local
+// disk; so is a path past format.MaxFilePath (it was EINVAL, and a stat
+// ENOENT).
+func TestFilesNameTooLong(t *testing.T) {
+	m := newMount(t, Options{})
+	m.model(t, "eng", "files")
+	if err := os.WriteFile(m.path("eng", strings.Repeat("a", 255)), []byte("kv"), 0o644); err != nil {
+		t.Fatalf("a 255-byte name: %v", err)
+	}
+	long := m.path("eng", strings.Repeat("b", 256))
+	if err := os.WriteFile(long, []byte("kv"), 0o644); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Errorf("create of a 256-byte name: %v, want ENAMETOOLONG", err)
+	}
+	if err := os.Mkdir(long, 0o755); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Errorf("mkdir of a 256-byte name: %v, want ENAMETOOLONG", err)
+	}
+	if _, err := os.Stat(long); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Errorf("stat of a 256-byte name: %v, want ENAMETOOLONG", err)
+	}
+	deep := m.path("eng")
+	for len(deep) < len(m.path("eng"))+3000 {
+		deep = filepath.Join(deep, strings.Repeat("d", 200))
+	}
+	if err := os.MkdirAll(deep, 0o755); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Errorf("mkdir -p of a path of %d bytes: %v, want ENAMETOOLONG", len(deep), err)
+	}
+}
