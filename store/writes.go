@@ -133,28 +133,17 @@ func (s *Store) beginWrite(p Proc, key format.Key, name string, m OpenMode) (w *
 	}
 	for try := 0; ; try++ {
 		started = false
-		if w == nil && excl {
+		if w == nil {
 			fresh, err := s.startWrite(key, wk, m, p)
 			if err != nil {
 				return nil, nil, false, err
 			}
-			if !s.writes.putExcl(wk, fresh) {
-				fresh.Discard()
-				return nil, nil, false, fmt.Errorf("%s is being written: %w", name, tiers.ErrExist)
-			}
-			// A writer publishes before it leaves the table: published
-			// since the look above, the name is here now.
-			if key.Kind == format.File && s.stack.Has(key) {
-				fresh.Discard()
-				return nil, nil, false, fmt.Errorf("%s: %w", key, tiers.ErrExist)
-			}
-			w, started = fresh, true
-		} else if w == nil {
-			fresh, err := s.startWrite(key, wk, m, p)
-			if err != nil {
-				return nil, nil, false, err
-			}
-			if w = s.writes.put(wk, fresh); w != fresh { // another thread won
+			if excl {
+				if err := s.claimExcl(wk, fresh, key, name); err != nil {
+					return nil, nil, false, err
+				}
+				w, started = fresh, true
+			} else if w = s.writes.put(wk, fresh); w != fresh { // another thread won
 				fresh.Discard()
 			} else {
 				started = true
@@ -169,6 +158,22 @@ func (s *Store) beginWrite(p Proc, key format.Key, name string, m OpenMode) (w *
 		s.writes.drop(wk, w)
 		w = nil
 	}
+}
+
+// claimExcl enters fresh, an O_EXCL create's new file, in the write table
+// unless anyone writes its name (putExcl), then checks that no writer
+// published the name since the caller looked: a writer publishes before
+// it leaves the table. On refusal fresh is discarded (tiers.ErrExist).
+func (s *Store) claimExcl(wk writeKey, fresh *Draft, key format.Key, name string) error {
+	if !s.writes.putExcl(wk, fresh) {
+		fresh.Discard()
+		return fmt.Errorf("%s is being written: %w", name, tiers.ErrExist)
+	}
+	if key.Kind == format.File && s.stack.Has(key) {
+		fresh.Discard()
+		return fmt.Errorf("%s: %w", key, tiers.ErrExist)
+	}
+	return nil
 }
 
 // startWrite makes a new Draft. A staging file may stand for a block
