@@ -79,6 +79,7 @@ var errnoRules = []errnoRule{
 	{store.ErrInterrupted, syscall.EINTR},
 	{errFlockBusy, syscall.EWOULDBLOCK},
 	{errFlockInterrupted, syscall.EINTR},
+	{errFlockNoEntry, syscall.ENOLCK},
 	{line.ErrInvalid, syscall.EINVAL},
 	{line.ErrTooMany, syscall.E2BIG},
 	{transfer.ErrBadRegion, syscall.EBADF},

@@ -3,11 +3,14 @@ package fs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/uring"
 )
 
 // flock(2) locks, kept by the daemon (the mount claims FLOCK_LOCKS on
@@ -34,15 +37,17 @@ import (
 // kernel's, per inode: two processes writing one file of a files model
 // each write their own version, which no byte-range lock can order.
 //
-// Over io_uring the mount does not claim FLOCK_LOCKS, and flock stays the
-// kernel's, per inode, as before: a blocking flock waits in its handler,
-// which there holds one of the few ring entries of its CPU's queue (each
-// entry serves one request at a time), and with two waiters on one CPU
-// the holder's unlock from that CPU found no entry to be served by: a
-// deadlock, measured (go-fuse's /dev/fuse loop starts a reader whenever
-// every reader is busy, so waiters there hold up nothing). The lock-file
-// idiom in a files model then excludes only processes that open the lock
-// file read-only, or open it while it is being written by none.
+// Over io_uring a blocking flock waits in its handler, which there holds
+// one of the few ring entries of its CPU's queue (each entry serves one
+// request at a time): with as many waiters on one CPU as its queue has
+// entries, the holder's unlock from that CPU would find no entry to be
+// served by (measured, before the queues grew: a deadlock). So a handler
+// about to wait tells the transport first (uring.Transport.HoldEntry),
+// which registers one more entry for the queue when too few are left; a
+// queue grows to uring.MaxEntries at most, and a wait past that is
+// ENOLCK (errFlockNoEntry), as the kernel answers when it has no room for
+// another lock. go-fuse's /dev/fuse loop starts a reader whenever every
+// reader is busy, so waiters there hold up nothing.
 //
 // The table holds an entry per lock held or waited for, and an owner's
 // names: no more than the open files that took a lock.
@@ -53,6 +58,9 @@ var (
 	errFlockBusy = errors.New("the lock is held by another open file")
 	// errFlockInterrupted: a blocking flock was interrupted.
 	errFlockInterrupted = errors.New("interrupted while waiting for the lock")
+	// errFlockNoEntry: the transport has no room for one more waiting
+	// request on this CPU (uring.Transport.HoldEntry).
+	errFlockNoEntry = errors.New("no room for one more waiting lock request")
 )
 
 // flockTable holds the flock locks of the mount.
@@ -60,6 +68,9 @@ type flockTable struct {
 	mu     sync.Mutex
 	locks  map[string]*flockState
 	owners map[uint64]map[string]struct{} // the names each owner holds
+	// ring is the io_uring transport serving the mount, if any: a
+	// blocking wait tells it first (HoldEntry).
+	ring atomic.Pointer[uring.Transport]
 }
 
 // flockState is one name's lock: one exclusive holder or shared ones.
@@ -77,6 +88,12 @@ func (l *flockState) empty() bool { return !l.hasExcl && len(l.shared) == 0 }
 // errFlockBusy, or with wait is waited for until ctx ends
 // (errFlockInterrupted).
 func (t *flockTable) set(ctx context.Context, name string, owner uint64, typ uint32, wait bool) error {
+	var held func() // the transport's entry, held by the wait
+	defer func() {
+		if held != nil {
+			held()
+		}
+	}()
 	for {
 		t.mu.Lock()
 		if typ == syscall.F_UNLCK {
@@ -98,6 +115,16 @@ func (t *flockTable) set(ctx context.Context, name string, owner uint64, typ uin
 		}
 		ch := l.changed
 		t.mu.Unlock()
+		if r := t.ring.Load(); r != nil && held == nil {
+			var err error
+			if held, err = r.HoldEntry(); err != nil {
+				t.mu.Lock()
+				t.tidyLocked(name, t.locks[name])
+				t.mu.Unlock()
+				return fmt.Errorf("%w: %w", errFlockNoEntry, err)
+			}
+			continue // the lock may have gone meanwhile
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -212,10 +239,20 @@ func (s *fsState) flock(ctx context.Context, key format.Key, owner uint64, lk *f
 	if flags&fuse.FUSE_LK_FLOCK == 0 {
 		return errnoNoLock
 	}
-	if err := s.flocks.set(ctx, flockName(key), owner, lk.Typ, wait); err != nil {
-		return toErrno(err)
+	return s.flockSet(ctx, flockName(key), owner, lk.Typ, wait)
+}
+
+// flockSet takes or drops owner's flock lock on name (flockTable.set),
+// and logs a wait the transport had no room for.
+func (s *fsState) flockSet(ctx context.Context, name string, owner uint64, typ uint32, wait bool) syscall.Errno {
+	err := s.flocks.set(ctx, name, owner, typ, wait)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errFlockNoEntry):
+		return s.fail("flock", "", err)
 	}
-	return 0
+	return toErrno(err)
 }
 
 // Setlk and Setlkw of a published file's descriptor (flock).

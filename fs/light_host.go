@@ -129,10 +129,7 @@ func (s *fsState) bridgeAttr(a *fuse.Attr) {
 // the kernel kept it (flock.go).
 func (h lightHost) Flock(cancel <-chan struct{}, node, owner uint64, typ uint32, wait bool) fuse.Status {
 	ctx := &fuse.Context{Cancel: cancel}
-	if err := h.s.flocks.set(ctx, "node\x00"+strconv.FormatUint(node, 10), owner, typ, wait); err != nil {
-		return fuse.Status(toErrno(err))
-	}
-	return fuse.OK
+	return fuse.Status(h.s.flockSet(ctx, "node\x00"+strconv.FormatUint(node, 10), owner, typ, wait))
 }
 
 // FlockRelease drops the flock locks of owner, an open file closed for

@@ -153,7 +153,7 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 	if !s.opts.bridgeOnly {
 		rawFS = light.NewLayer(rawFS, lightHost{s}, s.light, s.shards)
 	}
-	conn, err := connect(mnt, rawFS, &gopts.MountOptions, s.opts.Transport, s.log)
+	conn, err := connect(mnt, rawFS, &gopts.MountOptions, s.opts.Transport, s.log, &s.flocks.ring)
 	if err != nil {
 		s.env.CloseGPUSocket()
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -39,7 +40,9 @@ type connection struct {
 }
 
 // connect mounts fs at mnt and serves it on the transport asked for.
-func connect(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, transport string, log *slog.Logger) (*connection, error) {
+// ring is given the io_uring transport, if that is the one, before it
+// serves the first request (flock.go).
+func connect(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, transport string, log *slog.Logger, ring *atomic.Pointer[uring.Transport]) (*connection, error) {
 	switch transport {
 	case "", TransportAuto, TransportUring:
 	case TransportDev:
@@ -47,10 +50,10 @@ func connect(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, transport 
 	default:
 		return nil, fmt.Errorf("FUSE transport %q: want one of %v", transport, Transports)
 	}
-	t, err := uring.Prepare(uring.Options{MaxWrite: o.MaxWrite, Logger: log})
+	t, err := uring.Prepare(uring.Options{MaxWrite: o.MaxWrite, Logger: log, Mountpoint: mnt})
 	if err == nil {
 		var c *connection
-		if c, err = connectRing(mnt, fs, o, t, log); err == nil {
+		if c, err = connectRing(mnt, fs, o, t, log, ring); err == nil {
 			return c, nil
 		}
 		t.Close()
@@ -76,7 +79,7 @@ func connectDev(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions) (*conne
 
 // connectRing mounts with mount(2), has go-fuse answer INIT (asking for
 // io_uring) on the connection's descriptor, and serves the rest with t.
-func connectRing(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, t *uring.Transport, log *slog.Logger) (*connection, error) {
+func connectRing(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, t *uring.Transport, log *slog.Logger, ring *atomic.Pointer[uring.Transport]) (*connection, error) {
 	fd, err := uring.Mount(mnt, o)
 	if err != nil {
 		return nil, err
@@ -84,10 +87,6 @@ func connectRing(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, t *uri
 	ro := *o
 	ro.DirectMount = false // the /dev/fd/N mountpoint: go-fuse takes the descriptor as mounted
 	ro.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
-	// flock stays the kernel's over io_uring: a blocking lock wait holds a
-	// ring entry of its CPU's queue, and two waiters on one CPU kept the
-	// holder's unlock from being served (flock.go).
-	ro.ExtraCapabilities &^= fuse.CAP_FLOCK_LOCKS
 	srv, err := fuse.NewServer(fs, fmt.Sprintf("/dev/fd/%d", fd), &ro)
 	if err != nil {
 		_ = uring.Unmount(mnt)
@@ -99,6 +98,7 @@ func connectRing(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, t *uri
 		return nil, err
 	}
 	offered := uring.Offered(srv)
+	ring.Store(t)
 	switch err := t.Serve(fd, ps, offered); {
 	case err != nil:
 		// The kernel refused an entry and fell back to /dev/fuse, which

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -116,7 +117,7 @@ func TestTransportInterrupt(t *testing.T) {
 			}})
 			mnt := t.TempDir()
 			c, err := connect(mnt, raw, &fuse.MountOptions{DirectMount: true, MaxWrite: maxIO, FsName: "ucmfs-test",
-				Name: "ucmfs-test", DisableSplice: true}, ask, testLogger())
+				Name: "ucmfs-test", DisableSplice: true}, ask, testLogger(), new(atomic.Pointer[uring.Transport]))
 			if err != nil {
 				t.Fatal(err)
 			}

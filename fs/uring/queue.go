@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -93,12 +94,16 @@ func (e *entry) submit(cmd uint32, fuseFD int, commitID uint64) {
 
 // serve runs on its own locked thread, pinned to the queue's CPU, until
 // the connection ends: it registers the entry, then answers each request
-// and commits it together with the fetch of the next.
-func (e *entry) serve(fuseFD int, ps *fuse.ProtocolServer, registered chan<- error) {
+// and commits it together with the fetch of the next. threads maps the
+// thread's id to the queue meanwhile (HoldEntry).
+func (e *entry) serve(fuseFD int, ps *fuse.ProtocolServer, registered chan<- error, threads *sync.Map) {
 	runtime.LockOSThread()
 	// The thread is never unlocked: it ends with the goroutine, and its
 	// CPU affinity with it.
 	defer e.close()
+	tid := unix.Gettid()
+	threads.Store(tid, int(e.qid))
+	defer threads.Delete(tid)
 	var set unix.CPUSet
 	set.Set(int(e.qid))
 	_ = unix.SchedSetaffinity(0, &set) // best effort: an offline CPU sends no requests

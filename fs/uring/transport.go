@@ -30,6 +30,9 @@ type Options struct {
 	MaxWrite int // the connection's max_write: each entry's payload buffer holds a request of it
 	Threads  int // entries (and threads) per CPU queue; 0 takes DefaultThreads
 	Logger   *slog.Logger
+	// Mountpoint is where the connection is mounted: HoldEntry makes a
+	// request there.
+	Mountpoint string
 }
 
 // Transport serves one FUSE connection: a loop on /dev/fuse for what the
@@ -45,6 +48,12 @@ type Transport struct {
 	serving  sync.WaitGroup
 	inRing   bool
 	closeOne sync.Once
+
+	mnt     string       // the mountpoint (HoldEntry asks it for a request)
+	payload int          // an entry's payload buffer
+	base    int          // Options.Threads
+	queues  []queueState // by queue id (CPU)
+	threads sync.Map     // OS thread id -> queue id, of the threads serving entries
 }
 
 // Available says why this kernel offers no FUSE over io_uring, or nil: the
@@ -84,13 +93,16 @@ func Prepare(opts Options) (*Transport, error) {
 	// The kernel's max_payload_sz: at least FUSE_MIN_READ_BUFFER, max_write
 	// and max_pages pages; go-fuse asks for max_write rounded up to pages.
 	payload := max(8192, (opts.MaxWrite+page-1)/page*page)
-	t := &Transport{log: opts.Logger, bufSize: payload + page, fd: -1}
+	t := &Transport{log: opts.Logger, bufSize: payload + page, fd: -1,
+		mnt: opts.Mountpoint, payload: payload, base: opts.Threads}
 	t.bufs.New = func() any { b := make([]byte, t.bufSize); return &b }
 	cpus, err := possibleCPUs()
 	if err != nil {
 		return nil, err
 	}
+	t.queues = make([]queueState, cpus)
 	for qid := range cpus {
+		t.queues[qid].entries = opts.Threads
 		for range opts.Threads {
 			e, err := newEntry(qid, payload, opts.Logger)
 			if err != nil {
@@ -145,11 +157,7 @@ func (t *Transport) Serve(fuseFD int, ps *fuse.ProtocolServer, ring bool) error 
 	}
 	registered := make(chan error, len(t.entries))
 	for _, e := range t.entries {
-		t.serving.Add(1)
-		go func() {
-			defer t.serving.Done()
-			e.serve(fd, ps, registered)
-		}()
+		t.start(e, registered)
 	}
 	var errs []error
 	for range t.entries {
