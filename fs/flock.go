@@ -44,7 +44,7 @@ import (
 // served by (measured, before the queues grew: a deadlock). So a handler
 // about to wait tells the transport first (uring.Transport.HoldEntry),
 // which registers one more entry for the queue when too few are left; a
-// queue grows to uring.MaxEntries at most, and a wait past that is
+// user has at most uring.MaxWaits waits on one queue, and one more is
 // ENOLCK (errFlockNoEntry), as the kernel answers when it has no room for
 // another lock. go-fuse's /dev/fuse loop starts a reader whenever every
 // reader is busy, so waiters there hold up nothing.
@@ -117,7 +117,7 @@ func (t *flockTable) set(ctx context.Context, name string, owner uint64, typ uin
 		t.mu.Unlock()
 		if r := t.ring.Load(); r != nil && held == nil {
 			var err error
-			if held, err = r.HoldEntry(); err != nil {
+			if held, err = r.HoldEntry(callerProc(ctx).Uid); err != nil {
 				t.mu.Lock()
 				t.tidyLocked(name, t.locks[name])
 				t.mu.Unlock()

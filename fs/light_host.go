@@ -127,8 +127,8 @@ func (s *fsState) bridgeAttr(a *fuse.Attr) {
 // Flock takes or drops the flock lock of node, a node that keeps none by
 // name (a directory, a control file): a lock of its own, by node id, as
 // the kernel kept it (flock.go).
-func (h lightHost) Flock(cancel <-chan struct{}, node, owner uint64, typ uint32, wait bool) fuse.Status {
-	ctx := &fuse.Context{Cancel: cancel}
+func (h lightHost) Flock(cancel <-chan struct{}, caller fuse.Caller, node, owner uint64, typ uint32, wait bool) fuse.Status {
+	ctx := &fuse.Context{Caller: caller, Cancel: cancel}
 	return fuse.Status(h.s.flockSet(ctx, "node\x00"+strconv.FormatUint(node, 10), owner, typ, wait))
 }
 

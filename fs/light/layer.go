@@ -82,8 +82,9 @@ type Host interface {
 	Handed(id uint64)
 	// Flock takes or drops owner's flock lock (typ F_RDLCK, F_WRLCK,
 	// F_UNLCK) on node, a node whose open file keeps no lock of its own
-	// (the bridge answered ENOTSUP); wait waits for it until cancel.
-	Flock(cancel <-chan struct{}, node, owner uint64, typ uint32, wait bool) fuse.Status
+	// (the bridge answered ENOTSUP), for caller; wait waits for it until
+	// cancel.
+	Flock(cancel <-chan struct{}, caller fuse.Caller, node, owner uint64, typ uint32, wait bool) fuse.Status
 	// FlockRelease drops every flock lock of owner: the last close of its
 	// open file.
 	FlockRelease(owner uint64)

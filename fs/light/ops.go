@@ -93,7 +93,7 @@ func (w *Layer) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 		return st
 	}
 	if st = w.b.SetLk(cancel, in); st == fuse.ENOTSUP && in.LkFlags&fuse.FUSE_LK_FLOCK != 0 {
-		return w.host.Flock(cancel, in.NodeId, in.Owner, in.Lk.Typ, false)
+		return w.host.Flock(cancel, in.Caller, in.NodeId, in.Owner, in.Lk.Typ, false)
 	}
 	return st
 }
@@ -105,7 +105,7 @@ func (w *Layer) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 		return st
 	}
 	if st = w.b.SetLkw(cancel, in); st == fuse.ENOTSUP && in.LkFlags&fuse.FUSE_LK_FLOCK != 0 {
-		return w.host.Flock(cancel, in.NodeId, in.Owner, in.Lk.Typ, true)
+		return w.host.Flock(cancel, in.Caller, in.NodeId, in.Owner, in.Lk.Typ, true)
 	}
 	return st
 }

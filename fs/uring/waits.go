@@ -26,17 +26,18 @@ import (
 // while every entry was busy goes to the next entry that commits), so
 // the handler makes one request of its own from the queue's CPU, which
 // the free entry serves and then fetches whatever was queued. An entry
-// once registered stays until the connection ends; a queue has at most
-// MaxEntries, and a wait past that is refused (ErrTooManyWaits), so that
-// the waits a user can start are bounded.
+// once registered stays until the connection ends. A user has at most
+// MaxWaits waits on one queue, and one more is refused (ErrTooManyWaits):
+// so the entries (threads and buffers) are bounded, and one user's waits
+// never take the room of another's.
 
-// MaxEntries is the most ring entries (and threads) a CPU queue grows to
-// for handlers that wait (Transport.HoldEntry).
-const MaxEntries = 32
+// MaxWaits is the most handlers of one user that wait on one CPU queue at
+// once (Transport.HoldEntry).
+const MaxWaits = 30
 
-// ErrTooManyWaits: a queue already has MaxEntries entries and too many of
-// them wait for other requests to take one more wait.
-var ErrTooManyWaits = errors.New("too many requests of this CPU wait for others")
+// ErrTooManyWaits: MaxWaits requests of the user on this CPU already wait
+// for others.
+var ErrTooManyWaits = errors.New("too many of this user's requests on this CPU wait for others")
 
 // wakeName is the extended attribute the daemon asks its own mount's root
 // for, to make a request on a queue's CPU (the answer, ENODATA, is not
@@ -49,16 +50,18 @@ type queueState struct {
 	mu      sync.Mutex
 	entries int
 	waiting int
+	byUser  map[uint32]int // waiting, by user id
 }
 
-// HoldEntry is called by a handler before it waits for another request
-// to arrive. On a thread that serves a ring entry it makes sure that the
-// entry's queue keeps Threads entries free of such waits (registering one
-// more if need be) and that no request is left queued behind them; it
-// returns the function to call once the wait is over. On any other thread
+// HoldEntry is called by a handler of user uid's request before it waits
+// for another request to arrive. On a thread that serves a ring entry it
+// makes sure that the entry's queue keeps Threads entries free of such
+// waits (registering one more if need be) and that no request is left
+// queued behind them; it returns the function to call once the wait is
+// over. On any other thread
 // (the /dev/fuse loop, which starts a reader whenever all are busy) it
 // does nothing.
-func (t *Transport) HoldEntry() (done func(), err error) {
+func (t *Transport) HoldEntry(uid uint32) (done func(), err error) {
 	v, ok := t.threads.Load(unix.Gettid())
 	if !ok {
 		return func() {}, nil
@@ -66,11 +69,11 @@ func (t *Transport) HoldEntry() (done func(), err error) {
 	qid := v.(int)
 	q := &t.queues[qid]
 	q.mu.Lock()
+	if q.byUser[uid] >= MaxWaits {
+		q.mu.Unlock()
+		return nil, ErrTooManyWaits
+	}
 	if q.entries-q.waiting <= t.base {
-		if q.entries >= MaxEntries {
-			q.mu.Unlock()
-			return nil, ErrTooManyWaits
-		}
 		if err := t.addEntry(qid); err != nil {
 			q.mu.Unlock()
 			return nil, fmt.Errorf("one more ring entry for queue %d: %w", qid, err)
@@ -78,12 +81,19 @@ func (t *Transport) HoldEntry() (done func(), err error) {
 		q.entries++
 	}
 	q.waiting++
+	if q.byUser == nil {
+		q.byUser = map[uint32]int{}
+	}
+	q.byUser[uid]++
 	q.mu.Unlock()
 	// This thread runs on the queue's CPU: the request goes to its queue.
 	_, _ = unix.Getxattr(t.mnt, wakeName, nil)
 	return func() {
 		q.mu.Lock()
 		q.waiting--
+		if q.byUser[uid]--; q.byUser[uid] == 0 {
+			delete(q.byUser, uid)
+		}
 		q.mu.Unlock()
 	}, nil
 }
