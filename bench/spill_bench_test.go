@@ -18,8 +18,9 @@ const (
 )
 
 // spill holds the spill run's targets, made once per process: a daemon
-// whose memory tier is a third of the working set (passthrough on), and
-// the two plain directories.
+// whose memory tier is a third of the working set (passthrough on) over
+// /dev/fuse, the two plain directories, and where the kernel offers it the
+// same daemon over io_uring.
 var spill struct {
 	sync.Mutex
 	targets []*target
@@ -33,11 +34,25 @@ func spillTargets(tb testing.TB) []*target {
 	spill.Lock()
 	defer spill.Unlock()
 	if spill.targets == nil && spill.err == nil {
-		mnt, tier := filepath.Join(diskDir, "spill-mnt"), filepath.Join(diskDir, "spill-tier")
-		if spill.err = makeDirs(mnt); spill.err == nil {
-			d := newDaemon(mnt, tier, spillMemory)
-			if _, spill.err = d.start(); spill.err == nil {
-				spill.targets = []*target{{name: passthrough, root: mnt, d: d}, ts[2], ts[3]}
+		spill.targets = []*target{nil, ts[2], ts[3]}
+		transports := []struct{ name, transport string }{{passthrough, "dev"}}
+		if uringOffered() {
+			transports = append(transports, struct{ name, transport string }{uringPT, "uring"})
+		}
+		for i, c := range transports {
+			mnt, tier := filepath.Join(diskDir, "spill-"+c.name+"-mnt"), filepath.Join(diskDir, "spill-"+c.name+"-tier")
+			if spill.err = makeDirs(mnt); spill.err != nil {
+				break
+			}
+			d := newDaemon(mnt, tier, spillMemory, "--fuse-transport", c.transport)
+			if _, spill.err = d.start(); spill.err != nil {
+				break
+			}
+			t := &target{name: c.name, root: mnt, d: d}
+			if i == 0 {
+				spill.targets[0] = t
+			} else {
+				spill.targets = append(spill.targets, t)
 			}
 		}
 	}
