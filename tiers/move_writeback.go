@@ -20,18 +20,29 @@ import (
 // started before). When the second fails too, the first failure is the
 // answer: it names the fault, where the second may only say that the
 // tier is down because of it.
+//
+// A File may be published again while it is written back (another
+// writer's version replaces it): the copy of the old version is dropped,
+// and the new one is on no directory tier yet. A sync then writes that
+// one back too, a few times at most, rather than report the key absent.
 func (s *Stack) writeBack(k format.Key, sync bool) error {
 	attempt := func() (any, error) { return nil, s.writeBackOnce(k) }
-	_, err, shared := s.flights.Do("wb\x00"+k.Path(), attempt)
-	if err != nil && shared {
-		if _, again, _ := s.flights.Do("wb\x00"+k.Path(), attempt); again == nil {
-			err = nil
+	for try := 0; ; try++ {
+		_, err, shared := s.flights.Do("wb\x00"+k.Path(), attempt)
+		if err != nil && shared {
+			if _, again, _ := s.flights.Do("wb\x00"+k.Path(), attempt); again == nil {
+				err = nil
+			}
 		}
-	}
-	if err != nil || !sync {
+		if err != nil || !sync {
+			return err
+		}
+		err = s.syncKey(k)
+		if errors.Is(err, ErrNotFound) && try < 3 && s.mem.Dirty(k) {
+			continue // replaced by a version not written back yet
+		}
 		return err
 	}
-	return s.syncKey(k)
 }
 
 func (s *Stack) writeBackOnce(k format.Key) error {

@@ -18,6 +18,7 @@ import (
 // shared tier is always copied first, into memory or a private memfd
 // (shared_stack.go), so other daemons may remove it during the read.
 func (s *Stack) Open(k format.Key) (*Handle, error) {
+	replaced := 0
 	for attempt := 0; attempt < 3; attempt++ {
 		if f, size, e, ok := s.mem.openHit(k); ok {
 			s.admit.Get(s.admitKey(k))
@@ -25,6 +26,17 @@ func (s *Stack) Open(k format.Key) (*Handle, error) {
 			return &Handle{File: f, Tier: s.mem.Name(), TierID: Memory, Size: size, Token: Token{e: e, id: Memory}}, nil
 		}
 		v, err, _ := s.flights.Do("rd\x00"+k.Path(), func() (any, error) { return s.locate(k, false) })
+		if errors.Is(err, ErrNotFound) && k.Kind == format.File && replaced < maxReplacedLooks && s.statLocked(k) {
+			// As in Stat: a File published over an earlier version is
+			// removed and committed again under its stripe lock, and a
+			// look between the two finds neither. A look under the lock
+			// found it: look again (not counted as a move between tiers),
+			// so that an open of a File being replaced gets the old
+			// version or the new one, never ENOENT.
+			replaced++
+			attempt--
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
 				s.stats.misses.Add(1)
@@ -54,6 +66,20 @@ func (s *Stack) Open(k format.Key) (*Handle, error) {
 		return handle(f, t.Name(), id, tok)
 	}
 	return nil, fmt.Errorf("%s: %w: kept moving between tiers", k, ErrNotFound)
+}
+
+// maxReplacedLooks bounds Open's looks again at a File that was being
+// replaced at each look (each a publish under its stripe lock).
+const maxReplacedLooks = 16
+
+// statLocked reports whether a tier's index holds k, looked at under k's
+// stripe lock: after any publish that replaces k.
+func (s *Stack) statLocked(k format.Key) bool {
+	mu := s.keyLock(k)
+	mu.Lock()
+	defer mu.Unlock()
+	_, found := s.stat(k)
+	return found
 }
 
 // handle describes f, read from tier id (its size from fstat).

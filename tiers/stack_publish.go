@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
 // ErrInvalid wraps the format validation error of a rejected file.
@@ -107,7 +108,7 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 			return Info{}, err
 		}
 	}
-	info, err := s.commitToMemory(p, size, opts)
+	info, mine, err := s.commitToMemory(p, size, opts)
 	if errors.Is(err, ErrFull) {
 		info, err = s.directWrite(p, size, opts, durable)
 		if err == nil {
@@ -129,9 +130,14 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 		// Write-through is durable: the file and its directory entry are
 		// fsynced on the first persistent tier before Publish returns.
 		if err := s.writeBack(key, true); err != nil {
+			if !s.dropFailed(key, mine, err) {
+				// Replaced since by a newer version (another writer's
+				// publish) or removed: nothing of this one is left to make
+				// durable, and what took its place is not this writer's.
+				return info, nil
+			}
 			// The writer is told it failed (its fsync or close): the block
 			// must not stay visible, or its retry would get EEXIST.
-			s.removeKey(key, false)
 			s.stats.published.Add(-1)
 			s.stats.bytesIn.Add(-size)
 			return Info{}, err
@@ -142,31 +148,52 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 	return info, nil
 }
 
-// commitToMemory makes room and commits p into the memory tier. ErrFull
+// dropFailed removes key, whose durable publish of the memory entry mine
+// failed with err, and reports true; unless key is no longer mine: a
+// newer version of it is in memory, or it is gone from memory and err
+// says it is not on a directory tier either (both unlinked). Under key's
+// stripe lock, so that it never removes a version another writer
+// published meanwhile.
+func (s *Stack) dropFailed(key format.Key, mine *index.Entry, err error) bool {
+	mu := s.keyLock(key)
+	mu.Lock()
+	defer mu.Unlock()
+	cur := entryOf(s.mem, key)
+	if cur != mine && (cur != nil || errors.Is(err, ErrNotFound)) {
+		return false
+	}
+	s.removeKeyLocked(key, false)
+	return true
+}
+
+// commitToMemory makes room and commits p into the memory tier, and
+// returns the memory tier's entry of what it committed (taken under the
+// key's stripe lock: a later publish of the key makes a new one). ErrFull
 // means memory stayed full of dirty or pinned blocks for RoomWait.
-func (s *Stack) commitToMemory(p *PendingWrite, size int64, opts CommitOptions) (Info, error) {
+func (s *Stack) commitToMemory(p *PendingWrite, size int64, opts CommitOptions) (Info, *index.Entry, error) {
 	deadline := time.Now().Add(s.cfg.RoomWait)
 	retried := false
 	for {
 		if err := s.makeRoom(size, deadline); err != nil {
-			return Info{}, err
+			return Info{}, nil, err
 		}
 		mu := s.keyLock(p.key)
 		mu.Lock()
 		var info Info
 		var err error
+		var mine *index.Entry
 		if p.replace {
 			s.removeKeyLocked(p.key, false)
 		}
 		if s.inDirs(p.key) {
 			err = ErrExist
-		} else {
-			info, err = p.w.Commit(opts)
+		} else if info, err = p.w.Commit(opts); err == nil {
+			mine = entryOf(s.mem, p.key)
 		}
 		mu.Unlock()
 		switch {
 		case err == nil:
-			return info, nil
+			return info, mine, nil
 		case IsNoSpace(err) && !retried && s.MemFull(0):
 			retried = true // the filesystem was full with room in the capacity: once more
 			continue
@@ -174,16 +201,16 @@ func (s *Stack) commitToMemory(p *PendingWrite, size int64, opts CommitOptions) 
 			// Still full, or nothing to evict: memory has no room (ErrFull:
 			// Publish writes to a directory tier instead), not a race for
 			// the capacity, which would loop here.
-			return Info{}, err
+			return Info{}, nil, err
 		case errors.Is(err, ErrFull):
 			continue // lost a race for the room; make room again
 		case errors.Is(err, ErrExist):
 			p.w.Abort()
 			s.stats.duplicates.Add(1)
-			return Info{}, ErrExist
+			return Info{}, nil, ErrExist
 		default:
 			p.w.Abort()
-			return Info{}, err
+			return Info{}, nil, err
 		}
 	}
 }
