@@ -23,8 +23,10 @@ import (
 //
 // A File may be published again while it is written back (another
 // writer's version replaces it): the copy of the old version is dropped,
-// and the new one is on no directory tier yet. A sync then writes that
-// one back too, a few times at most, rather than report the key absent.
+// and the new one is on no directory tier yet, or only about to be (a
+// write-back of it started meanwhile). A sync that then finds the key on
+// no directory tier while memory holds it writes back again, a few times
+// at most, rather than report the key absent.
 func (s *Stack) writeBack(k format.Key, sync bool) error {
 	attempt := func() (any, error) { return nil, s.writeBackOnce(k) }
 	for try := 0; ; try++ {
@@ -38,8 +40,10 @@ func (s *Stack) writeBack(k format.Key, sync bool) error {
 			return err
 		}
 		err = s.syncKey(k)
-		if errors.Is(err, ErrNotFound) && try < 3 && s.mem.Dirty(k) {
-			continue // replaced by a version not written back yet
+		if errors.Is(err, ErrNotFound) && try < 3 {
+			if _, merr := s.mem.Stat(k); merr == nil {
+				continue // replaced by a version not written back yet
+			}
 		}
 		return err
 	}
