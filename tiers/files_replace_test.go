@@ -27,8 +27,8 @@ func replaceFile(s *Stack, k format.Key, data []byte, durable bool) error {
 }
 
 // TestFilesReplacedNeverMissing: while two writers publish versions of
-// one File over each other, durable (an fsync each), an open and a stat
-// of it never find it absent, and no durable publish fails. A replace
+// one File over each other, durable (an fsync each), an open, a stat and
+// Has of it never find it absent, and no durable publish fails. A replace
 // removes the old version and commits the new one under the key's
 // stripe lock: an open that looked between the two found neither (ENOENT
 // through a mount, 2.7% of opens), and a durable publish whose version
@@ -56,7 +56,7 @@ func TestFilesReplacedNeverMissing(t *testing.T) {
 			}
 		}()
 	}
-	var opens, openMisses, statMisses atomic.Int64
+	var opens, openMisses, statMisses, hasMisses atomic.Int64
 	var readers sync.WaitGroup
 	for range 2 {
 		readers.Add(1)
@@ -77,15 +77,18 @@ func TestFilesReplacedNeverMissing(t *testing.T) {
 				if _, err := s.Stat(k); errors.Is(err, ErrNotFound) {
 					statMisses.Add(1)
 				}
+				if !s.Has(k) {
+					hasMisses.Add(1)
+				}
 			}
 		}()
 	}
 	writers.Wait()
 	done.Store(true)
 	readers.Wait()
-	if openMisses.Load() > 0 || statMisses.Load() > 0 {
-		t.Errorf("of %d opens and stats while it was replaced, %d opens and %d stats found it absent",
-			opens.Load(), openMisses.Load(), statMisses.Load())
+	if openMisses.Load() > 0 || statMisses.Load() > 0 || hasMisses.Load() > 0 {
+		t.Errorf("of %d opens, stats and Has while it was replaced, %d opens, %d stats and %d Has found it absent",
+			opens.Load(), openMisses.Load(), statMisses.Load(), hasMisses.Load())
 	}
 	if !s.Has(k) {
 		t.Error("the File is gone after the writers")

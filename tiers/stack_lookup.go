@@ -31,12 +31,13 @@ type BlockInfo struct {
 	Pinned  bool     // kept in memory
 }
 
-// Has reports whether any tier holds k.
+// Has reports whether any tier holds k. A File being replaced is held
+// (Stat says why).
 func (s *Stack) Has(k format.Key) bool {
 	if _, err := s.mem.Stat(k); err == nil {
 		return true
 	}
-	return s.inDirs(k)
+	return s.inDirs(k) || k.Kind == format.File && s.statLocked(k)
 }
 
 // HasBlock reports whether any tier holds the block id of model. It is
@@ -59,7 +60,7 @@ func (s *Stack) HasKey(k format.Key) bool {
 			return true
 		}
 	}
-	return false
+	return k.Kind == format.File && s.statLocked(k) // being replaced (Stat)
 }
 
 // inDirs reports whether a directory tier holds k.
