@@ -58,9 +58,8 @@ type queueState struct {
 // makes sure that the entry's queue keeps Threads entries free of such
 // waits (registering one more if need be) and that no request is left
 // queued behind them; it returns the function to call once the wait is
-// over. On any other thread
-// (the /dev/fuse loop, which starts a reader whenever all are busy) it
-// does nothing.
+// over. On any other thread (the /dev/fuse loop, which starts a reader
+// whenever all are busy) it does nothing.
 func (t *Transport) HoldEntry(uid uint32) (done func(), err error) {
 	v, ok := t.threads.Load(unix.Gettid())
 	if !ok {
