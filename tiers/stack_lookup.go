@@ -37,7 +37,10 @@ func (s *Stack) Has(k format.Key) bool {
 	if _, err := s.mem.Stat(k); err == nil {
 		return true
 	}
-	return s.inDirs(k) || k.Kind == format.File && s.statLocked(k)
+	if s.inDirs(k) {
+		return true
+	}
+	return k.Kind == format.File && s.heldLocked(k)
 }
 
 // HasBlock reports whether any tier holds the block id of model. It is
@@ -60,7 +63,7 @@ func (s *Stack) HasKey(k format.Key) bool {
 			return true
 		}
 	}
-	return k.Kind == format.File && s.statLocked(k) // being replaced (Stat)
+	return k.Kind == format.File && s.heldLocked(k) // being replaced (Stat)
 }
 
 // inDirs reports whether a directory tier holds k.
@@ -154,10 +157,7 @@ func (s *Stack) Stat(k format.Key) (BlockInfo, error) {
 		// removed and committed again under its stripe lock: a miss seen
 		// outside the lock is asked again inside it, so that a File being
 		// replaced is never reported absent (a lookup would answer ENOENT).
-		mu := s.keyLock(k)
-		mu.Lock()
-		bi, found = s.stat(k)
-		mu.Unlock()
+		bi, found = s.statLocked(k)
 	}
 	if !found {
 		return bi, ErrNotFound

@@ -26,7 +26,7 @@ func (s *Stack) Open(k format.Key) (*Handle, error) {
 			return &Handle{File: f, Tier: s.mem.Name(), TierID: Memory, Size: size, Token: Token{e: e, id: Memory}}, nil
 		}
 		v, err, _ := s.flights.Do("rd\x00"+k.Path(), func() (any, error) { return s.locate(k, false) })
-		if errors.Is(err, ErrNotFound) && k.Kind == format.File && replaced < maxReplacedLooks && s.statLocked(k) {
+		if errors.Is(err, ErrNotFound) && k.Kind == format.File && replaced < maxReplacedLooks && s.heldLocked(k) {
 			// As in Stat: a File published over an earlier version is
 			// removed and committed again under its stripe lock, and a
 			// look between the two finds neither. A look under the lock
@@ -72,13 +72,19 @@ func (s *Stack) Open(k format.Key) (*Handle, error) {
 // replaced at each look (each a publish under its stripe lock).
 const maxReplacedLooks = 16
 
-// statLocked reports whether a tier's index holds k, looked at under k's
-// stripe lock: after any publish that replaces k.
-func (s *Stack) statLocked(k format.Key) bool {
+// statLocked is stat under k's stripe lock: after any publish that
+// replaces k, which removes the old version and commits the new one
+// under that lock.
+func (s *Stack) statLocked(k format.Key) (BlockInfo, bool) {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
-	_, found := s.stat(k)
+	return s.stat(k)
+}
+
+// heldLocked reports whether a tier's index holds k (statLocked).
+func (s *Stack) heldLocked(k format.Key) bool {
+	_, found := s.statLocked(k)
 	return found
 }
 
