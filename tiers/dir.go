@@ -149,7 +149,8 @@ type DirTier struct {
 	stuck     atomic.Int32                    // operations abandoned after the timeout, still blocked
 	hook      atomic.Pointer[func(op string)] // runs before each operation (tests)
 
-	trash dirTrash // removed files the reaper unlinks (dir_trash.go)
+	trash dirTrash      // removed files the reaper unlinks (dir_trash.go)
+	sup   supersededSet // files replaced by versions not committed here yet (dir_supersede.go)
 
 	closed atomic.Bool
 	stop   chan struct{}

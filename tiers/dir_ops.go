@@ -170,8 +170,10 @@ func (t *DirTier) lookup(key format.Key) (Info, error) {
 		return Info{}, t.notFound(key)
 	}
 	info := Info{Key: key, Size: st.Size, MTime: statMTime(&st)}
-	t.idx.Adopt(newEntry(info)) // its CRC is read when asked (CRC)
-	return info, nil
+	if !t.adoptFound(newEntry(info)) && t.superseded(key) {
+		return Info{}, t.notFound(key)
+	}
+	return info, nil // its CRC is read when asked (CRC)
 }
 
 // Open opens a published file read-only and marks it used. A file gone
@@ -181,7 +183,7 @@ func (t *DirTier) Open(key format.Key) (*os.File, error) {
 		return nil, t.notFound(key)
 	}
 	known := t.idx.Touch(key)
-	if !known && !t.share.opensUnindexed() {
+	if !known && (!t.share.opensUnindexed() || t.superseded(key)) {
 		if t.closed.Load() {
 			return nil, t.errClosed("open")
 		}
@@ -212,7 +214,7 @@ func (t *DirTier) Open(key format.Key) (*os.File, error) {
 	}
 	if !known {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			t.idx.Adopt(newEntry(Info{Key: key, Size: fi.Size(), MTime: fi.ModTime()}))
+			t.adoptFound(newEntry(Info{Key: key, Size: fi.Size(), MTime: fi.ModTime()}))
 		}
 	}
 	return f, nil
@@ -234,7 +236,7 @@ func (t *DirTier) remove(key format.Key, trash bool) error {
 		return t.notFound(key)
 	}
 	e, known := t.idx.Remove(key)
-	p, size := t.path(key), int64(0)
+	p, size := t.path(key), t.supersededSize(key)
 	if known {
 		size = e.Size
 	}
@@ -247,6 +249,7 @@ func (t *DirTier) remove(key format.Key, trash bool) error {
 		}
 		if err == nil || isENOENT(err) {
 			t.removeSum(key)
+			t.settle(key)
 		}
 		return err
 	}, nil)
@@ -294,6 +297,7 @@ func (t *DirTier) RemoveModel(model string) error {
 		return err
 	}
 	gone := t.idx.RemoveModel(model)
+	t.forgetSuperseded(model)
 	t.dirs.forget(model)
 	if t.usesSums() && len(gone) > 0 {
 		_ = t.do("remove model", func() error {

@@ -248,7 +248,12 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 		}
 	}
 	dst := t.path(w.key)
-	if err := t.pub.publish(w.tmp, dst); err != nil {
+	publish := t.pub.publish
+	replacing := t.superseded(w.key)
+	if replacing {
+		publish = t.pub.replace // over the version this one replaces
+	}
+	if err := publish(w.tmp, dst); err != nil {
 		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 			t.fsForget()
 			return Info{}, true, osErr("publish", err)
@@ -261,6 +266,10 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 	}
 	w.f.Close()
 	t.fsTake(size)
+	if replacing {
+		t.settle(w.key)
+		t.idx.Remove(w.key) // an adopt of the old file that raced the supersede
+	}
 	info = Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC}
 	e := newEntry(info)
 	e.Set(index.CRCRead, true)

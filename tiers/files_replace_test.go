@@ -1,10 +1,14 @@
 package tiers
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 )
@@ -92,5 +96,65 @@ func TestFilesReplacedNeverMissing(t *testing.T) {
 	}
 	if !s.Has(k) {
 		t.Error("the File is gone after the writers")
+	}
+}
+
+// TestFilesReplacedKeepsOldOnDisk: a new version of a File written back
+// to no tier yet leaves the old version's file on the directory tier, in
+// no index (a kill -9 now leaves the old version, where it left neither);
+// its write-back renames over that file; an unlink before the write-back
+// removes it; and the bytes of a superseded file stay counted until then.
+func TestFilesReplacedKeepsOldOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestStack(t, 64<<20, dir, StackConfig{DirtyExpire: time.Hour, DirtyBackground: 1 << 30})
+	d := s.dirs[0]
+	k := format.FileKey("engine", "pages/p.bin")
+	onDisk := func() string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, k.Path()))
+		if errors.Is(err, os.ErrNotExist) {
+			return "(none)"
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if err := replaceFile(s, k, []byte("version 1"), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := replaceFile(s, k, []byte("version 2, longer"), false); err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "read after the replace", readAll(t, s, k), []byte("version 2, longer"))
+	if got := onDisk(); got != "version 1" {
+		t.Fatalf("the tier's file before the new version's write-back: %q, want the old version", got)
+	}
+	if d.idx.Has(k) {
+		t.Error("the superseded file is still in the tier's index")
+	}
+	if r := d.idx.Room(); r != d.Usage().Capacity-int64(len("version 1")) {
+		t.Errorf("tier room %d with a superseded file of 9 bytes, capacity %d", r, d.Usage().Capacity)
+	}
+	if err := s.Flush(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
+	if got := onDisk(); got != "version 2, longer" {
+		t.Fatalf("the tier's file after the write-back: %q", got)
+	}
+	if r, u := d.idx.Room(), d.Usage(); r != u.Capacity-u.Charged {
+		t.Errorf("tier room %d after the write-back, capacity %d, charged %d: the superseded bytes are still held", r, u.Capacity, u.Charged)
+	}
+	if err := replaceFile(s, k, []byte("version 3"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(k); err != nil {
+		t.Fatal(err)
+	}
+	if got := onDisk(); got != "(none)" {
+		t.Fatalf("the tier's file after an unlink of the new version: %q", got)
+	}
+	if r, u := d.idx.Room(), d.Usage(); r != u.Capacity || u.Files != 0 {
+		t.Errorf("tier room %d of %d, %d files, after the unlink", r, u.Capacity, u.Files)
 	}
 }

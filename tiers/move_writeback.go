@@ -97,6 +97,9 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			return nil
 		}
 		_, err = w.Commit(opts)
+		if err == nil {
+			s.dropSupersededLocked(k, i) // on the tiers this version skipped
+		}
 		if err == nil || errors.Is(err, ErrExist) {
 			_ = s.mem.SetDirty(k, false)
 		}

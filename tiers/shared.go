@@ -228,7 +228,7 @@ func (t *sharedDir) reconcile(ref shardRef, before []format.Key, ents []shardEnt
 	}
 	sort.Slice(found, func(i, j int) bool { return found[i].MTime.Before(found[j].MTime) })
 	for _, in := range found {
-		t.idx.Adopt(newEntry(in))
+		t.adoptFound(newEntry(in))
 	}
 }
 

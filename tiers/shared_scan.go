@@ -161,7 +161,7 @@ func (t *sharedDir) adoptTree(model string) {
 			}
 			k := format.FileKey(model, format.JoinFilePath(rel, e.name))
 			if !t.idx.Has(k) {
-				t.idx.Adopt(newEntry(Info{Key: k, Size: e.size, MTime: time.Unix(e.mtime.Unix())}))
+				t.adoptFound(newEntry(Info{Key: k, Size: e.size, MTime: time.Unix(e.mtime.Unix())}))
 			}
 		}
 		for _, d := range subdirs {

@@ -247,12 +247,14 @@ func (s *Stack) publishOnDisk(p *PendingWrite, dw *diskWriter, size int64, opts 
 		mu := s.keyLock(p.key)
 		mu.Lock()
 		if p.replace {
-			s.removeKeyLocked(p.key, false)
+			s.supersedeLocked(p.key)
 		}
 		var info Info
 		err := ErrExist
 		if _, merr := s.mem.Stat(p.key); merr != nil && !s.inDirs(p.key) {
-			info, err = dw.Commit(opts)
+			if info, err = dw.Commit(opts); err == nil {
+				s.dropSupersededLocked(p.key, i)
+			}
 		}
 		mu.Unlock()
 		switch {

@@ -72,7 +72,21 @@ func (s *Stack) Put(key format.Key, data []byte, durable bool) (Info, error) {
 // directory tier when memory had no room. With
 // durable set, or in write-through mode, it returns once the block is on
 // the first persistent tier (durable: fsynced there).
+//
+// A new version (SetReplace) takes the published one's place atomically:
+// readers find one or the other, and each directory tier keeps the old
+// one's file until the new one is written over it there
+// (dir_supersede.go).
 func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
+	info, err := s.publish(p, durable)
+	if err != nil && p.replace {
+		s.abandonSuperseded(p.key)
+	}
+	return info, err
+}
+
+// publish is Publish but for a failed new version's superseded files.
+func (s *Stack) publish(p *PendingWrite, durable bool) (Info, error) {
 	key := p.key
 	if s.isClosed() {
 		p.w.Abort()
@@ -183,7 +197,7 @@ func (s *Stack) commitToMemory(p *PendingWrite, size int64, opts CommitOptions) 
 		var err error
 		var mine *index.Entry
 		if p.replace {
-			s.removeKeyLocked(p.key, false)
+			s.supersedeLocked(p.key)
 		}
 		if s.inDirs(p.key) {
 			err = ErrExist
@@ -288,9 +302,12 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 		mu := s.keyLock(p.key)
 		mu.Lock()
 		if p.replace {
-			s.removeKeyLocked(p.key, false)
+			s.supersedeLocked(p.key)
 		}
 		info, err := w.Commit(opts)
+		if err == nil {
+			s.dropSupersededLocked(p.key, i)
+		}
 		mu.Unlock()
 		if err == nil {
 			s.stats.directWrites.Add(1)

@@ -1,0 +1,59 @@
+package tiers
+
+import (
+	"errors"
+
+	"github.com/ucmfs/ucmfs/format"
+)
+
+// A new version of a name (a PendingWrite with SetReplace) takes the
+// published one's place in every index at once, and its files' place on
+// the directory tiers only when it is committed there
+// (dir_supersede.go). These run under the key's stripe lock.
+
+// supersedeLocked makes way for a new version of k: memory drops the
+// published version; each directory tier keeps its file, superseded, for
+// the new version's commit there to rename over (a file a tier never
+// indexed is removed, as before).
+func (s *Stack) supersedeLocked(k format.Key) {
+	_ = s.mem.Remove(k)
+	for _, d := range s.dirs {
+		if d.supersede(k) {
+			continue
+		}
+		if err := d.remove(k, false); err != nil && !errors.Is(err, ErrNotFound) {
+			s.log.Warn("remove failed on a tier", "key", k.String(), "tier", d.Name(), "err", err)
+		}
+	}
+	s.mu.Lock()
+	delete(s.verified, k)
+	s.mu.Unlock()
+}
+
+// dropSupersededLocked unlinks k's superseded files on every directory
+// tier but the one at index committed (-1: all), where k's new version
+// was just committed over its own.
+func (s *Stack) dropSupersededLocked(k format.Key, committed int) {
+	for i, d := range s.dirs {
+		if i == committed {
+			continue
+		}
+		if err := d.dropSuperseded(k); err != nil && !errors.Is(err, ErrNotFound) {
+			s.log.Warn("remove of a replaced version failed on a tier", "key", k.String(), "tier", d.Name(), "err", err)
+		}
+	}
+}
+
+// abandonSuperseded ends k's superseded files after a publish of a new
+// version failed: readers lost the old version when the new one took its
+// place, so the old must not come back at the next start either. Unless a
+// version of k is held (another writer's, published meanwhile): its
+// write-back renames over them.
+func (s *Stack) abandonSuperseded(k format.Key) {
+	mu := s.keyLock(k)
+	mu.Lock()
+	defer mu.Unlock()
+	if _, held := s.stat(k); !held {
+		s.dropSupersededLocked(k, -1)
+	}
+}
