@@ -56,6 +56,9 @@ type dirSharing interface {
 	opensUnindexed() bool
 	// healthErr is err as the tier's health sees it.
 	healthErr(err error) error
+	// recordOwner records this daemon's FUSE connection beside a
+	// private tier's lock (lock_stuck.go); a shared tier has no lock.
+	recordOwner(conn uint32) error
 	// release ends the sharing as the tier closes (clean) or fails to
 	// open: a private tier writes its index snapshot at a clean close of
 	// a healthy tier, and unlocks the directory.
@@ -71,7 +74,13 @@ type privateDir struct {
 }
 
 func (p *privateDir) start() error {
-	f, err := lockExclusive(filepath.Join(p.root, LockFileName))
+	lockPath := filepath.Join(p.root, LockFileName)
+	f, err := lockExclusive(lockPath)
+	if errors.Is(err, ErrLocked) {
+		if lock, ferr := freeStuckHolder(p.root, lockPath, p.log); lock != nil || ferr != nil {
+			f, err = lock, ferr
+		}
+	}
 	switch {
 	case errors.Is(err, ErrLocked):
 		return fmt.Errorf("%s tier: %s is in use by another daemon: %w", p.kind, p.root, err)
@@ -111,6 +120,10 @@ func (p *privateDir) inPlace() bool                  { return true }
 func (p *privateDir) opensUnindexed() bool           { return false }
 func (p *privateDir) healthErr(err error) error      { return err }
 
+func (p *privateDir) recordOwner(conn uint32) error {
+	return writeOwner(p.root, lockOwner{pid: os.Getpid(), conn: conn})
+}
+
 func (p *privateDir) release(clean bool) {
 	if clean && p.health.get() == Up {
 		if err := p.writeSnapshot(); err != nil {
@@ -118,6 +131,7 @@ func (p *privateDir) release(clean bool) {
 		}
 	}
 	if p.lockf != nil {
+		_ = os.Remove(filepath.Join(p.root, OwnerFileName))
 		p.lockf.Close()
 		p.lockf = nil
 	}

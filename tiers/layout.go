@@ -125,7 +125,7 @@ func (w *layoutWalk) run() error {
 		name := e.Name()
 		switch {
 		case strings.HasPrefix(name, ".") && e.IsDir():
-		case name == LockFileName, name == SnapshotFileName:
+		case name == LockFileName, name == SnapshotFileName, name == OwnerFileName:
 		case strings.HasPrefix(name, "."):
 			w.leftover(name)
 		case name == "lost+found" && e.IsDir():

@@ -372,6 +372,8 @@ func (t *sharedDir) healthErr(err error) error {
 // and keeps no snapshot.
 func (t *sharedDir) release(bool) {}
 
+func (t *sharedDir) recordOwner(uint32) error { return nil }
+
 // goneErr reports an error that says a file of a shared directory is
 // gone: ENOENT, or ESTALE (NFS: another host removed it).
 func goneErr(err error) bool {

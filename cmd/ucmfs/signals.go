@@ -61,6 +61,7 @@ func serve(ctx context.Context, cfg mountConfig, srv *fs.Server, core *store.Sto
 		announce(cfg, log, stderr, "mounted on %s (memory %s, tiers: %s, passthrough %s, FUSE over %s)",
 			cfg.Mountpoint, formatSize(cfg.Memory), strings.Join(names, ", "), pt, transportWords(srv.Transport()))
 		life.markReady()
+		recordOwner(cfg.Mountpoint, st, log)
 	}
 	stopWatchdog := startWatchdog(cfg.Mountpoint, log)
 	defer stopWatchdog()
@@ -224,13 +225,35 @@ func checkMountpoint(mnt string) error {
 // mountedAt reports whether a filesystem is mounted exactly at path (per
 // the mount table, /proc/thread-self/mountinfo) and its type.
 func mountedAt(path string) (fstype string, ok bool) {
+	if m := mountAt(path); m != nil {
+		return m.FSType, true
+	}
+	return "", false
+}
+
+// mountAt is the mount table's entry of the filesystem mounted exactly at
+// path, nil when none is.
+func mountAt(path string) *mountinfo.Info {
 	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
 		return m.Mountpoint != path, false
 	})
 	if err != nil || len(mounts) == 0 {
-		return "", false
+		return nil
 	}
-	return mounts[len(mounts)-1].FSType, true // the last mount at path is the visible one
+	return mounts[len(mounts)-1] // the last mount at path is the visible one
+}
+
+// recordOwner records the mount's FUSE connection beside the tiers'
+// locks (tiers.Stack.RecordOwner): a next daemon frees a lock this one
+// keeps if it dies stuck in the kernel.
+func recordOwner(mnt string, st *tiers.Stack, log *slog.Logger) {
+	err := errors.New("not in the mount table")
+	if m := mountAt(mnt); m != nil {
+		err = st.RecordOwner(uint32(m.Minor))
+	}
+	if err != nil {
+		log.Warn("FUSE connection not recorded beside the tier locks: a next daemon cannot free them if this one dies stuck", "err", err)
+	}
 }
 
 // transportWords names a transport (fs.Server.Transport) in the ready
