@@ -125,7 +125,10 @@ func (p *privateDir) recordOwner(conn uint32) error {
 }
 
 func (p *privateDir) release(clean bool) {
-	if clean && p.health.get() == Up {
+	// A file superseded still (its new version was not written here) is
+	// in no index: a snapshot would hide it from the next start, which
+	// then walks the directory instead and finds it.
+	if clean && p.health.get() == Up && !p.anySuperseded() {
 		if err := p.writeSnapshot(); err != nil {
 			p.log.Warn("index snapshot not written", "kind", p.kind, "dir", p.root, "err", err)
 		}

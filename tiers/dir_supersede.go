@@ -100,6 +100,14 @@ func (t *DirTier) dropSuperseded(key format.Key) error {
 	return t.remove(key, false)
 }
 
+// anySuperseded reports whether a file of the tier is superseded.
+func (t *DirTier) anySuperseded() bool {
+	sp := &t.sup
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return len(sp.m) > 0
+}
+
 // forgetSuperseded forgets the superseded files of model, whose files
 // RemoveModel unlinks.
 func (t *DirTier) forgetSuperseded(model string) {
