@@ -22,10 +22,15 @@ import (
 //
 // Nothing serves a superseded file: it is in no index, and the paths that
 // adopt a file found on disk (a shared tier's lookups and listings, an
-// open of a file the index lacks) pass it over. Its bytes stay claimed in
-// the index, as a reservation, until the rename over it or its unlink:
-// they are still on the disk. Keys stay superseded only until their new
-// version is written back or removed, so memory's dirty bytes bound them.
+// open of a file the index lacks) pass it over. If the new version fails
+// to publish, the old one is adopted again (restoreSuperseded): the name
+// is what it was, as a failed rename(2) leaves it. A superseded file's
+// bytes do not count against the tier's capacity (the new version's
+// commit, which renames over it, would otherwise need room for both, and
+// make a near-full tier evict for nothing); the filesystem's own free
+// space, which the commit checks, sees them. Keys stay superseded only
+// until their new version is written back or removed, so memory's dirty
+// bytes bound what is on disk beyond the capacity.
 //
 // The stack supersedes, commits and drops under the key's stripe lock
 // (stack_supersede.go); mu here orders a supersede against an adopt.
@@ -33,7 +38,7 @@ import (
 // supersededSet is a directory tier's superseded files.
 type supersededSet struct {
 	mu sync.Mutex
-	m  map[format.Key]int64 // key → the superseded file's size
+	m  map[format.Key]*index.Entry // key → the superseded file's index entry
 }
 
 // supersede takes key's published file out of the index and leaves it on
@@ -50,14 +55,14 @@ func (t *DirTier) supersede(key format.Key) bool {
 		t.idx.Remove(key)
 		return true
 	}
-	e, known := t.idx.RemoveReserving(key)
+	e, known := t.idx.Remove(key)
 	if !known {
 		return false
 	}
 	if sp.m == nil {
-		sp.m = make(map[format.Key]int64)
+		sp.m = make(map[format.Key]*index.Entry)
 	}
-	sp.m[key] = e.Size
+	sp.m[key] = e
 	return true
 }
 
@@ -71,16 +76,27 @@ func (t *DirTier) superseded(key format.Key) bool {
 	return ok
 }
 
-// settle forgets key's superseded file, renamed over or unlinked, and
-// gives its bytes back.
+// settle forgets key's superseded file, renamed over or unlinked.
 func (t *DirTier) settle(key format.Key) {
 	sp := &t.sup
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if size, ok := sp.m[key]; ok {
+	delete(sp.m, key)
+}
+
+// restoreSuperseded puts key's superseded file back in the index, as the
+// published version it was, and reports whether it had one: the version
+// that replaced it was not published after all.
+func (t *DirTier) restoreSuperseded(key format.Key) bool {
+	sp := &t.sup
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	e, ok := sp.m[key]
+	if ok {
 		delete(sp.m, key)
-		t.idx.Unreserve(size)
+		t.idx.Adopt(e)
 	}
+	return ok
 }
 
 // supersededSize is the size of key's superseded file, 0 when none.
@@ -88,11 +104,14 @@ func (t *DirTier) supersededSize(key format.Key) int64 {
 	sp := &t.sup
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	return sp.m[key]
+	if e, ok := sp.m[key]; ok {
+		return e.Size
+	}
+	return 0
 }
 
 // dropSuperseded unlinks key's superseded file, if it has one here: its
-// new version went to another tier, or was not published after all.
+// new version went to another tier.
 func (t *DirTier) dropSuperseded(key format.Key) error {
 	if !t.superseded(key) {
 		return nil
@@ -114,10 +133,9 @@ func (t *DirTier) forgetSuperseded(model string) {
 	sp := &t.sup
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	for k, size := range sp.m {
+	for k := range sp.m {
 		if k.Model == model {
 			delete(sp.m, k)
-			t.idx.Unreserve(size)
 		}
 	}
 }

@@ -103,7 +103,7 @@ func TestFilesReplacedNeverMissing(t *testing.T) {
 // to no tier yet leaves the old version's file on the directory tier, in
 // no index (a kill -9 now leaves the old version, where it left neither);
 // its write-back renames over that file; an unlink before the write-back
-// removes it; and the bytes of a superseded file stay counted until then.
+// removes it; and a superseded file counts in no index.
 func TestFilesReplacedKeepsOldOnDisk(t *testing.T) {
 	dir := t.TempDir()
 	s := newTestStack(t, 64<<20, dir, StackConfig{DirtyExpire: time.Hour, DirtyBackground: 1 << 30})
@@ -133,8 +133,8 @@ func TestFilesReplacedKeepsOldOnDisk(t *testing.T) {
 	if d.idx.Has(k) {
 		t.Error("the superseded file is still in the tier's index")
 	}
-	if r := d.idx.Room(); r != d.Usage().Capacity-int64(len("version 1")) {
-		t.Errorf("tier room %d with a superseded file of 9 bytes, capacity %d", r, d.Usage().Capacity)
+	if r, u := d.idx.Room(), d.Usage(); r != u.Capacity || u.Files != 0 {
+		t.Errorf("tier room %d of %d, %d files, with only a superseded file: it must not count", r, u.Capacity, u.Files)
 	}
 	if err := s.Flush(context.Background(), k); err != nil {
 		t.Fatal(err)
@@ -142,8 +142,8 @@ func TestFilesReplacedKeepsOldOnDisk(t *testing.T) {
 	if got := onDisk(); got != "version 2, longer" {
 		t.Fatalf("the tier's file after the write-back: %q", got)
 	}
-	if r, u := d.idx.Room(), d.Usage(); r != u.Capacity-u.Charged {
-		t.Errorf("tier room %d after the write-back, capacity %d, charged %d: the superseded bytes are still held", r, u.Capacity, u.Charged)
+	if r, u := d.idx.Room(), d.Usage(); r != u.Capacity-u.Charged || u.Files != 1 {
+		t.Errorf("tier room %d after the write-back, capacity %d, charged %d, %d files", r, u.Capacity, u.Charged, u.Files)
 	}
 	if err := replaceFile(s, k, []byte("version 3"), false); err != nil {
 		t.Fatal(err)

@@ -259,3 +259,45 @@ func TestFileLargerThanEveryTier(t *testing.T) {
 		t.Errorf("a block that fits: %v", err)
 	}
 }
+
+// TestFilesReplaceFailedKeepsOld: a new version of a File whose durable
+// publish fails (the tier's write returns EIO) leaves the name as it was:
+// the old version, read whole from the tier, as after a failed
+// rename(2). The replace had taken the old version's file off the tier,
+// so the name was gone.
+func TestFilesReplaceFailedKeepsOld(t *testing.T) {
+	s, ffs, backing := faultStack(t, 8<<20, StackConfig{})
+	k := format.FileKey("engine", "pages/p.bin")
+	if err := replaceFile(s, k, []byte("version 1"), true); err != nil {
+		t.Fatal(err)
+	}
+	ffs.Inject(faultfs.Fault{Op: faultfs.OpWrite, Errno: syscall.EIO})
+	if err := replaceFile(s, k, []byte("version 2, not durable"), true); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("durable replace onto a tier returning EIO: %v, want EIO", err)
+	}
+	ffs.Clear()
+	if got, err := os.ReadFile(filepath.Join(backing, k.Path())); err != nil || string(got) != "version 1" {
+		t.Fatalf("the tier's file after the failed replace: %q, %v", got, err)
+	}
+	if !s.Has(k) {
+		t.Fatal("the name is gone after the failed replace")
+	}
+	// The EIO took the tier down; its probe brings it back.
+	var h *Handle
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if h, err = s.Open(k); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("open after the failed replace: %v, want the old version", err)
+	}
+	defer h.File.Close()
+	got := make([]byte, 64)
+	n, _ := h.File.ReadAt(got, 0)
+	if string(got[:n]) != "version 1" {
+		t.Fatalf("read after the failed replace: %q, want the old version", got[:n])
+	}
+}

@@ -163,7 +163,8 @@ func (s *Stack) publish(p *PendingWrite, durable bool) (Info, error) {
 }
 
 // dropFailed removes key, whose durable publish of the memory entry mine
-// failed with err, and reports true; unless key is no longer mine: a
+// failed with err, bringing back the version it replaced if a tier still
+// has that one's file (revertLocked), and reports true; unless key is no longer mine: a
 // newer version of it is in memory, or it is gone from memory and err
 // says it is not on a directory tier either (both unlinked). Under key's
 // stripe lock, so that it never removes a version another writer
@@ -176,7 +177,7 @@ func (s *Stack) dropFailed(key format.Key, mine *index.Entry, err error) bool {
 	if cur != mine && (cur != nil || errors.Is(err, ErrNotFound)) {
 		return false
 	}
-	s.removeKeyLocked(key, false)
+	s.revertLocked(key)
 	return true
 }
 

@@ -15,10 +15,19 @@ import (
 // published version; each directory tier keeps its file, superseded, for
 // the new version's commit there to rename over (a file a tier never
 // indexed is removed, as before).
-func (s *Stack) supersedeLocked(k format.Key) {
+func (s *Stack) supersedeLocked(k format.Key) { s.clearLocked(k, (*DirTier).supersede) }
+
+// revertLocked takes k's newest version, which did not become durable,
+// out of every tier and brings back the version it replaced, if a tier
+// still has that one's file (superseded); else k is gone.
+func (s *Stack) revertLocked(k format.Key) { s.clearLocked(k, (*DirTier).restoreSuperseded) }
+
+// clearLocked takes k out of memory and out of each directory tier where
+// keep(d, k) does not report that it kept the file its own way.
+func (s *Stack) clearLocked(k format.Key, keep func(*DirTier, format.Key) bool) {
 	_ = s.mem.Remove(k)
 	for _, d := range s.dirs {
-		if d.supersede(k) {
+		if keep(d, k) {
 			continue
 		}
 		if err := d.remove(k, false); err != nil && !errors.Is(err, ErrNotFound) {
@@ -31,8 +40,8 @@ func (s *Stack) supersedeLocked(k format.Key) {
 }
 
 // dropSupersededLocked unlinks k's superseded files on every directory
-// tier but the one at index committed (-1: all), where k's new version
-// was just committed over its own.
+// tier but the one at index committed, where k's new version was just
+// committed over its own.
 func (s *Stack) dropSupersededLocked(k format.Key, committed int) {
 	for i, d := range s.dirs {
 		if i == committed {
@@ -44,16 +53,17 @@ func (s *Stack) dropSupersededLocked(k format.Key, committed int) {
 	}
 }
 
-// abandonSuperseded ends k's superseded files after a publish of a new
-// version failed: readers lost the old version when the new one took its
-// place, so the old must not come back at the next start either. Unless a
-// version of k is held (another writer's, published meanwhile): its
-// write-back renames over them.
+// abandonSuperseded brings k's superseded files back after a publish of
+// a new version failed: the name is what it was before, as after a failed
+// rename(2). Unless a version of k is held (another writer's, published
+// meanwhile): its write-back renames over them.
 func (s *Stack) abandonSuperseded(k format.Key) {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
 	if _, held := s.stat(k); !held {
-		s.dropSupersededLocked(k, -1)
+		for _, d := range s.dirs {
+			d.restoreSuperseded(k)
+		}
 	}
 }

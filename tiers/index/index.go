@@ -451,16 +451,7 @@ func (x *Index) SetCRCOf(key format.Key, e *Entry, crc uint32) bool {
 
 // Remove takes key out of the index and returns its Entry, whose mapping
 // the caller now owns.
-func (x *Index) Remove(key format.Key) (*Entry, bool) { return x.remove(key, false) }
-
-// RemoveReserving is Remove that keeps the Entry's bytes claimed, as a
-// reservation, in the same step: for a file that leaves the index but not
-// yet the disk (a superseded version, tiers/dir_supersede.go). Unreserve
-// gives them back.
-func (x *Index) RemoveReserving(key format.Key) (*Entry, bool) { return x.remove(key, true) }
-
-// remove is Remove; reserve: RemoveReserving.
-func (x *Index) remove(key format.Key, reserve bool) (*Entry, bool) {
+func (x *Index) Remove(key format.Key) (*Entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.lookupLocked(key)
@@ -468,9 +459,6 @@ func (x *Index) remove(key format.Key, reserve bool) (*Entry, bool) {
 		return nil, false
 	}
 	x.deleteLocked(e)
-	if reserve {
-		x.reserved += x.cost(e.Size)
-	}
 	return e, true
 }
 
