@@ -223,7 +223,7 @@ func (o filesOps) fsync(ctx context.Context) syscall.Errno {
 func (o filesOps) mkdir(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	rel, err := o.path(name)
 	if err == nil {
-		err = o.s.store.FilesMkdir(o.model, rel)
+		err = o.s.store.FilesMkdir(o.model, rel, callerProc(ctx).Uid)
 	}
 	if errors.Is(err, store.ErrExist) {
 		return nil, errnoExists

@@ -59,21 +59,7 @@ func TestStagingMissNotCached(t *testing.T) {
 // MaxModelsPerUser models on a shared mount; the next mkdir fails with
 // EDQUOT, and root is not bounded.
 func TestModelsPerUserBounded(t *testing.T) {
-	requireFUSE(t)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: another user makes the models")
-	}
-	dir := t.TempDir()
-	for _, p := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mnt := filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	m := mountAt(t, mnt, newTestStack(t), Options{AllowOther: true}, store.Options{MaxModelsPerUser: 2})
+	m := sharedMount(t, store.Options{MaxModelsPerUser: 2})
 	mkdirAs := func(name string) error {
 		cmd := exec.Command("mkdir", m.path(name))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
@@ -135,4 +121,72 @@ func TestScratchBoundedAndOwned(t *testing.T) {
 	if err := f.Truncate(64 << 20); !errors.Is(err, syscall.EFBIG) {
 		t.Errorf("a truncate to 64 MiB: %v, want EFBIG", err)
 	}
+}
+
+// TestDirsBounded: in a files model others may write in, one user's
+// mkdirs make at most its share of the mount's directories (EDQUOT past
+// it), everyone's at most the bound (ENOSPC); an rmdir gives one back.
+// Directories are a resource: each costs the daemon memory and every
+// directory tier an inode.
+func TestDirsBounded(t *testing.T) {
+	m := sharedMount(t, store.Options{MaxDirs: 6, MaxDirsPerUser: 3})
+	if err := os.Mkdir(m.path("eng"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(m.path("eng"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(m.path("eng"), "user.ucm.layout", []byte("files"), 0); err != nil {
+		t.Fatal(err)
+	}
+	as := func(args ...string) error {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	}
+	if err := as("mkdir", "-p", m.path("eng", "a", "b", "c")); err != nil {
+		t.Fatalf("three directories of another user: %v", err)
+	}
+	if err := as("mkdir", m.path("eng", "a", "d")); err == nil || !strings.Contains(err.Error(), "quota") {
+		t.Fatalf("a fourth: %v, want EDQUOT (Disk quota exceeded)", err)
+	}
+	for _, d := range []string{"r1", "r2", "r3"} {
+		if err := os.Mkdir(m.path("eng", d), 0o755); err != nil {
+			t.Fatalf("root's directory %s: %v", d, err)
+		}
+	}
+	if err := os.Mkdir(m.path("eng", "r4"), 0o755); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("past the mount's bound: %v, want ENOSPC", err)
+	}
+	if err := as("rmdir", m.path("eng", "a", "b", "c")); err != nil {
+		t.Fatal(err)
+	}
+	if err := as("mkdir", m.path("eng", "a", "d")); err != nil {
+		t.Fatalf("after an rmdir: %v", err)
+	}
+}
+
+// sharedMount mounts a memory tier over an nvme tier with --allow-other
+// where another user (otherUID) can reach it, with the store options
+// sopts; it skips without root, which running as that user needs.
+func sharedMount(t *testing.T, sopts store.Options) *testMount {
+	t.Helper()
+	requireFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: another user makes what the test bounds")
+	}
+	dir := t.TempDir()
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mnt := filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return mountAt(t, mnt, newTestStack(t), Options{AllowOther: true}, sopts)
 }

@@ -120,68 +120,6 @@ func IsStagingName(name string) bool {
 	return mixed
 }
 
-// treeSet is the directories of every files model this run knows of.
-type treeSet struct {
-	mu   sync.Mutex
-	dirs map[string]map[string]struct{} // model -> directory paths
-}
-
-// known reports whether dir of model is known to exist.
-func (t *treeSet) known(model, dir string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	_, ok := t.dirs[model][dir]
-	return ok
-}
-
-// add records dir of model and its parents.
-func (t *treeSet) add(model, dir string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.dirs == nil {
-		t.dirs = make(map[string]map[string]struct{})
-	}
-	m := t.dirs[model]
-	if m == nil {
-		m = make(map[string]struct{})
-		t.dirs[model] = m
-	}
-	for dir != "" {
-		if _, ok := m[dir]; ok {
-			return
-		}
-		m[dir] = struct{}{}
-		dir, _ = format.SplitFilePath(dir)
-	}
-}
-
-// remove forgets dir of model.
-func (t *treeSet) remove(model, dir string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.dirs[model], dir)
-}
-
-// children lists the known subdirectories of dir of model.
-func (t *treeSet) children(model, dir string) []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out []string
-	for d := range t.dirs[model] {
-		if parent, name := format.SplitFilePath(d); parent == dir {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// drop forgets model.
-func (t *treeSet) drop(model string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.dirs, model)
-}
-
 // adoptTree gives a model whose tier directory is a tree of Files (an
 // engine's directory taken as a tier, or a files model of an earlier run
 // whose record is gone) the files layout when it has no record.
@@ -210,10 +148,12 @@ func (s *Store) FilesDir(model, dir string) bool {
 	return false
 }
 
-// FilesMkdir makes the directory dir of the files model: ErrExist when a
-// directory or a file has its name, ErrNotFound when its parent is no
-// directory, an error wrapping format.ErrName for a bad name.
-func (s *Store) FilesMkdir(model, dir string) error {
+// FilesMkdir makes the directory dir of the files model for the user
+// uid: ErrExist when a directory or a file has its name, ErrNotFound when
+// its parent is no directory, an error wrapping format.ErrName for a bad
+// name, ErrNoSpace or ErrQuota past the bounds on directories
+// (dir_tree.go).
+func (s *Store) FilesMkdir(model, dir string, uid uint32) error {
 	if err := format.ValidateFilePath(dir); err != nil {
 		return err
 	}
@@ -227,10 +167,14 @@ func (s *Store) FilesMkdir(model, dir string) error {
 	case s.FilesDir(model, dir), s.stack.HasKey(format.FileKey(model, dir)):
 		return fmt.Errorf("%s/%s: %w", model, dir, ErrExist)
 	}
-	if err := s.stack.MakeDir(model, dir); err != nil {
+	if err := s.trees.claim(uid); err != nil {
 		return err
 	}
-	s.trees.add(model, dir)
+	if err := s.stack.MakeDir(model, dir); err != nil {
+		s.trees.unclaim(uid)
+		return err
+	}
+	s.trees.made(model, dir, uid)
 	return nil
 }
 

@@ -56,7 +56,7 @@ func TestKeptFiles(t *testing.T) {
 func TestFilesListTwoTiers(t *testing.T) {
 	s := newTestStore(t, Options{Layout: LayoutFiles})
 	s.AddModel("e")
-	if err := s.FilesMkdir("e", "d"); err != nil {
+	if err := s.FilesMkdir("e", "d", 0); err != nil {
 		t.Fatal(err)
 	}
 	var want []string

@@ -43,6 +43,11 @@ type Options struct {
 	// no bound.
 	MaxModelsPerUser int
 	MaxBytesPerUser  int64
+	// MaxDirs bounds the directories of files models (dir_tree.go); 0
+	// takes DefaultMaxDirs, negative: no bound. MaxDirsPerUser is what one
+	// user's mkdirs make of them (0: half of MaxDirs, negative: no bound).
+	MaxDirs        int
+	MaxDirsPerUser int
 	// StagingTTL is how long a staging file may wait for its rename with
 	// no descriptor open before it is discarded (writes_expire.go); 0
 	// takes DefaultStagingTTL, negative: never.
@@ -153,6 +158,7 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	s.settings.init()
 	s.reprCache = newReprCache(opts.ReprCache)
 	s.budget.max, s.budget.perUser = opts.MaxPending, opts.MaxPendingPerUser
+	s.trees.setBounds(opts.MaxDirs, opts.MaxDirsPerUser)
 	if s.opts.MaxModelsPerUser == 0 {
 		s.opts.MaxModelsPerUser = DefaultMaxModelsPerUser
 	}

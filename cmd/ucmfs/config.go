@@ -41,6 +41,8 @@ type mountConfig struct {
 	MaxPendingUser  int64         // one user's share of MaxPending (0: all of it)
 	MaxModelsUser   int           // models one user other than root may own (<0: no bound)
 	MaxBytesUser    int64         // bytes one user's models may hold together (0: no bound)
+	MaxDirs         int           // directories of files models (<0: no bound)
+	MaxDirsUser     int           // what one user's mkdirs make of them (0: half, <0: no bound)
 	LogLevel        slog.Level
 	LogFormat       string            // text or json
 	Debug           bool              // log every FUSE request
@@ -89,6 +91,7 @@ func defaultMountConfig() mountConfig {
 		FUSETransport:   "auto",
 		EventsWindow:    1 << 16, // events.DefaultWindow
 		MaxModelsUser:   store.DefaultMaxModelsPerUser,
+		MaxDirs:         store.DefaultMaxDirs,
 		DirtyExpire:     tiers.DefaultDirtyExpire,
 	}
 }
@@ -135,6 +138,8 @@ type fileConfig struct {
 	MaxPendingUser  *byteSize      `yaml:"max_pending_per_user"`
 	MaxModelsUser   *int           `yaml:"max_models_per_user"`
 	MaxBytesUser    *byteSize      `yaml:"max_bytes_per_user"`
+	MaxDirs         *int           `yaml:"max_dirs"`
+	MaxDirsUser     *int           `yaml:"max_dirs_per_user"`
 	LogLevel        *string        `yaml:"log_level"`
 	LogFormat       *string        `yaml:"log_format"`
 	Debug           *bool          `yaml:"debug"`
@@ -247,8 +252,10 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 	set(&cfg.MaxPending, fc.MaxPending)
 	set(&cfg.MaxPendingUser, fc.MaxPendingUser)
 	set(&cfg.MaxBytesUser, fc.MaxBytesUser)
-	if fc.MaxModelsUser != nil {
-		cfg.MaxModelsUser = *fc.MaxModelsUser
+	for dst, v := range map[*int]*int{&cfg.MaxModelsUser: fc.MaxModelsUser, &cfg.MaxDirs: fc.MaxDirs, &cfg.MaxDirsUser: fc.MaxDirsUser} {
+		if v != nil {
+			*dst = *v
+		}
 	}
 	set(&cfg.DirtyLimit, fc.DirtyLimit)
 	set(&cfg.DirtyBackground, fc.DirtyBackground)

@@ -120,6 +120,10 @@ func fuseFlags() []cli.Flag {
 			Usage: "one user's share (`SIZE`) of --max-pending (0: half of it); past it EDQUOT"},
 		&cli.IntFlag{Name: "max-models-per-user", Category: catFUSE, Value: store.DefaultMaxModelsPerUser,
 			Usage: "most models (`N`) one user other than root may own; past it mkdir fails with EDQUOT (-1: no bound)"},
+		&cli.IntFlag{Name: "max-dirs", Category: catFUSE, Value: store.DefaultMaxDirs,
+			Usage: "most directories (`N`) of files models the mount keeps; past it mkdir fails with ENOSPC (-1: no bound)"},
+		&cli.IntFlag{Name: "max-dirs-per-user", Category: catFUSE, Value: 0,
+			Usage: "most directories (`N`) of --max-dirs one user's mkdirs make, root included (0: half of it, -1: no bound); past it EDQUOT"},
 		&cli.StringFlag{Name: "max-bytes-per-user", Category: catFUSE, Value: "0",
 			Usage: "most bytes (`SIZE`) the models one user other than root owns may hold together; past it a publish fails with EDQUOT (0: no bound)"},
 	}
@@ -209,6 +213,12 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 	if cmd.IsSet("max-models-per-user") {
 		cfg.MaxModelsUser = int(cmd.Int("max-models-per-user"))
 	}
+	if cmd.IsSet("max-dirs") {
+		cfg.MaxDirs = int(cmd.Int("max-dirs"))
+	}
+	if cmd.IsSet("max-dirs-per-user") {
+		cfg.MaxDirsUser = int(cmd.Int("max-dirs-per-user"))
+	}
 	if cmd.IsSet("kernel-nodes") {
 		cfg.KernelNodes = int(cmd.Int("kernel-nodes"))
 	}
@@ -284,6 +294,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		MaxFileSize: cfg.MaxFileSize, Logger: log, Repr: cfg.Repr, GPU: dev,
 		MaxPending: cfg.MaxPending, MaxPendingPerUser: cfg.MaxPendingUser,
 		MaxModelsPerUser: cfg.MaxModelsUser, MaxBytesPerUser: cfg.MaxBytesUser,
+		MaxDirs: cfg.MaxDirs, MaxDirsPerUser: cfg.MaxDirsUser,
 		Layout: cfg.DefaultLayout, EventsWindow: cfg.EventsWindow,
 	})
 	if err != nil {
