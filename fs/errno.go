@@ -48,6 +48,13 @@ const (
 	// errnoNoLock: a POSIX lock request, which the mount does not claim
 	// (flock.go; the kernel keeps those).
 	errnoNoLock = syscall.ENOTSUP
+	// errnoNoSpecial: a symlink, hard link or device node among the
+	// private entries of a ucm-posix model (scratch_node.go), which are
+	// plain files and directories.
+	errnoNoSpecial = syscall.EPERM
+	// errnoNoCopy: copy_file_range into a private file, which the kernel
+	// then does as writes, each admitted by the budget.
+	errnoNoCopy = syscall.EOPNOTSUPP
 )
 
 // errnoRule is one line of the mapping table: errors.Is(err, target)

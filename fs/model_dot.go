@@ -50,7 +50,7 @@ func (s *fsState) scratch() (*gofs.LoopbackRoot, error) {
 		dev := st.Dev ^ uint64(ino.Scratch)<<(ino.Shift-32)
 		s.scratchDir.root = &gofs.LoopbackRoot{Path: dir, Dev: dev, RootNode: s.rootNode,
 			NewNode: func(r *gofs.LoopbackRoot, _ *gofs.Inode, _ string, _ *syscall.Stat_t) gofs.InodeEmbedder {
-				return &scratchNode{gofs.LoopbackNode{RootData: r}}
+				return s.newScratchNode(r)
 			}}
 	})
 	return s.scratchDir.root, s.scratchDir.err
@@ -76,7 +76,7 @@ func (m *modelNode) dotPath(name string) (string, *gofs.LoopbackRoot, error) {
 func (m *modelNode) dotChild(ctx context.Context, r *gofs.LoopbackRoot, name string, st *unix.Stat_t, out *fuse.EntryOut) *gofs.Inode {
 	ino := uint64(ino.Scratch)<<ino.Shift ^ st.Ino
 	ch := newChild(ctx, &m.Inode, name, ino, st.Mode&syscall.S_IFMT, func() gofs.InodeEmbedder {
-		return &scratchNode{gofs.LoopbackNode{RootData: r}}
+		return m.s.newScratchNode(r)
 	})
 	var sst syscall.Stat_t
 	if syscall.Lstat(filepath.Join(r.Path, m.model, name), &sst) == nil {
@@ -100,12 +100,19 @@ func (m *modelNode) dotLookup(ctx context.Context, name string, out *fuse.EntryO
 	return m.dotChild(ctx, r, name, &st, out), 0
 }
 
-// dotMkdir makes a private directory, its caller's.
+// dotMkdir makes a private directory, its caller's, once the budget
+// admits it (scratch_budget.go).
 func (m *modelNode) dotMkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	p, r, err := m.dotPath(name)
-	if err == nil {
-		err = unix.Mkdir(p, mode)
+	if err != nil {
+		return nil, toErrno(err)
 	}
+	uid, reserved, errno := m.s.admitEntry(ctx, "mkdir", p)
+	if errno != 0 {
+		return nil, errno
+	}
+	err = unix.Mkdir(p, mode)
+	m.s.settlePath(p, uid, reserved, err == nil)
 	if err == nil {
 		c := callerProc(ctx)
 		err = unix.Lchown(p, int(c.Uid), int(c.Gid))
@@ -120,14 +127,20 @@ func (m *modelNode) dotMkdir(ctx context.Context, name string, mode uint32, out 
 	return m.dotChild(ctx, r, name, &st, out), 0
 }
 
-// dotCreate makes (or opens) a private file, its caller's.
+// dotCreate makes (or opens) a private file, its caller's, once the
+// budget admits it (scratch_budget.go).
 func (m *modelNode) dotCreate(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
 	p, r, err := m.dotPath(name)
 	if err != nil {
 		return nil, nil, 0, m.s.fail("create", m.model+"/"+name, err)
 	}
+	uid, reserved, errno := m.s.admitEntry(ctx, "create", p)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
 	fd, err := unix.Open(p, int(flags)|unix.O_CREAT|unix.O_CLOEXEC, mode)
 	if err != nil {
+		m.s.scratchUse.settle(0, uid, -1, reserved)
 		return nil, nil, 0, toErrno(err)
 	}
 	var st unix.Stat_t
@@ -137,64 +150,26 @@ func (m *modelNode) dotCreate(ctx context.Context, name string, flags, mode uint
 	}
 	if err != nil {
 		unix.Close(fd)
+		m.s.scratchUse.settle(0, uid, -1, reserved)
 		return nil, nil, 0, toErrno(err)
 	}
-	return m.dotChild(ctx, r, name, &st, out), newScratchFile(gofs.NewLoopbackFile(fd)), 0, 0
-}
-
-// maxScratchFile bounds a private entry's size: they are UCM's leases,
-// heartbeats and small configs, and they live in the memory tier's tmpfs,
-// which the blocks need (an 80 MiB one stopped every user's publishes).
-const maxScratchFile = 1 << 20
-
-// scratchFile is a private file's descriptor: the loopback's, served by
-// the daemon (never passthrough, so that every write is seen) and bounded
-// to maxScratchFile bytes (EFBIG past it).
-type scratchFile struct{ *gofs.LoopbackFile }
-
-// newScratchFile wraps a loopback file handle.
-func newScratchFile(fh gofs.FileHandle) gofs.FileHandle {
-	return &scratchFile{fh.(*gofs.LoopbackFile)}
-}
-
-// PassthroughFd declines passthrough: the daemon sees every write.
-func (f *scratchFile) PassthroughFd() (int, bool) { return -1, false }
-
-// Write refuses to grow the file past maxScratchFile.
-func (f *scratchFile) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	if off < 0 || off+int64(len(data)) > maxScratchFile {
-		return 0, errnoTooBig
-	}
-	return f.LoopbackFile.Write(ctx, data, off)
-}
-
-// Allocate refuses to reserve past maxScratchFile.
-func (f *scratchFile) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
-	if off+size > maxScratchFile {
-		return errnoTooBig
-	}
-	return f.LoopbackFile.Allocate(ctx, off, size, mode)
-}
-
-// Setattr refuses a size past maxScratchFile.
-func (f *scratchFile) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if sz, ok := in.GetSize(); ok && sz > maxScratchFile {
-		return errnoTooBig
-	}
-	return f.LoopbackFile.Setattr(ctx, in, out)
+	f := m.s.newScratchFile(ctx, gofs.NewLoopbackFile(fd))
+	f.settle(ctx, uid, reserved)
+	return m.dotChild(ctx, r, name, &st, out), f, 0, 0
 }
 
 // dotRemove unlinks a private file or removes a private directory.
 func (m *modelNode) dotRemove(name string, dir bool) syscall.Errno {
 	p, _, err := m.dotPath(name)
-	if err == nil {
-		if dir {
-			err = unix.Rmdir(p)
-		} else {
-			err = unix.Unlink(p)
-		}
+	if err != nil {
+		return toErrno(err)
 	}
-	return toErrno(err)
+	return m.s.removing(p, func() syscall.Errno {
+		if dir {
+			return toErrno(unix.Rmdir(p))
+		}
+		return toErrno(unix.Unlink(p))
+	})
 }
 
 // dotRename renames a private entry to another private name of m.
@@ -207,10 +182,14 @@ func (m *modelNode) dotRename(name string, newParent gofs.InodeEmbedder, newName
 	if err == nil {
 		err = err2
 	}
-	if err == nil {
-		err = unix.Renameat2(unix.AT_FDCWD, p, unix.AT_FDCWD, q, uint(flags))
+	if err != nil {
+		return toErrno(err)
 	}
-	return toErrno(err)
+	op := func() syscall.Errno { return toErrno(unix.Renameat2(unix.AT_FDCWD, p, unix.AT_FDCWD, q, uint(flags))) }
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		return op()
+	}
+	return m.s.removing(q, op)
 }
 
 // dotEntries lists the private entries of m.
@@ -232,46 +211,4 @@ func (m *modelNode) dotEntries() []fuse.DirEntry {
 		out = append(out, fuse.DirEntry{Name: e.Name(), Mode: st.Mode & syscall.S_IFMT, Ino: uint64(ino.Scratch)<<ino.Shift ^ st.Ino})
 	}
 	return out
-}
-
-// scratchNode is a loopback node whose attributes leave the inode number
-// to go-fuse: the loopback fills in the scratch file's own, which is not
-// the node's (ino.Scratch), and go-fuse would log every such answer.
-type scratchNode struct{ gofs.LoopbackNode }
-
-// Getattr is the loopback's, without its inode number.
-func (n *scratchNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	errno := n.LoopbackNode.Getattr(ctx, f, out)
-	out.Ino = 0
-	return errno
-}
-
-// Open is the loopback's, with a bounded descriptor (scratchFile).
-func (n *scratchNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	fh, fl, errno := n.LoopbackNode.Open(ctx, flags)
-	if errno != 0 {
-		return nil, 0, errno
-	}
-	return newScratchFile(fh), fl, 0
-}
-
-// Create is the loopback's (which gives the file to its caller), with a
-// bounded descriptor (scratchFile).
-func (n *scratchNode) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	ch, fh, fl, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
-	if errno != 0 {
-		return nil, nil, 0, errno
-	}
-	return ch, newScratchFile(fh), fl, 0
-}
-
-// Setattr is the loopback's, within maxScratchFile, without its inode
-// number.
-func (n *scratchNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if sz, ok := in.GetSize(); ok && sz > maxScratchFile {
-		return errnoTooBig
-	}
-	errno := n.LoopbackNode.Setattr(ctx, f, in, out)
-	out.Ino = 0
-	return errno
 }

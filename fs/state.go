@@ -50,6 +50,9 @@ type fsState struct {
 	// scratchDir holds the private entries of ucm-posix models
 	// (model_dot.go).
 	scratchDir scratchRoot
+	// scratchUse is what the private entries take of the memory tier
+	// (scratch_budget.go).
+	scratchUse scratchBudget
 
 	seq          atomic.Uint64 // numbers of files being written
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)

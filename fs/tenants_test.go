@@ -130,15 +130,7 @@ func TestScratchBoundedAndOwned(t *testing.T) {
 // directory tier an inode.
 func TestDirsBounded(t *testing.T) {
 	m := sharedMount(t, store.Options{MaxDirs: 6, MaxDirsPerUser: 3})
-	if err := os.Mkdir(m.path("eng"), 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(m.path("eng"), 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Setxattr(m.path("eng"), "user.ucm.layout", []byte("files"), 0); err != nil {
-		t.Fatal(err)
-	}
+	openModel(t, m, "eng", "files")
 	as := func(args ...string) error {
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
@@ -189,4 +181,77 @@ func sharedMount(t *testing.T, sopts store.Options) *testMount {
 		t.Fatal(err)
 	}
 	return mountAt(t, mnt, newTestStack(t), Options{AllowOther: true}, sopts)
+}
+
+// TestScratchBudget: the private entries of a ucm-posix model live in the
+// memory tier's tmpfs, so what one user's take is bounded (EDQUOT past
+// its share; before, another user filled the tmpfs and every user's
+// writes failed with ENOSPC); a file unlinked while open keeps its charge
+// until its last close, and the charge goes with it.
+func TestScratchBudget(t *testing.T) {
+	m := sharedMount(t, store.Options{})
+	openModel(t, m, "ucm", "ucm-posix")
+	// As another user: 1 MB files in the lease directory until a write
+	// fails; then, with eight of them held open and unlinked, one more;
+	// then, all closed, one more again.
+	script := `
+import errno, os, sys
+d = sys.argv[1] + "/.ucm_gc.lock"
+os.mkdir(d)
+def fill(name):
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(b"\0" * 1000000)
+made = 0
+try:
+    while True:
+        fill("f%d" % made)
+        made += 1
+except OSError as e:
+    print("made", made, errno.errorcode[e.errno])
+os.unlink(os.path.join(d, "f%d" % made))
+held = [open(os.path.join(d, "f%d" % i), "rb") for i in range(made)]
+for i in range(made):
+    os.unlink(os.path.join(d, "f%d" % i))
+try:
+    fill("again")
+    print("held: made")
+except OSError as e:
+    print("held:", errno.errorcode[e.errno])
+    os.unlink(os.path.join(d, "again"))
+for f in held:
+    f.close()
+fill("again")
+print("closed: made")
+`
+	cmd := exec.Command("/usr/bin/python3", "-c", script, m.path("ucm")) // the system one: another user runs it
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := fmt.Sprintf("made %d EDQUOT\nheld: EDQUOT\nclosed: made\n", maxScratchPerUser/1003520)
+	if string(out) != want {
+		t.Fatalf("another user's private files:\n%s\nwant\n%s", out, want)
+	}
+	if err := os.WriteFile(m.path("ucm", ".ucm_gc.config"), make([]byte, 1000000), 0o644); err != nil {
+		t.Fatalf("root's private file beside them: %v", err)
+	}
+	if err := os.Symlink("/etc/passwd", m.path("ucm", ".ucm_gc.lock", "link")); !errors.Is(err, syscall.EPERM) {
+		t.Fatalf("a symlink among them: %v, want EPERM", err)
+	}
+}
+
+// openModel makes the model name of layout on m, which every user may
+// write in (mode 0777).
+func openModel(t *testing.T, m *testMount, name, layout string) {
+	t.Helper()
+	if err := os.Mkdir(m.path(name), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(m.path(name), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(m.path(name), "user.ucm.layout", []byte(layout), 0); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,0 +1,300 @@
+package fs
+
+import (
+	"context"
+	"path/filepath"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// The nodes and descriptors of the private entries of ucm-posix models
+// (model_dot.go): go-fuse's loopback over the scratch directory, with
+// what they may take of the memory tier bounded (scratch_budget.go).
+
+// maxScratchFile bounds a private entry's size: they are UCM's leases,
+// heartbeats and small configs, and they live in the memory tier's tmpfs,
+// which the blocks need (an 80 MiB one stopped every user's publishes).
+const maxScratchFile = 1 << 20
+
+// scratchNode is a loopback node whose attributes leave the inode number
+// to go-fuse (the loopback fills in the scratch file's own, which is not
+// the node's: ino.Scratch, and go-fuse would log every such answer), and
+// whose new entries and growth the budget admits.
+type scratchNode struct {
+	gofs.LoopbackNode
+	s *fsState
+}
+
+// newScratchNode is the node of a private entry under r.
+func (s *fsState) newScratchNode(r *gofs.LoopbackRoot) *scratchNode {
+	return &scratchNode{LoopbackNode: gofs.LoopbackNode{RootData: r}, s: s}
+}
+
+// child is the scratch path of name in n.
+func (n *scratchNode) child(name string) string {
+	return filepath.Join(n.RootData.Path, n.Path(n.Root()), name)
+}
+
+// Getattr is the loopback's, without its inode number.
+func (n *scratchNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	errno := n.LoopbackNode.Getattr(ctx, f, out)
+	out.Ino = 0
+	return errno
+}
+
+// Open is the loopback's, with a bounded descriptor (scratchFile).
+func (n *scratchNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	fh, fl, errno := n.LoopbackNode.Open(ctx, flags)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	return n.s.newScratchFile(ctx, fh), fl, 0
+}
+
+// Create is the loopback's (which gives the file to its caller), admitted
+// by the budget, with a bounded descriptor (scratchFile).
+func (n *scratchNode) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	uid, reserved, errno := n.s.admitEntry(ctx, "create", n.child(name))
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	ch, fh, fl, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
+	if errno != 0 {
+		n.s.scratchUse.settle(0, uid, -1, reserved)
+		return nil, nil, 0, errno
+	}
+	f := n.s.newScratchFile(ctx, fh)
+	f.settle(ctx, uid, reserved)
+	return ch, f, fl, 0
+}
+
+// Mkdir is the loopback's, admitted by the budget.
+func (n *scratchNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	p := n.child(name)
+	uid, reserved, errno := n.s.admitEntry(ctx, "mkdir", p)
+	if errno != 0 {
+		return nil, errno
+	}
+	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	n.s.settlePath(p, uid, reserved, errno == 0)
+	return ch, errno
+}
+
+// Unlink is the loopback's; the file's charge goes with its last name.
+func (n *scratchNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	return n.s.removing(n.child(name), func() syscall.Errno { return n.LoopbackNode.Unlink(ctx, name) })
+}
+
+// Rmdir is the loopback's; the directory's charge goes with it.
+func (n *scratchNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return n.s.removing(n.child(name), func() syscall.Errno { return n.LoopbackNode.Rmdir(ctx, name) })
+}
+
+// Rename is the loopback's; an entry it renames over loses that name.
+func (n *scratchNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	target := filepath.Join(n.RootData.Path, newParent.EmbeddedInode().Path(n.Root()), newName)
+	op := func() syscall.Errno { return n.LoopbackNode.Rename(ctx, name, newParent, newName, flags) }
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		return op()
+	}
+	return n.s.removing(target, op)
+}
+
+// Symlink refuses: the private entries are files and directories.
+func (n *scratchNode) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, errnoNoSpecial
+}
+
+// Link refuses: the private entries are files and directories.
+func (n *scratchNode) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, errnoNoSpecial
+}
+
+// Mknod refuses: the private entries are files and directories.
+func (n *scratchNode) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, errnoNoSpecial
+}
+
+// Setxattr refuses, as for every other file of the mount outside
+// user.ucm.*: extended attributes would take the tmpfs's memory outside
+// the budget.
+func (n *scratchNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	return n.s.fail("setxattr", n.child(""), errOtherNS)
+}
+
+// CopyFileRange declines: the kernel copies with writes, which the budget
+// admits.
+func (n *scratchNode) CopyFileRange(ctx context.Context, fhIn gofs.FileHandle, offIn uint64, out *gofs.Inode, fhOut gofs.FileHandle, offOut uint64, l uint64, flags uint64) (uint32, syscall.Errno) {
+	return 0, errnoNoCopy
+}
+
+// Setattr is the loopback's, within maxScratchFile, without its inode
+// number; a truncate settles the file's charge (a larger size allocates
+// nothing in the tmpfs until written).
+func (n *scratchNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if sz, ok := in.GetSize(); ok && sz > maxScratchFile {
+		return errnoTooBig
+	}
+	errno := n.LoopbackNode.Setattr(ctx, f, in, out)
+	if _, ok := in.GetSize(); ok && errno == 0 && f == nil {
+		n.s.settlePath(n.child(""), callerProc(ctx).Uid, 0, true)
+	}
+	out.Ino = 0
+	return errno
+}
+
+// admitEntry admits a new entry at path p for its caller (nothing when p
+// exists: an open of it): the caller's uid and the bytes reserved, or the
+// budget's errno.
+func (s *fsState) admitEntry(ctx context.Context, op, p string) (uint32, int64, syscall.Errno) {
+	uid := callerProc(ctx).Uid
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) == nil {
+		return uid, 0, 0
+	}
+	if err := s.scratchUse.reserve(uid, scratchEntry); err != nil {
+		return 0, 0, s.fail(op, p, err)
+	}
+	return uid, scratchEntry, 0
+}
+
+// settlePath settles the charge of the entry at path p after a change
+// for which reserved bytes were admitted to uid (made: the change was
+// made).
+func (s *fsState) settlePath(p string, uid uint32, reserved int64, made bool) {
+	var st unix.Stat_t
+	if !made || unix.Lstat(p, &st) != nil {
+		s.scratchUse.settle(0, uid, -1, reserved)
+		return
+	}
+	s.scratchUse.settle(st.Ino, s.scratchUse.owner(st.Ino, uid), st.Blocks*512, reserved)
+}
+
+// removing runs op, which takes the name at path p (a removal or a rename
+// over it), and releases the charge of what p named if it was its last
+// name.
+func (s *fsState) removing(p string, op func() syscall.Errno) syscall.Errno {
+	var st unix.Stat_t
+	had := unix.Lstat(p, &st) == nil
+	errno := op()
+	if errno == 0 && had {
+		s.scratchUse.gone(&st)
+	}
+	return errno
+}
+
+// scratchFile is a private file's descriptor: the loopback's, served by
+// the daemon (never passthrough, so that every write is seen), bounded to
+// maxScratchFile bytes (EFBIG past it), each growth admitted by the
+// budget.
+type scratchFile struct {
+	*gofs.LoopbackFile
+	s   *fsState
+	ino uint64 // the file's inode number in the tmpfs
+}
+
+// newScratchFile wraps a loopback file handle and counts it open.
+func (s *fsState) newScratchFile(ctx context.Context, fh gofs.FileHandle) *scratchFile {
+	f := &scratchFile{LoopbackFile: fh.(*gofs.LoopbackFile), s: s}
+	var a fuse.AttrOut
+	if f.LoopbackFile.Getattr(ctx, &a) == 0 {
+		f.ino = a.Ino
+	}
+	s.scratchUse.opened(f.ino)
+	return f
+}
+
+// settle sets the file's charge to what it allocates now, in place of
+// the reserved bytes admitted to uid.
+func (f *scratchFile) settle(ctx context.Context, uid uint32, reserved int64) {
+	var a fuse.AttrOut
+	alloc := int64(-1)
+	if f.LoopbackFile.Getattr(ctx, &a) == 0 {
+		alloc = int64(a.Blocks) * 512
+	}
+	f.s.scratchUse.settle(f.ino, f.s.scratchUse.owner(f.ino, uid), alloc, reserved)
+}
+
+// grow runs op, a change that may allocate up to n more bytes ending at
+// end, once the budget admits them.
+func (f *scratchFile) grow(ctx context.Context, op string, end, n int64, do func() syscall.Errno) syscall.Errno {
+	if end > maxScratchFile {
+		return errnoTooBig
+	}
+	uid := f.s.scratchUse.owner(f.ino, callerProc(ctx).Uid)
+	n = pages(n)
+	if err := f.s.scratchUse.reserve(uid, n); err != nil {
+		return f.s.fail(op, "private file", err)
+	}
+	errno := do()
+	f.settle(ctx, uid, n)
+	return errno
+}
+
+// PassthroughFd declines passthrough: the daemon sees every write.
+func (f *scratchFile) PassthroughFd() (int, bool) { return -1, false }
+
+// Write writes once the budget admits the bytes.
+func (f *scratchFile) Write(ctx context.Context, data []byte, off int64) (written uint32, errno syscall.Errno) {
+	if off < 0 {
+		return 0, errnoTooBig
+	}
+	errno = f.grow(ctx, "write", off+int64(len(data)), int64(len(data)), func() syscall.Errno {
+		written, errno = f.LoopbackFile.Write(ctx, data, off)
+		return errno
+	})
+	return written, errno
+}
+
+// Writev writes once the budget admits the bytes.
+func (f *scratchFile) Writev(ctx context.Context, data [][]byte, off int64) (written uint32, errno syscall.Errno) {
+	n := int64(0)
+	for _, d := range data {
+		n += int64(len(d))
+	}
+	if off < 0 {
+		return 0, errnoTooBig
+	}
+	errno = f.grow(ctx, "write", off+n, n, func() syscall.Errno {
+		written, errno = f.LoopbackFile.Writev(ctx, data, off)
+		return errno
+	})
+	return written, errno
+}
+
+// Allocate reserves once the budget admits the bytes.
+func (f *scratchFile) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	return f.grow(ctx, "fallocate", int64(off+size), int64(size), func() syscall.Errno {
+		return f.LoopbackFile.Allocate(ctx, off, size, mode)
+	})
+}
+
+// Setattr refuses a size past maxScratchFile, and settles the charge
+// after a truncate.
+func (f *scratchFile) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	sz, ok := in.GetSize()
+	if ok && sz > maxScratchFile {
+		return errnoTooBig
+	}
+	errno := f.LoopbackFile.Setattr(ctx, in, out)
+	if ok && errno == 0 {
+		f.settle(ctx, callerProc(ctx).Uid, 0)
+	}
+	return errno
+}
+
+// Release closes the descriptor; the last one of a file with no name left
+// takes its charge out.
+func (f *scratchFile) Release(ctx context.Context) syscall.Errno {
+	var a fuse.AttrOut
+	nlink := uint32(1)
+	if f.LoopbackFile.Getattr(ctx, &a) == 0 {
+		nlink = a.Nlink
+	}
+	errno := f.LoopbackFile.Release(ctx)
+	f.s.scratchUse.closed(f.ino, nlink)
+	return errno
+}
