@@ -3,10 +3,12 @@ package tiers
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,10 +143,10 @@ func TestFilesKeep(t *testing.T) {
 		}
 	}
 	last := len(s.dirs) - 1
-	if err := s.evictFrom(last, cfg); err == nil {
+	if err := s.evictFrom(last, cfg, false); err == nil {
 		t.Error("a kept file was dropped")
 	}
-	if err := s.evictFrom(last, blk); err != nil {
+	if err := s.evictFrom(last, blk, false); err != nil {
 		t.Errorf("dropping a block: %v", err)
 	}
 	if !s.Has(cfg) || s.Has(blk) {
@@ -238,5 +240,61 @@ func TestFilesReplacedWhileCopied(t *testing.T) {
 				t.Errorf("tier file: %d bytes, %v", len(got), err)
 			}
 		})
+	}
+}
+
+// TestKeptFilesPassedOver: kept files at the oldest end of the last
+// tier's order do not stop it making room (64 of them, of 4 bytes, made
+// every later write fail with ENOSPC: the tier looked at its 64 oldest
+// files only); and a last tier that holds nothing but kept files drops
+// the oldest of them rather than refuse every write.
+func TestKeptFilesPassedOver(t *testing.T) {
+	const blockSize = 64 << 10
+	s := buildStack(t, StackConfig{}, MemConfig{Capacity: 4 << 20}, DirConfig{Kind: "nvme", Dir: t.TempDir(), Capacity: 2 << 20})
+	s.SetKeep(func(k format.Key) bool { return strings.HasPrefix(k.Name, ".") })
+	var kept []format.Key
+	for i := range 100 {
+		k := format.FileKey("e", fmt.Sprintf(".lock%d", i))
+		if _, err := s.Put(k, []byte("lock"), true); err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, k)
+	}
+	block := make([]byte, blockSize)
+	for i := range 100 { // 6.4 MiB through a 2 MiB tier
+		if _, err := s.Put(format.FileKey("e", fmt.Sprintf("b%d.bin", i)), block, true); err != nil {
+			t.Fatalf("block %d: %v", i, err)
+		}
+	}
+	for _, k := range kept {
+		if !s.Has(k) {
+			t.Fatalf("%s was dropped while blocks could go", k)
+		}
+	}
+	// Nothing but kept files: the oldest go.
+	for i := range 100 {
+		if err := s.Delete(format.FileKey("e", fmt.Sprintf("b%d.bin", i))); err != nil && !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+	}
+	big := make([]byte, blockSize)
+	for i := 0; s.dirs[0].Usage().Used < 2<<20-blockSize; i++ {
+		k := format.FileKey("e", fmt.Sprintf(".big%d", i))
+		if _, err := s.Put(k, big, true); err != nil {
+			t.Fatalf("kept file %d: %v", i, err)
+		}
+		kept = append(kept, k)
+	}
+	if _, err := s.Put(format.FileKey("e", "after.bin"), append(big, big...), true); err != nil {
+		t.Fatalf("a block into a tier full of kept files: %v", err)
+	}
+	gone := 0
+	for _, k := range kept {
+		if !s.Has(k) {
+			gone++
+		}
+	}
+	if gone == 0 {
+		t.Error("no kept file went, yet the block fit")
 	}
 }

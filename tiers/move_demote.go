@@ -30,14 +30,17 @@ func (s *Stack) demoteLoop() {
 
 // demote moves the least recently used files of dirs[i] down to dirs[i+1]
 // until it is back under its low watermark. The last tier drops them: the
-// store is a cache, and a dropped block is a miss. Pinned blocks stay. A
-// shared tier takes the oldest mtimes first and never a file younger than
-// its KeepRecent (mayEvict).
+// store is a cache, and a dropped block is a miss. Pinned blocks and kept
+// files stay, and go to the recent end of the order (drop), so that the
+// next look at the oldest end finds others. A shared tier takes the
+// oldest mtimes first and never a file younger than its KeepRecent
+// (mayEvict).
 func (s *Stack) demote(i int) {
 	d := s.dirs[i]
+	var seen int64 // files looked at since one went
 	for d.Usage().Used > d.LowTarget() {
 		victims := d.Oldest(64)
-		progress := false
+		progress, passed := false, false
 		for _, v := range victims {
 			if d.Usage().Used <= d.LowTarget() {
 				return
@@ -45,14 +48,21 @@ func (s *Stack) demote(i int) {
 			if !d.share.mayEvict(v.Key) {
 				continue // used by some daemon lately, or gone
 			}
-			err := s.evictFrom(i, v.Key)
-			if err == nil {
+			err := s.evictFrom(i, v.Key, false)
+			switch {
+			case err == nil:
 				progress = true
-			} else if !errors.Is(err, ErrNotFound) {
+			case errors.Is(err, errStays):
+				passed = true
+			case !errors.Is(err, ErrNotFound):
 				s.log.Warn("demotion failed", "key", v.Key.String(), "tier", d.Name(), "err", err)
 			}
 		}
-		if !progress {
+		if progress {
+			seen = 0
+			continue
+		}
+		if seen += int64(len(victims)); !passed || seen >= d.Usage().Files {
 			return
 		}
 	}
@@ -60,42 +70,66 @@ func (s *Stack) demote(i int) {
 
 // makeRoomOn frees room on dirs[i] for a file of size bytes, by its index
 // and by its filesystem (FSNeed): its least recently used files move down
-// to the next tier, or out of the last one, as demote does. It reports
+// to the next tier, or out of the last one, as demote does. Files that
+// stay (pinned, kept) are passed over. When the last tier holds nothing
+// else it may drop, its oldest kept files go too: an engine's own files
+// are the last to go, not a way to fill the tier for good. It reports
 // whether the file fits now.
 func (s *Stack) makeRoomOn(i int, size int64) bool {
 	d := s.dirs[i]
-	for round := 0; round < 64; round++ {
+	var seen int64 // files looked at since one went
+	force := false // kept files go too
+	for round := 0; round < 64; {
 		need := d.FSNeed(size)
 		if need == 0 {
 			return true
 		}
 		var freed int64
-		for _, v := range d.Oldest(64) {
+		passed := false
+		victims := d.Oldest(64)
+		for _, v := range victims {
 			if freed >= need {
 				break
 			}
 			if !d.share.mayEvict(v.Key) {
 				continue // used by some daemon lately, or gone
 			}
-			if s.evictFrom(i, v.Key) == nil {
+			err := s.evictFrom(i, v.Key, force)
+			if err == nil {
 				freed += v.Size
+			} else if errors.Is(err, errStays) {
+				passed = true
 			}
 		}
 		d.fsForget()
-		if freed == 0 {
+		if freed > 0 {
+			seen = 0
+			round++
+			continue
+		}
+		if !passed || force {
 			return false
+		}
+		if seen += int64(len(victims)); seen >= d.Usage().Files {
+			if i+1 < len(s.dirs) {
+				return false
+			}
+			force = true
+			if now, last := time.Now().UnixNano(), s.keptWarned.Load(); now-last > int64(time.Minute) && s.keptWarned.CompareAndSwap(last, now) {
+				s.log.Warn("the last tier holds nothing it may drop but kept files (an engine's own: configs, locks, logs, dot files): the oldest of them go", "tier", d.Name(), "files", d.Usage().Files)
+			}
 		}
 	}
 	return d.FSNeed(size) == 0
 }
 
 // evictFrom takes k off dirs[i]: down to the next tier, or out of the
-// last one.
-func (s *Stack) evictFrom(i int, k format.Key) error {
+// last one (force: a kept file too).
+func (s *Stack) evictFrom(i int, k format.Key, force bool) error {
 	if i+1 < len(s.dirs) {
 		return s.moveDown(s.dirs[i], s.dirs[i+1], k)
 	}
-	return s.drop(s.dirs[i], k)
+	return s.drop(s.dirs[i], k, force)
 }
 
 // moveDown copies k from d to the next tier, then removes it from d.
@@ -114,18 +148,26 @@ func (s *Stack) moveDown(d, next *DirTier, k format.Key) error {
 	})
 }
 
+// errStays: a file the last tier does not drop, pinned or kept; it goes to
+// the recent end of the tier's order, so that eviction looks past it.
+var errStays = fmt.Errorf("stays: %w", ErrNotFound)
+
 // drop removes k from the last tier and from the whole stack, unless its
-// block is pinned in memory. A block's sidecar goes with it.
-func (s *Stack) drop(d *DirTier, k format.Key) error {
+// block is pinned in memory or, without force, it is kept (SetKeep). A
+// block's sidecar goes with it.
+func (s *Stack) drop(d *DirTier, k format.Key, force bool) error {
 	pin := k // a sidecar goes with its block, and stays while it is pinned
 	if k.Kind == format.Repr {
 		pin = format.Key{Model: k.Model, ID: k.ID}
 	}
-	if s.mem.Pinned(pin) {
-		return fmt.Errorf("%s: pinned", k)
-	}
-	if keep := s.keep.Load(); keep != nil && (*keep)(k) {
-		return fmt.Errorf("%s: kept, never dropped: %w", k, ErrNotFound)
+	keep := s.keep.Load()
+	switch {
+	case s.mem.Pinned(pin):
+		d.idx.Touch(k)
+		return fmt.Errorf("%s: pinned: %w", k, errStays)
+	case !force && keep != nil && (*keep)(k):
+		d.idx.Touch(k)
+		return fmt.Errorf("%s: kept, never dropped while others may be: %w", k, errStays)
 	}
 	s.stats.drops.Add(1)
 	return s.Remove(k)

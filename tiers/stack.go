@@ -107,6 +107,9 @@ type Stack struct {
 
 	metas modelMetas                            // the models' settings records (model_meta.go)
 	keep  atomic.Pointer[func(format.Key) bool] // files never dropped from the last tier (SetKeep)
+	// keptWarned is when the last tier last logged that it drops kept
+	// files (unix nanoseconds): once a minute at most.
+	keptWarned atomic.Int64
 
 	stop chan struct{}
 	wg   sync.WaitGroup
