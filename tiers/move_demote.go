@@ -34,7 +34,7 @@ func (s *Stack) demoteLoop() {
 // files stay, and go to the recent end of the order (drop), so that the
 // next look at the oldest end finds others. A shared tier takes the
 // oldest mtimes first and never a file younger than its KeepRecent
-// (mayEvict).
+// (mayEvict): such a file goes to the recent end too.
 func (s *Stack) demote(i int) {
 	d := s.dirs[i]
 	var seen int64 // files looked at since one went
@@ -45,8 +45,10 @@ func (s *Stack) demote(i int) {
 			if d.Usage().Used <= d.LowTarget() {
 				return
 			}
-			if !d.share.mayEvict(v.Key) {
-				continue // used by some daemon lately, or gone
+			if !d.share.mayEvict(v.Key) { // used by some daemon lately, or gone
+				d.idx.Touch(v.Key)
+				passed = true
+				continue
 			}
 			err := s.evictFrom(i, v.Key, false)
 			switch {
@@ -91,8 +93,10 @@ func (s *Stack) makeRoomOn(i int, size int64) bool {
 			if freed >= need {
 				break
 			}
-			if !d.share.mayEvict(v.Key) {
-				continue // used by some daemon lately, or gone
+			if !d.share.mayEvict(v.Key) { // used by some daemon lately, or gone
+				d.idx.Touch(v.Key)
+				passed = true
+				continue
 			}
 			err := s.evictFrom(i, v.Key, force)
 			if err == nil {
