@@ -125,6 +125,9 @@ type WriteStats struct {
 	// PendingBytes is what the files being written count against
 	// --max-pending (pending_budget.go).
 	PendingBytes int64 `json:"pending_bytes"`
+	// Dirs is the directories of files models the mount knows of, which
+	// --max-dirs bounds (dir_tree.go).
+	Dirs int64 `json:"dirs"`
 }
 
 // TierHealthStates are the values TierStats.Health takes, healthiest
@@ -162,6 +165,8 @@ func (s *Store) Snapshot() Stats {
 	s.budget.mu.Lock()
 	m.PendingBytes = s.budget.total
 	s.budget.mu.Unlock()
+	dirs, _ := s.DirCount(0)
+	m.Dirs = int64(dirs)
 	if s.opts.GPU != nil {
 		m.GPUDevice = s.opts.GPU.Name()
 		g := s.opts.GPU.Stats()

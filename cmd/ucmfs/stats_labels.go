@@ -27,7 +27,7 @@ var mountRows = []struct{ label, tmpl string }{
 	{"top-k", "{topks} requests, {topk_candidates} candidates, {topk_missing} missing, {topk_reused} reuses"},
 	{"sidecars", "{repr_derived} derived ({topk_derived} by top-k)"},
 	{"files", "{light_nodes} light nodes, {staging_files} staging, {writing_files} being written"},
-	{"", "{parked_files} staging files parked, {pending_bytes:bytes} pending"},
+	{"", "{parked_files} staging files parked, {pending_bytes:bytes} pending, {dirs} directories"},
 }
 
 var rowField = regexp.MustCompile(`\{([a-z0-9_]+)(:bytes|:gpu)?\}`)
