@@ -198,6 +198,7 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 		return nil, fmt.Errorf("%s tier: negative capacity %d", t.kind, cfg.Capacity)
 	}
 	t.idx = index.New(cfg.Capacity)
+	t.idx.SetUnit(dirUnit)
 	if err := t.do("mkdir", func() error { return os.MkdirAll(root, 0o700) }, nil); err != nil { // made private: the files of 0700 models are in it
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
@@ -281,7 +282,7 @@ func (t *DirTier) OverHigh() bool {
 		return false
 	}
 	u := t.idx.Usage()
-	return float64(u.Used) > t.high*float64(u.Capacity)
+	return float64(u.Charged) > t.high*float64(u.Capacity)
 }
 
 // LowTarget is the use, in bytes, that eviction frees down to.
@@ -337,3 +338,11 @@ func (t *DirTier) errClosed(op string) error {
 
 // isENOENT reports a missing file or directory.
 func isENOENT(err error) bool { return errors.Is(err, unix.ENOENT) }
+
+// dirUnit is what a file takes of a directory tier's capacity at least,
+// and the unit its size is rounded up to: a block of the tier's
+// filesystem (4 KiB on ext4 and xfs), which an empty file's inode and
+// directory entry cost too. Counting exact bytes let any number of tiny
+// files fill a tier's filesystem, and the daemon's memory, while its
+// capacity showed room.
+const dirUnit = 4096

@@ -242,17 +242,20 @@ func TestDirRebuildLRUByMTime(t *testing.T) {
 	}
 }
 
+// TestDirWatermarks: the watermarks and the capacity count what the files
+// take, in the tier's unit (a page: sizes here are whole pages).
 func TestDirWatermarks(t *testing.T) {
-	d := newDir(t, tiers.DirConfig{Capacity: 10000, HighWatermark: 0.5, LowWatermark: 0.3})
-	if d.LowTarget() != 3000 {
-		t.Fatalf("LowTarget %d, want 3000", d.LowTarget())
+	const page = 4096
+	d := newDir(t, tiers.DirConfig{Capacity: 10 * page, HighWatermark: 0.5, LowWatermark: 0.3})
+	if d.LowTarget() != 3*page {
+		t.Fatalf("LowTarget %d, want %d", d.LowTarget(), 3*page)
 	}
-	tiertest.Put(t, d, tiertest.Key("m", 0), tiertest.Payload(0, 3000), tiers.CommitOptions{})
-	tiertest.Put(t, d, tiertest.Key("m", 1), tiertest.Payload(1, 2000), tiers.CommitOptions{})
+	tiertest.Put(t, d, tiertest.Key("m", 0), tiertest.Payload(0, 3*page), tiers.CommitOptions{})
+	tiertest.Put(t, d, tiertest.Key("m", 1), tiertest.Payload(1, 2*page), tiers.CommitOptions{})
 	if d.OverHigh() {
 		t.Fatal("OverHigh at exactly the high watermark")
 	}
-	tiertest.Put(t, d, tiertest.Key("m", 2), tiertest.Payload(2, 1000), tiers.CommitOptions{})
+	tiertest.Put(t, d, tiertest.Key("m", 2), tiertest.Payload(2, page), tiers.CommitOptions{})
 	if !d.OverHigh() {
 		t.Fatal("not OverHigh at 60%")
 	}
@@ -266,7 +269,7 @@ func TestDirWatermarks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := tiertest.Payload(3, 5000)
+	data := tiertest.Payload(3, 5*page)
 	w.Write(data)
 	if _, err := w.Commit(tiers.CommitOptions{}); !errors.Is(err, tiers.ErrFull) {
 		t.Fatalf("commit over capacity: %v", err)
@@ -277,7 +280,7 @@ func TestDirWatermarks(t *testing.T) {
 	if _, err := w.Commit(tiers.CommitOptions{}); err != nil {
 		t.Fatalf("retried commit: %v", err)
 	}
-	if u := d.Usage(); u.Used != 8000 || u.Files != 3 {
+	if u := d.Usage(); u.Used != 8*page || u.Files != 3 {
 		t.Fatalf("usage %+v", u)
 	}
 }
@@ -307,5 +310,28 @@ func TestDirNoReplace(t *testing.T) {
 		if strings.HasPrefix(e.Name(), ".tmp-") {
 			t.Fatalf("temp file %s left after ErrExist", e.Name())
 		}
+	}
+}
+
+// TestDirTinyFilesCharged: a file takes at least a block of a directory
+// tier's capacity (what its filesystem spends on it), so empty and tiny
+// files cannot pile up without bound while the capacity shows room.
+func TestDirTinyFilesCharged(t *testing.T) {
+	const page = 4096
+	d := newDir(t, tiers.DirConfig{Capacity: 4 * page})
+	for i := range 4 {
+		tiertest.Put(t, d, tiertest.Key("m", i), tiertest.Payload(uint64(i), 1+i), tiers.CommitOptions{})
+	}
+	w, err := d.Create(tiertest.Key("m", 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte{1})
+	if _, err := w.Commit(tiers.CommitOptions{}); !errors.Is(err, tiers.ErrFull) {
+		t.Fatalf("a fifth tiny file in four blocks: %v, want ErrFull", err)
+	}
+	w.Abort()
+	if u := d.Usage(); u.Used != 1+2+3+4 || u.Charged != 4*page || u.Files != 4 {
+		t.Fatalf("usage %+v", u)
 	}
 }

@@ -38,11 +38,11 @@ func (s *Stack) demoteLoop() {
 func (s *Stack) demote(i int) {
 	d := s.dirs[i]
 	var seen int64 // files looked at since one went
-	for d.Usage().Used > d.LowTarget() {
+	for d.Usage().Charged > d.LowTarget() {
 		victims := d.Oldest(64)
 		progress, passed := false, false
 		for _, v := range victims {
-			if d.Usage().Used <= d.LowTarget() {
+			if d.Usage().Charged <= d.LowTarget() {
 				return
 			}
 			if !d.share.mayEvict(v.Key) { // used by some daemon lately, or gone

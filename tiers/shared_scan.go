@@ -133,7 +133,7 @@ func (t *DirTier) setFreeCapacity() error {
 	if bs == 0 {
 		bs = st.Bsize
 	}
-	t.idx.SetCapacity(t.idx.Usage().Used + int64(st.Bavail)*bs)
+	t.idx.SetCapacity(t.idx.Usage().Charged + int64(st.Bavail)*bs)
 	return nil
 }
 
