@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
 
@@ -166,6 +167,12 @@ func TestDirsBounded(t *testing.T) {
 // sopts; it skips without root, which running as that user needs.
 func sharedMount(t *testing.T, sopts store.Options) *testMount {
 	t.Helper()
+	return sharedMountOf(t, newTestStack(t), sopts)
+}
+
+// sharedMountOf is sharedMount over the stack st.
+func sharedMountOf(t *testing.T, st *tiers.Stack, sopts store.Options) *testMount {
+	t.Helper()
 	requireFUSE(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: another user makes what the test bounds")
@@ -180,7 +187,7 @@ func sharedMount(t *testing.T, sopts store.Options) *testMount {
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return mountAt(t, mnt, newTestStack(t), Options{AllowOther: true}, sopts)
+	return mountAt(t, mnt, st, Options{AllowOther: true}, sopts)
 }
 
 // TestScratchBudget: the private entries of a ucm-posix model live in the

@@ -67,6 +67,9 @@ type DirConfig struct {
 	// bytes it holds at start plus the free space of its filesystem, so a
 	// tier on a shared disk never plans to fill more than what is free.
 	Capacity int64
+	// MaxFiles is the most files the tier holds (0: DefaultMaxFiles,
+	// negative: no bound): see DefaultMaxFiles.
+	MaxFiles int64
 	// HighWatermark and LowWatermark are fractions of Capacity: OverHigh
 	// reports use above High; eviction frees down to Low.
 	HighWatermark, LowWatermark float64
@@ -199,6 +202,7 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 	}
 	t.idx = index.New(cfg.Capacity)
 	t.idx.SetUnit(dirUnit)
+	t.idx.SetMaxFiles(maxFiles(cfg.MaxFiles))
 	if err := t.do("mkdir", func() error { return os.MkdirAll(root, 0o700) }, nil); err != nil { // made private: the files of 0700 models are in it
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
@@ -275,19 +279,29 @@ func (t *DirTier) Usage() Usage { return Usage(t.idx.Usage()) }
 // scan is done for a shared one.
 func (t *DirTier) Scanned() bool { return t.share.scanned() }
 
-// OverHigh reports whether use is above the high watermark.
-// A shared tier is never over it before its background scan is done.
+// OverHigh reports whether use, in bytes or in files (MaxFiles), is
+// above the high watermark. A shared tier is never over it before its
+// background scan is done.
 func (t *DirTier) OverHigh() bool {
 	if !t.Scanned() {
 		return false
 	}
 	u := t.idx.Usage()
-	return float64(u.Charged) > t.high*float64(u.Capacity)
+	return float64(u.Charged) > t.high*float64(u.Capacity) ||
+		u.MaxFiles > 0 && float64(u.Files) > t.high*float64(u.MaxFiles)
 }
 
 // LowTarget is the use, in bytes, that eviction frees down to.
 func (t *DirTier) LowTarget() int64 {
 	return int64(t.low * float64(t.idx.Usage().Capacity))
+}
+
+// overLow reports whether use, in bytes or in files, is above the low
+// watermark: eviction goes on.
+func (t *DirTier) overLow() bool {
+	u := t.idx.Usage()
+	return u.Charged > t.LowTarget() ||
+		u.MaxFiles > 0 && float64(u.Files) > t.low*float64(u.MaxFiles)
 }
 
 // Oldest returns up to n files, least recently used first.

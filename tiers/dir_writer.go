@@ -204,7 +204,7 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 	}
 	size := fi.Size()
 	if !t.idx.Reserve(size) {
-		return Info{}, true, fmt.Errorf("%s needs %d bytes, %d free: %w", w.key, size, t.idx.Room(), ErrFull)
+		return Info{}, true, fmt.Errorf("%s: %w", w.key, noRoom(t.idx, size))
 	}
 	if t.fsFull(size) {
 		t.idx.Unreserve(size)

@@ -15,6 +15,9 @@ import (
 type MemConfig struct {
 	// Capacity is the most bytes of files the tier holds (required, > 0).
 	Capacity int64
+	// MaxFiles is the most files the tier holds (0: DefaultMaxFiles,
+	// negative: no bound).
+	MaxFiles int64
 	// Pending is the room, beyond Capacity, the tier's private tmpfs
 	// keeps for files being written (PendingWrites): the tmpfs is sized
 	// Capacity+Pending, so the kernel fails a write past it with ENOSPC,
@@ -162,6 +165,7 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 	}
 	// A tmpfs file takes whole pages: so does its charge (index.SetUnit).
 	t.idx.SetUnit(int64(os.Getpagesize()))
+	t.idx.SetMaxFiles(maxFiles(cfg.MaxFiles))
 	t.startLate()
 	if t.pages.deferred() {
 		t.lockq = newLockQueue()

@@ -67,7 +67,7 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 	}
 	size := fi.Size()
 	if !t.idx.Reserve(size) {
-		return Info{}, fmt.Errorf("memory tier: %s needs %d bytes, %d free: %w", w.key, size, t.idx.Room(), ErrFull)
+		return Info{}, fmt.Errorf("memory tier: %s: %w", w.key, noRoom(t.idx, size))
 	}
 	mtime := opts.publishTime()
 	ts := []unix.Timespec{unix.NsecToTimespec(mtime.UnixNano()), unix.NsecToTimespec(mtime.UnixNano())}

@@ -29,7 +29,7 @@ func (s *Stack) demoteLoop() {
 }
 
 // demote moves the least recently used files of dirs[i] down to dirs[i+1]
-// until it is back under its low watermark. The last tier drops them: the
+// until it is back under its low watermark, in bytes and in files. The last tier drops them: the
 // store is a cache, and a dropped block is a miss. Pinned blocks and kept
 // files stay, and go to the recent end of the order (drop), so that the
 // next look at the oldest end finds others. A shared tier takes the
@@ -38,11 +38,11 @@ func (s *Stack) demoteLoop() {
 func (s *Stack) demote(i int) {
 	d := s.dirs[i]
 	var seen int64 // files looked at since one went
-	for d.Usage().Charged > d.LowTarget() {
+	for d.overLow() {
 		victims := d.Oldest(64)
 		progress, passed := false, false
 		for _, v := range victims {
-			if d.Usage().Charged <= d.LowTarget() {
+			if !d.overLow() {
 				return
 			}
 			if !d.share.mayEvict(v.Key) { // used by some daemon lately, or gone
@@ -90,7 +90,7 @@ func (s *Stack) makeRoomOn(i int, size int64) bool {
 		passed := false
 		victims := d.Oldest(64)
 		for _, v := range victims {
-			if freed >= need {
+			if freed >= need || freed > 0 && d.FSNeed(size) == 0 { // a tier at its MaxFiles needs a file, not size+1 bytes
 				break
 			}
 			if !d.share.mayEvict(v.Key) { // used by some daemon lately, or gone
@@ -100,7 +100,7 @@ func (s *Stack) makeRoomOn(i int, size int64) bool {
 			}
 			err := s.evictFrom(i, v.Key, force)
 			if err == nil {
-				freed += v.Size
+				freed += max(v.Size, 1) // an empty file frees a file (MaxFiles)
 			} else if errors.Is(err, errStays) {
 				passed = true
 			}

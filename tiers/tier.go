@@ -2,6 +2,7 @@ package tiers
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -56,6 +57,38 @@ type Usage struct {
 	Used     int64 // bytes of published files
 	Charged  int64 // what they take of the capacity: Used, or for the memory tier each file rounded up to whole pages
 	Files    int64 // number of published files
+	MaxFiles int64 // the most files it may hold (0: no bound; DirConfig.MaxFiles)
+}
+
+// DefaultMaxFiles is the most files a tier holds unless configured
+// (MemConfig.MaxFiles, DirConfig.MaxFiles). Each file is an index entry in
+// the daemon's memory (about 150 bytes, plus its path in a files model),
+// whatever its size: bytes alone would let a tier the size of a disk, or a
+// user filling one with tiny files, take the daemon's memory without
+// bound (a 4 TB tier of 4 KiB files: 10^9 entries). 2^24 files of 2 MiB
+// are 32 TiB, more than a tier holds of KV blocks; 2^24 entries are some
+// 2.5 GB of the daemon's memory (4 GB with 100-byte paths). A tier at the
+// bound evicts its least recently used file for a new one, as a full one.
+const DefaultMaxFiles = 1 << 24
+
+// maxFiles is the bound a configured MaxFiles gives (0: none).
+func maxFiles(n int64) int64 {
+	switch {
+	case n == 0:
+		return DefaultMaxFiles
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
+// noRoom is the ErrFull of an index that did not reserve size bytes:
+// what it lacks, bytes or a file.
+func noRoom(x *index.Index, size int64) error {
+	if u := x.Usage(); u.MaxFiles > 0 && u.Files >= u.MaxFiles {
+		return fmt.Errorf("the tier holds its most files (%d): %w", u.MaxFiles, ErrFull)
+	}
+	return fmt.Errorf("needs %d bytes, %d free: %w", size, x.Room(), ErrFull)
 }
 
 // CommitOptions says how a Writer publishes its file.

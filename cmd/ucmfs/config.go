@@ -43,6 +43,7 @@ type mountConfig struct {
 	MaxBytesUser    int64         // bytes one user's models may hold together (0: no bound)
 	MaxDirs         int           // directories of files models (<0: no bound)
 	MaxDirsUser     int           // what one user's mkdirs make of them (0: half, <0: no bound)
+	MaxFiles        int           // files each tier holds (<0: no bound)
 	LogLevel        slog.Level
 	LogFormat       string            // text or json
 	Debug           bool              // log every FUSE request
@@ -92,6 +93,7 @@ func defaultMountConfig() mountConfig {
 		EventsWindow:    1 << 16, // events.DefaultWindow
 		MaxModelsUser:   store.DefaultMaxModelsPerUser,
 		MaxDirs:         store.DefaultMaxDirs,
+		MaxFiles:        tiers.DefaultMaxFiles,
 		DirtyExpire:     tiers.DefaultDirtyExpire,
 	}
 }
@@ -140,6 +142,7 @@ type fileConfig struct {
 	MaxBytesUser    *byteSize      `yaml:"max_bytes_per_user"`
 	MaxDirs         *int           `yaml:"max_dirs"`
 	MaxDirsUser     *int           `yaml:"max_dirs_per_user"`
+	MaxFiles        *int           `yaml:"max_files"`
 	LogLevel        *string        `yaml:"log_level"`
 	LogFormat       *string        `yaml:"log_format"`
 	Debug           *bool          `yaml:"debug"`
@@ -252,7 +255,7 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 	set(&cfg.MaxPending, fc.MaxPending)
 	set(&cfg.MaxPendingUser, fc.MaxPendingUser)
 	set(&cfg.MaxBytesUser, fc.MaxBytesUser)
-	for dst, v := range map[*int]*int{&cfg.MaxModelsUser: fc.MaxModelsUser, &cfg.MaxDirs: fc.MaxDirs, &cfg.MaxDirsUser: fc.MaxDirsUser} {
+	for dst, v := range map[*int]*int{&cfg.MaxModelsUser: fc.MaxModelsUser, &cfg.MaxDirs: fc.MaxDirs, &cfg.MaxDirsUser: fc.MaxDirsUser, &cfg.MaxFiles: fc.MaxFiles} {
 		if v != nil {
 			*dst = *v
 		}

@@ -124,6 +124,8 @@ func fuseFlags() []cli.Flag {
 			Usage: "most directories (`N`) of files models the mount keeps; past it mkdir fails with ENOSPC (-1: no bound)"},
 		&cli.IntFlag{Name: "max-dirs-per-user", Category: catFUSE, Value: 0,
 			Usage: "most directories (`N`) of --max-dirs one user's mkdirs make, root included (0: half of it, -1: no bound); past it EDQUOT"},
+		&cli.IntFlag{Name: "max-files", Category: catStorage, Value: tiers.DefaultMaxFiles,
+			Usage: "most files (`N`) each tier holds, the memory tier and each directory tier (-1: no bound): each costs the daemon an index entry, whatever its size; past it the least recently used file goes, as when a tier is full"},
 		&cli.StringFlag{Name: "max-bytes-per-user", Category: catFUSE, Value: "0",
 			Usage: "most bytes (`SIZE`) the models one user other than root owns may hold together; past it a publish fails with EDQUOT (0: no bound)"},
 	}
@@ -215,6 +217,9 @@ func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 	}
 	if cmd.IsSet("max-dirs") {
 		cfg.MaxDirs = int(cmd.Int("max-dirs"))
+	}
+	if cmd.IsSet("max-files") {
+		cfg.MaxFiles = int(cmd.Int("max-files"))
 	}
 	if cmd.IsSet("max-dirs-per-user") {
 		cfg.MaxDirsUser = int(cmd.Int("max-dirs-per-user"))
@@ -340,12 +345,12 @@ func buildStack(cfg mountConfig, log *slog.Logger, host tiers.HostRegistrar) (*t
 		if err := prepareTierDir(t); err != nil {
 			return nil, err
 		}
-		dirs = append(dirs, tiers.DirConfig{Kind: t.Kind, Dir: t.Dir, Capacity: t.Size, Revalidate: sharedRevalidate(cfg),
+		dirs = append(dirs, tiers.DirConfig{Kind: t.Kind, Dir: t.Dir, Capacity: t.Size, MaxFiles: int64(cfg.MaxFiles), Revalidate: sharedRevalidate(cfg),
 			Rescan: sharedRescan(cfg), DirectIO: t.DirectIO})
 	}
 	st, err := tiers.New(tiers.StackConfig{WriteThrough: cfg.WriteThrough, Logger: log,
 		DirtyLimit: cfg.DirtyLimit, DirtyBackground: cfg.DirtyBackground, DirtyExpire: cfg.DirtyExpire},
-		tiers.MemConfig{Capacity: cfg.Memory, Dir: cfg.MemoryDir, Host: host, Pending: pendingBound(cfg)}, dirs...)
+		tiers.MemConfig{Capacity: cfg.Memory, MaxFiles: int64(cfg.MaxFiles), Dir: cfg.MemoryDir, Host: host, Pending: pendingBound(cfg)}, dirs...)
 	var te *tiers.TierError
 	switch {
 	case errors.As(err, &te) && te.ID == tiers.Memory:

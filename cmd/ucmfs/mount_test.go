@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/urfave/cli/v3"
 )
 
@@ -84,7 +85,7 @@ write_through: false
 		Mountpoint: "/mnt/kv", Memory: 512 << 20, MemoryDir: "/run/shm",
 		Tiers:        []tierSpec{{Kind: "nvme", Dir: "/nvme/a,b", Size: 10 << 30}, {Kind: "ds3fs", Dir: "/3fs/kv"}},
 		WriteThrough: true, AllowOther: true, Passthrough: false,
-		EntryTTL: 2 * time.Minute, NegativeTTL: 100 * time.Millisecond, MaxFileSize: 16 << 20, FUSETransport: "auto", MaxModelsUser: store.DefaultMaxModelsPerUser, MaxDirs: store.DefaultMaxDirs, EventsWindow: 1 << 16,
+		EntryTTL: 2 * time.Minute, NegativeTTL: 100 * time.Millisecond, MaxFileSize: 16 << 20, FUSETransport: "auto", MaxModelsUser: store.DefaultMaxModelsPerUser, MaxDirs: store.DefaultMaxDirs, MaxFiles: tiers.DefaultMaxFiles, EventsWindow: 1 << 16,
 		LogLevel: slog.LevelDebug, LogFormat: "text", Debug: true, ShutdownTimeout: 5 * time.Second, GPU: "off",
 		DirtyLimit: 1 << 30, DirtyBackground: 100 << 20,
 	}

@@ -21,10 +21,12 @@
 //   - used is the sum of entries' sizes, files their count;
 //   - reserved is the sum of sizes of commits in flight (reserve called,
 //     add or unreserve not yet);
-//   - reserve never lets used+reserved exceed capacity, so a tier whose
-//     files all arrive through reserve never holds more than capacity.
-//     Files adopted from disk (adopt) are counted even past capacity: they
-//     exist, and honest accounting lets the stack evict them.
+//   - reservedFiles is the number of those commits;
+//   - reserve never lets used+reserved exceed capacity, nor files +
+//     reservedFiles exceed maxFiles (when set), so a tier whose files all
+//     arrive through reserve never holds more than either. Files adopted
+//     from disk (adopt) are counted even past them: they exist, and honest
+//     accounting lets the stack evict them.
 package index
 
 import (
@@ -143,11 +145,14 @@ type Index struct {
 	capacity int64
 	used     int64
 	reserved int64
-	dirty    Count // the entries flagged dirty, all models
-	unit     int64 // what a file costs is its size rounded up to this (0: its size); see SetUnit
-	charged  int64 // the sum of the entries' costs (used, with unit 0)
-	observe  Observer
-	pinRule  func(format.Key) bool // entries it holds for enter pinned (SetPinRule)
+	// reservedFiles counts the commits in flight; maxFiles bounds files +
+	// reservedFiles (0: no bound), see SetMaxFiles.
+	reservedFiles, maxFiles int64
+	dirty                   Count // the entries flagged dirty, all models
+	unit                    int64 // what a file costs is its size rounded up to this (0: its size); see SetUnit
+	charged                 int64 // the sum of the entries' costs (used, with unit 0)
+	observe                 Observer
+	pinRule                 func(format.Key) bool // entries it holds for enter pinned (SetPinRule)
 }
 
 // Observer is told of every entry that enters the index (stored true) or
@@ -181,6 +186,29 @@ func (x *Index) SetUnit(unit int64) {
 	x.mu.Lock()
 	x.unit = unit
 	x.mu.Unlock()
+}
+
+// SetMaxFiles bounds the number of files the tier holds (n <= 0: no
+// bound): each is an entry of this index in the daemon's memory, whatever
+// its size, so a tier as large as a disk of tiny files would otherwise
+// take the daemon's memory without bound. A tier holding n files has no
+// Room, as a full one: a commit makes room by evicting one (the least
+// recently used), as for bytes. Files adopted past it stay until the
+// stack evicts them.
+func (x *Index) SetMaxFiles(n int64) {
+	x.mu.Lock()
+	x.maxFiles = max(n, 0)
+	x.mu.Unlock()
+}
+
+// roomLocked is Room under x.mu: the bytes capacity leaves, or at most -1
+// when the tier holds maxFiles files (with those in flight).
+func (x *Index) roomLocked() int64 {
+	room := x.capacity - x.charged - x.reserved
+	if x.maxFiles > 0 && x.files+x.reservedFiles >= x.maxFiles {
+		return min(room, -1)
+	}
+	return room
 }
 
 // cost is what a file of size bytes takes of the capacity.
@@ -219,15 +247,17 @@ func (x *Index) SetCapacity(c int64) {
 	x.mu.Unlock()
 }
 
-// Reserve claims size bytes for a commit in flight. It reports false, and
-// claims nothing, when used+reserved+size would exceed the capacity.
+// Reserve claims size bytes, and a file, for a commit in flight. It
+// reports false, and claims nothing, when used+reserved+size would exceed
+// the capacity or the tier holds its most files (SetMaxFiles).
 func (x *Index) Reserve(size int64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if size < 0 || x.charged+x.reserved+x.cost(size) > x.capacity {
+	if size < 0 || x.roomLocked() < x.cost(size) {
 		return false
 	}
 	x.reserved += x.cost(size)
+	x.reservedFiles++
 	return true
 }
 
@@ -235,6 +265,7 @@ func (x *Index) Reserve(size int64) bool {
 func (x *Index) Unreserve(size int64) {
 	x.mu.Lock()
 	x.reserved -= x.cost(size)
+	x.reservedFiles--
 	x.mu.Unlock()
 }
 
@@ -246,6 +277,7 @@ func (x *Index) Add(e *Entry) (Entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.reserved -= x.cost(e.Size)
+	x.reservedFiles--
 	if old := x.lookupLocked(e.Key()); old != nil {
 		return old.snapshot(), false
 	}

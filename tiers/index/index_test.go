@@ -193,3 +193,42 @@ func TestDirtyShardKeys(t *testing.T) {
 		t.Errorf("a model not indexed: %v", got)
 	}
 }
+
+// TestIndexMaxFiles: at its most files an index has no room, whatever
+// the bytes; a reservation in flight counts as a file; eviction frees a
+// file; files adopted past the bound are counted.
+func TestIndexMaxFiles(t *testing.T) {
+	x := New(1 << 20)
+	x.SetMaxFiles(3)
+	iadd(t, x, ikey("a", 1), 0)
+	iadd(t, x, ikey("a", 2), 10)
+	if !x.Reserve(0) {
+		t.Fatal("no room for a third file")
+	}
+	if x.Reserve(0) || x.Room() >= 0 {
+		t.Fatalf("a fourth file reserved (room %d)", x.Room())
+	}
+	x.Unreserve(0)
+	iadd(t, x, ikey("a", 3), 0)
+	if x.Reserve(1) || x.Room() >= 0 {
+		t.Fatalf("room %d with 3 files of 3", x.Room())
+	}
+	if u := x.Usage(); u.MaxFiles != 3 || u.Files != 3 {
+		t.Fatalf("usage %+v", u)
+	}
+	if ev := x.EvictClean(0); len(ev) != 1 || ev[0].Key() != ikey("a", 1) {
+		t.Fatalf("evicted %d entries, want the oldest one", len(ev))
+	}
+	if x.Room() != 1<<20-10 {
+		t.Fatalf("room %d after an eviction", x.Room())
+	}
+	x.Adopt(NewEntry(ikey("b", 1), 5, time.Time{}, 0, false))
+	x.Adopt(NewEntry(ikey("b", 2), 5, time.Time{}, 0, false))
+	if u := x.Usage(); u.Files != 4 || x.Room() >= 0 {
+		t.Fatalf("adopted past the bound: %+v room %d", u, x.Room())
+	}
+	x.SetMaxFiles(0)
+	if x.Room() != 1<<20-20 {
+		t.Fatalf("room %d with no bound", x.Room())
+	}
+}

@@ -31,14 +31,14 @@ func (x *Index) Attach(e *Entry, b []byte) bool {
 }
 
 // EvictClean removes least recently used entries that are neither dirty
-// nor pinned until capacity-used-reserved >= need or none is left, and
+// nor pinned until Room() >= need or none is left, and
 // returns them (the caller deletes their files and owns their mappings).
 func (x *Index) EvictClean(need int64) []*Entry {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var out []*Entry
 	need = x.cost(need)
-	for e := x.lru.prev; e != &x.lru && x.capacity-x.charged-x.reserved < need; {
+	for e := x.lru.prev; e != &x.lru && x.roomLocked() < need; {
 		prev := e.prev
 		if !e.Is(Dirty) && !e.Is(Pinned) {
 			x.deleteLocked(e)
@@ -216,21 +216,23 @@ type Usage struct {
 	Used     int64 // bytes of published files
 	Charged  int64 // what they take of the capacity (Used, or more with a unit: SetUnit)
 	Files    int64 // number of published files
+	MaxFiles int64 // the most files it may hold (0: no bound; SetMaxFiles)
 }
 
 // Usage reports capacity, bytes and files.
 func (x *Index) Usage() Usage {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return Usage{Capacity: x.capacity, Used: x.used, Charged: x.charged, Files: x.files}
+	return Usage{Capacity: x.capacity, Used: x.used, Charged: x.charged, Files: x.files, MaxFiles: x.maxFiles}
 }
 
 // Room is capacity minus what the files take (Charged) and bytes reserved
-// by commits in flight.
+// by commits in flight; at most -1 while the tier holds its most files
+// (SetMaxFiles), so that a commit of any size makes room first.
 func (x *Index) Room() int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.capacity - x.charged - x.reserved
+	return x.roomLocked()
 }
 
 // EachShard calls fn for each of the 256 shards of model, in order, with
