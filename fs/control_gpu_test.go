@@ -100,7 +100,8 @@ func TestGPULoadUnmapped(t *testing.T) {
 	region := newSimRegion(t, 32<<10)
 	c := openCtl(t, m, "gpu")
 	r := region.register(c)
-	// The block is on nvme only, and memory is full of pinned blocks:
+	// The block is on nvme only, and memory is full of pinned blocks (as
+	// loads pin them; users' pins stop at half of it):
 	// the load cannot promote it and reads it from its file there.
 	openCtl(t, m, "flush").mustOK("all")
 	if err := m.st.Evict(k); err != nil {
@@ -110,7 +111,7 @@ func TestGPULoadUnmapped(t *testing.T) {
 		fill := min(1<<20, memRoom(m.st)-int64(len(b))/2)
 		pk, pb := gpuBlock(1000+i, int((fill-format.HeaderSize)/gpuLayers)&^1)
 		put(t, m.st, pk, pb)
-		if err := m.st.Pin(pk, true); err != nil {
+		if err := m.st.SetPinned(pk, true); err != nil { // past --max-pinned, as GPU loads pin
 			t.Fatal(err)
 		}
 	}

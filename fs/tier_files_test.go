@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/pkg/xattr"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -70,5 +72,43 @@ for i in range(%d):
 	}
 	if _, err := os.Stat(m.path("eng", "f0.bin")); !os.IsNotExist(err) {
 		t.Fatalf("the oldest file: %v, want it gone", err)
+	}
+}
+
+// TestPinsBounded: another user pins every file it writes. Its pins keep
+// at most half the memory tier (--max-pinned's default), past it a pin
+// is ENOSPC, and root's blocks still go into memory without a wait for
+// room (before, the user's pins filled memory and each of root's writes
+// waited 10 s for room, then went to the nvme tier).
+func TestPinsBounded(t *testing.T) {
+	st := newTestStackWith(t, tiers.MemConfig{Capacity: 8 << 20}, tiers.DirConfig{Kind: "nvme"})
+	m := sharedMountOf(t, st, store.Options{})
+	openModel(t, m, "eng", "files")
+	script := `cd "$1"; ok=0; no=0
+for i in $(seq 1 16); do
+  head -c 524288 /dev/zero > p$i.bin || exit 1
+  if setfattr -n user.ucm.pinned -v 1 p$i.bin 2>/dev/null; then ok=$((ok+1)); else no=$((no+1)); fi
+done
+echo "$ok $no"`
+	cmd := exec.Command("sh", "-c", script, "sh", m.path("eng"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("another user's pins: %v: %s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "8 8" {
+		t.Fatalf("pins made and refused: %q, want 8 of 512 KiB in 4 MiB, 8 refused", got)
+	}
+	for i := range 8 {
+		p := m.path("eng", fmt.Sprintf("root%d.bin", i))
+		if err := os.WriteFile(p, make([]byte, 512<<10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := xattr.Get(p, "user.ucm.tiers"); err != nil || !strings.HasPrefix(string(v), "mem") {
+			t.Fatalf("root's block %d is on %q (%v), want memory", i, v, err)
+		}
+	}
+	if s := st.Stats(); s.RoomWaits != 0 || s.DirectWrites != 0 {
+		t.Fatalf("root's writes: %d room waits, %d direct writes; want none", s.RoomWaits, s.DirectWrites)
 	}
 }

@@ -18,6 +18,10 @@ type MemConfig struct {
 	// MaxFiles is the most files the tier holds (0: DefaultMaxFiles,
 	// negative: no bound).
 	MaxFiles int64
+	// MaxPinned is the most bytes users' pins (user.ucm.pinned, on a
+	// file or a directory) may keep in the tier: 0 takes half of
+	// Capacity, negative: no bound (see MemTier.PinWithin).
+	MaxPinned int64
 	// Pending is the room, beyond Capacity, the tier's private tmpfs
 	// keeps for files being written (PendingWrites): the tmpfs is sized
 	// Capacity+Pending, so the kernel fails a write past it with ENOSPC,
@@ -166,6 +170,7 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 	// A tmpfs file takes whole pages: so does its charge (index.SetUnit).
 	t.idx.SetUnit(int64(os.Getpagesize()))
 	t.idx.SetMaxFiles(maxFiles(cfg.MaxFiles))
+	t.idx.SetPinLimit(pinLimit(cfg.MaxPinned, cfg.Capacity))
 	t.startLate()
 	if t.pages.deferred() {
 		t.lockq = newLockQueue()

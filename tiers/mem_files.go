@@ -211,6 +211,35 @@ func (t *MemTier) SetPinned(key format.Key, pinned bool) error {
 	return nil
 }
 
+// pinLimit is the bound MemConfig.MaxPinned gives a tier of capacity
+// bytes (0: none).
+func pinLimit(n, capacity int64) int64 {
+	switch {
+	case n == 0:
+		return capacity / 2
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
+// PinWithin pins key as a user's pin: ErrFull when the pinned files
+// would then take more than MaxPinned of the tier. Pins are never
+// evicted, so without the bound one user's pins could fill the tier, and
+// every other user's write would wait for room that never comes, then
+// go to the next tier. A GPU load's pin (SetPinned) is not bounded: it
+// ends with the load.
+func (t *MemTier) PinWithin(key format.Key) error {
+	found, fits := t.idx.PinWithin(key)
+	switch {
+	case !found:
+		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
+	case !fits:
+		return fmt.Errorf("memory tier: %s: pinned files take %d bytes, the most pins may keep: %w", key, t.idx.Pinned(), ErrFull)
+	}
+	return nil
+}
+
 // Pinned reports whether key is pinned (false if absent).
 func (t *MemTier) Pinned(key format.Key) bool { p, _ := t.idx.Flags(key); return p }
 

@@ -12,14 +12,19 @@ import (
 // mapping; the mapping is the memory tier's read-only, possibly
 // registered, view of the file (MemConfig.Host).
 
-// Pin keeps k in memory (promoting it first) or releases it.
+// Pin keeps k in memory (promoting it first) or releases it: a user's
+// pin, bounded by MemConfig.MaxPinned (MemTier.PinWithin).
 func (s *Stack) Pin(k format.Key, pinned bool) error {
-	if pinned {
-		if err := s.Promote(k); err != nil {
-			return err
-		}
+	if !pinned {
+		return s.SetPinned(k, false)
 	}
-	return s.SetPinned(k, pinned)
+	if err := s.Promote(k); err != nil {
+		return err
+	}
+	mu := s.keyLock(k)
+	mu.Lock()
+	defer mu.Unlock()
+	return s.mem.PinWithin(k)
 }
 
 // SetPinned sets or clears the pin of k's copy in the memory tier,

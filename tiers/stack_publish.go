@@ -246,8 +246,10 @@ func (s *Stack) makeRoom(size int64, deadline time.Time) error {
 			s.stats.evictions.Add(int64(len(ev)))
 			continue
 		}
-		if !s.Persistent() || time.Now().After(deadline) || s.allDown() {
-			return ErrFull // no write-back will free memory: do not wait
+		if !s.Persistent() || time.Now().After(deadline) || s.allDown() || s.mem.idx.DirtyTotal().Files == 0 {
+			// No write-back will free memory (nothing is dirty: what
+			// is left is pinned, or being written): do not wait.
+			return ErrFull
 		}
 		if !waited {
 			waited = true

@@ -26,6 +26,7 @@ type TierStats struct {
 	Charged    int64  `json:"charged"` // what the files take of the capacity: used, or whole pages in the memory tier
 	Blocks     int64  `json:"blocks"`
 	MaxFiles   int64  `json:"max_files"` // the most files it holds (--max-files; 0: no bound)
+	Pinned     int64  `json:"pinned"`    // what pinned files take of the capacity (the memory tier's pins)
 	Health     string `json:"health"`
 }
 
@@ -79,7 +80,7 @@ func (s *Stack) Stats() Stats {
 	st.DirtyBytes, st.DirtyFiles = dirty.Bytes, dirty.Files
 	for _, t := range s.Tiers() {
 		st.Tiers = append(st.Tiers, TierStats{Name: t.Name, Persistent: t.Persistent, Capacity: t.Usage.Capacity,
-			Used: t.Usage.Used, Charged: t.Usage.Charged, Blocks: t.Usage.Files, MaxFiles: t.Usage.MaxFiles, Health: t.Health.String()})
+			Used: t.Usage.Used, Charged: t.Usage.Charged, Blocks: t.Usage.Files, MaxFiles: t.Usage.MaxFiles, Pinned: t.Usage.Pinned, Health: t.Health.String()})
 	}
 	s.mu.Lock()
 	st.FlushQueue = len(s.queue)

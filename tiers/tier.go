@@ -58,6 +58,7 @@ type Usage struct {
 	Charged  int64 // what they take of the capacity: Used, or for the memory tier each file rounded up to whole pages
 	Files    int64 // number of published files
 	MaxFiles int64 // the most files it may hold (0: no bound; DirConfig.MaxFiles)
+	Pinned   int64 // what pinned files take of the capacity (the memory tier)
 }
 
 // DefaultMaxFiles is the most files a tier holds unless configured

@@ -44,6 +44,7 @@ type mountConfig struct {
 	MaxDirs         int           // directories of files models (<0: no bound)
 	MaxDirsUser     int           // what one user's mkdirs make of them (0: half, <0: no bound)
 	MaxFiles        int           // files each tier holds (<0: no bound)
+	MaxPinned       int64         // bytes users' pins keep in memory (0: half of it)
 	LogLevel        slog.Level
 	LogFormat       string            // text or json
 	Debug           bool              // log every FUSE request
@@ -143,6 +144,7 @@ type fileConfig struct {
 	MaxDirs         *int           `yaml:"max_dirs"`
 	MaxDirsUser     *int           `yaml:"max_dirs_per_user"`
 	MaxFiles        *int           `yaml:"max_files"`
+	MaxPinned       *byteSize      `yaml:"max_pinned"`
 	LogLevel        *string        `yaml:"log_level"`
 	LogFormat       *string        `yaml:"log_format"`
 	Debug           *bool          `yaml:"debug"`
@@ -253,6 +255,7 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 	}
 	set(&cfg.MaxFileSize, fc.MaxFileSize)
 	set(&cfg.MaxPending, fc.MaxPending)
+	set(&cfg.MaxPinned, fc.MaxPinned)
 	set(&cfg.MaxPendingUser, fc.MaxPendingUser)
 	set(&cfg.MaxBytesUser, fc.MaxBytesUser)
 	for dst, v := range map[*int]*int{&cfg.MaxModelsUser: fc.MaxModelsUser, &cfg.MaxDirs: fc.MaxDirs, &cfg.MaxDirsUser: fc.MaxDirsUser, &cfg.MaxFiles: fc.MaxFiles} {

@@ -43,6 +43,7 @@ type printedConfig struct {
 	MaxDirs         int           `yaml:"max_dirs"`
 	MaxDirsUser     int           `yaml:"max_dirs_per_user"`
 	MaxFiles        int           `yaml:"max_files"`
+	MaxPinned       string        `yaml:"max_pinned"`
 	LogLevel        string        `yaml:"log_level"`
 	LogFormat       string        `yaml:"log_format"`
 	Debug           bool          `yaml:"debug"`
@@ -78,7 +79,7 @@ func printConfig(w io.Writer, cfg mountConfig) error {
 		MaxFileSize: exactSize(cfg.MaxFileSize),
 		MaxPending:  exactSize(cfg.MaxPending), MaxPendingUser: exactSize(cfg.MaxPendingUser),
 		MaxModelsUser: cfg.MaxModelsUser, MaxBytesUser: exactSize(cfg.MaxBytesUser),
-		MaxDirs: cfg.MaxDirs, MaxDirsUser: cfg.MaxDirsUser, MaxFiles: cfg.MaxFiles,
+		MaxDirs: cfg.MaxDirs, MaxDirsUser: cfg.MaxDirsUser, MaxFiles: cfg.MaxFiles, MaxPinned: exactSize(cfg.MaxPinned),
 		LogLevel: strings.ToLower(cfg.LogLevel.String()), LogFormat: cfg.LogFormat, Debug: cfg.Debug,
 		ShutdownTimeout: cfg.ShutdownTimeout.String(), ControlGroup: cfg.ControlGroup, MetricsAddr: cfg.MetricsAddr,
 		KVEvents: cfg.KVEvents, KVEventsReplay: cfg.KVEventsReplay, KVEventsTopic: cfg.KVEventsTopic, EventsWindow: cfg.EventsWindow,

@@ -126,6 +126,8 @@ func fuseFlags() []cli.Flag {
 			Usage: "most directories (`N`) of --max-dirs one user's mkdirs make, root included (0: half of it, -1: no bound); past it EDQUOT"},
 		&cli.IntFlag{Name: "max-files", Category: catStorage, Value: tiers.DefaultMaxFiles,
 			Usage: "most files (`N`) each tier holds, the memory tier and each directory tier (-1: no bound): each costs the daemon an index entry, whatever its size; past it the least recently used file goes, as when a tier is full"},
+		&cli.StringFlag{Name: "max-pinned", Category: catStorage, Value: "0",
+			Usage: "most bytes (`SIZE`) users' pins (user.ucm.pinned) keep in the memory tier (0: half of --memory); past it a pin fails with ENOSPC"},
 		&cli.StringFlag{Name: "max-bytes-per-user", Category: catFUSE, Value: "0",
 			Usage: "most bytes (`SIZE`) the models one user other than root owns may hold together; past it a publish fails with EDQUOT (0: no bound)"},
 	}
@@ -178,7 +180,7 @@ func mountConfigFrom(cmd *cli.Command) (mountConfig, error) {
 // applyFlags overlays the flags the user set onto cfg.
 func applyFlags(cmd *cli.Command, cfg *mountConfig) error {
 	for name, dst := range map[string]*int64{"memory": &cfg.Memory, "max-file-size": &cfg.MaxFileSize,
-		"max-pending": &cfg.MaxPending, "max-pending-per-user": &cfg.MaxPendingUser, "max-bytes-per-user": &cfg.MaxBytesUser,
+		"max-pending": &cfg.MaxPending, "max-pending-per-user": &cfg.MaxPendingUser, "max-bytes-per-user": &cfg.MaxBytesUser, "max-pinned": &cfg.MaxPinned,
 		"dirty-limit": &cfg.DirtyLimit, "dirty-background": &cfg.DirtyBackground} {
 		if cmd.IsSet(name) {
 			n, err := parseSize(cmd.String(name))
@@ -350,7 +352,7 @@ func buildStack(cfg mountConfig, log *slog.Logger, host tiers.HostRegistrar) (*t
 	}
 	st, err := tiers.New(tiers.StackConfig{WriteThrough: cfg.WriteThrough, Logger: log,
 		DirtyLimit: cfg.DirtyLimit, DirtyBackground: cfg.DirtyBackground, DirtyExpire: cfg.DirtyExpire},
-		tiers.MemConfig{Capacity: cfg.Memory, MaxFiles: int64(cfg.MaxFiles), Dir: cfg.MemoryDir, Host: host, Pending: pendingBound(cfg)}, dirs...)
+		tiers.MemConfig{Capacity: cfg.Memory, MaxFiles: int64(cfg.MaxFiles), MaxPinned: cfg.MaxPinned, Dir: cfg.MemoryDir, Host: host, Pending: pendingBound(cfg)}, dirs...)
 	var te *tiers.TierError
 	switch {
 	case errors.As(err, &te) && te.ID == tiers.Memory:

@@ -129,6 +129,9 @@ func (m *modelSet) count(e *Entry, n int64) {
 // count adds (n = 1) or takes out (n = -1) e's part of m's counters and
 // of the index's dirty total; under x.mu.
 func (x *Index) count(m *modelSet, e *Entry, n int64) {
+	if e.Is(Pinned) {
+		x.pinned += n * x.cost(e.Size)
+	}
 	d := m.dirty
 	x.dirty.add(Count{Blocks: -d.Blocks, Files: -d.Files, Bytes: -d.Bytes})
 	m.count(e, n)
@@ -148,11 +151,14 @@ type Index struct {
 	// reservedFiles counts the commits in flight; maxFiles bounds files +
 	// reservedFiles (0: no bound), see SetMaxFiles.
 	reservedFiles, maxFiles int64
-	dirty                   Count // the entries flagged dirty, all models
-	unit                    int64 // what a file costs is its size rounded up to this (0: its size); see SetUnit
-	charged                 int64 // the sum of the entries' costs (used, with unit 0)
-	observe                 Observer
-	pinRule                 func(format.Key) bool // entries it holds for enter pinned (SetPinRule)
+	dirty                   Count
+	// pinned is what the entries flagged Pinned take of the capacity;
+	// pinLimit bounds the pins PinWithin and the pin rule make (0: none).
+	pinned, pinLimit int64 // the entries flagged dirty, all models
+	unit             int64 // what a file costs is its size rounded up to this (0: its size); see SetUnit
+	charged          int64 // the sum of the entries' costs (used, with unit 0)
+	observe          Observer
+	pinRule          func(format.Key) bool // entries it holds for enter pinned (SetPinRule)
 }
 
 // Observer is told of every entry that enters the index (stored true) or
@@ -343,14 +349,14 @@ func (x *Index) insertLocked(e *Entry) {
 	m.shards[e.ID[0]].put(e)
 	m.files++
 	m.bytes += e.Size
+	if x.pinRule != nil && x.pinRule(e.Key()) && x.pinFits(e) {
+		e.Set(Pinned, true)
+	}
 	x.count(m, e, 1)
 	x.files++
 	x.used += e.Size
 	x.charged += x.cost(e.Size)
 	x.pushFrontLocked(e)
-	if x.pinRule != nil && x.pinRule(e.Key()) {
-		e.Set(Pinned, true)
-	}
 	if x.observe != nil {
 		x.observe(e, true)
 	}
@@ -521,6 +527,51 @@ func (x *Index) SetFlags(key format.Key, set func(*Entry)) bool {
 	set(e)
 	x.count(m, e, 1)
 	return true
+}
+
+// SetPinLimit bounds what pinned entries take of the capacity (n <= 0:
+// no bound) for the pins PinWithin and the pin rule make; SetFlags
+// pins past it (a GPU load's pin, which ends with the load).
+func (x *Index) SetPinLimit(n int64) {
+	x.mu.Lock()
+	x.pinLimit = max(n, 0)
+	x.mu.Unlock()
+}
+
+// Pinned is what the pinned entries take of the capacity.
+func (x *Index) Pinned() int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.pinned
+}
+
+// pinFits reports whether pinning e, not pinned, stays within the pin
+// limit; under x.mu.
+func (x *Index) pinFits(e *Entry) bool {
+	return x.pinLimit <= 0 || x.pinned+x.cost(e.Size) <= x.pinLimit
+}
+
+// PinWithin pins key unless that takes the pinned entries past the pin
+// limit (SetPinLimit). found is false when key is not recorded; fits
+// false when the limit refused it (key already pinned fits).
+func (x *Index) PinWithin(key format.Key) (found, fits bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.lookupLocked(key)
+	if e == nil {
+		return false, false
+	}
+	if e.Is(Pinned) {
+		return true, true
+	}
+	if !x.pinFits(e) {
+		return true, false
+	}
+	m := x.models[key.Model]
+	x.count(m, e, -1)
+	e.Set(Pinned, true)
+	x.count(m, e, 1)
+	return true, true
 }
 
 // Flags returns the pinned and dirty flags of key (false for absent keys).

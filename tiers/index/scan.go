@@ -217,13 +217,14 @@ type Usage struct {
 	Charged  int64 // what they take of the capacity (Used, or more with a unit: SetUnit)
 	Files    int64 // number of published files
 	MaxFiles int64 // the most files it may hold (0: no bound; SetMaxFiles)
+	Pinned   int64 // what pinned files take of the capacity
 }
 
 // Usage reports capacity, bytes and files.
 func (x *Index) Usage() Usage {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return Usage{Capacity: x.capacity, Used: x.used, Charged: x.charged, Files: x.files, MaxFiles: x.maxFiles}
+	return Usage{Capacity: x.capacity, Used: x.used, Charged: x.charged, Files: x.files, MaxFiles: x.maxFiles, Pinned: x.pinned}
 }
 
 // Room is capacity minus what the files take (Charged) and bytes reserved
