@@ -74,6 +74,8 @@ var errnoRules = []errnoRule{
 	{errOtherNS, syscall.ENOTSUP},
 	{errCrossDir, syscall.EXDEV},
 	{errIsDir, syscall.EISDIR},
+	{errListingsUser, syscall.EMFILE},
+	{errListingsFull, syscall.ENFILE},
 	{store.ErrImmutable, syscall.EPERM},
 	{store.ErrNotOwner, syscall.EPERM},
 	{store.ErrQuota, syscall.EDQUOT},

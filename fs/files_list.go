@@ -88,7 +88,9 @@ func (o filesOps) dropListing() {
 
 // filesListing is an open directory of a files model. Its listing is
 // taken at the first read and again at a rewind (offset 0), and read by
-// offset (an entry's offset is its position plus one).
+// offset (an entry's offset is its position plus one). What it holds is
+// charged to the user who took it (listing_budget.go) until the next
+// take or the release.
 type filesListing struct {
 	o      filesOps
 	cached bool // opened with FOPEN_CACHE_DIR
@@ -97,21 +99,43 @@ type filesListing struct {
 	ents  []fuse.DirEntry
 	pos   int
 	taken bool
+	uid   uint32 // who the listing is charged to
 }
 
 var (
 	_ = (gofs.FileReaddirenter)((*filesListing)(nil))
 	_ = (gofs.FileSeekdirer)((*filesListing)(nil))
+	_ = (gofs.FileReleasedirer)((*filesListing)(nil))
 )
 
-// take lists the directory anew (under h.mu). A cached listing is
-// registered first, served: any change from now on drops what the kernel
-// caches of it.
-func (h *filesListing) take(ctx context.Context) {
+// take lists the directory anew (under h.mu), or fails past the listing
+// budget. A cached listing is registered first, served: any change from
+// now on drops what the kernel caches of it.
+func (h *filesListing) take(ctx context.Context) syscall.Errno {
+	h.drop()
 	if h.cached {
 		h.o.s.listingTaken(h.o.listing(), h.o.dropListing)
 	}
-	h.ents, h.pos, h.taken = h.o.entries(ctx, h.cached), 0, true
+	ents := h.o.entries(ctx, h.cached)
+	uid := callerProc(ctx).Uid
+	if err := h.o.s.listed.hold(uid, len(ents)); err != nil {
+		return h.o.s.fail("readdir", h.o.model+"/"+h.o.dir, err)
+	}
+	h.ents, h.pos, h.taken, h.uid = ents, 0, true, uid
+	return 0
+}
+
+// drop gives back the listing h holds (under h.mu).
+func (h *filesListing) drop() {
+	h.o.s.listed.free(h.uid, len(h.ents))
+	h.ents, h.taken = nil, false
+}
+
+// Releasedir gives back the listing.
+func (h *filesListing) Releasedir(ctx context.Context, flags uint32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.drop()
 }
 
 // Readdirent returns the next entry, nil at the end.
@@ -119,7 +143,9 @@ func (h *filesListing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.taken {
-		h.take(ctx)
+		if errno := h.take(ctx); errno != 0 {
+			return nil, errno
+		}
 	}
 	if h.pos >= len(h.ents) {
 		return nil, 0
@@ -135,7 +161,9 @@ func (h *filesListing) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if off == 0 || !h.taken {
-		h.take(ctx)
+		if errno := h.take(ctx); errno != 0 {
+			return errno
+		}
 	}
 	if off > uint64(len(h.ents)) {
 		return errnoBadOff

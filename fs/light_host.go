@@ -105,6 +105,18 @@ func (h lightHost) Attr(key format.Key, out *fuse.AttrOut) bool {
 	return true
 }
 
+// HoldListing charges uid the names of a shard's listing an open
+// directory takes (listing_budget.go).
+func (h lightHost) HoldListing(uid uint32, n int) fuse.Status {
+	if err := h.s.listed.hold(uid, n); err != nil {
+		return fuse.Status(h.s.fail("readdir", "a shard directory", err))
+	}
+	return fuse.OK
+}
+
+// FreeListing gives back what HoldListing charged.
+func (h lightHost) FreeListing(uid uint32, n int) { h.s.listed.free(uid, n) }
+
 // Handed counts a light node given to the kernel against the bound on
 // kernel nodes.
 func (h lightHost) Handed(id uint64) { h.s.kernel.AddLight(id) }

@@ -53,6 +53,7 @@ type fsState struct {
 	// scratchUse is what the private entries take of the memory tier
 	// (scratch_budget.go).
 	scratchUse scratchBudget
+	listed     listingBudget // names the listings of open directories hold
 
 	seq          atomic.Uint64 // numbers of files being written
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)

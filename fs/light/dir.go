@@ -34,16 +34,24 @@ func (w *Layer) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenO
 }
 
 // snapshot is h's listing from offset off: taken anew at offset 0 (under
-// h.mu).
-func (w *Layer) snapshot(h *lightDir, off uint64, uid uint32) []Entry {
+// h.mu), charged to the caller (Host.HoldListing) until the next take or
+// the release.
+func (w *Layer) snapshot(h *lightDir, off uint64, caller uint32) ([]Entry, fuse.Status) {
 	if off == 0 || h.snap == nil {
+		w.host.FreeListing(h.uid, len(h.snap))
+		h.snap = nil
+		uid := caller
 		if h.cached {
 			uid = NoUser
 			w.host.ListingTaken(h.ref, h.node)
 		}
-		h.snap = w.host.Listing(h.ref, uid)
+		snap := w.host.Listing(h.ref, uid)
+		if st := w.host.HoldListing(caller, len(snap)); !st.Ok() {
+			return nil, st
+		}
+		h.snap, h.uid = snap, caller
 	}
-	return h.snap
+	return h.snap, fuse.OK
 }
 
 // dir returns the open shard directory of handle fh, or nil.
@@ -63,8 +71,15 @@ func (w *Layer) ReleaseDir(in *fuse.ReleaseIn) {
 		return
 	}
 	w.dirsMu.Lock()
+	h := w.dirs[in.Fh]
 	delete(w.dirs, in.Fh)
 	w.dirsMu.Unlock()
+	if h != nil {
+		h.mu.Lock()
+		w.host.FreeListing(h.uid, len(h.snap))
+		h.snap = nil
+		h.mu.Unlock()
+	}
 	w.b.ReleaseDir(in)
 }
 
@@ -80,7 +95,10 @@ func (w *Layer) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.D
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	snap := w.snapshot(h, in.Offset, in.Caller.Uid)
+	snap, st := w.snapshot(h, in.Offset, in.Caller.Uid)
+	if !st.Ok() {
+		return st
+	}
 	for i := in.Offset; i < uint64(len(snap)); i++ {
 		e := &snap[i]
 		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Mode: syscall.S_IFREG, Ino: e.Ino, Off: i + 1})
@@ -188,7 +206,10 @@ func (w *Layer) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEn
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	snap := w.snapshot(h, in.Offset, in.Caller.Uid)
+	snap, st := w.snapshot(h, in.Offset, in.Caller.Uid)
+	if !st.Ok() {
+		return st
+	}
 	for i := in.Offset; i < uint64(len(snap)); i++ {
 		if !out.AddDirEntry(fuse.DirEntry{Name: snap[i].Name, Mode: syscall.S_IFREG, Ino: snap[i].Ino, Off: i + 1}) {
 			break

@@ -78,6 +78,11 @@ type Host interface {
 	// Attr fills out with published file key's attributes; false when no
 	// tier holds it any more.
 	Attr(key format.Key, out *fuse.AttrOut) bool
+	// HoldListing charges uid the n names of a listing an open shard
+	// directory takes, or refuses them (the status to answer the read
+	// with); FreeListing gives them back at the next take or the release.
+	HoldListing(uid uint32, n int) fuse.Status
+	FreeListing(uid uint32, n int)
 	// Handed is called with each light node given to the kernel anew.
 	Handed(id uint64)
 	// Flock takes or drops owner's flock lock (typ F_RDLCK, F_WRLCK,
@@ -160,6 +165,7 @@ type lightDir struct {
 	node   uint64  // the shard's go-fuse node id
 	cached bool    // opened with FOPEN_CACHE_DIR: the listing is everyone's
 	snap   []Entry // offsets are positions in it
+	uid    uint32  // who snap is charged to (Host.HoldListing)
 }
 
 var _ fuse.RawFileSystem = (*Layer)(nil)
