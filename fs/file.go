@@ -234,8 +234,13 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		n.mu.Unlock()
 		return h, h.openFlags(), 0
 	}
+	uid := callerProc(ctx).Uid
+	if err := n.s.reading.hold(uid, 1); err != nil {
+		return nil, 0, n.s.fail("open", key.Path(), err)
+	}
 	f, level, size, id, err := n.acquire(key)
 	if err != nil {
+		n.s.reading.free(uid, 1)
 		if errors.Is(err, store.ErrNotFound) {
 			_, parent := n.Parent()
 			n.s.notifyGone(parent, key.FileName())
@@ -246,7 +251,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 	n.s.store.Hit(key)
 	n.s.store.CountOut(level, size)
 	// A reader has nothing to flush: no FLUSH round trip at its close.
-	h := &readHandle{node: n, f: f, own: n.s.backing.Give(ctx, id)}
+	h := &readHandle{node: n, f: f, own: n.s.backing.Give(ctx, id), uid: uid}
 	return h, n.s.openFlags() | fuse.FOPEN_NOFLUSH, 0
 }
 

@@ -89,7 +89,7 @@ func (o filesOps) dropListing() {
 // filesListing is an open directory of a files model. Its listing is
 // taken at the first read and again at a rewind (offset 0), and read by
 // offset (an entry's offset is its position plus one). What it holds is
-// charged to the user who took it (listing_budget.go) until the next
+// charged to the user who took it (user_budget.go) until the next
 // take or the release.
 type filesListing struct {
 	o      filesOps

@@ -106,7 +106,7 @@ func (h lightHost) Attr(key format.Key, out *fuse.AttrOut) bool {
 }
 
 // HoldListing charges uid the names of a shard's listing an open
-// directory takes (listing_budget.go).
+// directory takes (user_budget.go).
 func (h lightHost) HoldListing(uid uint32, n int) fuse.Status {
 	if err := h.s.listed.hold(uid, n); err != nil {
 		return fuse.Status(h.s.fail("readdir", "a shard directory", err))

@@ -53,7 +53,8 @@ type fsState struct {
 	// scratchUse is what the private entries take of the memory tier
 	// (scratch_budget.go).
 	scratchUse scratchBudget
-	listed     listingBudget // names the listings of open directories hold
+	listed     userBudget // names the listings of open directories hold (user_budget.go)
+	reading    userBudget // open handles of published files
 
 	seq          atomic.Uint64 // numbers of files being written
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)
@@ -85,6 +86,8 @@ func newState(st *store.Store, opts Options) *fsState {
 		inos:    ino.NewTable(),
 		shards:  light.NewRegistry(),
 		light:   light.NewTable(&st.Counters.LightNodes),
+		listed:  newListingBudget(),
+		reading: newReadBudget(),
 	}
 	s.kernel = light.NewPruner(opts.KernelNodes, s.light, s.log,
 		func() *gofs.Inode { return s.root }, func() *fuse.Server { return s.server.Load() })

@@ -71,3 +71,60 @@ print(len(os.listdir(sys.argv[1])))
 		t.Fatalf("open listings of a shard of 1 name: %q, want 500 then EMFILE", got)
 	}
 }
+
+// TestOpensBounded: another user opens many published files and holds
+// them. Each open may hold a descriptor of the daemon, so past the
+// user's share an open fails with EMFILE (before, 19,000 opens by one
+// user took 19,000 of the daemon's 20,000 descriptors); the share comes
+// back at each close, and root's opens go on.
+func TestOpensBounded(t *testing.T) {
+	m := sharedMount(t, store.Options{})
+	m.srv.state.reading.mu.Lock()
+	m.srv.state.reading.max, m.srv.state.reading.perUser = 100, 30
+	m.srv.state.reading.mu.Unlock()
+	openModel(t, m, "eng", "files")
+	for i := range 60 {
+		if err := os.WriteFile(m.path("eng", fmt.Sprintf("f%02d.bin", i)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := `
+import os, sys
+fds, err = [], ""
+for i in range(60):
+    try:
+        fds.append(os.open(os.path.join(sys.argv[1], "f%02d.bin" % (i % int(sys.argv[2]))), os.O_RDONLY))
+    except OSError as e:
+        err = e.strerror
+        break
+print(len(fds), err)
+for fd in fds:
+    os.close(fd)
+print(len(open(os.path.join(sys.argv[1], "f00.bin")).read()))
+`
+	run := func(distinct int) string {
+		cmd := exec.Command("/usr/bin/python3", "-c", script, m.path("eng"), fmt.Sprint(distinct))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	for _, distinct := range []int{60, 1} {
+		if got := run(distinct); got != "30 Too many open files\n1" {
+			t.Fatalf("60 opens of %d files with a share of 30: %q, want 30, EMFILE, then an open after the closes", distinct, got)
+		}
+	}
+	var held []*os.File
+	for i := range 30 { // root's own share
+		f, err := os.Open(m.path("eng", fmt.Sprintf("f%02d.bin", i)))
+		if err != nil {
+			t.Fatalf("root's open %d: %v", i, err)
+		}
+		held = append(held, f)
+	}
+	for _, f := range held {
+		f.Close()
+	}
+}
