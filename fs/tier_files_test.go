@@ -37,11 +37,7 @@ for i in range(%d):
     os.close(fd)
     os.rename(p + ".tmp", p)
 `, n)
-	cmd := exec.Command("/usr/bin/python3", "-c", script, m.path("eng"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("another user's %d tiny files: %v: %s", n, err, out)
-	}
+	pythonAsOther(t, script, m.path("eng"))
 	raw, err := os.ReadFile(m.path(".ucm", "stats"))
 	if err != nil {
 		t.Fatal(err)

@@ -18,16 +18,7 @@ import (
 // and root still lists (the bound is per user, then in all). The same
 // for a shard directory of a ucmb model.
 func TestListingsBounded(t *testing.T) {
-	m := sharedMount(t, store.Options{})
-	m.srv.state.listed.mu.Lock()
-	m.srv.state.listed.max, m.srv.state.listed.perUser = 1000, 500
-	m.srv.state.listed.mu.Unlock()
-	openModel(t, m, "eng", "files")
-	for i := range 100 {
-		if err := os.WriteFile(m.path("eng", fmt.Sprintf("f%03d.bin", i)), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	m := budgetMount(t, func(s *fsState) *userBudget { return &s.listed }, 1000, 500, "f%03d.bin", 100)
 	k, d := testBlock(testModel, 7, 4096)
 	if err := os.Mkdir(m.path(testModel), 0o755); err != nil {
 		t.Fatal(err)
@@ -52,15 +43,7 @@ for fd in fds:
     os.close(fd)
 print(len(os.listdir(sys.argv[1])))
 `
-	run := func(dir string, n int) string {
-		cmd := exec.Command("/usr/bin/python3", "-c", script, dir, fmt.Sprint(n))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	run := func(dir string, n int) string { return pythonAsOther(t, script, dir, fmt.Sprint(n)) }
 	if got := run(m.path("eng"), 10); got != "5 Too many open files\n100" {
 		t.Fatalf("10 open listings of 100 names with a share of 500: %q, want 5 then EMFILE, then all closed and listed again", got)
 	}
@@ -78,16 +61,7 @@ print(len(os.listdir(sys.argv[1])))
 // user took 19,000 of the daemon's 20,000 descriptors); the share comes
 // back at each close, and root's opens go on.
 func TestOpensBounded(t *testing.T) {
-	m := sharedMount(t, store.Options{})
-	m.srv.state.reading.mu.Lock()
-	m.srv.state.reading.max, m.srv.state.reading.perUser = 100, 30
-	m.srv.state.reading.mu.Unlock()
-	openModel(t, m, "eng", "files")
-	for i := range 60 {
-		if err := os.WriteFile(m.path("eng", fmt.Sprintf("f%02d.bin", i)), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	m := budgetMount(t, func(s *fsState) *userBudget { return &s.reading }, 100, 30, "f%02d.bin", 60)
 	script := `
 import os, sys
 fds, err = [], ""
@@ -102,15 +76,7 @@ for fd in fds:
     os.close(fd)
 print(len(open(os.path.join(sys.argv[1], "f00.bin")).read()))
 `
-	run := func(distinct int) string {
-		cmd := exec.Command("/usr/bin/python3", "-c", script, m.path("eng"), fmt.Sprint(distinct))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	run := func(distinct int) string { return pythonAsOther(t, script, m.path("eng"), fmt.Sprint(distinct)) }
 	for _, distinct := range []int{60, 1} {
 		if got := run(distinct); got != "30 Too many open files\n1" {
 			t.Fatalf("60 opens of %d files with a share of 30: %q, want 30, EMFILE, then an open after the closes", distinct, got)
@@ -127,4 +93,36 @@ print(len(open(os.path.join(sys.argv[1], "f00.bin")).read()))
 	for _, f := range held {
 		f.Close()
 	}
+}
+
+// budgetMount is a sharedMount whose budget (of its state) has the
+// bounds max and perUser, with a files model eng holding n files named
+// by format name.
+func budgetMount(t *testing.T, budget func(*fsState) *userBudget, max, perUser int64, name string, n int) *testMount {
+	t.Helper()
+	m := sharedMount(t, store.Options{})
+	b := budget(m.srv.state)
+	b.mu.Lock()
+	b.max, b.perUser = max, perUser
+	b.mu.Unlock()
+	openModel(t, m, "eng", "files")
+	for i := range n {
+		if err := os.WriteFile(m.path("eng", fmt.Sprintf(name, i)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// pythonAsOther runs script with args as another user (otherUID) and
+// returns its output, trimmed.
+func pythonAsOther(t *testing.T, script string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("/usr/bin/python3", append([]string{"-c", script}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: otherGID}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return strings.TrimSpace(string(out))
 }
