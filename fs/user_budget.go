@@ -16,8 +16,9 @@ import (
 //     the listing its first read took, so that offsets stay valid while
 //     names come and go (files_list.go, light.Layer's snapshot): 2,000
 //     descriptors of one 20,000-name directory, each read once, took 2 GB
-//     of the daemon (~50 bytes a name). 2^22 names per user (~200 MB; a
-//     directory of 10^6 names listed four times at once), 2^24 in all.
+//     of the daemon (~50 bytes a name). 2^22 names per user (the daemon
+//     grew by 240 MB at it; a directory of 10^6 names listed four times
+//     at once), 2^24 in all.
 //     A listing is charged to the user whose read took it, and given back
 //     at a rewind or the close.
 //   - the open handles of published files (reading): each may hold a
