@@ -119,23 +119,41 @@ func (f *statsFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.Se
 	return f.s.fail("setattr", ucmName+"/stats", store.ErrImmutable)
 }
 
-// Open takes the snapshot this descriptor reads; writing is EACCES.
+// Open takes the snapshot this descriptor reads; writing is EACCES. Any
+// user may open it: each open counts as an open file of the opener
+// (user_budget.go), as the snapshot is the daemon's memory.
 func (f *statsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return nil, 0, f.s.fail("open", ucmName+"/stats", line.ErrAccess)
 	}
-	return &bytesHandle{data: f.snapshot()}, fuse.FOPEN_DIRECT_IO, 0
+	uid := callerProc(ctx).Uid
+	if err := f.s.reading.hold(uid, 1); err != nil {
+		return nil, 0, f.s.fail("open", ucmName+"/stats", err)
+	}
+	return &bytesHandle{data: f.snapshot(), held: &f.s.reading, uid: uid}, fuse.FOPEN_DIRECT_IO, 0
 }
 
-// bytesHandle reads a byte slice fixed at open.
+// bytesHandle reads a byte slice fixed at open; it gives back the open
+// file held charges (if any) at its release.
 type bytesHandle struct {
 	data []byte
+	held *userBudget
+	uid  uint32
 }
 
 var (
 	_ = (gofs.FileReader)((*bytesHandle)(nil))
 	_ = (gofs.FileFlusher)((*bytesHandle)(nil))
+	_ = (gofs.FileReleaser)((*bytesHandle)(nil))
 )
+
+// Release gives back the open file the handle was charged.
+func (h *bytesHandle) Release(ctx context.Context) syscall.Errno {
+	if h.held != nil {
+		h.held.free(h.uid, 1)
+	}
+	return 0
+}
 
 // Read reads the snapshot at any offset.
 func (h *bytesHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {

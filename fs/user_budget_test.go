@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ucmfs/ucmfs/store"
 )
@@ -27,8 +28,7 @@ func TestListingsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	shard := filepath.Dir(m.keyPath(k))
-	script := `
-import os, sys
+	script := retryPy + `
 fds, err = [], ""
 for i in range(int(sys.argv[2])):
     fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
@@ -41,7 +41,7 @@ for i in range(int(sys.argv[2])):
 print(len(fds), err)
 for fd in fds:
     os.close(fd)
-print(len(os.listdir(sys.argv[1])))
+print(len(retry(lambda: os.listdir(sys.argv[1]))))
 `
 	run := func(dir string, n int) string { return pythonAsOther(t, script, dir, fmt.Sprint(n)) }
 	if got := run(m.path("eng"), 10); got != "5 Too many open files\n100" {
@@ -50,6 +50,7 @@ print(len(os.listdir(sys.argv[1])))
 	if names, err := os.ReadDir(m.path("eng")); err != nil || len(names) != 100 {
 		t.Fatalf("root's listing: %d names, %v", len(names), err)
 	}
+	waitFreed(t, &m.srv.state.listed)
 	if got := run(shard, 1000); !strings.HasPrefix(got, "500 Too many open files") {
 		t.Fatalf("open listings of a shard of 1 name: %q, want 500 then EMFILE", got)
 	}
@@ -62,8 +63,7 @@ print(len(os.listdir(sys.argv[1])))
 // back at each close, and root's opens go on.
 func TestOpensBounded(t *testing.T) {
 	m := budgetMount(t, func(s *fsState) *userBudget { return &s.reading }, 100, 30, "f%02d.bin", 60)
-	script := `
-import os, sys
+	script := retryPy + `
 fds, err = [], ""
 for i in range(60):
     try:
@@ -74,10 +74,11 @@ for i in range(60):
 print(len(fds), err)
 for fd in fds:
     os.close(fd)
-print(len(open(os.path.join(sys.argv[1], "f00.bin")).read()))
+print(len(retry(lambda: open(os.path.join(sys.argv[1], "f00.bin")).read())))
 `
 	run := func(distinct int) string { return pythonAsOther(t, script, m.path("eng"), fmt.Sprint(distinct)) }
 	for _, distinct := range []int{60, 1} {
+		waitFreed(t, &m.srv.state.reading)
 		if got := run(distinct); got != "30 Too many open files\n1" {
 			t.Fatalf("60 opens of %d files with a share of 30: %q, want 30, EMFILE, then an open after the closes", distinct, got)
 		}
@@ -125,4 +126,59 @@ func pythonAsOther(t *testing.T, script string, args ...string) string {
 		t.Fatalf("%v: %s", err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// TestStatsOpensBounded: .ucm/stats, which any user may read, takes a
+// snapshot at each open: the opens another user holds count as its open
+// files, EMFILE past its share.
+func TestStatsOpensBounded(t *testing.T) {
+	m := budgetMount(t, func(s *fsState) *userBudget { return &s.reading }, 100, 30, "f%d.bin", 0)
+	script := `
+import os, sys
+fds, err = [], ""
+for i in range(60):
+    try:
+        fds.append(os.open(sys.argv[1], os.O_RDONLY))
+    except OSError as e:
+        err = e.strerror
+        break
+print(len(fds), err)
+`
+	if got := pythonAsOther(t, script, m.path(".ucm", "stats")); got != "30 Too many open files" {
+		t.Fatalf("60 opens of stats with a share of 30: %q", got)
+	}
+}
+
+// retryPy is the head of a Python script run as another user: imports,
+// and retry, which calls fn until it does not fail with EMFILE, for up to
+// 10 s: the kernel sends the RELEASE of a closed descriptor after close
+// returns, so what a close gives back comes a moment later.
+const retryPy = `
+import errno, os, sys, time
+def retry(fn):
+    end = time.time() + 10
+    while True:
+        try:
+            return fn()
+        except OSError as e:
+            if e.errno != errno.EMFILE or time.time() > end:
+                raise
+            time.sleep(0.01)
+`
+
+// waitFreed waits, for up to 10 s, until b holds nothing for another
+// user: the RELEASEs of its closed descriptors come after its exit.
+func waitFreed(t *testing.T, b *userBudget) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b.mu.Lock()
+		held := b.users[otherUID]
+		b.mu.Unlock()
+		if held == 0 {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("another user still holds %d after its exit", held)
+		}
+	}
 }
