@@ -17,7 +17,7 @@ import (
 //     names come and go (files_list.go, light.Layer's snapshot): 2,000
 //     descriptors of one 20,000-name directory, each read once, took 2 GB
 //     of the daemon (~50 bytes a name). 2^22 names per user (the daemon
-//     grew by 240 MB at it; a directory of 10^6 names listed four times
+//     grew by ~300 MB at it; a directory of 10^6 names listed four times
 //     at once), 2^24 in all.
 //     A listing is charged to the user whose read took it, and given back
 //     at a rewind or the close.
