@@ -117,6 +117,18 @@ func (h lightHost) HoldListing(uid uint32, n int) fuse.Status {
 // FreeListing gives back what HoldListing charged.
 func (h lightHost) FreeListing(uid uint32, n int) { h.s.listed.free(uid, n) }
 
+// HoldOpen charges uid an open directory as one of its open files
+// (user_budget.go).
+func (h lightHost) HoldOpen(uid uint32) fuse.Status {
+	if err := h.s.reading.hold(uid, 1); err != nil {
+		return fuse.Status(h.s.fail("opendir", "a directory", err))
+	}
+	return fuse.OK
+}
+
+// FreeOpen gives back what HoldOpen charged.
+func (h lightHost) FreeOpen(uid uint32) { h.s.reading.free(uid, 1) }
+
 // Handed counts a light node given to the kernel against the bound on
 // kernel nodes.
 func (h lightHost) Handed(id uint64) { h.s.kernel.AddLight(id) }

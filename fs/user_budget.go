@@ -21,13 +21,15 @@ import (
 //     at once), 2^24 in all.
 //     A listing is charged to the user whose read took it, and given back
 //     at a rewind or the close.
-//   - the open handles of published files (reading): each may hold a
-//     descriptor of the daemon (one per file, shared by its opens), and
-//     another user's 19,000 opens of distinct files took 19,000 of the
-//     daemon's 20,000 (a few more, and the daemon's own opens of tier
-//     files fail with EMFILE for every user). A quarter of the daemon's descriptor limit in all (the
-//     files being written may take half: store's pending budget), half
-//     of that per user.
+//   - the open handles of published files, of .ucm/stats and of
+//     directories (reading): a published file's may hold a descriptor of
+//     the daemon (one per file, shared by its opens), and another user's
+//     19,000 opens of distinct files took 19,000 of the daemon's 20,000
+//     (a few more, and the daemon's own opens of tier files fail with
+//     EMFILE for every user); the others hold a snapshot or a listing. A
+//     quarter of the daemon's descriptor limit in all (the files being
+//     written may take half: store's pending budget), half of that per
+//     user.
 //
 // Past a user's share the request fails with EMFILE ("too many open
 // files": what the user holds open), past the bound with ENFILE.

@@ -182,3 +182,25 @@ func waitFreed(t *testing.T, b *userBudget) {
 		}
 	}
 }
+
+// TestDirOpensBounded: the directories a user holds open count as its
+// open files too (each is a handle of the daemon, and a files model's
+// directory or a shard keeps its listing in it): EMFILE past its share.
+func TestDirOpensBounded(t *testing.T) {
+	m := budgetMount(t, func(s *fsState) *userBudget { return &s.reading }, 100, 30, "f%d.bin", 1)
+	script := `
+import os, sys
+fds, err = [], ""
+for i in range(60):
+    try:
+        fds.append(os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY))
+    except OSError as e:
+        err = e.strerror
+        break
+print(len(fds), err)
+`
+	if got := pythonAsOther(t, script, m.path("eng")); got != "30 Too many open files" {
+		t.Fatalf("60 opens of a directory with a share of 30: %q", got)
+	}
+	waitFreed(t, &m.srv.state.reading)
+}

@@ -11,15 +11,24 @@ import (
 // takes a light node as a directory is ENOTDIR.
 
 // OpenDir opens a directory through the bridge and remembers the handles
-// of shard directories, whose READDIRPLUS this layer answers.
+// of shard directories, whose READDIRPLUS this layer answers. Every open
+// directory counts as an open file of its opener (Host.HoldOpen) until
+// its release.
 func (w *Layer) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	if IsLight(in.NodeId) {
 		return notDirStatus
 	}
-	st := w.b.OpenDir(cancel, in, out)
-	if !st.Ok() {
+	if st := w.host.HoldOpen(in.Caller.Uid); !st.Ok() {
 		return st
 	}
+	st := w.b.OpenDir(cancel, in, out)
+	if !st.Ok() {
+		w.host.FreeOpen(in.Caller.Uid)
+		return st
+	}
+	w.dirsMu.Lock()
+	w.openers[out.Fh] = in.Caller.Uid
+	w.dirsMu.Unlock()
 	if ref, ok := w.shardOf(cancel, in.NodeId, in.Caller); ok {
 		d := &lightDir{ref: ref, node: in.NodeId}
 		if w.host.CacheListing(ref, in.NodeId) {
@@ -73,7 +82,12 @@ func (w *Layer) ReleaseDir(in *fuse.ReleaseIn) {
 	w.dirsMu.Lock()
 	h := w.dirs[in.Fh]
 	delete(w.dirs, in.Fh)
+	uid, opened := w.openers[in.Fh]
+	delete(w.openers, in.Fh)
 	w.dirsMu.Unlock()
+	if opened {
+		w.host.FreeOpen(uid)
+	}
 	if h != nil {
 		h.mu.Lock()
 		w.host.FreeListing(h.uid, len(h.snap))

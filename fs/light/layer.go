@@ -83,6 +83,10 @@ type Host interface {
 	// with); FreeListing gives them back at the next take or the release.
 	HoldListing(uid uint32, n int) fuse.Status
 	FreeListing(uid uint32, n int)
+	// HoldOpen charges uid an open directory, or refuses it (the status
+	// to answer the OPENDIR with); FreeOpen gives it back at the release.
+	HoldOpen(uid uint32) fuse.Status
+	FreeOpen(uid uint32)
 	// Handed is called with each light node given to the kernel anew.
 	Handed(id uint64)
 	// Flock takes or drops owner's flock lock (typ F_RDLCK, F_WRLCK,
@@ -137,8 +141,9 @@ type Layer struct {
 	table  *Table
 	shards *Registry
 
-	dirsMu sync.Mutex
-	dirs   map[uint64]*lightDir // open shard directories, by handle
+	dirsMu  sync.Mutex
+	dirs    map[uint64]*lightDir // open shard directories, by handle
+	openers map[uint64]uint32    // every open directory's opener, by handle (Host.HoldOpen)
 
 	mat [matLocks]sync.Mutex // by light id: one materialization at a time
 
@@ -173,7 +178,7 @@ var _ fuse.RawFileSystem = (*Layer)(nil)
 // NewLayer returns the layer over bridge b, keeping its light nodes in
 // table and knowing shard directories by shards.
 func NewLayer(b fuse.RawFileSystem, host Host, table *Table, shards *Registry) *Layer {
-	return &Layer{b: b, host: host, table: table, shards: shards, dirs: make(map[uint64]*lightDir)}
+	return &Layer{b: b, host: host, table: table, shards: shards, dirs: make(map[uint64]*lightDir), openers: make(map[uint64]uint32)}
 }
 
 // notDirStatus answers a request that takes a light node (a file) as a
