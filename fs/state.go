@@ -12,6 +12,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/control"
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/store"
@@ -95,6 +96,7 @@ func newState(st *store.Store, opts Options) *fsState {
 	s.control = control.NewAccess(opts.ControlGroup, s.uid, s.gid)
 	st.OnPublish(s.notifyPublished)
 	st.OnListingChange(s.listingChanged)
+	st.OnGenInUse(func(k format.Key, gen uint64) bool { return s.inos.Holds(ino.FileVersion(k, gen)) })
 	return s
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -248,29 +247,4 @@ func (s *Store) FilesList(model, dir string) (subdirs []string, files []format.K
 	subdirs = append(s.trees.children(model, dir), s.stack.TreeSubdirs(model, dir)...)
 	slices.Sort(subdirs)
 	return slices.Compact(subdirs), files
-}
-
-// genTable counts, per File published again under its name this run, the
-// times it was replaced: a front end numbers each version's node apart.
-// Only replaced Files have an entry.
-type genTable struct {
-	mu sync.Mutex
-	m  map[format.Key]uint64
-}
-
-func (g *genTable) bump(k format.Key) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.m == nil {
-		g.m = make(map[format.Key]uint64)
-	}
-	g.m[k]++
-}
-
-// FileGen is the generation of the File k: 0 until it is first replaced
-// this run, then one more at each replace.
-func (s *Store) FileGen(k format.Key) uint64 {
-	s.gens.mu.Lock()
-	defer s.gens.mu.Unlock()
-	return s.gens.m[k]
 }

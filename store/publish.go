@@ -45,7 +45,7 @@ func (s *Store) Publish(pw *PendingWrite, size int64, durable bool) (Info, error
 		return info, err
 	}
 	if replacing {
-		s.gens.bump(key)
+		s.bumpGen(key)
 	}
 	if key.Kind == format.File {
 		s.trees.add(key.Model, key.ShardDir()) // its directories, made by the tiers as they take it

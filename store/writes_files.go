@@ -94,7 +94,7 @@ func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
 	if err := s.stack.Delete(from); err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
-	s.gens.bump(from) // a file published under from's name again is a new one
+	s.bumpGen(from) // a file published under from's name again is a new one
 	return nil
 }
 

@@ -208,6 +208,17 @@ func (t *Table) Release(name Name, ino uint64) {
 	}
 }
 
+// Holds reports whether name holds a number: a node of it lives.
+func (t *Table) Holds(name Name) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.moved[name]; ok {
+		return true
+	}
+	holder, ok := t.taken[name.home()]
+	return ok && holder == t.fingerprint(name)
+}
+
 // Held is the number of names holding numbers (for tests).
 func (t *Table) Held() int {
 	t.mu.Lock()

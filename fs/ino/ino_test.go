@@ -81,3 +81,26 @@ func TestInodeCollision(t *testing.T) {
 		t.Fatal("a free name does not get its home number")
 	}
 }
+
+// TestHolds: a name holds a number from Acquire to Release, at home or
+// moved; another name at its home is not it.
+func TestHolds(t *testing.T) {
+	tab := NewTable()
+	k := format.FileKey("m", "a.bin")
+	v0, v1 := FileVersion(k, 0), FileVersion(k, 1)
+	if tab.Holds(v0) {
+		t.Fatal("holds before Acquire")
+	}
+	n0, n1 := tab.Acquire(v0), tab.Acquire(v1)
+	if !tab.Holds(v0) || !tab.Holds(v1) {
+		t.Fatal("not held after Acquire")
+	}
+	tab.Release(v0, n0)
+	if tab.Holds(v0) || !tab.Holds(v1) {
+		t.Fatal("v0 held after its Release, or v1 not")
+	}
+	tab.Release(v1, n1)
+	if tab.Holds(v1) {
+		t.Fatal("v1 held after its Release")
+	}
+}
