@@ -128,27 +128,6 @@ func pythonAsOther(t *testing.T, script string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// TestStatsOpensBounded: .ucm/stats, which any user may read, takes a
-// snapshot at each open: the opens another user holds count as its open
-// files, EMFILE past its share.
-func TestStatsOpensBounded(t *testing.T) {
-	m := budgetMount(t, func(s *fsState) *userBudget { return &s.reading }, 100, 30, "f%d.bin", 0)
-	script := `
-import os, sys
-fds, err = [], ""
-for i in range(60):
-    try:
-        fds.append(os.open(sys.argv[1], os.O_RDONLY))
-    except OSError as e:
-        err = e.strerror
-        break
-print(len(fds), err)
-`
-	if got := pythonAsOther(t, script, m.path(".ucm", "stats")); got != "30 Too many open files" {
-		t.Fatalf("60 opens of stats with a share of 30: %q", got)
-	}
-}
-
 // retryPy is the head of a Python script run as another user: imports,
 // and retry, which calls fn until it does not fail with EMFILE, for up to
 // 10 s: the kernel sends the RELEASE of a closed descriptor after close
@@ -183,24 +162,29 @@ func waitFreed(t *testing.T, b *userBudget) {
 	}
 }
 
-// TestDirOpensBounded: the directories a user holds open count as its
-// open files too (each is a handle of the daemon, and a files model's
-// directory or a shard keeps its listing in it): EMFILE past its share.
-func TestDirOpensBounded(t *testing.T) {
+// TestHandlesBounded: what else another user may hold open counts as
+// its open files too, EMFILE past its share: opens of .ucm/stats, which
+// any user may read (each holds a snapshot), and open directories (each a
+// handle of the daemon; a files model's directory or a shard keeps its
+// listing in it).
+func TestHandlesBounded(t *testing.T) {
 	m := budgetMount(t, func(s *fsState) *userBudget { return &s.reading }, 100, 30, "f%d.bin", 1)
 	script := `
 import os, sys
+flags = os.O_RDONLY | (os.O_DIRECTORY if sys.argv[2] == "dir" else 0)
 fds, err = [], ""
 for i in range(60):
     try:
-        fds.append(os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY))
+        fds.append(os.open(sys.argv[1], flags))
     except OSError as e:
         err = e.strerror
         break
 print(len(fds), err)
 `
-	if got := pythonAsOther(t, script, m.path("eng")); got != "30 Too many open files" {
-		t.Fatalf("60 opens of a directory with a share of 30: %q", got)
+	for _, c := range []struct{ path, kind string }{{m.path(".ucm", "stats"), "file"}, {m.path("eng"), "dir"}} {
+		waitFreed(t, &m.srv.state.reading)
+		if got := pythonAsOther(t, script, c.path, c.kind); got != "30 Too many open files" {
+			t.Fatalf("60 opens of %s with a share of 30: %q", c.path, got)
+		}
 	}
-	waitFreed(t, &m.srv.state.reading)
 }
