@@ -84,6 +84,8 @@ var errnoRules = []errnoRule{
 	{store.ErrStopped, syscall.EROFS},
 	{store.ErrInvalid, syscall.EINVAL},
 	{store.ErrNotEmpty, syscall.ENOTEMPTY},
+	{store.ErrDirTooLarge, syscall.EXDEV},
+	{store.ErrBusy, syscall.EBUSY},
 	{store.ErrShutdown, syscall.ESHUTDOWN},
 	{store.ErrInterrupted, syscall.EINTR},
 	{errFlockBusy, syscall.EWOULDBLOCK},

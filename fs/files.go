@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -26,8 +27,20 @@ import (
 type filesDir struct {
 	gofs.Inode
 	dirCommon
-	model, dir string
+	model, dir string // dir: the path it was looked up by, which names its number
 	ino        uint64
+	// moved is its path since a rename moved it or a directory above it
+	// (files_move_dir.go), nil before: the kernel keeps the node under
+	// the new name until it looks that name up again.
+	moved atomic.Pointer[string]
+}
+
+// path is the directory's path in the model now.
+func (d *filesDir) path() string {
+	if p := d.moved.Load(); p != nil {
+		return *p
+	}
+	return d.dir
 }
 
 var (
@@ -44,7 +57,7 @@ var (
 )
 
 func (d *filesDir) ops() filesOps {
-	return filesOps{s: d.s, node: &d.Inode, model: d.model, dir: d.dir}
+	return filesOps{s: d.s, node: &d.Inode, model: d.model, dir: d.path()}
 }
 
 // OnForget frees the node's number and forgets its cached listing (the
@@ -57,7 +70,7 @@ func (d *filesDir) OnForget() {
 // Getattr describes the directory with its model's owner and mode, and
 // the time of the last change of what it holds as its mtime.
 func (d *filesDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	d.s.filesDirAttr(&out.Attr, 2, d.model, d.dir)
+	d.s.filesDirAttr(&out.Attr, 2, d.model, d.path())
 	out.SetTimeout(d.s.opts.EntryTTL)
 	return 0
 }
@@ -192,8 +205,14 @@ func (o filesOps) fileInode(ctx context.Context, key format.Key, bi store.BlockI
 
 // dirInode returns the node of the directory rel and fills out.
 func (o filesOps) dirInode(ctx context.Context, name, rel string, out *fuse.EntryOut) *gofs.Inode {
+	ch := o.movedHere(name, rel)
+	if ch != nil {
+		o.s.filesDirAttr(&out.Attr, 2, o.model, rel)
+		ttl(out, o.s.opts.EntryTTL)
+		return ch
+	}
 	n := o.s.inos.Acquire(ino.DirName(o.model, rel))
-	ch := newChild(ctx, o.node, name, n, syscall.S_IFDIR, func() gofs.InodeEmbedder {
+	ch = newChild(ctx, o.node, name, n, syscall.S_IFDIR, func() gofs.InodeEmbedder {
 		return &filesDir{dirCommon: dirCommon{common: common{s: o.s}, what: o.model + "/" + rel},
 			model: o.model, dir: rel, ino: n}
 	})
@@ -335,8 +354,7 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 // rename publishes a file being written under the name it is renamed to,
 // in any directory of the model, replacing a file published there
 // (RENAME_NOREPLACE: EEXIST), or moves a published file there
-// (store.Store.MoveFile). A directory is not moved: EXDEV, so that tools
-// copy.
+// (store.Store.MoveFile). A directory: renameDir.
 func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	what := o.what(name) + " -> " + newName
 	rel, err := o.path(name)
@@ -347,7 +365,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	w := o.writing(ctx, from, name)
 	if w == nil && !o.s.store.HasFile(from) {
 		if o.s.store.FilesDir(o.model, rel) {
-			return o.s.fail("rename", what, fmt.Errorf("a directory: %w", errCrossDir))
+			return o.renameDir(ctx, name, rel, newParent, newName, flags)
 		}
 		return errnoMissing
 	}
@@ -439,7 +457,7 @@ func (f *filesNodes) forget(key format.Key, n uint64) ino.Name {
 func (s *fsState) filesDirOf(n gofs.InodeEmbedder) (model, dir string, ok bool) {
 	switch d := n.(type) {
 	case *filesDir:
-		return d.model, d.dir, true
+		return d.model, d.path(), true
 	case *modelNode:
 		return d.model, "", s.store.Files(d.model)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,18 +119,13 @@ func noStaging(t *testing.T, root string, cycle int) {
 // disk: a file renamed over a published one replaces it while a reader of
 // the first keeps its bytes and a new open reads the second whole; a file
 // unlinked while open goes on reading; a published file renamed into
-// another directory is moved with its mtime, a directory's rename is
-// EXDEV; a lock file takes flock; a log is appended by its own process
+// another directory is moved with its mtime, a renamed directory with
+// what it holds; a lock file takes flock; a log is appended by its own process
 // and published at its close; mkdir -p, rmdir, and an empty directory;
 // after a restart every file, the empty directory and the layout are
 // there.
 func TestFilesReplaceAndRestart(t *testing.T) {
-	dir := testDir(t)
-	mnt, tier := filepath.Join(dir, "mnt"), filepath.Join(dir, "tier")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	d := mountUCM(t, mountOpts{Mnt: mnt, Tier: tier, Args: []string{"--default-layout", "files"}})
+	d, mnt, tier := filesMount(t)
 	m := d.path("eng")
 	sh(t, "mkdir", "-p", m+"/a/b/c", m+"/empty", m+"/gone")
 	sh(t, "rmdir", m+"/gone")
@@ -206,15 +202,25 @@ func TestFilesReplaceAndRestart(t *testing.T) {
 	if _, err := os.Stat(m + "/tmpdir/page.data"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the old name of a moved file: %v", err)
 	}
-	if err := os.Rename(m+"/tmpdir", m+"/tmpdir2"); !errors.Is(err, unix.EXDEV) {
-		t.Errorf("rename of a directory: %v, want EXDEV", err)
+	// A directory renamed: moved with what it holds.
+	sh(t, "mkdir", m+"/tmpdir/sub")
+	if err := os.WriteFile(m+"/tmpdir/sub/kv.bin", []byte("in a moved directory"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	sh(t, "rmdir", m+"/tmpdir")
+	if err := os.Rename(m+"/tmpdir", m+"/moved"); err != nil {
+		t.Errorf("rename of a directory: %v", err)
+	}
+	if got, err := os.ReadFile(m + "/moved/sub/kv.bin"); err != nil || string(got) != "in a moved directory" {
+		t.Errorf("a file of a moved directory: %q %v", got, err)
+	}
+	if _, err := os.Stat(m + "/tmpdir"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the old name of a moved directory: %v", err)
+	}
 	if err := unix.Rmdir(m + "/a"); !errors.Is(err, unix.ENOTEMPTY) {
 		t.Errorf("rmdir of a directory with files: %v, want ENOTEMPTY", err)
 	}
 	want := engineTree(t, m)
-	if len(want) != 4 || string(want["a/ucm.log"]) != "line 0\nline 1\nline 2\n" {
+	if len(want) != 5 || string(want["a/ucm.log"]) != "line 0\nline 1\nline 2\n" {
 		t.Fatalf("the tree: %q", want)
 	}
 	if code := d.stop(); code != 0 {
@@ -222,7 +228,7 @@ func TestFilesReplaceAndRestart(t *testing.T) {
 	}
 	d = mountUCM(t, mountOpts{Mnt: mnt, Tier: tier})
 	sameTree(t, "after a restart", engineTree(t, m), want)
-	for _, p := range []string{"empty", "a/b/c"} {
+	for _, p := range []string{"empty", "a/b/c", "moved/sub"} {
 		if fi, err := os.Stat(filepath.Join(m, p)); err != nil || !fi.IsDir() {
 			t.Errorf("directory %s after a restart: %v", p, err)
 		}
@@ -320,4 +326,89 @@ func TestFilesFlatAdopt(t *testing.T) {
 	if got := ctl(t, d.Mnt, "lookup", req); got != "ok 2 110\n" {
 		t.Errorf(".ucm/lookup of adopted pages: %q", got)
 	}
+}
+
+// TestFilesDirMoveKill9: `mv` of a directory of durable files (each
+// written, fsynced and renamed into place) moves it in place, while a
+// separate process whose working directory is beneath it goes on
+// listing and reading there; after a kill -9 of the daemon and a remount
+// the files are under the new path, byte for byte, none under the old,
+// and the tier passes fsck.
+func TestFilesDirMoveKill9(t *testing.T) {
+	d, mnt, tier := filesMount(t)
+	m := d.path("eng")
+	sh(t, "mkdir", "-p", m+"/run1/layer0", m+"/run1/layer1")
+	for i := range 20 {
+		p := fmt.Sprintf("%s/run1/layer%d/%064x.bin", m, i%2, i)
+		fd, err := unix.Open(p+"_1.tmp", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.Write(fd, engineData("dirmove", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Fsync(fd); err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(fd)
+		if err := os.Rename(p+"_1.tmp", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := engineTree(t, m+"/run1")
+	// A process with its working directory in run1/layer1 sees the move
+	// as on a local disk: its getcwd follows, its relative names work.
+	cwd := exec.Command("python3", "-c", `
+import os, sys
+os.chdir(sys.argv[1])
+sys.stdout.write("ready\n"); sys.stdout.flush()
+sys.stdin.readline()
+names = sorted(os.listdir("."))
+with open(names[0], "rb") as f:
+    n = len(f.read())
+print(os.getcwd(), len(names), n)
+`, m+"/run1/layer1")
+	stdin, _ := cwd.StdinPipe()
+	stdout, _ := cwd.StdoutPipe()
+	if err := cwd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make([]byte, 6)
+	if _, err := io.ReadFull(stdout, ready); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, "mv", m+"/run1", m+"/run2")
+	stdin.Write([]byte("go\n"))
+	out, _ := io.ReadAll(stdout)
+	if err := cwd.Wait(); err != nil {
+		t.Errorf("the process working in the moved directory: %v", err)
+	}
+	if got, exp := strings.TrimSpace(string(out)), fmt.Sprintf("%s/run2/layer1 10 %d", m, len(engineData("dirmove", 0))); got != exp {
+		t.Errorf("the process working in the moved directory printed %q, want %q", got, exp)
+	}
+	sameTree(t, "after mv", engineTree(t, m+"/run2"), want)
+	d.kill()
+	d.detach()
+	d = mountUCM(t, mountOpts{Mnt: mnt, Tier: tier})
+	sameTree(t, "after kill -9 and a remount", engineTree(t, d.path("eng", "run2")), want)
+	if _, err := os.Stat(d.path("eng", "run1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the old name after kill -9 and a remount: %v", err)
+	}
+	if code := d.stop(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d", code)
+	}
+	if out, err := exec.Command(ucmfsBin, "fsck", tier).CombinedOutput(); err != nil {
+		t.Errorf("ucmfs fsck of the tier: %v\n%s", err, out)
+	}
+}
+
+// filesMount mounts the daemon, with the files layout for new models, on
+// a new mount point over a new tier of the test's directory.
+func filesMount(t *testing.T) (d *daemon, mnt, tier string) {
+	dir := testDir(t)
+	mnt, tier = filepath.Join(dir, "mnt"), filepath.Join(dir, "tier")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return mountUCM(t, mountOpts{Mnt: mnt, Tier: tier, Args: []string{"--default-layout", "files"}}), mnt, tier
 }

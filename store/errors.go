@@ -28,8 +28,9 @@ var (
 	ErrInterrupted = errors.New("interrupted")
 )
 
-// ErrNotEmpty: a model that still holds files cannot be removed.
-var ErrNotEmpty = errors.New("model not empty")
+// ErrNotEmpty: a model or directory that still holds files cannot be
+// removed (nor replaced by a directory moved over it).
+var ErrNotEmpty = errors.New("not empty")
 
 // ErrNoSidecar: a sidecar that is not stored and cannot be derived from
 // its block (no layout to derive from, or derivation off for its model).

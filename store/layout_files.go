@@ -29,7 +29,8 @@ import (
 //     engines' rename over, or a create with O_TRUNC): readers that have
 //     the old one open keep its bytes.
 //   - rename of a published file moves it (MoveFile); rename of a
-//     directory is EXDEV: tools (mv) copy instead.
+//     directory moves each file beneath it (MoveFilesDir), up to bounds
+//     past which it is EXDEV: tools (mv) copy instead.
 //   - an engine's own files (KeptFile: '.' names, configs, locks, logs)
 //     are never evicted.
 

@@ -1,0 +1,159 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pkg/xattr"
+	"github.com/ucmfs/ucmfs/store"
+	"golang.org/x/sys/unix"
+)
+
+// TestFilesDirRename: rename(2) of a directory of a files model moves it
+// with everything beneath it (before: EXDEV): the files' bytes under the
+// new paths, none under the old, its empty subdirectories and its pins; a
+// descriptor open on a directory beneath it (a working directory) goes on
+// working there, an open file goes on reading; an empty directory is
+// replaced, a non-empty one is ENOTEMPTY, a file ENOTDIR,
+// RENAME_NOREPLACE over a directory EEXIST; a file being written beneath
+// it makes it EBUSY until published.
+func TestFilesDirRename(t *testing.T) {
+	m := newMount(t, Options{})
+	m.model(t, "eng", "files")
+	p := func(rel string) string { return m.path("eng", rel) }
+	for _, d := range []string{"d/sub/deep", "d/empty", "free"} {
+		if err := os.MkdirAll(p(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{"a.bin": "page a", "sub/b.bin": "page b", "sub/deep/c.bin": "page c", "config.json": "{}"}
+	for rel, body := range files {
+		if err := os.WriteFile(p("d/"+rel), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := xattr.Set(p("d/sub"), "user.ucm.pinned", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	dirfd, err := unix.Open(p("d/sub"), unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dirfd)
+	open, err := os.Open(p("d/a.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+
+	// unix.Rename: Go's os.Rename refuses an existing directory itself.
+	if err := unix.Rename(p("d"), p("free")); err != nil {
+		t.Fatalf("rename of a directory over an empty one: %v", err)
+	}
+	for rel, body := range files {
+		if got, err := os.ReadFile(p("free/" + rel)); err != nil || string(got) != body {
+			t.Errorf("free/%s: %q, %v; want %q", rel, got, err, body)
+		}
+	}
+	if _, err := os.Stat(p("d")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the old name: %v", err)
+	}
+	if fi, err := os.Stat(p("free/empty")); err != nil || !fi.IsDir() {
+		t.Errorf("an empty subdirectory moved: %v", err)
+	}
+	if v, err := xattr.Get(p("free/sub"), "user.ucm.pinned"); err != nil || string(v) != "1" {
+		t.Errorf("the pin of a moved directory: %q, %v", v, err)
+	}
+	// The descriptor of d/sub is now free/sub's, as on a local disk.
+	buf := make([]byte, 16)
+	if fd, err := unix.Openat(dirfd, "b.bin", unix.O_RDONLY, 0); err != nil {
+		t.Errorf("openat through a moved directory: %v", err)
+	} else {
+		n, _ := unix.Read(fd, buf)
+		unix.Close(fd)
+		if string(buf[:n]) != "page b" {
+			t.Errorf("openat through a moved directory read %q", buf[:n])
+		}
+	}
+	if err := unix.Mkdirat(dirfd, "made", 0o755); err != nil {
+		t.Errorf("mkdirat through a moved directory: %v", err)
+	} else if _, err := os.Stat(p("free/sub/made")); err != nil {
+		t.Errorf("a directory made through the moved one: %v", err)
+	}
+	if n, err := open.ReadAt(buf, 0); string(buf[:n]) != "page a" {
+		t.Errorf("an open file of the moved directory read %q, %v", buf[:n], err)
+	}
+	if fi, err := open.Stat(); err != nil || fi.Size() != int64(len("page a")) {
+		t.Errorf("fstat of an open file of the moved directory: %v", err)
+	}
+	if n, err := unix.Fgetxattr(int(open.Fd()), "user.ucm.state", buf); err != nil || n == 0 {
+		t.Errorf("fgetxattr of an open file of the moved directory: %v", err)
+	}
+
+	if err := os.WriteFile(p("other.bin"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(p("full/x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		to    string
+		flags uint
+		want  error
+	}{
+		{"full", 0, unix.ENOTEMPTY},
+		{"other.bin", 0, unix.ENOTDIR},
+		{"full/x", unix.RENAME_NOREPLACE, unix.EEXIST},
+		{"free/sub/into", 0, unix.EINVAL},
+	} {
+		err := unix.Renameat2(unix.AT_FDCWD, p("free"), unix.AT_FDCWD, p(c.to), c.flags)
+		if !errors.Is(err, c.want) {
+			t.Errorf("rename to %s (flags %d): %v, want %v", c.to, c.flags, err, c.want)
+		}
+	}
+
+	w, err := os.Create(p("free/sub/deep/w.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p("free"), p("busy")); !errors.Is(err, unix.EBUSY) {
+		t.Errorf("rename while a file is written beneath: %v, want EBUSY", err)
+	}
+	w.Close() // it publishes at its RELEASE, after close returns: the move waits for it
+	if err := unix.Rename(p("free"), p("busy")); err != nil {
+		t.Fatalf("rename once the file beneath is closed: %v", err)
+	}
+	if got, err := os.ReadFile(p("busy/sub/deep/c.bin")); err != nil || string(got) != "page c" {
+		t.Errorf("after the second move: %q, %v", got, err)
+	}
+}
+
+// TestFilesDirRenameBound: a directory with more files than a move in
+// place takes is EXDEV, with nothing moved (mv copies it then).
+func TestFilesDirRenameBound(t *testing.T) {
+	m := newMount(t, Options{})
+	m.model(t, "eng", "files")
+	big := m.path("eng", "big")
+	if err := os.Mkdir(big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range store.MaxDirMoveFiles + 1 {
+		if err := os.WriteFile(filepath.Join(big, fmt.Sprintf("p%05d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Rename(big, m.path("eng", "big2")); !errors.Is(err, unix.EXDEV) {
+		t.Fatalf("rename of a directory past the bound: %v, want EXDEV", err)
+	}
+	ents, err := os.ReadDir(big)
+	if err != nil || len(ents) != store.MaxDirMoveFiles+1 || !strings.HasPrefix(ents[0].Name(), "p") {
+		t.Errorf("after the refused move: %d entries, %v", len(ents), err)
+	}
+	if _, err := os.Stat(m.path("eng", "big2")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the target of a refused move: %v", err)
+	}
+}

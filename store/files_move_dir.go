@@ -1,0 +1,222 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ucmfs/ucmfs/format"
+)
+
+// Moving a directory of a files model (docs/semantics.md, "rename of a
+// directory"). Every file of a files model is a block in every tier under
+// its path, and its key (its id is its path's hash) names it in every
+// tier's index, in the pins, the generations and the kernel's nodes: a
+// directory moved is every file beneath it moved. MoveFilesDir does that
+// file by file (MoveFile) in the daemon, for a directory small enough
+// that it is done within a request; a larger one is ErrDirTooLarge, which
+// the adapter answers EXDEV, so that mv copies and removes as it does
+// across file systems (overlayfs answers a directory rename it cannot do
+// in place the same way).
+
+// The bounds of a directory moved in place (decision: an engine's small
+// directories — a lock directory taken over by rename, a run's config
+// directory, a namespace of a few pages — fit; a directory of a whole KV
+// cache is copied by the caller, as across file systems): the files
+// beneath it, and their bytes.
+const (
+	MaxDirMoveFiles = 4096
+	MaxDirMoveBytes = 256 << 20
+)
+
+// busyWait is how long a move waits for the files being written beneath
+// the directory to publish before it is ErrBusy.
+const busyWait = time.Second
+
+// Errors of MoveFilesDir.
+var (
+	// ErrDirTooLarge: a directory past MaxDirMoveFiles or
+	// MaxDirMoveBytes, not moved (EXDEV: tools copy then).
+	ErrDirTooLarge = errors.New("directory too large to move in place")
+	// ErrBusy: a file is being written beneath the directory (EBUSY).
+	ErrBusy = errors.New("files are being written beneath the directory")
+)
+
+// dirMove is what a directory move found beneath the directory: its
+// directories (itself first, parents before children) and its published
+// files.
+type dirMove struct {
+	model, from, to string
+	dirs            []string
+	files           []format.Key
+}
+
+// target is where p, a path beneath from (or from itself), goes.
+func (m *dirMove) target(p string) string { return m.to + strings.TrimPrefix(p, m.from) }
+
+// MoveFilesDir renames the directory from of the files model to the path
+// to (whose parent is a directory), for the user uid (the directories it
+// makes count as theirs): the directories beneath from are made beneath
+// to, every published file moved there (MoveFile: durable where it was),
+// the directories' pins carried over, and from's directories removed.
+// to may be an empty directory, which is replaced. Errors: ErrNotFound
+// when from is no directory, ErrInvalid when to is from or beneath it
+// (EINVAL as rename(2) says), ErrNotEmpty when to is a directory that
+// holds anything, ErrExist when a file has to's name, ErrBusy when a
+// file beneath from is still being written after busyWait,
+// ErrDirTooLarge past the bounds.
+//
+// It is not atomic: a reader sees the files go one by one, and a crash
+// part-way leaves some under either name (none lost: each is published
+// under its new name before its old one goes). A file published beneath
+// from meanwhile stays there, with the directories it needs.
+func (s *Store) MoveFilesDir(ctx context.Context, model, from, to string, uid uint32) error {
+	if s.Layout(model) != LayoutFiles {
+		return fmt.Errorf("%s: %w", model, ErrInvalid)
+	}
+	if from == "" || !s.FilesDir(model, from) {
+		return fmt.Errorf("%s/%s: %w", model, from, ErrNotFound)
+	}
+	if to == from {
+		return nil
+	}
+	if to == "" || strings.HasPrefix(to, from+"/") {
+		return fmt.Errorf("%s/%s into itself (%s): %w", model, from, to, ErrInvalid)
+	}
+	if err := format.ValidateFilePath(to); err != nil {
+		return err
+	}
+	if s.Stopped() {
+		return fmt.Errorf("shutting down: %w", ErrStopped)
+	}
+	if err := s.checkMoveTarget(model, to); err != nil {
+		return err
+	}
+	m, err := s.planDirMove(model, from, to)
+	// A file closed just before the rename publishes at its RELEASE,
+	// which the kernel sends after close returns: `echo > d/f; mv d e`
+	// would find it still being written.
+	for end := time.Now().Add(busyWait); errors.Is(err, ErrBusy) && time.Now().Before(end); {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("moving %s/%s: %w", model, from, ErrInterrupted)
+		case <-time.After(2 * time.Millisecond):
+		}
+		m, err = s.planDirMove(model, from, to)
+	}
+	if err != nil {
+		return err
+	}
+	made, err := s.makeMovedDirs(m, uid)
+	if err != nil {
+		s.undoDirMove(m, nil, made)
+		return err
+	}
+	for i, k := range m.files {
+		done := s.Removal(k) // after the GPU loads of the file
+		err := s.MoveFile(ctx, k, format.FileKey(model, m.target(k.Name)))
+		done()
+		if err != nil {
+			s.undoDirMove(m, m.files[:i], made)
+			return fmt.Errorf("moving %s/%s to %s: %w", model, from, to, err)
+		}
+	}
+	s.removeMovedDirs(m)
+	return nil
+}
+
+// checkMoveTarget refuses a target that is a file or a directory holding
+// anything.
+func (s *Store) checkMoveTarget(model, to string) error {
+	if s.stack.HasKey(format.FileKey(model, to)) {
+		return fmt.Errorf("%s/%s is a file: %w", model, to, ErrExist)
+	}
+	if !s.FilesDir(model, to) {
+		return nil
+	}
+	subdirs, files := s.FilesList(model, to)
+	if len(subdirs) > 0 || len(files) > 0 || s.writes.inShard(model, to) {
+		return fmt.Errorf("%s/%s: %w", model, to, ErrNotEmpty)
+	}
+	return nil
+}
+
+// planDirMove lists what is beneath from, within the bounds.
+func (s *Store) planDirMove(model, from, to string) (*dirMove, error) {
+	m := &dirMove{model: model, from: from, to: to, dirs: []string{from}}
+	var bytes int64
+	busy := ""
+	for i := 0; i < len(m.dirs); i++ {
+		d := m.dirs[i]
+		if busy == "" && s.writes.inShard(model, d) {
+			busy = d
+		}
+		subdirs, files := s.FilesList(model, d)
+		for _, sub := range subdirs {
+			m.dirs = append(m.dirs, format.JoinFilePath(d, sub))
+		}
+		for _, k := range files {
+			if bi, err := s.stack.Stat(k); err == nil {
+				bytes += bi.Size
+			}
+		}
+		m.files = append(m.files, files...)
+		if len(m.files) > MaxDirMoveFiles || bytes > MaxDirMoveBytes || len(m.dirs) > MaxDirMoveFiles {
+			return nil, fmt.Errorf("%s/%s: more than %d files or %d MiB: %w",
+				model, from, MaxDirMoveFiles, MaxDirMoveBytes>>20, ErrDirTooLarge)
+		}
+	}
+	if busy != "" {
+		return nil, fmt.Errorf("%s/%s: %w", model, busy, ErrBusy)
+	}
+	return m, nil
+}
+
+// makeMovedDirs makes the directories of m beneath to, and carries their
+// pins: it returns those it made.
+func (s *Store) makeMovedDirs(m *dirMove, uid uint32) (made []string, err error) {
+	for _, d := range m.dirs {
+		t := m.target(d)
+		if !s.FilesDir(m.model, t) {
+			if err := s.FilesMkdir(m.model, t, uid); err != nil {
+				return made, err
+			}
+			made = append(made, t)
+		}
+		if s.DirPinned(m.model, d) {
+			if err := s.SetDirPin(m.model, t, true); err != nil {
+				s.log.Warn("directory move: pin not carried over", "model", m.model, "dir", t, "err", err)
+			}
+		}
+	}
+	return made, nil
+}
+
+// undoDirMove moves the files of a failed move back and removes the
+// directories it made, as far as it can: a failed rename(2) leaves the
+// names as they were.
+func (s *Store) undoDirMove(m *dirMove, moved []format.Key, made []string) {
+	for _, k := range moved {
+		if err := s.MoveFile(context.Background(), format.FileKey(m.model, m.target(k.Name)), k); err != nil {
+			s.log.Warn("directory move: file not moved back", "model", m.model, "file", k.Name, "err", err)
+		}
+	}
+	for i := len(made) - 1; i >= 0; i-- {
+		if err := s.FilesRmdir(m.model, made[i]); err != nil {
+			s.log.Warn("directory move: directory left", "model", m.model, "dir", made[i], "err", err)
+		}
+	}
+}
+
+// removeMovedDirs removes from's directories, children first. One that a
+// file was published in meanwhile stays, with its parents.
+func (s *Store) removeMovedDirs(m *dirMove) {
+	for i := len(m.dirs) - 1; i >= 0; i-- {
+		err := s.FilesRmdir(m.model, m.dirs[i])
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			s.log.Warn("directory move: old directory left", "model", m.model, "dir", m.dirs[i], "err", err)
+		}
+	}
+}
