@@ -56,6 +56,9 @@ type dirMove struct {
 // target is where p, a path beneath from (or from itself), goes.
 func (m *dirMove) target(p string) string { return m.to + strings.TrimPrefix(p, m.from) }
 
+// key is the key file k beneath from moves to.
+func (m *dirMove) key(k format.Key) format.Key { return format.FileKey(m.model, m.target(k.Name)) }
+
 // MoveFilesDir renames the directory from of the files model to the path
 // to (whose parent is a directory), for the user uid (the directories it
 // makes count as theirs): the directories beneath from are made beneath
@@ -111,19 +114,45 @@ func (s *Store) MoveFilesDir(ctx context.Context, model, from, to string, uid ui
 	}
 	made, err := s.makeMovedDirs(m, uid)
 	if err != nil {
-		s.undoDirMove(m, nil, made)
+		s.undoDirMove(m, made)
 		return err
 	}
-	for i, k := range m.files {
-		done := s.Removal(k) // after the GPU loads of the file
-		err := s.MoveFile(ctx, k, format.FileKey(model, m.target(k.Name)))
-		done()
-		if err != nil {
-			s.undoDirMove(m, m.files[:i], made)
-			return fmt.Errorf("moving %s/%s to %s: %w", model, from, to, err)
-		}
+	if err := s.moveDirFiles(ctx, m); err != nil {
+		s.undoDirMove(m, made)
+		return fmt.Errorf("moving %s/%s to %s: %w", model, from, to, err)
 	}
 	s.removeMovedDirs(m)
+	return nil
+}
+
+// moveDirFiles moves the files of m as MoveFile moves one, in three
+// passes, so that the copies of durable files are synced together (the
+// write-back pool's parallelism) rather than one fsync after another:
+// every file is copied to its new path, the copies of those that were
+// durable are made durable, then the old paths go. A crash before the
+// last pass leaves every old path as it was.
+func (s *Store) moveDirFiles(ctx context.Context, m *dirMove) error {
+	var durable []format.Key
+	for _, k := range m.files {
+		d, err := s.copyFile(k, m.key(k))
+		if err != nil {
+			return err
+		}
+		if d {
+			durable = append(durable, m.key(k))
+		}
+	}
+	if err := s.stack.FlushKeys(ctx, durable); err != nil {
+		return fmt.Errorf("making the copies durable: %w", err)
+	}
+	for _, k := range m.files {
+		done := s.Removal(k) // after the GPU loads of the file
+		err := s.dropMoved(k, m.key(k))
+		done()
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -194,13 +223,14 @@ func (s *Store) makeMovedDirs(m *dirMove, uid uint32) (made []string, err error)
 	return made, nil
 }
 
-// undoDirMove moves the files of a failed move back and removes the
+// undoDirMove drops the copies of a failed move and removes the
 // directories it made, as far as it can: a failed rename(2) leaves the
-// names as they were.
-func (s *Store) undoDirMove(m *dirMove, moved []format.Key, made []string) {
-	for _, k := range moved {
-		if err := s.MoveFile(context.Background(), format.FileKey(m.model, m.target(k.Name)), k); err != nil {
-			s.log.Warn("directory move: file not moved back", "model", m.model, "file", k.Name, "err", err)
+// names as they were. (The last pass of moveDirFiles, removing the old
+// paths, fails only with a tier: those files are then under both names.)
+func (s *Store) undoDirMove(m *dirMove, made []string) {
+	for _, k := range m.files {
+		if s.stack.Has(k) {
+			s.dropCopy(m.key(k))
 		}
 	}
 	for i := len(made) - 1; i >= 0; i-- {

@@ -48,27 +48,46 @@ func (s *Store) OwnFile(key format.Key, name string, tgid uint32) *Draft {
 // ErrNotFound when from is not published, ErrInvalid for keys that are
 // not Files of one model.
 func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
-	if from.Kind != format.File || to.Kind != format.File || from.Model != to.Model {
-		return fmt.Errorf("%w: %s cannot move to %s", ErrInvalid, from, to)
-	}
-	if from == to {
+	if from == to && from.Kind == format.File {
 		return nil
 	}
+	durable, err := s.copyFile(from, to)
+	if err != nil {
+		return err
+	}
+	if durable {
+		if err := s.stack.Flush(ctx, to); err != nil {
+			s.dropCopy(to)
+			return fmt.Errorf("move %s to %s: making the copy durable: %w", from, to, err)
+		}
+	}
+	return s.dropMoved(from, to)
+}
+
+// copyFile publishes the bytes of the published File from again as the
+// File to of the same files model, replacing a file published there, with
+// from's modification time: the first half of a move. durable is whether
+// from was on a persistent tier, so that to must be made durable before
+// from goes (from stays, durable, if that fails).
+func (s *Store) copyFile(from, to format.Key) (durable bool, err error) {
+	if from.Kind != format.File || to.Kind != format.File || from.Model != to.Model || from == to {
+		return false, fmt.Errorf("%w: %s cannot move to %s", ErrInvalid, from, to)
+	}
 	if s.Stopped() {
-		return fmt.Errorf("shutting down: %w", ErrStopped)
+		return false, fmt.Errorf("shutting down: %w", ErrStopped)
 	}
 	bi, err := s.stack.Stat(from)
 	if err != nil {
-		return err
+		return false, err
 	}
 	h, err := s.stack.Open(from)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer h.File.Close()
 	pw, err := s.stack.CreateStaging(to)
 	if err != nil {
-		return err
+		return false, err
 	}
 	s.WriteStarted(to)
 	defer s.WriteEnded(to) // moves to's epoch: a miss cached meanwhile is not kept
@@ -77,20 +96,23 @@ func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
 	n, err := io.Copy(pw.File(), io.NewSectionReader(h.File, 0, h.Size))
 	if err != nil {
 		s.stack.Abort(pw)
-		return fmt.Errorf("move %s to %s: %w", from, to, err)
+		return false, fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
 	if _, err := s.Publish(pw, n, false); err != nil {
-		return fmt.Errorf("move %s to %s: %w", from, to, err)
+		return false, fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
-	if !bi.Dirty && s.stack.Persistent() {
-		if err := s.stack.Flush(ctx, to); err != nil {
-			// from stays, durable; the copy goes with the move.
-			if derr := s.stack.Delete(to); derr != nil && !errors.Is(derr, ErrNotFound) {
-				s.log.Warn("move: dropping the copy that did not become durable", "file", to.String(), "err", derr)
-			}
-			return fmt.Errorf("move %s to %s: making the copy durable: %w", from, to, err)
-		}
+	return !bi.Dirty && s.stack.Persistent(), nil
+}
+
+// dropCopy removes the copy to of a move that did not complete.
+func (s *Store) dropCopy(to format.Key) {
+	if err := s.stack.Delete(to); err != nil && !errors.Is(err, ErrNotFound) {
+		s.log.Warn("move: dropping the copy of a move that failed", "file", to.String(), "err", err)
 	}
+}
+
+// dropMoved removes from, the second half of a move to to.
+func (s *Store) dropMoved(from, to format.Key) error {
 	if err := s.stack.Delete(from); err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
