@@ -157,3 +157,39 @@ func TestFilesDirRenameBound(t *testing.T) {
 		t.Errorf("the target of a refused move: %v", err)
 	}
 }
+
+// TestFilesMoveAtQuota: a model at its quota still renames its files and
+// directories, as a local disk needs no room for a rename (before: the
+// move's copy was charged, EDQUOT); a new file past the quota is still
+// EDQUOT.
+func TestFilesMoveAtQuota(t *testing.T) {
+	m := newMount(t, Options{})
+	m.model(t, "eng", "files")
+	p := func(rel string) string { return m.path("eng", rel) }
+	if err := os.MkdirAll(p("d/sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	page := make([]byte, 64<<10)
+	for _, rel := range []string{"a.bin", "d/b.bin", "d/sub/c.bin"} {
+		if err := os.WriteFile(p(rel), page, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := xattr.Set(p(""), "user.ucm.quota", []byte(fmt.Sprint(3*len(page)+1000))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p("a.bin"), p("d/a.bin")); err != nil {
+		t.Errorf("rename of a file at the quota: %v", err)
+	}
+	if err := unix.Rename(p("d"), p("e")); err != nil {
+		t.Errorf("rename of a directory at the quota: %v", err)
+	}
+	for _, rel := range []string{"e/a.bin", "e/b.bin", "e/sub/c.bin"} {
+		if got, err := os.ReadFile(p(rel)); err != nil || len(got) != len(page) {
+			t.Errorf("%s after the moves: %d bytes, %v", rel, len(got), err)
+		}
+	}
+	if err := os.WriteFile(p("new.bin"), page, 0o644); !errors.Is(err, unix.EDQUOT) {
+		t.Errorf("a new file past the quota: %v, want EDQUOT", err)
+	}
+}

@@ -14,6 +14,15 @@ import (
 // up either way. tiers.ErrExist means the key was already published: one
 // copy is kept, which callers report as success.
 func (s *Store) Publish(pw *PendingWrite, size int64, durable bool) (Info, error) {
+	return s.publish(pw, size, durable, true)
+}
+
+// publish is Publish; charge false skips the quotas (the model's and its
+// owner's): a move's copy (copyFile), whose bytes the model already holds
+// under the name that goes once the copy is in place. A rename on a local
+// disk needs no room, and a model at its quota must still rename its
+// files and directories.
+func (s *Store) publish(pw *PendingWrite, size int64, durable, charge bool) (Info, error) {
 	key := pw.Key()
 	if size > s.opts.MaxFileSize {
 		s.stack.Abort(pw)
@@ -25,20 +34,26 @@ func (s *Store) Publish(pw *PendingWrite, size int64, durable bool) (Info, error
 			return tiers.Info{}, err
 		}
 	}
-	if err := s.admit(key.Model, size); err != nil {
-		s.stack.Abort(pw)
-		return tiers.Info{}, fmt.Errorf("model %s: %d more bytes pass its quota of %d: %w", key.Model, size, s.quotas.get(key.Model), err)
-	}
-	uid, charged, err := s.admitUser(key.Model, size)
-	if err != nil {
-		s.unadmit(key.Model, size)
-		s.stack.Abort(pw)
-		return tiers.Info{}, fmt.Errorf("model %s: %w", key.Model, err)
+	var uid uint32
+	var charged bool
+	if charge {
+		if err := s.admit(key.Model, size); err != nil {
+			s.stack.Abort(pw)
+			return tiers.Info{}, fmt.Errorf("model %s: %d more bytes pass its quota of %d: %w", key.Model, size, s.quotas.get(key.Model), err)
+		}
+		var err error
+		if uid, charged, err = s.admitUser(key.Model, size); err != nil {
+			s.unadmit(key.Model, size)
+			s.stack.Abort(pw)
+			return tiers.Info{}, fmt.Errorf("model %s: %w", key.Model, err)
+		}
 	}
 	replacing := key.Kind == format.File && s.stack.Has(key)
 	info, err := s.stack.Publish(pw, durable)
 	if err != nil {
-		s.unadmit(key.Model, size)
+		if charge {
+			s.unadmit(key.Model, size)
+		}
 		if charged {
 			s.unadmitUser(uid, size)
 		}

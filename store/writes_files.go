@@ -98,7 +98,7 @@ func (s *Store) copyFile(from, to format.Key) (durable bool, err error) {
 		s.stack.Abort(pw)
 		return false, fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
-	if _, err := s.Publish(pw, n, false); err != nil {
+	if _, err := s.publish(pw, n, false, false); err != nil {
 		return false, fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
 	return !bi.Dirty && s.stack.Persistent(), nil
