@@ -135,6 +135,9 @@ func (s *Store) moveDirFiles(ctx context.Context, m *dirMove) error {
 	var durable []format.Key
 	for _, k := range m.files {
 		d, err := s.copyFile(k, m.key(k))
+		if errors.Is(err, ErrNotFound) {
+			continue // removed meanwhile: as if before the rename
+		}
 		if err != nil {
 			return err
 		}
