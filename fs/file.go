@@ -134,7 +134,13 @@ func (n *storedFile) OnForget() {
 // renamed since it was looked up, the File's new key (the kernel moved
 // its entry, and this node with it, to the new name, and may use it there
 // until it looks the name up again).
-func (n *storedFile) served() format.Key { return n.s.files.follow(n.key, n.StableAttr().Ino) }
+func (n *storedFile) served() format.Key {
+	k := n.s.files.follow(n.key, n.StableAttr().Ino)
+	if k.Kind == format.File && n.s.dirMoves.wait(k.Model, k.Name) {
+		k = n.s.files.follow(n.key, n.StableAttr().Ino) // moved meanwhile
+	}
+	return k
+}
 
 // Getattr describes the file: 0444, size = header + payload, st_blocks in
 // 512-byte units, mtime = publish time. On a descriptor being written (a

@@ -57,6 +57,7 @@ var (
 )
 
 func (d *filesDir) ops() filesOps {
+	d.s.dirMoves.wait(d.model, d.path()) // then its path may be another
 	return filesOps{s: d.s, node: &d.Inode, model: d.model, dir: d.path()}
 }
 
@@ -316,7 +317,7 @@ func (o filesOps) dropOldVersion(ctx context.Context, from, to format.Key) error
 		// directory lookup on disk each, a fifth of the rename.)
 		return nil
 	}
-	if err := o.s.store.KeepDurable(ctx, from, to); err != nil {
+	if err := o.s.store.KeepDurable(context.WithoutCancel(ctx), from, to); err != nil {
 		return err
 	}
 	if err := o.removePublished(from); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -393,7 +394,9 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		}
 	} else {
 		done := o.s.store.Removal(from) // after the GPU loads of the file
-		err = o.s.store.MoveFile(ctx, from, target)
+		// Not interrupted (a rename on a local disk never is: EINTR
+		// would fail a Go caller, whose runtime signals its threads).
+		err = o.s.store.MoveFile(context.WithoutCancel(ctx), from, target)
 		done()
 		if err == nil {
 			// The kernel moves its entry, and the node of from with it,

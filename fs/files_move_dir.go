@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -39,23 +43,100 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.FilesDir(o.model, target) {
 		return errnoExists
 	}
-	err := o.s.store.MoveFilesDir(ctx, o.model, rel, target, callerProc(ctx).Uid)
+	uid := callerProc(ctx).Uid
+	// Not interrupted (a rename on a local disk never is: EINTR would
+	// fail a Go caller, whose runtime signals its threads); the waits are
+	// bounded.
+	ctx = context.WithoutCancel(ctx)
+	o.s.store.AwaitDirWrites(ctx, o.model, rel)
+	o.s.dirMoves.begin(o.model, rel, target)
+	err := o.s.store.MoveFilesDir(ctx, o.model, rel, target, uid)
+	var dirs []*filesDir
+	if ch := o.node.GetChild(name); ch != nil && err == nil {
+		o.s.followMovedDir(ch, o.model, target, &dirs)
+	}
+	o.s.dirMoves.end(o.model, rel, target)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return errnoMissing
 	case err != nil:
 		return o.s.fail("rename", what, err)
 	}
-	if ch := o.node.GetChild(name); ch != nil {
-		var dirs []*filesDir
-		o.s.followMovedDir(ch, o.model, target, &dirs)
-		go func() {
-			for _, d := range dirs {
-				d.ops().dropListing()
-			}
-		}()
-	}
+	go func() {
+		for _, d := range dirs {
+			d.ops().dropListing()
+		}
+	}()
 	return 0
+}
+
+// dirMoves are the directory moves in flight. A request on a path
+// beneath one's old or new path waits for it to end (filesDir.ops,
+// storedFile.served), as the kernel's locks make a local disk's rename
+// look atomic: no request sees the files go one by one, and no lookup
+// leaves the kernel a cached miss of a file that was only on its way
+// (the kernel keeps a miss for the negative timeout, in the directory's
+// node, which the rename moves with the directory). Requests elsewhere
+// pay one atomic load.
+type dirMoves struct {
+	n    atomic.Int32
+	mu   sync.Mutex
+	cond *sync.Cond // on mu, made at the first move
+	list []dirMoveSpan
+}
+
+// dirMoveSpan is one move in flight: from and to of model.
+type dirMoveSpan struct{ model, from, to string }
+
+// begin records a move from from to to of model.
+func (g *dirMoves) begin(model, from, to string) {
+	g.mu.Lock()
+	if g.cond == nil {
+		g.cond = sync.NewCond(&g.mu)
+	}
+	g.list = append(g.list, dirMoveSpan{model, from, to})
+	g.n.Add(1)
+	g.mu.Unlock()
+}
+
+// end records that the move begun with the same arguments is over.
+func (g *dirMoves) end(model, from, to string) {
+	g.mu.Lock()
+	g.list = slices.DeleteFunc(g.list, func(m dirMoveSpan) bool { return m == dirMoveSpan{model, from, to} })
+	g.n.Add(-1)
+	g.cond.Broadcast()
+	g.mu.Unlock()
+}
+
+// wait returns once no move in flight covers path of model, and whether
+// it waited.
+func (g *dirMoves) wait(model, path string) (waited bool) {
+	if g.n.Load() == 0 {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.covers(model, path) {
+		g.cond.Wait()
+		waited = true
+	}
+	return waited
+}
+
+// covers reports whether a move in flight has path beneath its old or
+// new path (under g.mu).
+func (g *dirMoves) covers(model, path string) bool {
+	for _, m := range g.list {
+		if m.model == model && (beneath(path, m.from) || beneath(path, m.to)) {
+			return true
+		}
+	}
+	return false
+}
+
+// beneath reports whether path is dir or beneath it.
+func beneath(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+"/")
 }
 
 // followMovedDir points node n, now at path in model, and the nodes the

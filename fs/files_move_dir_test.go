@@ -1,11 +1,14 @@
 package fs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pkg/xattr"
@@ -191,5 +194,70 @@ func TestFilesMoveAtQuota(t *testing.T) {
 	}
 	if err := os.WriteFile(p("new.bin"), page, 0o644); !errors.Is(err, unix.EDQUOT) {
 		t.Errorf("a new file past the quota: %v, want EDQUOT", err)
+	}
+}
+
+// TestFilesDirMoveReaders: readers of the files of a directory that is
+// renamed back and forth never read wrong bytes, and once the renames
+// end every file reads whole at once under the name the directory has.
+// Before, a lookup while a move was half done cached a miss in the
+// directory's node, which the kernel moves with the directory: the file
+// was then missing for the negative timeout after the move.
+func TestFilesDirMoveReaders(t *testing.T) {
+	m := newMount(t, Options{})
+	m.model(t, "eng", "files")
+	p := func(rel string) string { return m.path("eng", rel) }
+	const files = 40
+	body := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 16<<10) }
+	for i := range files {
+		if err := os.MkdirAll(p(fmt.Sprintf("a/s%d", i%4)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p(fmt.Sprintf("a/s%d/f%d.bin", i%4, i)), body(i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var wrong atomic.Int64
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for i := range files {
+					for _, d := range []string{"a", "b"} {
+						got, err := os.ReadFile(p(fmt.Sprintf("%s/s%d/f%d.bin", d, i%4, i)))
+						if err == nil && !bytes.Equal(got, body(i)) {
+							wrong.Add(1)
+						}
+					}
+				}
+			}
+		}()
+	}
+	at, other := "a", "b"
+	for range 100 {
+		if err := unix.Rename(p(at), p(other)); err != nil {
+			close(done)
+			wg.Wait()
+			t.Fatalf("rename %s to %s: %v", at, other, err)
+		}
+		at, other = other, at
+	}
+	close(done)
+	wg.Wait()
+	if n := wrong.Load(); n != 0 {
+		t.Errorf("%d reads returned wrong bytes", n)
+	}
+	for i := range files {
+		if got, err := os.ReadFile(p(fmt.Sprintf("%s/s%d/f%d.bin", at, i%4, i))); err != nil || !bytes.Equal(got, body(i)) {
+			t.Errorf("f%d right after the moves: %d bytes, %v", i, len(got), err)
+		}
 	}
 }

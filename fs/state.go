@@ -67,6 +67,8 @@ type fsState struct {
 	// files are the nodes of files models' Files that are not numbered
 	// by FileName alone, and the Files moved under their nodes (files.go).
 	files filesNodes
+	// dirMoves are the directory moves in flight (files_move_dir.go).
+	dirMoves dirMoves
 	// listings are the shard directories whose listing the kernel may
 	// have cached (dir_cache.go): listingKey -> the shard's node id.
 	listings sync.Map

@@ -71,10 +71,12 @@ func (m *dirMove) key(k format.Key) format.Key { return format.FileKey(m.model, 
 // file beneath from is still being written after busyWait,
 // ErrDirTooLarge past the bounds.
 //
-// It is not atomic: a reader sees the files go one by one, and a crash
-// part-way leaves some under either name (none lost: each is published
-// under its new name before its old one goes). A file published beneath
-// from meanwhile stays there, with the directories it needs.
+// It is not atomic on the tiers: a crash part-way leaves some files under
+// either name (none lost: each is published under its new name before
+// its old one goes), and a reader of the store sees them go one by one
+// (the front end holds its requests beneath either name meanwhile). A
+// file published beneath from meanwhile stays there, with the
+// directories it needs; one removed meanwhile is left out.
 func (s *Store) MoveFilesDir(ctx context.Context, model, from, to string, uid uint32) error {
 	if s.Layout(model) != LayoutFiles {
 		return fmt.Errorf("%s: %w", model, ErrInvalid)
@@ -97,18 +99,7 @@ func (s *Store) MoveFilesDir(ctx context.Context, model, from, to string, uid ui
 	if err := s.checkMoveTarget(model, to); err != nil {
 		return err
 	}
-	m, err := s.planDirMove(model, from, to)
-	// A file closed just before the rename publishes at its RELEASE,
-	// which the kernel sends after close returns: `echo > d/f; mv d e`
-	// would find it still being written.
-	for end := time.Now().Add(busyWait); errors.Is(err, ErrBusy) && time.Now().Before(end); {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("moving %s/%s: %w", model, from, ErrInterrupted)
-		case <-time.After(2 * time.Millisecond):
-		}
-		m, err = s.planDirMove(model, from, to)
-	}
+	m, err := s.awaitDirMove(ctx, model, from, to)
 	if err != nil {
 		return err
 	}
@@ -157,6 +148,32 @@ func (s *Store) moveDirFiles(ctx context.Context, m *dirMove) error {
 		}
 	}
 	return nil
+}
+
+// AwaitDirWrites waits, up to busyWait, until no file is being written
+// beneath the directory from of model, as MoveFilesDir does first: the
+// front end calls it before it holds requests beneath the directory for
+// the move, since the RELEASE that publishes a file just closed must not
+// wait behind them.
+func (s *Store) AwaitDirWrites(ctx context.Context, model, from string) {
+	_, _ = s.awaitDirMove(ctx, model, from, from)
+}
+
+// awaitDirMove plans the move (planDirMove), waiting up to busyWait while
+// a file beneath from is still being written: a file closed just before
+// the rename publishes at its RELEASE, which the kernel sends after close
+// returns, so `echo > d/f; mv d e` would find it being written.
+func (s *Store) awaitDirMove(ctx context.Context, model, from, to string) (*dirMove, error) {
+	m, err := s.planDirMove(model, from, to)
+	for end := time.Now().Add(busyWait); errors.Is(err, ErrBusy) && time.Now().Before(end); {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("moving %s/%s: %w", model, from, ErrInterrupted)
+		case <-time.After(2 * time.Millisecond):
+		}
+		m, err = s.planDirMove(model, from, to)
+	}
+	return m, err
 }
 
 // checkMoveTarget refuses a target that is a file or a directory holding
