@@ -27,11 +27,11 @@ import (
 type filesDir struct {
 	gofs.Inode
 	dirCommon
-	model, dir string // dir: the path it was looked up by, which names its number
+	model, dir string // dir: the path it was looked up by
 	ino        uint64
 	// moved is its path since a rename moved it or a directory above it
-	// (files_move_dir.go), nil before: the kernel keeps the node under
-	// the new name until it looks that name up again.
+	// (files_move_dir.go), nil before: the kernel keeps the node, and its
+	// number, under the new name.
 	moved atomic.Pointer[string]
 }
 
@@ -64,8 +64,8 @@ func (d *filesDir) ops() filesOps {
 // OnForget frees the node's number and forgets its cached listing (the
 // kernel keeps none of a node it forgot).
 func (d *filesDir) OnForget() {
-	d.s.inos.Release(ino.DirName(d.model, d.dir), d.ino)
-	d.s.listings.Delete(filesListingKey(d.model, d.dir))
+	d.s.inos.Release(ino.DirName(d.model, d.path()), d.ino)
+	d.s.listings.Delete(filesListingKey(d.model, d.path()))
 }
 
 // Getattr describes the directory with its model's owner and mode, and

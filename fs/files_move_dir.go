@@ -12,6 +12,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
 	"golang.org/x/sys/unix"
 )
@@ -140,8 +141,10 @@ func beneath(path, dir string) bool {
 }
 
 // followMovedDir points node n, now at path in model, and the nodes the
-// kernel holds beneath it at their new paths: a directory's moved path, a
-// published file's key (filesNodes.moved). The directories are appended
+// kernel holds beneath it at their new paths: a directory's moved path
+// and the name its number is held by (ino.Table.Rename), a published
+// file's key (filesNodes.moved; its old name moved to a new generation,
+// so a new file there is numbered anew). The directories are appended
 // to dirs: the listings the kernel cached of them are dropped once the
 // rename is answered.
 func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, dirs *[]*filesDir) {
@@ -150,6 +153,7 @@ func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, dirs *[]*fil
 		s.files.moved(n.StableAttr().Ino, format.FileKey(model, path))
 		return
 	case *filesDir:
+		s.inos.Rename(ino.DirName(model, op.path()), ino.DirName(model, path), op.ino)
 		op.moved.Store(&path)
 		*dirs = append(*dirs, op)
 	default:

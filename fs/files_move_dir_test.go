@@ -87,6 +87,29 @@ func TestFilesDirRename(t *testing.T) {
 	} else if _, err := os.Stat(p("free/sub/made")); err != nil {
 		t.Errorf("a directory made through the moved one: %v", err)
 	}
+	// A directory made under the old name is another one, with a number
+	// of its own (one number for two live directories is a loop to find,
+	// du and rsync).
+	if err := os.Mkdir(p("d"), 0o755); err != nil {
+		t.Errorf("mkdir of the old name: %v", err)
+	} else {
+		var moved, made unix.Stat_t
+		if err := unix.Stat(p("free"), &moved); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Stat(p("d"), &made); err != nil {
+			t.Fatal(err)
+		}
+		if moved.Ino == made.Ino {
+			t.Errorf("the moved directory and a new one of its old name have one number, %d", moved.Ino)
+		}
+		if ents, err := os.ReadDir(p("d")); err != nil || len(ents) != 0 {
+			t.Errorf("the new directory of the old name holds %d entries, %v", len(ents), err)
+		}
+		if err := os.Remove(p("d")); err != nil {
+			t.Errorf("rmdir of the new directory: %v", err)
+		}
+	}
 	if n, err := open.ReadAt(buf, 0); string(buf[:n]) != "page a" {
 		t.Errorf("an open file of the moved directory read %q, %v", buf[:n], err)
 	}

@@ -208,6 +208,29 @@ func (t *Table) Release(name Name, ino uint64) {
 	}
 }
 
+// Rename gives the number ino, which from holds, to to: a directory's
+// node moved by a rename keeps its number under its new name, so that a
+// new directory made under the old name gets one of its own (two live
+// directories with one number look like a loop to find, du and rsync).
+// Whatever number to held before stays held until its node is released,
+// but to's lookups get ino from now on.
+func (t *Table) Rename(from, to Name, ino uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if holder, ok := t.taken[ino]; !ok || holder != t.fingerprint(from) {
+		return
+	}
+	t.taken[ino] = t.fingerprint(to)
+	if t.moved[from] == ino {
+		delete(t.moved, from)
+	}
+	if ino != to.home() {
+		t.moved[to] = ino
+	} else {
+		delete(t.moved, to)
+	}
+}
+
 // Holds reports whether name holds a number: a node of it lives.
 func (t *Table) Holds(name Name) bool {
 	t.mu.Lock()

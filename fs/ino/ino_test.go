@@ -104,3 +104,39 @@ func TestHolds(t *testing.T) {
 		t.Fatal("v1 held after its Release")
 	}
 }
+
+// TestRename: a number given to a new name by Rename is the new name's
+// (Acquire returns it, Release under the new name frees it) and no longer
+// the old name's, which gets another; a name that held a number of its
+// own keeps it held until released, but is looked up as the moved one.
+func TestRename(t *testing.T) {
+	tab := NewTable()
+	a, b, c := DirName("m", "a"), DirName("m", "b"), DirName("m", "c")
+	n := tab.Acquire(a)
+	tab.Rename(a, b, n)
+	if got := tab.Acquire(b); got != n {
+		t.Errorf("Acquire of the new name: %d, want %d", got, n)
+	}
+	if got := tab.Acquire(a); got == n {
+		t.Errorf("Acquire of the old name after the rename: %d, the moved number", got)
+	}
+	tab.Release(a, n) // not a's any more: nothing
+	if !tab.Holds(b) {
+		t.Error("the new name lost its number to a release under the old name")
+	}
+	tab.Release(b, n)
+	if tab.Holds(b) {
+		t.Error("the new name holds a number after its release")
+	}
+	// Over a name with a live number of its own.
+	nc := tab.Acquire(c)
+	m := tab.Acquire(DirName("m", "d"))
+	tab.Rename(DirName("m", "d"), c, m)
+	if got := tab.Acquire(c); got != m {
+		t.Errorf("Acquire of a name moved over: %d, want the moved %d", got, m)
+	}
+	tab.Release(c, nc) // the replaced node is forgotten
+	if got := tab.Acquire(c); got != m {
+		t.Errorf("after the replaced node's release: %d, want %d", got, m)
+	}
+}
