@@ -284,3 +284,55 @@ func TestFilesDirMoveReaders(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesMoveKeepsPin: a file a user pinned (user.ucm.pinned) is still
+// pinned under its new name after a rename of it or of its directory, as
+// extended attributes go with a renamed file on a local disk (before: the
+// pin stayed behind with the old name). A file pinned by its directory's
+// pin only is not pinned by itself after moving out.
+func TestFilesMoveKeepsPin(t *testing.T) {
+	m := newMount(t, Options{})
+	m.model(t, "eng", "files")
+	p := func(rel string) string { return m.path("eng", rel) }
+	for _, d := range []string{"d", "pd", "out"} {
+		if err := os.Mkdir(p(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, rel := range []string{"a.bin", "pd/b.bin"} {
+		if err := os.WriteFile(p(rel), []byte("kv"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := xattr.Set(p("a.bin"), "user.ucm.pinned", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := xattr.Set(p("pd"), "user.ucm.pinned", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	pinned := func(rel string) string {
+		v, err := xattr.Get(p(rel), "user.ucm.pinned")
+		if err != nil {
+			return err.Error()
+		}
+		return string(v)
+	}
+	if err := os.Rename(p("a.bin"), p("d/a.bin")); err != nil {
+		t.Fatal(err)
+	}
+	if got := pinned("d/a.bin"); got != "1" {
+		t.Errorf("pin of a renamed file: %s, want 1", got)
+	}
+	if err := unix.Rename(p("d"), p("e")); err != nil {
+		t.Fatal(err)
+	}
+	if got := pinned("e/a.bin"); got != "1" {
+		t.Errorf("pin of a file of a renamed directory: %s, want 1", got)
+	}
+	if err := os.Rename(p("pd/b.bin"), p("out/b.bin")); err != nil {
+		t.Fatal(err)
+	}
+	if got := pinned("out/b.bin"); got != "0" {
+		t.Errorf("pin of a file moved out of a pinned directory: %s, want 0", got)
+	}
+}

@@ -66,7 +66,7 @@ func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
 
 // copyFile publishes the bytes of the published File from again as the
 // File to of the same files model, replacing a file published there, with
-// from's modification time: the first half of a move. durable is whether
+// from's modification time and its user's pin: the first half of a move. durable is whether
 // from was on a persistent tier, so that to must be made durable before
 // from goes (from stays, durable, if that fails).
 func (s *Store) copyFile(from, to format.Key) (durable bool, err error) {
@@ -80,6 +80,7 @@ func (s *Store) copyFile(from, to format.Key) (durable bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	pinned := s.userPinned(from)
 	h, err := s.stack.Open(from)
 	if err != nil {
 		return false, err
@@ -101,7 +102,23 @@ func (s *Store) copyFile(from, to format.Key) (durable bool, err error) {
 	if _, err := s.publish(pw, n, false, false); err != nil {
 		return false, fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
+	if pinned {
+		// The user's pin goes with the file, as xattrs go with a renamed
+		// file on a local disk.
+		if err := s.SetUserPin(to, true); err != nil {
+			s.log.Warn("move: the pin did not go with the file", "file", to.String(), "err", err)
+		}
+	}
 	return !bi.Dirty && s.stack.Persistent(), nil
+}
+
+// userPinned reports whether a user pinned the File k (user.ucm.pinned),
+// rather than a pinned directory above it.
+func (s *Store) userPinned(k format.Key) bool {
+	if user, loading := s.UserPin(k); loading {
+		return user
+	}
+	return s.stack.Pinned(k) && !s.dirPinned(k)
 }
 
 // dropCopy removes the copy to of a move that did not complete.
