@@ -49,7 +49,9 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 	// fail a Go caller, whose runtime signals its threads); the waits are
 	// bounded.
 	ctx = context.WithoutCancel(ctx)
-	o.s.store.AwaitDirWrites(ctx, o.model, rel)
+	if err := o.s.store.AwaitDirWrites(ctx, o.model, rel); err != nil {
+		return o.s.fail("rename", what, err)
+	}
 	o.s.dirMoves.begin(o.model, rel, target)
 	err := o.s.store.MoveFilesDir(ctx, o.model, rel, target, uid)
 	var dirs []*filesDir

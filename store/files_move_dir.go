@@ -151,12 +151,17 @@ func (s *Store) moveDirFiles(ctx context.Context, m *dirMove) error {
 }
 
 // AwaitDirWrites waits, up to busyWait, until no file is being written
-// beneath the directory from of model, as MoveFilesDir does first: the
+// beneath the directory from of model (ErrBusy past it), as MoveFilesDir
+// does first: the
 // front end calls it before it holds requests beneath the directory for
 // the move, since the RELEASE that publishes a file just closed must not
 // wait behind them.
-func (s *Store) AwaitDirWrites(ctx context.Context, model, from string) {
-	_, _ = s.awaitDirMove(ctx, model, from, from)
+func (s *Store) AwaitDirWrites(ctx context.Context, model, from string) error {
+	_, err := s.awaitDirMove(ctx, model, from, from)
+	if errors.Is(err, ErrBusy) {
+		return err
+	}
+	return nil // the move itself reports any other
 }
 
 // awaitDirMove plans the move (planDirMove), waiting up to busyWait while
