@@ -29,18 +29,21 @@ type filesDir struct {
 	dirCommon
 	model, dir string // dir: the path it was looked up by
 	ino        uint64
-	// moved is its path since a rename moved it or a directory above it
-	// (files_move_dir.go), nil before: the kernel keeps the node, and its
-	// number, under the new name.
-	moved atomic.Pointer[string]
+	// moved is where it is since a rename moved it or a directory above
+	// it (files_move_dir.go), nil before: the kernel keeps the node, and
+	// its number, under the new name.
+	moved atomic.Pointer[movedDir]
 }
 
-// path is the directory's path in the model now.
-func (d *filesDir) path() string {
+// movedDir is where a moved directory is: its model and path.
+type movedDir struct{ model, dir string }
+
+// where is the directory's model and path in it now.
+func (d *filesDir) where() (model, dir string) {
 	if p := d.moved.Load(); p != nil {
-		return *p
+		return p.model, p.dir
 	}
-	return d.dir
+	return d.model, d.dir
 }
 
 var (
@@ -57,21 +60,24 @@ var (
 )
 
 func (d *filesDir) ops() filesOps {
-	d.s.dirMoves.wait(d.model, d.path()) // then its path may be another
-	return filesOps{s: d.s, node: &d.Inode, model: d.model, dir: d.path()}
+	d.s.dirMoves.wait(d.where()) // then it may be elsewhere
+	model, dir := d.where()
+	return filesOps{s: d.s, node: &d.Inode, model: model, dir: dir}
 }
 
 // OnForget frees the node's number and forgets its cached listing (the
 // kernel keeps none of a node it forgot).
 func (d *filesDir) OnForget() {
-	d.s.inos.Release(ino.DirName(d.model, d.path()), d.ino)
-	d.s.listings.Delete(filesListingKey(d.model, d.path()))
+	model, dir := d.where()
+	d.s.inos.Release(ino.DirName(model, dir), d.ino)
+	d.s.listings.Delete(filesListingKey(model, dir))
 }
 
 // Getattr describes the directory with its model's owner and mode, and
 // the time of the last change of what it holds as its mtime.
 func (d *filesDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	d.s.filesDirAttr(&out.Attr, 2, d.model, d.path())
+	model, dir := d.where()
+	d.s.filesDirAttr(&out.Attr, 2, model, dir)
 	out.SetTimeout(d.s.opts.EntryTTL)
 	return 0
 }
@@ -354,8 +360,8 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 
 // rename publishes a file being written under the name it is renamed to,
 // in any directory of the model, replacing a file published there
-// (RENAME_NOREPLACE: EEXIST), or moves a published file there
-// (store.Store.MoveFile). A directory: renameDir.
+// (RENAME_NOREPLACE: EEXIST), or moves a published file there or to
+// another files model (store.Store.MoveFile). A directory: renameDir.
 func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	what := o.what(name) + " -> " + newName
 	rel, err := o.path(name)
@@ -371,7 +377,9 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		return errnoMissing
 	}
 	model, dir, ok := o.s.filesDirOf(newParent)
-	if !ok || model != o.model {
+	if !ok || model != o.model && w != nil {
+		// Another model's directory takes a published file (MoveFile)
+		// but not one being written, whose draft is this model's.
 		return o.s.fail("rename", what, errCrossDir)
 	}
 	if flags&unix.RENAME_EXCHANGE != 0 {
@@ -380,8 +388,8 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	if err := checkFileName(dir, newName); err != nil {
 		return o.s.fail("rename", what, err)
 	}
-	target := format.FileKey(o.model, format.JoinFilePath(dir, newName))
-	if o.s.store.FilesDir(o.model, target.Name) {
+	target := format.FileKey(model, format.JoinFilePath(dir, newName))
+	if o.s.store.FilesDir(model, target.Name) {
 		return o.s.fail("rename", what, errIsDir)
 	}
 	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.HasFile(target) {
@@ -460,7 +468,8 @@ func (f *filesNodes) forget(key format.Key, n uint64) ino.Name {
 func (s *fsState) filesDirOf(n gofs.InodeEmbedder) (model, dir string, ok bool) {
 	switch d := n.(type) {
 	case *filesDir:
-		return d.model, d.path(), true
+		model, dir := d.where()
+		return model, dir, true
 	case *modelNode:
 		return d.model, "", s.store.Files(d.model)
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 // renameDir moves the directory name (at rel) of a files model to
-// newName in newParent, a directory of the same model
+// newName in newParent, a directory of the same or another files model
 // (store.Store.MoveFilesDir). The kernel moves its entry, and the node
 // with it, when the rename is answered: that node keeps its number (a
 // process whose working directory it is, or that has it open, goes on
@@ -28,8 +28,8 @@ import (
 func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	what := o.what(name) + " -> " + newName
 	model, dir, ok := o.s.filesDirOf(newParent)
-	if !ok || model != o.model {
-		return o.s.fail("rename", what, fmt.Errorf("a directory to another model: %w", errCrossDir))
+	if !ok {
+		return o.s.fail("rename", what, fmt.Errorf("a directory out of the files models: %w", errCrossDir))
 	}
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		return o.s.fail("rename", what, fmt.Errorf("exchange: %w", errCrossDir))
@@ -38,10 +38,10 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 		return o.s.fail("rename", what, err)
 	}
 	target := format.JoinFilePath(dir, newName)
-	if o.s.store.HasFile(format.FileKey(o.model, target)) {
+	if o.s.store.HasFile(format.FileKey(model, target)) {
 		return errnoNotDir
 	}
-	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.FilesDir(o.model, target) {
+	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.FilesDir(model, target) {
 		return errnoExists
 	}
 	uid := callerProc(ctx).Uid
@@ -52,13 +52,14 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 	if err := o.s.store.AwaitDirWrites(ctx, o.model, rel); err != nil {
 		return o.s.fail("rename", what, err)
 	}
-	o.s.dirMoves.begin(o.model, rel, target)
-	err := o.s.store.MoveFilesDir(ctx, o.model, rel, target, uid)
+	span := dirMoveSpan{o.model, rel, model, target}
+	o.s.dirMoves.begin(span)
+	err := o.s.store.MoveFilesDir(ctx, o.model, rel, model, target, uid)
 	var dirs []*filesDir
 	if ch := o.node.GetChild(name); ch != nil && err == nil {
-		o.s.followMovedDir(ch, o.model, target, &dirs)
+		o.s.followMovedDir(ch, model, target, &dirs)
 	}
-	o.s.dirMoves.end(o.model, rel, target)
+	o.s.dirMoves.end(span)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return errnoMissing
@@ -88,24 +89,24 @@ type dirMoves struct {
 	list []dirMoveSpan
 }
 
-// dirMoveSpan is one move in flight: from and to of model.
-type dirMoveSpan struct{ model, from, to string }
+// dirMoveSpan is one move in flight: from of fromModel to to of toModel.
+type dirMoveSpan struct{ fromModel, from, toModel, to string }
 
-// begin records a move from from to to of model.
-func (g *dirMoves) begin(model, from, to string) {
+// begin records the move m.
+func (g *dirMoves) begin(m dirMoveSpan) {
 	g.mu.Lock()
 	if g.cond == nil {
 		g.cond = sync.NewCond(&g.mu)
 	}
-	g.list = append(g.list, dirMoveSpan{model, from, to})
+	g.list = append(g.list, m)
 	g.n.Add(1)
 	g.mu.Unlock()
 }
 
-// end records that the move begun with the same arguments is over.
-func (g *dirMoves) end(model, from, to string) {
+// end records that the move m is over.
+func (g *dirMoves) end(m dirMoveSpan) {
 	g.mu.Lock()
-	g.list = slices.DeleteFunc(g.list, func(m dirMoveSpan) bool { return m == dirMoveSpan{model, from, to} })
+	g.list = slices.DeleteFunc(g.list, func(x dirMoveSpan) bool { return x == m })
 	g.n.Add(-1)
 	g.cond.Broadcast()
 	g.mu.Unlock()
@@ -130,7 +131,7 @@ func (g *dirMoves) wait(model, path string) (waited bool) {
 // new path (under g.mu).
 func (g *dirMoves) covers(model, path string) bool {
 	for _, m := range g.list {
-		if m.model == model && (beneath(path, m.from) || beneath(path, m.to)) {
+		if m.fromModel == model && beneath(path, m.from) || m.toModel == model && beneath(path, m.to) {
 			return true
 		}
 	}
@@ -155,8 +156,8 @@ func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, dirs *[]*fil
 		s.files.moved(n.StableAttr().Ino, format.FileKey(model, path))
 		return
 	case *filesDir:
-		s.inos.Rename(ino.DirName(model, op.path()), ino.DirName(model, path), op.ino)
-		op.moved.Store(&path)
+		s.inos.Rename(ino.DirName(op.where()), ino.DirName(model, path), op.ino)
+		op.moved.Store(&movedDir{model, path})
 		*dirs = append(*dirs, op)
 	default:
 		return
@@ -175,7 +176,7 @@ func (o filesOps) movedHere(name, rel string) *gofs.Inode {
 	if ch == nil {
 		return nil
 	}
-	if d, ok := ch.Operations().(*filesDir); ok && d.moved.Load() != nil && d.path() == rel {
+	if d, ok := ch.Operations().(*filesDir); ok && d.moved.Load() != nil && *d.moved.Load() == (movedDir{o.model, rel}) {
 		return ch
 	}
 	return nil

@@ -336,3 +336,63 @@ func TestFilesMoveKeepsPin(t *testing.T) {
 		t.Errorf("pin of a file moved out of a pinned directory: %s, want 0", got)
 	}
 }
+
+// TestFilesMoveAcrossModels: a published file and a directory move from
+// one files model to another (before: EXDEV, and mv's copy was in memory
+// only while the durable original went), counted in the second model's
+// quota (EDQUOT past it, nothing moved); a file being written, or a move
+// into a model of another layout, is EXDEV.
+func TestFilesMoveAcrossModels(t *testing.T) {
+	m := newMount(t, Options{})
+	m.model(t, "one", "files")
+	m.model(t, "two", "files")
+	m.model(t, "blocks", "ucmb")
+	if err := os.MkdirAll(m.path("one", "d/sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	page := bytes.Repeat([]byte("kv"), 32<<10)
+	for _, rel := range []string{"a.bin", "d/b.bin", "d/sub/c.bin"} {
+		if err := os.WriteFile(m.path("one", rel), page, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Rename(m.path("one", "a.bin"), m.path("two", "a.bin")); err != nil {
+		t.Errorf("rename of a file to another files model: %v", err)
+	}
+	if err := xattr.Set(m.path("two"), "user.ucm.quota", []byte(fmt.Sprint(2*len(page)))); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Rename(m.path("one", "d"), m.path("two", "d")); !errors.Is(err, unix.EDQUOT) {
+		t.Errorf("rename of a directory past the other model's quota: %v, want EDQUOT", err)
+	}
+	if _, err := os.Stat(m.path("two", "d")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the target of the refused move: %v", err)
+	}
+	if err := xattr.Set(m.path("two"), "user.ucm.quota", []byte("0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Rename(m.path("one", "d"), m.path("two", "e")); err != nil {
+		t.Errorf("rename of a directory to another files model: %v", err)
+	}
+	for _, rel := range []string{"a.bin", "e/b.bin", "e/sub/c.bin"} {
+		if got, err := os.ReadFile(m.path("two", rel)); err != nil || !bytes.Equal(got, page) {
+			t.Errorf("two/%s: %d bytes, %v", rel, len(got), err)
+		}
+	}
+	for _, rel := range []string{"a.bin", "d"} {
+		if _, err := os.Stat(m.path("one", rel)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("one/%s after the move: %v", rel, err)
+		}
+	}
+	w, err := os.Create(m.path("one", "w.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := os.Rename(m.path("one", "w.bin"), m.path("two", "w.bin")); !errors.Is(err, unix.EXDEV) {
+		t.Errorf("rename of a file being written to another model: %v, want EXDEV", err)
+	}
+	if err := unix.Rename(m.path("two", "e"), m.path("blocks", "e")); !errors.Is(err, unix.EXDEV) {
+		t.Errorf("rename of a directory to a ucmb model: %v, want EXDEV", err)
+	}
+}

@@ -48,20 +48,22 @@ var (
 // directories (itself first, parents before children) and its published
 // files.
 type dirMove struct {
-	model, from, to string
-	dirs            []string
-	files           []format.Key
+	model, from string
+	toModel, to string
+	dirs        []string
+	files       []format.Key
 }
 
 // target is where p, a path beneath from (or from itself), goes.
 func (m *dirMove) target(p string) string { return m.to + strings.TrimPrefix(p, m.from) }
 
 // key is the key file k beneath from moves to.
-func (m *dirMove) key(k format.Key) format.Key { return format.FileKey(m.model, m.target(k.Name)) }
+func (m *dirMove) key(k format.Key) format.Key { return format.FileKey(m.toModel, m.target(k.Name)) }
 
-// MoveFilesDir renames the directory from of the files model to the path
-// to (whose parent is a directory), for the user uid (the directories it
-// makes count as theirs): the directories beneath from are made beneath
+// MoveFilesDir renames the directory from of the files model model to
+// the path to of the files model toModel (the same one, or another; to's
+// parent is a directory), for the user uid (the directories it makes
+// count as theirs; the bytes moved to another model count in its quota): the directories beneath from are made beneath
 // to, every published file moved there (MoveFile: durable where it was),
 // the directories' pins carried over, and from's directories removed.
 // to may be an empty directory, which is replaced. Errors: ErrNotFound
@@ -77,17 +79,18 @@ func (m *dirMove) key(k format.Key) format.Key { return format.FileKey(m.model, 
 // (the front end holds its requests beneath either name meanwhile). A
 // file published beneath from meanwhile stays there, with the
 // directories it needs; one removed meanwhile is left out.
-func (s *Store) MoveFilesDir(ctx context.Context, model, from, to string, uid uint32) error {
-	if s.Layout(model) != LayoutFiles {
-		return fmt.Errorf("%s: %w", model, ErrInvalid)
+func (s *Store) MoveFilesDir(ctx context.Context, model, from, toModel, to string, uid uint32) error {
+	if s.Layout(model) != LayoutFiles || s.Layout(toModel) != LayoutFiles {
+		return fmt.Errorf("%s to %s: a directory moves between files models: %w", model, toModel, ErrInvalid)
 	}
 	if from == "" || !s.FilesDir(model, from) {
 		return fmt.Errorf("%s/%s: %w", model, from, ErrNotFound)
 	}
-	if to == from {
+	same := toModel == model
+	if same && to == from {
 		return nil
 	}
-	if to == "" || strings.HasPrefix(to, from+"/") {
+	if to == "" || same && strings.HasPrefix(to, from+"/") {
 		return fmt.Errorf("%s/%s into itself (%s): %w", model, from, to, ErrInvalid)
 	}
 	if err := format.ValidateFilePath(to); err != nil {
@@ -96,10 +99,10 @@ func (s *Store) MoveFilesDir(ctx context.Context, model, from, to string, uid ui
 	if s.Stopped() {
 		return fmt.Errorf("shutting down: %w", ErrStopped)
 	}
-	if err := s.checkMoveTarget(model, to); err != nil {
+	if err := s.checkMoveTarget(toModel, to); err != nil {
 		return err
 	}
-	m, err := s.awaitDirMove(ctx, model, from, to)
+	m, err := s.awaitDirMove(ctx, model, from, toModel, to)
 	if err != nil {
 		return err
 	}
@@ -110,7 +113,7 @@ func (s *Store) MoveFilesDir(ctx context.Context, model, from, to string, uid ui
 	}
 	if err := s.moveDirFiles(ctx, m); err != nil {
 		s.undoDirMove(m, made)
-		return fmt.Errorf("moving %s/%s to %s: %w", model, from, to, err)
+		return fmt.Errorf("moving %s/%s to %s/%s: %w", model, from, toModel, to, err)
 	}
 	s.removeMovedDirs(m)
 	return nil
@@ -157,7 +160,7 @@ func (s *Store) moveDirFiles(ctx context.Context, m *dirMove) error {
 // the move, since the RELEASE that publishes a file just closed must not
 // wait behind them.
 func (s *Store) AwaitDirWrites(ctx context.Context, model, from string) error {
-	_, err := s.awaitDirMove(ctx, model, from, from)
+	_, err := s.awaitDirMove(ctx, model, from, model, from)
 	if errors.Is(err, ErrBusy) {
 		return err
 	}
@@ -168,15 +171,15 @@ func (s *Store) AwaitDirWrites(ctx context.Context, model, from string) error {
 // a file beneath from is still being written: a file closed just before
 // the rename publishes at its RELEASE, which the kernel sends after close
 // returns, so `echo > d/f; mv d e` would find it being written.
-func (s *Store) awaitDirMove(ctx context.Context, model, from, to string) (*dirMove, error) {
-	m, err := s.planDirMove(model, from, to)
+func (s *Store) awaitDirMove(ctx context.Context, model, from, toModel, to string) (*dirMove, error) {
+	m, err := s.planDirMove(model, from, toModel, to)
 	for end := time.Now().Add(busyWait); errors.Is(err, ErrBusy) && time.Now().Before(end); {
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("moving %s/%s: %w", model, from, ErrInterrupted)
 		case <-time.After(2 * time.Millisecond):
 		}
-		m, err = s.planDirMove(model, from, to)
+		m, err = s.planDirMove(model, from, toModel, to)
 	}
 	return m, err
 }
@@ -198,8 +201,8 @@ func (s *Store) checkMoveTarget(model, to string) error {
 }
 
 // planDirMove lists what is beneath from, within the bounds.
-func (s *Store) planDirMove(model, from, to string) (*dirMove, error) {
-	m := &dirMove{model: model, from: from, to: to, dirs: []string{from}}
+func (s *Store) planDirMove(model, from, toModel, to string) (*dirMove, error) {
+	m := &dirMove{model: model, from: from, toModel: toModel, to: to, dirs: []string{from}}
 	var bytes int64
 	busy := ""
 	for i := 0; i < len(m.dirs); i++ {
@@ -233,15 +236,15 @@ func (s *Store) planDirMove(model, from, to string) (*dirMove, error) {
 func (s *Store) makeMovedDirs(m *dirMove, uid uint32) (made []string, err error) {
 	for _, d := range m.dirs {
 		t := m.target(d)
-		if !s.FilesDir(m.model, t) {
-			if err := s.FilesMkdir(m.model, t, uid); err != nil {
+		if !s.FilesDir(m.toModel, t) {
+			if err := s.FilesMkdir(m.toModel, t, uid); err != nil {
 				return made, err
 			}
 			made = append(made, t)
 		}
 		if s.DirPinned(m.model, d) {
-			if err := s.SetDirPin(m.model, t, true); err != nil {
-				s.log.Warn("directory move: pin not carried over", "model", m.model, "dir", t, "err", err)
+			if err := s.SetDirPin(m.toModel, t, true); err != nil {
+				s.log.Warn("directory move: pin not carried over", "model", m.toModel, "dir", t, "err", err)
 			}
 		}
 	}
@@ -259,8 +262,8 @@ func (s *Store) undoDirMove(m *dirMove, made []string) {
 		}
 	}
 	for i := len(made) - 1; i >= 0; i-- {
-		if err := s.FilesRmdir(m.model, made[i]); err != nil {
-			s.log.Warn("directory move: directory left", "model", m.model, "dir", made[i], "err", err)
+		if err := s.FilesRmdir(m.toModel, made[i]); err != nil {
+			s.log.Warn("directory move: directory left", "model", m.toModel, "dir", made[i], "err", err)
 		}
 	}
 }

@@ -18,8 +18,8 @@ func (s *Store) Publish(pw *PendingWrite, size int64, durable bool) (Info, error
 }
 
 // publish is Publish; charge false skips the quotas (the model's and its
-// owner's): a move's copy (copyFile), whose bytes the model already holds
-// under the name that goes once the copy is in place. A rename on a local
+// owner's): a move's copy within a model (copyFile), whose bytes the
+// model already holds under the name that goes once the copy is in place. A rename on a local
 // disk needs no room, and a model at its quota must still rename its
 // files and directories.
 func (s *Store) publish(pw *PendingWrite, size int64, durable, charge bool) (Info, error) {

@@ -39,14 +39,14 @@ func (s *Store) OwnFile(key format.Key, name string, tgid uint32) *Draft {
 }
 
 // MoveFile renames the published File from to the File to of the same
-// files model (an engine's rename of a file it had already published, or
-// `mv`): the bytes are published again under to, replacing a file
+// files model or another (an engine's rename of a file it had already
+// published, or `mv`): the bytes are published again under to, replacing a file
 // published there, with from's modification time, then from is removed
 // from every tier. When from was on a persistent tier (written back, or
 // fsynced), to is made durable before from goes (KeepDurable). Readers
 // that have from open go on reading it. Errors:
 // ErrNotFound when from is not published, ErrInvalid for keys that are
-// not Files of one model.
+// not Files of files models.
 func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
 	if from == to && from.Kind == format.File {
 		return nil
@@ -65,12 +65,14 @@ func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
 }
 
 // copyFile publishes the bytes of the published File from again as the
-// File to of the same files model, replacing a file published there, with
-// from's modification time and its user's pin: the first half of a move. durable is whether
+// File to of the same files model or another, replacing a file published
+// there, with from's modification time and its user's pin: the first
+// half of a move. durable is whether
 // from was on a persistent tier, so that to must be made durable before
 // from goes (from stays, durable, if that fails).
 func (s *Store) copyFile(from, to format.Key) (durable bool, err error) {
-	if from.Kind != format.File || to.Kind != format.File || from.Model != to.Model || from == to {
+	if from.Kind != format.File || to.Kind != format.File || from == to ||
+		from.Model != to.Model && (s.Layout(from.Model) != LayoutFiles || s.Layout(to.Model) != LayoutFiles) {
 		return false, fmt.Errorf("%w: %s cannot move to %s", ErrInvalid, from, to)
 	}
 	if s.Stopped() {
@@ -99,7 +101,9 @@ func (s *Store) copyFile(from, to format.Key) (durable bool, err error) {
 		s.stack.Abort(pw)
 		return false, fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
-	if _, err := s.publish(pw, n, false, false); err != nil {
+	// Within a model the copy is not charged to its quota (the model
+	// holds no more after the move); into another, it is.
+	if _, err := s.publish(pw, n, false, from.Model != to.Model); err != nil {
 		return false, fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
 	if pinned {
