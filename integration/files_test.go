@@ -331,9 +331,10 @@ func TestFilesFlatAdopt(t *testing.T) {
 // TestFilesDirMoveKill9: `mv` of a directory of durable files (each
 // written, fsynced and renamed into place) moves it in place, while a
 // separate process whose working directory is beneath it goes on
-// listing and reading there; after a kill -9 of the daemon and a remount
-// the files are under the new path, byte for byte, none under the old,
-// and the tier passes fsck.
+// listing and reading there; then a directory and a file go on to
+// another files model. After a kill -9 of the daemon and a remount the
+// files are under the new paths, byte for byte, none under the old, and
+// the tier passes fsck.
 func TestFilesDirMoveKill9(t *testing.T) {
 	d, mnt, tier := filesMount(t)
 	m := d.path("eng")
@@ -387,12 +388,25 @@ print(os.getcwd(), len(names), n)
 		t.Errorf("the process working in the moved directory printed %q, want %q", got, exp)
 	}
 	sameTree(t, "after mv", engineTree(t, m+"/run2"), want)
+	// And to another files model, a directory and a file.
+	sh(t, "mkdir", "-p", d.path("other"))
+	sh(t, "mv", m+"/run2/layer0", d.path("other", "layer0"))
+	sh(t, "mv", m+"/run2/layer1/"+fmt.Sprintf("%064x.bin", 1), d.path("other"))
 	d.kill()
 	d.detach()
 	d = mountUCM(t, mountOpts{Mnt: mnt, Tier: tier})
-	sameTree(t, "after kill -9 and a remount", engineTree(t, d.path("eng", "run2")), want)
-	if _, err := os.Stat(d.path("eng", "run1")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the old name after kill -9 and a remount: %v", err)
+	got := engineTree(t, d.path("eng", "run2"))
+	for rel, b := range engineTree(t, d.path("other")) {
+		if rel == fmt.Sprintf("%064x.bin", 1) {
+			rel = "layer1/" + rel
+		}
+		got[rel] = b
+	}
+	sameTree(t, "after kill -9 and a remount", got, want)
+	for _, p := range []string{d.path("eng", "run1"), d.path("eng", "run2", "layer0")} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("an old name after kill -9 and a remount: %v", err)
+		}
 	}
 	if code := d.stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
