@@ -113,6 +113,9 @@ var (
 // now on drops what the kernel caches of it.
 func (h *filesListing) take(ctx context.Context) syscall.Errno {
 	h.drop()
+	if d, ok := h.o.node.Operations().(*filesDir); ok {
+		h.o = d.ops() // where it is now, once no move is in flight beneath it
+	}
 	if h.cached {
 		h.o.s.listingTaken(h.o.listing(), h.o.dropListing)
 	}

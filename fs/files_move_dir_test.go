@@ -82,6 +82,11 @@ func TestFilesDirRename(t *testing.T) {
 			t.Errorf("openat through a moved directory read %q", buf[:n])
 		}
 	}
+	// Its listing, first read after the move, is the directory's.
+	names := make([]byte, 4096)
+	if n, err := unix.Getdents(dirfd, names); err != nil || !bytes.Contains(names[:n], []byte("b.bin")) {
+		t.Errorf("listing through a moved directory's descriptor: %d bytes, %v; no b.bin", n, err)
+	}
 	if err := unix.Mkdirat(dirfd, "made", 0o755); err != nil {
 		t.Errorf("mkdirat through a moved directory: %v", err)
 	} else if _, err := os.Stat(p("free/sub/made")); err != nil {
@@ -221,8 +226,9 @@ func TestFilesMoveAtQuota(t *testing.T) {
 }
 
 // TestFilesDirMoveReaders: readers of the files of a directory that is
-// renamed back and forth never read wrong bytes, and once the renames
-// end every file reads whole at once under the name the directory has.
+// renamed back and forth never read wrong bytes nor list part of a
+// directory, and once the renames end every file reads whole at once
+// under the name the directory has.
 // Before, a lookup while a move was half done cached a miss in the
 // directory's node, which the kernel moves with the directory: the file
 // was then missing for the negative timeout after the move.
@@ -264,6 +270,24 @@ func TestFilesDirMoveReaders(t *testing.T) {
 			}
 		}()
 	}
+	var partial atomic.Int64
+	wg.Add(1)
+	go func() { // a lister: a listing is whole, or the directory is elsewhere
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			for _, d := range []string{"a", "b"} {
+				ents, err := os.ReadDir(p(d + "/s1"))
+				if err == nil && len(ents) != files/4 {
+					partial.Add(1)
+				}
+			}
+		}
+	}()
 	at, other := "a", "b"
 	for range 100 {
 		if err := unix.Rename(p(at), p(other)); err != nil {
@@ -277,6 +301,9 @@ func TestFilesDirMoveReaders(t *testing.T) {
 	wg.Wait()
 	if n := wrong.Load(); n != 0 {
 		t.Errorf("%d reads returned wrong bytes", n)
+	}
+	if n := partial.Load(); n != 0 {
+		t.Errorf("%d listings were partial", n)
 	}
 	for i := range files {
 		if got, err := os.ReadFile(p(fmt.Sprintf("%s/s%d/f%d.bin", at, i%4, i))); err != nil || !bytes.Equal(got, body(i)) {
