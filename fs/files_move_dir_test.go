@@ -248,8 +248,8 @@ func TestFilesDirMoveReaders(t *testing.T) {
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	var wrong atomic.Int64
-	for range 3 {
+	// loop runs body in a goroutine of its own until done is closed.
+	loop := func(body func()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -258,36 +258,32 @@ func TestFilesDirMoveReaders(t *testing.T) {
 				case <-done:
 					return
 				default:
-				}
-				for i := range files {
-					for _, d := range []string{"a", "b"} {
-						got, err := os.ReadFile(p(fmt.Sprintf("%s/s%d/f%d.bin", d, i%4, i)))
-						if err == nil && !bytes.Equal(got, body(i)) {
-							wrong.Add(1)
-						}
-					}
+					body()
 				}
 			}
 		}()
 	}
-	var partial atomic.Int64
-	wg.Add(1)
-	go func() { // a lister: a listing is whole, or the directory is elsewhere
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			for _, d := range []string{"a", "b"} {
-				ents, err := os.ReadDir(p(d + "/s1"))
-				if err == nil && len(ents) != files/4 {
-					partial.Add(1)
+	var wrong, partial atomic.Int64
+	for range 3 { // readers: a file reads whole, or is elsewhere
+		loop(func() {
+			for i := range files {
+				for _, d := range []string{"a", "b"} {
+					got, err := os.ReadFile(p(fmt.Sprintf("%s/s%d/f%d.bin", d, i%4, i)))
+					if err == nil && !bytes.Equal(got, body(i)) {
+						wrong.Add(1)
+					}
 				}
 			}
+		})
+	}
+	loop(func() { // a lister: a listing is whole, or the directory is elsewhere
+		for _, d := range []string{"a", "b"} {
+			ents, err := os.ReadDir(p(d + "/s1"))
+			if err == nil && len(ents) != files/4 {
+				partial.Add(1)
+			}
 		}
-	}()
+	})
 	at, other := "a", "b"
 	for range 100 {
 		if err := unix.Rename(p(at), p(other)); err != nil {
