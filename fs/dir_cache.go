@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/light"
@@ -74,11 +75,23 @@ func (h lightHost) CacheListing(ref light.Ref, node uint64) bool {
 type cachedListing struct {
 	drop   func()
 	served atomic.Bool
+	// owner is the node of the files model's directory it is of (nil for
+	// a shard): one path may have had several nodes (a directory removed
+	// and made again, or moved over another), and a node that goes
+	// forgets its own listing only (forgetListing).
+	owner *gofs.Inode
+}
+
+// forgetListing drops the listing of lk that node registered, if any.
+func (s *fsState) forgetListing(lk listingKey, node *gofs.Inode) {
+	if v, ok := s.listings.Load(lk); ok && v.(*cachedListing).owner == node {
+		s.listings.CompareAndDelete(lk, v)
+	}
 }
 
 // ListingTaken follows the cached listing of shard ref from now on.
 func (h lightHost) ListingTaken(ref light.Ref, node uint64) {
-	h.s.listingTaken(listingKey{model: ref.Model, shard: ref.Shard}, func() { h.s.invalidateListing(node) })
+	h.s.listingTaken(listingKey{model: ref.Model, shard: ref.Shard}, nil, func() { h.s.invalidateListing(node) })
 }
 
 // listingTaken records that the cached listing of directory lk is being
@@ -86,8 +99,8 @@ func (h lightHost) ListingTaken(ref light.Ref, node uint64) {
 // (drop). It registers the listing anew, served, since a change may have
 // dropped and forgotten the one its open registered, and the kernel
 // refills its cache through the same open directory.
-func (s *fsState) listingTaken(lk listingKey, drop func()) {
-	c := &cachedListing{drop: drop}
+func (s *fsState) listingTaken(lk listingKey, owner *gofs.Inode, drop func()) {
+	c := &cachedListing{drop: drop, owner: owner}
 	c.served.Store(true)
 	s.listings.Store(lk, c)
 }

@@ -70,7 +70,7 @@ func (d *filesDir) ops() filesOps {
 func (d *filesDir) OnForget() {
 	model, dir := d.where()
 	d.s.inos.Release(ino.DirName(model, dir), d.ino)
-	d.s.listings.Delete(filesListingKey(model, dir))
+	d.s.forgetListing(filesListingKey(model, dir), &d.Inode)
 }
 
 // Getattr describes the directory with its model's owner and mode, and

@@ -75,7 +75,7 @@ func (o filesOps) opendir(ctx context.Context) (gofs.FileHandle, uint32, syscall
 		return h, 0, 0
 	}
 	h.cached = true
-	o.s.listings.Store(o.listing(), &cachedListing{drop: o.dropListing})
+	o.s.listings.Store(o.listing(), &cachedListing{drop: o.dropListing, owner: o.node})
 	return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 
@@ -117,7 +117,7 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 		h.o = d.ops() // where it is now, once no move is in flight beneath it
 	}
 	if h.cached {
-		h.o.s.listingTaken(h.o.listing(), h.o.dropListing)
+		h.o.s.listingTaken(h.o.listing(), h.o.node, h.o.dropListing)
 	}
 	ents := h.o.entries(ctx, h.cached)
 	uid := callerProc(ctx).Uid

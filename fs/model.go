@@ -47,7 +47,7 @@ func newModelNode(s *fsState, model string, ino uint64) *modelNode {
 // files model's root (the kernel keeps none of a node it forgot).
 func (m *modelNode) OnForget() {
 	m.s.inos.Release(ino.ModelName(m.model), m.ino)
-	m.s.listings.Delete(filesListingKey(m.model, ""))
+	m.s.forgetListing(filesListingKey(m.model, ""), &m.Inode)
 }
 
 // Getattr describes the model directory (the root of a files model with
