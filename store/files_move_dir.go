@@ -154,14 +154,14 @@ func (s *Store) moveDirFiles(ctx context.Context, m *dirMove) error {
 }
 
 // AwaitDirWrites waits, up to busyWait, until no file is being written
-// beneath the directory from of model (ErrBusy past it), as MoveFilesDir
-// does first: the
+// beneath the directory from of model (ErrBusy past it; ErrDirTooLarge
+// at once for a directory past the bounds), as MoveFilesDir does first: the
 // front end calls it before it holds requests beneath the directory for
 // the move, since the RELEASE that publishes a file just closed must not
 // wait behind them.
 func (s *Store) AwaitDirWrites(ctx context.Context, model, from string) error {
 	_, err := s.awaitDirMove(ctx, model, from, model, from)
-	if errors.Is(err, ErrBusy) {
+	if errors.Is(err, ErrBusy) || errors.Is(err, ErrDirTooLarge) {
 		return err
 	}
 	return nil // the move itself reports any other
