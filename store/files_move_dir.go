@@ -63,9 +63,10 @@ func (m *dirMove) key(k format.Key) format.Key { return format.FileKey(m.toModel
 // MoveFilesDir renames the directory from of the files model model to
 // the path to of the files model toModel (the same one, or another; to's
 // parent is a directory), for the user uid (the directories it makes
-// count as theirs; the bytes moved to another model count in its quota): the directories beneath from are made beneath
-// to, every published file moved there (MoveFile: durable where it was),
-// the directories' pins carried over, and from's directories removed.
+// count as theirs; the bytes moved to another model count in its quota):
+// the directories beneath from are made beneath to, every published file
+// moved there (MoveFile: durable where it was), the directories' pins
+// carried over, and from's directories removed.
 // to may be an empty directory, which is replaced. Errors: ErrNotFound
 // when from is no directory, ErrInvalid when to is from or beneath it
 // (EINVAL as rename(2) says), ErrNotEmpty when to is a directory that
