@@ -243,7 +243,7 @@ func TestFilesReplaceAndRestart(t *testing.T) {
 
 // TestFilesCorruptCopy: a file of a files model whose tier copy changed
 // on disk (same size, other bytes) is a miss at its first read after a
-// restart, never the wrong bytes, and leaves the model; a file next to
+// restart, never the wrong bytes, also when it was moved first, and leaves the model; a file next to
 // it is served.
 func TestFilesCorruptCopy(t *testing.T) {
 	dir := testDir(t)
@@ -254,7 +254,7 @@ func TestFilesCorruptCopy(t *testing.T) {
 	d := mountUCM(t, mountOpts{Mnt: mnt, Tier: tier, Args: []string{"--default-layout", "files"}})
 	sh(t, "mkdir", "-p", d.path("eng", "pages"))
 	good, bad := engineData("corrupt", 1), engineData("corrupt", 2)
-	for name, b := range map[string][]byte{"good.bin": good, "bad.bin": bad} {
+	for name, b := range map[string][]byte{"good.bin": good, "bad.bin": bad, "bad2.bin": bad} {
 		if err := os.WriteFile(d.path("eng", "pages", name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -265,15 +265,23 @@ func TestFilesCorruptCopy(t *testing.T) {
 	if code := d.stop(); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
-	f, err := os.OpenFile(filepath.Join(tier, "eng", "pages", "bad.bin"), os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"bad.bin", "bad2.bin"} {
+		f, err := os.OpenFile(filepath.Join(tier, "eng", "pages", name), os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte("rot"), 1000); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
 	}
-	if _, err := f.WriteAt([]byte("rot"), 1000); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 	d = mountUCM(t, mountOpts{Mnt: mnt, Tier: tier})
+	// Moved before its first read (a link of its tier file under the new
+	// name): still checked at that read.
+	sh(t, "mv", d.path("eng", "pages", "bad2.bin"), d.path("eng", "moved.bin"))
+	if got, err := os.ReadFile(d.path("eng", "moved.bin")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a corrupt copy moved before its first read read %d bytes (equal to the file %v), err %v; want ENOENT", len(got), bytes.Equal(got, bad), err)
+	}
 	if got, err := os.ReadFile(d.path("eng", "pages", "bad.bin")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a corrupt copy read %d bytes (equal to the file %v), err %v; want ENOENT", len(got), bytes.Equal(got, bad), err)
 	}

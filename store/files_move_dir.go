@@ -21,11 +21,11 @@ import (
 // across file systems (overlayfs answers a directory rename it cannot do
 // in place the same way).
 
-// The bounds of a directory moved in place (decision: an engine's small
-// directories — a lock directory taken over by rename, a run's config
-// directory, a namespace of a few pages — fit; a directory of a whole KV
-// cache is copied by the caller, as across file systems): the files
-// beneath it, and their bytes.
+// The bounds of a directory moved in place (decision: they keep the
+// request to about a second): the files beneath it, and the bytes of
+// those it copies rather than links (a file only in memory, or one the
+// first directory tier cannot link). A larger directory is copied by the
+// caller, as across file systems.
 const (
 	MaxDirMoveFiles = 4096
 	MaxDirMoveBytes = 256 << 20
@@ -37,8 +37,8 @@ const busyWait = time.Second
 
 // Errors of MoveFilesDir.
 var (
-	// ErrDirTooLarge: a directory past MaxDirMoveFiles or
-	// MaxDirMoveBytes, not moved (EXDEV: tools copy then).
+	// ErrDirTooLarge: a directory past MaxDirMoveFiles, or whose files
+	// to copy pass MaxDirMoveBytes, not moved (EXDEV: tools copy then).
 	ErrDirTooLarge = errors.New("directory too large to move in place")
 	// ErrBusy: a file is being written beneath the directory (EBUSY).
 	ErrBusy = errors.New("files are being written beneath the directory")
@@ -121,15 +121,16 @@ func (s *Store) MoveFilesDir(ctx context.Context, model, from, toModel, to strin
 }
 
 // moveDirFiles moves the files of m as MoveFile moves one, in three
-// passes, so that the copies of durable files are synced together (the
-// write-back pool's parallelism) rather than one fsync after another:
-// every file is copied to its new path, the copies of those that were
-// durable are made durable, then the old paths go. A crash before the
+// passes, so that what was durable is made durable again together rather
+// than one fsync after another: every file is linked (on the first
+// directory tier) or copied to its new path, the copies of those that
+// were durable are written back (the write-back pool's parallelism) and
+// the links' directories synced once each, then the old paths go. A crash before the
 // last pass leaves every old path as it was.
 func (s *Store) moveDirFiles(ctx context.Context, m *dirMove) error {
-	var durable []format.Key
+	var durable, linked []format.Key
 	for _, k := range m.files {
-		d, err := s.copyFile(k, m.key(k))
+		d, l, err := s.copyFile(k, m.key(k), true)
 		if errors.Is(err, ErrNotFound) {
 			continue // removed meanwhile: as if before the rename
 		}
@@ -139,9 +140,15 @@ func (s *Store) moveDirFiles(ctx context.Context, m *dirMove) error {
 		if d {
 			durable = append(durable, m.key(k))
 		}
+		if l {
+			linked = append(linked, m.key(k))
+		}
 	}
 	if err := s.stack.FlushKeys(ctx, durable); err != nil {
 		return fmt.Errorf("making the copies durable: %w", err)
+	}
+	if err := s.stack.SyncLinks(linked); err != nil {
+		return fmt.Errorf("making the links durable: %w", err)
 	}
 	for _, k := range m.files {
 		done := s.Removal(k) // after the GPU loads of the file
@@ -216,13 +223,16 @@ func (s *Store) planDirMove(model, from, toModel, to string) (*dirMove, error) {
 			m.dirs = append(m.dirs, format.JoinFilePath(d, sub))
 		}
 		for _, k := range files {
+			if s.stack.Linkable(k) {
+				continue // linked on its tier: no bytes copied
+			}
 			if bi, err := s.stack.Stat(k); err == nil {
 				bytes += bi.Size
 			}
 		}
 		m.files = append(m.files, files...)
 		if len(m.files) > MaxDirMoveFiles || bytes > MaxDirMoveBytes || len(m.dirs) > MaxDirMoveFiles {
-			return nil, fmt.Errorf("%s/%s: more than %d files or %d MiB: %w",
+			return nil, fmt.Errorf("%s/%s: more than %d files, or %d MiB to copy: %w",
 				model, from, MaxDirMoveFiles, MaxDirMoveBytes>>20, ErrDirTooLarge)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // RenameTo publishes a staging file of a files model under another name
@@ -51,7 +52,7 @@ func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
 	if from == to && from.Kind == format.File {
 		return nil
 	}
-	durable, err := s.copyFile(from, to)
+	durable, _, err := s.copyFile(from, to, false)
 	if err != nil {
 		return err
 	}
@@ -67,22 +68,57 @@ func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
 // copyFile publishes the bytes of the published File from again as the
 // File to of the same files model or another, replacing a file published
 // there, with from's modification time and its user's pin: the first
-// half of a move. durable is whether
-// from was on a persistent tier, so that to must be made durable before
-// from goes (from stays, durable, if that fails).
-func (s *Store) copyFile(from, to format.Key) (durable bool, err error) {
+// half of a move. Where the first directory tier holds from's current
+// version, to is a hard link of it there (tiers.Stack.LinkOnDisk):
+// linked, and synced there unless batch (the caller then syncs the
+// links' directories, tiers.Stack.SyncLinks); else a copy through
+// memory, and durable is whether it must be made durable before from
+// goes (from was on a persistent tier; from stays, durable, if that
+// fails).
+func (s *Store) copyFile(from, to format.Key, batch bool) (durable, linked bool, err error) {
 	if from.Kind != format.File || to.Kind != format.File || from == to ||
 		from.Model != to.Model && (s.Layout(from.Model) != LayoutFiles || s.Layout(to.Model) != LayoutFiles) {
-		return false, fmt.Errorf("%w: %s cannot move to %s", ErrInvalid, from, to)
+		return false, false, fmt.Errorf("%w: %s cannot move to %s", ErrInvalid, from, to)
 	}
 	if s.Stopped() {
-		return false, fmt.Errorf("shutting down: %w", ErrStopped)
+		return false, false, fmt.Errorf("shutting down: %w", ErrStopped)
 	}
 	bi, err := s.stack.Stat(from)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	pinned := s.userPinned(from)
+	// Within a model the copy is not charged to its quota (the model
+	// holds no more after the move); into another, it is.
+	charge := from.Model != to.Model
+	s.WriteStarted(to)
+	defer s.WriteEnded(to) // moves to's epoch: a miss cached meanwhile is not kept
+	if pw, err := s.stack.LinkOnDisk(from, to); err == nil {
+		// Its bytes are on the first directory tier: a link there, as
+		// durable as from (no copy to write back).
+		pw.SetReplace()
+		pw.SetMTime(bi.MTime)
+		if _, err := s.publish(pw, bi.Size, !batch, charge); err != nil {
+			return false, false, fmt.Errorf("move %s to %s: %w", from, to, err)
+		}
+		linked = true
+	} else if durable, err = s.copyBytes(from, to, bi, charge); err != nil {
+		return false, false, err
+	}
+	if pinned {
+		// The user's pin goes with the file, as xattrs go with a renamed
+		// file on a local disk.
+		if err := s.SetUserPin(to, true); err != nil {
+			s.log.Warn("move: the pin did not go with the file", "file", to.String(), "err", err)
+		}
+	}
+	return durable, linked, nil
+}
+
+// copyBytes is copyFile's copy of from's bytes through a pending write in
+// memory, published as to; durable is whether from was on a persistent
+// tier (the copy is not yet).
+func (s *Store) copyBytes(from, to format.Key, bi tiers.BlockInfo, charge bool) (durable bool, err error) {
 	h, err := s.stack.Open(from)
 	if err != nil {
 		return false, err
@@ -92,8 +128,6 @@ func (s *Store) copyFile(from, to format.Key) (durable bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	s.WriteStarted(to)
-	defer s.WriteEnded(to) // moves to's epoch: a miss cached meanwhile is not kept
 	pw.SetReplace()
 	pw.SetMTime(bi.MTime)
 	n, err := io.Copy(pw.File(), io.NewSectionReader(h.File, 0, h.Size))
@@ -101,17 +135,8 @@ func (s *Store) copyFile(from, to format.Key) (durable bool, err error) {
 		s.stack.Abort(pw)
 		return false, fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
-	// Within a model the copy is not charged to its quota (the model
-	// holds no more after the move); into another, it is.
-	if _, err := s.publish(pw, n, false, from.Model != to.Model); err != nil {
+	if _, err := s.publish(pw, n, false, charge); err != nil {
 		return false, fmt.Errorf("move %s to %s: %w", from, to, err)
-	}
-	if pinned {
-		// The user's pin goes with the file, as xattrs go with a renamed
-		// file on a local disk.
-		if err := s.SetUserPin(to, true); err != nil {
-			s.log.Warn("move: the pin did not go with the file", "file", to.String(), "err", err)
-		}
 	}
 	return !bi.Dirty && s.stack.Persistent(), nil
 }

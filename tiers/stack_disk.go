@@ -33,6 +33,10 @@ type diskWriter struct {
 	*dirWriter
 	direct *os.File   // the temp file opened O_DIRECT; nil while parked
 	set    *stagedSet // where it is listed until it ends
+	// linked: a hard link of a published file (LinkOnDisk), whose CRC
+	// (crc, when hasCRC) was checked this run when checked.
+	linked, checked, hasCRC bool
+	crc                     uint32
 }
 
 // stagedSet lists the files staged on disk that are neither published
@@ -243,6 +247,9 @@ func (s *Stack) publishOnDisk(p *PendingWrite, dw *diskWriter, size int64, opts 
 		s.makeRoomOn(i, size)
 	}
 	opts.Sync = durable || s.cfg.WriteThrough
+	if dw.linked {
+		opts.CRC, opts.HasCRC = dw.crc, dw.hasCRC
+	}
 	for retried := false; ; retried = true {
 		mu := s.keyLock(p.key)
 		mu.Lock()
@@ -265,8 +272,13 @@ func (s *Stack) publishOnDisk(p *PendingWrite, dw *diskWriter, size int64, opts 
 			// Its writer wrote it in this run and no CRC is known to check
 			// it against: its first read is served without reading it
 			// twice, and its first copy between tiers (the promotion that
-			// read queues) computes the CRC.
-			s.verified[p.key] = true
+			// read queues) computes the CRC. A link of a published file
+			// (LinkOnDisk) is checked as that file was.
+			if !dw.linked || dw.checked {
+				s.verified[p.key] = true
+			} else {
+				delete(s.verified, p.key)
+			}
 			s.mu.Unlock()
 			return info, nil
 		case errors.Is(err, ErrExist):
@@ -294,6 +306,11 @@ func (s *Stack) toMemory(p *PendingWrite, dw *diskWriter, size int64, opts *Comm
 		return nil, err
 	}
 	crc, err := copyFile(mw, dw.File(), size, p.key.Kind)
+	if err == nil && dw.linked && dw.hasCRC && crc != dw.crc {
+		// A link of a file whose bytes changed on disk: a miss, not a
+		// copy that would make them look right.
+		err = fmt.Errorf("%w: %s: CRC-32C %08x (expected %08x)", ErrCorrupt, p.key, crc, dw.crc)
+	}
 	if err != nil {
 		mw.Abort()
 		return nil, err

@@ -1,0 +1,141 @@
+package tiers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ucmfs/ucmfs/format"
+	"golang.org/x/sys/unix"
+)
+
+// Files moved on disk. A file of a files model moved to another name (a
+// rename of it or of a directory above it, store.Store.MoveFile) whose
+// current version is on the first directory tier is linked there under
+// the new name rather than copied through memory and written back:
+// LinkOnDisk stages a hard link of the tier's file beside the new name,
+// which Publish renames into place as any file staged on disk
+// (publishOnDisk). Both names are one inode, with its bytes and its CRC
+// xattr, until the old name goes. The link's index entry has from's CRC,
+// and a file whose CRC this run has not checked yet stays unchecked under
+// its new name: its first read checks it against that CRC (verifyOnce).
+
+// errNoLink: the first directory tier cannot take a link now (shared with
+// other daemons, not in place, not Up); the caller copies.
+var errNoLink = errors.New("no link on the first directory tier")
+
+// LinkOnDisk starts the publish of to as a hard link of from's file on
+// the first directory tier. ErrNotFound when that tier does not hold
+// from's current version (memory holds one not written back yet);
+// errNoLink or a filesystem error (no hard links) when it cannot link.
+// Either way the caller copies instead.
+func (s *Stack) LinkOnDisk(from, to format.Key) (*PendingWrite, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	if len(s.dirs) == 0 || from.Kind != format.File || to.Kind != format.File {
+		return nil, errNoLink
+	}
+	d := s.dirs[0]
+	if !d.inline || !d.share.inPlace() || d.Health() != Up {
+		return nil, errNoLink
+	}
+	mu := s.keyLock(from) // no publish of from in between
+	mu.Lock()
+	defer mu.Unlock()
+	if s.mem.Dirty(from) {
+		return nil, fmt.Errorf("%s: its current version is in memory only: %w", from, ErrNotFound)
+	}
+	// The CRC the tier keeps for from (its index, or the file's xattr or
+	// sum): the link's, so that the link's first read checks it.
+	crc, hasCRC, err := d.CRC(from)
+	if err != nil {
+		return nil, err
+	}
+	w, err := d.link(from, to)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	checked := s.verified[from]
+	s.mu.Unlock()
+	dw := &diskWriter{dirWriter: w, set: &s.staged, linked: true, checked: checked, crc: crc, hasCRC: hasCRC}
+	s.staged.add(dw)
+	return &PendingWrite{key: to, w: dw}, nil
+}
+
+// Linkable reports whether LinkOnDisk would link k now rather than have
+// its caller copy it: the first directory tier can link, holds k, and
+// memory holds no version of it not written back.
+func (s *Stack) Linkable(k format.Key) bool {
+	if len(s.dirs) == 0 || k.Kind != format.File || s.mem.Dirty(k) {
+		return false
+	}
+	d := s.dirs[0]
+	if !d.inline || !d.share.inPlace() || d.Health() != Up {
+		return false
+	}
+	_, err := d.Stat(k)
+	return err == nil
+}
+
+// link starts the temp file of to as a hard link of from's file, beside
+// to's final name (LinkOnDisk).
+func (t *DirTier) link(from, to format.Key) (*dirWriter, error) {
+	if err := checkKey(to); err != nil {
+		return nil, err
+	}
+	w := &dirWriter{t: t, key: to}
+	src, dir := t.path(from), filepath.Dir(t.path(to))
+	err := t.do("link", func() error {
+		if err := t.ensureDir(to); err != nil {
+			return err
+		}
+		for {
+			tmp := filepath.Join(dir, tempName(to.ID.String()))
+			err := ignoringEINTR(func() error { return unix.Link(src, tmp) })
+			if errors.Is(err, unix.EEXIST) {
+				continue
+			}
+			if err != nil {
+				return osErr("link", err)
+			}
+			// Read-only: the file is published (0444) already, and
+			// Commit only syncs it and sets its times and mode.
+			f, err := openFile(tmp, unix.O_RDONLY, 0)
+			if err != nil {
+				_ = os.Remove(tmp)
+				return osErr("open", err)
+			}
+			w.tmp, w.f = tmp, f
+			return nil
+		}
+	}, func() { w.cleanup() })
+	if err != nil {
+		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
+	}
+	return w, nil
+}
+
+// SyncLinks makes the names of files published by LinkOnDisk without a
+// sync (keys) durable: one fsync of each directory of them on the first
+// directory tier, where a sync at each publish would cost one a file.
+func (s *Stack) SyncLinks(keys []format.Key) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	d := s.dirs[0]
+	done := make(map[string]bool)
+	for _, k := range keys {
+		dir := filepath.Dir(d.path(k))
+		if done[dir] {
+			continue
+		}
+		done[dir] = true
+		if err := d.do("sync", func() error { return syncDir(dir) }, nil); err != nil {
+			return fmt.Errorf("%s tier: %w", d.kind, err)
+		}
+	}
+	return nil
+}
