@@ -143,6 +143,10 @@ func TestKeptDescriptorUnmount(t *testing.T) {
 		t.Fatal(err)
 	}
 	reread(t, m.keyPath(k), d)
+	// The reread's RELEASE comes after its close returned: until then its
+	// descriptor is in use, not kept, and a connection that ends first
+	// never sees it.
+	waitKept(t, m, 1)
 	if err := m.srv.Unmount(); err != nil {
 		t.Fatal(err)
 	}
