@@ -34,11 +34,8 @@ func (s *Stack) LinkOnDisk(from, to format.Key) (*PendingWrite, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	if len(s.dirs) == 0 || from.Kind != format.File || to.Kind != format.File {
-		return nil, errNoLink
-	}
-	d := s.dirs[0]
-	if !d.inline || !d.share.inPlace() || d.Health() != Up {
+	d := s.linkTier()
+	if d == nil || from.Kind != format.File || to.Kind != format.File {
 		return nil, errNoLink
 	}
 	mu := s.keyLock(from) // no publish of from in between
@@ -69,15 +66,25 @@ func (s *Stack) LinkOnDisk(from, to format.Key) (*PendingWrite, error) {
 // its caller copy it: the first directory tier can link, holds k, and
 // memory holds no version of it not written back.
 func (s *Stack) Linkable(k format.Key) bool {
-	if len(s.dirs) == 0 || k.Kind != format.File || s.mem.Dirty(k) {
-		return false
-	}
-	d := s.dirs[0]
-	if !d.inline || !d.share.inPlace() || d.Health() != Up {
+	d := s.linkTier()
+	if d == nil || k.Kind != format.File || s.mem.Dirty(k) {
 		return false
 	}
 	_, err := d.Stat(k)
 	return err == nil
+}
+
+// linkTier is the first directory tier when it can take a link now (this
+// daemon's alone, in place, Up), else nil.
+func (s *Stack) linkTier() *DirTier {
+	if len(s.dirs) == 0 {
+		return nil
+	}
+	d := s.dirs[0]
+	if !d.inline || !d.share.inPlace() || d.Health() != Up {
+		return nil
+	}
+	return d
 }
 
 // link starts the temp file of to as a hard link of from's file, beside
