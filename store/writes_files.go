@@ -41,7 +41,8 @@ func (s *Store) OwnFile(key format.Key, name string, tgid uint32) *Draft {
 
 // MoveFile renames the published File from to the File to of the same
 // files model or another (an engine's rename of a file it had already
-// published, or `mv`): the bytes are published again under to, replacing a file
+// published, or `mv`): the bytes are published again under to (a link on
+// the first directory tier, or a copy: copyFile), replacing a file
 // published there, with from's modification time, then from is removed
 // from every tier. When from was on a persistent tier (written back, or
 // fsynced), to is made durable before from goes (KeepDurable). Readers
