@@ -168,11 +168,35 @@ func newChild(ctx context.Context, parent *gofs.Inode, name string, ino uint64, 
 	return parent.NewInode(ctx, mk(), gofs.StableAttr{Mode: mode, Ino: ino})
 }
 
+// notifyGoneFrom is notifyGone from the handler of a request of user
+// uid that answers once the kernel took it (an OPEN of a file gone). The
+// kernel takes the directory's lock for the notification, and another
+// request may hold it while it waits for its answer (a READDIR of the
+// directory holds it shared): over io_uring that request must find a
+// ring entry of this CPU's queue free, so this handler counts as one
+// waiting for another (uring.Transport.HoldEntry). Without it, two OPENs
+// of files a move took away held both entries of a queue, waiting for a
+// lister's READDIR queued behind them (TestFilesDirMoveReaders, 1 run of
+// CI). Where no entry can be added, the notification goes out after the
+// answer.
+func (s *fsState) notifyGoneFrom(uid uint32, parent *gofs.Inode, name string) {
+	if r := s.flocks.ring.Load(); r != nil {
+		done, err := r.HoldEntry(uid)
+		if err != nil {
+			go s.notifyGone(parent, name)
+			return
+		}
+		defer done()
+	}
+	s.notifyGone(parent, name)
+}
+
 // notifyGone tells the kernel to drop its cached entry for name under
 // parent: a block that went away by another path than unlink (eviction,
 // another daemon) stops looking present, so an O_EXCL create of it works.
-// It is called from OPEN, which the kernel sends without holding the
-// directory's lock, so the notification cannot wait on this request.
+// It is called from OPEN (notifyGoneFrom), which the kernel sends without
+// holding the directory's lock, so the notification cannot wait on this
+// request, and from goroutines.
 func (s *fsState) notifyGone(parent *gofs.Inode, name string) {
 	if parent == nil {
 		return

@@ -249,7 +249,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		n.s.reading.free(uid, 1)
 		if errors.Is(err, store.ErrNotFound) {
 			_, parent := n.Parent()
-			n.s.notifyGone(parent, key.FileName())
+			n.s.notifyGoneFrom(uid, parent, key.FileName())
 			return nil, 0, errnoMissing
 		}
 		return nil, 0, n.s.fail("open", n.key.Path(), err)
