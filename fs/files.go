@@ -376,19 +376,16 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		}
 		return errnoMissing
 	}
-	model, dir, ok := o.s.filesDirOf(newParent)
-	if !ok || model != o.model && w != nil {
+	model, path, errno := o.renameTarget(what, newParent, newName, flags)
+	if errno != 0 {
+		return errno
+	}
+	if model != o.model && w != nil {
 		// Another model's directory takes a published file (MoveFile)
 		// but not one being written, whose draft is this model's.
-		return o.s.fail("rename", what, errCrossDir)
+		return o.s.fail("rename", what, fmt.Errorf("a file being written to another model: %w", errCrossDir))
 	}
-	if flags&unix.RENAME_EXCHANGE != 0 {
-		return o.s.fail("rename", what, fmt.Errorf("exchange: %w", errCrossDir))
-	}
-	if err := checkFileName(dir, newName); err != nil {
-		return o.s.fail("rename", what, err)
-	}
-	target := format.FileKey(model, format.JoinFilePath(dir, newName))
+	target := format.FileKey(model, path)
 	if o.s.store.FilesDir(model, target.Name) {
 		return o.s.fail("rename", what, errIsDir)
 	}

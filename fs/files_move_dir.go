@@ -27,17 +27,10 @@ import (
 // once the rename is answered: they were registered under the old paths.
 func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	what := o.what(name) + " -> " + newName
-	model, dir, ok := o.s.filesDirOf(newParent)
-	if !ok {
-		return o.s.fail("rename", what, fmt.Errorf("a directory out of the files models: %w", errCrossDir))
+	model, target, errno := o.renameTarget(what, newParent, newName, flags)
+	if errno != 0 {
+		return errno
 	}
-	if flags&unix.RENAME_EXCHANGE != 0 {
-		return o.s.fail("rename", what, fmt.Errorf("exchange: %w", errCrossDir))
-	}
-	if err := checkFileName(dir, newName); err != nil {
-		return o.s.fail("rename", what, err)
-	}
-	target := format.JoinFilePath(dir, newName)
 	if o.s.store.HasFile(format.FileKey(model, target)) {
 		return errnoNotDir
 	}
@@ -72,6 +65,24 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 		}
 	}()
 	return 0
+}
+
+// renameTarget is where a rename of a file or directory of o to newName
+// in newParent goes: a files model and the path in it. A parent outside
+// the files models or RENAME_EXCHANGE is EXDEV (tools copy then), a bad
+// name its errno.
+func (o filesOps) renameTarget(what string, newParent gofs.InodeEmbedder, newName string, flags uint32) (model, target string, errno syscall.Errno) {
+	model, dir, ok := o.s.filesDirOf(newParent)
+	if !ok {
+		return "", "", o.s.fail("rename", what, fmt.Errorf("out of the files models: %w", errCrossDir))
+	}
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		return "", "", o.s.fail("rename", what, fmt.Errorf("exchange: %w", errCrossDir))
+	}
+	if err := checkFileName(dir, newName); err != nil {
+		return "", "", o.s.fail("rename", what, err)
+	}
+	return model, format.JoinFilePath(dir, newName), 0
 }
 
 // dirMoves are the directory moves in flight. A request on a path
