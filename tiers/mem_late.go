@@ -16,7 +16,9 @@ import (
 //
 // The file stays at its path until the worker (or settle) unlinks it, so
 // whatever puts a file at that path again settles the key first: the
-// tier's publish, RemoveDir and RemoveModel (settleAll), Close. The
+// tier's publish, RemoveDir and RemoveModel (settleAll), Close; and a
+// publish whose directories meet a file there (a File d/a removed, then
+// d/a/b published) settles them all and makes them again. The
 // worker unlinks by path, so it must never run while a new file of the
 // same key is published: settle waits for the worker's drop in flight.
 //

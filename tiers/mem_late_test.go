@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -77,6 +79,28 @@ func TestMemRemoveLate(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(m.Dir(), tiertest.Key("bound", i).Path())); !os.IsNotExist(err) {
 			t.Fatalf("file %d left after SettleAll: %v", i, err)
 		}
+	}
+}
+
+// TestMemRemoveLateUnder: a File removed late (d/a) does not keep a File
+// beneath a directory of its name (d/a/b) from being published: the
+// publish releases it first, though the worker is held.
+func TestMemRemoveLateUnder(t *testing.T) {
+	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Private: tiers.PrivateOff})
+	file := format.FileKey("files", "d/a")
+	tiertest.Put(t, m, file, []byte("a file"), tiers.CommitOptions{})
+	resume := sync.OnceFunc(m.HoldLate())
+	defer resume()
+	if err := m.RemoveLate(file); err != nil {
+		t.Fatal(err)
+	}
+	// The publish below waits for the worker's hold, which this releases
+	// (the old code failed at once, ENOTDIR, while it was held).
+	time.AfterFunc(100*time.Millisecond, resume)
+	below := format.FileKey("files", "d/a/b")
+	tiertest.Put(t, m, below, []byte("beneath"), tiers.CommitOptions{})
+	if got := readMem(t, m, below); string(got) != "beneath" {
+		t.Fatalf("d/a/b holds %q", got)
 	}
 }
 

@@ -113,8 +113,16 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 func (t *MemTier) publish(tmp string, key format.Key) error {
 	rel := key.Path()
 	t.settle(key) // a removed file of key's still at rel is released first
-	for attempt := 0; ; attempt++ {
+	settled, remade := false, false
+	for {
 		if _, err := t.dirs.ensure(t.root, key); err != nil {
+			if errors.Is(err, unix.ENOTDIR) && !settled {
+				// A File removed where key's directories go (d/a,
+				// for d/a/b) may still wait for its release.
+				t.settleAll()
+				settled = true
+				continue
+			}
 			return fmt.Errorf("memory tier: %w", err)
 		}
 		err := unix.Renameat2(t.dirFd, filepath.Base(tmp), t.dirFd, rel, unix.RENAME_NOREPLACE)
@@ -124,9 +132,10 @@ func (t *MemTier) publish(tmp string, key format.Key) error {
 		if errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("%w: %s", ErrExist, t.path(key))
 		}
-		if errors.Is(err, unix.ENOENT) && attempt == 0 {
+		if errors.Is(err, unix.ENOENT) && !remade {
 			// A RemoveModel took the directory away: make it again.
 			t.dirs.forget(key.Model)
+			remade = true
 			continue
 		}
 		return osErr("memory tier: publish", err)
