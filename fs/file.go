@@ -152,7 +152,13 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 			return 0
 		}
 	}
-	bi, err := n.s.store.StatFile(n.served())
+	k := n.served()
+	if size, mtime, ok := n.openVersionAttr(k); ok {
+		n.s.blockAttr(&out.Attr, size, mtime, n.key)
+		out.SetTimeout(n.s.opts.EntryTTL)
+		return 0
+	}
+	bi, err := n.s.store.StatFile(k)
 	if rh, ok := f.(*readHandle); ok && errors.Is(err, store.ErrNotFound) {
 		// Gone from the tiers while open: describe what the reader reads.
 		if fi, ferr := rh.f.Stat(); ferr == nil {
@@ -168,6 +174,30 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 	n.s.blockAttr(&out.Attr, bi.Size, bi.MTime, n.key)
 	out.SetTimeout(n.s.opts.EntryTTL)
 	return 0
+}
+
+// openVersionAttr is the size and mtime of what the node's open
+// descriptors read, a File of key k, when the store's file under the name
+// is no longer that one (replaced by a new version, removed, or moved): a
+// descriptor opened before goes on reading its version, and fstat must
+// describe it (SGLang's fast_file drops a page whose fstat size is not
+// what it reads). ok is false when the node is not open or reads the
+// current file.
+func (n *storedFile) openVersionAttr(k format.Key) (size int64, mtime time.Time, ok bool) {
+	if k.Kind != format.File {
+		return 0, time.Time{}, false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.st
+	if st == nil || st.refs == 0 || st.backing == nil || n.s.store.StillCurrent(k, st.tok) {
+		return 0, time.Time{}, false
+	}
+	fi, err := st.backing.Stat()
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	return fi.Size(), fi.ModTime(), true
 }
 
 // Setattr of a published file: new times are a use (the mtime moves to

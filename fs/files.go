@@ -352,10 +352,27 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 	if !o.s.store.HasFile(key) && o.s.store.FilesDir(o.model, rel) {
 		return o.s.fail("unlink", key.Path(), errIsDir)
 	}
+	open := o.openVersion(name)
 	if err := o.removePublished(key); err != nil {
 		return o.s.fail("unlink", key.Path(), err)
 	}
+	if open {
+		o.s.store.EndVersion(key) // its node serves the open descriptors
+	}
 	return 0
+}
+
+// openVersion reports whether the node the kernel has under name, a
+// published File, is open (read descriptors or a mapping): once the file
+// is removed, one published under the name again is a new version, with
+// a node of its own.
+func (o filesOps) openVersion(name string) bool {
+	ch := o.node.GetChild(name)
+	if ch == nil {
+		return false
+	}
+	n, ok := ch.Operations().(*blockFile)
+	return ok && n.readers() > 0
 }
 
 // rename publishes a file being written under the name it is renamed to,

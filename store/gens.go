@@ -61,6 +61,18 @@ func (s *Store) bumpGen(k format.Key) {
 	}
 }
 
+// EndVersion counts the version of the File k as ended by its removal
+// (an unlink) while the front end has it open: the kernel keeps the open
+// file's node, and a file published under the name again must not be
+// taken for it (it would be served the old bytes). A removal of a file
+// nobody has open needs none: the kernel drops its node, and the next
+// file of the name is version 0 again, as after a prune.
+func (s *Store) EndVersion(k format.Key) {
+	if k.Kind == format.File {
+		s.bumpGen(k)
+	}
+}
+
 // OnGenInUse tells the store how to ask the front end whether it holds a
 // node of version gen of the File k. Without it, no entry is pruned.
 func (s *Store) OnGenInUse(fn func(k format.Key, gen uint64) bool) { s.gens.inUse.Store(&fn) }

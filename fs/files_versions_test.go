@@ -1,0 +1,120 @@
+package fs
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// publishFile writes b to p as the engines do: a temporary name, then a
+// rename over p.
+func publishFile(t *testing.T, p string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(p+".tmp", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p+".tmp", p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keptReads checks what the descriptor f, opened on an earlier version,
+// reads and what fstat says of it.
+func keptReads(t *testing.T, what string, f *os.File, want []byte) {
+	t.Helper()
+	got := make([]byte, 1<<16)
+	n, _ := f.ReadAt(got, 0)
+	if !bytes.Equal(got[:n], want) {
+		t.Errorf("%s: the kept descriptor reads %q, want %q", what, got[:n], want)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != int64(len(want)) {
+		t.Errorf("%s: fstat of the kept descriptor says %d bytes, it reads %d", what, fi.Size(), len(want))
+	}
+}
+
+// TestFilesUnlinkOpenThenAgain: a file of a files model removed while a
+// reader has it open, then written again under its name, is a new file:
+// its readers get its bytes, and the reader of the removed one keeps
+// reading (and fstat describing) the removed one. Before, the new file
+// got the removed one's node, which served the removed bytes to every
+// reader of the name (and its size to the old reader's fstat).
+func TestFilesUnlinkOpenThenAgain(t *testing.T) {
+	m := newMount(t, Options{Passthrough: true})
+	dir := m.model(t, "eng", "files")
+	p := filepath.Join(dir, "c")
+	publishFile(t, p, []byte("X"))
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	keptReads(t, "opened", f, []byte("X"))
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	for i, again := range [][]byte{{}, []byte("second"), []byte("and a third")} {
+		if i%2 == 0 {
+			if err := os.WriteFile(p, again, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			publishFile(t, p, again)
+		}
+		got, err := os.ReadFile(p)
+		if err != nil || !bytes.Equal(got, again) {
+			t.Fatalf("written again (%d): reads %q (%v), want %q", i, got, err, again)
+		}
+		fi, err := os.Stat(p)
+		if err != nil || fi.Size() != int64(len(again)) {
+			t.Fatalf("written again (%d): stat %v, %v", i, fi, err)
+		}
+		keptReads(t, "after the name was written again", f, []byte("X"))
+		if i < 2 {
+			g, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			keptReads(t, "a second kept version", g, again)
+		}
+	}
+}
+
+// TestFilesReplacedFstat: a reader of a file that was replaced (a rename
+// over it, or an O_TRUNC rewrite) reads the old version, and fstat of its
+// descriptor describes that version, not the new one: SGLang's fast_file
+// store drops a page whose fstat size is not the size it expects, and
+// would drop a good page for it.
+func TestFilesReplacedFstat(t *testing.T) {
+	m := newMount(t, Options{Passthrough: true})
+	dir := m.model(t, "eng", "files")
+	p := filepath.Join(dir, "page")
+	publishFile(t, p, []byte("XYZ"))
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	keptReads(t, "opened", f, []byte("XYZ"))
+	publishFile(t, p, []byte("0123456789"))
+	keptReads(t, "after a rename over it", f, []byte("XYZ"))
+	if err := os.WriteFile(p, []byte("12345"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keptReads(t, "after an O_TRUNC rewrite", f, []byte("XYZ"))
+	if fi, err := os.Stat(p); err != nil || fi.Size() != 5 {
+		t.Fatalf("the name: %v, %v", fi, err)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	keptReads(t, "after an unlink", f, []byte("XYZ"))
+}
