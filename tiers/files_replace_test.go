@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,13 +32,15 @@ func replaceFile(s *Stack, k format.Key, data []byte, durable bool) error {
 }
 
 // TestFilesReplacedNeverMissing: while two writers publish versions of
-// one File over each other, durable (an fsync each), an open, a stat and
-// Has of it never find it absent, and no durable publish fails. A replace
+// one File over each other, durable (an fsync each), an open, a stat,
+// Has and a listing of its directory never find it absent, and no
+// durable publish fails. A replace
 // removes the old version and commits the new one under the key's
 // stripe lock: an open that looked between the two found neither (ENOENT
 // through a mount, 2.7% of opens), and a durable publish whose version
 // another writer replaced meanwhile found its key on no directory tier,
-// failed, and removed the other writer's version.
+// failed, and removed the other writer's version. A listing read the
+// indexes between the two as well (stack_replacing.go).
 func TestFilesReplacedNeverMissing(t *testing.T) {
 	s := newTestStack(t, 64<<20, t.TempDir(), StackConfig{})
 	k := format.FileKey("engine", "pages/p.bin")
@@ -60,7 +63,7 @@ func TestFilesReplacedNeverMissing(t *testing.T) {
 			}
 		}()
 	}
-	var opens, openMisses, statMisses, hasMisses atomic.Int64
+	var opens, openMisses, statMisses, hasMisses, listMisses atomic.Int64
 	var readers sync.WaitGroup
 	for range 2 {
 		readers.Add(1)
@@ -84,15 +87,18 @@ func TestFilesReplacedNeverMissing(t *testing.T) {
 				if !s.Has(k) {
 					hasMisses.Add(1)
 				}
+				if keys, _ := s.AppendShardKeys(k.Model, k.ID[0], nil); !slices.Contains(keys, k) {
+					listMisses.Add(1)
+				}
 			}
 		}()
 	}
 	writers.Wait()
 	done.Store(true)
 	readers.Wait()
-	if openMisses.Load() > 0 || statMisses.Load() > 0 || hasMisses.Load() > 0 {
-		t.Errorf("of %d opens, stats and Has while it was replaced, %d opens, %d stats and %d Has found it absent",
-			opens.Load(), openMisses.Load(), statMisses.Load(), hasMisses.Load())
+	if openMisses.Load() > 0 || statMisses.Load() > 0 || hasMisses.Load() > 0 || listMisses.Load() > 0 {
+		t.Errorf("of %d opens, stats, Has and listings while it was replaced, %d opens, %d stats, %d Has and %d listings found it absent",
+			opens.Load(), openMisses.Load(), statMisses.Load(), hasMisses.Load(), listMisses.Load())
 	}
 	if !s.Has(k) {
 		t.Error("the File is gone after the writers")

@@ -118,6 +118,8 @@ type Stack struct {
 	memFullState              // the last log line of MemFull (mem_full.go)
 
 	stats counters
+
+	replacing replaceWatch // the replacements running, for listings (stack_replacing.go)
 }
 
 // New builds the memory tier of mem and the directory tiers of dirs (in

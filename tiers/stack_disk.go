@@ -254,6 +254,7 @@ func (s *Stack) publishOnDisk(p *PendingWrite, dw *diskWriter, size int64, opts 
 		mu := s.keyLock(p.key)
 		mu.Lock()
 		if p.replace {
+			s.replacing.begin(p.key)
 			s.supersedeLocked(p.key)
 		}
 		var info Info
@@ -264,6 +265,9 @@ func (s *Stack) publishOnDisk(p *PendingWrite, dw *diskWriter, size int64, opts 
 			}
 		}
 		mu.Unlock()
+		if p.replace {
+			s.replacing.end(p.key) // the new version is in the indexes, or it failed
+		}
 		switch {
 		case err == nil:
 			info.Tier = TierID(i + 1)

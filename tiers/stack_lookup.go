@@ -121,7 +121,24 @@ func (s *Stack) ShardKeys(model string, shard byte) []format.Key {
 // directory listing, by name) removes the repeats after its sort, and
 // spares ShardKeys' sort by id of them all: a block written back is in
 // two tiers, so a shard's listing is usually twice its files.
+//
+// A name being given a new version is listed all the same
+// (stack_replacing.go).
 func (s *Stack) AppendShardKeys(model string, shard byte, keys []format.Key) ([]format.Key, bool) {
+	start := len(keys)
+	for attempt := 1; ; attempt++ {
+		begun, running := s.replacing.mark(shard)
+		var repeats bool
+		keys, repeats = s.appendShardKeys(model, shard, keys[:start])
+		replaced, ok := s.replacing.since(shard, begun, running)
+		if ok || attempt == listAttempts {
+			return s.addReplaced(model, keys, start, replaced), repeats
+		}
+	}
+}
+
+// appendShardKeys is one reading of AppendShardKeys.
+func (s *Stack) appendShardKeys(model string, shard byte, keys []format.Key) ([]format.Key, bool) {
 	keys = s.mem.idx.ShardKeys(model, shard, keys)
 	// A block is usually in several tiers, but a tier lists each key
 	// once: only keys added after others may repeat them.

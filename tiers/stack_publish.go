@@ -198,6 +198,7 @@ func (s *Stack) commitToMemory(p *PendingWrite, size int64, opts CommitOptions) 
 		var err error
 		var mine *index.Entry
 		if p.replace {
+			s.replacing.begin(p.key)
 			s.supersedeLocked(p.key)
 		}
 		if s.inDirs(p.key) {
@@ -206,6 +207,9 @@ func (s *Stack) commitToMemory(p *PendingWrite, size int64, opts CommitOptions) 
 			mine = entryOf(s.mem, p.key)
 		}
 		mu.Unlock()
+		if p.replace {
+			s.replacing.end(p.key) // the new version is in the indexes, or it failed
+		}
 		switch {
 		case err == nil:
 			return info, mine, nil
@@ -305,6 +309,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 		mu := s.keyLock(p.key)
 		mu.Lock()
 		if p.replace {
+			s.replacing.begin(p.key)
 			s.supersedeLocked(p.key)
 		}
 		info, err := w.Commit(opts)
@@ -312,6 +317,9 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 			s.dropSupersededLocked(p.key, i)
 		}
 		mu.Unlock()
+		if p.replace {
+			s.replacing.end(p.key) // the new version is in the indexes, or it failed
+		}
 		if err == nil {
 			s.stats.directWrites.Add(1)
 			info.Tier = TierID(i + 1)
