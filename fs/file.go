@@ -211,8 +211,11 @@ func (n *storedFile) openVersionAttr(k format.Key) (size int64, mtime time.Time,
 func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if ip := n.writer(); ip != nil {
 		// On a descriptor being written, or by path: the kernel truncates
-		// an O_TRUNC open without its handle.
-		return n.s.setWrite(ip, in, out)
+		// an O_TRUNC open without its handle. One its writer's close
+		// published meanwhile is changed as a published file is.
+		if errno, published := n.s.setWriting(ip, in, out); !published {
+			return errno
+		}
 	}
 	if size, ok := in.GetSize(); ok && n.served().Kind == format.File {
 		return n.truncate(ctx, int64(size), in, out)

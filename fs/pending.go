@@ -297,6 +297,13 @@ func (s *fsState) writeAttr(w *store.Draft, a *fuse.Attr) {
 // mtime) apply; chmod and chown are accepted and change nothing (a
 // published file is always 0444). After publish every change is EPERM.
 func (s *fsState) setWrite(w *store.Draft, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	errno, _ := s.setWriting(w, in, out)
+	return errno
+}
+
+// setWriting is setWrite, but when w was published before the change
+// took it changes nothing, logs nothing and reports published.
+func (s *fsState) setWriting(w *store.Draft, in *fuse.SetAttrIn, out *fuse.AttrOut) (errno syscall.Errno, published bool) {
 	var size *int64
 	if sz, ok := in.GetSize(); ok {
 		n := int64(sz)
@@ -307,8 +314,11 @@ func (s *fsState) setWrite(w *store.Draft, in *fuse.SetAttrIn, out *fuse.AttrOut
 		mtime = &t
 	}
 	if err := w.Setattr(size, mtime); err != nil {
-		return s.fail("setattr", w.Key().Path(), err)
+		if errors.Is(err, store.ErrImmutable) && !w.Writable() {
+			return 0, true
+		}
+		return s.fail("setattr", w.Key().Path(), err), false
 	}
 	s.writeAttr(w, &out.Attr)
-	return 0
+	return 0, false
 }
