@@ -322,7 +322,12 @@ func (n *storedFile) truncate(ctx context.Context, size int64, in *fuse.SetAttrI
 		return n.s.fail("truncate", key.Path(), err)
 	}
 	n.s.notifyReplaced(key)
+	// The new version's attributes, cached for the name: a stat of it
+	// right after answers them without asking this node, which describes
+	// the version its open descriptors read (openVersionAttr) until the
+	// notification has dropped the name's entry.
 	n.s.blockAttr(&out.Attr, size, time.Now(), key)
+	out.SetTimeout(n.s.opts.EntryTTL)
 	return 0
 }
 

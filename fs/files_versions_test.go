@@ -113,6 +113,14 @@ func TestFilesReplacedFstat(t *testing.T) {
 	if fi, err := os.Stat(p); err != nil || fi.Size() != 5 {
 		t.Fatalf("the name: %v, %v", fi, err)
 	}
+	// A truncate by path makes a new version too; the name's stat right
+	// after it is the new one's, though the old one is open.
+	if err := os.Truncate(p, 2); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Size() != 2 {
+		t.Fatalf("the name right after a truncate: %v, %v", fi, err)
+	}
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
