@@ -13,6 +13,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
 	"golang.org/x/sys/unix"
 )
@@ -273,6 +274,13 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		n.mu.Unlock()
 		return h, h.openFlags(), 0
 	}
+	if n.superseded(key) {
+		// An entry the kernel keeps for the name until the notification
+		// of the new version lands (a truncate by path answers before
+		// it): the kernel looks the name up again (LOOKUP_REVAL) and
+		// opens the new version's node, as rewrite makes it do.
+		return nil, 0, errnoStale
+	}
 	uid := callerProc(ctx).Uid
 	if err := n.s.reading.hold(uid, 1); err != nil {
 		return nil, 0, n.s.fail("open", key.Path(), err)
@@ -292,6 +300,16 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 	// A reader has nothing to flush: no FLUSH round trip at its close.
 	h := &readHandle{node: n, f: f, own: n.s.backing.Give(ctx, id), uid: uid}
 	return h, n.s.openFlags() | fuse.FOPEN_NOFLUSH, 0
+}
+
+// superseded reports whether the node is a version of the File key that
+// a newer one replaced (its number is not the current version's), and
+// not a node that serves key since a move.
+func (n *storedFile) superseded(key format.Key) bool {
+	if key.Kind != format.File || key != n.key {
+		return false
+	}
+	return n.StableAttr().Ino != n.s.inos.Peek(ino.FileVersion(key, n.s.store.FileGen(key)))
 }
 
 // truncate is truncate(2) of a published File of a files model: a new

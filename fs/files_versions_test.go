@@ -2,6 +2,7 @@ package fs
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -113,13 +114,26 @@ func TestFilesReplacedFstat(t *testing.T) {
 	if fi, err := os.Stat(p); err != nil || fi.Size() != 5 {
 		t.Fatalf("the name: %v, %v", fi, err)
 	}
-	// A truncate by path makes a new version too; the name's stat right
-	// after it is the new one's, though the old one is open.
+	// A truncate by path makes a new version too; the name's stat and
+	// read right after it are the new one's, though the old one is open
+	// (the truncate went to its node, and the kernel's entry for the name
+	// names that node until a notification drops it).
+	g, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
 	if err := os.Truncate(p, 2); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(p); err != nil || fi.Size() != 2 {
 		t.Fatalf("the name right after a truncate: %v, %v", fi, err)
+	}
+	if got, err := os.ReadFile(p); err != nil || string(got) != "12" {
+		t.Fatalf("the name read right after a truncate: %q, %v", got, err)
+	}
+	if got, err := io.ReadAll(g); err != nil || string(got) != "12345" {
+		t.Fatalf("a descriptor opened before the truncate reads %q, %v", got, err)
 	}
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
