@@ -179,19 +179,19 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 
 // openVersionAttr is the size and mtime of what the node's open
 // descriptors read, a File of key k, when the store's file under the name
-// is no longer that one (replaced by a new version, removed, or moved): a
+// is no longer that one (replaced by a new version, or removed): a
 // descriptor opened before goes on reading its version, and fstat must
 // describe it (SGLang's fast_file drops a page whose fstat size is not
 // what it reads). ok is false when the node is not open or reads the
 // current file.
 func (n *storedFile) openVersionAttr(k format.Key) (size int64, mtime time.Time, ok bool) {
-	if k.Kind != format.File {
-		return 0, time.Time{}, false
+	if k.Kind != format.File || k != n.key || !n.superseded(k) && n.s.store.HasFile(k) {
+		return 0, time.Time{}, false // the current version (a moved node's is where it was moved)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := n.st
-	if st == nil || st.refs == 0 || st.backing == nil || n.s.store.StillCurrent(k, st.tok) {
+	if st == nil || st.refs == 0 || st.backing == nil {
 		return 0, time.Time{}, false
 	}
 	fi, err := st.backing.Stat()
