@@ -191,6 +191,38 @@ func (s *fsState) notifyGoneFrom(uid uint32, parent *gofs.Inode, name string) {
 	s.notifyGone(parent, name)
 }
 
+// replacedWait bounds how long a truncate waits for the notification that
+// drops the name's entry before it answers. The kernel takes the
+// directory's lock for it, and a rename in the directory holds that lock
+// while it waits for the truncated file's, which the truncate's caller
+// holds until the answer: past the wait the answer goes first, and the
+// notification after it.
+const replacedWait = 100 * time.Millisecond
+
+// notifyGoneWithin is notifyGoneFrom, waiting at most wait for the
+// notification: it is sent from a goroutine, which goes on after that.
+func (s *fsState) notifyGoneWithin(uid uint32, parent *gofs.Inode, name string, wait time.Duration) {
+	if parent == nil {
+		return
+	}
+	if r := s.flocks.ring.Load(); r != nil {
+		if done, err := r.HoldEntry(uid); err == nil {
+			defer done()
+		}
+	}
+	sent := make(chan struct{})
+	go func() {
+		s.notifyGone(parent, name)
+		close(sent)
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-sent:
+	case <-t.C:
+	}
+}
+
 // notifyGone tells the kernel to drop its cached entry for name under
 // parent: a block that went away by another path than unlink (eviction,
 // another daemon) stops looking present, so an O_EXCL create of it works.

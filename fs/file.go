@@ -185,8 +185,8 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 // what it reads). ok is false when the node is not open or reads the
 // current file.
 func (n *storedFile) openVersionAttr(k format.Key) (size int64, mtime time.Time, ok bool) {
-	if k.Kind != format.File || k != n.key || !n.superseded(k) && n.s.store.HasFile(k) {
-		return 0, time.Time{}, false // the current version (a moved node's is where it was moved)
+	if k.Kind != format.File || !n.superseded(k) && n.s.store.HasFile(k) {
+		return 0, time.Time{}, false // the current version (a moved node's, where it was moved)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -302,12 +302,17 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 	return h, n.s.openFlags() | fuse.FOPEN_NOFLUSH, 0
 }
 
-// superseded reports whether the node is a version of the File key that
-// a newer one replaced (its number is not the current version's), and
-// not a node that serves key since a move.
+// superseded reports whether the node is a version of the File key (the
+// one it serves) that a newer one replaced: its number is not the current
+// version's, or, for a node whose File was moved to key, key's
+// generation moved on since.
 func (n *storedFile) superseded(key format.Key) bool {
-	if key.Kind != format.File || key != n.key {
+	if key.Kind != format.File {
 		return false
+	}
+	if key != n.key {
+		gen, ok := n.s.files.movedGen(n.StableAttr().Ino)
+		return ok && n.s.store.FileGen(key) != gen
 	}
 	return n.StableAttr().Ino != n.s.inos.Peek(ino.FileVersion(key, n.s.store.FileGen(key)))
 }
@@ -339,13 +344,19 @@ func (n *storedFile) truncate(ctx context.Context, size int64, in *fuse.SetAttrI
 	if err != nil && !errors.Is(err, store.ErrDiscarded) {
 		return n.s.fail("truncate", key.Path(), err)
 	}
-	n.s.notifyReplaced(key)
-	// The new version's attributes, cached for the name: a stat of it
-	// right after answers them without asking this node, which describes
-	// the version its open descriptors read (openVersionAttr) until the
-	// notification has dropped the name's entry.
+	// The kernel's entry for the name names this node, the old version:
+	// it goes before the answer, so the caller's next stat or open of the
+	// name finds the new version (bounded: replacedWait).
+	_, parent := n.Parent()
+	n.s.notifyGoneWithin(p.Uid, parent, key.FileName(), replacedWait)
+	n.s.namesReplaced.Add(1)
+	// The answer's attributes are this node's: what its open descriptors
+	// read, if it has any, else the new version.
+	if osize, mtime, ok := n.openVersionAttr(key); ok {
+		n.s.blockAttr(&out.Attr, osize, mtime, n.key)
+		return 0
+	}
 	n.s.blockAttr(&out.Attr, size, time.Now(), key)
-	out.SetTimeout(n.s.opts.EntryTTL)
 	return 0
 }
 

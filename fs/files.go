@@ -427,7 +427,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 			// under from's name gets a node of its own: the move made
 			// it a new generation.)
 			if ch := o.node.GetChild(name); ch != nil {
-				o.s.files.moved(ch.StableAttr().Ino, target)
+				o.s.files.moved(ch.StableAttr().Ino, target, o.s.store.FileGen(target))
 			}
 			go o.s.notifyGone(newParent.EmbeddedInode(), newName)
 		}
@@ -445,22 +445,42 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 // looks it up again). Both are few and go with their nodes.
 type filesNodes struct {
 	names sync.Map // node number -> ino.Name
-	moves sync.Map // node number -> format.Key
+	moves sync.Map // node number -> movedFile
+}
+
+// movedFile is where a node's File was moved: its key there, and the
+// generation it had there (a newer one replaced it).
+type movedFile struct {
+	to  format.Key
+	gen uint64
 }
 
 // named records the number name of node number n.
 func (f *filesNodes) named(n uint64, name ino.Name) { f.names.Store(n, name) }
 
-// moved records that the File of node number n now lives as to.
-func (f *filesNodes) moved(n uint64, to format.Key) { f.moves.Store(n, to) }
+// moved records that the File of node number n now lives as to, of
+// generation gen there.
+func (f *filesNodes) moved(n uint64, to format.Key, gen uint64) {
+	f.moves.Store(n, movedFile{to: to, gen: gen})
+}
+
+// movedGen is the generation the File of node number n had where it was
+// moved; ok is false when it was not moved.
+func (f *filesNodes) movedGen(n uint64) (gen uint64, ok bool) {
+	m, ok := f.moves.Load(n)
+	if !ok {
+		return 0, false
+	}
+	return m.(movedFile).gen, true
+}
 
 // follow is the key node number n of k serves: k, or where it was moved.
 func (f *filesNodes) follow(k format.Key, n uint64) format.Key {
 	if k.Kind != format.File {
 		return k
 	}
-	if to, ok := f.moves.Load(n); ok {
-		return to.(format.Key)
+	if m, ok := f.moves.Load(n); ok {
+		return m.(movedFile).to
 	}
 	return k
 }

@@ -164,7 +164,8 @@ func beneath(path, dir string) bool {
 func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, dirs *[]*filesDir) {
 	switch op := n.Operations().(type) {
 	case *blockFile: // a published File (a file being written has none: ErrBusy)
-		s.files.moved(n.StableAttr().Ino, format.FileKey(model, path))
+		to := format.FileKey(model, path)
+		s.files.moved(n.StableAttr().Ino, to, s.store.FileGen(to))
 		return
 	case *filesDir:
 		s.inos.Rename(ino.DirName(op.where()), ino.DirName(model, path), op.ino)

@@ -2,7 +2,6 @@ package fs
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -132,9 +131,26 @@ func TestFilesReplacedFstat(t *testing.T) {
 	if got, err := os.ReadFile(p); err != nil || string(got) != "12" {
 		t.Fatalf("the name read right after a truncate: %q, %v", got, err)
 	}
-	if got, err := io.ReadAll(g); err != nil || string(got) != "12345" {
-		t.Fatalf("a descriptor opened before the truncate reads %q, %v", got, err)
+	keptReads(t, "a descriptor opened before a truncate", g, []byte("12345"))
+	// The same through a node the kernel moved with a rename: the file
+	// renamed while open, then the new name truncated.
+	q := filepath.Join(dir, "q")
+	publishFile(t, q, []byte("moved, then cut"))
+	h, err := os.Open(q)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer h.Close()
+	if err := os.Rename(q, p+"2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p+"2", 5); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(p + "2"); err != nil || string(got) != "moved" {
+		t.Fatalf("the moved name read right after a truncate: %q, %v", got, err)
+	}
+	keptReads(t, "a descriptor of a file moved, then truncated", h, []byte("moved, then cut"))
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
