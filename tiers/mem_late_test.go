@@ -102,6 +102,32 @@ func TestMemRemoveLateUnder(t *testing.T) {
 	if got := readMem(t, m, below); string(got) != "beneath" {
 		t.Fatalf("d/a/b holds %q", got)
 	}
+
+	// The same where the tier's cache of directories still names e/f as
+	// one: made for e/f/x, removed (the stack's RemoveDir removes it on
+	// disk), a File e/f published and removed late, then e/f/y.
+	x := format.FileKey("files", "e/f/x")
+	tiertest.Put(t, m, x, []byte("x"), tiers.CommitOptions{})
+	if err := m.RemoveLate(x); err != nil {
+		t.Fatal(err)
+	}
+	m.SettleAll()
+	if err := os.Remove(filepath.Join(m.Dir(), "files", "e", "f")); err != nil {
+		t.Fatal(err)
+	}
+	ef := format.FileKey("files", "e/f")
+	tiertest.Put(t, m, ef, []byte("a file"), tiers.CommitOptions{})
+	resume2 := sync.OnceFunc(m.HoldLate())
+	defer resume2()
+	if err := m.RemoveLate(ef); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(100*time.Millisecond, resume2)
+	y := format.FileKey("files", "e/f/y")
+	tiertest.Put(t, m, y, []byte("y"), tiers.CommitOptions{})
+	if got := readMem(t, m, y); string(got) != "y" {
+		t.Fatalf("e/f/y holds %q", got)
+	}
 }
 
 // TestMemRemoveLateRace: writers publish and remove the same keys while

@@ -138,6 +138,14 @@ func (t *MemTier) publish(tmp string, key format.Key) error {
 			remade = true
 			continue
 		}
+		if errors.Is(err, unix.ENOTDIR) && !settled {
+			// A directory the cache knows went (moved, removed) and a
+			// File removed since took its name, not yet released.
+			t.settleAll()
+			t.dirs.forget(key.Model)
+			settled = true
+			continue
+		}
 		return osErr("memory tier: publish", err)
 	}
 }
