@@ -185,16 +185,19 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 // what it reads). ok is false when the node is not open or reads the
 // current file.
 func (n *storedFile) openVersionAttr(k format.Key) (size int64, mtime time.Time, ok bool) {
-	if k.Kind != format.File || !n.superseded(k) && n.s.store.HasFile(k) {
-		return 0, time.Time{}, false // the current version (a moved node's, where it was moved)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	st := n.st
-	if st == nil || st.refs == 0 || st.backing == nil {
+	if k.Kind != format.File {
 		return 0, time.Time{}, false
 	}
-	fi, err := st.backing.Stat()
+	n.mu.Lock()
+	var f *os.File
+	if st := n.st; st != nil && st.refs > 0 {
+		f = st.backing
+	}
+	n.mu.Unlock()
+	if f == nil || !n.superseded(k) && n.s.store.HasFile(k) {
+		return 0, time.Time{}, false // not open, or the current version (a moved node's, where it was moved)
+	}
+	fi, err := f.Stat() // a descriptor the node holds while it is open
 	if err != nil {
 		return 0, time.Time{}, false
 	}
