@@ -352,7 +352,7 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 	if !o.s.store.HasFile(key) && o.s.store.FilesDir(o.model, rel) {
 		return o.s.fail("unlink", key.Path(), errIsDir)
 	}
-	open := o.openVersion(name)
+	open := o.openVersion(name) || o.s.files.movedTo(key)
 	if err := o.removePublished(key); err != nil {
 		return o.s.fail("unlink", key.Path(), err)
 	}
@@ -415,6 +415,12 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 			err = o.dropOldVersion(ctx, from, target)
 		}
 	} else {
+		ch := o.node.GetChild(name)
+		if ch != nil {
+			if b, ok := ch.Operations().(*blockFile); !ok || b.superseded(b.served()) {
+				ch = nil // not the file's current version: it stays what it is
+			}
+		}
 		done := o.s.store.Removal(from) // after the GPU loads of the file
 		// Not interrupted (a rename on a local disk never is: EINTR
 		// would fail a Go caller, whose runtime signals its threads).
@@ -426,7 +432,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 			// told to at once), that node serves target. (A new file
 			// under from's name gets a node of its own: the move made
 			// it a new generation.)
-			if ch := o.node.GetChild(name); ch != nil {
+			if ch != nil {
 				o.s.files.moved(ch.StableAttr().Ino, target, o.s.store.FileGen(target))
 			}
 			go o.s.notifyGone(newParent.EmbeddedInode(), newName)
@@ -446,6 +452,9 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 type filesNodes struct {
 	names sync.Map // node number -> ino.Name
 	moves sync.Map // node number -> movedFile
+
+	mu      sync.Mutex
+	targets map[format.Key]int // how many moved nodes serve each key
 }
 
 // movedFile is where a node's File was moved: its key there, and the
@@ -461,7 +470,32 @@ func (f *filesNodes) named(n uint64, name ino.Name) { f.names.Store(n, name) }
 // moved records that the File of node number n now lives as to, of
 // generation gen there.
 func (f *filesNodes) moved(n uint64, to format.Key, gen uint64) {
-	f.moves.Store(n, movedFile{to: to, gen: gen})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if prev, ok := f.moves.Swap(n, movedFile{to: to, gen: gen}); ok {
+		f.untarget(prev.(movedFile).to)
+	}
+	if f.targets == nil {
+		f.targets = make(map[format.Key]int)
+	}
+	f.targets[to]++
+}
+
+// untarget counts one moved node fewer serving key (under mu).
+func (f *filesNodes) untarget(key format.Key) {
+	if f.targets[key]--; f.targets[key] <= 0 {
+		delete(f.targets, key)
+	}
+}
+
+// movedTo reports whether a node whose File was moved serves key: the
+// kernel keeps it under key's name until it looks the name up again, and
+// a lookup meanwhile gives the name a node of its own, so the two are
+// one file (an unlink ends its version: either may be open).
+func (f *filesNodes) movedTo(key format.Key) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.targets[key] > 0
 }
 
 // movedGen is the generation the File of node number n had where it was
@@ -491,7 +525,11 @@ func (f *filesNodes) forget(key format.Key, n uint64) ino.Name {
 	if key.Kind != format.File {
 		return ino.FileName(key)
 	}
-	f.moves.Delete(n)
+	f.mu.Lock()
+	if prev, ok := f.moves.LoadAndDelete(n); ok {
+		f.untarget(prev.(movedFile).to)
+	}
+	f.mu.Unlock()
 	if name, ok := f.names.LoadAndDelete(n); ok {
 		return name.(ino.Name)
 	}

@@ -47,10 +47,15 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 	}
 	span := dirMoveSpan{o.model, rel, model, target}
 	o.s.dirMoves.begin(span)
+	ch := o.node.GetChild(name)
+	old := map[uint64]bool{}
+	if ch != nil {
+		o.s.supersededBeneath(ch, old)
+	}
 	err := o.s.store.MoveFilesDir(ctx, o.model, rel, model, target, uid)
 	var dirs []*filesDir
-	if ch := o.node.GetChild(name); ch != nil && err == nil {
-		o.s.followMovedDir(ch, model, target, &dirs)
+	if ch != nil && err == nil {
+		o.s.followMovedDir(ch, model, target, old, &dirs)
 	}
 	o.s.dirMoves.end(span)
 	switch {
@@ -154,18 +159,38 @@ func beneath(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+"/")
 }
 
+// supersededBeneath adds to old the numbers of the nodes the kernel holds
+// beneath n that are versions a newer one replaced (their descriptors go
+// on reading them): a move takes the files' current versions along, and
+// these stay what they are.
+func (s *fsState) supersededBeneath(n *gofs.Inode, old map[uint64]bool) {
+	switch op := n.Operations().(type) {
+	case *blockFile: // (served() would wait for this move)
+		if op.superseded(s.files.follow(op.key, n.StableAttr().Ino)) {
+			old[n.StableAttr().Ino] = true
+		}
+	case *filesDir:
+		for _, ch := range n.Children() {
+			s.supersededBeneath(ch, old)
+		}
+	}
+}
+
 // followMovedDir points node n, now at path in model, and the nodes the
 // kernel holds beneath it at their new paths: a directory's moved path
 // and the name its number is held by (ino.Table.Rename), a published
 // file's key (filesNodes.moved; its old name moved to a new generation,
-// so a new file there is numbered anew). The directories are appended
-// to dirs: the listings the kernel cached of them are dropped once the
-// rename is answered.
-func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, dirs *[]*filesDir) {
+// so a new file there is numbered anew), unless the node is in old (a
+// version replaced before the move: supersededBeneath). The directories
+// are appended to dirs: the listings the kernel cached of them are
+// dropped once the rename is answered.
+func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, old map[uint64]bool, dirs *[]*filesDir) {
 	switch op := n.Operations().(type) {
 	case *blockFile: // a published File (a file being written has none: ErrBusy)
-		to := format.FileKey(model, path)
-		s.files.moved(n.StableAttr().Ino, to, s.store.FileGen(to))
+		if !old[n.StableAttr().Ino] {
+			to := format.FileKey(model, path)
+			s.files.moved(n.StableAttr().Ino, to, s.store.FileGen(to))
+		}
 		return
 	case *filesDir:
 		s.inos.Rename(ino.DirName(op.where()), ino.DirName(model, path), op.ino)
@@ -176,7 +201,7 @@ func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, dirs *[]*fil
 		return
 	}
 	for name, ch := range n.Children() {
-		s.followMovedDir(ch, model, format.JoinFilePath(path, name), dirs)
+		s.followMovedDir(ch, model, format.JoinFilePath(path, name), old, dirs)
 	}
 }
 

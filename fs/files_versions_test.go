@@ -156,3 +156,61 @@ func TestFilesReplacedFstat(t *testing.T) {
 	}
 	keptReads(t, "after an unlink", f, []byte("XYZ"))
 }
+
+// TestFilesMovedVersions: descriptors kept open across moves, then the
+// names replaced. A version replaced before its directory moved stays
+// the old version (the move took the current one along: before, its
+// node was made to serve the moved name, and fstat described the new
+// version). A file renamed while open, then unlinked under its new name
+// and written again there, is a new file for the kept descriptor too
+// (the name had a node of its own by then, which was not open, and the
+// version did not end).
+func TestFilesMovedVersions(t *testing.T) {
+	m := newMount(t, Options{Passthrough: true})
+	dir := m.model(t, "eng", "files")
+	if err := os.MkdirAll(filepath.Join(dir, "d", "e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := filepath.Join(dir, "d", "e", "a")
+	publishFile(t, a, bytes.Repeat([]byte("7"), 7000))
+	f, err := os.Open(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Truncate(a, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "d"), filepath.Join(dir, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	keptReads(t, "a version replaced, then its directory moved", f, bytes.Repeat([]byte("7"), 7000))
+	if fi, err := os.Stat(filepath.Join(dir, "moved", "e", "a")); err != nil || fi.Size() != 0 {
+		t.Fatalf("the moved current version: %v, %v", fi, err)
+	}
+
+	b := filepath.Join(dir, "b")
+	publishFile(t, b, []byte("kept across a rename"))
+	g, err := os.Open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	c := filepath.Join(dir, "c")
+	if err := os.Rename(b, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c, []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keptReads(t, "a file renamed, unlinked and written again", g, []byte("kept across a rename"))
+	if got, err := os.ReadFile(c); err != nil || string(got) != "new" {
+		t.Fatalf("the name written again: %q, %v", got, err)
+	}
+}
