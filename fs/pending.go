@@ -60,9 +60,22 @@ func (p *pendingNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.
 	return 0
 }
 
-// Setattr applies to the file being written (see fsState.setWrite).
+// Setattr applies to the file being written (see fsState.setWrite). By
+// path (a truncate) of one that published or was discarded meanwhile
+// (its writer's close, or its last release), it is ESTALE: the name's
+// file is the published one now, and the kernel looks the name up again
+// and sends the truncate there (truncate(2) retries on ESTALE), where it
+// answered 0 and the truncate was lost.
 func (p *pendingNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return p.s.setWrite(p.draftOf(ctx, f), in, out)
+	w := p.draftOf(ctx, f)
+	errno, published := p.s.setWriting(w, in, out)
+	switch {
+	case published && f == nil:
+		return errnoStale
+	case published:
+		return p.s.fail("setattr", w.Key().Path(), fmt.Errorf("already published: %w", store.ErrImmutable))
+	}
+	return errno
 }
 
 // Open of a file being written by a process that sees it adds a
@@ -297,7 +310,10 @@ func (s *fsState) writeAttr(w *store.Draft, a *fuse.Attr) {
 // mtime) apply; chmod and chown are accepted and change nothing (a
 // published file is always 0444). After publish every change is EPERM.
 func (s *fsState) setWrite(w *store.Draft, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	errno, _ := s.setWriting(w, in, out)
+	errno, published := s.setWriting(w, in, out)
+	if published {
+		return s.fail("setattr", w.Key().Path(), fmt.Errorf("already published: %w", store.ErrImmutable))
+	}
 	return errno
 }
 
