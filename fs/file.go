@@ -277,13 +277,6 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		n.mu.Unlock()
 		return h, h.openFlags(), 0
 	}
-	if n.superseded(key) {
-		// An entry the kernel keeps for the name until the notification
-		// of the new version lands (a truncate by path answers before
-		// it): the kernel looks the name up again (LOOKUP_REVAL) and
-		// opens the new version's node, as rewrite makes it do.
-		return nil, 0, errnoStale
-	}
 	uid := callerProc(ctx).Uid
 	if err := n.s.reading.hold(uid, 1); err != nil {
 		return nil, 0, n.s.fail("open", key.Path(), err)
