@@ -306,9 +306,10 @@ func (n *storedFile) superseded(key format.Key) bool {
 	if key.Kind != format.File {
 		return false
 	}
-	if key != n.key {
-		gen, ok := n.s.files.movedGen(n.StableAttr().Ino)
-		return ok && n.s.store.FileGen(key) != gen
+	if gen, ok := n.s.files.movedGen(n.StableAttr().Ino); ok {
+		// Moved (perhaps back to its first name, whose generation the
+		// move away moved on): the generation it had where it went.
+		return n.s.store.FileGen(key) != gen
 	}
 	return n.StableAttr().Ino != n.s.inos.Peek(ino.FileVersion(key, n.s.store.FileGen(key)))
 }
