@@ -410,11 +410,19 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		return errnoExists
 	}
 	if w != nil {
-		if err = w.RenameTo(ctx, target); err == nil {
+		err = w.RenameTo(ctx, target)
+		switch {
+		case err == nil:
 			o.s.dropPublishedName(newParent.EmbeddedInode(), newName)
 			err = o.dropOldVersion(ctx, from, target)
+		case errors.Is(err, store.ErrDiscarded) && o.s.store.HasFile(from):
+			// A new version its writer left as it was, discarded by the
+			// release that follows the close meanwhile: the published
+			// file is the name's, and it moves.
+			w, err = nil, nil
 		}
-	} else {
+	}
+	if w == nil {
 		ch := o.node.GetChild(name)
 		if ch != nil {
 			if b, ok := ch.Operations().(*blockFile); !ok || b.superseded(b.served()) {

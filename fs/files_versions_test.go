@@ -243,3 +243,30 @@ func TestFilesTruncateAfterOpenForWriting(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesRenameAfterOpenForWriting: a file opened for writing and
+// closed with nothing written, then renamed at once: the rename may find
+// that open's version still being written, and discarded by its release
+// meanwhile; the published file moves. Before, the rename failed with
+// EIO ("file discarded before it was published"; found over io_uring).
+func TestFilesRenameAfterOpenForWriting(t *testing.T) {
+	m := newMount(t, Options{Passthrough: true})
+	dir := m.model(t, "eng", "files")
+	for i := range 300 {
+		p := filepath.Join(dir, "f"+strconv.Itoa(i))
+		if err := os.WriteFile(p, []byte("published"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if err := os.Rename(p, p+".moved"); err != nil {
+			t.Fatalf("file %d: rename: %v", i, err)
+		}
+		if got, err := os.ReadFile(p + ".moved"); err != nil || string(got) != "published" {
+			t.Fatalf("file %d: after the rename: %q, %v", i, got, err)
+		}
+	}
+}
