@@ -23,7 +23,7 @@ const (
 // directory, each operation's result compared, and the trees every 25
 // operations. Then the daemon stops (SIGTERM keeps everything) and
 // starts again over its tier, and every file is there as in the plain
-// directory. It found seven faults that the tests written for each call
+// directory. It found eight faults that the tests written for each call
 // had not (docs/design.md, *Random operations against a plain
 // directory*).
 func TestFilesRandomOps(t *testing.T) {
