@@ -20,6 +20,17 @@ func publishFile(t *testing.T, p string, b []byte) {
 	}
 }
 
+// openKept opens p for reading, closed at the end of the test.
+func openKept(t *testing.T, p string) *os.File {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 // keptReads checks what the descriptor f, opened on an earlier version,
 // reads and what fstat says of it.
 func keptReads(t *testing.T, what string, f *os.File, want []byte) {
@@ -49,11 +60,7 @@ func TestFilesUnlinkOpenThenAgain(t *testing.T) {
 	dir := m.model(t, "eng", "files")
 	p := filepath.Join(dir, "c")
 	publishFile(t, p, []byte("X"))
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openKept(t, p)
 	keptReads(t, "opened", f, []byte("X"))
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
@@ -76,11 +83,7 @@ func TestFilesUnlinkOpenThenAgain(t *testing.T) {
 		}
 		keptReads(t, "after the name was written again", f, []byte("X"))
 		if i < 2 {
-			g, err := os.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Close()
+			g := openKept(t, p)
 			if err := os.Remove(p); err != nil {
 				t.Fatal(err)
 			}
@@ -99,11 +102,7 @@ func TestFilesReplacedFstat(t *testing.T) {
 	dir := m.model(t, "eng", "files")
 	p := filepath.Join(dir, "page")
 	publishFile(t, p, []byte("XYZ"))
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openKept(t, p)
 	keptReads(t, "opened", f, []byte("XYZ"))
 	publishFile(t, p, []byte("0123456789"))
 	keptReads(t, "after a rename over it", f, []byte("XYZ"))
@@ -118,11 +117,7 @@ func TestFilesReplacedFstat(t *testing.T) {
 	// read right after it are the new one's, though the old one is open
 	// (the truncate went to its node, and the kernel's entry for the name
 	// names that node until a notification drops it).
-	g, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := openKept(t, p)
 	if err := os.Truncate(p, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +132,7 @@ func TestFilesReplacedFstat(t *testing.T) {
 	// renamed while open, then the new name truncated.
 	q := filepath.Join(dir, "q")
 	publishFile(t, q, []byte("moved, then cut"))
-	h, err := os.Open(q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := openKept(t, q)
 	if err := os.Rename(q, p+"2"); err != nil {
 		t.Fatal(err)
 	}
@@ -174,11 +165,7 @@ func TestFilesMovedVersions(t *testing.T) {
 	}
 	a := filepath.Join(dir, "d", "e", "a")
 	publishFile(t, a, bytes.Repeat([]byte("7"), 7000))
-	f, err := os.Open(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openKept(t, a)
 	if err := os.Truncate(a, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -192,11 +179,7 @@ func TestFilesMovedVersions(t *testing.T) {
 
 	b := filepath.Join(dir, "b")
 	publishFile(t, b, []byte("kept across a rename"))
-	g, err := os.Open(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := openKept(t, b)
 	c := filepath.Join(dir, "c")
 	if err := os.Rename(b, c); err != nil {
 		t.Fatal(err)
