@@ -267,6 +267,26 @@ func (s *fsState) notifyPublished(k format.Key) {
 	s.notifyGone(s.parentOf(k), k.FileName())
 }
 
+// notifyReplacedBy is notifyReplaced for a close or an fsync by a
+// process of uid that published k: when the kernel holds a node under
+// k's name (a reader's, of the version replaced), the answer waits for
+// the notification, at most replacedWait, so that the caller's next open
+// of the name finds the version it just published, as on a local disk
+// (its entry named the reader's node until the notification landed: a
+// read right after the close read the old bytes).
+func (s *fsState) notifyReplacedBy(uid uint32, k format.Key) {
+	if k.Kind != format.File || s.store.FileGen(k) == 0 {
+		return
+	}
+	parent := s.parentOf(k)
+	if parent == nil || parent.GetChild(k.FileName()) == nil {
+		s.notifyReplaced(k)
+		return
+	}
+	s.notifyGoneWithin(uid, parent, k.FileName(), replacedWait)
+	s.namesReplaced.Add(1)
+}
+
 // notifyReplaced drops the kernel's entry of a File of a files model
 // published over an earlier version by a close, fsync or release of its
 // writer: a process that looked the name up while the new version was

@@ -150,15 +150,14 @@ func (o filesOps) writing(ctx context.Context, key format.Key, name string) *sto
 	if !o.s.store.WriteNamed(o.model, o.dir, name) {
 		return nil
 	}
-	p := callerProc(ctx)
-	var w *store.Draft
-	if store.IsStagingName(name) {
-		w = o.s.store.StagingFile(key, name, p.Uid)
-	} else {
-		w = o.s.store.OwnFile(key, name, p.Tgid)
-	}
-	if w != nil && !w.Writable() {
-		return nil // published or discarded, and leaving the table: the lookup goes on to the published file
+	w := o.s.ownDraft(ctx, key, name)
+	if w != nil && (!w.Writable() || w.Settled()) {
+		// Published or discarded, and leaving the table; or settled,
+		// its bytes the published version's, only its last release to
+		// come (store.Draft.Settled): the lookup goes on to the
+		// published file, which a reader then opens, and a rewrite
+		// replaces as a new version.
+		return nil
 	}
 	return w
 }
@@ -340,6 +339,7 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 		return errnoMissing
 	}
 	key := format.FileKey(o.model, rel)
+	o.dropOwnDraft(ctx, key, name, true)
 	if w := o.writing(ctx, key, name); w != nil {
 		w.Discard()
 		if !o.s.store.HasFile(key) {
@@ -386,6 +386,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		return errnoMissing
 	}
 	from := format.FileKey(o.model, rel)
+	o.dropOwnDraft(ctx, from, name, true)
 	w := o.writing(ctx, from, name)
 	if w == nil && !o.s.store.HasFile(from) {
 		if o.s.store.FilesDir(o.model, rel) {
@@ -449,7 +450,40 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	if err != nil {
 		return o.s.fail("rename", target.Path(), err)
 	}
+	o.dropOwnDraft(ctx, target, newName, false)
 	return 0
+}
+
+// dropOwnDraft discards the file the caller is writing as key (name in
+// its directory), when settledOnly only if it is settled
+// (store.Draft.Settled). A rename over a name drops it (settledOnly
+// false), as an unlink or a rename of the name does a settled one
+// (which lookups pass over for the published file): on a local disk a
+// descriptor still open on a file whose name went writes into an
+// unlinked file (its writes dropped here), and neither it nor a later
+// close may bring the old file back under the name. Other processes'
+// files being written under the name are theirs, unseen by the caller,
+// and publish at their own close.
+func (o filesOps) dropOwnDraft(ctx context.Context, key format.Key, name string, settledOnly bool) {
+	d := o.s.ownDraft(ctx, key, name)
+	switch {
+	case d == nil:
+	case settledOnly:
+		d.DropSettled()
+	default:
+		d.Discard()
+	}
+}
+
+// ownDraft is the file named name (key) that the caller sees being
+// written: its process's under a final name, its user's under a staging
+// name; nil when none.
+func (s *fsState) ownDraft(ctx context.Context, key format.Key, name string) *store.Draft {
+	p := callerProc(ctx)
+	if store.IsStagingName(name) {
+		return s.store.StagingFile(key, name, p.Uid)
+	}
+	return s.store.OwnFile(key, name, p.Tgid)
 }
 
 // filesNodes is what the adapter keeps about Files' nodes beyond their

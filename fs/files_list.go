@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // The listings of a files model's directories (docs/design.md, "Cached
@@ -32,8 +33,18 @@ import (
 // another daemon makes there passes through no index of this one.
 
 // entries lists the directory: its subdirectories, its published files
-// and, unless published is set, the caller's staging files.
+// and, unless published is set, the caller's staging files and the files
+// its process writes under names not published (which its lookups find:
+// a file created and closed empty, published at its release, which comes
+// after close returns, is listed right after the close too).
 func (o filesOps) entries(ctx context.Context, published bool) []fuse.DirEntry {
+	p := callerProc(ctx)
+	var own []*store.Draft
+	if !published {
+		// Before the published files: one that publishes meanwhile is in
+		// one list or the other.
+		own = o.s.store.OwnFiles(o.model, o.dir, p.Tgid)
+	}
 	subdirs, files := o.s.store.FilesList(o.model, o.dir)
 	ents := make([]fuse.DirEntry, 0, len(subdirs)+len(files))
 	for _, d := range subdirs {
@@ -47,7 +58,19 @@ func (o filesOps) entries(ctx context.Context, published bool) []fuse.DirEntry {
 	if published {
 		return ents
 	}
-	for _, w := range o.s.store.StagingFiles(o.model, o.dir, callerProc(ctx).Uid) {
+	pending := o.s.store.StagingFiles(o.model, o.dir, p.Uid)
+	if len(own) > 0 {
+		listed := make(map[string]bool, len(files))
+		for _, k := range files {
+			listed[k.FileName()] = true
+		}
+		for _, w := range own {
+			if !listed[w.Name()] && w.Verdict() == nil { // not discarded, not refused
+				pending = append(pending, w)
+			}
+		}
+	}
+	for _, w := range pending {
 		if isTmpfileName(w.Name()) {
 			continue // an O_TMPFILE file has no name yet
 		}

@@ -42,7 +42,7 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 	// fail a Go caller, whose runtime signals its threads); the waits are
 	// bounded.
 	ctx = context.WithoutCancel(ctx)
-	if err := o.s.store.AwaitDirWrites(ctx, o.model, rel); err != nil {
+	if err := o.s.store.AwaitDirWrites(ctx, o.model, rel, model, target); err != nil {
 		return o.s.fail("rename", what, err)
 	}
 	span := dirMoveSpan{o.model, rel, model, target}

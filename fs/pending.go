@@ -240,9 +240,10 @@ func (h *writeHandle) PassthroughFd() (int, bool) {
 // a sidecar without its block), logged once; the others return the
 // verdict so far.
 func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
-	published, err := h.d.Close(ctx, callerProc(ctx).Tgid)
+	p := callerProc(ctx)
+	published, err := h.d.Close(ctx, p.Tgid)
 	if published && err == nil {
-		h.s.notifyReplaced(h.d.Draft().Key())
+		h.s.notifyReplacedBy(p.Uid, h.d.Draft().Key())
 	}
 	return h.verdict("close", published, err)
 }
@@ -253,7 +254,7 @@ func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
 func (h *writeHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	published, err := h.d.Sync(ctx, h.pt)
 	if published && err == nil {
-		h.s.notifyReplaced(h.d.Draft().Key())
+		h.s.notifyReplacedBy(callerProc(ctx).Uid, h.d.Draft().Key())
 	}
 	return h.verdict("fsync", published, err)
 }

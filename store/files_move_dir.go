@@ -52,6 +52,7 @@ type dirMove struct {
 	toModel, to string
 	dirs        []string
 	files       []format.Key
+	settled     []*Draft // Files beneath whose writers are done (Draft.settledLocked)
 }
 
 // target is where p, a path beneath from (or from itself), goes.
@@ -106,6 +107,14 @@ func (s *Store) MoveFilesDir(ctx context.Context, model, from, toModel, to strin
 	m, err := s.awaitDirMove(ctx, model, from, toModel, to)
 	if err != nil {
 		return err
+	}
+	for _, w := range m.settled {
+		// Its bytes are the published version's, which moves; its
+		// descriptor still open (a dup, a fork) writes nowhere now, as
+		// to a file unlinked. Written meanwhile, it is being written.
+		if !w.DropSettled() {
+			return fmt.Errorf("%s: %w", w.Key(), ErrBusy)
+		}
 	}
 	made, err := s.makeMovedDirs(m, uid)
 	if err != nil {
@@ -163,11 +172,16 @@ func (s *Store) moveDirFiles(ctx context.Context, m *dirMove) error {
 
 // AwaitDirWrites waits, up to busyWait, until no file is being written
 // beneath the directory from of model (ErrBusy past it; ErrDirTooLarge
-// at once for a directory past the bounds), as MoveFilesDir does first: the
+// at once for a directory past the bounds; first of all ErrNotEmpty or
+// ErrExist for a target, to of toModel, that is not an empty directory
+// or nothing), as MoveFilesDir does first: the
 // front end calls it before it holds requests beneath the directory for
 // the move, since the RELEASE that publishes a file just closed must not
 // wait behind them.
-func (s *Store) AwaitDirWrites(ctx context.Context, model, from string) error {
+func (s *Store) AwaitDirWrites(ctx context.Context, model, from, toModel, to string) error {
+	if err := s.checkMoveTarget(toModel, to); err != nil {
+		return err // a target not empty says so first, as on a local disk
+	}
 	_, err := s.awaitDirMove(ctx, model, from, model, from)
 	if errors.Is(err, ErrBusy) || errors.Is(err, ErrDirTooLarge) {
 		return err
@@ -216,7 +230,13 @@ func (s *Store) planDirMove(model, from, toModel, to string) (*dirMove, error) {
 	for i := 0; i < len(m.dirs); i++ {
 		d := m.dirs[i]
 		if busy == "" && s.writes.inShard(model, d) {
-			busy = d
+			for _, w := range s.writes.inShardDrafts(model, d) {
+				if !w.Settled() {
+					busy = d
+					break
+				}
+				m.settled = append(m.settled, w)
+			}
 		}
 		subdirs, files := s.FilesList(model, d)
 		for _, sub := range subdirs {

@@ -115,6 +115,24 @@ func (s *Store) StagingFile(key format.Key, name string, uid uint32) *Draft {
 	return s.writes.get(writeKeyOf(key, name, true, Proc{Uid: uid}))
 }
 
+// OwnFiles returns the files process tgid writes under their final names
+// in model's shard directory shard (a directory of a files model).
+func (s *Store) OwnFiles(model, shard string, tgid uint32) []*Draft {
+	t := &s.writes
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.m) == t.stagings {
+		return nil
+	}
+	var out []*Draft
+	for k, w := range t.m {
+		if !k.staging && k.model == model && k.shard == shard && k.who == tgid {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // StagingFiles returns the staging files of model's shard directory that
 // user uid sees.
 func (s *Store) StagingFiles(model, shard string, uid uint32) []*Draft {
@@ -127,6 +145,20 @@ func (s *Store) StagingFiles(model, shard string, uid uint32) []*Draft {
 	var out []*Draft
 	for k, w := range t.m {
 		if k.staging && k.model == model && k.shard == shard && k.who == uid {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// inShardDrafts returns the files being written in model's shard
+// directory shard, whoever sees them.
+func (t *writeTable) inShardDrafts(model, shard string) []*Draft {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*Draft
+	for k, w := range t.m {
+		if k.model == model && k.shard == shard {
 			out = append(out, w)
 		}
 	}

@@ -143,6 +143,45 @@ func (d *Writer) SyncVersion(ctx context.Context) (published bool, verdict error
 	return true, w.syncVersion(ctx)
 }
 
+// settledLocked reports whether the File's writer is done with it and
+// its bytes are its published version's (under mu): the creating process
+// closed every descriptor, and nothing was written since the draft last
+// matched that version (a reopened File left as it was, or one an fsync
+// published). Only its last release is to come, which drops it; a
+// descriptor kept open (a fork, a dup) may hold that back a while. A
+// file emptied (an O_TRUNC open) is not settled: its close did not
+// publish it (emptyLocked), and a write through a duplicate may yet come.
+func (w *Draft) settledLocked() bool {
+	return w.key.Kind == format.File && !w.done && !w.staging && w.closed && w.allClosed() && w.asFilledLocked()
+}
+
+// DropSettled discards the draft if it is settled (settledLocked): what
+// it holds is published, so only a later write through a descriptor still
+// open is lost, dropped as a write to an unlinked file is. It reports
+// whether the draft is gone (settled, or done already).
+func (w *Draft) DropSettled() bool {
+	w.mu.Lock()
+	if w.done {
+		w.mu.Unlock()
+		return true
+	}
+	if !w.settledLocked() {
+		w.mu.Unlock()
+		return false
+	}
+	w.discardLocked()
+	w.mu.Unlock()
+	w.end()
+	return true
+}
+
+// Settled is settledLocked.
+func (w *Draft) Settled() bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.settledLocked()
+}
+
 // syncVersion publishes a copy of the file as its key's next version,
 // durable, and marks the file as matching it (under mu). A copy refused
 // (over the quota, too big) is the fsync's error; the file stays the
@@ -184,9 +223,12 @@ func (w *Draft) syncVersion(ctx context.Context) error {
 // (under mu): nothing was written to it, it is empty (emptyLocked), or it
 // is a reopened File whose size and times are still those of the copy.
 func (w *Draft) unwrittenLocked() bool {
-	if w.emptyLocked() {
-		return true
-	}
+	return w.emptyLocked() || w.asFilledLocked()
+}
+
+// asFilledLocked reports whether the file's size and times are still
+// those it had when it last matched a published version (under mu).
+func (w *Draft) asFilledLocked() bool {
 	m := w.fill
 	if m == nil || w.f == nil {
 		return false
