@@ -172,21 +172,21 @@ func (s *Store) moveDirFiles(ctx context.Context, m *dirMove) error {
 
 // AwaitDirWrites waits, up to busyWait, until no file is being written
 // beneath the directory from of model (ErrBusy past it; ErrDirTooLarge
-// at once for a directory past the bounds; first of all ErrNotEmpty or
-// ErrExist for a target, to of toModel, that is not an empty directory
-// or nothing), as MoveFilesDir does first: the
+// at once for a directory past the bounds; ErrNotEmpty or ErrExist
+// instead of either for a target, to of toModel, that is not an empty
+// directory or nothing), as MoveFilesDir does first: the
 // front end calls it before it holds requests beneath the directory for
 // the move, since the RELEASE that publishes a file just closed must not
 // wait behind them.
 func (s *Store) AwaitDirWrites(ctx context.Context, model, from, toModel, to string) error {
-	if err := s.checkMoveTarget(toModel, to); err != nil {
-		return err // a target not empty says so first, as on a local disk
-	}
 	_, err := s.awaitDirMove(ctx, model, from, model, from)
 	if errors.Is(err, ErrBusy) || errors.Is(err, ErrDirTooLarge) {
+		if terr := s.checkMoveTarget(toModel, to); terr != nil {
+			return terr // a target not empty says so first, as on a local disk
+		}
 		return err
 	}
-	return nil // the move itself reports any other
+	return nil // the move itself reports any other, the target first
 }
 
 // awaitDirMove plans the move (planDirMove), waiting up to busyWait while
@@ -216,8 +216,8 @@ func (s *Store) checkMoveTarget(model, to string) error {
 		return nil
 	}
 	subdirs, files := s.FilesList(model, to)
-	if len(subdirs) > 0 || len(files) > 0 || s.writes.inShard(model, to) {
-		return fmt.Errorf("%s/%s: %w", model, to, ErrNotEmpty)
+	if writing := s.writes.inShard(model, to); len(subdirs) > 0 || len(files) > 0 || writing {
+		return fmt.Errorf("%s/%s: %d directories, %d files, being written %v: %w", model, to, len(subdirs), len(files), writing, ErrNotEmpty)
 	}
 	return nil
 }
