@@ -147,16 +147,38 @@ func (o filesOps) what(name string) string { return o.model + "/" + format.JoinF
 // writing returns the file name is being written as, that the caller
 // sees: a staging file of its user, or a file its process writes.
 func (o filesOps) writing(ctx context.Context, key format.Key, name string) *store.Draft {
-	if !o.s.store.WriteNamed(o.model, o.dir, name) {
+	return o.s.ownWriting(ctx, key, name, false)
+}
+
+// ownWriting is the file named name (key) that the caller sees being
+// written, its process's under a final name, its user's under a staging
+// name; nil when none (a lookup of a name nobody writes costs no look at
+// the caller). A file published or discarded, leaving the table, is none;
+// so is a settled one (store.Draft.Settled: its bytes the published
+// version's, only its last release to come): the lookup goes on to the
+// published file, which a reader then opens and a rewrite replaces as a
+// new version. With drop set a settled file is dropped too (an unlink or
+// a rename of the name, a rename over it): a descriptor still open on it
+// (a dup, a fork's) writes into nothing, as into an unlinked file on a
+// local disk, and no later close brings the old file back under the name.
+func (s *fsState) ownWriting(ctx context.Context, key format.Key, name string, drop bool) *store.Draft {
+	if !s.store.WriteNamed(key.Model, key.ShardDir(), name) {
 		return nil
 	}
-	w := o.s.ownDraft(ctx, key, name)
-	if w != nil && (!w.Writable() || w.Settled()) {
-		// Published or discarded, and leaving the table; or settled,
-		// its bytes the published version's, only its last release to
-		// come (store.Draft.Settled): the lookup goes on to the
-		// published file, which a reader then opens, and a rewrite
-		// replaces as a new version.
+	p := callerProc(ctx)
+	var w *store.Draft
+	if store.IsStagingName(name) {
+		w = s.store.StagingFile(key, name, p.Uid)
+	} else {
+		w = s.store.OwnFile(key, name, p.Tgid)
+	}
+	if w == nil || !w.Writable() {
+		return nil
+	}
+	if w.Settled() {
+		if drop {
+			w.DropSettled()
+		}
 		return nil
 	}
 	return w
@@ -339,8 +361,7 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 		return errnoMissing
 	}
 	key := format.FileKey(o.model, rel)
-	o.dropOwnDraft(ctx, key, name, true)
-	if w := o.writing(ctx, key, name); w != nil {
+	if w := o.s.ownWriting(ctx, key, name, true); w != nil {
 		w.Discard()
 		if !o.s.store.HasFile(key) {
 			return 0
@@ -386,8 +407,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		return errnoMissing
 	}
 	from := format.FileKey(o.model, rel)
-	o.dropOwnDraft(ctx, from, name, true)
-	w := o.writing(ctx, from, name)
+	w := o.s.ownWriting(ctx, from, name, true)
 	if w == nil && !o.s.store.HasFile(from) {
 		if o.s.store.FilesDir(o.model, rel) {
 			return o.renameDir(ctx, name, rel, newParent, newName, flags)
@@ -450,40 +470,13 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	if err != nil {
 		return o.s.fail("rename", target.Path(), err)
 	}
-	o.dropOwnDraft(ctx, target, newName, false)
-	return 0
-}
-
-// dropOwnDraft discards the file the caller is writing as key (name in
-// its directory), when settledOnly only if it is settled
-// (store.Draft.Settled). A rename over a name drops it (settledOnly
-// false), as an unlink or a rename of the name does a settled one
-// (which lookups pass over for the published file): on a local disk a
-// descriptor still open on a file whose name went writes into an
-// unlinked file (its writes dropped here), and neither it nor a later
-// close may bring the old file back under the name. Other processes'
-// files being written under the name are theirs, unseen by the caller,
-// and publish at their own close.
-func (o filesOps) dropOwnDraft(ctx context.Context, key format.Key, name string, settledOnly bool) {
-	d := o.s.ownDraft(ctx, key, name)
-	switch {
-	case d == nil:
-	case settledOnly:
-		d.DropSettled()
-	default:
+	// The caller's own file under the name replaced goes with it, as on
+	// a local disk (ownWriting); other processes' are theirs, unseen by
+	// the caller, and publish at their own close.
+	if d := o.s.ownWriting(ctx, target, newName, true); d != nil {
 		d.Discard()
 	}
-}
-
-// ownDraft is the file named name (key) that the caller sees being
-// written: its process's under a final name, its user's under a staging
-// name; nil when none.
-func (s *fsState) ownDraft(ctx context.Context, key format.Key, name string) *store.Draft {
-	p := callerProc(ctx)
-	if store.IsStagingName(name) {
-		return s.store.StagingFile(key, name, p.Uid)
-	}
-	return s.store.OwnFile(key, name, p.Tgid)
+	return 0
 }
 
 // filesNodes is what the adapter keeps about Files' nodes beyond their

@@ -60,14 +60,23 @@ func (o filesOps) entries(ctx context.Context, published bool) []fuse.DirEntry {
 	}
 	pending := o.s.store.StagingFiles(o.model, o.dir, p.Uid)
 	if len(own) > 0 {
-		listed := make(map[string]bool, len(files))
-		for _, k := range files {
-			listed[k.FileName()] = true
-		}
+		// Those not listed already (a new version of a published file
+		// is), not discarded and not refused: a set of the few own
+		// names, not of the directory's.
+		unlisted := make(map[string]*store.Draft, len(own))
 		for _, w := range own {
-			if !listed[w.Name()] && w.Verdict() == nil { // not discarded, not refused
-				pending = append(pending, w)
+			if w.Verdict() == nil {
+				unlisted[w.Name()] = w
 			}
+		}
+		for _, k := range files {
+			if len(unlisted) == 0 {
+				break
+			}
+			delete(unlisted, k.FileName())
+		}
+		for _, w := range unlisted {
+			pending = append(pending, w)
 		}
 	}
 	for _, w := range pending {

@@ -118,47 +118,35 @@ func (s *Store) StagingFile(key format.Key, name string, uid uint32) *Draft {
 // OwnFiles returns the files process tgid writes under their final names
 // in model's shard directory shard (a directory of a files model).
 func (s *Store) OwnFiles(model, shard string, tgid uint32) []*Draft {
-	t := &s.writes
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.m) == t.stagings {
-		return nil
-	}
-	var out []*Draft
-	for k, w := range t.m {
-		if !k.staging && k.model == model && k.shard == shard && k.who == tgid {
-			out = append(out, w)
-		}
-	}
-	return out
+	return s.writes.collect(model, shard, func(k writeKey) bool { return !k.staging && k.who == tgid },
+		func(t *writeTable) bool { return len(t.m) > t.stagings })
 }
 
 // StagingFiles returns the staging files of model's shard directory that
 // user uid sees.
 func (s *Store) StagingFiles(model, shard string, uid uint32) []*Draft {
-	t := &s.writes
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.stagings == 0 {
-		return nil
-	}
-	var out []*Draft
-	for k, w := range t.m {
-		if k.staging && k.model == model && k.shard == shard && k.who == uid {
-			out = append(out, w)
-		}
-	}
-	return out
+	return s.writes.collect(model, shard, func(k writeKey) bool { return k.staging && k.who == uid },
+		func(t *writeTable) bool { return t.stagings > 0 })
 }
 
 // inShardDrafts returns the files being written in model's shard
 // directory shard, whoever sees them.
 func (t *writeTable) inShardDrafts(model, shard string) []*Draft {
+	return t.collect(model, shard, func(writeKey) bool { return true }, func(*writeTable) bool { return true })
+}
+
+// collect returns the files being written in model's shard directory
+// shard whose entries keep says to, when any says there may be some
+// (a count of the table, under mu, that spares the walk).
+func (t *writeTable) collect(model, shard string, keep func(writeKey) bool, any func(*writeTable) bool) []*Draft {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !any(t) {
+		return nil
+	}
 	var out []*Draft
 	for k, w := range t.m {
-		if k.model == model && k.shard == shard {
+		if k.model == model && k.shard == shard && keep(k) {
 			out = append(out, w)
 		}
 	}
