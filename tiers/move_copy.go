@@ -112,6 +112,8 @@ func knownCRC(t Tier, k format.Key, info Info) (uint32, bool) {
 // memory tier records it too when it is the source. The caller commits
 // or aborts the returned Writer.
 func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, error) {
+	copied := s.copies.begin(key) // until dst's writer (and its directory) exists
+	defer copied()                // (a no-op when called again)
 	from := entryOf(src, key)
 	info, err := src.Stat(key)
 	if err != nil {
@@ -125,7 +127,11 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 		return nil, CommitOptions{}, err
 	}
 	defer f.Close()
+	if s.copyCreateHook != nil {
+		s.copyCreateHook(key)
+	}
 	w, err := dst.Create(key)
+	copied()
 	if err != nil {
 		return nil, CommitOptions{}, err
 	}

@@ -102,8 +102,11 @@ type Stack struct {
 	// copyReadHook, when set (tests), runs in copyOut between the stat of
 	// the source file and its open.
 	copyReadHook func(format.Key)
-	closed       bool
-	promo        promoteQueue // promotions decided by reads (move_promote.go)
+	// copyCreateHook, when set (tests), runs in copyOut between the open
+	// of the source file and the create of the copy.
+	copyCreateHook func(format.Key)
+	closed         bool
+	promo          promoteQueue // promotions decided by reads (move_promote.go)
 
 	metas modelMetas                            // the models' settings records (model_meta.go)
 	keep  atomic.Pointer[func(format.Key) bool] // files never dropped from the last tier (SetKeep)
@@ -120,6 +123,7 @@ type Stack struct {
 	stats counters
 
 	replacing replaceWatch // the replacements running, for listings (stack_replacing.go)
+	copies    treeCopies   // copies of Files that may make a directory RemoveDir removes (tree_copies.go)
 }
 
 // New builds the memory tier of mem and the directory tiers of dirs (in

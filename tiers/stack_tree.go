@@ -51,6 +51,9 @@ func (s *Stack) RemoveDir(model, rel string) error {
 		return err
 	}
 	s.mem.settleAll() // a removed file still in it must not keep it
+	if !s.copies.wait(model, rel) {
+		s.log.Warn("directory removed while a copy into it still runs", "model", model, "dir", rel)
+	}
 	roots := []string{s.mem.root}
 	for _, d := range s.dirs {
 		roots = append(roots, d.root)
