@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -85,7 +85,17 @@ func (d *filesDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 // Lookup, OpendirHandle, Mkdir, Rmdir, Create, Unlink and Rename: see
 // filesOps.
 func (d *filesDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return d.ops().lookup(ctx, name, out)
+	var ch *gofs.Inode
+	errno, cached := d.s.dirMoves.settled(func() (errno syscall.Errno) {
+		*out = fuse.EntryOut{}
+		ch, errno = d.ops().lookup(ctx, name, out)
+		return errno
+	})
+	if !cached {
+		out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching a miss
+		out.SetAttrTimeout(0)
+	}
+	return ch, errno
 }
 func (d *filesDir) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	return d.ops().opendir(ctx)
@@ -227,6 +237,9 @@ func (o filesOps) fileInode(ctx context.Context, key format.Key, bi store.BlockI
 	ch := newChild(ctx, o.node, key.FileName(), n, syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return newStoredNode(o.s, key, n)
 	})
+	if b, ok := ch.Operations().(*blockFile); ok {
+		o.s.files.looked(b)
+	}
 	o.s.publishedAttr(key, bi, out)
 	return ch
 }
@@ -477,98 +490,6 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		d.Discard()
 	}
 	return 0
-}
-
-// filesNodes is what the adapter keeps about Files' nodes beyond their
-// keys: the number names of nodes of a replaced File (whose generation is
-// in their number) and the Files moved under a node (a published File
-// renamed: the kernel keeps the old node under the new name until it
-// looks it up again). Both are few and go with their nodes.
-type filesNodes struct {
-	names sync.Map // node number -> ino.Name
-	moves sync.Map // node number -> movedFile
-
-	mu      sync.Mutex
-	targets map[format.Key]int // how many moved nodes serve each key
-}
-
-// movedFile is where a node's File was moved: its key there, and the
-// generation it had there (a newer one replaced it).
-type movedFile struct {
-	to  format.Key
-	gen uint64
-}
-
-// named records the number name of node number n.
-func (f *filesNodes) named(n uint64, name ino.Name) { f.names.Store(n, name) }
-
-// moved records that the File of node number n now lives as to, of
-// generation gen there.
-func (f *filesNodes) moved(n uint64, to format.Key, gen uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if prev, ok := f.moves.Swap(n, movedFile{to: to, gen: gen}); ok {
-		f.untarget(prev.(movedFile).to)
-	}
-	if f.targets == nil {
-		f.targets = make(map[format.Key]int)
-	}
-	f.targets[to]++
-}
-
-// untarget counts one moved node fewer serving key (under mu).
-func (f *filesNodes) untarget(key format.Key) {
-	if f.targets[key]--; f.targets[key] <= 0 {
-		delete(f.targets, key)
-	}
-}
-
-// movedTo reports whether a node whose File was moved serves key: the
-// kernel keeps it under key's name until it looks the name up again, and
-// a lookup meanwhile gives the name a node of its own, so the two are
-// one file (an unlink ends its version: either may be open).
-func (f *filesNodes) movedTo(key format.Key) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.targets[key] > 0
-}
-
-// movedGen is the generation the File of node number n had where it was
-// moved; ok is false when it was not moved.
-func (f *filesNodes) movedGen(n uint64) (gen uint64, ok bool) {
-	m, ok := f.moves.Load(n)
-	if !ok {
-		return 0, false
-	}
-	return m.(movedFile).gen, true
-}
-
-// follow is the key node number n of k serves: k, or where it was moved.
-func (f *filesNodes) follow(k format.Key, n uint64) format.Key {
-	if k.Kind != format.File {
-		return k
-	}
-	if m, ok := f.moves.Load(n); ok {
-		return m.(movedFile).to
-	}
-	return k
-}
-
-// forget drops what is kept for node number n of key, and returns the
-// number name to release.
-func (f *filesNodes) forget(key format.Key, n uint64) ino.Name {
-	if key.Kind != format.File {
-		return ino.FileName(key)
-	}
-	f.mu.Lock()
-	if prev, ok := f.moves.LoadAndDelete(n); ok {
-		f.untarget(prev.(movedFile).to)
-	}
-	f.mu.Unlock()
-	if name, ok := f.names.LoadAndDelete(n); ok {
-		return name.(ino.Name)
-	}
-	return ino.FileName(key)
 }
 
 // filesDirOf returns the files model and directory a node is, or false.

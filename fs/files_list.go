@@ -145,13 +145,17 @@ var (
 // now on drops what the kernel caches of it.
 func (h *filesListing) take(ctx context.Context) syscall.Errno {
 	h.drop()
-	if d, ok := h.o.node.Operations().(*filesDir); ok {
-		h.o = d.ops() // where it is now, once no move is in flight beneath it
-	}
-	if h.cached {
-		h.o.s.listingTaken(h.o.listing(), h.o.node, h.o.dropListing)
-	}
-	ents := h.o.entries(ctx, h.cached)
+	var ents []fuse.DirEntry
+	h.o.s.dirMoves.settled(func() syscall.Errno {
+		if d, ok := h.o.node.Operations().(*filesDir); ok {
+			h.o = d.ops() // where it is now, once no move is in flight beneath it
+		}
+		if h.cached {
+			h.o.s.listingTaken(h.o.listing(), h.o.node, h.o.dropListing)
+		}
+		ents = h.o.entries(ctx, h.cached)
+		return 0
+	})
 	uid := callerProc(ctx).Uid
 	if err := h.o.s.listed.hold(uid, len(ents)); err != nil {
 		return h.o.s.fail("readdir", h.o.model+"/"+h.o.dir, err)

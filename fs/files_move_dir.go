@@ -52,10 +52,14 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 	if ch != nil {
 		o.s.supersededBeneath(ch, old)
 	}
+	o.s.supersededLive(o.model, rel, old)
 	err := o.s.store.MoveFilesDir(ctx, o.model, rel, model, target, uid)
 	var dirs []*filesDir
 	if ch != nil && err == nil {
 		o.s.followMovedDir(ch, model, target, old, &dirs)
+	}
+	if err == nil {
+		o.s.followMovedFiles(o.model, rel, model, target, old)
 	}
 	o.s.dirMoves.end(span)
 	switch {
@@ -100,6 +104,7 @@ func (o filesOps) renameTarget(what string, newParent gofs.InodeEmbedder, newNam
 // pay one atomic load.
 type dirMoves struct {
 	n    atomic.Int32
+	seq  atomic.Uint64 // counts the moves' begins and ends (settled)
 	mu   sync.Mutex
 	cond *sync.Cond // on mu, made at the first move
 	list []dirMoveSpan
@@ -115,6 +120,7 @@ func (g *dirMoves) begin(m dirMoveSpan) {
 		g.cond = sync.NewCond(&g.mu)
 	}
 	g.list = append(g.list, m)
+	g.seq.Add(1)
 	g.n.Add(1)
 	g.mu.Unlock()
 }
@@ -124,8 +130,31 @@ func (g *dirMoves) end(m dirMoveSpan) {
 	g.mu.Lock()
 	g.list = slices.DeleteFunc(g.list, func(x dirMoveSpan) bool { return x == m })
 	g.n.Add(-1)
+	g.seq.Add(1)
 	g.cond.Broadcast()
 	g.mu.Unlock()
+}
+
+// settled runs fn, the answer of a request beneath a directory of a files
+// model, again (at most twice more) while a directory move began or ended
+// while it ran: the request waited for the moves covering its directory
+// before it looked, but one that began after that wait moved the files
+// under it, and its answer (a file missing from a directory half moved,
+// or the node of a file at the path it left) would be cached by the
+// kernel in a directory node the move took along. The last try's answer
+// is returned with cached false when moves went on all along: the caller
+// then lets the kernel cache nothing of it.
+func (g *dirMoves) settled(fn func() syscall.Errno) (errno syscall.Errno, cached bool) {
+	for try := 0; ; try++ {
+		seq := g.seq.Load()
+		errno = fn()
+		if g.seq.Load() == seq {
+			return errno, true
+		}
+		if try == 2 {
+			return errno, false
+		}
+	}
 }
 
 // wait returns once no move in flight covers path of model, and whether
@@ -174,6 +203,40 @@ func (s *fsState) supersededBeneath(n *gofs.Inode, old map[uint64]bool) {
 			s.supersededBeneath(ch, old)
 		}
 	}
+}
+
+// supersededLive adds to old the numbers of the live File nodes
+// (filesNodes.looked) that serve a replaced version of a file beneath dir
+// of model, as supersededBeneath does for those in the tree.
+func (s *fsState) supersededLive(model, dir string, old map[uint64]bool) {
+	s.files.eachLive(func(b *blockFile) bool {
+		n := b.StableAttr().Ino
+		if k := s.files.follow(b.key, n); k.Model == model && beneath(k.Name, dir) && b.superseded(k) {
+			old[n] = true
+		}
+		return true
+	})
+}
+
+// followMovedFiles points the live File nodes (filesNodes.looked) that
+// serve a file beneath from of fromModel, unless in old, at the file's
+// path beneath to of toModel. followMovedDir does so for the nodes in
+// go-fuse's tree beneath the moved directory's node; this reaches those
+// the kernel still holds under a name whose tree entry a later lookup
+// gave another node (its answer racing a move or a revalidation): the
+// kernel kept the first, and a reader right after the move found the
+// file missing (TestFilesDirMoveReaders, about 1 run in 200).
+func (s *fsState) followMovedFiles(fromModel, from, toModel, to string, old map[uint64]bool) {
+	s.files.eachLive(func(b *blockFile) bool {
+		n := b.StableAttr().Ino
+		k := s.files.follow(b.key, n)
+		if old[n] || k.Model != fromModel || !beneath(k.Name, from) {
+			return true
+		}
+		dst := format.FileKey(toModel, to+strings.TrimPrefix(k.Name, from))
+		s.files.moved(n, dst, s.store.FileGen(dst))
+		return true
+	})
 }
 
 // followMovedDir points node n, now at path in model, and the nodes the

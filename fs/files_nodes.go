@@ -1,0 +1,116 @@
+package fs
+
+import (
+	"sync"
+
+	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/ino"
+)
+
+// filesNodes is what the adapter keeps about Files' nodes beyond their
+// keys: the number names of nodes of a replaced File (whose generation is
+// in their number) and the Files moved under a node (a published File
+// renamed: the kernel keeps the old node under the new name until it
+// looks it up again). Both are few and go with their nodes. And the
+// nodes of published Files that lookups answered, until the kernel
+// forgets them (live): a directory move points each one beneath it at
+// its new path, including a node the kernel still has under a name
+// whose entry in go-fuse's tree a later lookup gave another node
+// (followMovedFiles).
+type filesNodes struct {
+	names sync.Map // node number -> ino.Name
+	moves sync.Map // node number -> movedFile
+	live  sync.Map // node number -> *blockFile
+
+	mu      sync.Mutex
+	targets map[format.Key]int // how many moved nodes serve each key
+}
+
+// movedFile is where a node's File was moved: its key there, and the
+// generation it had there (a newer one replaced it).
+type movedFile struct {
+	to  format.Key
+	gen uint64
+}
+
+// looked records b, the node of a published File a lookup answered.
+func (f *filesNodes) looked(b *blockFile) { f.live.Store(b.StableAttr().Ino, b) }
+
+// eachLive calls fn with every node looked records, until it returns
+// false.
+func (f *filesNodes) eachLive(fn func(b *blockFile) bool) {
+	f.live.Range(func(_, v any) bool { return fn(v.(*blockFile)) })
+}
+
+// named records the number name of node number n.
+func (f *filesNodes) named(n uint64, name ino.Name) { f.names.Store(n, name) }
+
+// moved records that the File of node number n now lives as to, of
+// generation gen there.
+func (f *filesNodes) moved(n uint64, to format.Key, gen uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if prev, ok := f.moves.Swap(n, movedFile{to: to, gen: gen}); ok {
+		f.untarget(prev.(movedFile).to)
+	}
+	if f.targets == nil {
+		f.targets = make(map[format.Key]int)
+	}
+	f.targets[to]++
+}
+
+// untarget counts one moved node fewer serving key (under mu).
+func (f *filesNodes) untarget(key format.Key) {
+	if f.targets[key]--; f.targets[key] <= 0 {
+		delete(f.targets, key)
+	}
+}
+
+// movedTo reports whether a node whose File was moved serves key: the
+// kernel keeps it under key's name until it looks the name up again, and
+// a lookup meanwhile gives the name a node of its own, so the two are
+// one file (an unlink ends its version: either may be open).
+func (f *filesNodes) movedTo(key format.Key) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.targets[key] > 0
+}
+
+// movedGen is the generation the File of node number n had where it was
+// moved; ok is false when it was not moved.
+func (f *filesNodes) movedGen(n uint64) (gen uint64, ok bool) {
+	m, ok := f.moves.Load(n)
+	if !ok {
+		return 0, false
+	}
+	return m.(movedFile).gen, true
+}
+
+// follow is the key node number n of k serves: k, or where it was moved.
+func (f *filesNodes) follow(k format.Key, n uint64) format.Key {
+	if k.Kind != format.File {
+		return k
+	}
+	if m, ok := f.moves.Load(n); ok {
+		return m.(movedFile).to
+	}
+	return k
+}
+
+// forget drops what is kept for node number n of key, and returns the
+// number name to release.
+func (f *filesNodes) forget(key format.Key, n uint64) ino.Name {
+	if key.Kind != format.File {
+		return ino.FileName(key)
+	}
+	f.live.Delete(n)
+	f.mu.Lock()
+	if prev, ok := f.moves.LoadAndDelete(n); ok {
+		f.untarget(prev.(movedFile).to)
+	}
+	f.mu.Unlock()
+	if name, ok := f.names.LoadAndDelete(n); ok {
+		return name.(ino.Name)
+	}
+	return ino.FileName(key)
+}
