@@ -75,10 +75,12 @@ func (m *dirMove) key(k format.Key) format.Key { return format.FileKey(m.toModel
 // file beneath from is still being written after busyWait,
 // ErrDirTooLarge past the bounds.
 //
-// It is not atomic on the tiers: a crash part-way leaves some files under
-// either name (none lost: each is published under its new name before
-// its old one goes), and a reader of the store sees them go one by one
-// (the front end holds its requests beneath either name meanwhile). A
+// It is not atomic on the tiers, but recorded (files_move_record.go): a
+// crash part-way leaves some files under either name (none lost: each is
+// published under its new name before its old one goes), and the next
+// start finishes the move. A reader of the store sees the files go one
+// by one (the front end holds its requests beneath either name
+// meanwhile). A
 // file published beneath from meanwhile stays there, with the
 // directories it needs; one removed meanwhile is left out.
 func (s *Store) MoveFilesDir(ctx context.Context, model, from, toModel, to string, uid uint32) error {
@@ -121,6 +123,13 @@ func (s *Store) MoveFilesDir(ctx context.Context, model, from, toModel, to strin
 		s.undoDirMove(m, made)
 		return err
 	}
+	rec := m.record(uid)
+	if err := s.recordDirMove(model, rec); err != nil {
+		// A tier down: the move goes on as it would have without the
+		// record (a crash now would leave it half done).
+		s.log.Warn("directory move: not recorded on every tier", "model", model, "dir", from, "err", err)
+	}
+	defer s.endDirMove(model, rec)
 	if err := s.moveDirFiles(ctx, m); err != nil {
 		s.undoDirMove(m, made)
 		return fmt.Errorf("moving %s/%s to %s/%s: %w", model, from, toModel, to, err)

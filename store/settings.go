@@ -39,6 +39,10 @@ type Settings struct {
 	// Owner is who made the model and its mode (owners.go); nil: the
 	// daemon's user, 0755.
 	Owner *ModelOwner `json:"owner,omitempty"`
+	// Moves are the moves of directories of a files model under way
+	// (files_move_record.go): one found at start was cut short by a
+	// crash, and is finished then.
+	Moves []DirMoveRecord `json:"moves,omitempty"`
 }
 
 // settingsTable holds the records read or written this run. mu is a leaf;
@@ -108,6 +112,7 @@ func (s *Store) updateSettings(model string, fn func(*Settings) error) error {
 	old := s.modelSettings(model)
 	v := old
 	v.ShardWidths = slices.Clone(old.ShardWidths)
+	v.Moves = slices.Clone(old.Moves)
 	if err := fn(&v); err != nil {
 		return err
 	}
@@ -130,7 +135,7 @@ func (s *Store) updateSettings(model string, fn func(*Settings) error) error {
 
 func settingsEqual(a, b Settings) bool {
 	return a.Layout == b.Layout && slices.Equal(a.ShardWidths, b.ShardWidths) &&
-		a.Group == b.Group && a.ReprKind == b.ReprKind && a.Quota == b.Quota && a.KeyPattern == b.KeyPattern && slices.Equal(a.PinnedDirs, b.PinnedDirs) &&
+		a.Group == b.Group && a.ReprKind == b.ReprKind && a.Quota == b.Quota && a.KeyPattern == b.KeyPattern && slices.Equal(a.PinnedDirs, b.PinnedDirs) && slices.Equal(a.Moves, b.Moves) &&
 		(a.Owner == nil) == (b.Owner == nil) && (a.Owner == nil || *a.Owner == *b.Owner)
 }
 

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,19 +19,7 @@ import (
 // model that holds files ErrNotEmpty; the tier walk accepts the record.
 func TestSettingsPersist(t *testing.T) {
 	dir := t.TempDir()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	open := func() (*Store, *tiers.Stack) {
-		st, err := tiers.New(tiers.StackConfig{Logger: log}, tiers.MemConfig{Capacity: 16 << 20, Logger: log},
-			tiers.DirConfig{Kind: "nvme", Dir: dir, Logger: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := New(st, Options{Logger: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s, st
-	}
+	open := storeOver(t, dir, Options{})
 	s, st := open()
 	s.AddModel(testModel)
 	for _, err := range []error{

@@ -178,6 +178,7 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	}
 	st.SetPinRule(s.dirPinned)
 	s.seedModels()
+	s.finishDirMoves()
 	st.SetKeep(KeptFile)
 	s.startEvents()
 	return s, nil

@@ -32,6 +32,27 @@ func newTestStore(t testing.TB, opts Options) *Store {
 	return s
 }
 
+// storeOver returns a func that opens a store (opts, with a Logger)
+// over a 16 MiB memory tier and an nvme tier in dir: each call a new one
+// over the same directory, as a restart does. The caller closes both.
+func storeOver(t testing.TB, dir string, opts Options) func() (*Store, *tiers.Stack) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	opts.Logger = log
+	return func() (*Store, *tiers.Stack) {
+		t.Helper()
+		st, err := tiers.New(tiers.StackConfig{Logger: log}, tiers.MemConfig{Capacity: 16 << 20, Logger: log},
+			tiers.DirConfig{Kind: "nvme", Dir: dir, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(st, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, st
+	}
+}
+
 // testBlock is block n of testModel with payload bytes.
 func testBlock(n, payload int) (format.Key, []byte) {
 	id := format.ID(md5.Sum(fmt.Appendf(nil, "%s/%d", testModel, n)))

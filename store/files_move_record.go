@@ -1,0 +1,102 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"slices"
+)
+
+// A directory move is not atomic on the tiers (files_move_dir.go): its
+// files are published under their new paths one by one, then their old
+// paths go. A crash part-way left some files under each name, the
+// directory half at either. So the move is recorded in its model's
+// settings record (Settings.Moves, written durably to every directory
+// tier) before its first file is linked or copied, and the record is
+// dropped once its last old path is gone; a record found at the next
+// start is a move a crash cut short, and the store finishes it then
+// (finishDirMoves), as rename(2) on a local disk is found done or not
+// done after a crash, never half. Finishing, not undoing: the files
+// published under their new paths before the crash are durable there
+// (the move syncs each before an old path goes), the rest are durable
+// under their old paths.
+
+// DirMoveRecord is a directory move in progress: the directory From of
+// the model whose record holds it, going to To of ToModel, for the user
+// UID (the directories it makes count as theirs).
+type DirMoveRecord struct {
+	From    string `json:"from"`
+	ToModel string `json:"to_model"`
+	To      string `json:"to"`
+	UID     uint32 `json:"uid"`
+}
+
+// record is m's DirMoveRecord.
+func (m *dirMove) record(uid uint32) DirMoveRecord {
+	return DirMoveRecord{From: m.from, ToModel: m.toModel, To: m.to, UID: uid}
+}
+
+// recordDirMove adds r to model's record, durably.
+func (s *Store) recordDirMove(model string, r DirMoveRecord) error {
+	return s.updateSettings(model, func(v *Settings) error {
+		v.Moves = append(v.Moves, r)
+		return nil
+	})
+}
+
+// endDirMove drops r from model's record: the move is over (done, or
+// undone). A record left by a failure to write is finished at the next
+// start, which finds nothing left to move.
+func (s *Store) endDirMove(model string, r DirMoveRecord) {
+	err := s.updateSettings(model, func(v *Settings) error {
+		v.Moves = slices.DeleteFunc(v.Moves, func(x DirMoveRecord) bool { return x == r })
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("directory move: its record not dropped (the next start finds the move done)", "model", model, "from", r.From, "err", err)
+	}
+}
+
+// finishDirMoves finishes the directory moves a crash cut short: those
+// the models' records hold at start.
+func (s *Store) finishDirMoves() {
+	for _, model := range s.models.list() {
+		for _, r := range s.modelSettings(model).Moves {
+			if err := s.finishDirMove(model, r); err != nil {
+				s.log.Error("directory move cut short by a crash: not finished (its files are under either path)", "model", model, "from", r.From, "to_model", r.ToModel, "to", r.To, "err", err)
+				continue
+			}
+			s.log.Info("directory move cut short by a crash: finished", "model", model, "from", r.From, "to_model", r.ToModel, "to", r.To)
+			s.endDirMove(model, r)
+		}
+	}
+}
+
+// finishDirMove moves what is left beneath r.From of model to r.To of
+// r.ToModel: a file the move published under its new path before the
+// crash only loses its old path, the others move (MoveFile); then the
+// old directories go.
+func (s *Store) finishDirMove(model string, r DirMoveRecord) error {
+	if !s.FilesDir(model, r.From) {
+		return nil // the crash came after the last old directory went
+	}
+	m, err := s.planDirMove(model, r.From, r.ToModel, r.To)
+	if err != nil {
+		return err
+	}
+	if _, err := s.makeMovedDirs(m, r.UID); err != nil {
+		return err
+	}
+	for _, k := range m.files {
+		to := m.key(k)
+		if s.stack.HasKey(to) {
+			err = s.dropMoved(k, to)
+		} else {
+			err = s.MoveFile(context.Background(), k, to)
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	s.removeMovedDirs(m)
+	return nil
+}
