@@ -237,9 +237,6 @@ func (o filesOps) fileInode(ctx context.Context, key format.Key, bi store.BlockI
 	ch := newChild(ctx, o.node, key.FileName(), n, syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return newStoredNode(o.s, key, n)
 	})
-	if b, ok := ch.Operations().(*blockFile); ok {
-		o.s.files.looked(b)
-	}
 	o.s.publishedAttr(key, bi, out)
 	return ch
 }

@@ -52,7 +52,7 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 	if ch != nil {
 		o.s.supersededBeneath(ch, old)
 	}
-	o.s.supersededLive(o.model, rel, old)
+	o.s.supersededOffTree(o.model, rel, old)
 	err := o.s.store.MoveFilesDir(ctx, o.model, rel, model, target, uid)
 	var dirs []*filesDir
 	if ch != nil && err == nil {
@@ -205,11 +205,12 @@ func (s *fsState) supersededBeneath(n *gofs.Inode, old map[uint64]bool) {
 	}
 }
 
-// supersededLive adds to old the numbers of the live File nodes
-// (filesNodes.looked) that serve a replaced version of a file beneath dir
-// of model, as supersededBeneath does for those in the tree.
-func (s *fsState) supersededLive(model, dir string, old map[uint64]bool) {
-	s.files.eachLive(func(b *blockFile) bool {
+// supersededOffTree adds to old the numbers of the File nodes off
+// go-fuse's tree (filesNodes.replaced) that serve a replaced version of a
+// file beneath dir of model, as supersededBeneath does for those in the
+// tree.
+func (s *fsState) supersededOffTree(model, dir string, old map[uint64]bool) {
+	s.files.eachOffTree(func(b *blockFile) bool {
 		n := b.StableAttr().Ino
 		if k := s.files.follow(b.key, n); k.Model == model && beneath(k.Name, dir) && b.superseded(k) {
 			old[n] = true
@@ -218,16 +219,16 @@ func (s *fsState) supersededLive(model, dir string, old map[uint64]bool) {
 	})
 }
 
-// followMovedFiles points the live File nodes (filesNodes.looked) that
-// serve a file beneath from of fromModel, unless in old, at the file's
-// path beneath to of toModel. followMovedDir does so for the nodes in
-// go-fuse's tree beneath the moved directory's node; this reaches those
-// the kernel still holds under a name whose tree entry a later lookup
-// gave another node (its answer racing a move or a revalidation): the
-// kernel kept the first, and a reader right after the move found the
-// file missing (TestFilesDirMoveReaders, about 1 run in 200).
+// followMovedFiles points the File nodes off go-fuse's tree
+// (filesNodes.replaced) that serve a file beneath from of fromModel,
+// unless in old, at the file's path beneath to of toModel.
+// followMovedDir does so for the nodes in the tree beneath the moved
+// directory's node; the kernel may still hold one of these under its
+// name (a lookup's answer that replaced it in the tree, racing a move or
+// a revalidation, was not taken), and a reader right after the move
+// found the file missing (TestFilesDirMoveReaders, about 1 run in 100).
 func (s *fsState) followMovedFiles(fromModel, from, toModel, to string, old map[uint64]bool) {
-	s.files.eachLive(func(b *blockFile) bool {
+	s.files.eachOffTree(func(b *blockFile) bool {
 		n := b.StableAttr().Ino
 		k := s.files.follow(b.key, n)
 		if old[n] || k.Model != fromModel || !beneath(k.Name, from) {

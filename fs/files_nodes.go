@@ -12,15 +12,16 @@ import (
 // in their number) and the Files moved under a node (a published File
 // renamed: the kernel keeps the old node under the new name until it
 // looks it up again). Both are few and go with their nodes. And the
-// nodes of published Files that lookups answered, until the kernel
-// forgets them (live): a directory move points each one beneath it at
-// its new path, including a node the kernel still has under a name
-// whose entry in go-fuse's tree a later lookup gave another node
-// (followMovedFiles).
+// nodes of published Files whose name in go-fuse's tree a lookup gave
+// another node (off the tree): the kernel may keep such a node under the
+// name (a lookup whose answer it did not take, racing a move or a
+// revalidation), and a directory move, which walks the tree, points
+// these at their new paths too (followMovedFiles). Few as well, and
+// dropped when the kernel forgets them.
 type filesNodes struct {
-	names sync.Map // node number -> ino.Name
-	moves sync.Map // node number -> movedFile
-	live  sync.Map // node number -> *blockFile
+	names   sync.Map // node number -> ino.Name
+	moves   sync.Map // node number -> movedFile
+	offTree sync.Map // node number -> *blockFile
 
 	mu      sync.Mutex
 	targets map[format.Key]int // how many moved nodes serve each key
@@ -33,13 +34,14 @@ type movedFile struct {
 	gen uint64
 }
 
-// looked records b, the node of a published File a lookup answered.
-func (f *filesNodes) looked(b *blockFile) { f.live.Store(b.StableAttr().Ino, b) }
+// replaced records b, the node of a published File, whose name in
+// go-fuse's tree another node takes.
+func (f *filesNodes) replaced(b *blockFile) { f.offTree.Store(b.StableAttr().Ino, b) }
 
-// eachLive calls fn with every node looked records, until it returns
-// false.
-func (f *filesNodes) eachLive(fn func(b *blockFile) bool) {
-	f.live.Range(func(_, v any) bool { return fn(v.(*blockFile)) })
+// eachOffTree calls fn with every node replaced recorded, until it
+// returns false.
+func (f *filesNodes) eachOffTree(fn func(b *blockFile) bool) {
+	f.offTree.Range(func(_, v any) bool { return fn(v.(*blockFile)) })
 }
 
 // named records the number name of node number n.
@@ -103,7 +105,7 @@ func (f *filesNodes) forget(key format.Key, n uint64) ino.Name {
 	if key.Kind != format.File {
 		return ino.FileName(key)
 	}
-	f.live.Delete(n)
+	f.offTree.Delete(n)
 	f.mu.Lock()
 	if prev, ok := f.moves.LoadAndDelete(n); ok {
 		f.untarget(prev.(movedFile).to)
