@@ -208,7 +208,12 @@ func (o filesOps) lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		}
 		return nil, errnoMissing
 	}
-	key := format.FileKey(o.model, rel)
+	return o.lookupKey(ctx, name, rel, format.FileKey(o.model, rel), out)
+}
+
+// lookupKey is lookup of name, at path rel in the model, whose File key
+// is key.
+func (o filesOps) lookupKey(ctx context.Context, name, rel string, key format.Key, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if w := o.writing(ctx, key, name); w != nil {
 		return o.pendingInode(ctx, w, out), 0
 	}

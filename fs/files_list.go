@@ -36,8 +36,9 @@ import (
 // and, unless published is set, the caller's staging files and the files
 // its process writes under names not published (which its lookups find:
 // a file created and closed empty, published at its release, which comes
-// after close returns, is listed right after the close too).
-func (o filesOps) entries(ctx context.Context, published bool) []fuse.DirEntry {
+// after close returns, is listed right after the close too). The
+// published files' keys come with it: ents[len(subdirs)+i] is files[i].
+func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirEntry, files []format.Key, nsub int) {
 	p := callerProc(ctx)
 	var own []*store.Draft
 	if !published {
@@ -46,7 +47,7 @@ func (o filesOps) entries(ctx context.Context, published bool) []fuse.DirEntry {
 		own = o.s.store.OwnFiles(o.model, o.dir, p.Tgid)
 	}
 	subdirs, files := o.s.store.FilesList(o.model, o.dir)
-	ents := make([]fuse.DirEntry, 0, len(subdirs)+len(files))
+	ents = make([]fuse.DirEntry, 0, len(subdirs)+len(files))
 	for _, d := range subdirs {
 		ents = append(ents, fuse.DirEntry{Name: d, Mode: syscall.S_IFDIR,
 			Ino: o.s.inos.Peek(ino.DirName(o.model, format.JoinFilePath(o.dir, d)))})
@@ -56,7 +57,7 @@ func (o filesOps) entries(ctx context.Context, published bool) []fuse.DirEntry {
 			Ino: o.s.inos.Peek(ino.FileVersion(k, o.s.store.FileGen(k)))})
 	}
 	if published {
-		return ents
+		return ents, files, len(subdirs)
 	}
 	pending := o.s.store.StagingFiles(o.model, o.dir, p.Uid)
 	if len(own) > 0 {
@@ -85,7 +86,7 @@ func (o filesOps) entries(ctx context.Context, published bool) []fuse.DirEntry {
 		}
 		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: pendingIno(w)})
 	}
-	return ents
+	return ents, files, len(subdirs)
 }
 
 // listing is the listingKey of the directory.
@@ -132,12 +133,21 @@ type filesListing struct {
 	pos   int
 	taken bool
 	uid   uint32 // who the listing is charged to
+	// The published files' keys: ents[nsub+i] is files[i]. byKey says
+	// they may serve READDIRPLUS's lookups (Lookup): the listing was
+	// taken while no directory move began or ended, moves is dirMoves.seq
+	// then.
+	files []format.Key
+	nsub  int
+	byKey bool
+	moves uint64
 }
 
 var (
 	_ = (gofs.FileReaddirenter)((*filesListing)(nil))
 	_ = (gofs.FileSeekdirer)((*filesListing)(nil))
 	_ = (gofs.FileReleasedirer)((*filesListing)(nil))
+	_ = (gofs.FileLookuper)((*filesListing)(nil))
 )
 
 // take lists the directory anew (under h.mu), or fails past the listing
@@ -146,18 +156,20 @@ var (
 func (h *filesListing) take(ctx context.Context) syscall.Errno {
 	h.drop()
 	var ents []fuse.DirEntry
-	h.o.s.dirMoves.settled(func() syscall.Errno {
+	_, h.byKey = h.o.s.dirMoves.settled(func() syscall.Errno {
+		h.moves = h.o.s.dirMoves.seq.Load()
 		if d, ok := h.o.node.Operations().(*filesDir); ok {
 			h.o = d.ops() // where it is now, once no move is in flight beneath it
 		}
 		if h.cached {
 			h.o.s.listingTaken(h.o.listing(), h.o.node, h.o.dropListing)
 		}
-		ents = h.o.entries(ctx, h.cached)
+		ents, h.files, h.nsub = h.o.entries(ctx, h.cached)
 		return 0
 	})
 	uid := callerProc(ctx).Uid
 	if err := h.o.s.listed.hold(uid, len(ents)); err != nil {
+		h.files = nil
 		return h.o.s.fail("readdir", h.o.model+"/"+h.o.dir, err)
 	}
 	h.ents, h.pos, h.taken, h.uid = ents, 0, true, uid
@@ -167,7 +179,41 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 // drop gives back the listing h holds (under h.mu).
 func (h *filesListing) drop() {
 	h.o.s.listed.free(h.uid, len(h.ents))
-	h.ents, h.taken = nil, false
+	h.ents, h.files, h.taken = nil, nil, false
+}
+
+// Lookup answers the lookup go-fuse makes of each entry of a READDIRPLUS
+// answer (gofs.FileLookuper) as the directory's Lookup does, but a
+// published file the listing returned last is looked up by the key the
+// listing holds: its name was checked and its path hashed when it was
+// written, and hashing it again was a tenth of the daemon's time in the
+// first listing of a flat directory. The directory's own Lookup answers
+// anything else, and any entry once a directory move began or ended
+// since the listing was taken (the key may name a path the file left).
+func (h *filesListing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	dir := h.o.node.Operations().(gofs.NodeLookuper)
+	key, moves, ok := h.listedFile(name)
+	if !ok || h.o.s.dirMoves.n.Load() != 0 || h.o.s.dirMoves.seq.Load() != moves {
+		return dir.Lookup(ctx, name, out)
+	}
+	ch, errno := h.o.lookupKey(ctx, name, key.Name, key, out)
+	if h.o.s.dirMoves.seq.Load() == moves {
+		return ch, errno
+	}
+	*out = fuse.EntryOut{} // a move began meanwhile: asked again, as settled does
+	return dir.Lookup(ctx, name, out)
+}
+
+// listedFile returns the key of the published file name when it is the
+// entry Readdirent returned last, with the dirMoves.seq of the listing.
+func (h *filesListing) listedFile(name string) (format.Key, uint64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := h.pos - 1 - h.nsub
+	if !h.byKey || i < 0 || i >= len(h.files) || h.ents[h.pos-1].Name != name {
+		return format.Key{}, 0, false
+	}
+	return h.files[i], h.moves, true
 }
 
 // Releasedir gives back the listing.
@@ -189,10 +235,10 @@ func (h *filesListing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.
 	if h.pos >= len(h.ents) {
 		return nil, 0
 	}
-	e := h.ents[h.pos]
+	e := &h.ents[h.pos] // go-fuse copies it before the next call
 	h.pos++
 	e.Off = uint64(h.pos)
-	return &e, 0
+	return e, 0
 }
 
 // Seekdir moves to offset off; offset 0 takes the listing anew.
