@@ -191,29 +191,30 @@ func (h *filesListing) drop() {
 // anything else, and any entry once a directory move began or ended
 // since the listing was taken (the key may name a path the file left).
 func (h *filesListing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	dir := h.o.node.Operations().(gofs.NodeLookuper)
-	key, moves, ok := h.listedFile(name)
-	if !ok || h.o.s.dirMoves.n.Load() != 0 || h.o.s.dirMoves.seq.Load() != moves {
+	o, key, moves, ok := h.listedFile(name)
+	dir := o.node.Operations().(gofs.NodeLookuper)
+	if !ok || o.s.dirMoves.n.Load() != 0 || o.s.dirMoves.seq.Load() != moves {
 		return dir.Lookup(ctx, name, out)
 	}
-	ch, errno := h.o.lookupKey(ctx, name, key.Name, key, out)
-	if h.o.s.dirMoves.seq.Load() == moves {
+	ch, errno := o.lookupKey(ctx, name, key.Name, key, out)
+	if o.s.dirMoves.seq.Load() == moves {
 		return ch, errno
 	}
 	*out = fuse.EntryOut{} // a move began meanwhile: asked again, as settled does
 	return dir.Lookup(ctx, name, out)
 }
 
-// listedFile returns the key of the published file name when it is the
-// entry Readdirent returned last, with the dirMoves.seq of the listing.
-func (h *filesListing) listedFile(name string) (format.Key, uint64, bool) {
+// listedFile returns the listing's directory and, when name is the
+// published file Readdirent returned last, its key and the dirMoves.seq
+// the listing was taken at.
+func (h *filesListing) listedFile(name string) (filesOps, format.Key, uint64, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	i := h.pos - 1 - h.nsub
 	if !h.byKey || i < 0 || i >= len(h.files) || h.ents[h.pos-1].Name != name {
-		return format.Key{}, 0, false
+		return h.o, format.Key{}, 0, false
 	}
-	return h.files[i], h.moves, true
+	return h.o, h.files[i], h.moves, true
 }
 
 // Releasedir gives back the listing.
