@@ -487,8 +487,9 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	}
 	// The caller's own file under the name replaced goes with it, as on
 	// a local disk (ownWriting); other processes' are theirs, unseen by
-	// the caller, and publish at their own close.
-	if d := o.s.ownWriting(ctx, target, newName, true); d != nil {
+	// the caller, and publish at their own close. (w itself is the
+	// caller's there now when a descriptor still holds it open.)
+	if d := o.s.ownWriting(ctx, target, newName, true); d != nil && d != w {
 		d.Discard()
 	}
 	return 0

@@ -75,8 +75,9 @@ func TestTmpfileLink(t *testing.T) {
 // TestTmpfileLinkProcFd: the link an unprivileged process makes of its
 // tmpfile, linkat of /proc/self/fd/N with AT_SYMLINK_FOLLOW (the example
 // of open(2); AT_EMPTY_PATH needed CAP_DAC_READ_SEARCH before Linux
-// 6.10), names it too. The name shows to no one, its writer included,
-// until the writer's last close publishes it: the writer may still write.
+// 6.10), names it too. Until the writer's last close publishes it (the
+// writer may still write) the name shows its file to the writer's process
+// alone, as a file it writes under its final name does.
 func TestTmpfileLinkProcFd(t *testing.T) {
 	m := newMount(t, Options{})
 	dir := m.path("llmd")
@@ -96,8 +97,11 @@ func TestTmpfileLinkProcFd(t *testing.T) {
 	}
 	unix.Write(fd, []byte(", then written on"))
 	var st unix.Stat_t
-	if err := unix.Stat(dir+"/blk.bin", &st); err != unix.ENOENT {
-		t.Errorf("stat of the linked name before the last close: %v, want ENOENT", err)
+	if err := unix.Stat(dir+"/blk.bin", &st); err != nil || st.Size != int64(len("linked by its /proc name, then written on")) {
+		t.Errorf("the writer's stat of the linked name before its last close: %d bytes, %v", st.Size, err)
+	}
+	if size, err := statSize(dir + "/blk.bin"); err == nil {
+		t.Errorf("another process's stat of the linked name before the last close: %q, want ENOENT", size)
 	}
 	unix.Close(fd)
 	if got, err := os.ReadFile(dir + "/blk.bin"); err != nil || string(got) != "linked by its /proc name, then written on" {

@@ -94,7 +94,11 @@ type Writer struct{ w *Draft }
 func (w *Draft) Key() format.Key { return w.key }
 
 // Name is the file's name in its shard directory.
-func (w *Draft) Name() string { return w.wk.name }
+func (w *Draft) Name() string {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.wk.name
+}
 
 // Seq is a number of the file's own, unique in the mount.
 func (w *Draft) Seq() uint64 { return w.seq }
@@ -557,13 +561,29 @@ func (w *Draft) IsStaging() bool {
 // once when no descriptor of it is open, or all are closed by the writer
 // (the verdict is returned), else when the creating process has closed
 // them all (nil now).
-func (w *Draft) Rename(ctx context.Context) error {
+func (w *Draft) Rename(ctx context.Context) error { return w.rename(ctx, false) }
+
+// rename is Rename. With own set (a File renamed to another name of its
+// model, RenameTo), a file that a descriptor still holds open stays its
+// process's under the new name (OwnFile) until its last release
+// publishes it, as a renamed file is on a local disk at once; the
+// process's own file under that name before is discarded, as the one a
+// rename replaces is.
+func (w *Draft) rename(ctx context.Context, own bool) error {
 	w.mu.Lock()
 	w.staging = false
 	ready := !w.done && w.allClosed()
 	w.closed = true
+	w.s.writes.drop(w.wk, w) // the table's mutex is a leaf
+	var replaced *Draft
+	if own && !ready && !w.done {
+		w.wk = writeKeyOf(w.key, w.key.FileName(), false, w.owner)
+		replaced = w.s.writes.replace(w.wk, w)
+	}
 	w.mu.Unlock()
-	w.s.writes.drop(w.wk, w)
+	if replaced != nil {
+		replaced.Discard()
+	}
 	if !ready {
 		return nil
 	}

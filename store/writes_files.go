@@ -14,6 +14,8 @@ import (
 // of the model, key, given at the rename (an engine's
 // rename(<final>_<rand>.tmp, <final>)): the file stands for key from now
 // on and publishes as Rename does, replacing a file published as key.
+// Until it publishes (a descriptor still open) it is its process's file
+// under key's name (rename).
 func (w *Draft) RenameTo(ctx context.Context, key format.Key) error {
 	if key.Kind != format.File || key.Model != w.key.Model {
 		return fmt.Errorf("%w: %s cannot become %s", ErrInvalid, w.key, key)
@@ -25,11 +27,17 @@ func (w *Draft) RenameTo(ctx context.Context, key format.Key) error {
 	}
 	old := w.key
 	w.key = key
+	if key != old {
+		// Its bytes matched a version of old, not of key: a file
+		// reopened and renamed unchanged publishes as key all the same
+		// (old's published version goes with the rename).
+		w.fill = nil
+	}
 	w.pw.Rekey(key)
 	w.mu.Unlock()
 	w.s.WriteStarted(key)
 	w.s.WriteEnded(old)
-	return w.Rename(ctx)
+	return w.rename(ctx, true)
 }
 
 // OwnFile returns the file name (standing for key) that process tgid is

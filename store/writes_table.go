@@ -83,6 +83,19 @@ func (t *writeTable) putExcl(k writeKey, w *Draft) bool {
 	return t.putLocked(k, w) == w
 }
 
+// replace puts w under k in place of what k held, and returns that (nil
+// when k was free).
+func (t *writeTable) replace(k writeKey, w *Draft) *Draft {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old := t.m[k]; old != nil {
+		t.m[k] = w
+		return old
+	}
+	t.putLocked(k, w)
+	return nil
+}
+
 // drop removes k if it still holds w.
 func (t *writeTable) drop(k writeKey, w *Draft) {
 	t.mu.Lock()
