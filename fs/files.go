@@ -365,6 +365,12 @@ func (o filesOps) dropOldVersion(ctx context.Context, from, to format.Key) error
 	if err := o.removePublished(from); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	// The kernel's node of that version moved with its entry to the new
+	// name, and may be open: a file published under from again is a new
+	// version, with a node of its own (as after an unlink of an open
+	// file). Before, it got that node's number, and its readers were
+	// served the removed version's bytes with the new file's size.
+	o.s.store.EndVersion(from)
 	return nil
 }
 

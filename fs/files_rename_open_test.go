@@ -86,3 +86,37 @@ func catReads(t *testing.T, p, want string) {
 	}
 	t.Errorf("another process reads %q, %v at %s, want %q", out, err, p, want)
 }
+
+// TestFilesRenameOpenThenAgain: a published file that a reader keeps
+// open, opened again for writing, written, renamed away while open and
+// closed, then written anew under its old name: the new file reads its
+// own bytes. Before, it got the number of the old version's node (which
+// the kernel still held, under the new name and for the reader), and a
+// read of it returned the old version's 10 bytes while stat said 70,000.
+func TestFilesRenameOpenThenAgain(t *testing.T) {
+	m := newMount(t, Options{Passthrough: true})
+	dir := m.model(t, "eng", "files")
+	e, a := filepath.Join(dir, "e"), filepath.Join(dir, "a")
+	publishFile(t, e, []byte("ten bytes!"))
+	openKept(t, e)
+	fd, err := unix.Open(e, unix.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Write(fd, []byte("rewritten in place, longer")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(e, a); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fd)
+	if err := os.WriteFile(e, []byte("the new e"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(e); err != nil || string(got) != "the new e" {
+		t.Errorf("the new e reads %q, %v", got, err)
+	}
+	if got, err := os.ReadFile(a); err != nil || string(got) != "rewritten in place, longer" {
+		t.Errorf("a reads %q, %v", got, err)
+	}
+}

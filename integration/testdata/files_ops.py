@@ -5,7 +5,8 @@ SEED, to the directory A (a files model of a ucmfs mount) and B (a plain
 directory), one after the other: mkdir, rmdir, a file written whole
 (directly, with O_TRUNC over an existing one, with O_EXCL, or to a
 temporary name and renamed over), appended to, renamed (a file or a
-directory, over another name or to a new one), unlinked, truncated,
+directory, over another name or to a new one; or a file opened again
+for writing, renamed while open, then closed), unlinked, truncated,
 read, listed, stat'ed, or opened and kept open; a written descriptor
 may be closed with a duplicate of it left open a while (its release
 comes late, as on a busy machine), but for an empty one written under
@@ -111,6 +112,17 @@ class Side:
         finally:
             self.closing(fd, hold)
 
+    def rename_open(self, x, y, flags, data, hold):
+        """Opens x again for writing, writes data (maybe nothing),
+        renames it to y while the descriptor is open, then closes it."""
+        fd = os.open(self.p(x), flags)
+        try:
+            if data:
+                os.write(fd, data)
+            os.rename(self.p(x), self.p(y))
+        finally:
+            self.closing(fd, hold)
+
     def read(self, rel):
         with open(self.p(rel), "rb") as f:
             return f.read()
@@ -157,7 +169,7 @@ def main():
 
     for step in range(steps):
         op = rnd.choice(["mkdir", "rmdir", "write", "write", "write", "append", "rename", "rename",
-                         "unlink", "truncate", "read", "list", "stat", "keep", "release"])
+                         "unlink", "truncate", "read", "list", "stat", "keep", "release", "renameopen"])
         data = bytes(rnd.getrandbits(8) for _ in range(rnd.choice([0, 1, 100, 5000, 70000])))
         hold = rnd.random() < 0.3
         if op == "mkdir":
@@ -185,6 +197,12 @@ def main():
             x, y = any_path(), any_path()
             args = x + " " + y
             fns = [lambda s, x=x, y=y: os.rename(s.p(x), s.p(y)) for _ in sides]
+        elif op == "renameopen":
+            x, y = rnd.choice(names), rnd.choice(names)
+            how = rnd.choice(["rdwr", "append"])
+            flags = os.O_RDWR if how == "rdwr" else os.O_WRONLY | os.O_APPEND
+            args = "%s %s %s %d bytes%s" % (x, y, how, len(data), " held" if hold else "")
+            fns = [lambda s, x=x, y=y, flags=flags, hold=hold: s.rename_open(x, y, flags, data, hold) for _ in sides]
         elif op == "unlink":
             n = rnd.choice(names)
             args = n
