@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // castagnoli is the CRC-32C table; hash/crc32 uses the SSE4.2 / ARMv8 CRC
@@ -79,6 +80,34 @@ func ReadHeaderCRCXattr(path string) (crc uint32, ok bool, err error) {
 func readCRCXattr(path, name string) (crc uint32, ok bool, err error) {
 	var buf [64]byte
 	n, err := syscall.Getxattr(path, name, buf[:])
+	return crcXattrValue(path, buf[:], n, err)
+}
+
+// readCRCXattrOf reads the CRC kept in the xattr name of the open file f
+// (no path resolved again).
+func readCRCXattrOf(f *os.File, name string) (crc uint32, ok bool, err error) {
+	var buf [64]byte
+	n, err := fgetxattr(int(f.Fd()), name, buf[:])
+	return crcXattrValue(f.Name(), buf[:], n, err)
+}
+
+// fgetxattr is fgetxattr(2) (package syscall has none; format keeps to
+// the standard library).
+func fgetxattr(fd int, name string, buf []byte) (int, error) {
+	p, err := syscall.BytePtrFromString(name)
+	if err != nil {
+		return 0, err
+	}
+	n, _, errno := syscall.Syscall6(syscall.SYS_FGETXATTR, uintptr(fd), uintptr(unsafe.Pointer(p)),
+		uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(len(buf)), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+// crcXattrValue is what a getxattr of a CRC attribute answered.
+func crcXattrValue(path string, buf []byte, n int, err error) (crc uint32, ok bool, _ error) {
 	switch {
 	case errors.Is(err, syscall.ENODATA), errors.Is(err, syscall.ENOTSUP),
 		errors.Is(err, syscall.ERANGE), errors.Is(err, syscall.ENOSYS):

@@ -74,14 +74,24 @@ func openRegular(path string) (*os.File, int64, error) {
 // without one, the size is all there is to check. The CRC is computed
 // only when there is one to compare with.
 func InspectRawFile(path string) (FileReport, error) {
-	r := FileReport{Path: path, Raw: true}
-	f, size, err := openRegular(path)
+	f, _, err := openRegular(path)
+	if err != nil {
+		return FileReport{Path: path, Raw: true}, err
+	}
+	defer f.Close()
+	return InspectRawOpen(f)
+}
+
+// InspectRawOpen is InspectRawFile of an open regular file (its path is
+// f.Name(); no path is resolved again: the attributes are read through f).
+func InspectRawOpen(f *os.File) (FileReport, error) {
+	r := FileReport{Path: f.Name(), Raw: true}
+	fi, err := f.Stat()
 	if err != nil {
 		return r, err
 	}
-	defer f.Close()
-	r.Size = size
-	r.XattrCRC, r.HasXattrCRC, err = ReadCRCXattr(path)
+	r.Size = fi.Size()
+	r.XattrCRC, r.HasXattrCRC, err = readCRCXattrOf(f, CRCXattr)
 	if err != nil || !r.HasXattrCRC {
 		return r, err
 	}
@@ -99,13 +109,24 @@ func InspectRawFile(path string) (FileReport, error) {
 // InspectFile is VerifyFile returning, beside the verdict, everything it
 // decoded (also when the verdict is an error).
 func InspectFile(path string) (FileReport, error) {
+	f, _, err := openRegular(path)
+	if err != nil {
+		return FileReport{Path: path}, err
+	}
+	defer f.Close()
+	return InspectOpen(f)
+}
+
+// InspectOpen is InspectFile of an open regular file (its path is
+// f.Name(); no path is resolved again: the attributes are read through f).
+func InspectOpen(f *os.File) (FileReport, error) {
+	path := f.Name()
 	r := FileReport{Path: path}
-	f, size, err := openRegular(path)
+	fi, err := f.Stat()
 	if err != nil {
 		return r, err
 	}
-	defer f.Close()
-	r.Size = size
+	r.Size = fi.Size()
 	hdr := make([]byte, HeaderSize)
 	n, err := io.ReadFull(f, hdr)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
@@ -138,7 +159,7 @@ func InspectFile(path string) (FileReport, error) {
 		}
 		return r, blockErr(RuleSize, "file is %d bytes, shorter than the %d-byte header", r.Size, HeaderSize)
 	}
-	if hcrc, ok, err := ReadHeaderCRCXattr(path); err != nil {
+	if hcrc, ok, err := readCRCXattrOf(f, HeaderCRCXattr); err != nil {
 		return r, err
 	} else if ok && HeaderCRC(hdr) != hcrc {
 		return r, &FormatError{Format: r.formatName(), Rule: RuleXattrHCRC,
@@ -176,7 +197,7 @@ func InspectFile(path string) (FileReport, error) {
 		return r, err
 	}
 
-	r.XattrCRC, r.HasXattrCRC, err = ReadCRCXattr(path)
+	r.XattrCRC, r.HasXattrCRC, err = readCRCXattrOf(f, CRCXattr)
 	if err != nil || !r.HasXattrCRC {
 		return r, err
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -134,10 +134,11 @@ type DirTier struct {
 	low         float64
 	timeout     time.Duration
 	syncAll     bool
-	share       dirSharing // private or shared: who else uses the directory (dir_sharing.go)
-	rootFD      int        // the root, O_PATH: published files are opened beneath it (openBeneath)
-	refusedLog  logEvery   // the log line of a refused tier path, at most once a minute
-	sumLog      logEvery   // the log line of a sum file not written (dir_sums.go)
+	share       dirSharing   // private or shared: who else uses the directory (dir_sharing.go)
+	fs          *rootfs.Root // the root, held: every path operation resolves beneath it, through no link (package rootfs)
+	refusedLog  logEvery     // the log line of a non-file where a file should be, at most once a minute
+	linkLog     logEvery     // the log line of a link met in the tier (linkMet)
+	sumLog      logEvery     // the log line of a sum file not written (dir_sums.go)
 
 	direct     atomic.Bool // O_DIRECT writes enabled (cleared if unsupported)
 	directWarn sync.Once
@@ -203,21 +204,14 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 	t.idx = index.New(cfg.Capacity)
 	t.idx.SetUnit(dirUnit)
 	t.idx.SetMaxFiles(maxFiles(cfg.MaxFiles))
-	if err := t.do("mkdir", func() error { return os.MkdirAll(root, 0o700) }, nil); err != nil { // made private: the files of 0700 models are in it
+	// Made private when missing: the files of 0700 models are in it.
+	if err := t.do("open", func() (err error) { t.fs, err = rootfs.Open(root, 0o700); return err }, nil); err != nil {
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
-	t.rootFD = -1
-	if err := t.do("open", func() error {
-		return ignoringEINTR(func() (err error) {
-			t.rootFD, err = unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-			return err
-		})
-	}, nil); err != nil {
-		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
-	}
-	t.subdirLinks = countsSubdirLinks(t.rootFD)
+	t.fs.OnLink = t.linkMet
+	t.subdirLinks = countsSubdirLinks(t.fs.FD())
 	var st unix.Stat_t
-	if ignoringEINTR(func() error { return unix.Fstatat(t.rootFD, sumsDirName, &st, unix.AT_SYMLINK_NOFOLLOW) }) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+	if t.fs.Lstat(sumsDirName, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		t.sums.Store(true) // an earlier run, or another host, kept sums here
 	}
 	if err := t.share.start(); err != nil {
@@ -269,7 +263,9 @@ func (t *DirTier) Dir() string { return t.root }
 // Persistent is true: files survive restarts.
 func (t *DirTier) Persistent() bool { return true }
 
-func (t *DirTier) path(key format.Key) string { return filepath.Join(t.root, key.Path()) }
+// Root is the tier's root directory, held: the tier's files are reached
+// beneath it, through no link.
+func (t *DirTier) Root() *rootfs.Root { return t.fs }
 
 // Usage reports capacity and use.
 func (t *DirTier) Usage() Usage { return Usage(t.idx.Usage()) }
@@ -339,9 +335,7 @@ func (t *DirTier) Close() error {
 	t.wg.Wait()
 	t.share.release(true) // the index snapshot is written from the index
 	t.idx.Drain()
-	if t.rootFD >= 0 {
-		unix.Close(t.rootFD)
-	}
+	t.fs.Close()
 	return nil
 }
 

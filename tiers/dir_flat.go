@@ -2,7 +2,6 @@ package tiers
 
 import (
 	"errors"
-	"path/filepath"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -110,7 +109,11 @@ func (t *DirTier) noSubdirs(model, dir string) bool {
 	}
 	gen := t.flat.generation()
 	var st unix.Stat_t
-	err := unix.Stat(filepath.Join(t.root, model, filepath.FromSlash(dir)), &st)
+	rel := model
+	if dir != "" {
+		rel += "/" + dir
+	}
+	err := t.fs.Stat(rel, &st)
 	var flat bool
 	switch {
 	case errors.Is(err, unix.ENOENT):

@@ -3,10 +3,10 @@ package tiers
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"time"
 
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -264,10 +264,10 @@ func (t *DirTier) probe() {
 	err := t.run("probe", func() error {
 		defer t.probeBusy.Store(false)
 		var st unix.Statfs_t
-		if err := ignoringEINTR(func() error { return unix.Statfs(t.root, &st) }); err != nil || !writes {
+		if err := t.fs.Statfs(&st); err != nil || !writes {
 			return err
 		}
-		return probeWrite(t.root)
+		return probeWrite(t.fs)
 	}, nil)
 	if err == nil && t.health.state.CompareAndSwap(int32(Down), int32(Unstable)) {
 		t.health.okRun.Store(0)
@@ -276,14 +276,14 @@ func (t *DirTier) probe() {
 	}
 }
 
-// probeWrite checks that dir takes writes again: a file created, written,
-// fsynced and removed.
-func probeWrite(dir string) error {
-	f, err := os.CreateTemp(dir, tmpPrefix+"probe-")
+// probeWrite checks that the root takes writes again: a file created,
+// written, fsynced and removed.
+func probeWrite(root *rootfs.Root) error {
+	f, rel, err := root.CreateTemp(".", tmpPrefix+"probe-", 0o600)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
+	defer root.Unlink(rel)
 	_, err = f.Write([]byte("ucmfs probe\n"))
 	if err == nil {
 		err = f.Sync()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -242,15 +243,20 @@ func TestPublishModes(t *testing.T) {
 		var p publisher
 		p.mode.Store(mode)
 		tmp, dst := filepath.Join(dir, ".tmp-a"), filepath.Join(dir, "a.bin")
+		root, err := rootfs.Open(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer root.Close()
 		os.WriteFile(tmp, []byte("first"), 0o444)
-		if err := p.publish(tmp, dst); err != nil {
+		if err := p.publish(root, ".tmp-a", "a.bin"); err != nil {
 			t.Fatalf("mode %d: %v", mode, err)
 		}
 		if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("mode %d: temp name still there", mode)
 		}
 		os.WriteFile(tmp, []byte("second"), 0o444)
-		if err := p.publish(tmp, dst); !errors.Is(err, ErrExist) {
+		if err := p.publish(root, ".tmp-a", "a.bin"); !errors.Is(err, ErrExist) {
 			t.Fatalf("mode %d: publish over a file: %v, want ErrExist", mode, err)
 		}
 		if got, _ := os.ReadFile(dst); string(got) != "first" {

@@ -4,26 +4,36 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"sync/atomic"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
-// syncDir fsyncs a directory so the entries in it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return osErr("open directory", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+// syncDir fsyncs the directory rel beneath r so the entries in it are
+// durable.
+func syncDir(r *rootfs.Root, rel string) error {
+	if err := r.SyncDir(rel); err != nil {
 		return osErr("fsync directory", err)
 	}
 	return nil
 }
+
+// linkMet reports a link (or a way out of the root) an operation met in
+// the tier and refused: one log line a minute, and the count in the
+// tier's statistics (Links). A link is never followed or listed.
+func (t *DirTier) linkMet(rel string) {
+	if t.linkLog.Allow(time.Now()) {
+		t.log.Warn("tier path refused: a symbolic link in the tier directory is never followed", "tier", t.kind, "dir", t.root, "path", rel, "refused", t.fs.Links())
+	}
+}
+
+// Links is how many symbolic links (or ways out of the root) the tier's
+// operations met and refused.
+func (t *DirTier) Links() int64 { return t.fs.Links() }
 
 // Sync makes an already published file and its directory entry durable
 // (fsync of both), for a file committed without Sync.
@@ -31,9 +41,9 @@ func (t *DirTier) Sync(key format.Key) error {
 	if err := checkKey(key); err != nil {
 		return fmt.Errorf("%s tier: %s: %w", t.kind, key, ErrNotFound)
 	}
-	p := t.path(key)
+	p := key.Path()
 	err := t.do("sync", func() error {
-		f, err := os.Open(p)
+		f, err := t.fs.OpenRegular(p)
 		if err != nil {
 			return notFound("open", err)
 		}
@@ -41,7 +51,7 @@ func (t *DirTier) Sync(key format.Key) error {
 		if err := f.Sync(); err != nil {
 			return osErr("fsync", err)
 		}
-		return syncDir(filepath.Dir(p))
+		return syncDir(t.fs, path.Dir(p))
 	}, nil)
 	if err != nil {
 		return fmt.Errorf("%s tier: sync %s: %w", t.kind, key, err)
@@ -131,14 +141,10 @@ func (t *DirTier) keepCRC(key format.Key, f *os.File, crc uint32) {
 
 // readXattrCRC reads a CRC kept in the xattr name of key's file.
 func (t *DirTier) readXattrCRC(key format.Key, name string) (crc uint32, has bool, err error) {
-	p := t.path(key)
+	p := key.Path()
 	err = t.do("getxattr", func() error {
 		var buf [16]byte
-		var n int
-		err := ignoringEINTR(func() (err error) {
-			n, err = unix.Getxattr(p, name, buf[:])
-			return err
-		})
+		n, err := t.fs.Getxattr(p, name, buf[:])
 		switch {
 		case err == nil:
 			crc, has = parseCRC(buf[:n])
@@ -157,9 +163,9 @@ func (t *DirTier) readXattrCRC(key format.Key, name string) (crc uint32, has boo
 // lookup finds a file another daemon published in a shared directory and
 // adopts it into the index.
 func (t *DirTier) lookup(key format.Key) (Info, error) {
-	p := t.path(key)
+	p := key.Path()
 	var st unix.Stat_t
-	err := t.do("stat", func() error { return stat(p, &st) }, nil)
+	err := t.do("stat", func() error { return t.fs.Stat(p, &st) }, nil)
 	if err != nil {
 		if goneErr(err) {
 			return Info{}, t.notFound(key)
@@ -200,9 +206,9 @@ func (t *DirTier) Open(key format.Key) (*os.File, error) {
 		}
 	})
 	if err != nil {
-		refused := errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) || errors.Is(err, errNotRegular)
-		if refused && t.refusedLog.Allow(time.Now()) {
-			t.log.Warn("tier path refused: a link or a non-file where a published file should be", "tier", t.kind, "err", err)
+		refused := errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) || errors.Is(err, rootfs.ErrNotRegular)
+		if errors.Is(err, rootfs.ErrNotRegular) && t.refusedLog.Allow(time.Now()) {
+			t.log.Warn("tier path refused: not a regular file where a published file should be", "tier", t.kind, "err", err)
 		}
 		if known && (goneErr(err) || refused) {
 			t.idx.Remove(key)
@@ -236,7 +242,7 @@ func (t *DirTier) remove(key format.Key, trash bool) error {
 		return t.notFound(key)
 	}
 	e, known := t.idx.Remove(key)
-	p, size := t.path(key), t.supersededSize(key)
+	p, size := key.Path(), t.supersededSize(key)
 	if known {
 		size = e.Size
 	}
@@ -245,7 +251,7 @@ func (t *DirTier) remove(key format.Key, trash bool) error {
 		if trash {
 			err = t.unlink(p, size)
 		} else {
-			err = ignoringEINTR(func() error { return unix.Unlink(p) })
+			err = t.fs.Unlink(p)
 		}
 		if err == nil || isENOENT(err) {
 			t.removeSum(key)
@@ -278,9 +284,9 @@ func (t *DirTier) Quarantine(key format.Key) error {
 	rel := key.Path()
 	err := t.do("quarantine", func() error {
 		defer t.removeSum(key)
-		_, err := moveAside(t.root, rel)
+		_, err := moveAside(t.fs, rel)
 		if err != nil && !isENOENT(err) {
-			return errors.Join(err, ignoringEINTR(func() error { return unix.Unlink(t.path(key)) }))
+			return errors.Join(err, t.fs.Unlink(rel))
 		}
 		return nil
 	}, nil)
@@ -307,15 +313,9 @@ func (t *DirTier) RemoveModel(model string) error {
 			return nil
 		}, nil)
 	}
-	dir := filepath.Join(t.root, model)
 	var names []string
-	err := t.do("remove model", func() error {
-		d, err := os.Open(dir)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		names, err = d.Readdirnames(-1)
+	err := t.do("remove model", func() (err error) {
+		names, err = t.fs.ReadDirNames(model)
 		return err
 	}, nil)
 	if isENOENT(err) {
@@ -325,11 +325,11 @@ func (t *DirTier) RemoveModel(model string) error {
 		if err != nil {
 			break
 		}
-		sub := filepath.Join(dir, name)
-		err = t.do("remove model", func() error { return os.RemoveAll(sub) }, nil)
+		sub := model + "/" + name
+		err = t.do("remove model", func() error { return t.fs.RemoveAll(sub) }, nil)
 	}
 	if err == nil {
-		err = t.do("remove model", func() error { return os.RemoveAll(dir) }, nil)
+		err = t.do("remove model", func() error { return t.fs.RemoveAll(model) }, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("%s tier: %w", t.kind, osErr("remove model", err))
@@ -342,46 +342,13 @@ func statMTime(st *unix.Stat_t) time.Time {
 	return time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
 }
 
-// errNotRegular: a tier path that is not a regular file where a published
-// file should be (a directory, a device, a FIFO).
-var errNotRegular = errors.New("not a regular file")
-
 // openBeneath opens the published file at rel, a path below the tier's
 // root, read-only: beneath the root's descriptor and through no symbolic
-// link (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), and only a regular
-// file. A link planted in a shared tier's directory, by another host or a
-// tenant with access to the share, so serves nothing outside the tier
-// (ELOOP, EXDEV; the caller takes either as a missing file).
-func (t *DirTier) openBeneath(rel string) (*os.File, error) {
-	p := filepath.Join(t.root, rel)
-	how := unix.OpenHow{
-		// O_NONBLOCK: a FIFO planted where a block should be must not
-		// hang the open; it is cleared again for the regular file.
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
-	}
-	var fd int
-	err := ignoringEINTR(func() (err error) {
-		fd, err = unix.Openat2(t.rootFD, rel, &how)
-		return err
-	})
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		if err == nil {
-			err = errNotRegular
-		}
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, unix.O_RDONLY); err != nil {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "open", Path: p, Err: err}
-	}
-	return os.NewFile(uintptr(fd), p), nil
-}
+// link, and only a regular file (package rootfs). A link planted in a
+// shared tier's directory, by another host or a tenant with access to
+// the share, so serves nothing outside the tier (ELOOP; the caller takes
+// it as a missing file).
+func (t *DirTier) openBeneath(rel string) (*os.File, error) { return t.fs.OpenRegular(rel) }
 
 // logEvery lets a log line through at most once a minute: what others put
 // in a shared directory must not flood the log.

@@ -3,8 +3,7 @@ package tiers
 import (
 	"cmp"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
-	"golang.org/x/sys/unix"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 )
 
 // The index of a directory tier is rebuilt at start from directory
@@ -57,7 +56,7 @@ func (t *DirTier) rebuild() error {
 	s := &rebuildScan{}
 	snap := t.loadSnapshot() // only a private tier rebuilds (privateDir.start)
 	w := &layoutWalk{
-		root:    t.root,
+		root:    t.fs,
 		workers: rebuildWorkers,
 		readDir: t.readDir,
 		listShard: func(dir string) (ents []shardEntry, err error) {
@@ -65,7 +64,7 @@ func (t *DirTier) rebuild() error {
 				if t.fromSnapshot(s, snap, dir) {
 					return nil
 				}
-				ents, err = listShard(dir)
+				ents, err = listShard(t.fs, dir)
 				return err
 			}, nil)
 			return ents, err
@@ -75,11 +74,11 @@ func (t *DirTier) rebuild() error {
 			if strings.Contains(rel, "/") {
 				why = notShardWhy
 			}
-			t.skip(s, filepath.Join(t.root, rel), why)
+			t.skip(s, t.fs.Path(rel), why)
 		},
 		leftover: func(rel string) {
 			if strings.Contains(rel, "/") { // at the root: hidden, not ours
-				t.skip(s, filepath.Join(t.root, rel), notShardWhy)
+				t.skip(s, t.fs.Path(rel), notShardWhy)
 			}
 		},
 		shard: func(model, hh string, ents []shardEntry) { t.adoptShard(s, model, hh, ents) },
@@ -98,19 +97,19 @@ func (t *DirTier) rebuild() error {
 	return nil
 }
 
-// fromSnapshot takes the shard directory dir's entries from the snapshot
-// when its part there is trusted (dir_snapshot.go), and reports whether
-// it did.
+// fromSnapshot takes the shard directory dir's entries (dir beneath the
+// root: <model>/<hh>) from the snapshot when its part there is trusted
+// (dir_snapshot.go), and reports whether it did.
 func (t *DirTier) fromSnapshot(s *rebuildScan, snap snapshot, dir string) bool {
 	if snap == nil {
 		return false
 	}
-	model := filepath.Base(filepath.Dir(dir))
-	hh, ok := format.ParseShard(filepath.Base(dir))
+	model := path.Dir(dir)
+	hh, ok := format.ParseShard(path.Base(dir))
 	if !ok {
 		return false
 	}
-	part := snap.shard(dir, model, hh)
+	part := snap.shard(t.fs, dir, model, hh)
 	if part == nil {
 		return false
 	}
@@ -122,12 +121,12 @@ func (t *DirTier) fromSnapshot(s *rebuildScan, snap snapshot, dir string) bool {
 	return true
 }
 
-// readDir lists a directory under the operation timeout.
-func (t *DirTier) readDir(dir string) ([]os.DirEntry, error) {
-	var ents []os.DirEntry
-	err := t.do("readdir", func() error {
-		var err error
-		ents, err = os.ReadDir(dir)
+// readDir lists the directory rel beneath the root under the operation
+// timeout (links left out).
+func (t *DirTier) readDir(rel string) ([]rootfs.Entry, error) {
+	var ents []rootfs.Entry
+	err := t.do("readdir", func() (err error) {
+		ents, err = t.fs.ReadDir(rel)
 		return err
 	}, nil)
 	return ents, err
@@ -137,7 +136,10 @@ func (t *DirTier) readDir(dir string) ([]os.DirEntry, error) {
 // directory <model>/<hh...> of a tree of Files), removes the temp files a
 // crash left there, and logs the names outside the layout.
 func (t *DirTier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry) {
-	dir := filepath.Join(t.root, model, filepath.FromSlash(hh))
+	dir := model
+	if hh != "" {
+		dir += "/" + hh
+	}
 	t.removeTemps(s, dir, ents)
 	found := make([]*index.Entry, 0, len(ents))
 	// One allocation for the shard's entries: an entry removed later is
@@ -154,7 +156,7 @@ func (t *DirTier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry
 			n.MTime = time.Unix(e.mtime.Unix()).UnixNano()
 			found = append(found, n)
 		case e.class == badEntry, !strings.HasPrefix(e.name, tmpPrefix):
-			t.skip(s, filepath.Join(dir, e.name), "not a block, sidecar or regular file")
+			t.skip(s, t.fs.Path(dir+"/"+e.name), "not a block, sidecar or regular file")
 		}
 	}
 	s.mu.Lock()
@@ -163,14 +165,14 @@ func (t *DirTier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry
 }
 
 // removeTemps removes the temp files a crash left in the shard directory
-// dir of a private tier (a shared one removes only the stale temps of
+// dir (beneath the root) of a private tier (a shared one removes only the stale temps of
 // dead writers as it lists: removeForeignTemps).
 func (t *DirTier) removeTemps(s *rebuildScan, dir string, ents []shardEntry) {
 	for _, e := range ents {
 		if e.class != leftoverEntry || !strings.HasPrefix(e.name, tmpPrefix) && !strings.HasPrefix(e.name, ModelMetaName+tmpPrefix) {
 			continue // another '.' name of a shard: not ours to remove
 		}
-		if err := ignoringEINTR(func() error { return unix.Unlink(filepath.Join(dir, e.name)) }); err == nil {
+		if err := t.fs.Unlink(dir + "/" + e.name); err == nil {
 			s.mu.Lock()
 			s.temps++
 			s.mu.Unlock()

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
@@ -74,10 +73,9 @@ type privateDir struct {
 }
 
 func (p *privateDir) start() error {
-	lockPath := filepath.Join(p.root, LockFileName)
-	f, err := lockExclusive(lockPath)
+	f, err := lockExclusive(p.fs, LockFileName)
 	if errors.Is(err, ErrLocked) {
-		if lock, ferr := freeStuckHolder(p.root, lockPath, p.log); lock != nil || ferr != nil {
+		if lock, ferr := freeStuckHolder(p.fs, LockFileName, p.log); lock != nil || ferr != nil {
 			f, err = lock, ferr
 		}
 	}
@@ -121,7 +119,7 @@ func (p *privateDir) opensUnindexed() bool           { return false }
 func (p *privateDir) healthErr(err error) error      { return err }
 
 func (p *privateDir) recordOwner(conn uint32) error {
-	return writeOwner(p.root, lockOwner{pid: os.Getpid(), conn: conn})
+	return writeOwner(p.fs, lockOwner{pid: os.Getpid(), conn: conn})
 }
 
 func (p *privateDir) release(clean bool) {
@@ -134,7 +132,7 @@ func (p *privateDir) release(clean bool) {
 		}
 	}
 	if p.lockf != nil {
-		_ = os.Remove(filepath.Join(p.root, OwnerFileName))
+		_ = p.fs.Unlink(OwnerFileName)
 		p.lockf.Close()
 		p.lockf = nil
 	}

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"iter"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -70,24 +69,24 @@ func (t *DirTier) writeSnapshot() error {
 	start := time.Now().UnixNano()
 	buf := binary.LittleEndian.AppendUint64([]byte(snapMagic), uint64(start))
 	for _, model := range t.idx.ModelNames() {
-		if isTree(filepath.Join(t.root, model)) {
+		if isTree(t.fs, model) {
 			continue // a tree of Files is walked at start: its directories are no shards
 		}
 		var ctimes [256]int64
 		for hh := range 256 {
 			var st unix.Stat_t
-			if err := unix.Stat(filepath.Join(t.root, model, format.ShardName(byte(hh))), &st); err == nil {
+			if err := t.fs.Stat(model+"/"+format.ShardName(byte(hh)), &st); err == nil {
 				ctimes[hh] = st.Ctim.Nano()
 			}
 		}
 		buf = appendSnapshot(t.idx, buf, model, &ctimes)
 	}
 	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
-	tmp := filepath.Join(t.root, SnapshotFileName+".tmp")
-	if err := os.WriteFile(tmp, buf, 0o600); err != nil {
+	tmp := SnapshotFileName + ".tmp"
+	if err := t.fs.WriteFile(tmp, buf, 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(t.root, SnapshotFileName))
+	return t.fs.Rename(tmp, SnapshotFileName, 0)
 }
 
 // appendSnapshot appends model's part (the shards with a ctime) to buf.
@@ -128,7 +127,7 @@ var errSnapshot = errors.New("index snapshot unreadable")
 // not read whole. Shards recorded within snapshotSlack of the snapshot's
 // time are left out (listed again).
 func (t *DirTier) loadSnapshot() snapshot {
-	data, err := os.ReadFile(filepath.Join(t.root, SnapshotFileName))
+	data, err := t.fs.ReadFile(SnapshotFileName)
 	if err != nil {
 		return nil
 	}
@@ -181,15 +180,15 @@ func parseSnapshot(data []byte) (snapshot, error) {
 	return s, nil
 }
 
-// shard returns the trusted part of <model>/<hh> when the directory's
-// ctime is the recorded one, else nil.
-func (s snapshot) shard(dir, model string, hh byte) *snapShard {
+// shard returns the trusted part of <model>/<hh> (the directory rel
+// beneath r) when the directory's ctime is the recorded one, else nil.
+func (s snapshot) shard(r *rootfs.Root, rel, model string, hh byte) *snapShard {
 	parts := s[model]
 	if parts == nil || parts[hh] == nil {
 		return nil
 	}
 	var st unix.Stat_t
-	if err := unix.Stat(dir, &st); err != nil || st.Ctim.Nano() != parts[hh].ctime {
+	if err := r.Stat(rel, &st); err != nil || st.Ctim.Nano() != parts[hh].ctime {
 		return nil
 	}
 	return parts[hh]

@@ -41,7 +41,7 @@ func (t *DirTier) fsFree() (int64, bool) {
 		return s.free, s.known
 	}
 	var st unix.Statfs_t
-	err := t.do("statfs", func() error { return ignoringEINTR(func() error { return unix.Statfs(t.root, &st) }) }, nil)
+	err := t.do("statfs", func() error { return t.fs.Statfs(&st) }, nil)
 	s.at = time.Now()
 	s.known = err == nil
 	if s.known {

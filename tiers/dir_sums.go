@@ -8,13 +8,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 )
 
 // Checksums without xattrs.
@@ -71,11 +72,11 @@ func (t *DirTier) writeSum(key format.Key, f *os.File, crc uint32, sync bool) er
 		return err
 	}
 	rel := sumRel(key)
-	dir := filepath.Join(t.root, filepath.Dir(rel))
-	tmp, err := os.CreateTemp(dir, tmpPrefix+"sum-")
+	dir := path.Dir(rel)
+	tmp, tmpRel, err := t.fs.CreateTemp(dir, tmpPrefix+"sum-", 0o600)
 	if errors.Is(err, fs.ErrNotExist) { // the first sum of its directory
-		if err = os.MkdirAll(dir, 0o700); err == nil {
-			tmp, err = os.CreateTemp(dir, tmpPrefix+"sum-")
+		if err = t.fs.MkdirAll(dir, 0o700); err == nil {
+			tmp, tmpRel, err = t.fs.CreateTemp(dir, tmpPrefix+"sum-", 0o600)
 		}
 	}
 	if err != nil {
@@ -91,10 +92,10 @@ func (t *DirTier) writeSum(key format.Key, f *os.File, crc uint32, sync bool) er
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(t.root, rel))
+		err = t.fs.Rename(tmpRel, rel, 0)
 	}
 	if err != nil {
-		_ = os.Remove(tmp.Name())
+		_ = t.fs.Unlink(tmpRel)
 	}
 	return err
 }
@@ -119,7 +120,7 @@ func (t *DirTier) readSum(key format.Key) (crc uint32, has bool, err error) {
 			return nil
 		}
 		var st unix.Stat_t
-		if err := ignoringEINTR(func() error { return unix.Fstatat(t.rootFD, key.Path(), &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+		if err := t.fs.Lstat(key.Path(), &st); err != nil {
 			return err
 		}
 		crc, has = sum, st.Ino == ino && st.Size == size
@@ -128,23 +129,20 @@ func (t *DirTier) readSum(key format.Key) (crc uint32, has bool, err error) {
 	return crc, has, err
 }
 
-// fileSum is readSum for fsck, by path: the CRC the sum file under root
-// keeps for the file at rel, if it is for that file's inode and size.
-func fileSum(root, rel string) (crc uint32, has bool) {
+// fileSum is readSum for fsck: the CRC the sum file beneath root keeps
+// for the file at rel, if it is for that file's inode and size.
+func fileSum(root *rootfs.Root, rel string) (crc uint32, has bool) {
 	// Not following a link, nor waiting on a FIFO planted at the name.
-	f, err := openFile(filepath.Join(root, sumRelOf(rel)), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	f, err := root.OpenRegular(sumRelOf(rel))
 	if err != nil {
 		return 0, false
 	}
 	defer f.Close()
 	var buf [80]byte
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return 0, false
-	}
 	n, _ := f.ReadAt(buf[:], 0)
 	ino, size, crc, ok := parseSum(buf[:n])
 	var st unix.Stat_t
-	if !ok || lstat(filepath.Join(root, rel), &st) != nil || st.Ino != ino || st.Size != size {
+	if !ok || root.Lstat(rel, &st) != nil || st.Ino != ino || st.Size != size {
 		return 0, false
 	}
 	return crc, true
@@ -166,7 +164,7 @@ func parseSum(b []byte) (ino uint64, size int64, crc uint32, ok bool) {
 // within the operation that removed the file (under its timeout).
 func (t *DirTier) removeSum(key format.Key) {
 	if t.usesSums() {
-		_ = ignoringEINTR(func() error { return unix.Unlinkat(t.rootFD, sumRel(key), 0) })
+		_ = t.fs.Unlink(sumRel(key))
 	}
 }
 
@@ -183,21 +181,21 @@ func (t *DirTier) sweepSumTemps() {
 		defer t.wg.Done()
 		// Each directory's walk is one operation under the tier's
 		// timeout: a stalled share holds up neither this nor Close.
-		var dirs []os.DirEntry
+		var dirs []string
 		_ = t.do("sweep sums", func() (err error) {
-			dirs, err = os.ReadDir(filepath.Join(t.root, sumsDirName))
+			dirs, err = t.fs.ReadDirNames(sumsDirName)
 			return err
 		}, nil)
 		for _, d := range dirs {
-			dir := filepath.Join(t.root, sumsDirName, d.Name())
+			dir := sumsDirName + "/" + d
 			err := t.do("sweep sums", func() error {
-				ents, err := os.ReadDir(dir)
+				ents, err := t.fs.ReadDir(dir)
 				for _, e := range ents {
 					if !strings.HasPrefix(e.Name(), tmpPrefix) {
 						continue
 					}
 					if fi, err := e.Info(); err == nil && (!shared || staleTemp(e.Name(), fi.ModTime())) {
-						_ = os.Remove(filepath.Join(dir, e.Name()))
+						_ = t.fs.Unlink(dir + "/" + e.Name())
 					}
 				}
 				return err

@@ -31,7 +31,7 @@ func TestDirSums(t *testing.T) {
 	}
 	// fsck checks the bytes against the sum: damaged in place, they fail.
 	p := filepath.Join(dir, k.Path())
-	if err := checkRaw(dir, k.Path(), true); err != nil {
+	if err := checkRaw(d.Root(), k.Path(), true); err != nil {
 		t.Fatalf("fsck of the intact file: %v", err)
 	}
 	if err := os.Chmod(p, 0o644); err != nil {
@@ -43,7 +43,7 @@ func TestDirSums(t *testing.T) {
 	}
 	f.WriteAt([]byte("S"), 0)
 	f.Close()
-	if err := checkRaw(dir, k.Path(), true); err == nil {
+	if err := checkRaw(d.Root(), k.Path(), true); err == nil {
 		t.Fatal("fsck of a file damaged in place: no error")
 	}
 	// Another inode at the name, same size: the sum is not its.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -152,16 +153,16 @@ func (t *DirTier) adoptFound(e *index.Entry) bool {
 	return t.idx.Adopt(e)
 }
 
-// replace moves tmp to dst over the file there (a superseded version):
-// rename(2), atomic on every tier's filesystem, NFS included.
-func (p *publisher) replace(tmp, dst string) error {
+// replace moves tmp to dst (beneath r) over the file there (a superseded
+// version): rename(2), atomic on every tier's filesystem, NFS included.
+func (p *publisher) replace(r *rootfs.Root, tmp, dst string) error {
 	for {
-		err := unix.Rename(tmp, dst)
+		err := renameOnce(r, tmp, dst, 0)
 		if !errors.Is(err, unix.EINTR) {
 			return err
 		}
 		// Interrupted: the rename happened or not; try again only if not.
-		if moved(tmp, dst) {
+		if moved(r, tmp, dst) {
 			return nil
 		}
 	}

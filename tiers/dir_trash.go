@@ -1,8 +1,6 @@
 package tiers
 
 import (
-	"os"
-	"path/filepath"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -98,18 +96,17 @@ func (t *DirTier) reap() {
 // file at a time so that Close need not wait for all of it (the next
 // start goes on).
 func (t *DirTier) removeOldTrash() {
-	dir := filepath.Join(t.root, trashDirName)
-	ents, err := os.ReadDir(dir)
+	ents, err := t.fs.ReadDirAll(trashDirName)
 	if err != nil {
 		return // none (or unreadable: left as it is)
 	}
-	for _, e := range ents {
+	for _, name := range ents {
 		if t.closed.Load() {
 			return
 		}
-		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+		_ = t.fs.RemoveAll(trashDirName + "/" + name)
 	}
-	_ = unix.Rmdir(dir)
+	_ = t.fs.Rmdir(trashDirName)
 }
 
 // free closes f's descriptor, which frees the file.
@@ -127,16 +124,16 @@ func (tr *dirTrash) free(f held) {
 func (t *DirTier) unlink(p string, size int64) error {
 	tr := &t.trash
 	if tr.queue == nil || len(tr.queue) == cap(tr.queue) || tr.bytes.Load()+size > trashBytes(t.idx.Usage().Capacity) {
-		return unix.Unlink(p)
+		return t.fs.Unlink(p)
 	}
-	fd, err := unix.Open(p, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := t.fs.OpenFD(p, unix.O_PATH, 0)
 	if err != nil {
 		if isENOENT(err) {
 			return err
 		}
-		return unix.Unlink(p)
+		return t.fs.Unlink(p)
 	}
-	if err := unix.Unlink(p); err != nil {
+	if err := t.fs.Unlink(p); err != nil {
 		unix.Close(fd)
 		return err
 	}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,16 +42,16 @@ func (t *DirTier) create(key format.Key, direct bool) (Writer, error) {
 		return nil, err
 	}
 	w := &dirWriter{t: t, key: key}
-	dir := filepath.Dir(t.path(key))
+	dir := path.Dir(key.Path())
 	err := t.do("create", func() error {
 		for attempt := 0; ; attempt++ {
 			if err := t.ensureDir(key); err != nil {
 				return err
 			}
-			tmp := filepath.Join(dir, tempName(key.ID.String()))
+			tmp := dir + "/" + tempName(key.ID.String())
 			// 0644 until Commit: setting the CRC xattr needs write
 			// permission on the inode (for a daemon that is not root).
-			f, err := openFile(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o644)
+			f, err := t.fs.OpenFile(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o644)
 			switch {
 			case err == nil:
 				w.tmp, w.f = tmp, f
@@ -76,7 +76,7 @@ func (t *DirTier) create(key format.Key, direct bool) (Writer, error) {
 
 // ensureDir makes the directory of key's file, when missing.
 func (t *DirTier) ensureDir(key format.Key) error {
-	made, err := t.dirs.ensure(t.root, key)
+	made, err := t.dirs.ensure(t.fs, key)
 	if made && key.Kind == format.File && key.ShardDir() != "" {
 		t.flat.madeDir(key.Model) // made, or found there
 	}
@@ -231,7 +231,7 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 		}
 	}
 	mtime := opts.publishTime()
-	if err := ignoringEINTR(func() error { return os.Chtimes(w.tmp, mtime, mtime) }); err != nil {
+	if err := t.fs.Chtimes(w.tmp, mtime, mtime); err != nil {
 		w.cleanup()
 		return Info{}, false, osErr("utimes", err)
 	}
@@ -247,13 +247,13 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 			return Info{}, false, osErr("fsync", err)
 		}
 	}
-	dst := t.path(w.key)
+	dst := w.key.Path()
 	publish := t.pub.publish
 	replacing := t.superseded(w.key)
 	if replacing {
 		publish = t.pub.replace // over the version this one replaces
 	}
-	if err := publish(w.tmp, dst); err != nil {
+	if err := publish(t.fs, w.tmp, dst); err != nil {
 		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 			t.fsForget()
 			return Info{}, true, osErr("publish", err)
@@ -276,7 +276,7 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 	rec, _ := t.idx.Add(e)
 	info, added = infoOf(&rec), true
 	if sync {
-		if err := syncDir(filepath.Dir(dst)); err != nil {
+		if err := syncDir(t.fs, path.Dir(dst)); err != nil {
 			return info, false, fmt.Errorf("published %s, but: %w", w.key, err)
 		}
 	}
@@ -319,6 +319,6 @@ func (w *dirWriter) cleanup() {
 		w.f.Close()
 	}
 	if w.tmp != "" {
-		_ = os.Remove(w.tmp)
+		_ = w.t.fs.Unlink(w.tmp)
 	}
 }

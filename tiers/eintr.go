@@ -3,8 +3,8 @@ package tiers
 import (
 	"errors"
 	"fmt"
-	"os"
 
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,28 +33,21 @@ func ignoringEINTR(fn func() error) error {
 	}
 }
 
-// rmdir is unix.Rmdir, again when interrupted.
-func rmdir(p string) error { return ignoringEINTR(func() error { return unix.Rmdir(p) }) }
-
-// lstat is unix.Lstat, again when interrupted.
+// lstat is unix.Lstat, again when interrupted: for paths an operator
+// names (locate.go), never beneath a tier's root (package rootfs).
 func lstat(p string, st *unix.Stat_t) error {
 	return ignoringEINTR(func() error { return unix.Lstat(p, st) })
 }
 
-// stat is unix.Stat, again when interrupted.
-func stat(p string, st *unix.Stat_t) error {
-	return ignoringEINTR(func() error { return unix.Stat(p, st) })
-}
-
-// Syncfs syncs the filesystem holding dir (a tier's directory), made
-// again when interrupted.
+// Syncfs syncs the filesystem holding dir (a tier's directory, the
+// administrator's path), made again when interrupted.
 func Syncfs(dir string) error {
-	f, err := os.Open(dir)
+	r, err := rootfs.Open(dir, 0)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if err := ignoringEINTR(func() error { return unix.Syncfs(int(f.Fd())) }); err != nil {
+	defer r.Close()
+	if err := r.Syncfs(); err != nil {
 		return fmt.Errorf("syncfs %s: %w", dir, err)
 	}
 	return nil

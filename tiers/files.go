@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,22 +44,23 @@ type publisher struct {
 	mode atomic.Int32
 }
 
-// publish moves tmp to dst unless dst exists, in which case it returns an
-// error satisfying errors.Is(err, ErrExist) and leaves tmp in place. Other
-// errors are the filesystem's (ENOENT when dst's directory is missing).
-func (p *publisher) publish(tmp, dst string) error {
+// publish moves tmp to dst (both beneath r) unless dst exists, in which
+// case it returns an error satisfying errors.Is(err, ErrExist) and leaves
+// tmp in place. Other errors are the filesystem's (ENOENT when dst's
+// directory is missing).
+func (p *publisher) publish(r *rootfs.Root, tmp, dst string) error {
 	for {
 		mode := p.mode.Load()
 		switch mode {
 		case pubRenameat2:
-			err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
+			err := renameOnce(r, tmp, dst, unix.RENAME_NOREPLACE)
 			if err == nil {
 				return nil
 			}
 			if errors.Is(err, unix.EINTR) {
 				// A network or FUSE filesystem interrupted by a signal:
 				// the rename happened or not; try again only if not.
-				if moved(tmp, dst) {
+				if moved(r, tmp, dst) {
 					return nil
 				}
 				continue
@@ -73,10 +74,10 @@ func (p *publisher) publish(tmp, dst string) error {
 			}
 			return err
 		case pubLink:
-			err := unix.Linkat(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, 0)
+			err := linkOnce(r, tmp, dst)
 			if errors.Is(err, unix.EINTR) {
-				if linked(tmp, dst) {
-					_ = ignoringEINTR(func() error { return unix.Unlink(tmp) })
+				if linked(r, tmp, dst) {
+					_ = r.Unlink(tmp)
 					return nil
 				}
 				continue
@@ -84,7 +85,7 @@ func (p *publisher) publish(tmp, dst string) error {
 			if err == nil {
 				// The block is published; a temp name that fails to go is
 				// removed at the next start.
-				_ = ignoringEINTR(func() error { return unix.Unlink(tmp) })
+				_ = r.Unlink(tmp)
 				return nil
 			}
 			if errors.Is(err, unix.EEXIST) {
@@ -98,36 +99,45 @@ func (p *publisher) publish(tmp, dst string) error {
 			return err
 		default:
 			var st unix.Stat_t
-			err := ignoringEINTR(func() error { return unix.Lstat(dst, &st) })
+			err := r.Lstat(dst, &st)
 			if err == nil {
 				return fmt.Errorf("%w: %s", ErrExist, dst)
 			}
 			if !errors.Is(err, unix.ENOENT) {
 				return err
 			}
-			err = unix.Rename(tmp, dst)
+			err = renameOnce(r, tmp, dst, 0)
 			if !errors.Is(err, unix.EINTR) {
 				return err
 			}
-			if moved(tmp, dst) {
+			if moved(r, tmp, dst) {
 				return nil
 			}
 		}
 	}
 }
 
+// renameOnce is r.Rename with EINTR returned, not retried: the callers
+// check whether an interrupted rename happened (moved).
+func renameOnce(r *rootfs.Root, tmp, dst string, flags uint) error {
+	return r.RenameOnce(tmp, dst, flags)
+}
+
+// linkOnce is r.Link with EINTR returned (linked checks it).
+func linkOnce(r *rootfs.Root, tmp, dst string) error { return r.LinkOnce(tmp, dst) }
+
 // moved reports whether an interrupted rename of tmp to dst happened:
 // tmp is gone and dst is there.
-func moved(tmp, dst string) bool {
+func moved(r *rootfs.Root, tmp, dst string) bool {
 	var st unix.Stat_t
-	return errors.Is(lstat(tmp, &st), unix.ENOENT) && lstat(dst, &st) == nil
+	return errors.Is(r.Lstat(tmp, &st), unix.ENOENT) && r.Lstat(dst, &st) == nil
 }
 
 // linked reports whether an interrupted link of tmp to dst happened: both
 // names are the same file.
-func linked(tmp, dst string) bool {
+func linked(r *rootfs.Root, tmp, dst string) bool {
 	var a, b unix.Stat_t
-	return lstat(tmp, &a) == nil && lstat(dst, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
+	return r.Lstat(tmp, &a) == nil && r.Lstat(dst, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
 }
 
 // randomSuffix returns 16 hex characters for temp and directory names.
@@ -212,10 +222,10 @@ type dirCache struct {
 	known map[string]struct{}
 }
 
-// ensure creates root/<model>/<shard> unless it is known to exist (for a
-// File, its directory, and the model's tree mark). made reports that it
-// was not known: a directory may have been made.
-func (c *dirCache) ensure(root string, key format.Key) (made bool, err error) {
+// ensure creates <model>/<shard> beneath r unless it is known to exist
+// (for a File, its directory, and the model's tree mark). made reports
+// that it was not known: a directory may have been made.
+func (c *dirCache) ensure(r *rootfs.Root, key format.Key) (made bool, err error) {
 	rel := key.Model + "/" + key.ShardDir()
 	c.mu.Lock()
 	_, ok := c.known[rel]
@@ -223,11 +233,11 @@ func (c *dirCache) ensure(root string, key format.Key) (made bool, err error) {
 	if ok {
 		return false, nil
 	}
-	if err := os.MkdirAll(filepath.Join(root, rel), 0o755); err != nil {
+	if err := r.MkdirAll(strings.TrimSuffix(rel, "/"), 0o755); err != nil {
 		return true, osErr("mkdir", err)
 	}
 	if key.Kind == format.File {
-		if err := markTree(filepath.Join(root, key.Model)); err != nil {
+		if err := markTree(r, key.Model); err != nil {
 			return true, err
 		}
 	}
@@ -249,27 +259,4 @@ func (c *dirCache) forget(model string) {
 			delete(c.known, rel)
 		}
 	}
-}
-
-// openFile is os.OpenFile for regular files without its poller set-up:
-// os.OpenFile tries to register every descriptor with the runtime's
-// epoll (four fcntl and an epoll_ctl the kernel refuses for a regular
-// file); this opens with one openat, the descriptor blocking, as
-// os.NewFile leaves it. O_CLOEXEC is always added.
-func openFile(path string, flag int, perm uint32) (*os.File, error) {
-	return openAt(unix.AT_FDCWD, path, path, flag, perm)
-}
-
-// openAt is openFile of rel under the directory dirfd; name is the
-// file's path in errors and the returned File's Name.
-func openAt(dirfd int, rel, name string, flag int, perm uint32) (*os.File, error) {
-	var fd int
-	err := ignoringEINTR(func() (err error) {
-		fd, err = unix.Openat(dirfd, rel, flag|unix.O_CLOEXEC, perm)
-		return err
-	})
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: name, Err: err}
-	}
-	return os.NewFile(uintptr(fd), name), nil
 }

@@ -53,7 +53,7 @@ func TestFilesTree(t *testing.T) {
 			t.Errorf("crc xattr of %s: %q %v", p, buf[:n], err)
 		}
 	}
-	if !isTree(filepath.Join(dir, model)) {
+	if !isTreeDir(filepath.Join(dir, model)) {
 		t.Fatal("no tree mark in the model directory")
 	}
 	leftover := filepath.Join(dir, model, "deep", tempName(format.FileKey(model, "deep/x").ID.String()))

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -79,12 +79,27 @@ type FsckReport struct {
 
 // Fsck checks the tier directory dir; see the comment above QuarantineDir.
 func Fsck(dir string, opts FsckOptions) (FsckReport, error) {
-	f := &fscker{root: dir, opts: opts}
-	if fi, err := os.Lstat(filepath.Join(dir, sumsDirName)); err == nil && fi.IsDir() {
+	root, err := rootfs.Open(dir, 0)
+	if err != nil {
+		return FsckReport{}, err
+	}
+	defer root.Close()
+	f := &fscker{root: root, opts: opts}
+	// A link the listing of the root or of a model leaves out is an
+	// entry outside the layout: reported, and with Repair moved aside
+	// (the link itself; what it points at is never touched).
+	root.OnLink = func(rel string) {
+		if strings.Count(rel, "/") <= 1 && !f.inShard {
+			f.entry()
+			f.bad(rel, fmt.Errorf("%w: %s is a symbolic link (never followed)", format.ErrName, rel))
+		}
+	}
+	var st unix.Stat_t
+	if root.Lstat(sumsDirName, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		f.sums = true
 	}
 	if opts.Repair {
-		lock, err := lockExclusive(filepath.Join(dir, LockFileName))
+		lock, err := lockExclusive(root, LockFileName)
 		if errors.Is(err, ErrLocked) {
 			return f.rep, fmt.Errorf("%s is in use by a running daemon (it holds %s): %w", dir, LockFileName, ErrLocked)
 		}
@@ -94,24 +109,29 @@ func Fsck(dir string, opts FsckOptions) (FsckReport, error) {
 		defer lock.Close() // the file stays: a daemon would make it anyway
 	}
 	w := &layoutWalk{
-		root:      dir,
-		workers:   1,
-		readDir:   os.ReadDir,
-		listShard: listShard,
-		bad:       func(rel string, why error) { f.entry(); f.bad(rel, why) },
-		leftover:  func(rel string) { f.entry(); f.leftover(rel) },
-		shard:     f.shard,
-		dirError:  func(rel string, err error) bool { f.failure(rel, err); return false },
+		root:    root,
+		workers: 1,
+		readDir: root.ReadDir,
+		listShard: func(rel string) ([]shardEntry, error) {
+			f.inShard = true // a link in a shard is a bad entry of its listing
+			defer func() { f.inShard = false }()
+			return listShard(root, rel)
+		},
+		bad:      func(rel string, why error) { f.entry(); f.bad(rel, why) },
+		leftover: func(rel string) { f.entry(); f.leftover(rel) },
+		shard:    f.shard,
+		dirError: func(rel string, err error) bool { f.failure(rel, err); return false },
 	}
 	return f.rep, w.run()
 }
 
 // fscker is the state of one Fsck.
 type fscker struct {
-	root string
-	opts FsckOptions
-	rep  FsckReport
-	sums bool // the tier has sum files (dir_sums.go)
+	root    *rootfs.Root
+	opts    FsckOptions
+	rep     FsckReport
+	sums    bool // the tier has sum files (dir_sums.go)
+	inShard bool // a shard directory is being listed (workers: 1)
 }
 
 // entry counts one more entry checked.
@@ -150,7 +170,7 @@ func (f *fscker) shard(model, hh string, ents []shardEntry) {
 			f.verdict(rel, checkRaw(f.root, rel, f.sums))
 		default:
 			f.rep.Blocks++
-			r, err := format.InspectFile(filepath.Join(f.root, rel))
+			r, err := f.inspect(rel)
 			if f.verdict(rel, err) {
 				blocks[e.id] = &r.Block
 			} else {
@@ -161,12 +181,26 @@ func (f *fscker) shard(model, hh string, ents []shardEntry) {
 	for _, name := range reprs {
 		rel := dir + "/" + name
 		f.rep.Reprs++
-		r, err := format.InspectFile(filepath.Join(f.root, rel))
+		r, err := f.inspect(rel)
 		if err == nil {
 			err = sidecarBlock(r.Repr, blocks)
 		}
 		f.verdict(rel, err)
 	}
+}
+
+// inspect checks the block or sidecar at rel (format.InspectOpen),
+// opened beneath the root.
+func (f *fscker) inspect(rel string) (format.FileReport, error) {
+	file, err := f.root.OpenRegular(rel)
+	if err != nil {
+		if errors.Is(err, rootfs.ErrNotRegular) || errors.Is(err, unix.ELOOP) {
+			err = fmt.Errorf("%w: %s is not a regular file", format.ErrName, rel)
+		}
+		return format.FileReport{Path: rel}, err
+	}
+	defer file.Close()
+	return format.InspectOpen(file)
 }
 
 // sidecarBlock checks that a valid sidecar has a valid block that fits it.
@@ -219,22 +253,23 @@ func (f *fscker) bad(rel string, why error) {
 // quarantine moves root/rel to root/.quarantine/rel; see moveAside.
 func (f *fscker) quarantine(rel string) (string, error) { return moveAside(f.root, rel) }
 
-// moveAside moves root/rel to root/.quarantine/rel (with a numeric suffix
-// when that name is taken) and returns the new relative path.
-func moveAside(root, rel string) (string, error) {
-	dst := filepath.ToSlash(filepath.Join(QuarantineDir, rel))
-	if err := os.MkdirAll(filepath.Join(root, filepath.Dir(dst)), 0o755); err != nil {
+// moveAside moves rel to .quarantine/rel beneath root (with a numeric
+// suffix when that name is taken) and returns the new relative path.
+func moveAside(root *rootfs.Root, rel string) (string, error) {
+	dst := QuarantineDir + "/" + rel
+	if err := root.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return "", err
 	}
+	var st unix.Stat_t
 	for i := 1; ; i++ {
-		if _, err := os.Lstat(filepath.Join(root, dst)); errors.Is(err, fs.ErrNotExist) {
+		if err := root.Lstat(dst, &st); errors.Is(err, fs.ErrNotExist) {
 			break
 		} else if err != nil {
 			return "", err
 		}
-		dst = filepath.ToSlash(filepath.Join(QuarantineDir, rel)) + "." + strconv.Itoa(i)
+		dst = QuarantineDir + "/" + rel + "." + strconv.Itoa(i)
 	}
-	return dst, os.Rename(filepath.Join(root, rel), filepath.Join(root, dst))
+	return dst, root.Rename(rel, dst, 0)
 }
 
 // leftover records a temporary entry and, with Repair, removes it.
@@ -242,7 +277,7 @@ func (f *fscker) leftover(rel string) {
 	f.rep.Leftovers++
 	fd := Finding{Kind: FindingLeftover, Path: rel}
 	if f.opts.Repair {
-		if err := os.RemoveAll(filepath.Join(f.root, rel)); err != nil {
+		if err := f.root.RemoveAll(rel); err != nil {
 			f.rep.Errors++
 			fd.RepairErr = err
 		} else {
@@ -259,19 +294,14 @@ func (f *fscker) failure(rel string, err error) {
 	f.report(Finding{Kind: FindingError, Path: rel, Err: err})
 }
 
-// checkRaw checks a raw block file at rel under root (any size, empty
+// checkRaw checks a raw block file at rel beneath root (any size, empty
 // too): when the tier keeps its CRC-32C (the crcXattr, else, with sums,
 // its sum file, dir_sums.go), the bytes match it.
-func checkRaw(root, rel string, sums bool) error {
-	path := filepath.Join(root, rel)
+func checkRaw(root *rootfs.Root, rel string, sums bool) error {
 	var buf [16]byte
 	kept := crcXattr
 	want, ok := uint32(0), false
-	var n int
-	err := ignoringEINTR(func() (err error) {
-		n, err = unix.Getxattr(path, crcXattr, buf[:])
-		return err
-	})
+	n, err := root.Getxattr(rel, crcXattr, buf[:])
 	if err == nil {
 		want, ok = parseCRC(buf[:n])
 	} else if sums {
@@ -281,7 +311,7 @@ func checkRaw(root, rel string, sums bool) error {
 	if !ok {
 		return nil // no CRC kept: the size is the only rule
 	}
-	f, err := openFile(path, unix.O_RDONLY, 0)
+	f, err := root.OpenRegular(rel)
 	if err != nil {
 		return err
 	}

@@ -2,14 +2,14 @@ package tiers
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,13 +36,18 @@ import (
 //     width).
 //
 // Relative paths given to the callbacks are slash-separated, from root.
+// Every directory is listed beneath root (package rootfs): a link is
+// never followed; at the root or in a model directory it is left out of
+// the listing (and reported to root's OnLink), in a shard or tree
+// directory it is an entry outside the layout.
 type layoutWalk struct {
-	root    string
+	root    *rootfs.Root
 	workers int // shard directories handled at once; 1: in order, on the caller's goroutine
-	// readDir lists the root or a model directory; listShard lists and
-	// classifies a shard directory (DirTier wraps both in its timeout).
-	readDir   func(dir string) ([]os.DirEntry, error)
-	listShard func(dir string) ([]shardEntry, error)
+	// readDir lists the root (".") or a model directory; listShard lists
+	// and classifies a shard directory (DirTier wraps both in its
+	// timeout). Both take paths beneath root.
+	readDir   func(rel string) ([]rootfs.Entry, error)
+	listShard func(rel string) ([]shardEntry, error)
 	// bad and leftover report the entries of the root and of model
 	// directories; a shard's entries go to shard, with their class.
 	bad      func(rel string, why error)
@@ -79,7 +84,7 @@ const (
 // run walks the tree. Its error is the root's listing error, or the one
 // dirError chose to stop at.
 func (w *layoutWalk) run() error {
-	ents, err := w.readDir(w.root)
+	ents, err := w.readDir(".")
 	if err != nil {
 		return err
 	}
@@ -93,7 +98,7 @@ func (w *layoutWalk) run() error {
 	var wg sync.WaitGroup
 	doShard := func(j shardJob) {
 		rel := j.model + "/" + j.hh
-		list, err := w.listShard(filepath.Join(w.root, j.model, j.hh))
+		list, err := w.listShard(rel)
 		if err != nil {
 			halt(rel, err)
 			return
@@ -150,11 +155,11 @@ func (w *layoutWalk) run() error {
 // walkModel classifies the entries of one model directory and sends its
 // shard directories on.
 func (w *layoutWalk) walkModel(model string, send func(shardJob), halt func(string, error)) {
-	if isTree(filepath.Join(w.root, model)) {
+	if isTree(w.root, model) {
 		w.walkTree(model, halt)
 		return
 	}
-	ents, err := w.readDir(filepath.Join(w.root, model))
+	ents, err := w.readDir(model)
 	if err != nil {
 		halt(model, err)
 		return
@@ -176,28 +181,20 @@ func (w *layoutWalk) walkModel(model string, send func(shardJob), halt func(stri
 	}
 }
 
-// listShard lists the shard directory dir (its base name is the shard)
-// with one stat per entry, relative to the directory's descriptor, and
-// classifies every name, in name order. A name gone meanwhile is left out.
-func listShard(dir string) ([]shardEntry, error) {
-	d, err := os.Open(dir)
+// listShard lists the shard directory rel beneath r (its base name is
+// the shard) with one stat per entry, relative to the directory's
+// descriptor, and classifies every name, in name order. A name gone
+// meanwhile is left out; a link is outside the layout.
+func listShard(r *rootfs.Root, rel string) ([]shardEntry, error) {
+	list, err := r.ReadDirStat(rel)
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(names)
-	hh := filepath.Base(dir)
-	dfd := int(d.Fd())
-	out := make([]shardEntry, 0, len(names))
-	for _, name := range names {
-		var st unix.Stat_t
-		if err := ignoringEINTR(func() error { return unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
-			continue // gone meanwhile
-		}
+	slices.SortFunc(list, func(a, b rootfs.Stat) int { return strings.Compare(a.Name, b.Name) })
+	hh := path.Base(rel)
+	out := make([]shardEntry, 0, len(list))
+	for i := range list {
+		name, st := list[i].Name, &list[i].Stat_t
 		e := shardEntry{name: name, size: st.Size, mtime: st.Mtim}
 		switch {
 		case strings.HasPrefix(name, "."):

@@ -3,12 +3,11 @@ package tiers
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,26 +33,23 @@ func ReservedInModel(name string) bool {
 	return name == ModelMetaName || name == TreeMarkName || strings.HasPrefix(name, ModelMetaName+tmpPrefix)
 }
 
-// isTree reports whether the model directory dir is a tree of Files.
-func isTree(dir string) bool {
+// isTree reports whether the model directory model beneath r is a tree
+// of Files.
+func isTree(r *rootfs.Root, model string) bool {
 	var st unix.Stat_t
-	return stat(filepath.Join(dir, TreeMarkName), &st) == nil
+	return r.Stat(model+"/"+TreeMarkName, &st) == nil
 }
 
-// markTree writes the tree mark in the model directory dir, unless it is
-// there. A mark that is there is never opened for writing: on a tier that
-// is itself a files model of a ucmfs mount, a published file is
-// read-only (EACCES), and a mark made by another daemon sharing the tier
-// is published there.
-func markTree(dir string) error {
-	if isTree(dir) {
+// markTree writes the tree mark in the model directory model beneath r,
+// unless it is there. A mark that is there is never opened for writing:
+// on a tier that is itself a files model of a ucmfs mount, a published
+// file is read-only (EACCES), and a mark made by another daemon sharing
+// the tier is published there.
+func markTree(r *rootfs.Root, model string) error {
+	if isTree(r, model) {
 		return nil
 	}
-	var fd int
-	err := ignoringEINTR(func() (err error) {
-		fd, err = unix.Open(filepath.Join(dir, TreeMarkName), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
-		return err
-	})
+	fd, err := r.OpenFD(model+"/"+TreeMarkName, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, 0o600)
 	if errors.Is(err, unix.EEXIST) {
 		return nil // made meanwhile, by another daemon or another call
 	}
@@ -69,8 +65,7 @@ func markTree(dir string) error {
 func (w *layoutWalk) walkTree(model string, halt func(string, error)) {
 	var walk func(rel string)
 	walk = func(rel string) {
-		dir := filepath.Join(w.root, model, filepath.FromSlash(rel))
-		ents, subdirs, err := listTreeDir(dir, rel)
+		ents, subdirs, err := listTreeDir(w.root, model, rel)
 		if err != nil {
 			halt(model+"/"+rel, err)
 			return
@@ -83,33 +78,28 @@ func (w *layoutWalk) walkTree(model string, halt func(string, error)) {
 	walk("")
 }
 
-// listTreeDir lists the directory dir of a tree, at rel in its model:
+// listTreeDir lists the directory rel of model's tree beneath r:
 // its files classified (a File each, the tiers' temp files leftovers,
 // anything but a regular file or a directory bad; at the model's root the
 // settings record and the tree mark are left out, the settings' temp
 // files are leftovers), and its
 // subdirectories, both in name order.
-func listTreeDir(dir, rel string) (ents []shardEntry, subdirs []string, err error) {
-	d, err := os.Open(dir)
+func listTreeDir(r *rootfs.Root, model, rel string) (ents []shardEntry, subdirs []string, err error) {
+	dir := model
+	if rel != "" {
+		dir += "/" + rel
+	}
+	list, err := r.ReadDirStat(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil, nil, err
-	}
-	sort.Strings(names)
-	dfd := int(d.Fd())
-	for _, name := range names {
+	slices.SortFunc(list, func(a, b rootfs.Stat) int { return strings.Compare(a.Name, b.Name) })
+	for i := range list {
+		name, st := list[i].Name, &list[i].Stat_t
 		if rel == "" && (name == ModelMetaName || name == TreeMarkName) {
 			continue
 		}
 		leftover := IsTempName(name) || rel == "" && ReservedInModel(name) // a settings write's temp file
-		var st unix.Stat_t
-		if err := ignoringEINTR(func() error { return unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
-			continue // gone meanwhile
-		}
 		p := format.JoinFilePath(rel, name)
 		e := shardEntry{name: name, size: st.Size, mtime: st.Mtim}
 		switch {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,7 +44,7 @@ func LocateTierFile(path string) (TierFile, bool) {
 			parts := strings.Split(t.Rel, "/")
 			switch {
 			case len(parts) < 2:
-			case isTree(filepath.Join(dir, parts[0])):
+			case isTreeDir(filepath.Join(dir, parts[0])):
 				t.Raw = true
 			case len(parts) == 3:
 				_, isShard := format.ParseRawShard(parts[1])
@@ -64,12 +65,24 @@ func LocateTierFile(path string) (TierFile, bool) {
 // checked is false when there is no sum file for it (or no sum files at
 // all), and the error is a format.FormatError when the bytes differ.
 func (t TierFile) CheckKeptSum() (checked bool, err error) {
+	root, err := rootfs.Open(t.Root, 0)
+	if err != nil {
+		return false, err
+	}
+	defer root.Close()
 	var st unix.Stat_t
-	if lstat(filepath.Join(t.Root, sumsDirName), &st) != nil {
+	if root.Lstat(sumsDirName, &st) != nil {
 		return false, nil
 	}
-	if _, ok := fileSum(t.Root, t.Rel); !ok {
+	if _, ok := fileSum(root, t.Rel); !ok {
 		return false, nil
 	}
-	return true, checkRaw(t.Root, t.Rel, true)
+	return true, checkRaw(root, t.Rel, true)
+}
+
+// isTreeDir reports whether the model directory at dir (a path an
+// operator named) carries the tree mark.
+func isTreeDir(dir string) bool {
+	var st unix.Stat_t
+	return lstat(filepath.Join(dir, TreeMarkName), &st) == nil
 }

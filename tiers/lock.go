@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,7 +19,7 @@ var ErrLocked = errors.New("locked by another process")
 // it. Its name starts with '.', so no model directory can collide with it.
 const LockFileName = ".ucmfs.lock"
 
-// lockExclusive opens (creating it if needed) the lock file at path and
+// lockExclusive opens (creating it if needed) the lock file rel beneath r and
 // takes an exclusive flock on it without waiting. The lock lasts as long as
 // the returned file is open, and the kernel drops it when the process dies,
 // so a held lock proves a live owner.
@@ -28,33 +29,33 @@ const LockFileName = ".ucmfs.lock"
 // file read-only once written and closed (a files model of another ucmfs
 // mount), an open for writing of an existing lock file is EACCES, and a
 // file still open from its create is not seen by other processes.
-func lockExclusive(path string) (*os.File, error) {
-	f, err := openLockFile(path)
+func lockExclusive(r *rootfs.Root, rel string) (*os.File, error) {
+	f, err := openLockFile(r, rel)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
 	if err := flockNB(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return nil, fmt.Errorf("lock %s: %w", r.Path(rel), err)
 	}
 	return f, nil
 }
 
-// openLockFile opens the lock file at path read-only, making it (empty,
-// 0600) first when it is missing.
-func openLockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC, 0)
+// openLockFile opens the lock file rel beneath r read-only, making it
+// (empty, 0600) first when it is missing.
+func openLockFile(r *rootfs.Root, rel string) (*os.File, error) {
+	f, err := r.OpenRegular(rel)
 	if !errors.Is(err, os.ErrNotExist) {
 		return f, err
 	}
-	nf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	nf, err := r.OpenFile(rel, unix.O_WRONLY|unix.O_CREAT, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	if err := nf.Close(); err != nil {
 		return nil, err
 	}
-	return os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC, 0)
+	return r.OpenRegular(rel)
 }
 
 // flockNB takes an exclusive flock on f without waiting; a lock held by
@@ -67,10 +68,10 @@ func flockNB(f *os.File) error {
 	return err
 }
 
-// lockHeld reports whether a live process holds the lock file at path. A
-// missing lock file yields os.ErrNotExist.
-func lockHeld(path string) (bool, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC, 0)
+// lockHeld reports whether a live process holds the lock file rel beneath
+// r. A missing lock file yields os.ErrNotExist.
+func lockHeld(r *rootfs.Root, rel string) (bool, error) {
+	f, err := r.OpenRegular(rel)
 	if err != nil {
 		return false, err
 	}

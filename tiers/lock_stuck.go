@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,21 +47,21 @@ type lockOwner struct {
 
 // writeOwner records o in dir's OwnerFileName (a temp file renamed over
 // it: a reader never sees half a record).
-func writeOwner(dir string, o lockOwner) error {
-	tmp := filepath.Join(dir, tmpPrefix+"owner-"+randomSuffix())
-	if err := os.WriteFile(tmp, fmt.Appendf(nil, "pid %d fuse %d\n", o.pid, o.conn), 0o600); err != nil {
+func writeOwner(dir *rootfs.Root, o lockOwner) error {
+	tmp := tmpPrefix + "owner-" + randomSuffix()
+	if err := dir.WriteFile(tmp, fmt.Appendf(nil, "pid %d fuse %d\n", o.pid, o.conn), 0o600); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, OwnerFileName)); err != nil {
-		_ = os.Remove(tmp)
+	if err := dir.Rename(tmp, OwnerFileName, 0); err != nil {
+		_ = dir.Unlink(tmp)
 		return err
 	}
 	return nil
 }
 
 // readOwner reads dir's OwnerFileName.
-func readOwner(dir string) (lockOwner, error) {
-	b, err := os.ReadFile(filepath.Join(dir, OwnerFileName))
+func readOwner(dir *rootfs.Root) (lockOwner, error) {
+	b, err := dir.ReadFile(OwnerFileName)
 	if err != nil {
 		return lockOwner{}, err
 	}
@@ -72,10 +73,10 @@ func readOwner(dir string) (lockOwner, error) {
 }
 
 // flockHolder returns the pid of the process holding a flock on the file
-// at path, from /proc/locks; 0 when none does.
-func flockHolder(path string) (int, error) {
+// rel beneath r, from /proc/locks; 0 when none does.
+func flockHolder(r *rootfs.Root, rel string) (int, error) {
 	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
+	if err := r.Stat(rel, &st); err != nil {
 		return 0, err
 	}
 	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
@@ -111,12 +112,12 @@ func zombie(pid int) bool {
 // it, and it is a zombie. It aborts the recorded FUSE connection and
 // waits for the lock to be let go; it returns the lock, or nil and why
 // not (nil, nil: the holder is not such a daemon).
-func freeStuckHolder(dir, lockPath string, log *slog.Logger) (*os.File, error) {
+func freeStuckHolder(dir *rootfs.Root, lockPath string, log *slog.Logger) (*os.File, error) {
 	o, err := readOwner(dir)
 	if err != nil {
 		return nil, nil
 	}
-	if pid, err := flockHolder(lockPath); err != nil || pid != o.pid || !zombie(pid) {
+	if pid, err := flockHolder(dir, lockPath); err != nil || pid != o.pid || !zombie(pid) {
 		return nil, nil
 	}
 	abort := filepath.Join(fuseConnections, strconv.FormatUint(uint64(o.conn), 10), "abort")
@@ -128,16 +129,16 @@ func freeStuckHolder(dir, lockPath string, log *slog.Logger) (*os.File, error) {
 	defer f.Close()
 	// Checked again with the file open: the connection number is the
 	// holder's as long as the holder lives.
-	if pid, err := flockHolder(lockPath); err != nil || pid != o.pid || !zombie(pid) {
+	if pid, err := flockHolder(dir, lockPath); err != nil || pid != o.pid || !zombie(pid) {
 		return nil, nil
 	}
 	if _, err := f.WriteString("1"); err != nil {
 		return nil, fmt.Errorf("held by pid %d, a daemon that died stuck in the kernel; abort of its FUSE connection %d: %w", o.pid, o.conn, err)
 	}
-	log.Warn("tier lock held by a daemon that died stuck in the kernel: its FUSE connection aborted", "dir", dir, "pid", o.pid, "fuse_connection", o.conn)
+	log.Warn("tier lock held by a daemon that died stuck in the kernel: its FUSE connection aborted", "dir", dir.Name(), "pid", o.pid, "fuse_connection", o.conn)
 	deadline := time.Now().Add(stuckWait)
 	for {
-		lock, err := lockExclusive(lockPath)
+		lock, err := lockExclusive(dir, lockPath)
 		if !errors.Is(err, ErrLocked) || time.Now().After(deadline) {
 			return lock, err
 		}

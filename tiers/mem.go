@@ -8,6 +8,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,11 +82,12 @@ type MemTier struct {
 	life   sync.RWMutex
 	closed bool     // under life
 	lockf  *os.File // the held lock file, or the root of the private tmpfs
-	// dirFd is a descriptor of root: the tier's own operations name their
-	// files relative to it (openat, unlinkat, renameat2), which spares the
-	// kernel the walk of a /proc/self/fd link on each (~3 µs of an open
-	// here). rootf holds it when lockf is not the root.
-	dirFd int
+	// fs is root, held by descriptor: the tier's own operations name
+	// their files beneath it (package rootfs: no link followed), which
+	// also spares the kernel the walk of a /proc/self/fd link on each
+	// (~3 µs of an open here). rootf holds the descriptor when lockf is
+	// not the root.
+	fs    *rootfs.Root
 	rootf *os.File
 	// private: root is a detached tmpfs of the tier's own (privateTmpfs).
 	private bool
@@ -138,7 +140,7 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 		cleanStale(cfg.Dir, root, log)
 	}
 	var st unix.Statfs_t
-	if unix.Statfs(root, &st) == nil {
+	if unix.Statfs(root, &st) == nil { // the tier's own directory, made by this daemon
 		if free := int64(st.Bavail) * st.Bsize; free < cfg.Capacity {
 			log.Warn("memory tier: capacity exceeds the free space of its filesystem",
 				"dir", cfg.Dir, "capacity", cfg.Capacity, "free", free)
@@ -151,14 +153,14 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 	if isProcFd(root) {
 		dirFd = int(lockf.Fd())
 	} else {
-		if rootf, err = openFile(root, unix.O_RDONLY|unix.O_DIRECTORY, 0); err != nil {
+		if rootf, err = os.OpenFile(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 			lockf.Close()
 			return nil, fmt.Errorf("memory tier: %w", err)
 		}
 		dirFd = int(rootf.Fd())
 	}
 	t := &MemTier{
-		dirFd:   dirFd,
+		fs:      rootfs.FromFD(dirFd, root),
 		rootf:   rootf,
 		root:    root,
 		private: isProcFd(root),
@@ -188,12 +190,9 @@ func (t *MemTier) Persistent() bool { return false }
 // Dir is the tier's private directory.
 func (t *MemTier) Dir() string { return t.root }
 
-func (t *MemTier) path(key format.Key) string { return t.root + "/" + key.Path() }
-
 // openKey opens key's published file (whether the index holds it or not).
 func (t *MemTier) openKey(key format.Key, flag int) (*os.File, error) {
-	rel := key.Path()
-	return openAt(t.dirFd, rel, t.root+"/"+rel, flag, 0)
+	return t.fs.OpenFile(key.Path(), flag, 0)
 }
 
 // enter takes the shared life lock; it fails once the tier is closed.
@@ -227,7 +226,7 @@ func (t *MemTier) Close() error {
 	t.dirs.forget("")
 	var err error
 	if !t.private {
-		err = os.RemoveAll(t.root)
+		err = os.RemoveAll(t.root) // the administrator's path, made by this daemon (mem_dir.go)
 	}
 	if t.rootf != nil {
 		t.rootf.Close()

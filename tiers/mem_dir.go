@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,29 +40,39 @@ func checkRAM(dir string) error {
 // makePrivateDir creates and locks the tier's private directory under
 // parent and returns its path and the held lock file.
 func makePrivateDir(parent string) (string, *os.File, error) {
-	tag := strconv.Itoa(os.Getpid()) + "-" + randomSuffix()
-	tmp := filepath.Join(parent, newDirPrefix+tag)
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		return "", nil, fmt.Errorf("memory tier: %w", err)
-	}
-	lockf, err := lockExclusive(filepath.Join(tmp, LockFileName))
+	p, err := rootfs.Open(parent, 0)
 	if err != nil {
-		os.RemoveAll(tmp)
 		return "", nil, fmt.Errorf("memory tier: %w", err)
 	}
-	root := filepath.Join(parent, memDirPrefix+tag)
-	if err := os.Rename(tmp, root); err != nil {
+	defer p.Close()
+	tag := strconv.Itoa(os.Getpid()) + "-" + randomSuffix()
+	tmp := newDirPrefix + tag
+	if err := p.Mkdir(tmp, 0o700); err != nil {
+		return "", nil, fmt.Errorf("memory tier: %w", err)
+	}
+	lockf, err := lockExclusive(p, tmp+"/"+LockFileName)
+	if err != nil {
+		p.RemoveAll(tmp)
+		return "", nil, fmt.Errorf("memory tier: %w", err)
+	}
+	root := memDirPrefix + tag
+	if err := p.Rename(tmp, root, 0); err != nil {
 		lockf.Close()
-		os.RemoveAll(tmp)
+		p.RemoveAll(tmp)
 		return "", nil, fmt.Errorf("memory tier: %w", err)
 	}
-	return root, lockf, nil
+	return p.Path(root), lockf, nil
 }
 
 // cleanStale removes the private directories of dead daemons under parent
 // and returns their paths. self is never touched.
 func cleanStale(parent, self string, log *slog.Logger) []string {
-	ents, err := os.ReadDir(parent)
+	p, err := rootfs.Open(parent, 0)
+	var ents []rootfs.Entry
+	if err == nil {
+		defer p.Close()
+		ents, err = p.ReadDir(".") // links left out: never ours
+	}
 	if err != nil {
 		log.Warn("memory tier: cannot list for stale directories", "dir", parent, "err", err)
 		return nil
@@ -70,11 +80,11 @@ func cleanStale(parent, self string, log *slog.Logger) []string {
 	var removed []string
 	for _, ent := range ents {
 		name := ent.Name()
-		path := filepath.Join(parent, name)
-		if !ent.IsDir() || path == self || !stale(path, name) {
+		path := p.Path(name)
+		if !ent.IsDir() || path == self || !stale(p, name) {
 			continue
 		}
-		if err := os.RemoveAll(path); err != nil {
+		if err := p.RemoveAll(name); err != nil {
 			log.Warn("memory tier: cannot remove stale directory", "dir", path, "err", err)
 			continue
 		}
@@ -84,9 +94,9 @@ func cleanStale(parent, self string, log *slog.Logger) []string {
 	return removed
 }
 
-// stale reports whether the directory at path (named name) belongs to a
+// stale reports whether the directory name beneath parent belongs to a
 // daemon that is gone.
-func stale(path, name string) bool {
+func stale(parent *rootfs.Root, name string) bool {
 	var isNew bool
 	switch {
 	case strings.HasPrefix(name, memDirPrefix):
@@ -95,7 +105,7 @@ func stale(path, name string) bool {
 	default:
 		return false
 	}
-	held, err := lockHeld(filepath.Join(path, LockFileName))
+	held, err := lockHeld(parent, name+"/"+LockFileName)
 	switch {
 	case err == nil && held:
 		return false

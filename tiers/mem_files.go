@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,9 +21,8 @@ func (t *MemTier) Create(key format.Key) (Writer, error) {
 	}
 	defer t.life.RUnlock()
 	for {
-		name := tmpPrefix + randomSuffix()
-		tmp := t.root + "/" + name
-		f, err := openAt(t.dirFd, name, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o444)
+		tmp := tmpPrefix + randomSuffix()
+		f, err := t.fs.OpenFile(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o444)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
@@ -89,22 +88,17 @@ func (t *MemTier) Unchanged(key format.Key) (unchanged, held bool) {
 	if !ok {
 		return false, false
 	}
-	return sameFileAt(t.dirFd, key.Path(), info)
+	return sameFile(t.fs, key.Path(), info)
 }
 
-// sameFile reports whether the file at path still has the size and mtime
-// of info; held is false when it is gone.
-func sameFile(path string, info Info) (unchanged, held bool) {
-	return sameFileAt(unix.AT_FDCWD, path, info)
-}
-
-// sameFileAt is sameFile of rel under the directory dirfd.
-func sameFileAt(dirfd int, rel string, info Info) (unchanged, held bool) {
+// sameFile reports whether the file rel beneath r still has the size and
+// mtime of info; held is false when it is gone.
+func sameFile(r *rootfs.Root, rel string, info Info) (unchanged, held bool) {
 	if info.MTime.IsZero() {
 		return true, true // no time recorded: nothing to tell a change by
 	}
 	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, rel, &st, 0); err != nil {
+	if err := r.Stat(rel, &st); err != nil {
 		return false, false
 	}
 	return st.Size == info.Size && st.Mtim.Nano() == info.MTime.UnixNano(), true
@@ -135,8 +129,8 @@ func (t *MemTier) remove(key format.Key, late bool) error {
 func (t *MemTier) drop(e *index.Entry) error {
 	t.pages.unlock(e.Mapping())
 	e.SetMapping(nil)
-	if err := unix.Unlinkat(t.dirFd, e.Key().Path(), 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return osErr("memory tier: remove", &os.PathError{Op: "unlink", Path: t.path(e.Key()), Err: err})
+	if err := t.fs.Unlink(e.Key().Path()); err != nil && !errors.Is(err, unix.ENOENT) {
+		return osErr("memory tier: remove", err)
 	}
 	return nil
 }
@@ -167,7 +161,7 @@ func (t *MemTier) RemoveModel(model string) error {
 		e.SetMapping(nil)
 	}
 	t.dirs.forget(model)
-	if err := os.RemoveAll(filepath.Join(t.root, model)); err != nil {
+	if err := t.fs.RemoveAll(model); err != nil {
 		return osErr("memory tier: remove model", err)
 	}
 	return nil

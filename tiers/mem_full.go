@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The memory tier's filesystem can be full while its capacity shows room:
@@ -57,8 +59,8 @@ const memFSFullSlack = 2 << 20
 // daemon, which sees no such write, can only tell by this that one may
 // have failed (store: a file open for writing then never publishes).
 func (s *Stack) MemFSFull() bool {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(s.mem.Dir(), &st); err != nil {
+	var st unix.Statfs_t
+	if err := s.mem.fs.Statfs(&st); err != nil {
 		return false
 	}
 	return int64(st.Bavail)*st.Bsize < memFSFullSlack

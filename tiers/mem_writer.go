@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -70,8 +69,7 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 		return Info{}, fmt.Errorf("memory tier: %s: %w", w.key, noRoom(t.idx, size))
 	}
 	mtime := opts.publishTime()
-	ts := []unix.Timespec{unix.NsecToTimespec(mtime.UnixNano()), unix.NsecToTimespec(mtime.UnixNano())}
-	if err := unix.UtimesNanoAt(t.dirFd, filepath.Base(w.tmp), ts, 0); err != nil {
+	if err := t.fs.Chtimes(w.tmp, mtime, mtime); err != nil {
 		t.idx.Unreserve(size)
 		w.discard()
 		return Info{}, err
@@ -115,7 +113,7 @@ func (t *MemTier) publish(tmp string, key format.Key) error {
 	t.settle(key) // a removed file of key's still at rel is released first
 	settled, remade := false, false
 	for {
-		if _, err := t.dirs.ensure(t.root, key); err != nil {
+		if _, err := t.dirs.ensure(t.fs, key); err != nil {
 			if errors.Is(err, unix.ENOTDIR) && !settled {
 				// A File removed where key's directories go (d/a,
 				// for d/a/b) may still wait for its release.
@@ -125,12 +123,12 @@ func (t *MemTier) publish(tmp string, key format.Key) error {
 			}
 			return fmt.Errorf("memory tier: %w", err)
 		}
-		err := unix.Renameat2(t.dirFd, filepath.Base(tmp), t.dirFd, rel, unix.RENAME_NOREPLACE)
+		err := t.fs.Rename(tmp, rel, unix.RENAME_NOREPLACE)
 		if err == nil {
 			return nil
 		}
 		if errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("%w: %s", ErrExist, t.path(key))
+			return fmt.Errorf("%w: %s", ErrExist, t.fs.Path(rel))
 		}
 		if errors.Is(err, unix.ENOENT) && !remade {
 			// A RemoveModel took the directory away: make it again.
@@ -161,7 +159,7 @@ func (w *memWriter) Abort() {
 
 // discard removes the staging file and ends the Writer.
 func (w *memWriter) discard() {
-	_ = unix.Unlinkat(w.t.dirFd, filepath.Base(w.tmp), 0)
+	_ = w.t.fs.Unlink(w.tmp)
 	w.finish()
 }
 
@@ -191,7 +189,7 @@ func (w *memWriter) unpark() error {
 	if w.done || w.f != nil {
 		return nil
 	}
-	f, err := openAt(w.t.dirFd, filepath.Base(w.tmp), w.tmp, unix.O_RDWR, 0) // no walk of /proc/self/fd
+	f, err := w.t.fs.OpenFile(w.tmp, unix.O_RDWR, 0) // no walk of /proc/self/fd
 	if err != nil {
 		return osErr("memory tier: reopen a parked file", err)
 	}

@@ -4,11 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -90,7 +89,7 @@ func (s *Stack) readMeta(model string) metaRecord {
 func (s *Stack) readMetaFrom(d *DirTier, model string) []byte {
 	var b []byte
 	err := d.do("read settings", func() error {
-		f, err := d.openBeneath(filepath.Join(model, ModelMetaName)) // no link followed
+		f, err := d.openBeneath(model + "/" + ModelMetaName) // no link followed
 		if err != nil {
 			return err
 		}
@@ -128,7 +127,7 @@ func (s *Stack) SetModelMeta(model string, b []byte) error {
 	s.metas.mu.Unlock()
 	var errs []error
 	for _, d := range s.dirs {
-		if err := d.do("write settings", func() error { return writeMeta(filepath.Join(d.root, model), b) }, nil); err != nil {
+		if err := d.do("write settings", func() error { return writeMeta(d.fs, model, b) }, nil); err != nil {
 			errs = append(errs, fmt.Errorf("%s tier: settings of model %s: %w", d.kind, model, osErr("write", err)))
 		}
 	}
@@ -142,14 +141,14 @@ func (s *Stack) forgetMeta(model string) {
 	s.metas.mu.Unlock()
 }
 
-// writeMeta writes b as dir/ModelMetaName: temp file, fsync, rename,
-// fsync of dir.
-func writeMeta(dir string, b []byte) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// writeMeta writes b as dir/ModelMetaName beneath r: temp file, fsync,
+// rename, fsync of dir.
+func writeMeta(r *rootfs.Root, dir string, b []byte) error {
+	if err := r.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, ModelMetaName+tmpPrefix+randomSuffix())
-	f, err := openFile(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	tmp := dir + "/" + ModelMetaName + tmpPrefix + randomSuffix()
+	f, err := r.OpenFile(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
@@ -161,16 +160,11 @@ func writeMeta(dir string, b []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, ModelMetaName))
+		err = r.Rename(tmp, dir+"/"+ModelMetaName, 0)
 	}
 	if err != nil {
-		_ = os.Remove(tmp)
+		_ = r.Unlink(tmp)
 		return err
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return r.SyncDir(dir)
 }

@@ -193,7 +193,7 @@ func (s *Stack) Unchanged(k format.Key) (unchanged, held bool) {
 	if !ok || !d.share.inPlace() {
 		return false, false
 	}
-	return sameFile(d.path(k), info)
+	return sameFile(d.fs, k.Path(), info)
 }
 
 // Remove deletes k from every tier; removing a block removes its sidecar

@@ -2,7 +2,6 @@ package tiers
 
 import (
 	"errors"
-	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -140,10 +139,10 @@ func (t *sharedDir) revalidate(key format.Key) {
 // checkShard stats the shard directory and lists it again unless its
 // mtime says it has not changed since last.
 func (t *sharedDir) checkShard(ref shardRef, last shardCheck, force bool) {
-	dir := filepath.Join(t.root, ref.model, format.ShardName(ref.hh))
+	dir := ref.model + "/" + format.ShardName(ref.hh)
 	now := time.Now()
 	var st unix.Stat_t
-	err := t.do("stat", func() error { return stat(dir, &st) }, nil)
+	err := t.do("stat", func() error { return t.fs.Stat(dir, &st) }, nil)
 	switch {
 	case err != nil && !isENOENT(err) && !errors.Is(err, unix.ESTALE):
 		return // the directory fails: keep what we know, try again later
@@ -167,7 +166,7 @@ func (t *sharedDir) checkShard(ref shardRef, last shardCheck, force bool) {
 	var ents []shardEntry
 	err = t.do("scan", func() error {
 		var err error
-		ents, err = listShard(dir)
+		ents, err = listShard(t.fs, dir)
 		return err
 	}, nil)
 	if err != nil {
@@ -244,7 +243,7 @@ func (t *sharedDir) sharedModels() map[string]struct{} {
 	}
 	v.mu.Unlock()
 	m, _, _ := v.flights.Do("\x00models", func() (any, error) {
-		ents, err := t.readDir(t.root)
+		ents, err := t.readDir(".")
 		names := make(map[string]struct{}, len(ents))
 		for _, e := range ents {
 			if e.IsDir() && format.ValidateModel(e.Name()) == nil {
@@ -284,8 +283,7 @@ func (t *sharedDir) hasModel(model string) bool {
 		return true
 	}
 	var st unix.Stat_t
-	p := filepath.Join(t.root, model)
-	err := t.do("stat", func() error { return stat(p, &st) }, nil)
+	err := t.do("stat", func() error { return t.fs.Stat(model, &st) }, nil)
 	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 

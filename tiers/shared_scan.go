@@ -1,7 +1,6 @@
 package tiers
 
 import (
-	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -86,12 +85,12 @@ func (t *sharedDir) walkShards(force bool) bool {
 	sort.Strings(names)
 	names = slices.Compact(names)
 	for _, m := range names {
-		if isTree(filepath.Join(t.root, m)) {
+		if isTree(t.fs, m) {
 			t.adoptTree(m)
 			continue
 		}
 		var shards []byte
-		ents, err := t.readDir(filepath.Join(t.root, m))
+		ents, err := t.readDir(m)
 		for _, e := range ents {
 			if hh, ok := format.ParseShard(e.Name()); ok && e.IsDir() {
 				shards = append(shards, hh)
@@ -126,7 +125,7 @@ func (t *sharedDir) walkShards(force bool) bool {
 // holds plus the free space of its filesystem.
 func (t *DirTier) setFreeCapacity() error {
 	var st unix.Statfs_t
-	if err := t.do("statfs", func() error { return ignoringEINTR(func() error { return unix.Statfs(t.root, &st) }) }, nil); err != nil {
+	if err := t.do("statfs", func() error { return t.fs.Statfs(&st) }, nil); err != nil {
 		return err
 	}
 	bs := st.Frsize
@@ -149,7 +148,7 @@ func (t *sharedDir) adoptTree(model string) {
 		var subdirs []string
 		err := t.do("scan", func() error {
 			var err error
-			ents, subdirs, err = listTreeDir(filepath.Join(t.root, model, filepath.FromSlash(rel)), rel)
+			ents, subdirs, err = listTreeDir(t.fs, model, rel)
 			return err
 		}, nil)
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -167,8 +166,7 @@ func (s *Stack) ShareModel(model string) error {
 		if !d.Shared() {
 			continue
 		}
-		p := filepath.Join(d.root, model)
-		if err := d.do("mkdir", func() error { return os.Mkdir(p, 0o755) }, nil); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := d.do("mkdir", func() error { return d.fs.Mkdir(model, 0o755) }, nil); err != nil && !errors.Is(err, os.ErrExist) {
 			errs = append(errs, fmt.Errorf("%s tier: %w", d.kind, err))
 		}
 	}
@@ -186,8 +184,8 @@ func (t *sharedDir) touched(key format.Key) {
 		return
 	}
 	now := time.Now()
-	p := t.path(key)
-	if err := t.do("utimes", func() error { return ignoringEINTR(func() error { return os.Chtimes(p, now, now) }) }, nil); err == nil {
+	p := key.Path()
+	if err := t.do("utimes", func() error { return t.fs.Chtimes(p, now, now) }, nil); err == nil {
 		t.idx.SetMTime(key, now)
 	}
 }
@@ -198,8 +196,8 @@ func (t *sharedDir) touched(key format.Key) {
 // back of the eviction order; a file gone is dropped from the index.
 func (t *sharedDir) mayEvict(key format.Key) bool {
 	var st unix.Stat_t
-	p := t.path(key)
-	err := t.do("stat", func() error { return stat(p, &st) }, nil)
+	p := key.Path()
+	err := t.do("stat", func() error { return t.fs.Stat(p, &st) }, nil)
 	if err != nil {
 		if goneErr(err) {
 			t.idx.Remove(key)

@@ -2,7 +2,6 @@ package tiers
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -100,14 +99,14 @@ func staleTemp(name string, mtime time.Time) bool {
 }
 
 // removeForeignTemps removes the stale temp files (staleTemp) among the
-// entries of the shard directory dir.
+// entries of the shard directory dir (beneath the root).
 func (t *DirTier) removeForeignTemps(dir string, ents []shardEntry) (removed int) {
 	for _, e := range ents {
 		if e.class != leftoverEntry || !staleTemp(e.name, time.Unix(e.mtime.Unix())) {
 			continue
 		}
-		p := filepath.Join(dir, e.name)
-		if t.do("remove", func() error { return ignoringEINTR(func() error { return unix.Unlink(p) }) }, nil) == nil {
+		p := dir + "/" + e.name
+		if t.do("remove", func() error { return t.fs.Unlink(p) }, nil) == nil {
 			removed++
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -158,7 +158,7 @@ func (p *PendingWrite) WriteAt(data []byte, off int64) (int, error) {
 // openDirect opens the temp file again with O_DIRECT (under mu, or
 // before the Writer is handed out).
 func (w *diskWriter) openDirect() error {
-	f, err := openFile(w.tmp, unix.O_RDWR|unix.O_DIRECT, 0)
+	f, err := w.t.fs.OpenFile(w.tmp, unix.O_RDWR|unix.O_DIRECT, 0)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (w *diskWriter) Commit(opts CommitOptions) (Info, error) {
 	if err := w.unpark(); err != nil {
 		return Info{}, err
 	}
-	if filepath.Dir(w.tmp) != filepath.Dir(w.t.path(w.key)) { // renamed before it was published (Rekey)
+	if path.Dir(w.tmp) != path.Dir(w.key.Path()) { // renamed before it was published (Rekey)
 		if err := w.t.do("mkdir", func() error { return w.t.ensureDir(w.key) }, nil); err != nil {
 			return Info{}, fmt.Errorf("%s tier: %w", w.t.kind, err)
 		}
@@ -224,7 +224,7 @@ func (w *diskWriter) unpark() error {
 	if w.done || w.f != nil {
 		return nil
 	}
-	f, err := openFile(w.tmp, unix.O_RDWR, 0)
+	f, err := w.t.fs.OpenFile(w.tmp, unix.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("%s tier: reopen %s: %w", w.t.kind, w.key, osErr("open", err))
 	}

@@ -3,8 +3,7 @@ package tiers
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 
 	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
@@ -94,14 +93,14 @@ func (t *DirTier) link(from, to format.Key) (*dirWriter, error) {
 		return nil, err
 	}
 	w := &dirWriter{t: t, key: to}
-	src, dir := t.path(from), filepath.Dir(t.path(to))
+	src, dir := from.Path(), path.Dir(to.Path())
 	err := t.do("link", func() error {
 		if err := t.ensureDir(to); err != nil {
 			return err
 		}
 		for {
-			tmp := filepath.Join(dir, tempName(to.ID.String()))
-			err := ignoringEINTR(func() error { return unix.Link(src, tmp) })
+			tmp := dir + "/" + tempName(to.ID.String())
+			err := t.fs.Link(src, tmp)
 			if errors.Is(err, unix.EEXIST) {
 				continue
 			}
@@ -110,9 +109,9 @@ func (t *DirTier) link(from, to format.Key) (*dirWriter, error) {
 			}
 			// Read-only: the file is published (0444) already, and
 			// Commit only syncs it and sets its times and mode.
-			f, err := openFile(tmp, unix.O_RDONLY, 0)
+			f, err := t.fs.OpenFile(tmp, unix.O_RDONLY, 0)
 			if err != nil {
-				_ = os.Remove(tmp)
+				_ = t.fs.Unlink(tmp)
 				return osErr("open", err)
 			}
 			w.tmp, w.f = tmp, f
@@ -135,12 +134,12 @@ func (s *Stack) SyncLinks(keys []format.Key) error {
 	d := s.dirs[0]
 	done := make(map[string]bool)
 	for _, k := range keys {
-		dir := filepath.Dir(d.path(k))
+		dir := path.Dir(k.Path())
 		if done[dir] {
 			continue
 		}
 		done[dir] = true
-		if err := d.do("sync", func() error { return syncDir(dir) }, nil); err != nil {
+		if err := d.do("sync", func() error { return syncDir(d.fs, dir) }, nil); err != nil {
 			return fmt.Errorf("%s tier: %w", d.kind, err)
 		}
 	}

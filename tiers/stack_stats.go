@@ -28,6 +28,10 @@ type TierStats struct {
 	MaxFiles   int64  `json:"max_files"` // the most files it holds (--max-files; 0: no bound)
 	Pinned     int64  `json:"pinned"`    // what pinned files take of the capacity (the memory tier's pins)
 	Health     string `json:"health"`
+	// LinksRefused is how many symbolic links (or ways out of the root)
+	// the tier's operations met in its directory and refused: a link is
+	// never followed nor listed (package rootfs).
+	LinksRefused int64 `json:"links_refused"`
 }
 
 // Stats is a snapshot of the stack's counters and tiers.
@@ -80,7 +84,8 @@ func (s *Stack) Stats() Stats {
 	st.DirtyBytes, st.DirtyFiles = dirty.Bytes, dirty.Files
 	for _, t := range s.Tiers() {
 		st.Tiers = append(st.Tiers, TierStats{Name: t.Name, Persistent: t.Persistent, Capacity: t.Usage.Capacity,
-			Used: t.Usage.Used, Charged: t.Usage.Charged, Blocks: t.Usage.Files, MaxFiles: t.Usage.MaxFiles, Pinned: t.Usage.Pinned, Health: t.Health.String()})
+			Used: t.Usage.Used, Charged: t.Usage.Charged, Blocks: t.Usage.Files, MaxFiles: t.Usage.MaxFiles, Pinned: t.Usage.Pinned, Health: t.Health.String(),
+			LinksRefused: t.LinksRefused})
 	}
 	s.mu.Lock()
 	st.FlushQueue = len(s.queue)

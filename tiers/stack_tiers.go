@@ -23,16 +23,19 @@ type TierInfo struct {
 	Persistent bool   // files survive a restart (every directory tier)
 	Health     Health // Up for the memory tier
 	Usage      Usage
+	// LinksRefused counts the symbolic links the tier met and refused.
+	LinksRefused int64
 }
 
 // Tiers describes the stack's tiers, memory first: Tiers()[id] is the
 // tier id. The slice is the caller's.
 func (s *Stack) Tiers() []TierInfo {
 	out := make([]TierInfo, 0, 1+len(s.dirs))
-	out = append(out, TierInfo{ID: Memory, Name: s.mem.Name(), Dir: s.mem.Dir(), Health: Up, Usage: s.mem.Usage()})
+	out = append(out, TierInfo{ID: Memory, Name: s.mem.Name(), Dir: s.mem.Dir(), Health: Up, Usage: s.mem.Usage(),
+		LinksRefused: s.mem.fs.Links()})
 	for i, d := range s.dirs {
 		out = append(out, TierInfo{ID: TierID(i + 1), Name: d.Name(), Dir: d.Dir(), Persistent: true,
-			Health: d.Health(), Usage: d.Usage()})
+			Health: d.Health(), Usage: d.Usage(), LinksRefused: d.Links()})
 	}
 	return out
 }

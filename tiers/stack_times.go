@@ -7,6 +7,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 )
 
 // Times and staging writes: what a writer that restores times (rsync,
@@ -62,22 +63,22 @@ func (s *Stack) SetMTime(k format.Key, t time.Time) error {
 	mu.Lock()
 	defer mu.Unlock()
 	found := false
-	set := func(ix *index.Index, path string) error {
+	set := func(ix *index.Index, r *rootfs.Root) error {
 		if !ix.SetMTime(k, t) {
 			return nil
 		}
 		found = true
-		if err := ignoringEINTR(func() error { return os.Chtimes(path, t, t) }); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("utimes %s: %w", path, err)
+		if err := r.Chtimes(k.Path(), t, t); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("utimes: %w", err)
 		}
 		return nil
 	}
-	if err := set(s.mem.idx, s.mem.path(k)); err != nil {
+	if err := set(s.mem.idx, s.mem.fs); err != nil {
 		return err
 	}
 	s.mem.Touch(k)
 	for _, d := range s.dirs {
-		if err := set(d.idx, d.path(k)); err != nil {
+		if err := set(d.idx, d.fs); err != nil {
 			return err
 		}
 	}

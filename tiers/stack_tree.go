@@ -3,10 +3,9 @@ package tiers
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,11 +29,11 @@ func (s *Stack) MakeDir(model, rel string) error {
 			continue
 		}
 		err := d.do("mkdir", func() error {
-			if err := os.MkdirAll(filepath.Join(d.root, model, filepath.FromSlash(rel)), 0o755); err != nil {
+			if err := d.fs.MkdirAll(model+"/"+rel, 0o755); err != nil {
 				return osErr("mkdir", err)
 			}
 			d.flat.madeDir(model)
-			return markTree(filepath.Join(d.root, model))
+			return markTree(d.fs, model)
 		}, nil)
 		if err != nil && first == nil {
 			first = fmt.Errorf("%s tier: %w", d.kind, err)
@@ -54,20 +53,20 @@ func (s *Stack) RemoveDir(model, rel string) error {
 	if !s.copies.wait(model, rel) {
 		s.log.Warn("directory removed while a copy into it still runs", "model", model, "dir", rel)
 	}
-	roots := []string{s.mem.root}
+	roots := []*rootfs.Root{s.mem.fs}
 	for _, d := range s.dirs {
-		roots = append(roots, d.root)
+		roots = append(roots, d.fs)
 	}
 	var first error
+	dir := model + "/" + rel
 	for _, root := range roots {
-		dir := filepath.Join(root, model, filepath.FromSlash(rel))
-		err := rmdir(dir)
+		err := root.Rmdir(dir)
 		if errors.Is(err, unix.ENOTEMPTY) {
-			removeTempFiles(dir)
-			err = rmdir(dir)
+			removeTempFiles(root, dir)
+			err = root.Rmdir(dir)
 		}
 		if err != nil && !errors.Is(err, unix.ENOENT) && first == nil {
-			first = osErr("rmdir", &os.PathError{Op: "rmdir", Path: dir, Err: err})
+			first = osErr("rmdir", err)
 		}
 	}
 	return first
@@ -83,7 +82,7 @@ func (s *Stack) TreeDirOnDisk(model, rel string) bool {
 		return false
 	}
 	var st unix.Stat_t
-	err := stat(filepath.Join(s.dirs[0].root, model, filepath.FromSlash(rel)), &st)
+	err := s.dirs[0].fs.Stat(model+"/"+rel, &st)
 	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
@@ -94,21 +93,19 @@ func (s *Stack) TreeSubdirs(model, rel string) []string {
 		return nil
 	}
 	d := s.dirs[0]
-	dir := filepath.Join(d.root, model, filepath.FromSlash(rel))
+	dir := model
+	if rel != "" {
+		dir += "/" + rel
+	}
 	var st unix.Stat_t
-	if stat(dir, &st) != nil || st.Nlink == 2 && d.subdirLinks {
+	if d.fs.Stat(dir, &st) != nil || st.Nlink == 2 && d.subdirLinks {
 		// A directory's link count is 2 plus its subdirectories on
 		// ext4, xfs and tmpfs: 2 says there are none, without reading
 		// a flat directory of 10^5 files. (Other filesystems are read:
 		// btrfs says 1, a FUSE filesystem may say 2 of any directory.)
 		return nil
 	}
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	ents, err := f.ReadDir(-1) // unsorted: the caller sorts
+	ents, err := d.fs.ReadDir(dir) // unsorted: the caller sorts; links left out
 	if err != nil {
 		return nil
 	}
@@ -129,15 +126,15 @@ func treePath(model, rel string) error {
 	return format.ValidateFilePath(rel)
 }
 
-// removeTempFiles removes the tiers' temp files in dir.
-func removeTempFiles(dir string) {
-	ents, err := os.ReadDir(dir)
+// removeTempFiles removes the tiers' temp files in dir beneath r.
+func removeTempFiles(r *rootfs.Root, dir string) {
+	names, err := r.ReadDirAll(dir)
 	if err != nil {
 		return
 	}
-	for _, e := range ents {
-		if IsTempName(e.Name()) {
-			_ = os.Remove(filepath.Join(dir, e.Name()))
+	for _, name := range names {
+		if IsTempName(name) {
+			_ = r.Unlink(dir + "/" + name)
 		}
 	}
 }
@@ -154,11 +151,10 @@ func (s *Stack) MarkTree(model string) error {
 			continue
 		}
 		err := d.do("mark", func() error {
-			dir := filepath.Join(d.root, model)
-			if err := os.MkdirAll(dir, 0o755); err != nil {
+			if err := d.fs.MkdirAll(model, 0o755); err != nil {
 				return osErr("mkdir", err)
 			}
-			return markTree(dir)
+			return markTree(d.fs, model)
 		}, nil)
 		if err != nil && first == nil {
 			first = fmt.Errorf("%s tier: %w", d.kind, err)
@@ -174,7 +170,7 @@ func (s *Stack) IsTree(model string) bool {
 		return false
 	}
 	for _, d := range s.dirs {
-		if isTree(filepath.Join(d.root, model)) {
+		if isTree(d.fs, model) {
 			return true
 		}
 	}

@@ -16,7 +16,8 @@ const mod = "github.com/ucmfs/ucmfs/"
 var allowed = map[string][]string{
 	"format":               {},
 	"tiers/index":          {"format", "internal/hashtab"},
-	"tiers":                {"format", "tiers/index"},
+	"tiers/rootfs":         {},
+	"tiers":                {"format", "tiers/index", "tiers/rootfs"},
 	"sparse":               {"format"},
 	"hybrid":               {"format"},
 	"gpu":                  {},

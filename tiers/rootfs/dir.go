@@ -222,7 +222,7 @@ func removeAllAt(dfd int, name string) error {
 	sub := &Root{fd: fd, name: name}
 	var errs []error
 	for {
-		ents, err := sub.ReadDirAll()
+		ents, err := sub.ReadDirAll(".")
 		if err != nil {
 			errs = append(errs, err)
 			break
@@ -252,11 +252,11 @@ func removeAllAt(dfd int, name string) error {
 	return nil
 }
 
-// ReadDirAll lists the names in the root itself, links included (for
-// RemoveAll, which removes them).
-func (r *Root) ReadDirAll() ([]string, error) {
+// ReadDirAll lists the names in the directory rel, links included: for
+// the callers that remove what they list (a link is removed itself).
+func (r *Root) ReadDirAll(rel string) ([]string, error) {
 	var names []string
-	err := r.eachEntry(".", func(_ int, name string, _ uint8) error {
+	err := r.eachEntry(rel, func(_ int, name string, _ uint8) error {
 		names = append(names, name)
 		return nil
 	})
@@ -265,3 +265,30 @@ func (r *Root) ReadDirAll() ([]string, error) {
 
 // IsNotExist reports an error of a missing path.
 func IsNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
+
+// Stat is one entry of ReadDirStat: a name and its lstat.
+type Stat struct {
+	Name string
+	unix.Stat_t
+}
+
+// ReadDirStat lists the directory rel with an lstat of every entry,
+// relative to the directory's descriptor, unsorted. A link is in the
+// list (S_IFLNK: the caller refuses it as it refuses any non-file) and
+// reported; an entry gone meanwhile is left out.
+func (r *Root) ReadDirStat(rel string) ([]Stat, error) {
+	var out []Stat
+	err := r.eachEntry(rel, func(dfd int, name string, _ uint8) error {
+		var e Stat
+		if err := again(func() error { return unix.Fstatat(dfd, name, &e.Stat_t, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+			return nil // gone meanwhile
+		}
+		if e.Mode&unix.S_IFMT == unix.S_IFLNK {
+			r.met(join(rel, name))
+		}
+		e.Name = name
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}

@@ -150,6 +150,29 @@ func (r *Root) Rename(oldRel, newRel string, flags uint) error {
 	})
 }
 
+// RenameOnce is Rename that returns EINTR instead of trying again: a
+// rename interrupted on a network or FUSE filesystem may have happened,
+// and the caller checks before it tries again.
+func (r *Root) RenameOnce(oldRel, newRel string, flags uint) error {
+	return r.atOnce("rename", oldRel, func(ofd int, obase string) error {
+		return r.atOnce("rename", newRel, func(nfd int, nbase string) error {
+			if flags == 0 {
+				return unix.Renameat(ofd, obase, nfd, nbase)
+			}
+			return unix.Renameat2(ofd, obase, nfd, nbase, flags)
+		})
+	})
+}
+
+// LinkOnce is Link that returns EINTR instead of trying again.
+func (r *Root) LinkOnce(oldRel, newRel string) error {
+	return r.atOnce("link", oldRel, func(ofd int, obase string) error {
+		return r.atOnce("link", newRel, func(nfd int, nbase string) error {
+			return unix.Linkat(ofd, obase, nfd, nbase, 0)
+		})
+	})
+}
+
 // Link makes newRel a hard link of oldRel (a link at oldRel is linked
 // itself, never followed).
 func (r *Root) Link(oldRel, newRel string) error {
@@ -227,3 +250,17 @@ func (r *Root) CreateTemp(dir, prefix string, perm uint32) (*os.File, string, er
 
 // randomSuffix returns 16 hex characters for temp names.
 func randomSuffix() string { return fmt.Sprintf("%016x", rand.Uint64()) }
+
+// WriteFile writes data to the file rel (created with perm, or truncated),
+// as os.WriteFile does, beneath the root.
+func (r *Root) WriteFile(rel string, data []byte, perm uint32) error {
+	f, err := r.OpenFile(rel, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -210,8 +210,14 @@ func (r *Root) closeFD(fd int) {
 	}
 }
 
-// at runs fn with the descriptor of rel's parent and rel's last component.
+// at runs fn with the descriptor of rel's parent and rel's last
+// component, again while it fails with EINTR.
 func (r *Root) at(op, rel string, fn func(dirfd int, base string) error) error {
+	return r.atOnce(op, rel, func(dfd int, base string) error { return again(func() error { return fn(dfd, base) }) })
+}
+
+// atOnce is at with EINTR returned to the caller.
+func (r *Root) atOnce(op, rel string, fn func(dirfd int, base string) error) error {
 	if err := Check(rel); err != nil || rel == "." {
 		if err == nil {
 			err = unix.EINVAL // no operation here acts on the root itself by name
@@ -224,5 +230,5 @@ func (r *Root) at(op, rel string, fn func(dirfd int, base string) error) error {
 		return r.pathErr(op, rel, err)
 	}
 	defer r.closeFD(dfd)
-	return r.pathErr(op, rel, again(func() error { return fn(dfd, base) }))
+	return r.pathErr(op, rel, fn(dfd, base))
 }
