@@ -90,6 +90,13 @@ func (s *Store) loadSettings(model string) Settings {
 			o := unreadableOwner
 			v.Owner = &o
 		}
+		// Paths the store acts on: within the model (files_move_record.go, dir_pins.go).
+		if len(v.Moves) > 0 {
+			v.Moves = s.checkedMoves(model, &v, shared)
+		}
+		if len(v.PinnedDirs) > 0 {
+			v.PinnedDirs = s.checkedPins(model, v.PinnedDirs)
+		}
 	} else if !errors.Is(err, tiers.ErrNotFound) {
 		o := unreadableOwner // not read (an I/O error, or not a model name): not cached, closed
 		return Settings{Owner: &o}
