@@ -124,7 +124,8 @@ func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 // Rmdir drops a model once it holds no file (rm -r unlinks them first and
 // removes the shard directories, which always succeeds when they are
 // empty): the model's directories go from every tier, and it leaves the
-// registry. A model that still holds files: ENOTEMPTY.
+// registry. A model that still holds files: ENOTEMPTY; one with a quota
+// root set, removed by another user: EPERM (store.RemoveModel).
 func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if name == ucmName {
 		return r.s.fail("rmdir", name, store.ErrImmutable)
@@ -136,7 +137,7 @@ func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if !r.s.store.ModelExists(name) {
 		return errnoMissing
 	}
-	if err := r.s.store.RemoveModel(name); err != nil {
+	if err := r.s.store.RemoveModel(name, callerProc(ctx).Uid); err != nil {
 		return r.s.fail("rmdir", name, err)
 	}
 	return 0

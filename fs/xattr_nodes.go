@@ -2,11 +2,8 @@ package fs
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -60,8 +57,8 @@ func (n *storedFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscal
 // directories: those the node has when the layout changes, not what the
 // new layout makes after it (in the background: the kernel holds this
 // directory's lock until the request is answered).
-func (m *modelNode) xattrs() *store.Attrs {
-	a := m.s.store.ModelAttrs(m.model)
+func (m *modelNode) xattrs(ctx context.Context) *store.Attrs {
+	a := m.s.store.ModelAttrs(m.model, callerProc(ctx).Uid)
 	set := a.Set
 	a.Set = func(name, value string) error {
 		if err := set(name, value); err != nil || name != "layout" {
@@ -81,7 +78,7 @@ func (m *modelNode) xattrs() *store.Attrs {
 // Getxattr serves user.ucm.blocks, bytes, quota, repr_kind, layout and
 // group of a model.
 func (m *modelNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	return m.s.getxattr(m.xattrs(), m.model, attr, dest)
+	return m.s.getxattr(m.xattrs(ctx), m.model, attr, dest)
 }
 
 // Setxattr writes user.ucm.quota (bytes, 0 = none), user.ucm.repr_kind
@@ -92,35 +89,13 @@ func (m *modelNode) Getxattr(ctx context.Context, attr string, dest []byte) (uin
 //
 // A quota is the admin's: root or the daemon's user sets, raises and
 // clears it; a model's owner may only lower it (set one where there is
-// none, or a smaller one), so a tenant cannot lift what the admin set.
+// none, or a smaller one), so a tenant cannot lift what the admin set
+// (store.SetQuota).
 func (m *modelNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	if errno := m.s.checkModelOwner(ctx, m.model, attr); errno != 0 {
 		return errno
 	}
-	if attr == "user.ucm.quota" {
-		if err := m.quotaChange(callerProc(ctx).Uid, string(data)); err != nil {
-			return m.s.fail("setxattr", m.model+" "+attr, err)
-		}
-	}
-	return m.s.setxattr(m.xattrs(), m.model, attr, data)
-}
-
-// quotaChange refuses (ErrNotOwner) a quota change by uid that only the
-// admin (root, the daemon's user) may make: a raise or a clear.
-func (m *modelNode) quotaChange(uid uint32, value string) error {
-	if uid == 0 || uid == m.s.uid {
-		return nil
-	}
-	next, err := store.ParseBytes(strings.TrimSpace(value))
-	if err != nil {
-		return nil // refused as a bad value by the setter itself
-	}
-	cur, _ := m.xattrs().Get("quota")
-	now, _ := strconv.ParseInt(cur, 10, 64)
-	if next == 0 || (now != 0 && next > now) {
-		return fmt.Errorf("quota %d over %d: only root or the daemon's user raises or clears a quota: %w", next, now, store.ErrNotOwner)
-	}
-	return nil
+	return m.s.setxattr(m.xattrs(ctx), m.model, attr, data)
 }
 
 // Removexattr is refused: the attributes always exist.
@@ -128,12 +103,12 @@ func (m *modelNode) Removexattr(ctx context.Context, attr string) syscall.Errno 
 	if errno := m.s.checkModelOwner(ctx, m.model, attr); errno != 0 {
 		return errno
 	}
-	return m.s.removexattr(m.xattrs(), m.model, attr)
+	return m.s.removexattr(m.xattrs(ctx), m.model, attr)
 }
 
 // Listxattr lists user.ucm.* of a model.
 func (m *modelNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	return listxattr(m.xattrs(), dest)
+	return listxattr(m.xattrs(ctx), dest)
 }
 
 // xattrs is the attribute table of a directory below a files model's

@@ -70,7 +70,7 @@ func TestXattrsNodes(t *testing.T) {
 	if errno := m.Setxattr(context.Background(), "user.ucm.quota", []byte("12345"), 0); errno != 0 {
 		t.Fatal(errno)
 	}
-	if v, _ := m.xattrs().Get("quota"); v != "12345" {
+	if v, _ := m.xattrs(context.Background()).Get("quota"); v != "12345" {
 		t.Errorf("quota = %q", v)
 	}
 }

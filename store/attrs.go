@@ -222,12 +222,13 @@ func (s *Store) reprAttr(k format.Key, name string, header func() ([]byte, error
 	return "", ErrNoAttr
 }
 
-// ModelAttrs is the table of a model directory: blocks and bytes, and the
-// settings quota, repr_kind, layout, group and key_pattern (writable, kept
-// in the model's settings record).
+// ModelAttrs is the table of a model directory for the user uid: blocks
+// and bytes, and the settings quota, repr_kind, layout, group and
+// key_pattern (writable, kept in the model's settings record; the quota
+// as uid may change it: SetQuota).
 //
 // A files model has pinned too: its root's directory pin (dir_pins.go).
-func (s *Store) ModelAttrs(model string) *Attrs {
+func (s *Store) ModelAttrs(model string, uid uint32) *Attrs {
 	names, writable := modelAttrNames, map[string]bool{"quota": true, "repr_kind": true, "layout": true, "group": true, "key_pattern": true}
 	if s.Layout(model) == LayoutFiles {
 		names, writable["pinned"] = append(slices.Clone(names), "pinned"), true
@@ -269,7 +270,7 @@ func (s *Store) ModelAttrs(model string) *Attrs {
 			if err != nil {
 				return err
 			}
-			return s.setQuota(model, n)
+			return s.SetQuota(model, n, uid)
 		}}
 }
 

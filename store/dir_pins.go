@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -226,4 +227,32 @@ func (s *Store) dropDirPin(model, dir string) {
 	if err := s.recordDirPins(model, next); err != nil {
 		s.log.Warn("pin of a removed directory not dropped from the record", "model", model, "dir", "/"+dir, "err", err)
 	}
+}
+
+// checkedPins is the pinned directories of model's record that name a
+// directory within the model ("" or a clean path: format.ValidateFilePath),
+// the first MaxDirPins of them: the record is read from the tiers, where a
+// damaged file or whoever writes a shared tier may have put anything. The
+// others are logged, in one line.
+func (s *Store) checkedPins(model string, dirs []string) []string {
+	kept := make([]string, 0, min(len(dirs), MaxDirPins))
+	var first error
+	for _, d := range dirs {
+		err := error(nil)
+		if d != "" {
+			err = format.ValidateFilePath(d)
+		}
+		if err == nil && len(kept) == MaxDirPins {
+			err = fmt.Errorf("more than %d pinned directories", MaxDirPins)
+		}
+		if err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		kept = append(kept, d)
+	}
+	if first != nil {
+		s.log.Warn("pinned directories of the record refused: not within the model, or too many", "model", model, "refused", len(dirs)-len(kept), "err", first)
+	}
+	return kept
 }

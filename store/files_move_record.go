@@ -1,9 +1,14 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // A directory move is not atomic on the tiers (files_move_dir.go): its
@@ -28,6 +33,68 @@ type DirMoveRecord struct {
 	ToModel string `json:"to_model"`
 	To      string `json:"to"`
 	UID     uint32 `json:"uid"`
+}
+
+// A record is read from the tiers, where a damaged file or, on a shared
+// tier, whoever writes the share (another host, its users) may have put
+// anything: the store takes only moves that stay within files models, by
+// clean paths (checkMoveRecord), and from a shared tier only moves within
+// the model whose record holds them, for no user of this host (uids are
+// host-local; the daemon's user is charged the directories it makes).
+// The others are dropped from the record as it is read (never finished,
+// and gone from it the next time the store writes it), with one warning
+// per record.
+
+// checkMoveRecord refuses (ErrInvalid) a move of model's record that
+// would reach beyond the files models it names: From and To relative,
+// clean, within a model (format.ValidateFilePath: no "..", no "." or
+// empty component, no leading '/', no NUL), To not From nor beneath it in
+// the same model, ToModel a model name; layout is model's. shared: read
+// from a shared tier, where ToModel must be model itself (another model
+// is another owner's on this host).
+func checkMoveRecord(model, layout string, r DirMoveRecord, shared bool) error {
+	if layout != LayoutFiles {
+		return fmt.Errorf("model %s has the layout %q, not files: %w", model, layout, ErrInvalid)
+	}
+	for _, p := range []string{r.From, r.To} {
+		if err := format.ValidateFilePath(p); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrInvalid)
+		}
+	}
+	if err := format.ValidateModel(r.ToModel); err != nil {
+		return fmt.Errorf("%w: %w", err, ErrInvalid)
+	}
+	if shared && r.ToModel != model {
+		return fmt.Errorf("a shared tier's record moves files of %s into %s: %w", model, r.ToModel, ErrInvalid)
+	}
+	if r.ToModel == model && (r.To == r.From || strings.HasPrefix(r.To, r.From+"/")) {
+		return fmt.Errorf("%s into itself (%s): %w", r.From, r.To, ErrInvalid)
+	}
+	return nil
+}
+
+// checkedMoves is the moves of model's record v that checkMoveRecord
+// takes; those from a shared tier are the daemon user's. The others are
+// logged, in one line.
+func (s *Store) checkedMoves(model string, v *Settings, shared bool) []DirMoveRecord {
+	var kept []DirMoveRecord
+	var first error
+	refused := 0
+	for _, r := range v.Moves {
+		if err := checkMoveRecord(model, v.Layout, r, shared); err != nil {
+			first = cmp.Or(first, err)
+			refused++
+			continue
+		}
+		if shared {
+			r.UID = daemonOwner.Uid
+		}
+		kept = append(kept, r)
+	}
+	if refused > 0 {
+		s.log.Warn("directory move record refused: its moves reach beyond the model, not finished", "model", model, "refused", refused, "shared", shared, "err", first)
+	}
+	return kept
 }
 
 // record is m's DirMoveRecord.
@@ -76,6 +143,9 @@ func (s *Store) finishDirMoves() {
 // crash only loses its old path, the others move (MoveFile); then the
 // old directories go.
 func (s *Store) finishDirMove(model string, r DirMoveRecord) error {
+	if !s.Files(r.ToModel) {
+		return fmt.Errorf("model %s has the layout %q, not files: %w", r.ToModel, s.Layout(r.ToModel), ErrInvalid)
+	}
 	if !s.FilesDir(model, r.From) {
 		return nil // the crash came after the last old directory went
 	}

@@ -13,7 +13,7 @@ import (
 func TestKeyPattern(t *testing.T) {
 	s := newTestStore(t, Options{Layout: LayoutFiles})
 	s.AddModel("sg")
-	a := s.ModelAttrs("sg")
+	a := s.ModelAttrs("sg", 0)
 	vllm := format.FileKey("sg", "abc/de_g0/"+"abcdef0000000000000000000000000000000000000000000000000000000102.bin")
 	sglang := format.FileKey("sg", "00000000000000000000000000000000000000000000000000000000000000ff_qwen_0_1.bin")
 	if h, ok := s.EngineHash(vllm); !ok || h != 0x102 {

@@ -223,11 +223,15 @@ func (s *Store) modelEmpty(model string) bool {
 	return empty
 }
 
-// RemoveModel drops an empty model (ErrNotEmpty while a tier holds a
-// file of it): its directories go from every tier (after the GPU loads of
-// its blocks), and it leaves the registry with its hits, quota and sidecar
-// setting.
-func (s *Store) RemoveModel(model string) error {
+// RemoveModel drops an empty model for the user uid (ErrNotEmpty while a
+// tier holds a file of it; ErrNotOwner for a user other than the admin
+// while it has a quota the admin set: quota_rights.go): its directories go
+// from every tier (after the GPU loads of its blocks), and it leaves the
+// registry with its hits, quota and sidecar setting.
+func (s *Store) RemoveModel(model string, uid uint32) error {
+	if err := s.checkRemoval(model, uid); err != nil {
+		return err
+	}
 	if !s.modelEmpty(model) {
 		return fmt.Errorf("model %s still holds files: %w", model, ErrNotEmpty)
 	}
@@ -248,17 +252,6 @@ func (s *Store) RemoveModel(model string) error {
 
 // quota is model's quota in bytes, 0 when none is set.
 func (s *Store) quota(model string) int64 { return s.quotas.get(model) }
-
-// setQuota sets model's quota in bytes (kept in its settings record); 0
-// removes it.
-func (s *Store) setQuota(model string, limit int64) error {
-	limit = max(limit, 0)
-	if err := s.updateSettings(model, func(v *Settings) error { v.Quota = limit; return nil }); err != nil {
-		return err
-	}
-	s.quotas.set(model, limit)
-	return nil
-}
 
 // dirNames lists the names of the directories in dir (nil on any error).
 func dirNames(dir string) []string {

@@ -29,6 +29,10 @@ type Settings struct {
 	ReprKind string `json:"repr_kind,omitempty"`
 	// Quota is user.ucm.quota in bytes; 0 is none.
 	Quota int64 `json:"quota,omitempty"`
+	// QuotaByOwner says the model's owner set Quota where there was none
+	// (quota_rights.go); false: the admin's, which holds against the
+	// owner.
+	QuotaByOwner bool `json:"quota_by_owner,omitempty"`
 	// KeyPattern is user.ucm.key_pattern (key_pattern.go): how the
 	// engine's block hash is read from a file's path; "" is the default
 	// rule (events.EngineHash).
@@ -90,6 +94,13 @@ func (s *Store) loadSettings(model string) Settings {
 			o := unreadableOwner
 			v.Owner = &o
 		}
+		// Paths the store acts on: within the model (files_move_record.go, dir_pins.go).
+		if len(v.Moves) > 0 {
+			v.Moves = s.checkedMoves(model, &v, shared)
+		}
+		if len(v.PinnedDirs) > 0 {
+			v.PinnedDirs = s.checkedPins(model, v.PinnedDirs)
+		}
 	} else if !errors.Is(err, tiers.ErrNotFound) {
 		o := unreadableOwner // not read (an I/O error, or not a model name): not cached, closed
 		return Settings{Owner: &o}
@@ -135,7 +146,7 @@ func (s *Store) updateSettings(model string, fn func(*Settings) error) error {
 
 func settingsEqual(a, b Settings) bool {
 	return a.Layout == b.Layout && slices.Equal(a.ShardWidths, b.ShardWidths) &&
-		a.Group == b.Group && a.ReprKind == b.ReprKind && a.Quota == b.Quota && a.KeyPattern == b.KeyPattern && slices.Equal(a.PinnedDirs, b.PinnedDirs) && slices.Equal(a.Moves, b.Moves) &&
+		a.Group == b.Group && a.ReprKind == b.ReprKind && a.Quota == b.Quota && a.QuotaByOwner == b.QuotaByOwner && a.KeyPattern == b.KeyPattern && slices.Equal(a.PinnedDirs, b.PinnedDirs) && slices.Equal(a.Moves, b.Moves) &&
 		(a.Owner == nil) == (b.Owner == nil) && (a.Owner == nil || *a.Owner == *b.Owner)
 }
 

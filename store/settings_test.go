@@ -24,7 +24,7 @@ func TestSettingsPersist(t *testing.T) {
 	s.AddModel(testModel)
 	for _, err := range []error{
 		s.setLayout(testModel, LayoutUCMPosix), s.SetModelGroup(testModel, "swa:4096"),
-		s.setReprKind(testModel, "max"), s.setQuota(testModel, 1<<20),
+		s.setReprKind(testModel, "max"), s.SetQuota(testModel, 1<<20, 0),
 	} {
 		if err != nil {
 			t.Fatal(err)

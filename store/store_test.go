@@ -98,14 +98,14 @@ func TestPublishRules(t *testing.T) {
 		t.Fatalf("past the size limit: %v, want ErrTooBig", err)
 	}
 	k, d := testBlock(2, 1024)
-	s.setQuota(testModel, 512)
+	s.SetQuota(testModel, 512, 0)
 	if _, err := publish(t, s, k, d); !errors.Is(err, ErrQuota) {
 		t.Fatalf("past the quota: %v, want ErrQuota", err)
 	}
 	if s.stack.Has(big) || s.stack.Has(k) || s.ModelExists(testModel) {
 		t.Fatal("a refused write left a block or a model")
 	}
-	s.setQuota(testModel, 0)
+	s.SetQuota(testModel, 0, 0)
 	info, err := publish(t, s, k, d)
 	if err != nil || info.Size != int64(len(d)) {
 		t.Fatalf("publish: %+v, %v", info, err)
@@ -116,7 +116,7 @@ func TestPublishRules(t *testing.T) {
 	if st := s.Snapshot(); st.Tiers[0].BytesIn != int64(len(d)) {
 		t.Errorf("bytes in of the memory tier: %d, want %d", st.Tiers[0].BytesIn, len(d))
 	}
-	if err := s.RemoveModel(testModel); err == nil {
+	if err := s.RemoveModel(testModel, 0); err == nil {
 		t.Error("removed a model that holds a block")
 	}
 }
