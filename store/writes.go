@@ -561,7 +561,12 @@ func (w *Draft) IsStaging() bool {
 // once when no descriptor of it is open, or all are closed by the writer
 // (the verdict is returned), else when the creating process has closed
 // them all (nil now).
-func (w *Draft) Rename(ctx context.Context) error { return w.rename(ctx, false) }
+func (w *Draft) Rename(ctx context.Context) error {
+	if err := w.roomToPublish(w.key.Model); err != nil {
+		return err
+	}
+	return w.rename(ctx, false)
+}
 
 // rename is Rename. With own set (a File renamed to another name of its
 // model, RenameTo), a file that a descriptor still holds open stays its

@@ -20,6 +20,9 @@ func (w *Draft) RenameTo(ctx context.Context, key format.Key) error {
 	if key.Kind != format.File || key.Model != w.key.Model {
 		return fmt.Errorf("%w: %s cannot become %s", ErrInvalid, w.key, key)
 	}
+	if err := w.roomToPublish(key.Model); err != nil {
+		return err
+	}
 	w.mu.Lock()
 	if w.done {
 		w.mu.Unlock()
@@ -197,4 +200,49 @@ func (s *Store) KeepDurable(ctx context.Context, from, to format.Key) error {
 		return fmt.Errorf("making %s durable before %s goes: %w", to, from, err)
 	}
 	return nil
+}
+
+// roomToPublish checks, for a rename that publishes the file (no
+// descriptor holds it open), that model's quota and its owner's budget
+// take it: a rename they refuse fails before anything changes, the
+// staging file still there with its bytes (a failed rename changes
+// nothing, as rename(2)). A quota changed between this check and the
+// publish still fails the publish, as before.
+func (w *Draft) roomToPublish(model string) error {
+	w.mu.Lock()
+	if w.done || !w.allClosed() {
+		w.mu.Unlock()
+		return nil
+	}
+	size := w.sizeLocked()
+	w.mu.Unlock()
+	if err := w.s.mayAdmit(model, size); err != nil {
+		return fmt.Errorf("model %s: %w", model, err)
+	}
+	return nil
+}
+
+// sizeLocked is the file's size now (under mu): its descriptor's, or the
+// size it was parked with.
+func (w *Draft) sizeLocked() int64 {
+	if w.f != nil {
+		if st, err := w.f.Stat(); err == nil {
+			return st.Size()
+		}
+	}
+	return w.size
+}
+
+// mayAdmit reports whether size more bytes would pass model's quota or
+// its owner's budget now (admit and admitUser, taken back at once).
+func (s *Store) mayAdmit(model string, size int64) error {
+	if err := s.admit(model, size); err != nil {
+		return err
+	}
+	s.unadmit(model, size)
+	uid, charged, err := s.admitUser(model, size)
+	if charged {
+		s.unadmitUser(uid, size)
+	}
+	return err
 }
