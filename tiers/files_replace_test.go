@@ -164,3 +164,49 @@ func TestFilesReplacedKeepsOldOnDisk(t *testing.T) {
 		t.Errorf("tier room %d of %d, %d files, after the unlink", r, u.Capacity, u.Files)
 	}
 }
+
+// TestDropSparesNewerVersion replays, step by step, the race that made
+// files written whole vanish: the last tier's eviction chooses a File's
+// version (Oldest), a new version of the name is published meanwhile
+// (in memory, dirty, not yet written back), then the eviction drops what
+// it chose. Only the chosen version goes: the new one is still read, and
+// written back.
+func TestDropSparesNewerVersion(t *testing.T) {
+	s := newTestStack(t, 64<<20, t.TempDir(), StackConfig{})
+	k := format.FileKey("engine", "f00000.bin")
+	old, newer := make([]byte, 1<<20), make([]byte, 512<<10)
+	for i := range old {
+		old[i] = 1
+	}
+	for i := range newer {
+		newer[i] = 2
+	}
+	if err := replaceFile(s, k, old, true); err != nil { // on the nvme tier
+		t.Fatal(err)
+	}
+	d := s.dirs[0]
+	victims := d.Oldest(64)
+	if len(victims) != 1 || victims[0].Key != k {
+		t.Fatalf("the eviction's choice: %v", victims)
+	}
+	if err := replaceFile(s, k, newer, false); err != nil {
+		t.Fatal(err)
+	}
+	err := s.evictFrom(len(s.dirs)-1, victims[0], false)
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("the drop of a version replaced since it was chosen: %v, want ErrNotFound", err)
+	}
+	got, _, err := s.ReadFile(k, int64(len(newer)))
+	if err != nil || len(got) != len(newer) || got[0] != 2 {
+		t.Fatalf("the new version after the drop: %d bytes, %v", len(got), err)
+	}
+	if err := s.Flush(context.Background(), k); err != nil {
+		t.Fatalf("write-back of the new version: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(d.Dir(), k.Path())); err != nil || len(b) != len(newer) || b[0] != 2 {
+		t.Fatalf("the new version on the nvme tier: %d bytes, %v", len(b), err)
+	}
+	if n := s.Stats().Drops; n != 0 {
+		t.Errorf("drops counted %d, want 0", n)
+	}
+}

@@ -143,10 +143,14 @@ func TestFilesKeep(t *testing.T) {
 		}
 	}
 	last := len(s.dirs) - 1
-	if err := s.evictFrom(last, cfg, false); err == nil {
+	info := func(k format.Key) Info {
+		i, _, _ := indexGet(s.dirs[last].idx, k)
+		return i
+	}
+	if err := s.evictFrom(last, info(cfg), false); err == nil {
 		t.Error("a kept file was dropped")
 	}
-	if err := s.evictFrom(last, blk, false); err != nil {
+	if err := s.evictFrom(last, info(blk), false); err != nil {
 		t.Errorf("dropping a block: %v", err)
 	}
 	if !s.Has(cfg) || s.Has(blk) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
 // demoteLoop keeps every directory tier under its high watermark: once a
@@ -50,7 +51,7 @@ func (s *Stack) demote(i int) {
 				passed = true
 				continue
 			}
-			err := s.evictFrom(i, v.Key, false)
+			err := s.evictFrom(i, v, false)
 			switch {
 			case err == nil:
 				progress = true
@@ -98,7 +99,7 @@ func (s *Stack) makeRoomOn(i int, size int64) bool {
 				passed = true
 				continue
 			}
-			err := s.evictFrom(i, v.Key, force)
+			err := s.evictFrom(i, v, force)
 			if err == nil {
 				freed += max(v.Size, 1) // an empty file frees a file (MaxFiles)
 			} else if errors.Is(err, errStays) {
@@ -127,13 +128,13 @@ func (s *Stack) makeRoomOn(i int, size int64) bool {
 	return d.FSNeed(size) == 0
 }
 
-// evictFrom takes k off dirs[i]: down to the next tier, or out of the
-// last one (force: a kept file too).
-func (s *Stack) evictFrom(i int, k format.Key, force bool) error {
+// evictFrom takes v, a file Oldest chose, off dirs[i]: down to the next
+// tier, or out of the last one (force: a kept file too).
+func (s *Stack) evictFrom(i int, v Info, force bool) error {
 	if i+1 < len(s.dirs) {
-		return s.moveDown(s.dirs[i], s.dirs[i+1], k)
+		return s.moveDown(s.dirs[i], s.dirs[i+1], v.Key)
 	}
-	return s.drop(s.dirs[i], k, force)
+	return s.drop(s.dirs[i], v, force)
 }
 
 // moveDown copies k from d to the next tier, then removes it from d.
@@ -156,10 +157,17 @@ func (s *Stack) moveDown(d, next *DirTier, k format.Key) error {
 // the recent end of the tier's order, so that eviction looks past it.
 var errStays = fmt.Errorf("stays: %w", ErrNotFound)
 
-// drop removes k from the last tier and from the whole stack, unless its
-// block is pinned in memory or, without force, it is kept (SetKeep). A
-// block's sidecar goes with it.
-func (s *Stack) drop(d *DirTier, k format.Key, force bool) error {
+// drop removes v, the version of a file the last tier holds, from that
+// tier and from every tier that holds the same version, unless its block
+// is pinned in memory or, without force, it is kept (SetKeep). A block's
+// sidecar goes with it. A newer version of the name published since v
+// was chosen (a File replaced: its new version in memory, not yet
+// written back) is not v: it stays, and v, superseded, is the new
+// version's to replace; drop then does nothing (ErrNotFound). (Dropping
+// the key from every tier dropped the new version with the old one:
+// files written whole vanished under eviction.)
+func (s *Stack) drop(d *DirTier, v Info, force bool) error {
+	k := v.Key
 	pin := k // a sidecar goes with its block, and stays while it is pinned
 	if k.Kind == format.Repr {
 		pin = format.Key{Model: k.Model, ID: k.ID}
@@ -173,8 +181,54 @@ func (s *Stack) drop(d *DirTier, k format.Key, force bool) error {
 		d.idx.Touch(k)
 		return fmt.Errorf("%s: kept, never dropped while others may be: %w", k, errStays)
 	}
-	s.stats.drops.Add(1)
-	return s.Remove(k)
+	mu := s.keyLock(k)
+	mu.Lock()
+	dropped := s.dropVersionLocked(d, v)
+	mu.Unlock()
+	if !dropped {
+		return fmt.Errorf("%s: replaced since it was chosen: %w", k, ErrNotFound)
+	}
+	n := s.stats.drops.Add(1)
+	if s.dropLog.Allow(time.Now()) {
+		// A drop is never silent: the last tier had no room, and what it
+		// held is a miss now. One line a minute, with the count.
+		s.log.Info("the last tier made room: files dropped, a miss when asked for again",
+			"tier", d.Name(), "dropped", n-s.dropsLogged.Swap(n), "last", k.String())
+	}
+	if k.Kind == format.Block {
+		s.removeKey(format.Key{Model: k.Model, ID: k.ID, Kind: format.Repr}, false)
+	}
+	s.signalRoom()
+	return nil
+}
+
+// dropVersionLocked removes k from every tier whose index holds the
+// version v (its size and publish time), under k's stripe lock, if d's
+// does; it reports whether d's did.
+func (s *Stack) dropVersionLocked(d *DirTier, v Info) bool {
+	k := v.Key
+	same := func(x *index.Index) bool {
+		info, _, ok := indexGet(x, k)
+		return ok && info.Size == v.Size && info.MTime.Equal(v.MTime)
+	}
+	if !same(d.idx) {
+		return false
+	}
+	if same(s.mem.idx) {
+		_ = s.mem.Remove(k)
+	}
+	for _, t := range s.dirs {
+		if !same(t.idx) {
+			continue
+		}
+		if err := t.remove(k, false); err != nil && !errors.Is(err, ErrNotFound) {
+			s.log.Warn("remove failed on a tier", "key", k.String(), "tier", t.Name(), "err", err)
+		}
+	}
+	s.mu.Lock()
+	delete(s.verified, k)
+	s.mu.Unlock()
+	return true
 }
 
 // Unchanged is MemTier.Unchanged of the memory tier, under k's lock so

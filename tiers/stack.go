@@ -113,6 +113,10 @@ type Stack struct {
 	// keptWarned is when the last tier last logged that it drops kept
 	// files (unix nanoseconds): once a minute at most.
 	keptWarned atomic.Int64
+	// dropLog lets the line of the last tier's drops out once a minute;
+	// dropsLogged is the drops counter at the last line.
+	dropLog     logEvery
+	dropsLogged atomic.Int64
 
 	stop chan struct{}
 	wg   sync.WaitGroup

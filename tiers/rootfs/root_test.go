@@ -58,8 +58,16 @@ func TestNoOperationFollowsALink(t *testing.T) {
 	var st unix.Stat_t
 	var buf [16]byte
 	ops := map[string]func() error{
-		"create":      func() error { f, err := r.OpenFile("m/x/evil.txt", unix.O_WRONLY|unix.O_CREAT, 0o644); closeIf(f); return err },
-		"overwrite":   func() error { f, err := r.OpenFile("m/x/secret.txt", unix.O_WRONLY|unix.O_TRUNC, 0); closeIf(f); return err },
+		"create": func() error {
+			f, err := r.OpenFile("m/x/evil.txt", unix.O_WRONLY|unix.O_CREAT, 0o644)
+			closeIf(f)
+			return err
+		},
+		"overwrite": func() error {
+			f, err := r.OpenFile("m/x/secret.txt", unix.O_WRONLY|unix.O_TRUNC, 0)
+			closeIf(f)
+			return err
+		},
 		"open link":   func() error { f, err := r.OpenRegular("m/d/lnk"); closeIf(f); return err },
 		"mkdir":       func() error { return r.Mkdir("m/x/made", 0o755) },
 		"mkdirall":    func() error { return r.MkdirAll("m/x/made/deeper", 0o755) },
