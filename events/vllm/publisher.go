@@ -135,7 +135,8 @@ func CheckEndpoint(ep string) error {
 	return fmt.Errorf("kv events endpoint %q: want tcp://HOST:PORT or ipc://PATH", ep)
 }
 
-// nextPort is ep with its port plus one (tcp only; "" otherwise).
+// nextPort is ep with its port plus one (tcp only; "" otherwise), or
+// port 0 again where ep's is 0 (the kernel picks both).
 func nextPort(ep string) string {
 	host, port, err := net.SplitHostPort(strings.TrimPrefix(ep, "tcp://"))
 	if err != nil || !strings.HasPrefix(ep, "tcp://") {
@@ -144,6 +145,9 @@ func nextPort(ep string) string {
 	p, err := strconv.Atoi(port)
 	if err != nil {
 		return ""
+	}
+	if p == 0 {
+		return ep
 	}
 	return "tcp://" + net.JoinHostPort(host, strconv.Itoa(p+1))
 }
@@ -236,6 +240,19 @@ func (p *Publisher) ReplayEndpoint() string {
 		return ""
 	}
 	return p.cfg.Replay
+}
+
+// Addr is the address the PUB socket listens on (nil where it connects
+// to a router): with port 0, the one the kernel picked.
+func (p *Publisher) Addr() net.Addr { return p.pub.Addr() }
+
+// ReplayAddr is the address the replay socket listens on (nil without
+// one).
+func (p *Publisher) ReplayAddr() net.Addr {
+	if p.replay == nil {
+		return nil
+	}
+	return p.replay.Addr()
 }
 
 // Topic is the topic frame of every message.
