@@ -22,7 +22,7 @@ var allowed = map[string][]string{
 	"gpu":                  {},
 	"gpu/fdpass":           {},
 	"events":               {"format"},
-	"events/vllm":          {"format", "events"},
+	"events/vllm":          {"format", "events", "internal/connlimit"},
 	"store":                {"format", "tiers", "sparse", "gpu", "hybrid", "events"},
 	"control/line":         {"format"},
 	"transfer":             {"format", "gpu", "gpu/fdpass", "store", "control/line"},
@@ -40,6 +40,7 @@ var allowed = map[string][]string{
 	"internal/engineproto": {},
 	"internal/lint":        {},
 	"internal/ratelog":     {},
+	"internal/connlimit":   {},
 	"internal/hashtab":     {},
 	"integration":          {"format", "hybrid", "internal/engineproto", "internal/faultfs", "internal/ucmproto"},
 
