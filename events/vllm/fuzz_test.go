@@ -1,7 +1,6 @@
 package vllm
 
 import (
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -22,14 +21,7 @@ func fuzzListener(t *testing.T, addr func(*Publisher) net.Addr, b []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := net.Dial("tcp", addr(p).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.Write(b)
-	c.(*net.TCPConn).CloseWrite()
-	io.Copy(io.Discard, c)
+	sendRaw(t, addr(p), b)
 }
 
 // seeds are inputs that reach past the handshake: a greeting, a READY of

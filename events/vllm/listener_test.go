@@ -76,9 +76,7 @@ func sendRaw(t *testing.T, addr net.Addr, b []byte) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Write(b); err != nil {
-		t.Fatal(err)
-	}
+	c.Write(b) // a listener may close before it read everything
 	c.(*net.TCPConn).CloseWrite()
 	io.Copy(io.Discard, c)
 }
