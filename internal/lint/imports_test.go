@@ -31,8 +31,8 @@ var allowed = map[string][]string{
 	"fs/light":             {"format", "internal/hashtab"},
 	"fs/ino":               {"format"},
 	"fs/uring":             {},
-	"fs":                   {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring"}, // gpu, transfer: their sentinels in the errno table
-	"cmd/ucmfs":            {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "events/vllm"},             // tiers: wiring only
+	"fs":                   {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring"},           // gpu, transfer: their sentinels in the errno table
+	"cmd/ucmfs":            {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "internal/connlimit", "events/vllm"}, // tiers: wiring only
 	"internal/faultfs":     {},
 	"internal/tiertest":    {"format", "tiers"}, // test support: stacks over real directories
 	"internal/engine":      {"gpu/fdpass"},      // test support: a stand-in engine process
