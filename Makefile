@@ -29,7 +29,7 @@ test:
 
 # Fuzz every target for FUZZTIME (seed corpora in each package's
 # testdata/fuzz/; what a run finds new stays in the Go cache). CI runs it
-# after the tests: about 10 targets x FUZZTIME. A target that fails
+# after the tests: about 13 targets x FUZZTIME. A target that fails
 # without writing a failing input to its testdata/fuzz/ is the Go fuzz
 # coordinator's own race at the end of -fuzztime ("context deadline
 # exceeded", go.dev/issue/75804, fixed in Go 1.27): it runs again, three
@@ -38,7 +38,8 @@ test:
 FUZZTIME ?= 10s
 FUZZ_TARGETS := format:FuzzDecodeBlockHeader format:FuzzDecodeReprHeader \
 	control:FuzzLookup control:FuzzPrefetch control:FuzzFlush control:FuzzGPU control:FuzzTopk \
-	sparse:FuzzDerive sparse:FuzzBuilderAdd
+	sparse:FuzzDerive sparse:FuzzBuilderAdd \
+	events/vllm:FuzzPubListener events/vllm:FuzzReplayListener cmd/ucmfs:FuzzMetricsListener
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; fn=$${t#*:}; ok=0; \

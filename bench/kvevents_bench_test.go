@@ -54,7 +54,7 @@ func makeKVTargets(tb testing.TB) []*target {
 		extra []string
 	}{
 		{"publisher-off", nil},
-		{"publisher-on", []string{"--kv-events", fmt.Sprintf("tcp://*:%d", port), "--kv-events-replay", "none"}},
+		{"publisher-on", []string{"--kv-events", fmt.Sprintf("tcp://*:%d", port), "--kv-events-replay", "none", "--kv-events-models", "*"}},
 	} {
 		mnt, tier := filepath.Join(diskDir, c.name+"-mnt"), filepath.Join(diskDir, c.name+"-tier")
 		if kvTargets.err = makeDirs(mnt); kvTargets.err != nil {

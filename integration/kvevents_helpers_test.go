@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,25 +133,17 @@ func readJournal(t *testing.T, mnt string) ([]journalLine, uint64) {
 	return nil, 0
 }
 
-// freePorts returns a TCP port p with p+1 free too (the publisher's and
-// its replay's), on the loopback.
-func freePorts(t *testing.T) int {
+// kvPorts are the ports a daemon's KV-event PUB and replay sockets
+// listen on, as it announced them (--kv-events on port 0: the kernel's).
+func kvPorts(t *testing.T, d *daemon) (pub, replay int) {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
-		l.Close()
-		if err == nil {
-			l2.Close()
-			return p
-		}
+	m := regexp.MustCompile(`KV events on .* \(listening on [^\s]*:(\d+)\), replay on .* \(listening on [^\s]*:(\d+)\)`).FindStringSubmatch(d.out.String())
+	if m == nil {
+		t.Fatalf("no KV-event ports announced:\n%s", d.out.String())
 	}
-	t.Fatal("no two free ports in a row")
-	return 0
+	pub, _ = strconv.Atoi(m[1])
+	replay, _ = strconv.Atoi(m[2])
+	return pub, replay
 }
 
 // zmqPython is a python3 that imports zmq and msgpack (Debian's
@@ -179,15 +171,16 @@ type subscriber struct {
 
 // startSubscriber starts a subscriber of the publisher on port, which
 // exits once it sees sentinel stored.
-func startSubscriber(t *testing.T, py string, port int, sentinel uint64) *subscriber {
+func startSubscriber(t *testing.T, py string, d *daemon, sentinel uint64) *subscriber {
 	t.Helper()
 	script, err := filepath.Abs(filepath.Join("testdata", "kv_subscriber.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &subscriber{out: &syncBuffer{}, done: make(chan error, 1)}
+	port, replay := kvPorts(t, d)
 	s.cmd = exec.Command(py, script, fmt.Sprintf("tcp://127.0.0.1:%d", port),
-		fmt.Sprintf("tcp://127.0.0.1:%d", port+1), strconv.FormatUint(sentinel, 10), "120")
+		fmt.Sprintf("tcp://127.0.0.1:%d", replay), strconv.FormatUint(sentinel, 10), "120")
 	s.cmd.Stdout = s.out
 	var stderr syncBuffer
 	s.cmd.Stderr = &stderr

@@ -54,6 +54,7 @@ type mountConfig struct {
 	KVEvents        string            // the KV-event publisher's endpoint; "": off
 	KVEventsReplay  string            // its replay endpoint; "": the default, "none": off
 	KVEventsTopic   string            // its topic frame; "": kv-events
+	KVEventsModels  string            // the models it publishes (comma-separated, "*": all); "": all on ipc, none allowed on tcp
 	EventsWindow    int               // events kept for readers (.ucm/events, --kv-events)
 	GPU             string            // device of .ucm/gpu: auto, cuda, sim or off
 	GPUSocket       string            // socket passing VMM descriptors; "": the default (gpuSocketPath), "off": none
@@ -154,6 +155,7 @@ type fileConfig struct {
 	KVEvents        *string        `yaml:"kv_events"`
 	KVEventsReplay  *string        `yaml:"kv_events_replay"`
 	KVEventsTopic   *string        `yaml:"kv_events_topic"`
+	KVEventsModels  *string        `yaml:"kv_events_models"`
 	EventsWindow    *int           `yaml:"events_window"`
 	GPU             *string        `yaml:"gpu"`
 	GPUSocket       *string        `yaml:"gpu_socket"`
@@ -280,7 +282,7 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 	for dst, v := range map[*string]*string{&cfg.ControlGroup: fc.ControlGroup,
 		&cfg.MetricsAddr: fc.MetricsAddr, &cfg.GPU: fc.GPU, &cfg.LogFormat: fc.LogFormat,
 		&cfg.FUSETransport: fc.FUSETransport, &cfg.KVEvents: fc.KVEvents, &cfg.KVEventsReplay: fc.KVEventsReplay,
-		&cfg.KVEventsTopic: fc.KVEventsTopic} {
+		&cfg.KVEventsTopic: fc.KVEventsTopic, &cfg.KVEventsModels: fc.KVEventsModels} {
 		if v != nil {
 			*dst = *v
 		}

@@ -53,6 +53,7 @@ type printedConfig struct {
 	KVEvents        string        `yaml:"kv_events"`
 	KVEventsReplay  string        `yaml:"kv_events_replay"`
 	KVEventsTopic   string        `yaml:"kv_events_topic"`
+	KVEventsModels  string        `yaml:"kv_events_models"`
 	EventsWindow    int           `yaml:"events_window"`
 	GPU             string        `yaml:"gpu"`
 	GPUSocket       string        `yaml:"gpu_socket"`
@@ -82,7 +83,7 @@ func printConfig(w io.Writer, cfg mountConfig) error {
 		MaxDirs: cfg.MaxDirs, MaxDirsUser: cfg.MaxDirsUser, MaxFiles: cfg.MaxFiles, MaxPinned: exactSize(cfg.MaxPinned),
 		LogLevel: strings.ToLower(cfg.LogLevel.String()), LogFormat: cfg.LogFormat, Debug: cfg.Debug,
 		ShutdownTimeout: cfg.ShutdownTimeout.String(), ControlGroup: cfg.ControlGroup, MetricsAddr: cfg.MetricsAddr,
-		KVEvents: cfg.KVEvents, KVEventsReplay: cfg.KVEventsReplay, KVEventsTopic: cfg.KVEventsTopic, EventsWindow: cfg.EventsWindow,
+		KVEvents: cfg.KVEvents, KVEventsReplay: cfg.KVEventsReplay, KVEventsTopic: cfg.KVEventsTopic, KVEventsModels: cfg.KVEventsModels, EventsWindow: cfg.EventsWindow,
 		GPU: cfg.GPU, GPUSocket: cfg.GPUSocket, CUDALibrary: cfg.CUDALibrary, ReprKind: reprString(cfg.Repr),
 		DefaultLayout: layoutString(cfg.DefaultLayout),
 	}

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"net/http"
 	"os/user"
 	"strconv"
-	"time"
 
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/urfave/cli/v3"
@@ -86,54 +81,4 @@ func checkControl(cfg mountConfig) error {
 		}
 	}
 	return nil
-}
-
-// metricsServer serves /metrics over HTTP.
-type metricsServer struct {
-	ln  net.Listener
-	srv *http.Server
-}
-
-// listenMetrics opens the metrics address before the mount, so a port in
-// use stops the daemon before it mounts anything.
-func listenMetrics(addr string) (*metricsServer, error) {
-	if addr == "" {
-		return nil, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	return &metricsServer{ln: ln}, nil
-}
-
-// start serves h at /metrics, and life's /healthz and /readyz, in the
-// background.
-func (m *metricsServer) start(h http.Handler, life *lifecycle, log *slog.Logger) {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", h)
-	life.register(mux)
-	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	go func() {
-		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server stopped", "err", err)
-		}
-	}()
-}
-
-// URL is where the metrics are served.
-func (m *metricsServer) URL() string { return "http://" + m.ln.Addr().String() + "/metrics" }
-
-// close stops serving (a scrape in progress gets a few seconds).
-func (m *metricsServer) close() {
-	if m == nil {
-		return
-	}
-	if m.srv == nil {
-		m.ln.Close()
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	m.srv.Shutdown(ctx)
 }

@@ -46,7 +46,7 @@ func TestMetricsServer(t *testing.T) {
 	life := &lifecycle{log: log}
 	m.start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ucm_test 1\n")
-	}), life, log)
+	}), life, log, nil)
 	defer m.close()
 	base := strings.TrimSuffix(m.URL(), "/metrics")
 	for path, want := range map[string]int{"/healthz": 200, "/readyz": 503} {

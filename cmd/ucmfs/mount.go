@@ -15,6 +15,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/fs"
 	"github.com/ucmfs/ucmfs/gpu"
+	"github.com/ucmfs/ucmfs/internal/connlimit"
 	ucmmetrics "github.com/ucmfs/ucmfs/metrics"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
@@ -308,7 +309,8 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		closeStack(st, cfg.ShutdownTimeout, log)
 		return err
 	}
-	kv, err := startKVEvents(cfg, core, log)
+	budget := connlimit.FromRlimit() // every listener's connections together
+	kv, err := startKVEvents(cfg, core, log, stderr, budget)
 	if err != nil {
 		core.Close()
 		closeStack(st, cfg.ShutdownTimeout, log)
@@ -331,7 +333,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		return mountError(cfg.Mountpoint, err)
 	}
 	if metrics != nil {
-		metrics.start(exported.Handler(), life, log)
+		metrics.start(exported.Handler(), life, log, budget)
 		announce(cfg, log, stderr, "metrics on %s", metrics.URL())
 	}
 	return serve(ctx, cfg, srv, core, st, life, log, stderr)

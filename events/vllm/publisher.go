@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/go-zeromq/zmq4"
 	"github.com/ucmfs/ucmfs/events"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/internal/connlimit"
 )
 
 // Source is what the publisher reads: the store's journal and its tiers.
@@ -59,6 +61,25 @@ type Config struct {
 	Pace time.Duration
 	// Logger gets the publisher's lines (default slog.Default()).
 	Logger *slog.Logger
+	// MaxSubscribers bounds the connections of a listening PUB socket
+	// (default 256), MaxReplayClients the replay socket's (default 64);
+	// past them a connection is closed at once.
+	MaxSubscribers, MaxReplayClients int
+	// Budget is the process's budget of listeners' connections, which
+	// both sockets draw on (nil: none beyond their own bounds).
+	Budget *connlimit.Budget
+	// IPCMode is the mode of an ipc socket's file (default 0600: the
+	// daemon's user alone may connect), IPCGroup its group (0: the
+	// daemon's).
+	IPCMode  fs.FileMode
+	IPCGroup int
+	// Handshake bounds the time from a connection to its peer's READY
+	// command (default 10s): one that sends nothing is closed then.
+	Handshake time.Duration
+	// Routable says which models' blocks are published (nil: every
+	// model's); the others' are left out of every batch, so a router
+	// never learns their hashes.
+	Routable func(model string) bool
 }
 
 func (c *Config) setDefaults() {
@@ -82,6 +103,18 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.MaxSubscribers <= 0 {
+		c.MaxSubscribers = 256
+	}
+	if c.MaxReplayClients <= 0 {
+		c.MaxReplayClients = 64
+	}
+	if c.Handshake <= 0 {
+		c.Handshake = 10 * time.Second
+	}
+	if c.Routable == nil {
+		c.Routable = func(string) bool { return true }
 	}
 }
 
@@ -135,7 +168,8 @@ func CheckEndpoint(ep string) error {
 	return fmt.Errorf("kv events endpoint %q: want tcp://HOST:PORT or ipc://PATH", ep)
 }
 
-// nextPort is ep with its port plus one (tcp only; "" otherwise).
+// nextPort is ep with its port plus one (tcp only; "" otherwise), or
+// port 0 again where ep's is 0 (the kernel picks both).
 func nextPort(ep string) string {
 	host, port, err := net.SplitHostPort(strings.TrimPrefix(ep, "tcp://"))
 	if err != nil || !strings.HasPrefix(ep, "tcp://") {
@@ -145,12 +179,25 @@ func nextPort(ep string) string {
 	if err != nil {
 		return ""
 	}
+	if p == 0 {
+		return ep
+	}
 	return "tcp://" + net.JoinHostPort(host, strconv.Itoa(p+1))
 }
 
-// zmqAddr is ep as zmq4 takes it ("*" is "" there: every address).
-func zmqAddr(ep string) string {
-	return strings.Replace(ep, "tcp://*:", "tcp://:", 1)
+// guardedEndpoint registers ep (tcp://HOST:PORT, "*" for every
+// address, or ipc://PATH) with the bounds of its socket, and returns it
+// as zmq4 takes it (see transport.go).
+func (p *Publisher) guardedEndpoint(ep string, b *bounds, maxConns int, name string) string {
+	e := &endpoint{network: "tcp", addr: strings.Replace(strings.TrimPrefix(ep, "tcp://"), "*:", ":", 1), b: b,
+		conns: connlimit.Options{Name: name, Max: maxConns, Budget: p.cfg.Budget, Log: p.log},
+		mode:  ipcMode{perm: p.cfg.IPCMode, gid: p.cfg.IPCGroup}, log: p.log, handshake: p.cfg.Handshake}
+	if path, ok := strings.CutPrefix(ep, "ipc://"); ok {
+		e.network, e.addr = "unix", path
+	}
+	zep := register(e)
+	p.keys = append(p.keys, zep)
+	return zep
 }
 
 // Publisher sends the journal's events as vLLM KV events; see the
@@ -163,6 +210,7 @@ type Publisher struct {
 	replay zmq4.Socket // nil: no replay socket
 	cancel context.CancelFunc
 	done   sync.WaitGroup
+	keys   []string // the endpoints registered with the transport
 	tiers  events.Tiers
 
 	seq   uint64 // the number of the next batch
@@ -187,22 +235,24 @@ func Start(cfg Config, src Source) (*Publisher, error) {
 	}
 	var err error
 	listened := false
+	zep := p.guardedEndpoint(cfg.Endpoint, &pubBounds, cfg.MaxSubscribers, "kv events")
 	switch {
 	case binds(cfg.Endpoint):
-		err, listened = p.pub.Listen(zmqAddr(cfg.Endpoint)), true
+		err, listened = p.pub.Listen(zep), true
 	case local(cfg.Endpoint):
 		// This host's address: listen there, as a subscriber on this
 		// host expects; where a router here listens already, connect.
-		if err = p.pub.Listen(zmqAddr(cfg.Endpoint)); errors.Is(err, syscall.EADDRINUSE) {
-			err = p.pub.Dial(cfg.Endpoint)
+		if err = p.pub.Listen(zep); errors.Is(err, syscall.EADDRINUSE) {
+			err = p.pub.Dial(zep)
 		} else {
 			listened = true
 		}
 	default:
-		err = p.pub.Dial(cfg.Endpoint)
+		err = p.pub.Dial(zep)
 	}
 	if err != nil {
 		p.pub.Close()
+		p.forget()
 		cancel()
 		return nil, fmt.Errorf("kv events: %s: %w", cfg.Endpoint, err)
 	}
@@ -213,12 +263,14 @@ func Start(cfg Config, src Source) (*Publisher, error) {
 	if cfg.Replay != "" && cfg.Replay != "none" {
 		if err := CheckEndpoint(cfg.Replay); err != nil {
 			p.pub.Close()
+			p.forget()
 			cancel()
 			return nil, err
 		}
 		p.replay = zmq4.NewRouter(ctx, zmq4.WithID(zmq4.SocketIdentity("ucmfs-replay")))
-		if err := p.replay.Listen(zmqAddr(cfg.Replay)); err != nil {
+		if err := p.replay.Listen(p.guardedEndpoint(cfg.Replay, &replayBounds, cfg.MaxReplayClients, "kv events replay")); err != nil {
 			p.pub.Close()
+			p.forget()
 			cancel()
 			return nil, fmt.Errorf("kv events replay: %s: %w", cfg.Replay, err)
 		}
@@ -238,6 +290,19 @@ func (p *Publisher) ReplayEndpoint() string {
 	return p.cfg.Replay
 }
 
+// Addr is the address the PUB socket listens on (nil where it connects
+// to a router): with port 0, the one the kernel picked.
+func (p *Publisher) Addr() net.Addr { return p.pub.Addr() }
+
+// ReplayAddr is the address the replay socket listens on (nil without
+// one).
+func (p *Publisher) ReplayAddr() net.Addr {
+	if p.replay == nil {
+		return nil
+	}
+	return p.replay.Addr()
+}
+
 // Topic is the topic frame of every message.
 func (p *Publisher) Topic() string { return p.cfg.Topic }
 
@@ -249,13 +314,22 @@ func (p *Publisher) Close() error {
 		err = errors.Join(err, p.replay.Close())
 	}
 	p.done.Wait()
+	p.forget()
 	return err
+}
+
+// forget forgets the endpoints registered with the transport.
+func (p *Publisher) forget() {
+	for _, k := range p.keys {
+		forget(k)
+	}
 }
 
 // run publishes: a cleared batch and the walk of every tier, then the
 // journal from where it stood before the walk, and again after a gap.
 func (p *Publisher) run(ctx context.Context) {
 	defer p.done.Done()
+	defer recovered(p.log, "kv events: the publisher")
 	j := p.src.Events()
 	buf := make([]events.Event, 1024)
 	linger := time.NewTimer(0)
@@ -303,7 +377,7 @@ func (p *Publisher) resync(ctx context.Context) {
 	for tier, medium := range p.tiers.Mediums {
 		p.src.EachHeld(tier, func(k format.Key) bool {
 			h, ok := p.tiers.Hash(k)
-			if !ok {
+			if !ok || !p.cfg.Routable(k.Model) {
 				return true
 			}
 			p.addHash(true, medium, h)
@@ -328,7 +402,7 @@ func (p *Publisher) add(e *events.Event) {
 		p.batch = append(p.batch, event{cleared: true})
 	case events.Stored, events.Removed:
 		h, ok := p.tiers.Hash(e.Key)
-		if !ok || e.Tier < 0 || e.Tier >= len(p.tiers.Mediums) {
+		if !ok || !p.cfg.Routable(e.Key.Model) || e.Tier < 0 || e.Tier >= len(p.tiers.Mediums) {
 			return
 		}
 		p.addHash(e.Type == events.Stored, p.tiers.Mediums[e.Tier], h)
@@ -377,6 +451,7 @@ var endSeq = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 // kept batch from start on, then the end marker.
 func (p *Publisher) serveReplays() {
 	defer p.done.Done()
+	defer recovered(p.log, "kv events: the replay server")
 	for {
 		msg, err := p.replay.Recv()
 		if err != nil {

@@ -23,7 +23,7 @@ var allowed = map[string][]string{
 	"gpu":                  {},
 	"gpu/fdpass":           {},
 	"events":               {"format"},
-	"events/vllm":          {"format", "events"},
+	"events/vllm":          {"format", "events", "internal/connlimit"},
 	"store":                {"format", "tiers", "sparse", "gpu", "hybrid", "events"},
 	"control/line":         {"format"},
 	"transfer":             {"format", "gpu", "gpu/fdpass", "store", "control/line"},
@@ -32,8 +32,8 @@ var allowed = map[string][]string{
 	"fs/light":             {"format", "internal/hashtab"},
 	"fs/ino":               {"format"},
 	"fs/uring":             {},
-	"fs":                   {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring"}, // gpu, transfer: their sentinels in the errno table
-	"cmd/ucmfs":            {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "events/vllm"},             // tiers: wiring only
+	"fs":                   {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring"},           // gpu, transfer: their sentinels in the errno table
+	"cmd/ucmfs":            {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "internal/connlimit", "events/vllm"}, // tiers: wiring only
 	"internal/faultfs":     {},
 	"internal/tiertest":    {"format", "tiers"}, // test support: stacks over real directories
 	"internal/engine":      {"gpu/fdpass"},      // test support: a stand-in engine process
@@ -41,6 +41,7 @@ var allowed = map[string][]string{
 	"internal/engineproto": {},
 	"internal/lint":        {},
 	"internal/ratelog":     {},
+	"internal/connlimit":   {},
 	"internal/hashtab":     {},
 	"integration":          {"format", "hybrid", "internal/engineproto", "internal/faultfs", "internal/ucmproto"},
 
