@@ -156,6 +156,14 @@ type DirTier struct {
 	trash dirTrash      // removed files the reaper unlinks (dir_trash.go)
 	sup   supersededSet // files replaced by versions not committed here yet (dir_supersede.go)
 
+	// rootLost: the directory the tier holds went (dir_root.go);
+	// onRootLost, the stack's, is told the keys that went with it and
+	// returns how many memory keeps; reattachLog paces the line of a
+	// directory back at the path but not taken.
+	rootLost    atomic.Bool
+	onRootLost  atomic.Pointer[func([]format.Key) int]
+	reattachLog logEvery
+
 	closed atomic.Bool
 	stop   chan struct{}
 	wg     sync.WaitGroup

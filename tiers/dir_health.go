@@ -260,15 +260,29 @@ func (t *DirTier) probe() {
 	if !t.probeBusy.CompareAndSwap(false, true) {
 		return
 	}
+	if t.lostRoot() {
+		t.reattach()
+		t.probeBusy.Store(false)
+		return
+	}
 	writes := t.health.failing() != nil
+	var lost string
 	err := t.run("probe", func() error {
 		defer t.probeBusy.Store(false)
+		if gone, why, err := t.fs.Gone(); err == nil && gone {
+			lost = why
+			return nil
+		}
 		var st unix.Statfs_t
 		if err := t.fs.Statfs(&st); err != nil || !writes {
 			return err
 		}
 		return probeWrite(t.fs)
 	}, nil)
+	if lost != "" {
+		t.loseRoot(lost)
+		return
+	}
 	if err == nil && t.health.state.CompareAndSwap(int32(Down), int32(Unstable)) {
 		t.health.okRun.Store(0)
 		t.health.reason.Store(nil)

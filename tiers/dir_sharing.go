@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 	"golang.org/x/sys/unix"
@@ -55,6 +56,11 @@ type dirSharing interface {
 	opensUnindexed() bool
 	// healthErr is err as the tier's health sees it.
 	healthErr(err error) error
+	// relock locks the directory at the tier's path again, after its
+	// directory was lost (dir_root.go); reindex rebuilds the index from
+	// it.
+	relock() error
+	reindex() error
 	// recordOwner records this daemon's FUSE connection beside a
 	// private tier's lock (lock_stuck.go); a shared tier has no lock.
 	recordOwner(conn uint32) error
@@ -70,13 +76,15 @@ type dirSharing interface {
 type privateDir struct {
 	*DirTier
 	lockf *os.File // the lock file, held while the tier is open
+	pathf *os.File // the path lock, outside the directory (lock_run.go)
 }
 
 func (p *privateDir) start() error {
 	f, err := lockExclusive(p.fs, LockFileName)
+	var wait time.Duration // for the path lock: a stuck holder freed lets both go
 	if errors.Is(err, ErrLocked) {
 		if lock, ferr := freeStuckHolder(p.fs, LockFileName, p.log); lock != nil || ferr != nil {
-			f, err = lock, ferr
+			f, err, wait = lock, ferr, stuckWait
 		}
 	}
 	switch {
@@ -88,6 +96,16 @@ func (p *privateDir) start() error {
 		return fmt.Errorf("%s tier: %s: %w", p.kind, p.root, err)
 	}
 	p.lockf = f
+	pf, err := lockPath(p.root, wait)
+	switch {
+	case errors.Is(err, ErrLocked):
+		return fmt.Errorf("%s tier: %s is in use by another daemon (it holds the path's lock): %w", p.kind, p.root, err)
+	case err != nil:
+		// No place for it (a read-only /run): the lock file in the
+		// directory is the only one, as before.
+		p.log.Warn("tier: no lock of the tier's path outside it; a second daemon may take the path if the directory is removed", "kind", p.kind, "dir", p.root, "err", err)
+	}
+	p.pathf = pf
 	return p.rebuild()
 }
 
@@ -135,5 +153,9 @@ func (p *privateDir) release(clean bool) {
 		_ = p.fs.Unlink(OwnerFileName)
 		p.lockf.Close()
 		p.lockf = nil
+	}
+	if p.pathf != nil {
+		p.pathf.Close()
+		p.pathf = nil
 	}
 }

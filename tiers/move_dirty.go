@@ -74,6 +74,15 @@ func (s *Stack) DirtyUsage() ModelCount { return ModelCount(s.mem.idx.DirtyTotal
 // expiry). A burst below the background threshold wakes no worker for
 // each block.
 func (s *Stack) enqueue(k format.Key) {
+	if s.queueDirty(k) > s.cfg.DirtyLimit {
+		s.throttle()
+	}
+}
+
+// queueDirty is enqueue without the throttle (for the stack's own
+// re-queues, which must not wait for write-back): it returns the dirty
+// bytes.
+func (s *Stack) queueDirty(k format.Key) int64 {
 	s.mu.Lock()
 	first := len(s.queue) == 0
 	if !s.queued[k] {
@@ -85,9 +94,7 @@ func (s *Stack) enqueue(k format.Key) {
 	if first || s.cfg.DirtyExpire <= 0 || dirty > s.cfg.DirtyBackground {
 		s.kick()
 	}
-	if dirty > s.cfg.DirtyLimit {
-		s.throttle()
-	}
+	return dirty
 }
 
 // requeue puts back a write-back that failed, first in line (it is the

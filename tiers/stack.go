@@ -214,6 +214,10 @@ func newStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 		stop:     make(chan struct{}),
 	}
 	s.cfg.setDirtyDefaults(mem.Usage().Capacity, dirs)
+	keep := s.keepLost
+	for _, d := range dirs {
+		d.onRootLost.Store(&keep)
+	}
 	s.watchShared()
 	for i := 0; i < cfg.WriteBackWorkers; i++ {
 		s.wg.Add(1)

@@ -219,7 +219,7 @@ func removeAllAt(dfd int, name string) error {
 		}
 		return err
 	}
-	sub := &Root{fd: fd, name: name}
+	sub := FromFD(fd, name)
 	var errs []error
 	for {
 		ents, err := sub.ReadDirAll(".")

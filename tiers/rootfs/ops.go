@@ -63,7 +63,7 @@ func (r *Root) OpenRegular(rel string) (*os.File, error) {
 // caller decides what a link there means: Lstat does not report it).
 func (r *Root) Lstat(rel string, st *unix.Stat_t) error {
 	if rel == "." {
-		return r.pathErr("stat", rel, again(func() error { return unix.Fstat(r.fd, st) }))
+		return r.pathErr("stat", rel, again(func() error { return unix.Fstat(r.FD(), st) }))
 	}
 	return r.at("stat", rel, func(dfd int, base string) error {
 		return unix.Fstatat(dfd, base, st, unix.AT_SYMLINK_NOFOLLOW)
@@ -193,7 +193,7 @@ func (r *Root) Chtimes(rel string, atime, mtime time.Time) error {
 
 // Statfs describes the root's filesystem.
 func (r *Root) Statfs(st *unix.Statfs_t) error {
-	return r.pathErr("statfs", ".", again(func() error { return unix.Fstatfs(r.fd, st) }))
+	return r.pathErr("statfs", ".", again(func() error { return unix.Fstatfs(r.FD(), st) }))
 }
 
 // SyncDir fsyncs the directory rel, so the entries in it are durable.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -12,9 +13,12 @@ import (
 // Root is a directory held open by descriptor, beneath which every
 // operation of this package is taken. It is safe for concurrent use.
 type Root struct {
-	fd    int
+	fd    atomic.Int32 // the root's descriptor now (Reopen changes it)
 	name  string
 	owned bool // Close closes fd
+
+	mu   sync.Mutex
+	past []int // descriptors Reopen replaced, closed at Close
 
 	// OnLink, when set, is called with the path of every symbolic link
 	// (or way out of the root) an operation meets and refuses. Set it
@@ -43,29 +47,39 @@ func Open(dir string, perm os.FileMode) (*Root, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	return &Root{fd: fd, name: dir, owned: true}, nil
+	r := &Root{name: dir, owned: true}
+	r.fd.Store(int32(fd))
+	return r, nil
 }
 
 // FromFD makes a Root of the directory descriptor fd, which the caller
 // keeps and closes (after the Root's last use); name is the directory's
 // path, for messages and Name.
-func FromFD(fd int, name string) *Root { return &Root{fd: fd, name: name} }
+func FromFD(fd int, name string) *Root {
+	r := &Root{name: name}
+	r.fd.Store(int32(fd))
+	return r
+}
 
 // Name is the path the Root was opened at.
 func (r *Root) Name() string { return r.name }
 
 // FD is the root's descriptor (O_PATH when Open made it): for the
 // system calls this package does not wrap, with paths checked by Check.
-func (r *Root) FD() int { return r.fd }
+func (r *Root) FD() int { return int(r.fd.Load()) }
 
 // Links is how many links (or ways out) the Root's operations refused.
 func (r *Root) Links() int64 { return r.links.Load() }
 
 // Close closes the root's descriptor if Open made it.
 func (r *Root) Close() error {
-	if r.owned && r.fd >= 0 {
-		fd := r.fd
-		r.fd = -1
+	r.mu.Lock()
+	for _, fd := range r.past {
+		unix.Close(fd)
+	}
+	r.past = nil
+	r.mu.Unlock()
+	if fd := int(r.fd.Swap(-1)); r.owned && fd >= 0 {
 		return unix.Close(fd)
 	}
 	return nil
@@ -159,7 +173,7 @@ func (r *Root) openat2(rel string, flags int, mode uint32) (int, error) {
 	}
 	var fd int
 	err := again(func() (err error) {
-		fd, err = unix.Openat2(r.fd, rel, &how)
+		fd, err = unix.Openat2(r.FD(), rel, &how)
 		return err
 	})
 	switch {
@@ -186,7 +200,7 @@ func (r *Root) openat2(rel string, flags int, mode uint32) (int, error) {
 func (r *Root) isLink(rel string) bool {
 	var st unix.Stat_t
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: resolve}
-	fd, err := unix.Openat2(r.fd, rel, &how)
+	fd, err := unix.Openat2(r.FD(), rel, &how)
 	if err != nil {
 		return false
 	}
@@ -195,19 +209,14 @@ func (r *Root) isLink(rel string) bool {
 }
 
 // dirFD opens the directory rel beneath the root, O_PATH: the parent of
-// the *at calls. The root itself is returned as is (closeFD ignores it).
-func (r *Root) dirFD(rel string) (int, error) {
+// the *at calls. The root itself is returned as is (opened false: the
+// caller does not close it).
+func (r *Root) dirFD(rel string) (fd int, opened bool, err error) {
 	if rel == "." {
-		return r.fd, nil
+		return r.FD(), false, nil
 	}
-	return r.openat2(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
-}
-
-// closeFD closes a descriptor dirFD returned.
-func (r *Root) closeFD(fd int) {
-	if fd != r.fd && fd >= 0 {
-		unix.Close(fd)
-	}
+	fd, err = r.openat2(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	return fd, err == nil, err
 }
 
 // at runs fn with the descriptor of rel's parent and rel's last
@@ -225,10 +234,12 @@ func (r *Root) atOnce(op, rel string, fn func(dirfd int, base string) error) err
 		return r.pathErr(op, rel, err)
 	}
 	dir, base := split(rel)
-	dfd, err := r.dirFD(dir)
+	dfd, opened, err := r.dirFD(dir)
 	if err != nil {
 		return r.pathErr(op, rel, err)
 	}
-	defer r.closeFD(dfd)
+	if opened {
+		defer unix.Close(dfd)
+	}
 	return r.pathErr(op, rel, fn(dfd, base))
 }
