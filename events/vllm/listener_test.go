@@ -162,9 +162,7 @@ func TestCrashFrames(t *testing.T) {
 			t.Run(name+" "+what, func(t *testing.T) { sendRaw(t, addr, b) })
 		}
 	}
-	if n := replay(t, p.ReplayAddr()); n == 0 {
-		t.Errorf("the replay port answered no batch after the crash attempts")
-	}
+	replay(t, p.ReplayAddr()) // answered to its end marker, or the test fails
 	if m := subscribe(t, p.Addr(), j); len(m.Frames) != 3 {
 		t.Errorf("the PUB port sent %d frames after the crash attempts", len(m.Frames))
 	}
@@ -181,9 +179,7 @@ func TestIdleHolder(t *testing.T) {
 		}
 		defer c.Close()
 	}
-	if n := replay(t, p.ReplayAddr()); n == 0 {
-		t.Errorf("the replay port answered no batch beside an idle connection")
-	}
+	replay(t, p.ReplayAddr()) // answered to its end marker, or the test fails
 	if m := subscribe(t, p.Addr(), j); len(m.Frames) != 3 {
 		t.Errorf("the PUB port sent %d frames beside an idle connection", len(m.Frames))
 	}
@@ -232,7 +228,5 @@ func TestConnCap(t *testing.T) {
 	c.Close()
 	held[0].(*net.TCPConn).CloseWrite() // the listener closes it, freeing its slot
 	io.Copy(io.Discard, held[0])
-	if n := replay(t, p.ReplayAddr()); n == 0 {
-		t.Errorf("no batch replayed once a slot was freed")
-	}
+	replay(t, p.ReplayAddr()) // answered once a slot was freed, or the test fails
 }
