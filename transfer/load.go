@@ -79,6 +79,9 @@ func (g *Session) load(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 	if err != nil {
 		return out, err
 	}
+	if err := line.CheckContent(ctx, model, g.e.store.FilesPermit, "gpu load"); err != nil {
+		return out, err
+	}
 	items, err := parseLoadItems(t, model, g.e.store.Files(model), g.items[:0])
 	defer g.release(items)
 	if err != nil {

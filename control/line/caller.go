@@ -60,6 +60,22 @@ func CheckModel(ctx context.Context, model string, permits Permits, want uint32,
 	return Err(ErrAccess, "%s: model %s: uid %d may not %s it", what, model, c.Uid, accessWord(want))
 }
 
+// ReadAccess is the Access bit (store.AccessRead) CheckContent asks for.
+const ReadAccess = 4
+
+// CheckContent refuses (ErrAccess) a request of ctx's caller that returns
+// the content of model's files, or scores computed from it, when permits
+// (store.Store.FilesPermit) says the caller may not read them, as the
+// kernel would refuse a read of one through the mount; a request from
+// inside the daemon passes. what names the request in the answer.
+func CheckContent(ctx context.Context, model string, permits Permits, what string) error {
+	c, ok := CallerOf(ctx)
+	if !ok || permits(model, c.Uid, c.Gid, c.InGroup, ReadAccess) {
+		return nil
+	}
+	return Err(ErrAccess, "%s: model %s: uid %d may not read its files", what, model, c.Uid)
+}
+
 // accessWord names want in an answer.
 func accessWord(want uint32) string {
 	if want&2 != 0 {
