@@ -3,6 +3,7 @@ package control
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/user"
@@ -64,6 +65,15 @@ func (a Access) Allowed(c line.Caller) error {
 		return nil
 	}
 	return line.ErrAccess
+}
+
+// callerUID is the uid of ctx's caller, the daemon's for a request from
+// inside it.
+func callerUID(ctx context.Context) uint32 {
+	if c, ok := line.CallerOf(ctx); ok {
+		return c.Uid
+	}
+	return uint32(os.Getuid())
 }
 
 // inGroup reports whether process (thread) pid has gid among its

@@ -50,7 +50,7 @@ const (
 	// fail with ENOBUFS.
 	MaxUnread = 16 << 20
 	// keepBuffer is the buffer capacity a session keeps between requests.
-	keepBuffer = 1 << 20
+	keepBuffer = line.KeepBuffer
 	// MaxSessionsPerUser is how many control sessions one uid may hold
 	// open at once, over all files. Each may buffer a request and answers
 	// (MaxRequest + MaxUnread) while in use and keeps at most keepBuffer

@@ -90,6 +90,7 @@ func (t *topkSession) parse(ctx context.Context, req []byte) (*topkRequest, erro
 	if r.ids, err = parseIDs(&tk, r.ids); err != nil {
 		return nil, err
 	}
+	r.ids, t.sorted = distinct(r.ids, t.sorted)
 	return r, r.checkShape()
 }
 
