@@ -1,13 +1,16 @@
 package fs
 
 import (
+	"errors"
 	"math/rand/v2"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // big is a 4 MiB block of 2-byte values: 32 layers of 32 tokens, 8 heads
@@ -82,5 +85,36 @@ func TestTopKMemoryBounded(t *testing.T) {
 	}
 	if a := ask(last, withAbsent(near)); !strings.HasPrefix(a, "ok n=1 missing=") {
 		t.Fatalf("once another session holds less: %.200q", a)
+	}
+}
+
+// TestDeriveBoundedByMaxFileSize: a block larger than the mount's
+// max-file-size (a host writing a shared tier put it there: no write
+// through the mount makes one) is not read whole to derive its sidecar:
+// a stat or read of its <id>.repr is EFBIG, and topk reports it missing.
+// A block within the limit derives as before.
+func TestDeriveBoundedByMaxFileSize(t *testing.T) {
+	m := newMount(t, Options{}, store.Options{MaxFileSize: 1 << 20})
+	if err := os.Mkdir(m.path(testModel), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	large, ld := floatBlock(testModel, 1, big, 1) // 4 MiB
+	put(t, m.st, large, ld)
+	fine, fd := floatBlock(testModel, 2, small, 2)
+	put(t, m.st, fine, fd)
+	if _, err := os.Stat(m.keyPath(sidecarKey(large))); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("stat of the large block's sidecar: %v, want EFBIG", err)
+	}
+	if _, err := os.ReadFile(m.keyPath(sidecarKey(large))); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("read of the large block's sidecar: %v, want EFBIG", err)
+	}
+	if _, err := os.ReadFile(m.keyPath(sidecarKey(fine))); err != nil {
+		t.Errorf("read of a small block's sidecar: %v", err)
+	}
+	c := openCtl(t, m, "topk")
+	q := randomQuery(rand.New(rand.NewPCG(9, 9)), big.heads*big.dim)
+	a := c.ask(topkLine(testModel, "mean", "0", 1, big.heads, big.dim, q, []format.ID{large.ID}))
+	if a != "ok n=0 missing=1 missing "+large.ID.String() {
+		t.Errorf("topk of the large block: %q, want it missing", a)
 	}
 }
