@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 
@@ -68,7 +67,7 @@ func fuzzFile(f *testing.F, name string, seeds ...string) {
 	}
 	// The caller is "nobody": a fuzzed register sim path is opened with its
 	// credentials and must be its file, so no fuzzed load writes anywhere.
-	caller := line.Caller{Uid: 65534, Gid: 65534, Pid: uint32(os.Getpid())}
+	caller := line.Caller{Uid: 65534, Gid: 65534, Pid: processAs(f, 65534, 65534)}
 	f.Fuzz(func(t *testing.T, req []byte) {
 		ctx := line.WithCaller(t.Context(), caller)
 		ss := file.Open(e)
