@@ -38,9 +38,8 @@ var ErrNoMemory = errors.New("control sessions hold too much memory")
 
 // memBudget counts the bytes control sessions hold, per uid and in all.
 type memBudget struct {
-	mu    sync.Mutex
-	total int64
-	per   map[uint32]int64
+	mu sync.Mutex
+	n  perUID
 }
 
 // take charges n bytes to uid, or refuses past a limit.
@@ -51,30 +50,20 @@ func (m *memBudget) take(uid uint32, n int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
-	case m.per[uid]+n > MaxUserMemory:
+	case m.n.of(uid)+n > MaxUserMemory:
 		return fmt.Errorf("it needs %d bytes, and uid %d's sessions hold %d of the %d they may: %w",
-			n, uid, m.per[uid], int64(MaxUserMemory), ErrNoMemory)
-	case m.total+n > MaxMemory:
+			n, uid, m.n.of(uid), int64(MaxUserMemory), ErrNoMemory)
+	case m.n.total+n > MaxMemory:
 		return fmt.Errorf("it needs %d bytes, and the mount's sessions hold %d of the %d they may: %w",
-			n, m.total, int64(MaxMemory), ErrNoMemory)
+			n, m.n.total, int64(MaxMemory), ErrNoMemory)
 	}
-	if m.per == nil {
-		m.per = make(map[uint32]int64)
-	}
-	m.per[uid] += n
-	m.total += n
+	m.n.add(uid, n)
 	return nil
 }
 
 // give gives back n bytes uid took.
 func (m *memBudget) give(uid uint32, n int64) {
-	if n == 0 {
-		return
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.total -= n
-	if m.per[uid] -= n; m.per[uid] <= 0 {
-		delete(m.per, uid)
-	}
+	m.n.add(uid, -n)
 }
