@@ -1,8 +1,7 @@
 package control
 
 import (
-	"bufio"
-	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/user"
@@ -52,7 +51,7 @@ func NewAccess(group string, uid, gid uint32) Access {
 
 // Allowed checks the caller of a request on a control file: the mounting
 // user, root, and members of the control group (the caller's group, or a
-// supplementary group of its thread) may use the files; anyone else gets
+// supplementary group of its thread, read as line.Proc does) may use the files; anyone else gets
 // line.ErrAccess (the FUSE mount does not ask the kernel to check modes here,
 // and only a mount with allow_other lets other users reach the files at
 // all).
@@ -60,35 +59,17 @@ func (a Access) Allowed(c line.Caller) error {
 	if c.Uid == 0 || c.Uid == a.uid {
 		return nil
 	}
-	if a.Group && (c.Gid == a.Gid || inGroup(c.Pid, a.Gid)) {
+	if a.Group && c.InGroup(a.Gid) {
 		return nil
 	}
 	return line.ErrAccess
 }
 
-// inGroup reports whether process (thread) pid has gid among its
-// supplementary groups (the Groups: line of /proc/<pid>/status).
-func inGroup(pid uint32, gid uint32) bool {
-	if pid == 0 {
-		return false
+// callerUID is the uid of ctx's caller, the daemon's for a request from
+// inside it.
+func callerUID(ctx context.Context) uint32 {
+	if c, ok := line.CallerOf(ctx); ok {
+		return c.Uid
 	}
-	f, err := os.Open("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/status")
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("Groups:"))
-		if !ok {
-			continue
-		}
-		for _, g := range bytes.Fields(rest) {
-			if n, err := strconv.ParseUint(string(g), 10, 32); err == nil && uint32(n) == gid {
-				return true
-			}
-		}
-		return false
-	}
-	return false
+	return uint32(os.Getuid())
 }

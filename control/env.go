@@ -26,6 +26,7 @@ type Env struct {
 	ErrName func(error) (name string, known bool)
 
 	sessions sessionCount // open sessions, per uid (File.OpenAs)
+	memory   memBudget    // what sessions hold, per uid (budget.go)
 }
 
 // NewEnv returns the environment of the sessions of st's mount, logging

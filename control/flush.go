@@ -83,7 +83,7 @@ func (f *flushSession) files(ctx context.Context, t *line.Tokens, out []byte) ([
 		return out, err
 	}
 	keys, ids, err := f.s.parseKeys(t, model, f.keys[:0], f.ids)
-	f.keys, f.ids = keys[:0], ids[:0]
+	f.keys, f.ids = line.Keep(keys), line.Keep(ids)
 	if err != nil {
 		return out, err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 
@@ -68,7 +67,7 @@ func fuzzFile(f *testing.F, name string, seeds ...string) {
 	}
 	// The caller is "nobody": a fuzzed register sim path is opened with its
 	// credentials and must be its file, so no fuzzed load writes anywhere.
-	caller := line.Caller{Uid: 65534, Gid: 65534, Pid: uint32(os.Getpid())}
+	caller := line.Caller{Uid: 65534, Gid: 65534, Pid: processAs(f, 65534, 65534)}
 	f.Fuzz(func(t *testing.T, req []byte) {
 		ctx := line.WithCaller(t.Context(), caller)
 		ss := file.Open(e)
@@ -97,22 +96,32 @@ func fuzzFile(f *testing.F, name string, seeds ...string) {
 }
 
 func FuzzLookup(f *testing.F) {
-	fuzzFile(f, "lookup", "exists MODEL ID0 ID1", "prefix MODEL ID0 ID1 ID2", "exists MODEL", "bogus", "prefix nomodel ID0")
+	fuzzFile(f, "lookup", "exists MODEL ID0 ID1", "prefix MODEL ID0 ID1 ID2", "exists MODEL", "bogus", "prefix nomodel ID0",
+		// A group that claims more ids than the line holds, and repeats.
+		"hybrid 100 MODEL 16 100000 ID0", "hybrid 64 MODEL 16 3 ID0 ID0 ID0 MODEL 32 1 ID1", "exists MODEL ID0 ID0 ID0")
 }
 
 func FuzzPrefetch(f *testing.F) {
-	fuzzFile(f, "prefetch", "MODEL ID0 ID1", "MODEL", "nomodel ID0", "MODEL zz")
+	fuzzFile(f, "prefetch", "MODEL ID0 ID1", "MODEL", "nomodel ID0", "MODEL zz", "MODEL ID0 ID0 ID0 ID1 ID0")
 }
 
 func FuzzFlush(f *testing.F) {
-	fuzzFile(f, "flush", "all", "model MODEL", "model", "all extra", "model ../x")
+	fuzzFile(f, "flush", "all", "model MODEL", "model", "all extra", "model ../x", "files MODEL ID0 ID0 ID1 ID0")
 }
 
 func FuzzGPU(f *testing.F) {
 	fuzzFile(f, "gpu", "register sim /dev/null 0", "load 1 MODEL ID0:0", "unregister 1", "dump 1 MODEL ID3:0:2048",
-		"register cuda 00 10", "load 9 MODEL ID0:0 ID1:4096")
+		"register cuda 00 10", "load 9 MODEL ID0:0 ID1:4096",
+		// The same block many times, into one region (sized by the items).
+		"register sim /dev/null 0\nload 1 MODEL ID0:0 ID0:0 ID0:0 ID0:0 ID0:0")
 }
 
 func FuzzTopk(f *testing.F) {
-	fuzzFile(f, "topk", "MODEL 2 ID0 ID1 ID2 q=0,0,0,0", "MODEL 0", "MODEL 1 ID0", "bogus")
+	fuzzFile(f, "topk", "MODEL 2 ID0 ID1 ID2 q=0,0,0,0", "MODEL 0", "MODEL 1 ID0", "bogus",
+		// Repeated ids (ranked once), every layer of every row, sign-hash
+		// codes: the shapes whose index is sized before it is built.
+		"topk MODEL kind=mean layer=0 k=2 heads=1 dim=4 q=AACAPwAAAAAAAAAAAAAAAA== ID0 ID0 ID1 ID0",
+		"topk MODEL kind=merged:1 layer=all k=1 heads=1 dim=4 q=AACAPwAAAAAAAAAAAAAAAA== ID0 ID0 ID0 ID0",
+		"topk MODEL kind=signhash layer=all k=3 heads=1 dim=4 q=AACAPwAAAAAAAAAAAAAAAA== ID1 ID1 ID2",
+		"topk MODEL kind=max layer=all k=1 heads=65536 dim=65536 q=AACAPwAAAAAAAAAAAAAAAA== ID0 ID0")
 }

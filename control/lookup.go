@@ -63,14 +63,14 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 	var has presence
 	if l.s.store.Files(model) {
 		keys, err := parsePaths(&t, model, l.keys[:0])
-		l.keys = keys[:0]
+		l.keys = line.Keep(keys)
 		if err != nil {
 			return out, err
 		}
 		n, has = len(keys), func(i int) bool { return l.s.store.Present(keys[i]) }
 	} else {
 		ids, err := parseIDs(&t, l.ids[:0])
-		l.ids = ids[:0]
+		l.ids = line.Keep(ids)
 		if err != nil {
 			return out, err
 		}
@@ -106,7 +106,7 @@ func (l *lookupSession) present(start time.Time, prefix bool, n int, has presenc
 			bm = append(bm, '0')
 		}
 	}
-	l.bitmap = bm[:0]
+	l.bitmap = line.Keep(bm)
 	c.LookupIDs.Add(int64(n))
 	c.LookupHits.Add(int64(present))
 	out = strconv.AppendInt(out, int64(present), 10)

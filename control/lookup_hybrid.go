@@ -51,14 +51,16 @@ func (l *lookupSession) hybridLookup(ctx context.Context, t *line.Tokens, out []
 			return out, line.Err(line.ErrInvalid, "hybrid: group %d: the id count is not a count of at most %d ids in all", len(groups)+1, MaxIDs)
 		}
 		total += int(n)
-		ids := make([]format.ID, n)
-		for i := range ids {
+		// Sized by the ids the line holds as they are read, not by the
+		// count it claims.
+		var ids []format.ID
+		for i := range int(n) {
 			tok := t.Next()
 			id, ok := line.ID(tok)
 			if !ok {
 				return out, line.Err(line.ErrInvalid, "hybrid: group %d, id %d %q: not 32 lowercase hex digits", len(groups)+1, i+1, line.Clip(tok))
 			}
-			ids[i] = id
+			ids = append(ids, id)
 		}
 		groups = append(groups, hybrid.Group{
 			Spec: l.s.store.ModelGroup(model), BlockSize: int(bs), IDs: ids,

@@ -24,6 +24,18 @@ func (s *Env) controlModel(ctx context.Context, t *line.Tokens, want uint32, wha
 	return model, line.CheckModel(ctx, model, s.store.ModelPermits, want, what)
 }
 
+// contentModel reads the model token of a request that returns the
+// content of the model's files or scores computed from it (topk): besides
+// controlModel's search permission, the caller must be allowed to read the
+// files (EACCES), as a read of one through the mount would.
+func (s *Env) contentModel(ctx context.Context, t *line.Tokens, what string) (string, error) {
+	model, err := s.controlModel(ctx, t, store.AccessExec, what)
+	if err != nil {
+		return model, err
+	}
+	return model, line.CheckContent(ctx, model, s.store.FilesPermit, what)
+}
+
 // parseIDs appends the remaining tokens of t, block ids, to ids: at
 // least one (EINVAL), at most MaxIDs (E2BIG), each 32 lowercase hex
 // digits (EINVAL, naming the first bad one by its position, from 1).

@@ -2,8 +2,10 @@ package control
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ucmfs/ucmfs/control/line"
@@ -36,6 +38,20 @@ func askAs(t *testing.T, e *Env, name string, caller line.Caller, reqs ...string
 	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 }
 
+// processAs starts a process running as uid:gid and returns its pid, the
+// caller of requests that read it (line.Proc checks the task has the
+// request's fsuid and fsgid); it ends with the test.
+func processAs(tb testing.TB, uid, gid uint32) uint32 {
+	tb.Helper()
+	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+	if err := cmd.Start(); err != nil {
+		tb.Skipf("a process as uid %d: %v", uid, err)
+	}
+	tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return uint32(cmd.Process.Pid)
+}
+
 // TestModelPermissions: a request that names a model is answered only
 // for a caller that the same request through the mount would be allowed:
 // reading blocks (lookup, prefetch, flush, topk, gpu load) needs search
@@ -43,8 +59,8 @@ func askAs(t *testing.T, e *Env, name string, caller line.Caller, reqs ...string
 // root may do all. Else EACCES, and nothing of the model is told.
 func TestModelPermissions(t *testing.T) {
 	e, keys := fuzzEnv(t)
-	root := line.Caller{Uid: 0, Gid: 0, Pid: uint32(os.Getpid())}
-	other := line.Caller{Uid: 65534, Gid: 65534, Pid: uint32(os.Getpid())}
+	root := line.Caller{Uid: 0, Gid: 0, Pid: processAs(t, 0, 0)}
+	other := line.Caller{Uid: 65534, Gid: 65534, Pid: processAs(t, 65534, 65534)}
 	id0, id3 := keys[0].ID.String(), keys[3].ID.String()
 
 	// A sim region of the other user's own, for its GPU requests.

@@ -38,7 +38,7 @@ func (p *prefetchSession) answer(ctx context.Context, req []byte, out []byte) ([
 		return out, err
 	}
 	keys, ids, err := p.s.parseKeys(&t, model, p.keys[:0], p.ids)
-	p.keys, p.ids = keys[:0], ids[:0]
+	p.keys, p.ids = line.Keep(keys), line.Keep(ids)
 	if err != nil {
 		return out, err
 	}

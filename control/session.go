@@ -50,7 +50,7 @@ const (
 	// fail with ENOBUFS.
 	MaxUnread = 16 << 20
 	// keepBuffer is the buffer capacity a session keeps between requests.
-	keepBuffer = 1 << 20
+	keepBuffer = line.KeepBuffer
 	// MaxSessionsPerUser is how many control sessions one uid may hold
 	// open at once, over all files. Each may buffer a request and answers
 	// (MaxRequest + MaxUnread) while in use and keeps at most keepBuffer
@@ -207,9 +207,8 @@ func (ss *Session) Close() {
 
 // sessionCount counts the open sessions, per uid and in all.
 type sessionCount struct {
-	mu    sync.Mutex
-	total int
-	per   map[uint32]int
+	mu sync.Mutex
+	n  perUID
 }
 
 // take counts one more session of uid, or fails with ErrSessions.
@@ -217,16 +216,12 @@ func (c *sessionCount) take(uid uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case c.per[uid] >= MaxSessionsPerUser:
+	case c.n.of(uid) >= MaxSessionsPerUser:
 		return fmt.Errorf("uid %d has %d open: %w", uid, MaxSessionsPerUser, ErrSessions)
-	case c.total >= MaxSessions:
+	case c.n.total >= MaxSessions:
 		return fmt.Errorf("%d open in all: %w", MaxSessions, ErrSessions)
 	}
-	if c.per == nil {
-		c.per = make(map[uint32]int)
-	}
-	c.per[uid]++
-	c.total++
+	c.n.add(uid, 1)
 	return nil
 }
 
@@ -234,8 +229,27 @@ func (c *sessionCount) take(uid uint32) error {
 func (c *sessionCount) give(uid uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.total--
-	if c.per[uid]--; c.per[uid] <= 0 {
+	c.n.add(uid, -1)
+}
+
+// perUID counts what each uid holds, and every uid together; its
+// owner's mutex guards it.
+type perUID struct {
+	total int64
+	per   map[uint32]int64
+}
+
+// of is what uid holds.
+func (c *perUID) of(uid uint32) int64 { return c.per[uid] }
+
+// add counts n more (or, negative, less) for uid; a uid that holds
+// nothing is forgotten.
+func (c *perUID) add(uid uint32, n int64) {
+	if c.per == nil {
+		c.per = make(map[uint32]int64)
+	}
+	c.total += n
+	if c.per[uid] += n; c.per[uid] <= 0 {
 		delete(c.per, uid)
 	}
 }

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -34,11 +35,12 @@ import (
 
 // topkSession answers the topk requests of one session.
 type topkSession struct {
-	s    *Env
-	req  topkRequest
-	b64  []byte              // the decoded query's bytes
-	toks []store.SourceToken // the candidates' tokens now, for reuse
-	last *topkIndex          // the index of the last request
+	s      *Env
+	req    topkRequest
+	b64    []byte              // the decoded query's bytes
+	toks   []store.SourceToken // the candidates' tokens now, for reuse
+	sorted []format.ID         // the ids sorted, to find repeats
+	last   *topkIndex          // the index of the last request
 }
 
 // topkIndex is the index built for a request, with what it was built
@@ -51,17 +53,20 @@ type topkIndex struct {
 	ids                       []format.ID
 	toks                      []store.SourceToken
 	idx                       *sparse.Index
+	uid                       uint32 // charged held bytes (Env.memory)
+	held                      int64
 }
 
 // answer handles one topk request.
 func (t *topkSession) answer(ctx context.Context, req []byte, out []byte) ([]byte, error) {
 	start := time.Now()
+	defer t.trim()
 	r, err := t.parse(ctx, req)
 	if err != nil {
 		return out, err
 	}
 	param := t.s.topkParam(r)
-	idx, err := t.index(r, param)
+	idx, err := t.index(ctx, r, param)
 	if err != nil {
 		return out, err
 	}
@@ -78,6 +83,12 @@ func (t *topkSession) answer(ctx context.Context, req []byte, out []byte) ([]byt
 	c.TopKMissing.Add(int64(len(res.Missing)))
 	defer store.ObserveSince(t.s.store.Latency.TopK, start)
 	return appendTopK(out, res, r.kind), nil
+}
+
+// trim empties the request's buffers, dropping those that grew past
+// keepBuffer: an idle session keeps little.
+func (t *topkSession) trim() {
+	t.req.ids, t.req.q, t.b64, t.sorted = line.Keep(t.req.ids), line.Keep(t.req.q), line.Keep(t.b64), line.Keep(t.sorted)
 }
 
 // appendTopK writes the answer line of a result.
@@ -121,49 +132,127 @@ func (s *Env) topkParam(r *topkRequest) uint32 {
 
 // index returns the index of the request's candidates: the last one when
 // it was built for the same request and every candidate's files are
-// unchanged, else a new one.
-func (t *topkSession) index(r *topkRequest, param uint32) (*sparse.Index, error) {
+// unchanged, else a new one (build).
+func (t *topkSession) index(ctx context.Context, r *topkRequest, param uint32) (*sparse.Index, error) {
 	if l := t.last; l != nil && l.model == r.model && l.kind == r.kind && l.param == param &&
 		l.layer == r.layer && l.layers == r.layers && l.heads == r.heads && l.dim == r.dim && slices.Equal(l.ids, r.ids) {
 		toks := t.toks[:0]
 		for _, id := range r.ids {
 			toks = append(toks, t.s.store.CandidateToken(r.model, id))
 		}
-		t.toks = toks[:0]
+		t.toks = line.Keep(toks)
 		if slices.Equal(toks, l.toks) {
 			t.s.store.Counters.TopKReused.Add(1)
 			return l.idx, nil
 		}
 	}
-	t.last = nil // free the old index before building the next
+	t.close() // free the old index, and give back its bytes, before building the next
+	x, err := t.build(r, param, callerUID(ctx))
+	if err != nil {
+		return nil, err
+	}
+	t.last = x
+	return x.idx, nil
+}
+
+// build gathers the candidates' sidecars into a new index. Its memory is
+// charged to uid (Env.memory) before it is allocated: once the first
+// sidecar that fits gives the bytes one candidate takes
+// (sparse.HeldBytes), those of every candidate left, with what the index
+// keeps of each beside (its id, position and token), are taken at once,
+// or the request is refused (E2BIG past MaxRequestMemory, ENOMEM past
+// the user's or the mount's budget) before anything more is allocated.
+func (t *topkSession) build(r *topkRequest, param uint32, uid uint32) (*topkIndex, error) {
 	b, err := sparse.NewBuilder(r.kind, r.layer)
 	if err != nil {
 		return nil, line.Err(line.ErrInvalid, "%v", err)
 	}
-	toks := make([]store.SourceToken, len(r.ids))
-	grown := false
+	x := &topkIndex{model: r.model, kind: r.kind, param: param, layer: r.layer, layers: r.layers,
+		heads: r.heads, dim: r.dim, uid: uid}
+	// The ids and tokens the index keeps, charged first.
+	x.held = int64(len(r.ids)) * topkKept
+	if err := t.s.memory.take(uid, x.held); err != nil {
+		return nil, line.Err(err, "topk: %d candidates: %v", len(r.ids), err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			t.s.memory.give(uid, x.held)
+		}
+	}()
+	x.ids, x.toks = slices.Clone(r.ids), make([]store.SourceToken, len(r.ids))
+	sized, grown := false, false
 	for i, id := range r.ids {
 		data, tok, derived := t.s.store.TopkSidecar(r.model, id, r.kind, param)
-		toks[i] = tok
+		x.toks[i] = tok
 		if derived {
 			t.s.store.Counters.TopKDerived.Add(1)
 		}
-		if data != nil && r.fits(data) {
-			err := b.Add(id, data)
-			if err == nil {
-				if !grown {
-					b.Grow(len(r.ids) - i - 1)
-					grown = true
-				}
+		if data == nil || !r.fits(data) {
+			_ = b.Add(id, nil) // missing: reported, never dropped
+			continue
+		}
+		if !sized {
+			per, err := sparse.HeldBytes(data, r.layer)
+			if err != nil {
+				t.s.Log.Debug("topk: candidate not ranked", "model", r.model, "id", id.String(), "err", err)
+				_ = b.Add(id, nil)
 				continue
 			}
-			t.s.Log.Debug("topk: candidate not ranked", "model", r.model, "id", id.String(), "err", err)
+			left := int64(len(r.ids) - i)
+			if per > MaxRequestMemory/left {
+				return nil, line.Err(line.ErrTooMany, "topk: %d candidates of %d bytes each (from %s) need more than the %d bytes one request may hold: ask for fewer candidates, one layer, or a smaller kind",
+					left, per, id, int64(MaxRequestMemory))
+			}
+			if err := t.s.memory.take(uid, per*left); err != nil {
+				return nil, line.Err(err, "topk: the index of %d candidates of %d bytes each: %v", left, per, err)
+			}
+			x.held += per * left
+			sized = true
 		}
-		_ = b.Add(id, nil) // missing: reported, never dropped
+		if err := b.Add(id, data); err != nil {
+			t.s.Log.Debug("topk: candidate not ranked", "model", r.model, "id", id.String(), "err", err)
+			_ = b.Add(id, nil)
+			continue
+		}
+		if !grown {
+			b.Grow(len(r.ids) - i - 1) // within what was charged
+			grown = true
+		}
 	}
-	t.last = &topkIndex{model: r.model, kind: r.kind, param: param, layer: r.layer, layers: r.layers,
-		heads: r.heads, dim: r.dim, ids: slices.Clone(r.ids), toks: toks, idx: b.Index()}
-	return t.last.idx, nil
+	x.idx = b.Index()
+	ok = true
+	return x, nil
+}
+
+// topkKept is what an index keeps per candidate beside its values: its
+// id, its position, its token (a generous bound, charged with the values).
+const topkKept = 128
+
+// distinct drops the repeats of ids in place, keeping each id's first
+// place: a candidate named twice is gathered and ranked once, and
+// answered once. sorted is scratch; it returns it for reuse.
+func distinct(ids, sorted []format.ID) ([]format.ID, []format.ID) {
+	sorted = append(sorted[:0], ids...)
+	slices.SortFunc(sorted, func(a, b format.ID) int { return bytes.Compare(a[:], b[:]) })
+	repeats := false
+	for i := 1; i < len(sorted) && !repeats; i++ {
+		repeats = sorted[i] == sorted[i-1]
+	}
+	if !repeats {
+		return ids, sorted
+	}
+	sorted = slices.Compact(sorted)
+	used := make([]bool, len(sorted))
+	out := ids[:0]
+	for _, id := range ids {
+		i, _ := slices.BinarySearchFunc(sorted, id, func(a, b format.ID) int { return bytes.Compare(a[:], b[:]) })
+		if !used[i] {
+			used[i] = true
+			out = append(out, id)
+		}
+	}
+	return out, sorted
 }
 
 // fits reports whether a sidecar file has the request's shape: its heads,
@@ -182,5 +271,10 @@ func (r *topkRequest) fits(data []byte) bool {
 	return r.layer < int(h.NumLayers)
 }
 
-// close frees the session's index.
-func (t *topkSession) close() { t.last = nil }
+// close frees the session's index and gives back the bytes it held.
+func (t *topkSession) close() {
+	if l := t.last; l != nil {
+		t.s.memory.give(l.uid, l.held)
+		t.last = nil
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/sparse"
-	"github.com/ucmfs/ucmfs/store"
 )
 
 // Parsing of .ucm/topk requests (grammar in control_topk.go and
@@ -59,7 +58,7 @@ func (t *topkSession) parse(ctx context.Context, req []byte) (*topkRequest, erro
 	if verb := tk.Next(); string(verb) != "topk" {
 		return nil, line.Err(line.ErrInvalid, "unknown topk command %q: want topk", line.Clip(verb))
 	}
-	model, err := t.s.controlModel(ctx, &tk, store.AccessExec, "topk")
+	model, err := t.s.contentModel(ctx, &tk, "topk")
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +90,7 @@ func (t *topkSession) parse(ctx context.Context, req []byte) (*topkRequest, erro
 	if r.ids, err = parseIDs(&tk, r.ids); err != nil {
 		return nil, err
 	}
+	r.ids, t.sorted = distinct(r.ids, t.sorted)
 	return r, r.checkShape()
 }
 

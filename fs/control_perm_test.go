@@ -13,11 +13,20 @@ import (
 
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // newOpenMount mounts st with allow_other on a mount point every user can
 // reach (t.TempDir's directories are 0700).
 func newOpenMount(t *testing.T, opts Options) *testMount {
+	t.Helper()
+	requireFUSE(t)
+	return newOpenMountWith(t, newTestStack(t), opts)
+}
+
+// newOpenMountWith is newOpenMount of st, in a store made with sopts.
+func newOpenMountWith(t *testing.T, st *tiers.Stack, opts Options, sopts ...store.Options) *testMount {
 	t.Helper()
 	requireFUSE(t)
 	if os.Geteuid() != 0 {
@@ -34,7 +43,7 @@ func newOpenMount(t *testing.T, opts Options) *testMount {
 		t.Fatal(err)
 	}
 	opts.AllowOther = true
-	return mountAt(t, mnt, newTestStack(t), opts)
+	return mountAt(t, mnt, st, opts, sopts...)
 }
 
 // openAs runs `cat FILE` as uid:gid with supplementary groups and reports
@@ -128,21 +137,8 @@ func privateAndPublic(t *testing.T, m *testMount) (private, public format.Key) {
 func TestControlModelAccess(t *testing.T) {
 	m := newOpenMount(t, Options{ControlGroup: "65534"})
 	key, pub := privateAndPublic(t, m)
-	ask := `import sys, os
-fd = os.open(sys.argv[1], os.O_RDWR)
-for req in sys.argv[2:]:
-    os.write(fd, (req + "\n").encode())
-    print(os.read(fd, 4096).decode().strip())`
-	// /usr/bin/python3: a user-local interpreter may not be reachable by
-	// the other user.
-	cmd := exec.Command("/usr/bin/python3", "-c", ask, m.path(".ucm", "lookup"),
+	answers := askAs(t, m.path(".ucm", "lookup"), otherUID, controlGID,
 		"exists private "+key.ID.String(), "exists public "+pub.ID.String())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: otherUID, Gid: controlGID}}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("lookup as another user: %v\n%s", err, out)
-	}
-	answers := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(answers) != 2 || !strings.HasPrefix(answers[0], "err EACCES") || answers[1] != "ok 1 1" {
 		t.Fatalf("answers %q: want EACCES for the 0700 model, \"ok 1 1\" for the 0755 one", answers)
 	}

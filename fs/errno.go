@@ -99,6 +99,7 @@ var errnoRules = []errnoRule{
 	{control.ErrBackpressure, syscall.ENOBUFS},
 	{line.ErrAccess, syscall.EACCES},
 	{control.ErrSessions, syscall.EMFILE},
+	{control.ErrNoMemory, syscall.ENOMEM},
 	{transfer.ErrNoToken, syscall.ENOENT},
 	{transfer.ErrNoSocket, syscall.ENOTSUP},
 	{store.ErrInvalidBlock, syscall.EINVAL},

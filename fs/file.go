@@ -18,16 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// publishedPerm is the mode of a published block or sidecar: it never
-// changes.
-const publishedPerm = 0o444
-
-// filesPerm is the mode of a published File of a files model, masked by
-// its model's: who may write the model may replace its files, by a
-// rename over them or by opening them for writing (a new version), and
-// the kernel checks the latter against this mode (default_permissions).
-const filesPerm = 0o666
-
 // storedFile is what a published block and a published sidecar share:
 // the key and, while the file is open (or its header was read), its open
 // state. The node's number is its StableAttr's.

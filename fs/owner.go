@@ -56,14 +56,10 @@ func (s *fsState) modelAttr(a *fuse.Attr, nlink uint32, model string) {
 
 // blockAttr fills the attributes of the published file key: read-only,
 // as its model's read bits allow; a File of a files model also writable
-// as its model's write bits allow (filesPerm).
+// as its model's write bits allow (store.FileOwner).
 func (s *fsState) blockAttr(a *fuse.Attr, size int64, mtime time.Time, key format.Key) {
-	o := s.store.ModelOwner(key.Model)
-	perm := publishedPerm & (o.Mode | 0o7000) & 0o444
-	if key.Kind == format.File {
-		perm = filesPerm & o.Mode
-	}
-	s.fileAttr(a, size, mtime, perm)
+	o := s.store.FileOwner(key.Model, key.Kind)
+	s.fileAttr(a, size, mtime, o.Mode)
 	a.Owner = fuse.Owner{Uid: o.Uid, Gid: o.Gid}
 }
 

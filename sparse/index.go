@@ -160,6 +160,33 @@ func (b *Builder) check(id format.ID, r Repr) error {
 	return nil
 }
 
+// HeldBytes is the memory an index over layer (a layer or AllLayers)
+// holds for one candidate with the sidecar file repr: its values as
+// float32 (kinds 0-2), or its codes as 64-bit words (kind 3), of the
+// layers held. It reads only the header, and fails (ErrArgument) when the
+// file's size is not what its header implies: the answer is then bounded
+// by the file's size (at most 8 times it, for 1-byte codes), so a caller
+// can size an index by it before anything is allocated.
+func HeldBytes(repr []byte, layer int) (int64, error) {
+	h, err := format.DecodeReprHeader(repr)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrArgument, err)
+	}
+	n, ok := h.PayloadSize()
+	if !ok || n != uint64(len(repr)-format.HeaderSize) {
+		return 0, fmt.Errorf("%w: a sidecar file of %d bytes whose header implies another size", ErrArgument, len(repr))
+	}
+	layers := int64(1)
+	if layer == AllLayers {
+		layers = int64(h.NumLayers)
+	}
+	vectors := layers * int64(h.NumKVHeads) * int64(h.Rows)
+	if h.Kind == format.ReprSignHash {
+		return vectors * int64((h.Dim+7)/8) * 8, nil
+	}
+	return vectors * int64(h.Dim) * 4, nil
+}
+
 // appendCodes appends the codes of src (consecutive codes of dim bytes)
 // to dst, each as wpr little-endian 64-bit words, zero-padded.
 func appendCodes(dst []uint64, src []byte, dim, wpr int) []uint64 {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/ucmfs/ucmfs/format"
 )
 
 // Models belong to users. A model directory is owned by the uid and gid of
@@ -79,10 +81,57 @@ const (
 // other bits. The control files apply it to requests that name a model, so
 // that they give no more than the same request through the mount would.
 func (s *Store) ModelPermits(model string, uid, gid uint32, inGroup func(uint32) bool, want uint32) bool {
+	return permits(s.ModelOwner(model), uid, gid, inGroup, want)
+}
+
+// Permission bits of the published files of a model, before its mode
+// masks them.
+const (
+	// PublishedPerm is the mode of a published block or sidecar: read-only.
+	PublishedPerm = 0o444
+	// FilesPerm is the mode of a published File of a files model: who may
+	// write the model may replace its files, by a rename over them or by
+	// opening them for writing (a new version), and the kernel checks the
+	// latter against this mode (default_permissions).
+	FilesPerm = 0o666
+)
+
+// FileOwner is the owner and mode the published files of model of kind
+// show (the front end's attributes, which the kernel checks): the model's
+// owner and group; PublishedPerm masked by the model's read bits, or for
+// a File of a files model FilesPerm masked by the model's mode.
+func (s *Store) FileOwner(model string, kind format.Kind) ModelOwner {
+	o := s.ModelOwner(model)
+	if kind == format.File {
+		o.Mode = FilesPerm & o.Mode
+	} else {
+		o.Mode = PublishedPerm & (o.Mode | 0o7000) & 0o444
+	}
+	return o
+}
+
+// FilesPermit reports whether a caller may do want (Access bits) on the
+// published files of model (FileOwner's mode), by the rules of
+// ModelPermits: the check the kernel makes of an open of one of them.
+// Every published file of a model has the same owner and mode, so one
+// answer holds for all of them. The control requests that return a file's
+// content, or scores computed from it (gpu load, topk), ask it for
+// AccessRead: search permission on the model, which lookup, prefetch and
+// flush need, tells only which files exist.
+func (s *Store) FilesPermit(model string, uid, gid uint32, inGroup func(uint32) bool, want uint32) bool {
+	kind := format.Block
+	if s.Files(model) {
+		kind = format.File
+	}
+	return permits(s.FileOwner(model, kind), uid, gid, inGroup, want)
+}
+
+// permits applies the kernel's rule (generic_permission) to a file or
+// directory of owner and mode o.
+func permits(o ModelOwner, uid, gid uint32, inGroup func(uint32) bool, want uint32) bool {
 	if uid == 0 {
 		return true
 	}
-	o := s.ModelOwner(model)
 	if uid == o.Uid {
 		return (o.Mode>>6)&want == want
 	}

@@ -19,6 +19,7 @@ package store
 // before anything is derived from it.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -27,6 +28,45 @@ import (
 	"github.com/ucmfs/ucmfs/sparse"
 	"github.com/ucmfs/ucmfs/tiers"
 )
+
+// Memory of a derivation. A sidecar is derived from its whole block in
+// memory: the block's bytes, then the sidecar's (up to twice the block's:
+// merged:1 of a float16 block whose one tensor per layer is its keys). So
+// a block is read whole, to derive from or to rank (topk reads a stored
+// sidecar whole too), only up to the mount's MaxFileSize, the largest
+// file a write through it may make: a larger one came from a host writing
+// a shared tier, and is refused (ErrTooBig, EFBIG) without being read;
+// and derivations in flight hold at most deriveMemory bytes together,
+// three times a block's worth each (a derivation waits for room).
+
+// deriveMemory is what derivations in flight may hold together: room for
+// one of the largest block, or 1 GiB when more.
+func deriveMemory(maxFile int64) int64 { return max(3*maxFile, 1<<30) }
+
+// readWhole reads stored file k whole, refusing (ErrTooBig) one larger
+// than MaxFileSize before reading it; it reads no more than the size it
+// checked (a file replaced by a larger one meanwhile reads short, and
+// fails its checks).
+func (s *Store) readWhole(k format.Key) ([]byte, tiers.BlockInfo, error) {
+	bi, err := s.stack.Stat(k)
+	if err != nil {
+		return nil, bi, err
+	}
+	if err := s.checkWhole(k, bi.Size); err != nil {
+		return nil, bi, err
+	}
+	data, _, err := s.stack.ReadFile(k, bi.Size)
+	return data, bi, err
+}
+
+// checkWhole refuses to read file k of size bytes whole past MaxFileSize.
+func (s *Store) checkWhole(k format.Key, size int64) error {
+	if size > s.opts.MaxFileSize {
+		return fmt.Errorf("%s: %d bytes, more than the %d-byte max-file-size of this mount: not read whole: %w",
+			k, size, s.opts.MaxFileSize, ErrTooBig)
+	}
+	return nil
+}
 
 // blockOf is the key of the block a sidecar key belongs to.
 func blockOf(k format.Key) format.Key {
@@ -71,6 +111,9 @@ func (s *Store) Derivable(key format.Key) (size int64, mtime time.Time, ok bool,
 	if errors.Is(err, tiers.ErrNotFound) {
 		return 0, time.Time{}, false, nil
 	}
+	if err == nil {
+		err = s.checkWhole(blockOf(key), info.Size)
+	}
 	if err != nil {
 		return 0, time.Time{}, false, err
 	}
@@ -84,13 +127,27 @@ func (s *Store) Derivable(key format.Key) (size int64, mtime time.Time, ok bool,
 
 // deriveBytes reads block (a block key), checks its payload CRC against
 // the stack's, and derives its sidecar of kind and param in memory.
-// A layout that does not allow it is underivable.
+// A layout that does not allow it is underivable; a block past
+// MaxFileSize is not read (ErrTooBig); the derivation waits for its room
+// in deriveMem.
 func (s *Store) deriveBytes(block format.Key, kind format.ReprKind, param uint32) ([]byte, error) {
-	data, _, err := s.stack.ReadFile(block, -1)
+	bi, err := s.stack.Stat(block)
 	if err != nil {
 		return nil, err
 	}
-	if bi, err := s.stack.Stat(block); err == nil && bi.HasCRC && len(data) >= format.HeaderSize {
+	if err := s.checkWhole(block, bi.Size); err != nil {
+		return nil, err
+	}
+	hold := min(3*bi.Size, deriveMemory(s.opts.MaxFileSize)) // the block, and a sidecar of up to twice it
+	if err := s.deriveMem.Acquire(context.Background(), hold); err != nil {
+		return nil, err
+	}
+	defer s.deriveMem.Release(hold)
+	data, _, err := s.stack.ReadFile(block, bi.Size)
+	if err != nil {
+		return nil, err
+	}
+	if bi.HasCRC && len(data) >= format.HeaderSize {
 		if got := format.CRC32C(data[format.HeaderSize:]); got != bi.CRC {
 			return nil, fmt.Errorf("%s: payload CRC-32C %08x, the store has %08x: %w", block, got, bi.CRC, tiers.ErrCorrupt)
 		}

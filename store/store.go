@@ -10,6 +10,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/tiers"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -107,9 +108,10 @@ type Store struct {
 	prefetch prefetcher // the promotion pool
 	pins     loadPins   // blocks pinned by GPU loads in flight
 
-	settings  settingsTable      // per-model persisted settings (settings.go)
-	derives   singleflight.Group // sidecar derivations in flight, by path
-	reprCache *reprCache         // sidecar files .ucm/topk read or derived
+	settings  settingsTable       // per-model persisted settings (settings.go)
+	derives   singleflight.Group  // sidecar derivations in flight, by path
+	deriveMem *semaphore.Weighted // bytes derivations hold (repr_derive.go)
+	reprCache *reprCache          // sidecar files .ucm/topk read or derived
 
 	// Counters are the control plane's request counters; the control
 	// package adds to them, Snapshot reads them.
@@ -157,6 +159,7 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	s.pins.init()
 	s.settings.init()
 	s.reprCache = newReprCache(opts.ReprCache)
+	s.deriveMem = semaphore.NewWeighted(deriveMemory(opts.MaxFileSize))
 	s.budget.max, s.budget.perUser = opts.MaxPending, opts.MaxPendingPerUser
 	s.trees.setBounds(opts.MaxDirs, opts.MaxDirsPerUser)
 	if s.opts.MaxModelsPerUser == 0 {

@@ -54,7 +54,7 @@ func (s *Store) TopkSidecar(model string, id format.ID, kind format.ReprKind, pa
 		ck := reprCacheKey{key: rk}
 		data = s.reprCache.get(ck, tok.repr)
 		if data == nil {
-			if d, _, err := s.stack.ReadFile(rk, -1); err == nil {
+			if d, _, err := s.readWhole(rk); err == nil {
 				data = d
 				s.reprCache.put(ck, tok.repr, d)
 			}
@@ -69,7 +69,7 @@ func (s *Store) TopkSidecar(model string, id format.ID, kind format.ReprKind, pa
 	}
 	data, err := s.deriveBytes(bk, kind, param)
 	if err != nil {
-		if errors.Is(err, ErrNoSidecar) || errors.Is(err, tiers.ErrNotFound) {
+		if errors.Is(err, ErrNoSidecar) || errors.Is(err, tiers.ErrNotFound) || errors.Is(err, ErrTooBig) {
 			s.log.Debug("topk: no sidecar for a candidate", "key", rk.Path(), "err", err)
 		} else {
 			s.log.Warn("topk: deriving a candidate's sidecar failed", "key", rk.Path(), "err", err)

@@ -79,6 +79,9 @@ func (g *Session) load(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 	if err != nil {
 		return out, err
 	}
+	if err := line.CheckContent(ctx, model, g.e.store.FilesPermit, "gpu load"); err != nil {
+		return out, err
+	}
 	items, err := parseLoadItems(t, model, g.e.store.Files(model), g.items[:0])
 	defer g.release(items)
 	if err != nil {
@@ -304,7 +307,7 @@ func (it *loadItem) splitKV(h format.BlockHeader, payload int64, kv int) error {
 // when they pass stagingCap). It returns the bytes copied.
 func (g *Session) copyIn(tg *loadTarget, items []loadItem) (int64, error) {
 	ops := g.ops[:0]
-	defer func() { clear(ops); g.ops = ops[:0] }()
+	defer func() { clear(ops); g.ops = line.Keep(ops) }()
 	var total, staged, largest int64
 	for i := range items {
 		total += items[i].n
@@ -360,6 +363,6 @@ func (g *Session) release(items []loadItem) {
 		}
 	}
 	clear(items)
-	g.items = items[:0]
+	g.items = line.Keep(items)
 	g.trimStaging()
 }

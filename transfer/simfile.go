@@ -19,7 +19,10 @@ import (
 //
 //   - the path is resolved in the caller's view of the filesystem: an
 //     absolute path under /proc/<pid>/root (confined there, so its symlinks
-//     cannot leave it), a relative one from /proc/<pid>/cwd;
+//     cannot leave it), a relative one from /proc/<pid>/cwd, both opened
+//     through the line.Proc of the caller (a task checked to have the
+//     request's fsuid and fsgid, held by one descriptor: a pid reused by
+//     another process lends it neither its groups nor its root);
 //   - it is resolved and opened on a locked OS thread whose fsuid, fsgid
 //     and supplementary groups are the caller's (the thread is thrown away
 //     afterwards), so a caller learns nothing it could not learn itself
@@ -36,8 +39,15 @@ import (
 func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.File, error) {
 	c, ok := line.CallerOf(ctx)
 	if !ok || os.Geteuid() != 0 {
-		return openSimChecked(path, "", c, ok, spec)
+		return openSimChecked(path, -1, c, ok, spec)
 	}
+	// The caller's task, checked to be the caller's and held: its groups,
+	// root and cwd are all read through this one descriptor (line.Proc).
+	p, err := c.OpenProc()
+	if err != nil {
+		return nil, fmt.Errorf("register sim %s: %w", path, err)
+	}
+	defer p.Close()
 	type result struct {
 		f   *os.File
 		err error
@@ -47,11 +57,11 @@ func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.Fil
 		// Never unlocked: the thread, with the caller's credentials, ends
 		// with this goroutine.
 		runtime.LockOSThread()
-		if err := becomeCaller(c); err != nil {
+		if err := becomeCaller(c, p.Groups()); err != nil {
 			done <- result{err: fmt.Errorf("register sim %s: taking the caller's credentials: %w", path, err)}
 			return
 		}
-		f, err := openSimChecked(path, "/proc/"+strconv.FormatUint(uint64(c.Pid), 10), c, true, spec)
+		f, err := openSimChecked(path, p.Dir(), c, true, spec)
 		done <- result{f, err}
 	}()
 	r := <-done
@@ -59,14 +69,10 @@ func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.Fil
 }
 
 // becomeCaller gives the calling thread (locked, and thrown away after)
-// the caller's filesystem credentials: supplementary groups (from
-// /proc/<pid>/status), fsgid, fsuid. Changing the fsuid from 0 drops the
-// thread's filesystem capabilities (DAC override and the like).
-func becomeCaller(c line.Caller) error {
-	groups, err := c.Groups()
-	if err != nil {
-		return err
-	}
+// the caller's filesystem credentials: supplementary groups (from its
+// line.Proc), fsgid, fsuid. Changing the fsuid from 0 drops the thread's
+// filesystem capabilities (DAC override and the like).
+func becomeCaller(c line.Caller, groups []uint32) error {
 	var p unsafe.Pointer
 	if len(groups) > 0 {
 		p = unsafe.Pointer(&groups[0])
@@ -88,10 +94,10 @@ func becomeCaller(c line.Caller) error {
 	return nil
 }
 
-// openSimChecked resolves path (under proc, the caller's /proc/<pid>, when
-// not empty), checks it with an O_PATH descriptor and reopens it
-// read-write; see openSimFile.
-func openSimChecked(path, proc string, c line.Caller, hasCaller bool, spec gpu.RegionSpec) (*os.File, error) {
+// openSimChecked resolves path (under proc, the descriptor of the
+// caller's /proc/<pid>, when not -1), checks it with an O_PATH descriptor
+// and reopens it read-write; see openSimFile.
+func openSimChecked(path string, proc int, c line.Caller, hasCaller bool, spec gpu.RegionSpec) (*os.File, error) {
 	fail := func(code error, format string, args ...any) (*os.File, error) {
 		return nil, line.Err(code, "register sim %s: "+format, append([]any{path}, args...)...)
 	}
@@ -99,13 +105,13 @@ func openSimChecked(path, proc string, c line.Caller, hasCaller bool, spec gpu.R
 		return fail(line.ErrInvalid, "empty path")
 	}
 	dir, how := unix.AT_FDCWD, unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC}
-	if proc != "" {
-		base := proc + "/cwd"
+	if proc != -1 {
+		base := "cwd"
 		if strings.HasPrefix(path, "/") {
-			base = proc + "/root"
+			base = "root"
 			how.Resolve = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
 		}
-		d, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		d, err := unix.Openat(proc, base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return nil, fmt.Errorf("register sim %s: the caller's %s: %w", path, base, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unsafe"
 
 	"github.com/ucmfs/ucmfs/format"
 )
@@ -112,6 +113,22 @@ func IDs(t *Tokens, ids []format.ID, max int) ([]format.ID, error) {
 		return ids, Err(ErrInvalid, "no block ids")
 	}
 	return ids, nil
+}
+
+// KeepBuffer is the most bytes a buffer a session keeps between requests
+// may hold (Keep).
+const KeepBuffer = 1 << 20
+
+// Keep empties a buffer a session keeps between requests, keeping its
+// memory unless it grew past KeepBuffer bytes: a session that once took
+// 100 000 ids keeps nothing of them while idle, so what idle sessions
+// hold is bounded by their number.
+func Keep[T any](s []T) []T {
+	var z T
+	if cap(s)*int(unsafe.Sizeof(z)) > KeepBuffer {
+		return nil
+	}
+	return s[:0]
 }
 
 // Count parses a decimal count of at most MaxInt64.
