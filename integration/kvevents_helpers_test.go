@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,25 +133,20 @@ func readJournal(t *testing.T, mnt string) ([]journalLine, uint64) {
 	return nil, 0
 }
 
-// freePorts returns a TCP port p with p+1 free too (the publisher's and
-// its replay's), on the loopback.
-func freePorts(t *testing.T) int {
+// kvEventsAny is --kv-events on a port the kernel picks (and the
+// replay's on another): a test reads them back with kvEndpoints.
+const kvEventsAny = "tcp://*:0"
+
+// kvEndpoints reads back the addresses d announced for its publisher
+// and replay socket (the line "ucmfs: kv events on ... replay ..."), as
+// a subscriber on this host connects to them.
+func kvEndpoints(t *testing.T, d *daemon) (pub, replay string) {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1))
-		l.Close()
-		if err == nil {
-			l2.Close()
-			return p
-		}
+	m := regexp.MustCompile(`ucmfs: kv events on tcp://\S*:(\d+) replay tcp://\S*:(\d+) `).FindStringSubmatch(d.out.String())
+	if m == nil {
+		t.Fatalf("the daemon announced no kv events addresses:\n%s", d.out.String())
 	}
-	t.Fatal("no two free ports in a row")
-	return 0
+	return "tcp://127.0.0.1:" + m[1], "tcp://127.0.0.1:" + m[2]
 }
 
 // zmqPython is a python3 that imports zmq and msgpack (Debian's
@@ -177,17 +172,17 @@ type subscriber struct {
 	done chan error
 }
 
-// startSubscriber starts a subscriber of the publisher on port, which
-// exits once it sees sentinel stored.
-func startSubscriber(t *testing.T, py string, port int, sentinel uint64) *subscriber {
+// startSubscriber starts a subscriber of d's publisher, which exits once
+// it sees sentinel stored.
+func startSubscriber(t *testing.T, py string, d *daemon, sentinel uint64) *subscriber {
 	t.Helper()
 	script, err := filepath.Abs(filepath.Join("testdata", "kv_subscriber.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &subscriber{out: &syncBuffer{}, done: make(chan error, 1)}
-	s.cmd = exec.Command(py, script, fmt.Sprintf("tcp://127.0.0.1:%d", port),
-		fmt.Sprintf("tcp://127.0.0.1:%d", port+1), strconv.FormatUint(sentinel, 10), "120")
+	pub, replay := kvEndpoints(t, d)
+	s.cmd = exec.Command(py, script, pub, replay, strconv.FormatUint(sentinel, 10), "120")
 	s.cmd.Stdout = s.out
 	var stderr syncBuffer
 	s.cmd.Stderr = &stderr

@@ -30,14 +30,13 @@ type kvRun struct {
 // after the restart, AllBlocksCleared and then what the tiers hold.
 func TestKVEvents(t *testing.T) {
 	py := zmqPython(t)
-	port := freePorts(t)
 	dir := testDir(t)
 	mnt, tier := filepath.Join(dir, "mnt"), filepath.Join(dir, "tier")
 	os.Mkdir(mnt, 0o755)
-	args := []string{"--memory", "1MiB", "--kv-events", fmt.Sprintf("tcp://*:%d", port)}
+	args := []string{"--memory", "1MiB", "--kv-events", kvEventsAny}
 	r := &kvRun{d: mountUCM(t, mountOpts{Mnt: mnt, Tier: tier, Args: args}), hashes: map[string]uint64{}}
 	sentinel1 := strings.Repeat("e", 32)
-	sub := startSubscriber(t, py, port, idHash(sentinel1))
+	sub := startSubscriber(t, py, r.d, idHash(sentinel1))
 
 	// A ucmb model: published into memory, written back, evicted by
 	// newer blocks (a 1 MiB memory tier), promoted back by a pin,
@@ -77,7 +76,7 @@ func TestKVEvents(t *testing.T) {
 	}
 	r.d = mountUCM(t, mountOpts{Mnt: mnt, Tier: tier, Args: args})
 	sentinel2 := strings.Repeat("f", 32)
-	sub2 := startSubscriber(t, py, port, idHash(sentinel2))
+	sub2 := startSubscriber(t, py, r.d, idHash(sentinel2))
 	if _, err := v.Load(0, len(engineData("kv", 0))); err != nil {
 		t.Fatal(err)
 	}
@@ -214,12 +213,11 @@ func (r *kvRun) check(t *testing.T, sub *subscriber, sentinel string, ordered bo
 // negative TTL when events are published).
 func TestKVEventsSharedTier(t *testing.T) {
 	py := zmqPython(t)
-	port := freePorts(t)
 	dir := sharedDir(t)
-	d := mountUCM(t, sharedMount("nfs:"+dir, "--kv-events", fmt.Sprintf("tcp://*:%d", port)))
+	d := mountUCM(t, sharedMount("nfs:"+dir, "--kv-events", kvEventsAny))
 	putBlocks(t, d, "m", kvIDs("1", 2)) // the model exists on the tier
 	id := kvIDs("2", 1)[0]
-	sub := startSubscriber(t, py, port, idHash(id))
+	sub := startSubscriber(t, py, d, idHash(id))
 	plantBlocks(t, dir, "m", []string{id})
 	got, _ := sub.wait(t)
 	last := got[len(got)-1]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/ucmfs/ucmfs/events/vllm"
@@ -60,8 +61,10 @@ func checkKVEvents(cfg mountConfig) error {
 	return nil
 }
 
-// startKVEvents starts the publisher of --kv-events (nil when off).
-func startKVEvents(cfg mountConfig, core *store.Store, log *slog.Logger) (*vllm.Publisher, error) {
+// startKVEvents starts the publisher of --kv-events (nil when off) and
+// announces the addresses it listens on (port 0: the ports the kernel
+// picked), as `metrics on` does.
+func startKVEvents(cfg mountConfig, core *store.Store, log *slog.Logger, stderr io.Writer) (*vllm.Publisher, error) {
 	if cfg.KVEvents == "" {
 		return nil, nil
 	}
@@ -69,6 +72,10 @@ func startKVEvents(cfg mountConfig, core *store.Store, log *slog.Logger) (*vllm.
 	if err != nil {
 		return nil, err
 	}
-	log.Info("publishing KV events", "endpoint", cfg.KVEvents, "replay", p.ReplayEndpoint(), "topic", p.Topic())
+	replay := p.ReplayEndpoint()
+	if replay == "" {
+		replay = "none"
+	}
+	announce(cfg, log, stderr, "kv events on %s replay %s topic %s", p.Endpoint(), replay, p.Topic())
 	return p, nil
 }

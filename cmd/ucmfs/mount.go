@@ -308,7 +308,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		closeStack(st, cfg.ShutdownTimeout, log)
 		return err
 	}
-	kv, err := startKVEvents(cfg, core, log)
+	kv, err := startKVEvents(cfg, core, log, stderr)
 	if err != nil {
 		core.Close()
 		closeStack(st, cfg.ShutdownTimeout, log)

@@ -35,7 +35,8 @@ type Config struct {
 	// connects where a router on this host listens already.
 	Endpoint string
 	// Replay is the ROUTER address replay requests come to; "" with a
-	// listening Endpoint: the same host, the next port; "none": no replay.
+	// listening Endpoint: the same host, the next port (port 0: a port
+	// the kernel picks, as for Endpoint); "none": no replay.
 	Replay string
 	// Topic is the first frame of every message (default "kv-events";
 	// a subscriber of "" gets every topic).
@@ -135,7 +136,8 @@ func CheckEndpoint(ep string) error {
 	return fmt.Errorf("kv events endpoint %q: want tcp://HOST:PORT or ipc://PATH", ep)
 }
 
-// nextPort is ep with its port plus one (tcp only; "" otherwise).
+// nextPort is ep with its port plus one, or ep itself for port 0 (tcp
+// only; "" otherwise).
 func nextPort(ep string) string {
 	host, port, err := net.SplitHostPort(strings.TrimPrefix(ep, "tcp://"))
 	if err != nil || !strings.HasPrefix(ep, "tcp://") {
@@ -144,6 +146,9 @@ func nextPort(ep string) string {
 	p, err := strconv.Atoi(port)
 	if err != nil {
 		return ""
+	}
+	if p == 0 { // the kernel picks the publisher's port: it picks this one too
+		return ep
 	}
 	return "tcp://" + net.JoinHostPort(host, strconv.Itoa(p+1))
 }
@@ -230,12 +235,29 @@ func Start(cfg Config, src Source) (*Publisher, error) {
 	return p, nil
 }
 
-// ReplayEndpoint is the replay socket's address ("" without one).
+// Endpoint is the PUB socket's address: where it listens, the address
+// it listens on (the port the kernel picked for port 0), else the
+// router's it connects to.
+func (p *Publisher) Endpoint() string {
+	return bound(p.pub, p.cfg.Endpoint)
+}
+
+// ReplayEndpoint is the replay socket's address, as Endpoint ("" without
+// one).
 func (p *Publisher) ReplayEndpoint() string {
 	if p.replay == nil {
 		return ""
 	}
-	return p.cfg.Replay
+	return bound(p.replay, p.cfg.Replay)
+}
+
+// bound is the address s listens on as an endpoint, or ep where it does
+// not listen.
+func bound(s zmq4.Socket, ep string) string {
+	if a, ok := s.Addr().(*net.TCPAddr); ok {
+		return "tcp://" + a.String()
+	}
+	return ep
 }
 
 // Topic is the topic frame of every message.
