@@ -20,12 +20,14 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ucmfs
 
 # The whole suite: vet, then every package's tests (mount tests included).
-# gotestsum (a tool of go.mod) prints each package as it finishes, with its
-# time, and the output of the tests that fail; `go test ./...` would hold
-# every line back behind the slowest package before it in the list.
+# internal/testprogress runs `go test -json` and prints each package as it
+# finishes, with its time and the output of the tests that fail, and every
+# 30 s the packages still running: tests ended of tests declared, time so
+# far (integration, the longest, runs for minutes); `go test ./...` would
+# hold every line back behind the slowest package before it in the list.
 test:
 	$(GO) vet ./...
-	$(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg -- -count=1 -timeout 20m ./...
+	$(GO) run ./internal/testprogress -- -count=1 -timeout 20m ./...
 
 # Fuzz every target for FUZZTIME (seed corpora in each package's
 # testdata/fuzz/; what a run finds new stays in the Go cache). CI runs it

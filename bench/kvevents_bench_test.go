@@ -1,10 +1,9 @@
 package bench
 
 import (
-	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"testing"
 )
@@ -43,18 +42,12 @@ func makeKVTargets(tb testing.TB) []*target {
 		}
 		return kvTargets.ts
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	for _, c := range []struct {
 		name  string
 		extra []string
 	}{
 		{"publisher-off", nil},
-		{"publisher-on", []string{"--kv-events", fmt.Sprintf("tcp://*:%d", port), "--kv-events-replay", "none", "--kv-events-models", "*"}},
+		{"publisher-on", []string{"--kv-events", "tcp://*:0", "--kv-events-replay", "none", "--kv-events-models", "*"}},
 	} {
 		mnt, tier := filepath.Join(diskDir, c.name+"-mnt"), filepath.Join(diskDir, c.name+"-tier")
 		if kvTargets.err = makeDirs(mnt); kvTargets.err != nil {
@@ -66,7 +59,12 @@ func makeKVTargets(tb testing.TB) []*target {
 		}
 		kvTargets.ts = append(kvTargets.ts, &target{name: c.name, root: mnt, d: d})
 	}
-	sub := exec.Command("/usr/bin/python3", "-c", kvSubscriber, fmt.Sprintf("tcp://127.0.0.1:%d", port))
+	// The port the kernel gave the publisher, as the daemon announced it.
+	m := regexp.MustCompile(`KV events on .* \(listening on [^\s]*:(\d+)\)`).FindStringSubmatch(kvTargets.ts[1].d.output())
+	if m == nil {
+		tb.Fatalf("the publisher announced no address:\n%s", kvTargets.ts[1].d.output())
+	}
+	sub := exec.Command("/usr/bin/python3", "-c", kvSubscriber, "tcp://127.0.0.1:"+m[1])
 	if err := sub.Start(); err != nil {
 		tb.Logf("no subscriber (python3-zmq): %v; the publisher sends to nobody", err)
 	} else {

@@ -152,3 +152,18 @@ func TestWarmupFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmupMissingModel: warmup of a model the mount does not have
+// prints the error alone (no counts), as quota does.
+func TestWarmupMissingModel(t *testing.T) {
+	d := mountUCM(t, mountOpts{})
+	for _, args := range [][]string{{"warmup", d.Mnt, "nosuch", testIDs("w", 1)[0]}, {"quota", d.Mnt, "nosuch"}} {
+		cmd := exec.Command(ucmfsBin, args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err == nil || len(out) != 0 || !strings.Contains(stderr.String(), "nosuch") {
+			t.Errorf("%v: %v, stdout %q, stderr %q; want the error alone", args, err, out, stderr.String())
+		}
+	}
+}

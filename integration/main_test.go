@@ -150,16 +150,3 @@ func requireFUSE(t testing.TB) {
 	}
 	t.Skipf("no FUSE here (/dev/fuse: %v); set UCMFS_REQUIRE_FUSE=1 to make this a failure", err)
 }
-
-// requireTool skips the test when a command is missing, or fails it when
-// UCMFS_REQUIRE_FUSE=1 (CI installs every tool the tests use).
-func requireTool(t testing.TB, name string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err == nil {
-		return
-	}
-	if os.Getenv("UCMFS_REQUIRE_FUSE") == "1" {
-		t.Fatalf("UCMFS_REQUIRE_FUSE=1 but %s is not installed", name)
-	}
-	t.Skipf("%s is not installed", name)
-}

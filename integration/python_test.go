@@ -4,24 +4,48 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestPythonUnittests runs the Python package's own tests
-// (python/tests, `python3 -m unittest`) against a real mount.
+// (python/tests, `python3 -m unittest`) against a real mount, after the
+// demo and twice: they depend on nothing the mount holds, and leave
+// nothing behind.
 func TestPythonUnittests(t *testing.T) {
 	requireTool(t, "python3")
 	d := mountUCM(t, mountOpts{})
-	cmd := exec.Command("python3", "-m", "unittest", "discover", "-v", "-s", filepath.Join(pythonDir, "tests"))
-	cmd.Env = append(pythonEnv(), "UCMFS_TEST_MNT="+d.Mnt)
-	out, err := cmd.CombinedOutput()
+	run(t, pythonEnv(), "python3", "-m", "ucmfs", "demo", d.Mnt)
+	before := modelsOf(t, d.Mnt)
+	for i := range 2 {
+		cmd := exec.Command("python3", "-m", "unittest", "discover", "-v", "-s", filepath.Join(pythonDir, "tests"))
+		cmd.Env = append(pythonEnv(), "UCMFS_TEST_MNT="+d.Mnt)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("python3 -m unittest, run %d: %v\n%s", i+1, err, out)
+		}
+		if strings.Contains(string(out), "skipped") {
+			t.Errorf("python tests skipped with a mount given:\n%s", out)
+		}
+	}
+	if after := modelsOf(t, d.Mnt); !slices.Equal(after, before) {
+		t.Errorf("the python tests left models behind: before %v, after %v", before, after)
+	}
+}
+
+// modelsOf lists the models of a mount, sorted.
+func modelsOf(t *testing.T, mnt string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(mnt)
 	if err != nil {
-		t.Fatalf("python3 -m unittest: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	if strings.Contains(string(out), "skipped") {
-		t.Errorf("python tests skipped with a mount given:\n%s", out)
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
 	}
+	return out
 }
 
 // TestPythonPipInstall installs the package into a fresh virtual

@@ -239,13 +239,7 @@ func TestCompletion(t *testing.T) {
 // the old lines are in the rotated file and the next line the still-open
 // writer appends starts the new one.
 func TestLogrotateConfig(t *testing.T) {
-	bin, err := exec.LookPath("logrotate")
-	if err != nil {
-		bin = "/usr/sbin/logrotate" // not on a user's PATH
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("logrotate is not installed (.ci/run installs it): %v", err)
-		}
-	}
+	bin := requireTool(t, "logrotate") // in /usr/sbin, not on every user's PATH
 	conf, err := os.ReadFile(filepath.Join("..", "deploy", "logrotate.d", "ucmfs"))
 	if err != nil {
 		t.Fatal(err)

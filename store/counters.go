@@ -134,8 +134,11 @@ type WriteStats struct {
 // first (for a front end that reports each state apart).
 var TierHealthStates = []string{tiers.Up.String(), tiers.Unstable.String(), tiers.Down.String()}
 
-// Snapshot takes the counters now.
+// Snapshot takes the counters now. The prefetch pool's pending count is
+// read first: a promotion no longer pending is counted in every count
+// read after it (the tiers' promotions, prefetch promoted or failed).
 func (s *Store) Snapshot() Stats {
+	pending := s.prefetch.pending.Load()
 	st := s.stack.Stats()
 	m := Stats{Stats: st, Tiers: make([]TierStats, len(st.Tiers))}
 	for i, t := range st.Tiers {
@@ -150,7 +153,7 @@ func (s *Store) Snapshot() Stats {
 		Lookups: c.Lookups.Load(), LookupIDs: c.LookupIDs.Load(), LookupHits: c.LookupHits.Load(),
 		Prefetches: c.Prefetches.Load(), PrefetchQueued: c.PrefetchQueued.Load(),
 		PrefetchMissing: c.PrefetchMissing.Load(), PrefetchPromoted: c.PrefetchPromoted.Load(),
-		PrefetchFailed: c.PrefetchFailed.Load(), PrefetchPending: s.prefetch.pending.Load(),
+		PrefetchFailed: c.PrefetchFailed.Load(), PrefetchPending: pending,
 		Flushes: c.Flushes.Load(), FlushErrors: c.FlushErrors.Load(), ControlErrors: c.Errors.Load(),
 		GPURegions: c.GPURegions.Load(), GPULoads: c.GPULoads.Load(), GPULoadBlocks: c.GPULoadBlocks.Load(),
 		GPULoadBytes: c.GPULoadBytes.Load(), GPULoadUnmapped: c.GPULoadUnmapped.Load(),

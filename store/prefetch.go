@@ -75,16 +75,17 @@ func (s *Store) prefetchWorker() {
 		case <-p.done:
 			return
 		case k := <-p.jobs:
-			err := s.stack.Promote(k)
-			p.pending.Add(-1)
-			if err != nil {
+			// Counted before pending falls: a reader that sees
+			// nothing pending reads every promotion's count.
+			if err := s.stack.Promote(k); err != nil {
 				s.Counters.PrefetchFailed.Add(1)
 				if !errors.Is(err, tiers.ErrNotFound) && !errors.Is(err, tiers.ErrFull) {
 					s.log.Warn("prefetch failed", "key", k.String(), "err", err)
 				}
-				continue
+			} else {
+				s.Counters.PrefetchPromoted.Add(1)
 			}
-			s.Counters.PrefetchPromoted.Add(1)
+			p.pending.Add(-1)
 		}
 	}
 }

@@ -79,7 +79,13 @@ func newRoot(stdout, stderr io.Writer) *cli.Command {
 		EnableShellCompletion: true,
 		ConfigureShellCompletionCommand: func(c *cli.Command) {
 			c.Hidden = false
-			c.Usage = "print the shell completion script: source <(ucmfs completion bash), zsh, fish"
+			c.Usage = "print the shell completion script: source <(ucmfs completion bash), zsh, fish, pwsh (bash needs the bash-completion package)"
+			c.Action = func(ctx context.Context, cmd *cli.Command) error {
+				if cmd.Args().Present() {
+					return usageErrorf("completion: no script for %q; the shells are %s", cmd.Args().First(), strings.Join(completionShells(c), ", "))
+				}
+				return cli.ShowSubcommandHelp(cmd)
+			}
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Present() {
@@ -141,3 +147,15 @@ func usageErrorf(format string, args ...any) error {
 // failed is the silent status-1 exit of a command that found problems and
 // already listed them.
 func failed() error { return &exitError{code: exitFail} }
+
+// completionShells are the shells `ucmfs completion` has a script for:
+// its subcommands.
+func completionShells(c *cli.Command) []string {
+	var out []string
+	for _, sc := range c.Commands {
+		if sc.Name != "help" {
+			out = append(out, sc.Name)
+		}
+	}
+	return out
+}

@@ -189,7 +189,7 @@ func (b *byteSize) UnmarshalYAML(n *yaml.Node) error {
 	}
 	v, err := parseSize(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return fmt.Errorf("line %d: column %d: %w", n.Line, n.Column, err) // the column names the key
 	}
 	*b = byteSize(v)
 	return nil
@@ -210,7 +210,7 @@ func loadConfigFile(path string) (fileConfig, error) {
 	fc.dir = filepath.Dir(abs)
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fc, configDecodeError(path, err, nil)
+		return fc, configDecodeError(path, err, keyLines{})
 	}
 	if fc.lines, err = checkConfigNode(path, &doc); err != nil {
 		return fc, err
@@ -226,7 +226,7 @@ func loadConfigFile(path string) (fileConfig, error) {
 
 // errAt prefixes err with the file and line of key: "FILE:LINE: err".
 func (fc fileConfig) errAt(key string, err error) error {
-	if n, ok := fc.lines[key]; ok {
+	if n, ok := fc.lines.lines[key]; ok {
 		return fmt.Errorf("%s:%d: %w", fc.path, n, err)
 	}
 	return fmt.Errorf("%s: %w", fc.path, err)

@@ -34,21 +34,27 @@ var (
 	tierKeys   = yamlKeys(fileTier{})
 )
 
-// keyLines maps every key of the document to its line: top-level keys by
-// name, tier keys as tiers[i].name; values' lines are their key's.
-type keyLines map[string]int
+// keyLines says where each key of the document is: lines maps it to its
+// line (top-level keys by name, tier keys as tiers[i].name; values'
+// lines are their key's), values maps the line and column where a
+// value starts to its key, so an error of a one-line mapping ({kind:
+// nvme, size: 10XB}) names the key of the value it is about.
+type keyLines struct {
+	lines  map[string]int
+	values map[[2]int]string
+}
 
 // checkConfigNode checks the shape of a parsed config document: a
 // mapping of known keys, tiers a list of mappings of known keys. It
 // returns where each key is.
 func checkConfigNode(path string, doc *yaml.Node) (keyLines, error) {
-	lines := keyLines{}
+	lines := keyLines{lines: map[string]int{}, values: map[[2]int]string{}}
 	if doc.Kind == 0 || len(doc.Content) == 0 { // an empty file
 		return lines, nil
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s:%d: want a mapping of keys (%s: ...)", path, root.Line, configKeys[0])
+		return keyLines{}, fmt.Errorf("%s:%d: want a mapping of keys (%s: ...)", path, root.Line, configKeys[0])
 	}
 	var errs []error
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -57,7 +63,8 @@ func checkConfigNode(path string, doc *yaml.Node) (keyLines, error) {
 			errs = append(errs, unknownKey(path, k, configKeys))
 			continue
 		}
-		lines[k.Value] = k.Line
+		lines.lines[k.Value] = k.Line
+		lines.values[[2]int{v.Line, v.Column}] = k.Value
 		if k.Value != "tiers" {
 			continue
 		}
@@ -67,7 +74,7 @@ func checkConfigNode(path string, doc *yaml.Node) (keyLines, error) {
 		}
 		for j, t := range v.Content {
 			name := "tiers[" + strconv.Itoa(j) + "]"
-			lines[name] = t.Line
+			lines.lines[name] = t.Line
 			if t.Kind != yaml.MappingNode {
 				errs = append(errs, fmt.Errorf("%s:%d: %s: want a mapping {kind, dir, size}", path, t.Line, name))
 				continue
@@ -77,7 +84,9 @@ func checkConfigNode(path string, doc *yaml.Node) (keyLines, error) {
 				if !slices.Contains(tierKeys, tk.Value) {
 					errs = append(errs, unknownKey(path+":"+name, tk, tierKeys))
 				}
-				lines[name+"."+tk.Value] = tk.Line
+				lines.lines[name+"."+tk.Value] = tk.Line
+				tv := t.Content[m+1]
+				lines.values[[2]int{tv.Line, tv.Column}] = name + "." + tk.Value
 			}
 		}
 	}
@@ -140,7 +149,7 @@ var yamlTypeWords = map[string]string{
 }
 
 var (
-	yamlLineMsg   = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	yamlLineMsg   = regexp.MustCompile(`^(?:yaml: )?line (\d+): (?:column (\d+): )?(.*)$`)
 	yamlUnmarshal = regexp.MustCompile("^cannot unmarshal !!\\w+ `(.*)` into (.+)$")
 )
 
@@ -163,15 +172,19 @@ func configDecodeError(path string, err error, lines keyLines) error {
 			continue
 		}
 		line, _ := strconv.Atoi(m[1])
-		text := m[2]
+		col, _ := strconv.Atoi(m[2])
+		text := m[3]
 		if u := yamlUnmarshal.FindStringSubmatch(text); u != nil {
 			want, ok := yamlTypeWords[u[2]]
 			if !ok {
 				want = strings.TrimPrefix(strings.TrimPrefix(u[2], "*"), "main.")
 			}
 			text = fmt.Sprintf("want %s, got %q", want, u[1])
+			if u[2] == "bool" && (u[1] == "true" || u[1] == "false") {
+				text = fmt.Sprintf("want true or false, got the string %q (quotes make it a string: write %s)", u[1], u[1])
+			}
 		}
-		if key := lines.at(line); key != "" {
+		if key := lines.at(line, col); key != "" {
 			text = key + ": " + text
 		}
 		errs = append(errs, fmt.Errorf("%s:%d: %s", path, line, text))
@@ -179,11 +192,16 @@ func configDecodeError(path string, err error, lines keyLines) error {
 	return errors.Join(errs...)
 }
 
-// at is the key on a line (the most specific one), or "".
-func (l keyLines) at(line int) string {
+// at is the key whose value starts at line and col (col 0: unknown), or
+// else the key on the line (the most specific one; of keys alike, such
+// as those of a one-line tier, the first in order), or "".
+func (l keyLines) at(line, col int) string {
+	if k, ok := l.values[[2]int{line, col}]; ok && col > 0 {
+		return k
+	}
 	best := ""
-	for k, n := range l {
-		if n == line && len(k) > len(best) {
+	for k, n := range l.lines {
+		if n == line && (len(k) > len(best) || len(k) == len(best) && k < best) {
 			best = k
 		}
 	}

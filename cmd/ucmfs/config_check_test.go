@@ -28,6 +28,9 @@ func TestConfigErrorsNameLinesAndKeys(t *testing.T) {
 		"- memory\n":                      {"typo.yaml:1: want a mapping of keys"},
 		"log_level: loud\n":               {"typo.yaml:1: log_level: log level \"loud\""},
 		"a: 1\n\ntiers: [{kind: nvme}]\n": {"typo.yaml:1: unknown key \"a\""},
+		"tiers:\n  - {kind: nvme, dir: t6, size: 10XB}\n": {"typo.yaml:2: tiers[0].size: size \"10XB\""},
+		"tiers:\n  - {size: 10XB, kind: nvme, dir: t6}\n": {"typo.yaml:2: tiers[0].size: size \"10XB\""},
+		"write_through: \"true\"\n":                       {"typo.yaml:1: write_through: want true or false, got the string \"true\" (quotes make it a string: write true)"},
 	} {
 		path := writeTemp(t, dir, "typo.yaml", text)
 		fc, err := loadConfigFile(path)

@@ -140,6 +140,9 @@ func hashMetaFrom(cmd *cli.Command, cfg *hashConfig) error {
 		}
 		cfg.Meta = format.Meta(cmd.String("model"), ws, dtype, rank)
 	}
+	if err := checkMeta(cfg.Meta, cfg.Scheme); err != nil {
+		return usageErrorf("hash: %v", err)
+	}
 	if cfg.Scheme == schemeUCM {
 		m, err := format.ParseMeta(cfg.Meta)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -83,6 +84,39 @@ func TestHashBadInput(t *testing.T) {
 		code, out, errs := runMain(t, append([]string{"hash"}, args...)...)
 		if code != exitUsage || out != "" || errs == "" {
 			t.Errorf("%s: status %d, stdout %q, stderr %q; want 2, nothing, a message", name, code, out, errs)
+		}
+	}
+}
+
+// TestHashBadMeta: a meta the mount would never match (a typo in its
+// dtype, a world size or rank that is no number, a missing field) is a
+// usage error naming the field, not ids printed with status 0.
+func TestHashBadMeta(t *testing.T) {
+	cases := map[string]struct{ args []string }{
+		"x":                       {[]string{"--meta", "x"}},
+		"world size not a number": {[]string{"--meta", "demo/M:one:bfloat16:0"}},
+		"dtype typo":              {[]string{"--meta", "demo/M:1:bflaot16:0"}},
+		"rank not a number":       {[]string{"--meta", "demo/M:1:bfloat16:r"}},
+		"rank >= world size":      {[]string{"--meta", "demo/M:2:bfloat16:2"}},
+		"no model":                {[]string{"--meta", ":1:bfloat16:0"}},
+		"--dtype typo":            {[]string{"--model", "demo/M", "--dtype", "bflaot16"}},
+		"ucm dtype typo":          {[]string{"--scheme", "ucm", "--meta", "demo/M:1:torch.bflaot16:0"}},
+		"ucm dtype no torch.":     {[]string{"--scheme", "ucm", "--meta", "demo/M:1:bfloat16:0"}},
+	}
+	for name, c := range cases {
+		code, out, errs := runMain(t, append(append([]string{"hash"}, c.args...), "--block-size", "1", "1")...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "meta") {
+			t.Errorf("%s: status %d, stdout %q, stderr %q; want 2, nothing, a message on the meta", name, code, out, errs)
+		}
+	}
+	code, _, errs := runMain(t, "hash", "--meta", "demo/M:1:bflaot16:0", "--block-size", "1", "1")
+	if code != exitUsage || !strings.Contains(errs, `DTYPE "bflaot16"`) || !strings.Contains(errs, "bfloat16") {
+		t.Errorf("a dtype typo: %d %q; want the field named and the dtypes listed", code, errs)
+	}
+	// Every dtype a header takes, and a model name with colons, pass.
+	for _, meta := range []string{"a/b:1:float8_e4m3fn:0", "/models/x:y:4:float16:3"} {
+		if code, out, errs := runMain(t, "hash", "--meta", meta, "--block-size", "1", "1"); code != 0 || out == "" {
+			t.Errorf("%s: %d %q", meta, code, errs)
 		}
 	}
 }

@@ -149,7 +149,7 @@ func helperOptionNames(flags map[string]bool) []string {
 		}
 	}
 	slices.Sort(names)
-	return names
+	return slices.Compact(names) // log_file is a mount flag and the helper's own
 }
 
 // runMountHelper is the helper's main: exit status 0 once mounted, 1 for

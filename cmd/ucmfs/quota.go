@@ -31,6 +31,9 @@ func quotaCommand() *cli.Command {
 			if len(args) < 2 || len(args) > 3 {
 				return usageErrorf("quota: want MOUNTPOINT MODEL [SIZE|none] (see 'ucmfs quota --help')")
 			}
+			if err := requireMount(args[0]); err != nil {
+				return err
+			}
 			dir := filepath.Join(args[0], args[1])
 			if len(args) == 3 {
 				if err := setQuota(dir, args[2]); err != nil {

@@ -61,6 +61,14 @@ func statsCommand() *cli.Command {
 	}
 }
 
+// requireMount fails with readStats' message where mnt is not a live
+// ucmfs mount: the commands that take MOUNTPOINT say so alike, before
+// they touch anything under it.
+func requireMount(mnt string) error {
+	_, err := readStats(mnt)
+	return err
+}
+
 // readStats reads the stats file of the mount at mnt.
 func readStats(mnt string) ([]byte, error) {
 	raw, err := os.ReadFile(filepath.Join(mnt, ".ucm", "stats"))

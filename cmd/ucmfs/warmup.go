@@ -30,12 +30,14 @@ func warmupCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "warmup",
 		Usage:     "load blocks of a model into the memory tier ahead of need, with progress",
-		ArgsUsage: "MOUNTPOINT MODEL [ID...]",
+		ArgsUsage: "MOUNTPOINT MODEL (ID... | --from FILE)",
 		Description: "Sends the ids (arguments, or --from FILE, one per line; '-' is stdin) to\n" +
 			"MOUNTPOINT/.ucm/prefetch in batches (in a files model, the files' paths in the model\n" +
 			"instead of ids), then follows the promotions in .ucm/stats until\n" +
 			"none is pending, drawing a progress bar on stderr. Prints queued, missing, promoted\n" +
-			"and failed counts at the end. Ids no tier holds are counted as missing, not errors.",
+			"and failed counts at the end. Ids no tier holds are counted as missing, not errors.\n" +
+			"The ids are required (the blocks an engine will need, not the whole model); a mount point\n" +
+			"or model that does not exist is an error, and prints no counts.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", TakesFile: true, Usage: "read ids from `FILE`, one per line ('-': stdin)"},
 			&cli.BoolFlag{Name: "no-wait", Usage: "return once the ids are queued"},
@@ -43,15 +45,21 @@ func warmupCommand() *cli.Command {
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() < 2 {
-				return usageErrorf("warmup: want MOUNTPOINT MODEL [ID...], got %d arguments", cmd.Args().Len())
+				return usageErrorf("warmup: want MOUNTPOINT MODEL (ID... | --from FILE), got %d arguments", cmd.Args().Len())
 			}
 			mnt, model := cmd.Args().Get(0), cmd.Args().Get(1)
+			if err := requireMount(mnt); err != nil {
+				return err
+			}
 			ids, err := warmupIDs(cmd.Args().Slice()[2:], cmd.String("from"), cmd.Root().Reader, filesModel(mnt, model))
 			if err != nil {
 				return err
 			}
 			w := &warmup{mnt: mnt, model: model, progress: cmd.Root().ErrWriter}
 			res, err := w.run(ctx, ids, !cmd.Bool("no-wait"), cmd.Duration("timeout"))
+			if err != nil && res.queued == 0 {
+				return err // nothing was asked: the error alone
+			}
 			fmt.Fprintf(cmd.Root().Writer, "queued=%d missing=%d promoted=%d failed=%d\n", res.queued, res.missing, res.promoted, res.failed)
 			return err
 		},
@@ -94,7 +102,7 @@ func warmupIDs(args []string, from string, stdin io.Reader, paths bool) ([]strin
 		}
 	}
 	if len(ids) == 0 {
-		return nil, usageErrorf("warmup: no ids (give them as arguments or with --from FILE)")
+		return nil, usageErrorf("warmup: no ids: give the blocks to load as arguments or with --from FILE (ucmfs hash prints a prompt's)")
 	}
 	for _, id := range ids {
 		if err := checkWarmupID(id, paths); err != nil {

@@ -37,7 +37,8 @@ type Config struct {
 	// connects where a router on this host listens already.
 	Endpoint string
 	// Replay is the ROUTER address replay requests come to; "" with a
-	// listening Endpoint: the same host, the next port; "none": no replay.
+	// listening Endpoint: the same host, the next port (port 0: a port
+	// the kernel picks, as for Endpoint); "none": no replay.
 	Replay string
 	// Topic is the first frame of every message (default "kv-events";
 	// a subscriber of "" gets every topic).
@@ -282,12 +283,22 @@ func Start(cfg Config, src Source) (*Publisher, error) {
 	return p, nil
 }
 
-// ReplayEndpoint is the replay socket's address ("" without one).
+// ReplayEndpoint is the replay socket's address, as Endpoint ("" without
+// one).
 func (p *Publisher) ReplayEndpoint() string {
 	if p.replay == nil {
 		return ""
 	}
-	return p.cfg.Replay
+	return bound(p.replay, p.cfg.Replay)
+}
+
+// bound is the address s listens on as an endpoint, or ep where it does
+// not listen.
+func bound(s zmq4.Socket, ep string) string {
+	if a, ok := s.Addr().(*net.TCPAddr); ok {
+		return "tcp://" + a.String()
+	}
+	return ep
 }
 
 // Addr is the address the PUB socket listens on (nil where it connects

@@ -48,6 +48,9 @@ var allowed = map[string][]string{
 	// The mount benchmarks (test files and a doc) and their plotting tool.
 	"bench":              {"format", "internal/engineproto", "internal/ucmproto"},
 	"internal/benchplot": {},
+
+	// make test's runner.
+	"internal/testprogress": {},
 }
 
 // restricted third-party imports and the only packages that may use them.

@@ -23,6 +23,9 @@ class KeysTest(unittest.TestCase):
         self.assertEqual(self.ids(), ["569d97e717439e91327f78b6bd995559", "587a92f328ceeef39b1f7930aeac4775"])
         self.assertEqual(self.ids(), [i.hex() for i in ucmfs.chain(META, 4, TOKENS)])
         self.assertEqual(self.ids(salt="x"), ["61cc9a136b8286c70f44026e96e8e5cd", "f5e04e397222ead1120c3fd14ec7e3fe"])
+        # bytes are taken as the str's UTF-8 (Keys(salt=b"x") raised AttributeError).
+        self.assertEqual(self.ids(salt=b"x"), self.ids(salt="x"))
+        self.assertEqual(self.ids(lora=b"x"), self.ids(lora="x"))
         self.assertEqual(self.ids(lora="x"), ["3ef57efff12218ff82433d66ae8b6343", "f3325880a7473cbeb148d27bf8f49944"])
         self.assertEqual(self.ids(group=0), ["d6e4281584dc1fbd4b573df84f2df3cc", "b8c7775669de05c372973928f083abf5"])
         self.assertEqual(self.ids(group=1), ["0d4de64d103ed99926b0c66b0f374f3c", "3612907df674e015fefd3f6f58eb4f16"])

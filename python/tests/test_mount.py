@@ -8,6 +8,7 @@ variable they skip.
 import contextlib
 import io
 import os
+import shutil
 import sys
 import unittest
 
@@ -21,14 +22,33 @@ from ucmfs import cli, demo, sparse
 MNT = os.environ.get("UCMFS_TEST_MNT", "")
 
 
+def fresh_model(prefix):
+    """A model name no run has used (the process id and random bytes): the
+    tests depend on nothing the mount held before, and leave nothing."""
+    return "%s-%d-%s" % (prefix, os.getpid(), os.urandom(4).hex())
+
+
+def remove_model(name):
+    """rm -r of a model of the mount. Unlinking a block removes its sidecar
+    too, which the listing taken before still names: ENOENT there is
+    what was asked."""
+    def gone_ok(func, path, exc_info):
+        if not issubclass(exc_info[0], FileNotFoundError):
+            raise exc_info[1]
+    shutil.rmtree(os.path.join(MNT, name), onerror=gone_ok)
+
+
 @unittest.skipUnless(MNT, "UCMFS_TEST_MNT is not set: no mount to test against")
 class MountTest(unittest.TestCase):
-    model = "py-unittest"
-
     @classmethod
     def setUpClass(cls):
-        os.makedirs(os.path.join(MNT, cls.model), exist_ok=True)
+        cls.model = fresh_model("py-unittest")
+        os.mkdir(os.path.join(MNT, cls.model))
         cls.ids = ucmfs.chain(ucmfs.meta("org/PyTest", 1, "float16", 0), 4, list(range(4 * 6)))
+
+    @classmethod
+    def tearDownClass(cls):
+        remove_model(cls.model)
 
     def _put(self, block_id, with_crc=True):
         payload = ucmfs.test_payload(block_id, 0, 2 * 2 * 4 * 2 * 8 * 2)
@@ -67,9 +87,13 @@ class MountTest(unittest.TestCase):
         self.assertEqual(missing, [])
 
     def test_demo(self):
+        name = fresh_model("py-demo")
         out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            demo.demo(MNT)
+        try:
+            with contextlib.redirect_stdout(out):
+                demo.demo(MNT, name)
+        finally:
+            remove_model(ucmfs.escape_model(name))
         self.assertIn("longest present prefix: 3 of 4 blocks", out.getvalue())
 
     def test_cli_ids_from_and_messages(self):

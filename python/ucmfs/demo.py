@@ -14,15 +14,17 @@ from .client import (GPU, SimRegion, block_path, block_xattrs, chain, crc32c, es
 from .sparse import read_repr, topk
 
 
-def demo(mnt: str) -> None:
+def demo(mnt: str, model_name: str = "demo-org/Demo-1B") -> None:
     """What an engine does with ucmfs, once: hash, store, match, load a layer.
 
-    A path that is not a ucmfs mount (no .ucm/stats: a mistyped mount
-    point) is refused before anything is written there.
+    The blocks go to the model model_name (its directory is the name
+    escaped: demo-org--Demo-1B). A path that is not a ucmfs mount (no
+    .ucm/stats: a mistyped mount point) is refused before anything is
+    written there.
     """
     if not os.path.isfile(os.path.join(mnt, ".ucm", "stats")):
         raise SystemExit("ucmcli demo: %s is not a ucmfs mount (no .ucm/stats there); nothing was written" % mnt)
-    model_name, dtype, block_size = "demo-org/Demo-1B", "bfloat16", 16
+    dtype, block_size = "bfloat16", 16
     model = escape_model(model_name)
     os.makedirs(os.path.join(mnt, model), exist_ok=True)  # mkdir creates a namespace
     tokens = list(range(1000, 1000 + 4 * block_size + 5))  # 4 full blocks + 5 tokens

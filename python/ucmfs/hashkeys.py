@@ -21,7 +21,7 @@ sections 2.1 and 2.2, docs/hybrid.md).
 import hashlib
 import pickle
 import struct
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .client import chain_seed, next_id
 
@@ -41,10 +41,11 @@ class Keys(NamedTuple):
 
     mm holds (hash, offset) pairs, offset in tokens from the prompt's
     start; embeds[i] is block i's prompt-embeddings hash ("" for none);
-    group is the KV-cache group id, or None.
+    group is the KV-cache group id, or None. salt and lora are str, or
+    bytes (taken as the str's UTF-8: b"tenant" is "tenant").
     """
-    salt: str = ""
-    lora: str = ""
+    salt: Union[str, bytes] = ""
+    lora: Union[str, bytes] = ""
     mm: Tuple[Tuple[str, int], ...] = ()
     embeds: Tuple[str, ...] = ()
     group: Optional[int] = None
@@ -58,8 +59,8 @@ def parse_mm(s: str) -> Tuple[str, int]:
     return h, int(off)
 
 
-def _put(tag: int, value: str) -> bytes:
-    v = value.encode("utf-8")
+def _put(tag: int, value: Union[str, bytes]) -> bytes:
+    v = value if isinstance(value, bytes) else value.encode("utf-8")
     return struct.pack("<BI", tag, len(v)) + v
 
 
