@@ -155,13 +155,16 @@ func (p *progress) tick(now time.Time) {
 	fmt.Fprintf(p.out, "   running: %s\n", strings.Join(parts, "; "))
 }
 
-// summary is the last line: tests, skips, failures, time.
+// summary is the last lines: tests and time, the failed tests, then the
+// counts in the plain form CI reads ("tests: N passed, N failed, N
+// skipped", alone on the last line).
 func (p *progress) summary(d time.Duration) string {
-	s := fmt.Sprintf("DONE %d tests, %d skipped, %d failed in %s", p.tests, p.skipped, len(p.fails), d.Round(time.Second))
+	s := fmt.Sprintf("DONE %d tests in %s", p.tests, d.Round(time.Second))
 	if len(p.fails) > 0 {
 		s += "\nfailed: " + strings.Join(p.fails, " ")
 	}
-	return s
+	passed := max(p.tests-p.skipped-len(p.fails), 0)
+	return s + fmt.Sprintf("\ntests: %d passed, %d failed, %d skipped", passed, len(p.fails), p.skipped)
 }
 
 // decode reads events from r into ch, then closes it; a line that is not

@@ -54,8 +54,9 @@ func TestProgress(t *testing.T) {
    running: integration 1/3 tests, 1m35s
 ✖  integration (70.5s)
     x_test.go:9: boom
-DONE 3 tests, 1 skipped, 1 failed in 1m11s
-failed: integration.TestX`
+DONE 3 tests in 1m11s
+failed: integration.TestX
+tests: 1 passed, 1 failed, 1 skipped`
 	if got := out.String(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
