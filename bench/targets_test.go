@@ -56,11 +56,6 @@ func (t *target) prepare(tb testing.TB, model string) {
 	}
 }
 
-// path is the path of model's block id on the target.
-func (t *target) path(model string, i uint64) string {
-	return blockPath(t.root, model, idAt(i))
-}
-
 // shared holds the targets, made once per process: a benchmark function
 // runs once per b.N round, and a daemon start costs far more than a round.
 var shared struct {

@@ -62,27 +62,6 @@ func ParseCRC(s string) (uint32, bool) {
 	return v, true
 }
 
-// ReadCRCXattr reads CRCXattr of the file at path. ok is false when the
-// file has no such attribute, the file system has no user xattrs, or the
-// value is not 8 lowercase hex characters (a malformed value is ignored,
-// not an error).
-func ReadCRCXattr(path string) (crc uint32, ok bool, err error) {
-	return readCRCXattr(path, CRCXattr)
-}
-
-// ReadHeaderCRCXattr reads HeaderCRCXattr of the file at path, as
-// ReadCRCXattr reads CRCXattr.
-func ReadHeaderCRCXattr(path string) (crc uint32, ok bool, err error) {
-	return readCRCXattr(path, HeaderCRCXattr)
-}
-
-// readCRCXattr reads the CRC kept in the xattr name of the file at path.
-func readCRCXattr(path, name string) (crc uint32, ok bool, err error) {
-	var buf [64]byte
-	n, err := syscall.Getxattr(path, name, buf[:])
-	return crcXattrValue(path, buf[:], n, err)
-}
-
 // readCRCXattrOf reads the CRC kept in the xattr name of the open file f
 // (no path resolved again).
 func readCRCXattrOf(f *os.File, name string) (crc uint32, ok bool, err error) {

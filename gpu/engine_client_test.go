@@ -45,15 +45,6 @@ func startEngine(t testing.TB, kind string, size int64, lib string, env ...strin
 	return e
 }
 
-func (e *engineProc) call(format string, args ...any) string {
-	e.t.Helper()
-	line, err := e.Call(format, args...)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return line
-}
-
 // wrote records writes the test made into the engine's memory.
 func (e *engineProc) wrote(ws ...write) { e.Wrote(ws...) }
 

@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"encoding/hex"
 	"io"
 	"log/slog"
 
@@ -19,6 +18,3 @@ func firstDiff(got, want []byte) string               { return engine.FirstDiff(
 
 // quietLog is a logger that drops everything.
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// encodeHandle is the hex form of an IPC handle, as an engine sends it.
-func encodeHandle(h ipcHandle) string { return hex.EncodeToString(h.Reserved[:]) }

@@ -21,10 +21,6 @@ type RegionOp struct {
 // their ops as one batch each.
 func CopyInRegions(ops []RegionOp) error { return copyRegions(ops, true) }
 
-// CopyOutRegions copies from the regions to every op's Host bytes, with
-// the same checks and grouping.
-func CopyOutRegions(ops []RegionOp) error { return copyRegions(ops, false) }
-
 func copyRegions(ops []RegionOp, in bool) error {
 	for i, op := range ops {
 		if op.Region == nil {

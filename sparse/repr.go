@@ -36,12 +36,6 @@ func (r Repr) Len() int {
 	return int(r.Header.NumLayers) * int(r.Header.NumKVHeads) * int(r.Header.Rows) * int(r.Header.Dim)
 }
 
-// Offset is the element index of vector (layer, head, row) in the data.
-func (r Repr) Offset(layer, head, row int) int {
-	h := r.Header
-	return ((layer*int(h.NumKVHeads)+head)*int(h.Rows) + row) * int(h.Dim)
-}
-
 // Floats appends the data, converted to float32, to dst. It fails with
 // ErrUnsupported unless the dtype is float16, bfloat16 or float32.
 func (r Repr) Floats(dst []float32) ([]float32, error) {

@@ -114,10 +114,3 @@ func (c *reprCache) drop(el *list.Element) {
 	delete(c.m, e.ck)
 	c.used -= int64(len(e.data))
 }
-
-// len is the number of entries and their bytes (for tests).
-func (c *reprCache) len() (n int, bytes int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m), c.used
-}
