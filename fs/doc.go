@@ -1,5 +1,7 @@
-// Package fs is the FUSE adapter of ucmfs, and the only package that
-// imports go-fuse. It presents a store.Store (models, publish rules,
+// Package fs is the FUSE adapter of ucmfs: with its subpackages fs/light
+// (the raw-protocol layer) and fs/uring (FUSE over io_uring), and the test
+// support internal/faultfs, the only code that imports go-fuse (a lint,
+// internal/lint, holds it). It presents a store.Store (models, publish rules,
 // sidecars, counters: the kernel-agnostic core) as a tree of files, and
 // turns every error into an errno in one place (errno.go):
 //
