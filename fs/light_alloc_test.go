@@ -31,4 +31,3 @@ func TestLightLookupMissAllocs(t *testing.T) {
 		t.Errorf("a LOOKUP miss allocates %.1f times, want 0", n)
 	}
 }
-
