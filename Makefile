@@ -14,7 +14,7 @@ HELPERDIR ?= /sbin
 MANDIR    ?= $(PREFIX)/share/man
 UNITDIR   ?= $(PREFIX)/lib/systemd/system
 
-.PHONY: build test fuzz bench lint run clean install uninstall
+.PHONY: build test fuzz bench bench-anchor lint run clean install uninstall
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ucmfs
@@ -75,6 +75,32 @@ bench:
 	  $(GO) test -count=1 -run '^TestScale$$' -v -timeout 30m ./bench/
 	$(GO) run ./internal/benchplot -bench $(BENCHOUT)/mount.txt -scale $(BENCHOUT)/scale.json \
 	  -png docs/performance-mount.png -md $(BENCHOUT)/mount.md
+
+# The anchor's set (docs/performance.md, *Method*): per-op figures with
+# p50/p99/max, 2 MiB reads, UCM's load, writes into a full tier, on the
+# default mount beside libfuse's passthrough_hp (UCMFS_BENCH_PASSTHROUGH_HP,
+# a binary built by hand; required here) and the raw directories. With
+# UCMFS_BENCH_BIN_BEFORE set, that binary and this tree's are run in turn
+# ANCHOR_RUNS times each (before, after, before, ...), MOUNT_ROUNDS rounds
+# a run, and the tables give both, every ucmfs figure over passthrough_hp's
+# of the same round. The load average is written before and after each
+# run. FUSE over io_uring is measured where enable_uring is Y.
+ANCHOR_BENCH ?= MountOpenClose|MountStatMiss|MountStatHitCold|MountGetattr|MountRead2MiB$$|MountWrite2MiB$$|UCMLoad2MiB
+ANCHOR_RUNS  ?= 1
+bench-anchor: build
+	@test -n "$$UCMFS_BENCH_PASSTHROUGH_HP" || (echo "set UCMFS_BENCH_PASSTHROUGH_HP to a passthrough_hp binary"; exit 1)
+	mkdir -p $(BENCHOUT) && rm -f $(BENCHOUT)/anchor-*.txt
+	for i in $$(seq $(ANCHOR_RUNS)); do \
+	  for run in $${UCMFS_BENCH_BIN_BEFORE:+before} after; do \
+	    bin=$(CURDIR)/$(BIN); [ $$run = before ] && bin=$$UCMFS_BENCH_BIN_BEFORE; \
+	    echo "# $$run $$bin load average $$(cat /proc/loadavg)" | tee -a $(BENCHOUT)/anchor-$$run.txt; \
+	    UCMFS_BENCH_BIN=$$bin UCMFS_BENCH_ROUNDS=$(MOUNT_ROUNDS) $(GO) test -count=1 -run '^$$' \
+	      -bench '$(ANCHOR_BENCH)' -benchtime $(BENCHTIME) -timeout 30m ./bench/ | tee -a $(BENCHOUT)/anchor-$$run.txt || exit 1; \
+	    echo "# load average after $$(cat /proc/loadavg)" | tee -a $(BENCHOUT)/anchor-$$run.txt; \
+	  done; \
+	done
+	$(GO) run ./internal/benchplot -anchor $${UCMFS_BENCH_BIN_BEFORE:+before=$(BENCHOUT)/anchor-before.txt,}after=$(BENCHOUT)/anchor-after.txt \
+	  | tee $(BENCHOUT)/anchor.md
 
 lint:
 	@test -z "$$(gofmt -l .)" || (echo "gofmt would change:"; gofmt -l .; exit 1)

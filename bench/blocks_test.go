@@ -100,7 +100,11 @@ func makeModelDirs(root, model string, shards bool) error {
 // writeBlock is what an engine does to store a block: open with
 // O_CREAT|O_EXCL|O_WRONLY, write it all, close. Through the mount, close
 // publishes, and its error is the verdict.
-func writeBlock(path string, data []byte) error {
+func writeBlock(path string, data []byte) error { return writeBlockSync(path, data, false) }
+
+// writeBlockSync is writeBlock; with sync set, the file is fdatasync'd
+// before its close (what the disk sustains, page cache left out).
+func writeBlockSync(path string, data []byte, sync bool) error {
 	fd, err := retry(func() (int, error) {
 		return unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
 	})
@@ -114,6 +118,12 @@ func writeBlock(path string, data []byte) error {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
 		off += n
+	}
+	if sync {
+		if err := unix.Fdatasync(fd); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("fdatasync %s: %w", path, err)
+		}
 	}
 	if err := unix.Close(fd); err != nil {
 		return fmt.Errorf("close %s: %w", path, err)

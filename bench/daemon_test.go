@@ -45,10 +45,11 @@ var running struct {
 }
 
 // newDaemon describes (does not start) a daemon mounting mnt, over one
-// nvme tier at tier and a memory tier of size mem ("2GiB") on shmDir;
-// extra flags follow those.
+// nvme tier at tier and a memory tier of size mem ("2GiB"), the default
+// one as root (a private tmpfs with huge pages; --memory-dir /dev/shm is
+// not what users run); extra flags follow those.
 func newDaemon(mnt, tier, mem string, extra ...string) *daemon {
-	args := []string{"mount", "--memory", mem, "--memory-dir", shmDir, "--log-level", "warn", "--tier", "nvme:" + tier}
+	args := []string{"mount", "--memory", mem, "--log-level", "warn", "--tier", "nvme:" + tier}
 	d := &daemon{Mnt: mnt, Tier: tier, args: append(args, extra...)}
 	running.Lock()
 	running.all = append(running.all, d)
@@ -159,12 +160,7 @@ func (d *daemon) stop() (time.Duration, error) {
 	cmd, exited := d.cmd, d.exited
 	d.mu.Unlock()
 	t0 := time.Now()
-	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(exitWait):
-		cmd.Process.Kill()
-		<-exited
+	if !terminate(cmd.Process, exited) {
 		return 0, fmt.Errorf("ucmfs mount %s ignored SIGTERM for %v", d.Mnt, exitWait)
 	}
 	took := time.Since(t0)
@@ -172,6 +168,20 @@ func (d *daemon) stop() (time.Duration, error) {
 		return took, fmt.Errorf("ucmfs mount %s: %v\n%s", d.Mnt, err, d.output())
 	}
 	return took, nil
+}
+
+// terminate sends p SIGTERM and waits until exited is closed; after
+// exitWait it kills p, waits, and reports false.
+func terminate(p *os.Process, exited <-chan struct{}) bool {
+	p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		return true
+	case <-time.After(exitWait):
+		p.Kill()
+		<-exited
+		return false
+	}
 }
 
 // restart stops the daemon and starts it again on the same directories.
@@ -229,6 +239,8 @@ type stackStats struct {
 	DirectWrites int64 `json:"direct_writes"`
 	DirtyFiles   int64 `json:"dirty_files"`
 	DirtyBytes   int64 `json:"dirty_bytes"`
+	MemHits      int64 `json:"mem_hits"`   // opens served from the memory tier
+	LowerHits    int64 `json:"lower_hits"` // opens served from a lower tier
 }
 
 // stats reads MNT/.ucm/stats.

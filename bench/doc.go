@@ -8,9 +8,18 @@
 //	go test -run '^$' -bench . ./bench/            the mount benchmarks
 //	UCMFS_SCALE=1 go test -run TestScale -v ./bench/  the 100k-block scale run
 //
-// Benchmarks (one sub-benchmark per target: passthrough, fallback, tmpfs,
-// nvme; "fallback" is a mount with --no-passthrough, whose daemon serves
-// the bytes itself):
+// The daemons run the default mount as root: the memory tier is the
+// daemon's private tmpfs (huge=within_size), not --memory-dir /dev/shm.
+//
+// Targets (one sub-benchmark each): passthrough, fallback (a mount with
+// --no-passthrough, whose daemon serves the bytes itself), tmpfs, nvme,
+// uring (the passthrough mount over FUSE over io_uring, where the kernel
+// offers it), tmpfs_tier, passthrough_hp and passthrough_hp_uring (where
+// UCMFS_BENCH_PASSTHROUGH_HP names a passthrough_hp binary built by hand
+// from a fetched libfuse: nothing of libfuse is in this repository; it
+// serves a directory of the tmpfs_tier tmpfs), and, in the write
+// benchmark only, disk_sync (the nvme directory, each file fdatasync'd:
+// the disk's sustained write). Benchmarks:
 //
 //   - BenchmarkMountWrite2MiB: open(O_CREAT|O_EXCL|O_WRONLY), write 2 MiB,
 //     close (through the mount, close publishes the block), sustained:
@@ -24,6 +33,16 @@
 //     the mount started (the daemon restarts whenever its blocks run out).
 //   - BenchmarkMountStatMiss: stat(2) of ids that do not exist, each a
 //     distinct id, so the kernel's negative cache never answers.
+//   - BenchmarkMountOpenClose: open(2) and close(2) of a published block.
+//   - BenchmarkMountGetattr: statx(2) with AT_STATX_FORCE_SYNC, a GETATTR
+//     of a block whose entry the kernel holds.
+//
+// The per-op benchmarks (StatMiss, StatHitCold, OpenClose, Getattr) time
+// every operation and report p50-us, p99-us and max-us beside the mean;
+// UCM's load reports mem-%, the share of its opens the memory tier
+// served. make bench-anchor runs the anchor's set for two binaries and
+// prints every ucmfs figure as a ratio to passthrough_hp's
+// (internal/benchplot -anchor).
 //
 // TestScale (only with UCMFS_SCALE=1) fills a tier directory with 100k
 // 4 KiB blocks of one model, mounts it and times `ls` of a shard, `du -s`

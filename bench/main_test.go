@@ -16,8 +16,8 @@ var (
 	// diskDir is on the disk that holds the tier directories (ext4 here):
 	// mount points, nvme tiers and the nvme baseline.
 	diskDir string
-	// shmDir is on /dev/shm: every daemon's --memory-dir and the tmpfs
-	// baseline.
+	// shmDir is on /dev/shm: the tmpfs baseline. (The daemons take the
+	// default memory tier, a private tmpfs of their own, as users get it.)
 	shmDir string
 	// fuseErr is why FUSE cannot be used here, or nil.
 	fuseErr error
@@ -53,6 +53,11 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		code = 1
 	}
+	if err := stopCServers(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		code = 1
+	}
+	tierFS.detach()
 	if left := mountsUnder(diskDir); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: mounts left behind: %s\n", strings.Join(left, ", "))
 		for _, mnt := range left {

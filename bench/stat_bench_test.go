@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,14 +57,16 @@ func BenchmarkMountStatMiss(b *testing.B) {
 		model := modelFor(b)
 		t.prepare(b, model)
 		var st unix.Stat_t
+		lat := newLatencies(b.N)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			p := blockPath(t.root, model, nextID())
-			if err := unix.Stat(p, &st); !errors.Is(err, unix.ENOENT) {
+			if err := lat.time(func() error { return unix.Stat(p, &st) }); !errors.Is(err, unix.ENOENT) {
 				b.Fatalf("stat %s: %v, want ENOENT", p, err)
 			}
 		}
 		reportRate(b, "stats/s")
+		lat.report(b)
 	})
 }
 
@@ -81,8 +84,10 @@ func BenchmarkMountOpenClose(b *testing.B) {
 			}
 			unix.Close(fd)
 		}
+		lat := newLatencies(b.N)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
 			fd, err := unix.Open(paths[i%statSet], unix.O_RDONLY|unix.O_CLOEXEC, 0)
 			if err != nil {
 				b.Fatal(err)
@@ -90,8 +95,39 @@ func BenchmarkMountOpenClose(b *testing.B) {
 			if err := unix.Close(fd); err != nil {
 				b.Fatal(err)
 			}
+			lat.add(time.Since(t0))
 		}
 		reportRate(b, "opens/s")
+		lat.report(b)
+	})
+}
+
+// BenchmarkMountGetattr times a GETATTR of a published block whose entry
+// the kernel has cached: statx(2) with AT_STATX_FORCE_SYNC, which makes
+// a FUSE client ask the server for the attributes whatever their
+// timeout (a plain directory answers from its inode).
+func BenchmarkMountGetattr(b *testing.B) {
+	runTargets(b, func(b *testing.B, t *target) {
+		paths := t.set(b, "stat", statSet, smallBlock)
+		var stx unix.Statx_t
+		statx := func(p string) error {
+			return unix.Statx(unix.AT_FDCWD, p, unix.AT_STATX_FORCE_SYNC, unix.STATX_BASIC_STATS, &stx)
+		}
+		for _, p := range paths {
+			if err := statx(p); err != nil || stx.Size != smallBlock {
+				b.Fatalf("statx %s: %v (size %d, want %d)", p, err, stx.Size, smallBlock)
+			}
+		}
+		lat := newLatencies(b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			p := paths[i%statSet]
+			if err := lat.time(func() error { return statx(p) }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportRate(b, "getattrs/s")
+		lat.report(b)
 	})
 }
 
@@ -99,53 +135,78 @@ func BenchmarkMountOpenClose(b *testing.B) {
 // the mount started: the kernel has nothing cached, so each stat is a
 // LOOKUP. The daemon mounts a tier directory of coldSet blocks and is
 // restarted (untimed) before each round and whenever every block has been
-// stat'ed once. The tmpfs baseline stats the same files in a copy on
-// /dev/shm (tmpfs has no cold state: its files live in the dentry cache).
+// stat'ed once; passthrough_hp (where UCMFS_BENCH_PASSTHROUGH_HP names
+// it) serves a copy of the blocks on /dev/shm the same way. The tmpfs
+// baseline stats that copy itself (tmpfs has no cold state: its files
+// live in the dentry cache).
 func BenchmarkMountStatHitCold(b *testing.B) {
 	c := coldFixture(b)
-	for i := 0; i < rounds()*3; i++ {
-		name := []string{passthrough, fallback, tmpfs}[i%3]
-		b.Run(name, func(b *testing.B) {
-			root, d := c.tmpfs, c.daemons[name]
-			if d != nil {
-				root = d.Mnt
-				if _, err := d.start(); err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() {
-					if _, err := d.stop(); err != nil {
-						b.Error(err)
-					}
-				})
-			}
-			var st unix.Stat_t
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if i > 0 && i%coldSet == 0 && d != nil {
-					b.StopTimer()
-					if err := d.restart(); err != nil {
+	for r := 0; r < rounds(); r++ {
+		for _, name := range c.names {
+			b.Run(name, func(b *testing.B) {
+				srv := c.servers[name]
+				root := c.tmpfs
+				if srv != nil {
+					root = srv.root()
+					if err := srv.start(); err != nil {
 						b.Fatal(err)
 					}
-					b.StartTimer()
+					b.Cleanup(func() {
+						if err := srv.stop(); err != nil {
+							b.Error(err)
+						}
+					})
 				}
-				p := root + "/" + c.rel[i%coldSet]
-				if err := unix.Stat(p, &st); err != nil {
-					b.Fatal(err)
+				var st unix.Stat_t
+				lat := newLatencies(b.N)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if i > 0 && i%coldSet == 0 && srv != nil {
+						b.StopTimer()
+						if err := srv.restart(); err != nil {
+							b.Fatal(err)
+						}
+						b.StartTimer()
+					}
+					p := root + "/" + c.rel[i%coldSet]
+					if err := lat.time(func() error { return unix.Stat(p, &st) }); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.StopTimer()
-			reportRate(b, "stats/s")
-		})
+				b.StopTimer()
+				reportRate(b, "stats/s")
+				lat.report(b)
+			})
+		}
 	}
 }
 
+// server is a mount the cold benchmark starts and restarts: a ucmfs
+// daemon or the C server.
+type server interface {
+	root() string
+	start() error
+	stop() error
+	restart() error
+}
+
+// coldDaemon is a ucmfs daemon as a server.
+type coldDaemon struct{ *daemon }
+
+func (d coldDaemon) root() string { return d.Mnt }
+func (d coldDaemon) start() error { _, err := d.daemon.start(); return err }
+func (d coldDaemon) stop() error  { _, err := d.daemon.stop(); return err }
+
+func (c *cserver) root() string { return c.mnt }
+
 // cold is the fixture of BenchmarkMountStatHitCold: one tier directory
-// of coldSet blocks, two daemons over it (never running at once), and a
-// copy of the blocks on tmpfs.
+// of coldSet blocks, the daemons over it (never running at once), a copy
+// of the blocks on tmpfs and the C servers over that copy.
 type cold struct {
 	rel     []string // <model>/<hh>/<id>.bin of each block
 	tmpfs   string
-	daemons map[string]*daemon
+	names   []string          // the targets, in the order they run
+	servers map[string]server // by name; tmpfs has none
 }
 
 var coldOnce struct {
@@ -171,7 +232,7 @@ func coldFixture(tb testing.TB) *cold {
 
 func makeCold() (*cold, error) {
 	tier := filepath.Join(diskDir, "cold-tier")
-	c := &cold{tmpfs: filepath.Join(shmDir, "cold-plain"), daemons: map[string]*daemon{}}
+	c := &cold{tmpfs: filepath.Join(shmDir, "cold-plain"), servers: map[string]server{}}
 	var err error
 	if c.rel, err = populate(tier, coldModel, coldBase, coldSet, smallBlock); err != nil {
 		return nil, fmt.Errorf("cold set: %w", err)
@@ -179,12 +240,32 @@ func makeCold() (*cold, error) {
 	if _, err := populate(c.tmpfs, coldModel, coldBase, coldSet, smallBlock); err != nil {
 		return nil, fmt.Errorf("cold set on tmpfs: %w", err)
 	}
-	for name, extra := range map[string][]string{passthrough: nil, fallback: {"--no-passthrough"}} {
-		mnt := filepath.Join(diskDir, "cold-"+name+"-mnt")
+	daemons := []struct {
+		name  string
+		extra []string
+	}{{passthrough, []string{"--fuse-transport", "dev"}}, {fallback, []string{"--no-passthrough", "--fuse-transport", "dev"}}}
+	if uringOffered() {
+		daemons = append(daemons, struct {
+			name  string
+			extra []string
+		}{uringPT, []string{"--fuse-transport", "uring"}})
+	}
+	for _, d := range daemons {
+		mnt := filepath.Join(diskDir, "cold-"+d.name+"-mnt")
 		if err := makeDirs(mnt); err != nil {
 			return nil, err
 		}
-		c.daemons[name] = newDaemon(mnt, tier, "64MiB", extra...)
+		c.servers[d.name] = coldDaemon{newDaemon(mnt, tier, "64MiB", d.extra...)}
+		c.names = append(c.names, d.name)
+	}
+	c.names = append(c.names, tmpfs)
+	for _, t := range cServerTransports() {
+		mnt := filepath.Join(diskDir, "cold-"+t.name+"-mnt")
+		if err := makeDirs(mnt); err != nil {
+			return nil, err
+		}
+		c.servers[t.name] = newCServer(c.tmpfs, mnt, t.uring)
+		c.names = append(c.names, t.name)
 	}
 	return c, nil
 }

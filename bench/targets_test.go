@@ -18,6 +18,8 @@ const (
 	tmpfs       = "tmpfs"       // a plain directory on /dev/shm
 	nvme        = "nvme"        // a plain directory on the disk of the nvme tiers
 	uringPT     = "uring"       // the passthrough mount over FUSE over io_uring (--fuse-transport uring)
+	tierTmpfs   = "tmpfs_tier"  // a plain directory on a tmpfs with the memory tier's options (huge pages)
+	diskSync    = "disk_sync"   // the nvme directory, each file fdatasync'd: the disk's sustained write
 )
 
 // uringOffered reports whether the fuse module lets connections use
@@ -39,13 +41,17 @@ const (
 type target struct {
 	name string
 	root string
-	d    *daemon // nil for a plain directory
+	d    *daemon  // nil for a plain directory or the C server
+	c    *cserver // the C server (passthrough_hp), or nil
+	// sync: each file written is fdatasync'd before its close (the
+	// disk's sustained write, only in the write benchmarks).
+	sync bool
 
 	mu   sync.Mutex
 	sets map[string][]string // see set
 }
 
-// mounted reports whether the target is a mount.
+// mounted reports whether the target is a ucmfs mount.
 func (t *target) mounted() bool { return t.d != nil }
 
 // prepare makes model's directories (the mount shows its shards itself).
@@ -116,7 +122,82 @@ func makeTargets() ([]*target, error) {
 		}
 		ts = append(ts, &target{name: uringPT, root: mnt, d: d})
 	}
-	return ts, nil
+	more, err := anchorTargets()
+	if err != nil {
+		return nil, err
+	}
+	return append(ts, more...), nil
+}
+
+// anchorTargets are the baselines beside the mounts: a plain directory on
+// a tmpfs with the memory tier's options, passthrough_hp over another
+// directory of that tmpfs on each transport (where
+// UCMFS_BENCH_PASSTHROUGH_HP names it), and the disk's sustained write.
+func anchorTargets() ([]*target, error) {
+	if err := tierFS.mount(); err != nil {
+		return nil, err
+	}
+	plain := filepath.Join(tierFS.dir, "plain")
+	if err := makeDirs(plain); err != nil {
+		return nil, err
+	}
+	ts := []*target{{name: tierTmpfs, root: plain}}
+	for _, c := range cServerTransports() {
+		src, mnt := filepath.Join(tierFS.dir, c.name+"-src"), filepath.Join(diskDir, c.name+"-mnt")
+		if err := makeDirs(src); err != nil {
+			return nil, err
+		}
+		if err := makeDirs(mnt); err != nil {
+			return nil, err
+		}
+		srv := newCServer(src, mnt, c.uring)
+		if err := srv.start(); err != nil {
+			return nil, err
+		}
+		ts = append(ts, &target{name: c.name, root: mnt, c: srv})
+	}
+	sync := filepath.Join(diskDir, "plain-sync")
+	if err := makeDirs(sync); err != nil {
+		return nil, err
+	}
+	return append(ts, &target{name: diskSync, root: sync, sync: true}), nil
+}
+
+// tierFS is the tmpfs with the memory tier's options that the anchor
+// targets use, mounted on first use under diskDir; TestMain detaches it.
+var tierFS tmpfsMount
+
+// tmpfsMount is a tmpfs the benchmarks mount themselves.
+type tmpfsMount struct {
+	sync.Mutex
+	dir     string
+	unmount func()
+}
+
+// mount mounts the tmpfs at diskDir/tier-tmpfs once.
+func (f *tmpfsMount) mount() error {
+	f.Lock()
+	defer f.Unlock()
+	if f.unmount != nil {
+		return nil
+	}
+	dir := filepath.Join(diskDir, "tier-tmpfs")
+	u, err := mountTmpfs(dir)
+	if err != nil {
+		return err
+	}
+	f.dir, f.unmount = dir, u
+	return nil
+}
+
+// detach unmounts the tmpfs, if mounted.
+func (f *tmpfsMount) detach() {
+	f.Lock()
+	defer f.Unlock()
+	if f.unmount != nil {
+		f.unmount()
+		f.unmount = nil
+	}
 }
 
 // runTargets runs fn as one sub-benchmark per target, all targets in
@@ -125,9 +206,18 @@ func makeTargets() ([]*target, error) {
 // alike. The passthrough target is skipped, with the reason, where the
 // kernel refused passthrough.
 func runTargets(b *testing.B, fn func(b *testing.B, t *target)) {
+	runTargetsOf(b, false, fn)
+}
+
+// runTargetsOf is runTargets; with writes set it runs diskSync too (the
+// base of the write benchmarks).
+func runTargetsOf(b *testing.B, writes bool, fn func(b *testing.B, t *target)) {
 	ts := sharedTargets(b)
 	for r := 0; r < rounds(); r++ {
 		for _, t := range ts {
+			if t.sync && !writes {
+				continue
+			}
 			b.Run(t.name, func(b *testing.B) {
 				if (t.name == passthrough || t.name == uringPT) && !t.d.passthrough() {
 					b.Skipf("the daemon runs without passthrough here:\n%s", t.d.output())

@@ -42,7 +42,9 @@ func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (forma
 	if s.store.WriteNamed(ref.Model, ref.Dir, name) {
 		return format.Key{}, light.Pass, fuse.OK
 	}
-	d := s.shardFor(ref)
+	// The name's key only: shardFor would build the node's name for
+	// logs, an allocation on every LOOKUP.
+	d := shardNode{model: ref.Model, shard: ref.Shard, dir: ref.Dir, width: ref.Width}
 	key, err := d.key(name)
 	if err != nil {
 		return key, light.Pass, fuse.OK

@@ -6,7 +6,10 @@
 // draws a PNG with the standard library alone (a built-in 5x7 font).
 //
 //	benchplot -bench mount.txt -scale scale.json -png docs/performance-mount.png [-md mount.md]
+//	benchplot -anchor before=before.txt,after=after.txt
 //
+// The second form prints, per workload, every ucmfs figure as a ratio to
+// libfuse's passthrough_hp of the same round (anchor.go).
 // make bench runs it.
 package main
 
@@ -31,8 +34,12 @@ func run(args []string, stdout io.Writer) error {
 	scalePath := fl.String("scale", "", "`FILE` of the scale run's JSON (UCMFS_SCALE_OUT); missing: no scale run")
 	pngPath := fl.String("png", "", "write the picture to `FILE`")
 	mdPath := fl.String("md", "", "also write the tables as Markdown to `FILE`")
+	anchor := fl.String("anchor", "", "print the anchor tables (ucmfs over passthrough_hp) of the runs `label=FILE,...` instead")
 	if err := fl.Parse(args); err != nil {
 		return err
+	}
+	if *anchor != "" {
+		return runAnchor(*anchor, stdout)
 	}
 	if *benchPath == "" {
 		return fmt.Errorf("-bench FILE is required")
