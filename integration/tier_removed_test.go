@@ -87,3 +87,66 @@ func tierHealth(t *testing.T, d *daemon, name string) string {
 	}
 	return ""
 }
+
+// TestTierPathReplacedByLink: whoever may write the parent of a shared
+// tier's directory (a share's root) moves the directory away and puts a
+// link to another directory of this host at its path. The daemon sees
+// its directory gone and never takes the link: a second user's writes
+// through the mount land nowhere outside the tier, however many probes
+// run; a real directory of the tier's owner at the path is taken again.
+func TestTierPathReplacedByLink(t *testing.T) {
+	u := newLocalUser(t)
+	dir, o := sharedMountOpts(t)
+	parent := filepath.Join(dir, "sharep")
+	tier := filepath.Join(parent, "tier")
+	elsewhere := filepath.Join(testDir(t), "fakesystemd")
+	for _, d := range []string{tier, elsewhere} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.Bare = true
+	o.Args = append(o.Args, "--memory", "64MiB", "--memory-dir", memDir, "--log-level", "warn",
+		"--tier", "nfs:"+tier, "--negative-ttl", sharedTTL.String())
+	d := mountUCM(t, o)
+	if err := os.Rename(tier, tier+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, tier); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "nfs tier down once a link replaced its directory", func() bool { return tierHealth(t, d, "nfs") == "down" })
+	m := d.path("ssh.service.d")
+	u.run("mkdir " + m + ` && python3 -c "import os; os.setxattr('` + m + `', 'user.ucm.layout', b'files')"`)
+	u.run("printf '[Service]\\nExecStartPre=/bin/true\\n' > " + m + "/override.conf")
+	// Some probes run with the link at the path.
+	probes := tierProbes(t, d, "nfs")
+	waitFor(t, "three more probes", func() bool { return tierProbes(t, d, "nfs") >= probes+3 })
+	if h := tierHealth(t, d, "nfs"); h != "down" {
+		t.Errorf("the tier took the link at its path: health %s", h)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("the directory behind the link now holds %v", ents)
+	}
+	// The tier's owner makes a real directory at the path: taken again.
+	os.Remove(tier)
+	if err := os.Mkdir(tier, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "nfs tier up again", func() bool { return tierHealth(t, d, "nfs") != "down" })
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("the directory behind the link now holds %v", ents)
+	}
+}
+
+// tierProbes is the probes .ucm/stats gives the tier named name.
+func tierProbes(t *testing.T, d *daemon, name string) float64 {
+	t.Helper()
+	for _, tier := range statsOf(t, d)["tiers"].([]any) {
+		if tm := tier.(map[string]any); tm["name"] == name {
+			p, _ := tm["probes"].(float64)
+			return p
+		}
+	}
+	return 0
+}

@@ -150,6 +150,7 @@ type DirTier struct {
 	inline    bool    // operations run on the caller's goroutine (see do)
 	watch     opWatch // inline operations in flight
 	probeBusy atomic.Bool
+	probes    atomic.Int64                    // probes done (Probes)
 	stuck     atomic.Int32                    // operations abandoned after the timeout, still blocked
 	hook      atomic.Pointer[func(op string)] // runs before each operation (tests)
 
@@ -217,6 +218,10 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
 	t.fs.OnLink = t.linkMet
+	if c := t.fs.Canonical(); c != root {
+		t.log.Info("tier directory reached through a link: the daemon holds the directory it leads to now, and takes no link put at the path later",
+			"kind", t.kind, "dir", root, "directory", c)
+	}
 	t.subdirLinks = countsSubdirLinks(t.fs.FD())
 	var st unix.Stat_t
 	if t.fs.Lstat(sumsDirName, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {

@@ -260,6 +260,7 @@ func (t *DirTier) probe() {
 	if !t.probeBusy.CompareAndSwap(false, true) {
 		return
 	}
+	defer t.probes.Add(1)
 	if t.lostRoot() {
 		t.reattach()
 		t.probeBusy.Store(false)

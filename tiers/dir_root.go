@@ -27,6 +27,10 @@ import (
 // removed or replaced while mounted.
 var ErrRootGone = errors.New("its directory was removed or replaced while mounted")
 
+// Probes is how many health probes the tier ran (one a second): a probe
+// looks at the tier's root too (checkRoot).
+func (t *DirTier) Probes() int64 { return t.probes.Load() }
+
 // lostRoot reports whether the tier's directory went (it waits for a
 // directory at its path).
 func (t *DirTier) lostRoot() bool { return t.rootLost.Load() }

@@ -32,6 +32,10 @@ type TierStats struct {
 	// the tier's operations met in its directory and refused: a link is
 	// never followed nor listed (package rootfs).
 	LinksRefused int64 `json:"links_refused"`
+	// Probes is how many health probes a directory tier ran (one a
+	// second; each also checks that its directory is still the one at its
+	// path).
+	Probes int64 `json:"probes"`
 }
 
 // Stats is a snapshot of the stack's counters and tiers.
@@ -85,7 +89,7 @@ func (s *Stack) Stats() Stats {
 	for _, t := range s.Tiers() {
 		st.Tiers = append(st.Tiers, TierStats{Name: t.Name, Persistent: t.Persistent, Capacity: t.Usage.Capacity,
 			Used: t.Usage.Used, Charged: t.Usage.Charged, Blocks: t.Usage.Files, MaxFiles: t.Usage.MaxFiles, Pinned: t.Usage.Pinned, Health: t.Health.String(),
-			LinksRefused: t.LinksRefused})
+			LinksRefused: t.LinksRefused, Probes: t.Probes})
 	}
 	s.mu.Lock()
 	st.FlushQueue = len(s.queue)

@@ -25,6 +25,8 @@ type TierInfo struct {
 	Usage      Usage
 	// LinksRefused counts the symbolic links the tier met and refused.
 	LinksRefused int64
+	// Probes counts a directory tier's health probes.
+	Probes int64
 }
 
 // Tiers describes the stack's tiers, memory first: Tiers()[id] is the
@@ -35,7 +37,7 @@ func (s *Stack) Tiers() []TierInfo {
 		LinksRefused: s.mem.fs.Links()})
 	for i, d := range s.dirs {
 		out = append(out, TierInfo{ID: TierID(i + 1), Name: d.Name(), Dir: d.Dir(), Persistent: true,
-			Health: d.Health(), Usage: d.Usage(), LinksRefused: d.Links()})
+			Health: d.Health(), Usage: d.Usage(), LinksRefused: d.Links(), Probes: d.Probes()})
 	}
 	return out
 }

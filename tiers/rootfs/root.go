@@ -3,6 +3,7 @@ package rootfs
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,13 @@ type Root struct {
 	fd    atomic.Int32 // the root's descriptor now (Reopen changes it)
 	name  string
 	owned bool // Close closes fd
+	// canon is name with its links resolved when Open opened it, and uid
+	// the directory's owner then: Gone, PathIsDir and Reopen look at
+	// canon with no link followed, and Reopen takes only a directory of
+	// the same owner (a link or another user's directory put at the path
+	// while mounted is never taken: docs/operations.md).
+	canon string
+	uid   uint32
 
 	mu   sync.Mutex
 	past []int // descriptors Reopen replaced, closed at Close
@@ -32,22 +40,35 @@ const resolve = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_N
 
 // Open opens the directory dir (made with mode perm, and its parents with
 // 0o755, if missing and perm is not 0) as a Root. dir itself is resolved
-// as usual: it is the administrator's path.
+// as usual, once: it is the administrator's path (Canonical says where
+// its links led).
 func Open(dir string, perm os.FileMode) (*Root, error) {
 	if perm != 0 {
 		if err := os.MkdirAll(dir, perm); err != nil {
 			return nil, err
 		}
 	}
+	canon, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	if canon, err = filepath.Abs(canon); err != nil {
+		return nil, err
+	}
 	var fd int
-	err := again(func() (err error) {
-		fd, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	err = again(func() (err error) {
+		fd, err = unix.Open(canon, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		return err
 	})
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	r := &Root{name: dir, owned: true}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "stat", Path: dir, Err: err}
+	}
+	r := &Root{name: dir, owned: true, canon: canon, uid: st.Uid}
 	r.fd.Store(int32(fd))
 	return r, nil
 }
@@ -56,13 +77,17 @@ func Open(dir string, perm os.FileMode) (*Root, error) {
 // keeps and closes (after the Root's last use); name is the directory's
 // path, for messages and Name.
 func FromFD(fd int, name string) *Root {
-	r := &Root{name: name}
+	r := &Root{name: name, canon: name}
 	r.fd.Store(int32(fd))
 	return r
 }
 
 // Name is the path the Root was opened at.
 func (r *Root) Name() string { return r.name }
+
+// Canonical is the path the Root's directory had when Open opened it,
+// its links resolved: Name itself when it holds no link.
+func (r *Root) Canonical() string { return r.canon }
 
 // FD is the root's descriptor (O_PATH when Open made it): for the
 // system calls this package does not wrap, with paths checked by Check.

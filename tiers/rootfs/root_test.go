@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -199,5 +200,68 @@ func TestOperationsBeneath(t *testing.T) {
 	var st unix.Statfs_t
 	if err := r.Statfs(&st); err != nil || st.Bsize == 0 {
 		t.Fatalf("statfs: %v", err)
+	}
+}
+
+// TestReopenTakesNoLink: a tier's directory moved away and a link put at
+// its path (by whoever may write the path's parent) is seen as gone, and
+// Reopen refuses the link; a directory of another owner made at the path
+// is refused too; a directory of the tier's owner made again is taken.
+func TestReopenTakesNoLink(t *testing.T) {
+	base := t.TempDir()
+	dir, elsewhere := filepath.Join(base, "tier"), filepath.Join(base, "elsewhere")
+	for _, d := range []string{dir, elsewhere} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Open(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if gone, _, err := r.Gone(); gone || err != nil {
+		t.Fatalf("gone at once: %v %v", gone, err)
+	}
+	if err := os.Rename(dir, dir+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, dir); err != nil {
+		t.Fatal(err)
+	}
+	if gone, why, _ := r.Gone(); !gone || !strings.Contains(why, "link") {
+		t.Errorf("a link at the path: gone %v (%s)", gone, why)
+	}
+	if r.PathIsDir() {
+		t.Error("a link at the path taken for a directory")
+	}
+	if err := r.Reopen(); err == nil {
+		t.Fatal("Reopen took the link")
+	}
+	if err := r.Mkdir("x", 0o755); err != nil { // still the moved directory
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "x")); err == nil {
+		t.Fatal("a mkdir went through the link")
+	}
+	os.Remove(dir)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Skipf("chown: %v", err)
+	}
+	if err := r.Reopen(); !errors.Is(err, unix.EPERM) {
+		t.Fatalf("Reopen of another owner's directory: %v, want EPERM", err)
+	}
+	os.Chown(dir, os.Getuid(), os.Getgid())
+	if err := r.Reopen(); err != nil {
+		t.Fatalf("Reopen of the tier owner's directory: %v", err)
+	}
+	if err := r.Mkdir("y", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "y")); err != nil {
+		t.Fatalf("not the directory at the path: %v", err)
 	}
 }
