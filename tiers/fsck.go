@@ -84,14 +84,16 @@ func Fsck(dir string, opts FsckOptions) (FsckReport, error) {
 		return FsckReport{}, err
 	}
 	defer root.Close()
-	f := &fscker{root: root, opts: opts}
+	f := &fscker{root: root, opts: opts, seen: map[string]bool{}}
 	// A link the listing of the root or of a model leaves out is an
-	// entry outside the layout: reported, and with Repair moved aside
-	// (the link itself; what it points at is never touched).
+	// entry outside the layout: collected as the walk meets it, then
+	// reported once, and with Repair moved aside (the link itself; what it
+	// points at is never touched). Links met while repairing (a link at
+	// .quarantine) are not collected again.
+	var links []string
 	root.OnLink = func(rel string) {
-		if strings.Count(rel, "/") <= 1 && !f.inShard {
-			f.entry()
-			f.bad(rel, fmt.Errorf("%w: %s is a symbolic link (never followed)", format.ErrName, rel))
+		if !f.repairing {
+			links = append(links, rel)
 		}
 	}
 	var st unix.Stat_t
@@ -99,6 +101,24 @@ func Fsck(dir string, opts FsckOptions) (FsckReport, error) {
 		f.sums = true
 	}
 	if opts.Repair {
+		// The tier's own names at its root are never links: one there is
+		// removed (the link itself), so the lock and the quarantine work.
+		for _, name := range []string{LockFileName, QuarantineDir} {
+			if root.Lstat(name, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				f.entry()
+				f.rep.Bad++
+				fd := Finding{Kind: FindingBad, Path: name, Err: fmt.Errorf("%w: %s is a symbolic link (never followed)", format.ErrName, name)}
+				if err := root.Unlink(name); err != nil {
+					f.rep.Errors++
+					fd.RepairErr = err
+				} else {
+					f.rep.Removed++
+					fd.Removed = true
+				}
+				f.seen[name] = true
+				f.report(fd)
+			}
+		}
 		lock, err := lockExclusive(root, LockFileName)
 		if errors.Is(err, ErrLocked) {
 			return f.rep, fmt.Errorf("%s is in use by a running daemon (it holds %s): %w", dir, LockFileName, ErrLocked)
@@ -109,29 +129,35 @@ func Fsck(dir string, opts FsckOptions) (FsckReport, error) {
 		defer lock.Close() // the file stays: a daemon would make it anyway
 	}
 	w := &layoutWalk{
-		root:    root,
-		workers: 1,
-		readDir: root.ReadDir,
-		listShard: func(rel string) ([]shardEntry, error) {
-			f.inShard = true // a link in a shard is a bad entry of its listing
-			defer func() { f.inShard = false }()
-			return listShard(root, rel)
-		},
-		bad:      func(rel string, why error) { f.entry(); f.bad(rel, why) },
-		leftover: func(rel string) { f.entry(); f.leftover(rel) },
-		shard:    f.shard,
-		dirError: func(rel string, err error) bool { f.failure(rel, err); return false },
+		root:      root,
+		workers:   1,
+		readDir:   root.ReadDir,
+		listShard: func(rel string) ([]shardEntry, error) { return listShard(root, rel) },
+		bad:       func(rel string, why error) { f.entry(); f.bad(rel, why) },
+		leftover:  func(rel string) { f.entry(); f.leftover(rel) },
+		shard:     f.shard,
+		dirError:  func(rel string, err error) bool { f.failure(rel, err); return false },
 	}
-	return f.rep, w.run()
+	err = w.run()
+	for _, rel := range links {
+		if !f.seen[rel] {
+			f.entry()
+			f.bad(rel, fmt.Errorf("%w: %s is a symbolic link (never followed)", format.ErrName, rel))
+		}
+	}
+	return f.rep, err
 }
 
 // fscker is the state of one Fsck.
 type fscker struct {
-	root    *rootfs.Root
-	opts    FsckOptions
-	rep     FsckReport
-	sums    bool // the tier has sum files (dir_sums.go)
-	inShard bool // a shard directory is being listed (workers: 1)
+	root *rootfs.Root
+	opts FsckOptions
+	rep  FsckReport
+	sums bool // the tier has sum files (dir_sums.go)
+	// seen holds the entries reported bad, each once; repairing is set
+	// while a repair moves or removes an entry.
+	seen      map[string]bool
+	repairing bool
 }
 
 // entry counts one more entry checked.
@@ -235,10 +261,16 @@ func (f *fscker) verdict(rel string, err error) bool {
 // bad records an entry that breaks a rule and, with Repair, moves it to
 // the quarantine directory.
 func (f *fscker) bad(rel string, why error) {
+	if f.seen[rel] {
+		return
+	}
+	f.seen[rel] = true
 	f.rep.Bad++
 	fd := Finding{Kind: FindingBad, Path: rel, Err: why}
 	if f.opts.Repair {
+		f.repairing = true
 		dst, err := f.quarantine(rel)
+		f.repairing = false
 		if err != nil {
 			f.rep.Errors++
 			fd.RepairErr = err

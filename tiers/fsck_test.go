@@ -130,3 +130,48 @@ func TestFsckRepairRefusedWhileHeld(t *testing.T) {
 	}
 	newDir(t, tiers.DirConfig{Kind: "nvme", Dir: dir}) // and fsck let go of the lock
 }
+
+// TestFsckRepairLinks: links where the tier's own names go (.quarantine,
+// the lock file) and a link in a model directory are repaired once each:
+// the reserved names' links removed, the model's moved aside, each
+// reported once, and nothing they point at touched. (A .quarantine link
+// made the repair recurse until its stack overflowed.)
+func TestFsckRepairLinks(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "m"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "m", "junk"), []byte("junk"), 0o644)
+	for _, l := range []string{tiers.QuarantineDir, tiers.LockFileName, "m/w"} {
+		if err := os.Symlink(outside, filepath.Join(dir, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var findings []tiers.Finding
+	rep, err := tiers.Fsck(dir, tiers.FsckOptions{Repair: true, Finding: func(f tiers.Finding) { findings = append(findings, f) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, f := range findings {
+		seen[f.Path]++
+		if f.RepairErr != nil {
+			t.Errorf("%s: not repaired: %v", f.Path, f.RepairErr)
+		}
+	}
+	for _, p := range []string{tiers.QuarantineDir, tiers.LockFileName, "m/w", "m/junk"} {
+		if seen[p] != 1 {
+			t.Errorf("%s reported %d times, want once (findings %+v)", p, seen[p], findings)
+		}
+	}
+	if rep.Errors != 0 {
+		t.Errorf("%d errors", rep.Errors)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("the directory the links point at now holds %v", ents)
+	}
+	var st os.FileInfo
+	if st, err = os.Lstat(filepath.Join(dir, tiers.QuarantineDir)); err != nil || !st.IsDir() {
+		t.Errorf("%s after the repair: %v", tiers.QuarantineDir, err)
+	}
+}
