@@ -75,8 +75,8 @@ type dirSharing interface {
 // where a shard did not change) and trusted from then on.
 type privateDir struct {
 	*DirTier
-	lockf *os.File // the lock file, held while the tier is open
-	pathf *os.File // the path lock, outside the directory (lock_run.go)
+	lockf *os.File  // the lock file, held while the tier is open
+	pathf *pathLock // the path lock, outside the directory (lock_run.go)
 }
 
 func (p *privateDir) start() error {
@@ -155,7 +155,7 @@ func (p *privateDir) release(clean bool) {
 		p.lockf = nil
 	}
 	if p.pathf != nil {
-		p.pathf.Close()
+		p.pathf.release()
 		p.pathf = nil
 	}
 }

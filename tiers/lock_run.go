@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"golang.org/x/sys/unix"
 )
 
 // A private tier's lock file lives in its directory, and an rm -rf of the
@@ -36,11 +36,21 @@ func pathLockDir() (string, error) {
 	return filepath.Join(d, "ucmfs", "locks"), nil
 }
 
+// pathLock is a held path lock: released by unlinking its file while
+// it is held, then closing it (a taker checks that the file it locked is
+// still the one at the name, so none is left on the disk and none is
+// taken twice).
+type pathLock struct {
+	dir  *rootfs.Root
+	name string
+	f    *os.File
+}
+
 // lockPath takes the path lock of the tier directory at root (an
 // absolute path), waiting up to wait for a holder to go (a daemon that
 // died stuck, just freed: freeStuckHolder). ErrLocked when another live
 // process holds it.
-func lockPath(root string, wait time.Duration) (*os.File, error) {
+func lockPath(root string, wait time.Duration) (*pathLock, error) {
 	dir, err := pathLockDir()
 	if err != nil {
 		return nil, err
@@ -49,20 +59,30 @@ func lockPath(root string, wait time.Duration) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
 	sum := sha256.Sum256([]byte(filepath.Clean(root)))
 	name := hex.EncodeToString(sum[:16]) + ".lock"
 	deadline := time.Now().Add(wait)
 	for {
 		f, err := lockExclusive(r, name)
 		if err == nil {
-			// What the lock is for, for a person looking (best effort).
-			_ = r.WriteFile(name+".path", []byte(root+"\npid "+strconv.Itoa(os.Getpid())+"\n"), 0o600)
-			return f, nil
+			var held, now unix.Stat_t
+			if unix.Fstat(int(f.Fd()), &held) == nil && r.Lstat(name, &now) == nil && held.Ino == now.Ino && held.Dev == now.Dev {
+				return &pathLock{dir: r, name: name, f: f}, nil
+			}
+			f.Close() // unlinked by its last holder meanwhile: take the new one
+			continue
 		}
 		if !errors.Is(err, ErrLocked) || time.Now().After(deadline) {
+			r.Close()
 			return nil, fmt.Errorf("path lock %s: %w", r.Path(name), err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// release unlinks the lock's file and lets the lock go.
+func (l *pathLock) release() {
+	_ = l.dir.Unlink(l.name)
+	l.f.Close()
+	l.dir.Close()
 }
