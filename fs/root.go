@@ -116,6 +116,7 @@ func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	}
 	r.s.store.AddModel(name)
 	if err := r.s.store.SetModelOwner(name, store.ModelOwner{Uid: c.Uid, Gid: c.Gid, Mode: mode & 0o7777}); err != nil {
+		r.s.store.AbandonModel(name) // a failed mkdir makes nothing
 		return nil, r.s.fail("mkdir", name, err)
 	}
 	return r.modelInode(ctx, name, out), 0

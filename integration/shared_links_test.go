@@ -155,3 +155,44 @@ func listing(t *testing.T, dir string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestSharedLinkAsModel: a link planted on the share at a model's name
+// fails a mkdir of that model (ELOOP), and leaves no model behind: it is
+// not listed, nobody's, and a mkdir of another name works.
+func TestSharedLinkAsModel(t *testing.T) {
+	u := newLocalUser(t)
+	dir, o := sharedMountOpts(t)
+	share := filepath.Join(dir, "share")
+	elsewhere := filepath.Join(testDir(t), "elsewhere")
+	for _, d := range []string{share, elsewhere} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(share, "evilmodel")); err != nil {
+		t.Fatal(err)
+	}
+	o.Bare = true
+	o.Args = append(o.Args, "--memory", "64MiB", "--memory-dir", memDir, "--log-level", "warn",
+		"--tier", "nfs:"+share, "--negative-ttl", sharedTTL.String())
+	d := mountUCM(t, o)
+	if out, err := u.run("mkdir " + d.path("evilmodel")); err == nil {
+		t.Fatalf("mkdir of a model whose name is a link on the share went through\n%s", out)
+	}
+	ents, err := os.ReadDir(d.Mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() == "evilmodel" {
+			t.Errorf("the failed model is listed")
+		}
+	}
+	if _, err := os.Stat(d.path("evilmodel")); !os.IsNotExist(err) {
+		t.Errorf("stat of the failed model: %v, want ENOENT", err)
+	}
+	u.must(t, "mkdir "+d.path("goodmodel"))
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("the directory behind the link now holds %v", ents)
+	}
+}

@@ -216,6 +216,19 @@ func (s *Store) AddModel(name string) {
 	}
 }
 
+// AbandonModel takes back AddModel of name when the making failed after
+// it (its owner's record not written: a tier refused the model's
+// directory, a link planted on a share at its name): the model leaves the
+// registry, so it is neither listed nor anyone's.
+func (s *Store) AbandonModel(name string) {
+	if !s.modelEmpty(name) {
+		return // a file of it is on a tier: it stays a model
+	}
+	s.models.remove(name)
+	s.trees.drop(name)
+	s.forgetSettings(name)
+}
+
 // modelEmpty reports whether no tier holds a file of model.
 func (s *Store) modelEmpty(model string) bool {
 	empty := true
