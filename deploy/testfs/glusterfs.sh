@@ -102,11 +102,20 @@ stop() {
     m=$(printf '%b' "$m")
     grep -qs "$m" "$dir/mounts" && umount -l "$m" || true
   done </proc/self/mounts
+  # A brick's socket is in /var/run/gluster whatever glusterd is told:
+  # the ones the bricks' command lines name go with them.
+  local socks="" f
+  for f in "$dir"/run/vols/*/*.pid; do
+    [ -f "$f" ] || continue
+    socks+=" $(tr '\0' '\n' <"/proc/$(cat "$f")/cmdline" 2>/dev/null | grep -A1 -x -- -S | sed -n 2p || true)"
+  done
   cli volume stop $vol force >/dev/null 2>&1 || true
   local f
   for f in "$dir"/run/glusterd.pid "$dir"/run/client*.pid "$dir"/run/vols/*/*.pid; do
     [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
   done
+  local s
+  for s in $socks; do rm -f "$s"; done
   rm -rf "$dir"
 }
 
