@@ -65,6 +65,10 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	if err := stopSharedFS(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: stopping the shared filesystems:", err)
+		code = 1
+	}
 	if left := mountsUnder(baseDir); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: mounts left behind: %s\n", strings.Join(left, ", "))
 		for _, mnt := range left {

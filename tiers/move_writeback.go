@@ -9,7 +9,7 @@ import (
 )
 
 // writeBack copies a dirty block from memory to the first persistent tier
-// that takes it and marks it clean. With sync set it also makes the
+// that takes it, a shared one first (writeBackOrder), and marks it clean. With sync set it also makes the
 // block durable there, whether this call or an earlier one wrote it.
 //
 // Concurrent calls for one key share one attempt. A call that joined an
@@ -55,7 +55,9 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 	}
 	var lastErr error = ErrNoSpace
 	retried := false
-	for i := 0; i < len(s.dirs); i++ {
+	order := s.writeBackOrder()
+	for n := 0; n < len(order); n++ {
+		i := order[n]
 		d := s.dirs[i]
 		if d.Health() == Down {
 			lastErr = d.stalled("write-back")
@@ -82,7 +84,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			if errors.Is(err, ErrFull) && !retried {
 				retried = true
 				if info, serr := s.mem.Stat(k); serr == nil && s.makeRoomOn(i, info.Size+fsSlack) {
-					i--
+					n--
 				}
 			}
 			continue
@@ -108,6 +110,9 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			if err != nil {
 				w.Abort()
 			}
+			if d.Shared() {
+				s.cacheCopy(k, i, opts.from) // the share has it: the host's nvme keeps a copy
+			}
 			s.stats.writeBacks.Add(1)
 			s.signalRoom()
 			return nil
@@ -119,7 +124,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			// down, or out of the last tier) before giving up on it.
 			retried = true
 			if info, serr := s.mem.Stat(k); serr == nil && s.makeRoomOn(i, info.Size) {
-				i--
+				n--
 			}
 		}
 	}

@@ -61,9 +61,14 @@ type sharedView struct {
 	shards   map[shardRef]shardCheck
 	models   map[string]struct{} // the root's listing
 	modelsAt time.Time
+	files    map[format.Key]time.Time // when each File was last checked (shared_files.go)
+	// noDirMTime: the filesystem does not move a directory's mtime
+	// (shared_probe.go): every check of a shard lists it.
+	noDirMTime bool
 
-	scanned chan struct{}      // closed when the background scan is done
-	gone    func([]format.Key) // told of the keys found gone (the stack's)
+	scanned  chan struct{}      // closed when the background scan is done
+	gone     func([]format.Key) // told of the keys found gone (the stack's)
+	replaced func([]format.Key) // told of the Files found replaced by another host
 }
 
 // sharedDir is a directory other daemons use too: its index is
@@ -120,7 +125,8 @@ func (t *sharedDir) revalidate(key format.Key) {
 		return
 	}
 	if key.Kind == format.File {
-		return // a tree of Files has no shard directories (adoptTree)
+		t.revalidateFile(key) // a tree of Files has no shard directories (shared_files.go)
+		return
 	}
 	ref := shardRef{model: key.Model, hh: key.ID[0]}
 	v := &t.view
@@ -151,6 +157,9 @@ func (t *sharedDir) checkShard(ref shardRef, last shardCheck, force bool) {
 		t.recordShard(ref, shardCheck{at: now, listed: true})
 		return
 	}
+	t.view.mu.Lock()
+	force = force || t.view.noDirMTime
+	t.view.mu.Unlock()
 	if !force && last.mtime != (unix.Timespec{}) && st.Mtim == last.mtime {
 		t.recordShard(ref, shardCheck{at: now, mtime: st.Mtim, listed: last.listed})
 		return

@@ -25,6 +25,7 @@ var rescanEvery = time.Minute
 // each t.rescan.
 func (t *sharedDir) scanShared(sizeless bool) {
 	defer t.wg.Done()
+	t.probeShared()
 	start := time.Now()
 	done := t.walkShards(true)
 	if done && sizeless {

@@ -72,26 +72,39 @@ func (s *Stack) revalidateShared(k format.Key) {
 func (s *Stack) watchShared() {
 	for _, d := range s.dirs {
 		if sd := d.sharedDir(); sd != nil {
-			sd.view.gone = func(keys []format.Key) { go s.dropGone(keys) }
+			sd.view.gone = func(keys []format.Key) { go s.dropGone(keys, false) }
+			sd.view.replaced = func(keys []format.Key) { go s.dropGone(keys, true) }
 		}
 	}
 }
 
-// dropGone drops the clean, unpinned memory copies of keys another daemon
-// removed from a shared tier, unless a tier of the stack still holds them.
-func (s *Stack) dropGone(keys []format.Key) {
+// dropGone drops the copies of keys another daemon removed from a shared
+// tier, unless another shared tier of the stack still holds them: the
+// clean, unpinned memory copy, and the private tiers' (a cache of the
+// share, shared_writeback.go). A dirty or pinned block in memory stays,
+// and with it the private copies. With replaced (another host published
+// a new version on the share) the copies go whatever the shared tiers
+// hold now: they are the old version's.
+func (s *Stack) dropGone(keys []format.Key, replaced bool) {
 	for _, k := range keys {
 		mu := s.keyLock(k)
 		mu.Lock()
 		pinned, dirty := s.mem.idx.Flags(k)
 		held := false
 		for _, d := range s.dirs {
-			if d.idx.Has(k) {
+			if d.Shared() && d.idx.Has(k) && !replaced {
 				held = true
 			}
 		}
-		if !pinned && !dirty && !held && s.mem.idx.Has(k) {
-			_ = s.mem.Remove(k)
+		if !pinned && !dirty && !held {
+			if s.mem.idx.Has(k) {
+				_ = s.mem.Remove(k)
+			}
+			for _, d := range s.dirs {
+				if !d.Shared() && d.idx.Has(k) {
+					_ = d.Remove(k)
+				}
+			}
 			s.mu.Lock()
 			delete(s.verified, k)
 			s.mu.Unlock()

@@ -72,40 +72,57 @@ func (s *Stack) RemoveDir(model, rel string) error {
 	return first
 }
 
-// TreeDirOnDisk reports whether the first directory tier has the
-// directory rel of model's tree (one made in an earlier run).
+// TreeDirOnDisk reports whether a directory tier has the directory rel of
+// model's tree (one made in an earlier run, or by another host on a
+// shared tier): every tier is asked, the first first. (Only the first was:
+// a directory another host made on the share behind a private tier was
+// ENOENT here, and every file in it with it.)
 func (s *Stack) TreeDirOnDisk(model, rel string) bool {
-	if len(s.dirs) == 0 || treePath(model, rel) != nil {
+	if treePath(model, rel) != nil {
 		return false
 	}
-	if parent, _ := format.SplitFilePath(rel); s.dirs[0].noSubdirs(model, parent) {
-		return false
+	parent, _ := format.SplitFilePath(rel)
+	for _, d := range s.dirs {
+		if d.noSubdirs(model, parent) {
+			continue
+		}
+		var st unix.Stat_t
+		if d.fs.Stat(model+"/"+rel, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return true
+		}
 	}
-	var st unix.Stat_t
-	err := s.dirs[0].fs.Stat(model+"/"+rel, &st)
-	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+	return false
 }
 
 // TreeSubdirs lists the subdirectories of the directory rel ("": the
-// model's root) of model's tree in the first directory tier.
+// model's root) of model's tree in the directory tiers, every one of
+// them (a name may come more than once: the caller sorts and compacts).
 func (s *Stack) TreeSubdirs(model, rel string) []string {
-	if len(s.dirs) == 0 || format.ValidateModel(model) != nil || rel != "" && format.ValidateFilePath(rel) != nil {
+	if format.ValidateModel(model) != nil || rel != "" && format.ValidateFilePath(rel) != nil {
 		return nil
 	}
-	d := s.dirs[0]
 	dir := model
 	if rel != "" {
 		dir += "/" + rel
 	}
+	var out []string
+	for _, d := range s.dirs {
+		out = append(out, d.treeSubdirs(dir)...)
+	}
+	return out
+}
+
+// treeSubdirs lists the subdirectories of dir on the tier.
+func (t *DirTier) treeSubdirs(dir string) []string {
 	var st unix.Stat_t
-	if d.fs.Stat(dir, &st) != nil || st.Nlink == 2 && d.subdirLinks {
+	if t.fs.Stat(dir, &st) != nil || st.Nlink == 2 && t.subdirLinks {
 		// A directory's link count is 2 plus its subdirectories on
 		// ext4, xfs and tmpfs: 2 says there are none, without reading
 		// a flat directory of 10^5 files. (Other filesystems are read:
 		// btrfs says 1, a FUSE filesystem may say 2 of any directory.)
 		return nil
 	}
-	ents, err := d.fs.ReadDir(dir) // unsorted: the caller sorts; links left out
+	ents, err := t.fs.ReadDir(dir) // unsorted: the caller sorts; links left out
 	if err != nil {
 		return nil
 	}
