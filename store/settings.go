@@ -63,13 +63,19 @@ func (t *settingsTable) init() { t.m = make(map[string]Settings) }
 
 // modelSettings returns model's record (the zero value when it has none).
 func (s *Store) modelSettings(model string) Settings {
-	s.settings.mu.Lock()
-	v, ok := s.settings.m[model]
-	s.settings.mu.Unlock()
-	if ok {
+	if v, ok := s.cachedSettings(model); ok {
 		return v
 	}
 	return s.loadSettings(model)
+}
+
+// cachedSettings returns model's record where it was read already (ok),
+// without reading it from the tiers: for callers under a tier's lock.
+func (s *Store) cachedSettings(model string) (st Settings, ok bool) {
+	s.settings.mu.Lock()
+	st, ok = s.settings.m[model]
+	s.settings.mu.Unlock()
+	return st, ok
 }
 
 // loadSettings reads model's record from the tiers into the table (apart
