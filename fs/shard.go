@@ -192,9 +192,9 @@ func (d *shardNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) 
 // block's sidecar before it (shard_order.go).
 func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	list := d.listing(callerProc(ctx).Uid)
-	ents := make([]fuse.DirEntry, len(list))
-	for i, e := range list {
-		ents[i] = fuse.DirEntry{Name: e.Name, Mode: syscall.S_IFREG, Ino: e.Ino}
+	ents := append(make([]fuse.DirEntry, 0, 2+len(list)), dots(d.ino, d.s.modelIno(d.model))...)
+	for _, e := range list {
+		ents = append(ents, fuse.DirEntry{Name: e.Name, Mode: syscall.S_IFREG, Ino: e.Ino})
 	}
 	return gofs.NewListDirStream(ents), 0
 }

@@ -269,3 +269,11 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+// TestRecordName: the name a copy of a tier's model brings its settings
+// record under is the one the tiers write it under.
+func TestRecordName(t *testing.T) {
+	if recordName != tiers.ModelMetaName {
+		t.Fatalf("recordName %q, the tiers write %q", recordName, tiers.ModelMetaName)
+	}
+}
