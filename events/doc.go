@@ -11,5 +11,9 @@
 // .ucm/events, one JSON object per line (line.go, served by package
 // control), and the vLLM-format ZMQ publisher of package events/vllm,
 // which needs each block's engine hash and its tier's medium (names.go).
+// An event carries the hash its block had when it was appended, since a
+// files model's key_pattern may change it after (the store then appends
+// the changed files' removals under the old hash and storings under the
+// new one).
 // docs/control.md and docs/engines.md are the users' reference.
 package events

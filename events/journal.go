@@ -39,6 +39,12 @@ type Event struct {
 	Size int64      // the file's size in bytes (0 for Cleared)
 	Time int64      // when it was appended, Unix nanoseconds
 	Key  format.Key // the block or file (zero for Cleared)
+	// Hash is the hash a router knows Key by as it was when the event
+	// was appended (EngineHash, or the model's key_pattern, which may
+	// change after: a removal must name the hash its storing did);
+	// HasHash is false where none was known.
+	Hash    uint64
+	HasHash bool
 }
 
 // DefaultWindow is how many events a Journal keeps for readers that

@@ -20,7 +20,7 @@ type Line struct {
 	Layout string `json:"layout,omitempty"`
 	ID     string `json:"id,omitempty"`   // the block's id (hex); for a file, the id of its path
 	Path   string `json:"path,omitempty"` // a file's path in its model (files layout)
-	Hash   string `json:"hash,omitempty"` // EngineHash, 16 hex digits, where known
+	Hash   string `json:"hash,omitempty"` // Event.Hash, 16 hex digits, where known
 	Tier   string `json:"tier,omitempty"` // the tier's kind: mem, nvme, nfs, ds3fs
 	Medium string `json:"medium,omitempty"`
 	Size   int64  `json:"size,omitempty"`
@@ -38,8 +38,10 @@ type Line struct {
 type Tiers struct {
 	Kinds   []string
 	Mediums []string
-	// Hash is the hash a router knows a block by (EngineHash, or a
-	// model's own rule); ok is false where none can be known.
+	// Hash is the hash a router knows a block by now (EngineHash, or a
+	// model's own rule), for walks of what the tiers hold; ok is false
+	// where none can be known. An event's line gives the event's own
+	// Hash, fixed when it was appended.
 	Hash func(format.Key) (h uint64, ok bool)
 }
 
@@ -66,8 +68,8 @@ func (t Tiers) AppendLine(b []byte, e *Event) []byte {
 	if e.Type != Cleared {
 		l.Model, l.Layout, l.Size = e.Key.Model, Layout(e.Key), e.Size
 		l.ID, l.Path = e.Key.ID.String(), e.Key.Name
-		if h, ok := t.Hash(e.Key); ok {
-			l.Hash = hex16(h)
+		if e.HasHash {
+			l.Hash = hex16(e.Hash)
 		}
 		l.Tier, l.Medium = t.name(e.Tier)
 	}

@@ -20,7 +20,8 @@ type common struct {
 	s *fsState
 }
 
-// Statfs reports the tiers' capacity and use in 4096-byte blocks.
+// Statfs reports the tiers' capacity and use in 4096-byte blocks, and
+// the files they hold of the most they may hold.
 func (c common) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	if h := c.s.statfsHook.Load(); h != nil {
 		(*h)()
@@ -37,10 +38,11 @@ func (c common) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	out.Blocks = uint64((capacity + bs - 1) / bs)
 	out.Bfree = uint64(free / bs)
 	out.Bavail = out.Bfree
-	// Inodes: as many free as any tier could want, and the files in use
-	// on top of them, so df -i shows IUsed = the published files.
-	out.Ffree = 1 << 32
-	out.Files = uint64(files) + out.Ffree
+	// Inodes: the most files the tiers hold (summed as the bytes are),
+	// of which the published files are used, so df -i shows IUsed = the
+	// files (each once) and IFree the room left for more.
+	out.Files = uint64(max(sp.MaxFiles, files))
+	out.Ffree = out.Files - uint64(files)
 	out.NameLen = 255
 	return 0
 }

@@ -77,7 +77,7 @@ func (d *filesDir) OnForget() {
 // the time of the last change of what it holds as its mtime.
 func (d *filesDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	model, dir := d.where()
-	d.s.filesDirAttr(&out.Attr, 2, model, dir)
+	d.s.filesDirAttr(&out.Attr, model, dir)
 	out.SetTimeout(d.s.opts.EntryTTL)
 	return 0
 }
@@ -250,7 +250,7 @@ func (o filesOps) fileInode(ctx context.Context, key format.Key, bi store.BlockI
 func (o filesOps) dirInode(ctx context.Context, name, rel string, out *fuse.EntryOut) *gofs.Inode {
 	ch := o.movedHere(name, rel)
 	if ch != nil {
-		o.s.filesDirAttr(&out.Attr, 2, o.model, rel)
+		o.s.filesDirAttr(&out.Attr, o.model, rel)
 		ttl(out, o.s.opts.EntryTTL)
 		return ch
 	}
@@ -259,7 +259,7 @@ func (o filesOps) dirInode(ctx context.Context, name, rel string, out *fuse.Entr
 		return &filesDir{dirCommon: dirCommon{common: common{s: o.s}, what: o.model + "/" + rel},
 			model: o.model, dir: rel, ino: n}
 	})
-	o.s.filesDirAttr(&out.Attr, 2, o.model, rel)
+	o.s.filesDirAttr(&out.Attr, o.model, rel)
 	ttl(out, o.s.opts.EntryTTL)
 	return ch
 }

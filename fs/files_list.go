@@ -32,12 +32,13 @@ import (
 // Not cached where a tier is shared with other daemons: a subdirectory
 // another daemon makes there passes through no index of this one.
 
-// entries lists the directory: its subdirectories, its published files
+// entries lists the directory: its dots, its subdirectories, its published files
 // and, unless published is set, the caller's staging files and the files
 // its process writes under names not published (which its lookups find:
 // a file created and closed empty, published at its release, which comes
 // after close returns, is listed right after the close too). The
-// published files' keys come with it: ents[len(subdirs)+i] is files[i].
+// published files' keys come with it: ents[nsub+i] is files[i], nsub
+// the dots and the subdirectories.
 func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirEntry, files []format.Key, nsub int) {
 	p := callerProc(ctx)
 	var own []*store.Draft
@@ -47,7 +48,8 @@ func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirE
 		own = o.s.store.OwnFiles(o.model, o.dir, p.Tgid)
 	}
 	subdirs, files := o.s.store.FilesList(o.model, o.dir)
-	ents = make([]fuse.DirEntry, 0, len(subdirs)+len(files))
+	ents = make([]fuse.DirEntry, 0, 2+len(subdirs)+len(files))
+	ents = append(ents, dots(o.s.filesDirInos(o.model, o.dir))...)
 	for _, d := range subdirs {
 		ents = append(ents, fuse.DirEntry{Name: d, Mode: syscall.S_IFDIR,
 			Ino: o.s.inos.Peek(ino.DirName(o.model, format.JoinFilePath(o.dir, d)))})
@@ -57,7 +59,7 @@ func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirE
 			Ino: o.s.inos.Peek(ino.FileVersion(k, o.s.store.FileGen(k)))})
 	}
 	if published {
-		return ents, files, len(subdirs)
+		return ents, files, 2 + len(subdirs)
 	}
 	pending := o.s.store.StagingFiles(o.model, o.dir, p.Uid)
 	if len(own) > 0 {
@@ -86,7 +88,7 @@ func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirE
 		}
 		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: pendingIno(w)})
 	}
-	return ents, files, len(subdirs)
+	return ents, files, 2 + len(subdirs)
 }
 
 // listing is the listingKey of the directory.
@@ -168,7 +170,7 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 		return 0
 	})
 	uid := callerProc(ctx).Uid
-	if err := h.o.s.listed.hold(uid, len(ents)); err != nil {
+	if err := h.o.s.listed.hold(uid, charged(len(ents))); err != nil {
 		h.files = nil
 		return h.o.s.fail("readdir", h.o.model+"/"+h.o.dir, err)
 	}
@@ -178,7 +180,7 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 
 // drop gives back the listing h holds (under h.mu).
 func (h *filesListing) drop() {
-	h.o.s.listed.free(h.uid, len(h.ents))
+	h.o.s.listed.free(h.uid, charged(len(h.ents)))
 	h.ents, h.files, h.taken = nil, nil, false
 }
 
@@ -264,16 +266,30 @@ func (h *filesListing) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 // directory must not differ in it.
 func (s *fsState) modelDirAttr(a *fuse.Attr, model string) {
 	if s.store.Files(model) {
-		s.filesDirAttr(a, 2+256, model, "")
+		s.filesDirAttr(a, model, "")
 		return
 	}
-	s.modelAttr(a, 2+256, model)
+	s.modelAttr(a, uint32(2+modelShards(s.store, model)), model)
+}
+
+// modelShards is how many shard directories a ucmb or ucm-posix model
+// has: 256, or a ucm-posix model's of each width it uses (16^width, the
+// one "data" directory for width 0).
+func modelShards(st *store.Store, model string) int {
+	if !st.Raw(model) {
+		return 256
+	}
+	n := 0
+	for _, w := range st.ShardWidths(model) {
+		n += 1 << (4 * w)
+	}
+	return n
 }
 
 // filesDirAttr fills the attributes of directory dir of files model
 // model: its model's, with the time of the last change of what it holds
 // as its mtime and ctime (shardClock).
-func (s *fsState) filesDirAttr(a *fuse.Attr, nlink uint32, model, dir string) {
-	s.modelAttr(a, nlink, model)
+func (s *fsState) filesDirAttr(a *fuse.Attr, model, dir string) {
+	s.modelAttr(a, uint32(2+len(s.store.FilesSubdirs(model, dir))), model)
 	s.listingTime(a, filesListingKey(model, dir))
 }

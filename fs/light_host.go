@@ -68,10 +68,16 @@ func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (forma
 	return key, light.Pass, fuse.OK
 }
 
-// Listing is the shard's listing for uid (shardNode.listing).
+// Listing is the shard's listing for uid: its dots, then
+// shardNode.listing.
 func (h lightHost) Listing(ref light.Ref, uid uint32) []light.Entry {
 	d := h.s.shardFor(ref)
-	return d.listing(uid)
+	list := d.listing(uid)
+	out := make([]light.Entry, 0, 2+len(list))
+	for _, e := range dots(d.ino, h.s.modelIno(d.model)) {
+		out = append(out, light.Entry{Name: e.Name, Ino: e.Ino, Dir: true})
+	}
+	return append(out, list...)
 }
 
 // Entry fills out with published file key's entry from the index.
@@ -110,14 +116,14 @@ func (h lightHost) Attr(key format.Key, out *fuse.AttrOut) bool {
 // HoldListing charges uid the names of a shard's listing an open
 // directory takes (user_budget.go).
 func (h lightHost) HoldListing(uid uint32, n int) fuse.Status {
-	if err := h.s.listed.hold(uid, n); err != nil {
+	if err := h.s.listed.hold(uid, charged(n)); err != nil {
 		return fuse.Status(h.s.fail("readdir", "a shard directory", err))
 	}
 	return fuse.OK
 }
 
 // FreeListing gives back what HoldListing charged.
-func (h lightHost) FreeListing(uid uint32, n int) { h.s.listed.free(uid, n) }
+func (h lightHost) FreeListing(uid uint32, n int) { h.s.listed.free(uid, charged(n)) }
 
 // HoldOpen charges uid an open directory as one of its open files
 // (user_budget.go).

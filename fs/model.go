@@ -84,13 +84,14 @@ func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 }
 
 // OpendirHandle opens the model directory: the root of a files model as
-// its other directories (files_list.go); else a listing of the 256 shard
-// directories (of a ucm-posix model: those of its widths), taken now.
+// its other directories (files_list.go); else a listing of the dots and
+// the 256 shard directories (of a ucm-posix model: those of its widths),
+// taken now.
 func (m *modelNode) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if o, ok := m.files(); ok {
 		return o.opendir(ctx)
 	}
-	return gofs.NewListDirStream(m.entries()), 0, 0
+	return gofs.NewListDirStream(append(dots(m.ino, rootIno), m.entries()...)), 0, 0
 }
 
 // entries lists the shard directories of a ucmb or ucm-posix model.
@@ -160,6 +161,9 @@ func (m *modelNode) Create(ctx context.Context, name string, flags uint32, mode 
 	}
 	if m.dotEntry(name) {
 		return m.dotCreate(ctx, name, flags, mode, out)
+	}
+	if name == recordName {
+		return m.createRecord(ctx, out) // model_record.go
 	}
 	return m.dirCommon.Create(ctx, name, flags, mode, out)
 }

@@ -33,7 +33,7 @@ const rootSharedPerm = 0o1777
 
 // rootAttr fills the root's attributes.
 func (s *fsState) rootAttr(a *fuse.Attr) {
-	s.dirAttr(a, 3)
+	s.dirAttr(a, uint32(2+1+len(s.store.Models()))) // ., .., .ucm's .. and each model's
 	if s.opts.AllowOther {
 		a.Mode = syscall.S_IFDIR | rootSharedPerm
 	}
@@ -46,9 +46,13 @@ func (r *rootNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 }
 
 // modelAttr fills the attributes of model's directory or of one of its
-// shard directories.
+// shard directories: its owner and mode, and the time its mkdir made it
+// (the mount's time for a model made before that was kept).
 func (s *fsState) modelAttr(a *fuse.Attr, nlink uint32, model string) {
 	s.dirAttr(a, nlink)
+	if made := s.store.ModelMade(model); !made.IsZero() {
+		a.SetTimes(&made, &made, &made)
+	}
 	o := s.store.ModelOwner(model)
 	a.Mode = syscall.S_IFDIR | o.Mode
 	a.Owner = fuse.Owner{Uid: o.Uid, Gid: o.Gid}

@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -83,11 +84,12 @@ func (r *rootNode) modelInode(ctx context.Context, name string, out *fuse.EntryO
 	return ch
 }
 
-// Readdir lists .ucm and every model.
+// Readdir lists the dots, .ucm and every model.
 func (r *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	r.s.store.RefreshModels()
 	names := r.s.store.Models()
-	ents := make([]fuse.DirEntry, 0, len(names)+1)
+	ents := make([]fuse.DirEntry, 0, len(names)+3)
+	ents = append(ents, dots(rootIno, rootIno)...)
 	ents = append(ents, fuse.DirEntry{Name: ucmName, Mode: syscall.S_IFDIR, Ino: control.DirIno})
 	for _, n := range names {
 		ents = append(ents, fuse.DirEntry{Name: n, Mode: syscall.S_IFDIR, Ino: r.s.inos.Peek(ino.ModelName(n))})
@@ -117,6 +119,9 @@ func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	r.s.store.AddModel(name)
 	if err := r.s.store.SetModelOwner(name, store.ModelOwner{Uid: c.Uid, Gid: c.Gid, Mode: mode & 0o7777}); err != nil {
 		r.s.store.AbandonModel(name) // a failed mkdir makes nothing
+		return nil, r.s.fail("mkdir", name, err)
+	}
+	if err := r.s.store.SetModelMade(name, time.Now()); err != nil {
 		return nil, r.s.fail("mkdir", name, err)
 	}
 	return r.modelInode(ctx, name, out), 0

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -189,17 +188,18 @@ func (d *shardNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) 
 	return d.s.syncDir(ctx, d.what, d.model, d.keys)
 }
 
-// Readdir lists the published files of the shard, sorted by name.
+// Readdir lists the published files of the shard, sorted by id, a
+// block's sidecar before it (shard_order.go).
 func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	list := d.listing(callerProc(ctx).Uid)
-	ents := make([]fuse.DirEntry, len(list))
-	for i, e := range list {
-		ents[i] = fuse.DirEntry{Name: e.Name, Mode: syscall.S_IFREG, Ino: e.Ino}
+	ents := append(make([]fuse.DirEntry, 0, 2+len(list)), dots(d.ino, d.s.modelIno(d.model))...)
+	for _, e := range list {
+		ents = append(ents, fuse.DirEntry{Name: e.Name, Mode: syscall.S_IFREG, Ino: e.Ino})
 	}
 	return gofs.NewListDirStream(ents), 0
 }
 
-// listing is what the shard shows to a caller of uid, sorted by name: the
+// listing is what the shard shows to a caller of uid, in nameOrder: the
 // published files and uid's staging files.
 func (d *shardNode) listing(uid uint32) []light.Entry {
 	keys := d.keys()
@@ -212,7 +212,7 @@ func (d *shardNode) listing(uid uint32) []light.Entry {
 		if c := bytes.Compare(a.ID[:], b.ID[:]); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Kind.Ext(), b.Kind.Ext())
+		return kindOrder(a.Kind, b.Kind)
 	})
 	staging := d.s.store.StagingFiles(d.model, d.dir, uid)
 	ents := make([]light.Entry, 0, len(keys)+len(staging))
@@ -225,7 +225,7 @@ func (d *shardNode) listing(uid uint32) []light.Entry {
 	for _, w := range staging {
 		ents = append(ents, light.Entry{Name: w.Name(), Ino: pendingIno(w)})
 	}
-	slices.SortFunc(ents, func(a, b light.Entry) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(ents, func(a, b light.Entry) int { return nameOrder(a.Name, b.Name) })
 	return ents
 }
 

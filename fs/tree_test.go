@@ -6,7 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
-	"sort"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -203,9 +203,10 @@ func TestStatfs(t *testing.T) {
 	}
 }
 
-// TestShardListing: a shard lists its blocks and sidecars, sorted by name
-// in the directory's own order (not sorted by the reader), and nothing of
-// other shards.
+// TestShardListing: a shard lists its blocks and sidecars, sorted by id
+// and a block's sidecar before it (rm -r unlinks in this order, and a
+// block's unlink removes its sidecar), in the directory's own order (not
+// sorted by the reader), and nothing of other shards.
 func TestShardListing(t *testing.T) {
 	m := newMount(t, Options{})
 	want := map[string][]string{}
@@ -220,7 +221,7 @@ func TestShardListing(t *testing.T) {
 		}
 	}
 	for sh, names := range want {
-		sort.Strings(names)
+		slices.SortFunc(names, nameOrder)
 		f, err := os.Open(m.path(testModel, sh))
 		if err != nil {
 			t.Fatal(err)
@@ -267,4 +268,12 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestRecordName: the name a copy of a tier's model brings its settings
+// record under is the one the tiers write it under.
+func TestRecordName(t *testing.T) {
+	if recordName != tiers.ModelMetaName {
+		t.Fatalf("recordName %q, the tiers write %q", recordName, tiers.ModelMetaName)
+	}
 }

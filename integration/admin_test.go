@@ -96,27 +96,65 @@ func TestQuotaCommand(t *testing.T) {
 }
 
 // TestDebugBundle: `ucmfs debug MNT -o FILE` writes one .tar.gz with the
-// version and kernel settings, the mount's line of the mount table, the
-// mount's .ucm/stats and the daemon's command line.
+// version and kernel settings, the mount's line of the mount table (not
+// another daemon's mount's), the mount's .ucm/stats and the daemon's
+// command line; for a daemon in the foreground, whose log goes to a
+// pipe here, where the log goes; for a --background one, the tail of its
+// log file, wherever --log-file put it.
 func TestDebugBundle(t *testing.T) {
 	d := mountUCM(t, mountOpts{})
+	other := mountUCM(t, mountOpts{})
+	files := debugBundle(t, d.Mnt)
+	for _, w := range []string{"ucmfs ", "enable_uring"} {
+		if !strings.Contains(files["version.txt"], w) {
+			t.Errorf("version.txt lacks %q:\n%s", w, files["version.txt"])
+		}
+	}
+	if !strings.Contains(files["stats.json"], `"tiers"`) || !strings.Contains(files["daemon.txt"], "mount") || !strings.Contains(files["daemon.txt"], d.Mnt) {
+		t.Errorf("stats.json or daemon.txt:\n%s\n%s", files["stats.json"], files["daemon.txt"])
+	}
+	if mi := files["mountinfo.txt"]; strings.Count(mi, "\n") != 1 || !strings.Contains(mi, " "+d.Mnt+" ") || !strings.Contains(mi, "fuse.ucmfs") || strings.Contains(mi, other.Mnt) {
+		t.Errorf("mountinfo.txt: want the one line of %s:\n%s", d.Mnt, mi)
+	}
+	if lt := files["log-tail.txt"]; !strings.Contains(lt, "standard error, pipe:") || strings.Contains(lt, "/var/log") {
+		t.Errorf("log-tail.txt of a foreground daemon logging to a pipe: %q", lt)
+	}
+
+	mnt, tier := mountPair(t)
+	log := filepath.Join(filepath.Dir(mnt), "daemon.log")
+	mustRun(t, ucmfsBin, "mount", "--background", "--memory", "64MiB", "--memory-dir", memDir, "--tier", "nvme:"+tier,
+		"--log-level", "info", "--log-file", log, mnt)
+	defer mustRun(t, ucmfsBin, "umount", mnt)
+	logged, err := os.ReadFile(log)
+	if err != nil || len(logged) == 0 {
+		t.Fatalf("the background daemon's log %s: %v (%d bytes)", log, err, len(logged))
+	}
+	if lt := debugBundle(t, mnt)["log-tail.txt"]; !strings.HasPrefix(lt, log+":\n") || !strings.Contains(lt, string(logged)) {
+		t.Errorf("log-tail.txt of a --background daemon: %q, want %s's %q", lt, log, logged)
+	}
+}
+
+// debugBundle runs `ucmfs debug mnt -o FILE` and returns the bundle's
+// files by name.
+func debugBundle(t *testing.T, mnt string) map[string]string {
+	t.Helper()
 	out := filepath.Join(testDir(t), "bundle.tar.gz")
-	if b, err := exec.Command(ucmfsBin, "debug", d.Mnt, "-o", out).CombinedOutput(); err != nil || !strings.Contains(string(b), "wrote "+out) {
+	if b, err := exec.Command(ucmfsBin, "debug", mnt, "-o", out).CombinedOutput(); err != nil || !strings.Contains(string(b), "wrote "+out) {
 		t.Fatalf("ucmfs debug: %v\n%s", err, b)
 	}
-	listing, err := exec.Command("tar", "-xzOf", out).Output()
+	names, err := exec.Command("tar", "-tzf", out).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"ucmfs ", "enable_uring", "fuse.ucmfs", `"tiers"`, "mount", d.Mnt} {
-		if !strings.Contains(string(listing), w) {
-			t.Errorf("the bundle lacks %q:\n%s", w, listing)
+	files := map[string]string{}
+	for _, name := range strings.Fields(string(names)) {
+		b, err := exec.Command("tar", "-xzOf", out, name).Output()
+		if err != nil {
+			t.Fatal(err)
 		}
+		files[strings.TrimPrefix(name, "ucmfs-debug/")] = string(b)
 	}
-	names, err := exec.Command("tar", "-tzf", out).Output()
-	if err != nil || !strings.Contains(string(names), "ucmfs-debug/stats.json") || !strings.Contains(string(names), "ucmfs-debug/daemon.txt") {
-		t.Errorf("bundle files: %v\n%s", err, names)
-	}
+	return files
 }
 
 // TestWarmupFiles: `ucmfs warmup` of a files model takes the files'

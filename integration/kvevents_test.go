@@ -145,7 +145,8 @@ func fileHash(t *testing.T, path string) uint64 {
 // compares: the subscriber's belief at the sentinel with the snapshot
 // and the events journaled between; and, when ordered (the first run,
 // whose journal starts empty like the publisher), the subscriber's
-// tuples with .ucm/events', one by one.
+// tuples with .ucm/events', one by one, none of them a removal of what
+// the subscriber was not told was stored.
 func (r *kvRun) check(t *testing.T, sub *subscriber, sentinel string, ordered bool) {
 	t.Helper()
 	var snap kvState
@@ -186,6 +187,9 @@ func (r *kvRun) check(t *testing.T, sub *subscriber, sentinel string, ordered bo
 	for _, tp := range got {
 		if tp.Hash == sh && tp.Type == "BlockStored" {
 			break
+		}
+		if ordered && tp.Type == "BlockRemoved" && !belief[tp.Hash][tp.Medium] {
+			t.Errorf("tuple %d: a removal of %016x@%s, which the subscriber was not told was stored", len(seen), tp.Hash, tp.Medium)
 		}
 		seen = append(seen, tp)
 		belief.apply(tp)

@@ -82,7 +82,15 @@ func (s *Store) TierDirs() []string {
 type Space struct {
 	Capacity, Used int64 // bytes, summed over the tiers
 	Files          int64 // published files, each once however many tiers hold it
+	// MaxFiles is the most files the tiers hold, summed as Capacity is
+	// (each tier's bound, tiers.DefaultMaxFiles unless configured; a tier
+	// without one counts as NoFileBound).
+	MaxFiles int64
 }
+
+// NoFileBound is what a tier with no bound on its files adds to
+// Space.MaxFiles: 2^32, as many as any filesystem's inode numbers count.
+const NoFileBound = 1 << 32
 
 // Space sums the tiers' capacity and use, and counts the published files
 // of every model once each (a block in memory and on nvme is one file).
@@ -91,6 +99,11 @@ func (s *Store) Space() Space {
 	for _, t := range s.stack.Stats().Tiers {
 		sp.Capacity += t.Capacity
 		sp.Used += t.Used
+		if t.MaxFiles > 0 {
+			sp.MaxFiles += t.MaxFiles
+		} else {
+			sp.MaxFiles += NoFileBound
+		}
 	}
 	for _, model := range s.stack.Models() {
 		sp.Files += s.stack.ModelUsage(model).Files

@@ -26,7 +26,8 @@ func (s *Store) startEvents() {
 		if stored {
 			typ = events.Stored
 		}
-		j.Append(events.Event{Type: typ, Tier: int(tier), Size: size, Key: key})
+		h, ok := s.eventHash(tier, key)
+		j.Append(events.Event{Type: typ, Tier: int(tier), Size: size, Key: key, Hash: h, HasHash: ok})
 	})
 }
 

@@ -45,17 +45,6 @@ func compileKeyPattern(p string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// setKeyPattern writes model's key_pattern ("default": none).
-func (s *Store) setKeyPattern(model, value string) error {
-	if value == "default" || value == "" {
-		return s.updateSettings(model, func(st *Settings) error { st.KeyPattern = ""; return nil })
-	}
-	if _, err := compileKeyPattern(value); err != nil {
-		return err
-	}
-	return s.updateSettings(model, func(st *Settings) error { st.KeyPattern = value; return nil })
-}
-
 // keyPatternAttr is user.ucm.key_pattern's value: the pattern, or
 // "default".
 func (s *Store) keyPatternAttr(model string) string {
@@ -71,7 +60,12 @@ func (s *Store) EngineHash(k format.Key) (uint64, bool) {
 	if k.Kind != format.File {
 		return events.EngineHash(k)
 	}
-	p := s.modelSettings(k.Model).KeyPattern
+	return patternHash(s.modelSettings(k.Model).KeyPattern, k)
+}
+
+// patternHash is the hash of file k under key_pattern p ("": the default
+// rule).
+func patternHash(p string, k format.Key) (uint64, bool) {
 	if p == "" {
 		return events.EngineHash(k)
 	}

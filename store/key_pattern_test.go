@@ -1,9 +1,14 @@
 package store
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/events"
 	"github.com/ucmfs/ucmfs/format"
 )
 
@@ -44,5 +49,38 @@ func TestKeyPattern(t *testing.T) {
 	}
 	if v, _ := a.Get("key_pattern"); v != "default" {
 		t.Errorf("after default: %q", v)
+	}
+}
+
+// TestKeyPatternReannounces: a key_pattern set on a model that holds a
+// file (in memory and written back) journals, per tier, its removal
+// under the default rule's hash and then its storing under the
+// pattern's; a later removal of the file says the pattern's hash.
+func TestKeyPatternReannounces(t *testing.T) {
+	s := newTestStore(t, Options{Layout: LayoutFiles})
+	s.AddModel("sg")
+	k := format.FileKey("sg", "000000000000000a"+strings.Repeat("0", 47)+"b.bin")
+	if _, err := publish(t, s, k, []byte("kv")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(context.Background(), "sg"); err != nil {
+		t.Fatal(err)
+	}
+	from := s.Events().Next()
+	if err := s.ModelAttrs("sg", 0).Set("key_pattern", `^([0-9a-f]{16})`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveFile(k); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]events.Event, 16)
+	n, _, _ := s.Events().Read(from, buf)
+	var got []string
+	for _, e := range buf[:n] {
+		got = append(got, fmt.Sprintf("%s %d %x %v", e.Type, e.Tier, e.Hash, e.HasHash))
+	}
+	want := []string{"removed 0 b true", "stored 0 a true", "removed 1 b true", "stored 1 a true", "removed 0 a true", "removed 1 a true"}
+	if !slices.Equal(got, want) {
+		t.Errorf("journal:\n got %q\nwant %q", got, want)
 	}
 }

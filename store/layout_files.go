@@ -245,7 +245,14 @@ func (s *Store) FilesList(model, dir string) (subdirs []string, files []format.K
 	if repeats {
 		files = uniqueFiles(files)
 	}
-	subdirs = append(s.trees.children(model, dir), s.stack.TreeSubdirs(model, dir)...)
+	return s.FilesSubdirs(model, dir), files
+}
+
+// FilesSubdirs are the names of the subdirectories of directory dir of
+// the files model model ("" its root), sorted: those made through this
+// mount and those the first directory tier holds.
+func (s *Store) FilesSubdirs(model, dir string) []string {
+	subdirs := append(s.trees.children(model, dir), s.stack.TreeSubdirs(model, dir)...)
 	slices.Sort(subdirs)
-	return slices.Compact(subdirs), files
+	return slices.Compact(subdirs)
 }

@@ -43,6 +43,10 @@ type Settings struct {
 	// Owner is who made the model and its mode (owners.go); nil: the
 	// daemon's user, 0755.
 	Owner *ModelOwner `json:"owner,omitempty"`
+	// Made is when the model's mkdir made it, Unix nanoseconds: its
+	// directory's mtime and ctime (model_times.go); 0 for a model made
+	// before the time was kept, or found on a tier.
+	Made int64 `json:"made,omitempty"`
 	// Moves are the moves of directories of a files model under way
 	// (files_move_record.go): one found at start was cut short by a
 	// crash, and is finished then.
@@ -63,13 +67,19 @@ func (t *settingsTable) init() { t.m = make(map[string]Settings) }
 
 // modelSettings returns model's record (the zero value when it has none).
 func (s *Store) modelSettings(model string) Settings {
-	s.settings.mu.Lock()
-	v, ok := s.settings.m[model]
-	s.settings.mu.Unlock()
-	if ok {
+	if v, ok := s.cachedSettings(model); ok {
 		return v
 	}
 	return s.loadSettings(model)
+}
+
+// cachedSettings returns model's record where it was read already (ok),
+// without reading it from the tiers: for callers under a tier's lock.
+func (s *Store) cachedSettings(model string) (st Settings, ok bool) {
+	s.settings.mu.Lock()
+	st, ok = s.settings.m[model]
+	s.settings.mu.Unlock()
+	return st, ok
 }
 
 // loadSettings reads model's record from the tiers into the table (apart
@@ -146,7 +156,7 @@ func (s *Store) updateSettings(model string, fn func(*Settings) error) error {
 
 func settingsEqual(a, b Settings) bool {
 	return a.Layout == b.Layout && slices.Equal(a.ShardWidths, b.ShardWidths) &&
-		a.Group == b.Group && a.ReprKind == b.ReprKind && a.Quota == b.Quota && a.QuotaByOwner == b.QuotaByOwner && a.KeyPattern == b.KeyPattern && slices.Equal(a.PinnedDirs, b.PinnedDirs) && slices.Equal(a.Moves, b.Moves) &&
+		a.Group == b.Group && a.ReprKind == b.ReprKind && a.Quota == b.Quota && a.QuotaByOwner == b.QuotaByOwner && a.KeyPattern == b.KeyPattern && a.Made == b.Made && slices.Equal(a.PinnedDirs, b.PinnedDirs) && slices.Equal(a.Moves, b.Moves) &&
 		(a.Owner == nil) == (b.Owner == nil) && (a.Owner == nil || *a.Owner == *b.Owner)
 }
 

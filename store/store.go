@@ -109,6 +109,7 @@ type Store struct {
 	pins     loadPins   // blocks pinned by GPU loads in flight
 
 	settings  settingsTable       // per-model persisted settings (settings.go)
+	rekeys    rekeyTable          // key_pattern changes being announced (key_pattern_events.go)
 	derives   singleflight.Group  // sidecar derivations in flight, by path
 	deriveMem *semaphore.Weighted // bytes derivations hold (repr_derive.go)
 	reprCache *reprCache          // sidecar files .ucm/topk read or derived

@@ -1,6 +1,8 @@
 package tiers
 
 import (
+	"iter"
+
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 )
@@ -52,6 +54,17 @@ func (s *Stack) TierShardKeys(id TierID, model string, hh byte, keys []format.Ke
 		return x.ShardKeys(model, hh, keys)
 	}
 	return keys
+}
+
+// TierLockedShard calls fn as index.Index.LockedShard does, with the
+// files of model that tier id holds in shard hh (none for an id out of
+// range): fn runs under the tier index's lock, where the Observer does.
+func (s *Stack) TierLockedShard(id TierID, model string, hh byte, fn func(files iter.Seq2[format.Key, int64])) {
+	if x := s.indexOf(id); x != nil {
+		x.LockedShard(model, hh, fn)
+		return
+	}
+	fn(func(func(format.Key, int64) bool) {})
 }
 
 // TierHolds reports whether tier id holds key now.

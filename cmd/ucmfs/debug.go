@@ -26,9 +26,11 @@ func debugCommand() *cli.Command {
 		ArgsUsage: "MOUNTPOINT",
 		Description: "Writes ucmfs-debug-<host>-<time>.tar.gz (or -o FILE) with: the version, the kernel and\n" +
 			"FUSE settings (release, enable_uring), the mount's line of the mount table, .ucm/stats,\n" +
-			"the daemon's command line and the last lines of its log file (a --background daemon's; a\n" +
-			"systemd one logs to the journal: add journalctl -u 'ucmfs@*' yourself). Nothing of the\n" +
-			"blocks is read. A dead or missing mount still gives the rest.",
+			"the daemon's command line and the last lines of its log, read where the daemon writes it\n" +
+			"(its standard error: the log file of a --background or helper-started daemon; for a\n" +
+			"terminal, a pipe or systemd's journal the bundle says where it goes: add journalctl\n" +
+			"_PID=<pid> yourself). Nothing of the blocks is read. A dead or missing mount still gives\n" +
+			"the rest.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the bundle to `FILE`"},
 		},
@@ -75,22 +77,67 @@ func debugFiles(mnt string) map[string][]byte {
 	}
 	files["version.txt"] = []byte(uname.String())
 	mi, err := os.ReadFile("/proc/self/mountinfo")
-	var lines []string
-	for _, l := range strings.Split(string(mi), "\n") {
-		if strings.Contains(l, "fuse.ucmfs") || strings.Contains(l, " "+mnt+" ") {
-			lines = append(lines, l)
-		}
-	}
-	note("mountinfo.txt", []byte(strings.Join(lines, "\n")+"\n"), err)
+	note("mountinfo.txt", mountLines(mi, mnt), err)
 	stats, err := os.ReadFile(filepath.Join(mnt, ".ucm", "stats"))
 	note("stats.json", stats, err)
 	cmdline, pid := daemonOf(mnt)
 	files["daemon.txt"] = []byte(fmt.Sprintf("pid %d\n%s\n", pid, cmdline))
-	if logPath, err := defaultLogFile(mnt); err == nil {
-		b, err := tailFile(logPath, 64<<10)
-		note("log-tail.txt", append([]byte(logPath+":\n"), b...), err)
-	}
+	files["log-tail.txt"] = daemonLog(mnt, pid)
 	return files
+}
+
+// mountLines are the lines of mountinfo whose mount point is mnt (the
+// fifth field, with the kernel's octal escapes of space, tab, newline
+// and backslash): the mount asked about and any stacked on the same
+// point, none of other daemons'.
+func mountLines(mountinfo []byte, mnt string) []byte {
+	esc := strings.NewReplacer(`\`, `\134`, " ", `\040`, "\t", `\011`, "\n", `\012`).Replace(mnt)
+	var b bytes.Buffer
+	for _, l := range strings.Split(string(mountinfo), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && f[4] == esc {
+			b.WriteString(l + "\n")
+		}
+	}
+	if b.Len() == 0 {
+		fmt.Fprintf(&b, "(%s is not a mount point)\n", mnt)
+	}
+	return b.Bytes()
+}
+
+// daemonLog is the last 64 KiB of the log of the daemon pid serving mnt,
+// which it writes to its standard error: the file that is, where it is
+// one (--background and the mount helper point it at the log file),
+// else a line saying where it goes (a terminal, a pipe, systemd's
+// journal). Without a daemon, the log file a helper-started one had.
+func daemonLog(mnt string, pid int) []byte {
+	if pid == 0 {
+		p, err := defaultLogFile(mnt)
+		if err != nil {
+			return []byte(fmt.Sprintf("(no daemon found, and no default log file: %v)\n", err))
+		}
+		b, err := tailFile(p, 64<<10)
+		if err != nil {
+			return []byte(fmt.Sprintf("(no daemon found; the default log file %s not read: %v)\n", p, err))
+		}
+		return append([]byte(p+" (the default log file; no daemon found):\n"), b...)
+	}
+	fd := fmt.Sprintf("/proc/%d/fd/2", pid)
+	target, err := os.Readlink(fd)
+	if err != nil {
+		return []byte(fmt.Sprintf("(the daemon's standard error, %s, not read: %v)\n", fd, err))
+	}
+	if st, err := os.Stat(fd); err != nil || !st.Mode().IsRegular() {
+		hint := ""
+		if strings.HasPrefix(target, "socket:") {
+			hint = fmt.Sprintf("; under systemd: journalctl _PID=%d", pid)
+		}
+		return []byte(fmt.Sprintf("(the daemon logs to its standard error, %s: not a file, not read here%s)\n", target, hint))
+	}
+	b, err := tailFile(fd, 64<<10)
+	if err != nil {
+		return []byte(fmt.Sprintf("(the daemon's log %s not read: %v)\n", target, err))
+	}
+	return append([]byte(target+":\n"), b...)
 }
 
 // daemonOf finds the ucmfs daemon serving mnt among the processes: its

@@ -412,11 +412,10 @@ func (p *Publisher) add(e *events.Event) {
 	case events.Cleared:
 		p.batch = append(p.batch, event{cleared: true})
 	case events.Stored, events.Removed:
-		h, ok := p.tiers.Hash(e.Key)
-		if !ok || !p.cfg.Routable(e.Key.Model) || e.Tier < 0 || e.Tier >= len(p.tiers.Mediums) {
+		if !e.HasHash || !p.cfg.Routable(e.Key.Model) || e.Tier < 0 || e.Tier >= len(p.tiers.Mediums) {
 			return
 		}
-		p.addHash(e.Type == events.Stored, p.tiers.Mediums[e.Tier], h)
+		p.addHash(e.Type == events.Stored, p.tiers.Mediums[e.Tier], e.Hash)
 	}
 }
 

@@ -115,9 +115,12 @@ func (w *Layer) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.D
 	}
 	for i := in.Offset; i < uint64(len(snap)); i++ {
 		e := &snap[i]
-		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Mode: syscall.S_IFREG, Ino: e.Ino, Off: i + 1})
+		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Mode: e.mode(), Ino: e.Ino, Off: i + 1})
 		if eo == nil {
 			break
+		}
+		if e.Dir {
+			continue // the kernel ignores the entry of "." and ".."
 		}
 		if e.Published && w.host.Entry(e.Key, eo) {
 			eo.Attr.Ino = e.Ino // the listing's number
@@ -225,7 +228,7 @@ func (w *Layer) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEn
 		return st
 	}
 	for i := in.Offset; i < uint64(len(snap)); i++ {
-		if !out.AddDirEntry(fuse.DirEntry{Name: snap[i].Name, Mode: syscall.S_IFREG, Ino: snap[i].Ino, Off: i + 1}) {
+		if !out.AddDirEntry(fuse.DirEntry{Name: snap[i].Name, Mode: snap[i].mode(), Ino: snap[i].Ino, Off: i + 1}) {
 			break
 		}
 	}
@@ -238,4 +241,12 @@ func (w *Layer) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 		return notDirStatus
 	}
 	return w.b.FsyncDir(cancel, in)
+}
+
+// mode is the file type a listing gives e.
+func (e *Entry) mode() uint32 {
+	if e.Dir {
+		return syscall.S_IFDIR
+	}
+	return syscall.S_IFREG
 }

@@ -117,6 +117,7 @@ type Entry struct {
 	Ino       uint64
 	Key       format.Key
 	Published bool // a published file (else a file being written)
+	Dir       bool // "." or "..": listed as a directory, never looked up
 }
 
 // lightCancel is the cancel channel of the lookups that materialize a

@@ -93,6 +93,27 @@ func (x *Index) ShardKeys(model string, shard byte, keys []format.Key) []format.
 	return keys
 }
 
+// LockedShard calls fn under the index's lock with the files of model
+// in shard, their keys and sizes (none where it holds none): no file
+// enters or leaves the index while fn runs, so what the observer is told
+// of a file comes wholly before or after it. fn must not block or call
+// the index.
+func (x *Index) LockedShard(model string, shard byte, fn func(files iter.Seq2[format.Key, int64])) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	m := x.models[model]
+	fn(func(yield func(format.Key, int64) bool) {
+		if m == nil {
+			return
+		}
+		for e := range m.shards[shard].all() {
+			if !yield(e.Key(), e.Size) {
+				return
+			}
+		}
+	})
+}
+
 // DirtyShardKeys returns the keys of model whose id starts with the byte
 // shard and whose entries are Dirty. It looks at the flags of the shard's
 // entries and builds only the keys it returns.

@@ -1,0 +1,22 @@
+package store
+
+import "time"
+
+// A model directory's mtime and ctime are when its mkdir made it, kept in
+// its settings record so that a restart keeps them (its shards never
+// change; a files model's directories move their times with what they
+// hold, from this time on).
+
+// SetModelMade records t as when model was made (mkdir).
+func (s *Store) SetModelMade(model string, t time.Time) error {
+	return s.updateSettings(model, func(st *Settings) error { st.Made = t.UnixNano(); return nil })
+}
+
+// ModelMade is when model was made, as SetModelMade recorded it; the zero
+// time where none is recorded.
+func (s *Store) ModelMade(model string) time.Time {
+	if ns := s.modelSettings(model).Made; ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
