@@ -15,6 +15,11 @@ import (
 // connect.
 func TestGPUSocketControlGroup(t *testing.T) {
 	member, other := newLocalUser(t), newLocalUser(t)
+	// The directory as a daemon made it before it knew of control groups
+	// (0700), or as a mount without one makes it.
+	if err := os.Chmod("/run/ucmfs", 0o700); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
 	_, opts := sharedMountOpts(t, "--gpu", "sim", "--control-group", member.Name)
 	d := mountUCM(t, opts)
 	sock, err := os.Readlink(d.path(".ucm", "gpu.sock"))
