@@ -49,13 +49,13 @@ func NewAccess(group string, uid, gid uint32) Access {
 	return a
 }
 
-// Allowed checks the caller of a request on a control file: the mounting
-// user, root, and members of the control group (the caller's group, or a
-// supplementary group of its thread, read as line.Proc does) may use the files; anyone else gets
-// line.ErrAccess (the FUSE mount does not ask the kernel to check modes here,
-// and only a mount with allow_other lets other users reach the files at
-// all).
-func (a Access) Allowed(c line.Caller) error {
+// Allowed checks the opener of a control file: the mounting user, root,
+// and members of the control group (by the opener's primary or a
+// supplementary group) may use the files; anyone else gets
+// line.ErrAccess (the FUSE mount does not ask the kernel to check modes
+// here, and only a mount with allow_other lets other users reach the
+// files at all).
+func (a Access) Allowed(c *line.Creds) error {
 	if c.Uid == 0 || c.Uid == a.uid {
 		return nil
 	}
@@ -65,10 +65,28 @@ func (a Access) Allowed(c line.Caller) error {
 	return line.ErrAccess
 }
 
-// callerUID is the uid of ctx's caller, the daemon's for a request from
-// inside it.
+// Capture takes the credentials of the process c names, which opens a
+// control file (line.Caller.Capture), and checks them (Allowed). With
+// paths (a file whose requests name paths, File.Paths) they hold the
+// opener's root and working directory too, when the daemon is root: a
+// daemon of one user resolves such paths as itself (package transfer).
+// The session that keeps them closes them.
+func (a Access) Capture(c line.Caller, paths bool) (*line.Creds, error) {
+	cr, err := c.Capture(paths && os.Geteuid() == 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Allowed(cr); err != nil {
+		cr.Close()
+		return nil, err
+	}
+	return cr, nil
+}
+
+// callerUID is the uid ctx's requests are checked as (their session's
+// opener), the daemon's for a request from inside it.
 func callerUID(ctx context.Context) uint32 {
-	if c, ok := line.CallerOf(ctx); ok {
+	if c, ok := line.CredsOf(ctx); ok {
 		return c.Uid
 	}
 	return uint32(os.Getuid())

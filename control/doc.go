@@ -11,6 +11,11 @@
 // tokenized without allocating per id by package control/line, the
 // grammar this package and transfer share.
 //
+// A session is its opener's: the front end captures the credentials of
+// the process that opens a file (Access.Capture, line.Creds), the session
+// keeps them, every request is checked as them, and a write or read by a
+// process with another fsuid or fsgid is refused (line.ErrNotOpener).
+//
 // Handlers work on the store (store.Store, through Env) and return Go
 // errors: the sentinels of line and errors.go, or those of store, format,
 // gpu and transfer. The errno an answer line names comes from the front end

@@ -36,7 +36,7 @@ type EventStream struct {
 	e       *Env
 	j       *events.Journal
 	tiers   events.Tiers
-	owner   uint32
+	creds   *line.Creds // its opener's: the reader it filters for
 	counted bool
 
 	mu      sync.Mutex
@@ -56,21 +56,28 @@ type permit struct {
 // holds a FUSE request (and, over io_uring, a ring entry) while it waits.
 var eventWaiters = make(chan struct{}, max(1, runtime.NumCPU()))
 
-// OpenEvents opens a stream of .ucm/events for uid, at the next event,
-// counted within the session limits (ErrSessions) like any control
-// session.
-func (e *Env) OpenEvents(uid uint32) (*EventStream, error) {
-	if err := e.sessions.take(uid); err != nil {
+// OpenEvents opens a stream of .ucm/events for the process of c
+// (captured by Access.Capture), at the next event, counted within the
+// session limits (ErrSessions) like any control session. It shows the
+// events c may see, and only a process with c's fsuid and fsgid may read
+// or write it (line.Creds.Admits). The stream owns c (Close, or a
+// refused open, releases it).
+func (e *Env) OpenEvents(c *line.Creds) (*EventStream, error) {
+	if err := e.sessions.take(c.Uid); err != nil {
+		c.Close()
 		return nil, err
 	}
 	j := e.store.Events()
-	return &EventStream{e: e, j: j, tiers: e.store.EventTiers(), owner: uid, counted: true,
+	return &EventStream{e: e, j: j, tiers: e.store.EventTiers(), creds: c, counted: true,
 		next: j.Next(), buf: make([]events.Event, 256), permits: map[string]permit{}}, nil
 }
 
 // Write takes "from <seq>", "from oldest" or "from now" lines; the last
 // one sets where the next read starts. Anything else is ErrInvalid.
 func (s *EventStream) Write(ctx context.Context, data []byte) (int, error) {
+	if _, err := asOpener(ctx, s.creds); err != nil {
+		return 0, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, req := range bytes.Split(data, []byte("\n")) {
@@ -101,8 +108,12 @@ func (s *EventStream) Write(ctx context.Context, data []byte) (int, error) {
 
 // Read copies the next lines into dest, waiting up to wait for an event
 // when there is none; it returns 0 only when ctx is done (an interrupted
-// read).
-func (s *EventStream) Read(ctx context.Context, dest []byte, wait time.Duration) int {
+// read), or with the error of a sender that is not the opener's.
+func (s *EventStream) Read(ctx context.Context, dest []byte, wait time.Duration) (int, error) {
+	ctx, err := asOpener(ctx, s.creds)
+	if err != nil {
+		return 0, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	waited := false
@@ -113,7 +124,7 @@ func (s *EventStream) Read(ctx context.Context, dest []byte, wait time.Duration)
 		}
 		if waited || !s.wait(ctx, wait) {
 			if ctx.Err() != nil {
-				return 0
+				return 0, nil
 			}
 			s.pending = events.AppendIdle(s.pending, max(s.next, 1))
 			break
@@ -122,7 +133,7 @@ func (s *EventStream) Read(ctx context.Context, dest []byte, wait time.Duration)
 	}
 	n := copy(dest, s.pending)
 	s.pending = s.pending[:copy(s.pending, s.pending[n:])]
-	return n
+	return n, nil
 }
 
 // fill appends to pending the lines of the events from next on, until
@@ -186,6 +197,7 @@ func (s *EventStream) Close() {
 	s.pending, s.buf = nil, nil
 	if s.counted {
 		s.counted = false
-		s.e.sessions.give(s.owner)
+		s.e.sessions.give(s.creds.Uid)
+		s.creds.Close()
 	}
 }

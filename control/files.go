@@ -40,6 +40,10 @@ type File struct {
 	// Perm is its permission bits; 0 for a Requests file, whose mode is
 	// the control files' (Access.Perm).
 	Perm uint32
+	// Paths: its requests name paths, resolved in the opener's view
+	// (register sim): a session holds the opener's root and working
+	// directory (Access.Capture).
+	Paths bool
 	// open starts the handler of a new session (Requests files).
 	open func(e *Env) handler
 	// enabled reports whether the mount shows the file (nil: always).
@@ -52,7 +56,7 @@ var table = []File{
 	{Name: "lookup", Ino: 4, open: func(e *Env) handler { return &lookupSession{s: e} }},
 	{Name: "prefetch", Ino: 5, open: func(e *Env) handler { return &prefetchSession{s: e} }},
 	{Name: "flush", Ino: 6, open: func(e *Env) handler { return &flushSession{s: e} }},
-	{Name: "gpu", Ino: 7, open: openGPU, enabled: func(e *Env) bool { return e.GPU != nil }},
+	{Name: "gpu", Ino: 7, Paths: true, open: openGPU, enabled: func(e *Env) bool { return e.GPU != nil }},
 	{Name: "topk", Ino: 8, open: func(e *Env) handler { return &topkSession{s: e} }},
 	{Name: "events", Kind: Stream, Ino: 10},
 	{Name: "gpu.sock", Kind: SocketLink, Ino: 9, Perm: 0o777, enabled: func(e *Env) bool { return e.GPUSocket() != nil }},

@@ -68,19 +68,20 @@ func fuzzFile(f *testing.F, name string, seeds ...string) {
 	// The caller is "nobody": a fuzzed register sim path is opened with its
 	// credentials and must be its file, so no fuzzed load writes anywhere.
 	caller := line.Caller{Uid: 65534, Gid: 65534, Pid: processAs(f, 65534, 65534)}
+	creds, err := caller.Capture(true)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(creds.Close)
 	f.Fuzz(func(t *testing.T, req []byte) {
-		ctx := line.WithCaller(t.Context(), caller)
+		ctx := line.WithCreds(line.WithCaller(t.Context(), caller), creds)
 		ss := file.Open(e)
 		defer ss.Close()
 		if _, err := ss.Write(ctx, req); err != nil {
 			return // backpressure: a refusal of the write itself
 		}
 		ss.Write(ctx, []byte("\n"))
-		var out []byte
-		buf := make([]byte, 64<<10)
-		for n := ss.Read(ctx, buf); n > 0; n = ss.Read(ctx, buf) {
-			out = append(out, buf[:n]...)
-		}
+		out := readAnswers(t, ctx, ss)
 		for _, line := range bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n")) {
 			if len(out) == 0 {
 				break

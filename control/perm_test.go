@@ -1,6 +1,8 @@
 package control
 
 import (
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,19 +25,37 @@ func askAs(t *testing.T, e *Env, name string, caller line.Caller, reqs ...string
 		}
 	}
 	ctx := line.WithCaller(t.Context(), caller)
-	ss := file.Open(e)
+	c, err := caller.Capture(file.Paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := file.OpenAs(e, c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer ss.Close()
 	for _, r := range reqs {
 		if _, err := ss.Write(ctx, []byte(r+"\n")); err != nil {
 			t.Fatalf("%s: write %q: %v", name, r, err)
 		}
 	}
+	return strings.Split(strings.TrimSuffix(string(readAnswers(t, ctx, ss)), "\n"), "\n")
+}
+
+// readAnswers reads a session's answers until there are none.
+func readAnswers(tb testing.TB, ctx context.Context, ss *Session) []byte {
 	var out []byte
 	buf := make([]byte, 64<<10)
-	for n := ss.Read(ctx, buf); n > 0; n = ss.Read(ctx, buf) {
+	for {
+		n, err := ss.Read(ctx, buf)
+		if err != nil {
+			tb.Fatalf("read: %v", err)
+		}
+		if n == 0 {
+			return out
+		}
 		out = append(out, buf[:n]...)
 	}
-	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 }
 
 // processAs starts a process running as uid:gid and returns its pid, the
@@ -124,5 +144,45 @@ func TestModelPermissions(t *testing.T) {
 	}
 	if a := answer(other, "gpu", dump); !strings.HasPrefix(a, "ok") {
 		t.Errorf("the owner's own dump: %q", a)
+	}
+}
+
+// TestSessionIsOpeners: a session's requests are checked as its opener,
+// and a write or read by a process with another fsuid or fsgid (root
+// included: a setuid program handed the descriptor) is refused before
+// any of its bytes join the session.
+func TestSessionIsOpeners(t *testing.T) {
+	e, keys := fuzzEnv(t)
+	if err := e.store.SetModelOwner(testModel, store.ModelOwner{Uid: 0, Gid: 0, Mode: 0o700}); err != nil {
+		t.Fatal(err)
+	}
+	opener := line.Caller{Uid: 65534, Gid: 65534, Pid: processAs(t, 65534, 65534)}
+	c, err := opener.Capture(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := fileNamed(t, "lookup").OpenAs(e, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	req := []byte("exists " + testModel + " " + keys[0].ID.String() + "\n")
+	for _, w := range []line.Caller{{Uid: 0, Gid: 65534, Pid: 1}, {Uid: 65534, Gid: 0, Pid: 1}} {
+		ctx := line.WithCaller(t.Context(), w)
+		if _, err := ss.Write(ctx, req); !errors.Is(err, line.ErrNotOpener) || !errors.Is(err, line.ErrAccess) {
+			t.Errorf("a write by uid %d gid %d: %v, want ErrNotOpener (EACCES)", w.Uid, w.Gid, err)
+		}
+		if _, err := ss.Read(ctx, make([]byte, 100)); !errors.Is(err, line.ErrNotOpener) {
+			t.Errorf("a read by uid %d gid %d: %v, want ErrNotOpener", w.Uid, w.Gid, err)
+		}
+	}
+	// Another process of the opener's uid and gid (a fork) uses it, as
+	// the opener: root's 0700 model is refused.
+	ctx := line.WithCaller(t.Context(), line.Caller{Uid: 65534, Gid: 65534, Pid: 1})
+	if _, err := ss.Write(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(readAnswers(t, ctx, ss)); !strings.HasPrefix(got, "err EACCES") || strings.Count(got, "\n") != 1 {
+		t.Errorf("the opener's request: %q, want one err EACCES (nothing of the refused writes)", got)
 	}
 }

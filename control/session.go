@@ -68,14 +68,19 @@ func (f File) Open(e *Env) *Session {
 	return &Session{e: e, file: f.Name, h: f.open(e), limit: MaxUnread}
 }
 
-// OpenAs starts a session of f for uid, within MaxSessionsPerUser and
-// MaxSessions (ErrSessions). Close gives its place back.
-func (f File) OpenAs(e *Env, uid uint32) (*Session, error) {
-	if err := e.sessions.take(uid); err != nil {
+// OpenAs starts a session of f opened by the process of c (captured by
+// Access.Capture), within MaxSessionsPerUser and MaxSessions
+// (ErrSessions). Its requests are checked as c, and only a process with
+// c's fsuid and fsgid may write or read it (line.Creds). The session owns
+// c: Close releases it and gives the session's place back; so does a
+// refused open.
+func (f File) OpenAs(e *Env, c *line.Creds) (*Session, error) {
+	if err := e.sessions.take(c.Uid); err != nil {
+		c.Close()
 		return nil, err
 	}
 	ss := f.Open(e)
-	ss.owner, ss.counted = uid, true
+	ss.creds, ss.counted = c, true
 	return ss, nil
 }
 
@@ -86,8 +91,8 @@ type Session struct {
 	h     handler
 	limit int // MaxUnread
 
-	owner   uint32 // the uid whose place it holds (counted)
-	counted bool   // opened by OpenAs: Close gives the place back
+	creds   *line.Creds // its opener's (OpenAs); nil for the daemon's own
+	counted bool        // opened by OpenAs: Close gives the place back
 
 	mu       sync.Mutex
 	in       []byte // the unterminated request line so far
@@ -101,6 +106,10 @@ type Session struct {
 // (a short write), and a write that finds the limit passed fails with
 // ErrBackpressure.
 func (ss *Session) Write(ctx context.Context, data []byte) (int, error) {
+	ctx, err := asOpener(ctx, ss.creds)
+	if err != nil {
+		return 0, err
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if len(ss.out)-ss.read > ss.limit {
@@ -178,7 +187,12 @@ func (ss *Session) request(ctx context.Context, req []byte) {
 
 // Read copies the next unread answer bytes into dest (the file offset
 // means nothing here) and returns how many; 0 is the end of the answers.
-func (ss *Session) Read(ctx context.Context, dest []byte) int {
+// A sender that is not the opener's (line.Creds.Admits) reads nothing.
+func (ss *Session) Read(ctx context.Context, dest []byte) (int, error) {
+	ctx, err := asOpener(ctx, ss.creds)
+	if err != nil {
+		return 0, err
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.read == len(ss.out) && len(ss.in) > 0 && !ss.skipping {
@@ -190,7 +204,23 @@ func (ss *Session) Read(ctx context.Context, dest []byte) int {
 	if ss.read == len(ss.out) {
 		ss.out, ss.read = trim(ss.out), 0
 	}
-	return n
+	return n, nil
+}
+
+// asOpener checks the sender of a write or read that ctx carries against
+// the opener's credentials c (line.Creds.Admits) and returns ctx carrying
+// c, which the requests are checked as. A session of the daemon's own (c
+// nil) takes ctx as it is.
+func asOpener(ctx context.Context, c *line.Creds) (context.Context, error) {
+	if c == nil {
+		return ctx, nil
+	}
+	if w, ok := line.CallerOf(ctx); ok {
+		if err := c.Admits(w); err != nil {
+			return ctx, err
+		}
+	}
+	return line.WithCreds(ctx, c), nil
 }
 
 // Close ends the session (its descriptor was released).
@@ -201,7 +231,8 @@ func (ss *Session) Close() {
 	ss.in, ss.out, ss.read = nil, nil, 0
 	if ss.counted {
 		ss.counted = false
-		ss.e.sessions.give(ss.owner)
+		ss.e.sessions.give(ss.creds.Uid)
+		ss.creds.Close()
 	}
 }
 

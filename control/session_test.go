@@ -80,7 +80,7 @@ func TestSessionUnreadLimit(t *testing.T) {
 		t.Fatalf("write with 24 bytes unread: %v, want ENOBUFS", err)
 	}
 	buf := make([]byte, 100)
-	if n := ss.Read(t.Context(), buf); n != 3*len("ok 1 1\n") {
+	if n, _ := ss.Read(t.Context(), buf); n != 3*len("ok 1 1\n") {
 		t.Fatalf("read %d bytes", n)
 	}
 	if _, err := ss.Write(t.Context(), req); err != nil {
@@ -111,8 +111,10 @@ func TestSessionAnswers(t *testing.T) {
 		}
 	}
 	buf := make([]byte, 4096)
-	got := string(buf[:ss.Read(t.Context(), buf)])
-	got += string(buf[:ss.Read(t.Context(), buf)]) // the unterminated line, once the queue is read
+	n, _ := ss.Read(t.Context(), buf)
+	got := string(buf[:n])
+	n, _ = ss.Read(t.Context(), buf)
+	got += string(buf[:n]) // the unterminated line, once the queue is read
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 	if len(lines) != 3 || lines[0] != "ok 1 10" || !strings.HasPrefix(lines[1], "err EINVAL ") || lines[2] != "ok 1 1" {
 		t.Fatalf("answers %q", got)

@@ -209,27 +209,46 @@ func (f *controlFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 	if mask&1 != 0 { // X_OK
 		return toErrno(line.ErrAccess)
 	}
-	return toErrno(f.s.controlAllowed(ctx))
+	c, err := f.s.controlCreds(ctx, false)
+	if err == nil {
+		c.Close()
+	}
+	return toErrno(err)
 }
 
-// Open starts a session. The caller must be the mounting user, root, or
-// a member of the control group.
+// Open starts a session. The opener must be the mounting user, root, or
+// a member of the control group; the session keeps its credentials
+// (controlCreds).
 func (f *controlFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	if err := f.s.controlAllowed(ctx); err != nil {
+	c, err := f.s.controlCreds(ctx, f.spec.Paths)
+	if err != nil {
 		return nil, 0, f.s.fail("open", f.path(), err)
 	}
 	if f.spec.Kind == control.Stream {
-		es, err := f.s.env.OpenEvents(callerProc(ctx).Uid)
+		es, err := f.s.env.OpenEvents(c)
 		if err != nil {
 			return nil, 0, f.s.fail("open", f.path(), err)
 		}
 		return &eventsHandle{s: f.s, path: f.path(), es: es}, fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NONSEEKABLE, 0
 	}
-	ss, err := f.spec.OpenAs(f.s.env, callerProc(ctx).Uid)
+	// A session of a file whose requests name paths holds two
+	// descriptors of the daemon (the opener's root and working
+	// directory, where a root daemon keeps them): they count as open
+	// files of the opener.
+	held := 0
+	if c.Root() >= 0 {
+		held = 2
+		if err := f.s.reading.hold(c.Uid, held); err != nil {
+			c.Close()
+			return nil, 0, f.s.fail("open", f.path(), err)
+		}
+	}
+	ss, err := f.spec.OpenAs(f.s.env, c)
 	if err != nil {
+		f.s.reading.free(c.Uid, held)
 		return nil, 0, f.s.fail("open", f.path(), err)
 	}
-	return &sessionHandle{s: f.s, path: f.path(), ss: ss}, fuse.FOPEN_DIRECT_IO, 0
+	return &sessionHandle{s: f.s, path: f.path(), ss: ss, uid: c.Uid, held: held}, fuse.FOPEN_DIRECT_IO, 0
 }
 
 // sessionHandle is one open descriptor of a control file: the kernel's
@@ -238,6 +257,8 @@ type sessionHandle struct {
 	s    *fsState
 	path string
 	ss   *control.Session
+	uid  uint32 // the opener
+	held int    // the open files it is charged (fsState.reading)
 }
 
 var (
@@ -260,7 +281,10 @@ func (h *sessionHandle) Write(ctx context.Context, data []byte, off int64) (uint
 
 // Read returns the next unread answer bytes, at any offset.
 func (h *sessionHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	n := h.ss.Read(withCaller(ctx), dest)
+	n, err := h.ss.Read(withCaller(ctx), dest)
+	if err != nil {
+		return nil, h.s.fail("read", h.path, err)
+	}
 	return fuse.ReadResultData(dest[:n]), 0
 }
 
@@ -270,14 +294,15 @@ func (h *sessionHandle) Flush(ctx context.Context) syscall.Errno { return 0 }
 // Fsync has nothing to do: every request is answered when written.
 func (h *sessionHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno { return 0 }
 
-// Release ends the session.
+// Release ends the session and gives back the open files it held.
 func (h *sessionHandle) Release(ctx context.Context) syscall.Errno {
 	h.ss.Close()
+	h.s.reading.free(h.uid, h.held)
 	return 0
 }
 
-// withCaller passes the kernel's caller of a request on to the control
-// package.
+// withCaller passes the kernel's sender of a read or write on to the
+// control package, which checks it against the session's opener.
 func withCaller(ctx context.Context) context.Context {
 	if c, ok := fuse.FromContext(ctx); ok {
 		return line.WithCaller(ctx, line.Caller{Uid: c.Uid, Gid: c.Gid, Pid: c.Pid})

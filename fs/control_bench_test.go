@@ -107,3 +107,18 @@ func BenchmarkLookup10k(b *testing.B) {
 		reportIDs(b)
 	})
 }
+
+// BenchmarkControlOpen measures an open and close of a control session
+// (a client that opens one per call, as the Python helpers do); the open
+// captures the opener's credentials (line.Creds).
+func BenchmarkControlOpen(b *testing.B) {
+	m := newMount(b, Options{})
+	path := m.path(".ucm", "lookup")
+	for b.Loop() {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+}

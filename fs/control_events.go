@@ -28,7 +28,10 @@ var (
 // Read returns the next whole lines, waiting up to control.EventWait for
 // one; an interrupted read fails with EINTR.
 func (h *eventsHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	n := h.es.Read(withCaller(ctx), dest, control.EventWait)
+	n, err := h.es.Read(withCaller(ctx), dest, control.EventWait)
+	if err != nil {
+		return nil, h.s.fail("read", h.path, err)
+	}
 	if n == 0 && ctx.Err() != nil {
 		return nil, toErrno(ctx.Err())
 	}

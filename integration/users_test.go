@@ -60,12 +60,17 @@ func newLocalUser(t *testing.T) localUser {
 // run runs a shell script as u; it returns the combined output and the
 // exit error.
 func (u localUser) run(script string) (string, error) {
+	out, err := u.command(script).CombinedOutput()
+	return string(out), err
+}
+
+// command is a shell running script as u, not started.
+func (u localUser) command(script string) *exec.Cmd {
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/", "LC_ALL=C"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.Uid, Gid: u.Gid, Groups: []uint32{u.Gid}}}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return cmd
 }
 
 // must runs a script as u and fails the test when it fails.

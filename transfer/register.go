@@ -130,10 +130,10 @@ func gpuNamed(spec gpu.RegionSpec) string {
 	return "device " + strconv.Itoa(spec.DeviceIndex)
 }
 
-// callerUID is the uid of the process that sent the request (the
-// daemon's own for a request from inside it).
+// callerUID is the uid the request is checked as, its session's opener's
+// (line.Creds; the daemon's own for a request from inside it).
 func callerUID(ctx context.Context) int {
-	if c, ok := line.CallerOf(ctx); ok {
+	if c, ok := line.CredsOf(ctx); ok {
 		return int(c.Uid)
 	}
 	return os.Getuid()

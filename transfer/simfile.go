@@ -15,53 +15,46 @@ import (
 )
 
 // openSimFile opens the engine's shared-memory file for a sim region with
-// the caller's credentials, before any side effect:
+// the credentials of the session's opener (line.Creds, captured when
+// .ucm/gpu was opened, whichever process writes the request), before any
+// side effect:
 //
-//   - the path is resolved in the caller's view of the filesystem: an
-//     absolute path under /proc/<pid>/root (confined there, so its symlinks
-//     cannot leave it), a relative one from /proc/<pid>/cwd, both opened
-//     through the line.Proc of the caller (a task checked to have the
-//     request's fsuid and fsgid, held by one descriptor: a pid reused by
-//     another process lends it neither its groups nor its root);
+//   - the path is resolved in the opener's view of the filesystem, as it
+//     was at open: an absolute path under its root (confined there, so its
+//     symlinks cannot leave it), a relative one from its working
+//     directory, both held by the Creds since the open;
 //   - it is resolved and opened on a locked OS thread whose fsuid, fsgid
-//     and supplementary groups are the caller's (the thread is thrown away
-//     afterwards), so a caller learns nothing it could not learn itself
-//     (ENOENT or EACCES exactly as for its own open) and gets no access the
-//     daemon has and it has not;
+//     and supplementary groups are the opener's (the thread is thrown
+//     away afterwards), so a caller learns nothing it could not learn
+//     itself (ENOENT or EACCES exactly as for its own open) and gets no
+//     access the daemon has and it has not;
 //   - it is first opened O_PATH (which opens nothing: no device is touched,
-//     no FIFO blocks), and must be a regular file the caller owns (unless the
-//     caller is root: the daemon writes into it) that holds the region; only
-//     then is it reopened read-write, still as the caller.
+//     no FIFO blocks), and must be a regular file the opener owns (unless
+//     the opener is root: the daemon writes into it) that holds the region;
+//     only then is it reopened read-write, still as the opener.
 //
-// A request without a caller (a test driving the protocol) opens as the
+// A request without Creds (a test driving the protocol) opens as the
 // daemon, with the same checks; so does a daemon that is not root, which
 // cannot take another's credentials.
 func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.File, error) {
-	c, ok := line.CallerOf(ctx)
+	c, ok := line.CredsOf(ctx)
 	if !ok || os.Geteuid() != 0 {
-		return openSimChecked(path, -1, c, ok, spec)
+		return openSimChecked(path, nil, spec)
 	}
-	// The caller's task, checked to be the caller's and held: its groups,
-	// root and cwd are all read through this one descriptor (line.Proc).
-	p, err := c.OpenProc()
-	if err != nil {
-		return nil, fmt.Errorf("register sim %s: %w", path, err)
-	}
-	defer p.Close()
 	type result struct {
 		f   *os.File
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		// Never unlocked: the thread, with the caller's credentials, ends
+		// Never unlocked: the thread, with the opener's credentials, ends
 		// with this goroutine.
 		runtime.LockOSThread()
-		if err := becomeCaller(c, p.Groups()); err != nil {
-			done <- result{err: fmt.Errorf("register sim %s: taking the caller's credentials: %w", path, err)}
+		if err := becomeCaller(c); err != nil {
+			done <- result{err: fmt.Errorf("register sim %s: taking the opener's credentials: %w", path, err)}
 			return
 		}
-		f, err := openSimChecked(path, p.Dir(), c, true, spec)
+		f, err := openSimChecked(path, c, spec)
 		done <- result{f, err}
 	}()
 	r := <-done
@@ -69,10 +62,11 @@ func openSimFile(ctx context.Context, path string, spec gpu.RegionSpec) (*os.Fil
 }
 
 // becomeCaller gives the calling thread (locked, and thrown away after)
-// the caller's filesystem credentials: supplementary groups (from its
-// line.Proc), fsgid, fsuid. Changing the fsuid from 0 drops the thread's
-// filesystem capabilities (DAC override and the like).
-func becomeCaller(c line.Caller, groups []uint32) error {
+// the opener's filesystem credentials: supplementary groups, fsgid,
+// fsuid. Changing the fsuid from 0 drops the thread's filesystem
+// capabilities (DAC override and the like).
+func becomeCaller(c *line.Creds) error {
+	groups := c.Groups()
 	var p unsafe.Pointer
 	if len(groups) > 0 {
 		p = unsafe.Pointer(&groups[0])
@@ -94,10 +88,10 @@ func becomeCaller(c line.Caller, groups []uint32) error {
 	return nil
 }
 
-// openSimChecked resolves path (under proc, the descriptor of the
-// caller's /proc/<pid>, when not -1), checks it with an O_PATH descriptor
-// and reopens it read-write; see openSimFile.
-func openSimChecked(path string, proc int, c line.Caller, hasCaller bool, spec gpu.RegionSpec) (*os.File, error) {
+// openSimChecked resolves path (in the view of c, the opener, when not
+// nil), checks it with an O_PATH descriptor and reopens it read-write;
+// see openSimFile.
+func openSimChecked(path string, c *line.Creds, spec gpu.RegionSpec) (*os.File, error) {
 	fail := func(code error, format string, args ...any) (*os.File, error) {
 		return nil, line.Err(code, "register sim %s: "+format, append([]any{path}, args...)...)
 	}
@@ -105,18 +99,15 @@ func openSimChecked(path string, proc int, c line.Caller, hasCaller bool, spec g
 		return fail(line.ErrInvalid, "empty path")
 	}
 	dir, how := unix.AT_FDCWD, unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC}
-	if proc != -1 {
-		base := "cwd"
+	if c != nil {
+		dir = c.Cwd()
 		if strings.HasPrefix(path, "/") {
-			base = "root"
+			dir = c.Root()
 			how.Resolve = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
 		}
-		d, err := unix.Openat(proc, base, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return nil, fmt.Errorf("register sim %s: the caller's %s: %w", path, base, err)
+		if dir < 0 {
+			return nil, fmt.Errorf("register sim %s: the session holds no view of its opener's filesystem: %w", path, line.ErrNotCaller)
 		}
-		defer unix.Close(d)
-		dir = d
 	}
 	pfd, err := unix.Openat2(dir, path, &how)
 	if err != nil {
@@ -132,8 +123,8 @@ func openSimChecked(path string, proc int, c line.Caller, hasCaller bool, spec g
 	case isDir:
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return fail(line.ErrInvalid, "not a regular file")
-	case hasCaller && c.Uid != 0 && c.Uid != st.Uid:
-		return fail(line.ErrAccess, "owned by uid %d, not by the caller (uid %d)", st.Uid, c.Uid)
+	case c != nil && c.Uid != 0 && c.Uid != st.Uid:
+		return fail(line.ErrAccess, "owned by uid %d, not by the session's opener (uid %d)", st.Uid, c.Uid)
 	case spec.Offset > st.Size || spec.Size > st.Size-spec.Offset:
 		return fail(line.ErrInvalid, "the file holds %d bytes, the region is %d bytes at offset %d", st.Size, spec.Size, spec.Offset)
 	}

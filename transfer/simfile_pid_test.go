@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -47,12 +46,13 @@ func startAs(t *testing.T, pid int, mk func() *exec.Cmd) *exec.Cmd {
 	return nil
 }
 
-// TestGPUSimPidReused: register sim resolves its path as its caller's
-// process, by the pid the kernel named. When that process is gone and
-// its pid belongs to another process (of another user, in a directory
-// and a group the caller has not), the registration is refused; it
-// neither opens the caller's file through the new process's working
-// directory nor with its groups.
+// TestGPUSimPidReused: register sim resolves its path as the process
+// that opened .ucm/gpu, whose credentials, root and working directory are
+// captured by the pid the kernel named at open (line.Creds). When that
+// process is gone and its pid belongs to another process (of another
+// user, in a directory and a group the opener has not), the capture is
+// refused; nothing opens the opener's file through the new process's
+// working directory or with its groups.
 func TestGPUSimPidReused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: processes of other users, and the choice of a pid")
@@ -80,8 +80,7 @@ func TestGPUSimPidReused(t *testing.T) {
 	}
 	spec := gpu.RegionSpec{Size: 4096}
 	open := func(pid int) error {
-		ctx := line.WithCaller(context.Background(), line.Caller{Uid: caller, Gid: gid, Pid: uint32(pid)})
-		f, err := openSimFile(ctx, "region", spec)
+		f, err := openSimAs(line.Caller{Uid: caller, Gid: gid, Pid: uint32(pid)}, "region", spec)
 		if f != nil {
 			f.Close()
 		}

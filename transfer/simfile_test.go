@@ -31,8 +31,7 @@ func TestGPUSimFileOwner(t *testing.T) {
 		uid  uint32
 		want error
 	}{{12345, nil}, {0, nil}, {54321, line.ErrAccess}} {
-		ctx := line.WithCaller(context.Background(), line.Caller{Uid: tc.uid, Gid: tc.uid, Pid: processOf(t, tc.uid)})
-		f, err := openSimFile(ctx, path, spec)
+		f, err := openSimAs(line.Caller{Uid: tc.uid, Gid: tc.uid, Pid: processOf(t, tc.uid)}, path, spec)
 		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 			t.Errorf("caller uid %d: %v, want %v", tc.uid, err, tc.want)
 		}
@@ -40,6 +39,17 @@ func TestGPUSimFileOwner(t *testing.T) {
 			f.Close()
 		}
 	}
+}
+
+// openSimAs opens path for a sim region as a session opened by c would
+// (its credentials captured at open, line.Creds).
+func openSimAs(c line.Caller, path string, spec gpu.RegionSpec) (*os.File, error) {
+	creds, err := c.Capture(true)
+	if err != nil {
+		return nil, err
+	}
+	defer creds.Close()
+	return openSimFile(line.WithCreds(context.Background(), creds), path, spec)
 }
 
 // processOf starts a process running as uid (a caller of a request has

@@ -87,6 +87,9 @@ func gpuSocketPath(cfg mountConfig, dev gpu.Device, log *slog.Logger) string {
 	if err == nil {
 		err = ownDir(dir, os.Geteuid())
 	}
+	if err == nil && cfg.ControlGroup != "" {
+		err = searchableDir(dir)
+	}
 	if err != nil {
 		log.Warn("no gpu socket: register vmm is refused (--gpu-socket PATH places it)", "err", err)
 		return ""
@@ -148,6 +151,23 @@ func ownDir(dir string, uid int) error {
 		return fmt.Errorf("%s belongs to uid %d, not to this daemon's %d", dir, st.Uid, uid)
 	case st.Mode&0o022 != 0:
 		return fmt.Errorf("%s is writable by other users (mode %04o)", dir, st.Mode&0o7777)
+	}
+	return nil
+}
+
+// searchableDir lets every user search dir (mode 0711), so the members
+// of a control group reach the socket in it, whose own mode (0660 with
+// the group) decides who connects. The directory is shared by every
+// mount of the host, each maybe with another control group, so it gets
+// no group of its own; its listing stays the daemon's. A mode that lets
+// more through already is left as it is.
+func searchableDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if perm := st.Mode().Perm(); perm&0o011 != 0o011 {
+		return os.Chmod(dir, perm|0o011)
 	}
 	return nil
 }

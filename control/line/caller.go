@@ -12,57 +12,86 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Proc is the caller's task as the daemon reads it: /proc/<pid> held
-// open as a directory, and its status read through that descriptor.
+// Creds is who the requests of a control session are checked as: the
+// process that opened the session, as it was at open, the way the kernel
+// keeps an open file's credentials (f_cred). Every request of the
+// session, whichever process writes or reads it, is checked as these and
+// resolves its paths in this view; and only a process with the opener's
+// fsuid and fsgid may use the session at all (Admits). A descriptor
+// handed to a setuid program, or to a process of another user, issues no
+// request with that program's credentials.
 //
-// A FUSE request names its caller's thread by number only. The thread
-// cannot end while the daemon handles its request (the kernel waits for
-// the answer, killably only until the daemon has read the request), but
-// a number is only a number: a task read under it that is not the
-// caller's would lend the request another process's groups, root and
-// working directory. So OpenProc checks that the task has the request's
-// fsuid and fsgid (what the kernel put in the request; a number reused by
-// a process of another user or group is refused), and every later read
-// goes through the one descriptor, which names that task alone: if it
-// ends and its number is reused meanwhile, reads fail (ESRCH) instead of
-// reading the new process.
-type Proc struct {
-	fd     int
-	groups []uint32
+// Capture reads them from the opener's task: a FUSE request names its
+// thread by number only. The thread cannot end while the daemon handles
+// its request (the kernel waits for the answer, killably only until the
+// daemon has read the request), but a number is only a number: a task
+// read under it that is not the opener's would lend the session another
+// process's groups, root and working directory. So Capture opens
+// /proc/<pid> once, checks that the task has the request's fsuid and
+// fsgid (a number reused by a process of another user or group is
+// refused), and reads everything else through that one descriptor.
+type Creds struct {
+	// Uid and Gid are the opener's fsuid and fsgid.
+	Uid, Gid uint32
+	// Pid is the opener's thread, as the kernel named it at open.
+	Pid uint32
+
+	groups    []uint32
+	root, cwd int // the opener's root and working directory (O_PATH), or -1
 }
 
 // ErrNotCaller: the task under the caller's number is not the caller
 // (EACCES: the request is refused as an access it cannot be granted).
 var ErrNotCaller = fmt.Errorf("the caller's process is gone: %w", ErrAccess)
 
-// OpenProc opens the caller's task (see Proc); Close releases it.
-func (c Caller) OpenProc() (*Proc, error) {
-	fd, err := unix.Open("/proc/"+strconv.FormatUint(uint64(c.Pid), 10), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// ErrNotOpener: a process whose fsuid or fsgid is not the opener's wrote
+// or read a control session (EACCES).
+var ErrNotOpener = fmt.Errorf("the session belongs to the process that opened it: %w", ErrAccess)
+
+// Capture reads the credentials of c's process (see Creds): its fsuid
+// and fsgid, checked against c's, and its supplementary groups; with
+// paths, it also holds its root and working directory, for requests that
+// name paths (Close releases them).
+func (c Caller) Capture(paths bool) (*Creds, error) {
+	proc, err := unix.Open("/proc/"+strconv.FormatUint(uint64(c.Pid), 10), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("pid %d: %w: %w", c.Pid, ErrNotCaller, err)
 	}
-	p := &Proc{fd: fd}
-	if err := p.readStatus(c); err != nil {
-		p.Close()
+	defer unix.Close(proc)
+	cr := &Creds{Uid: c.Uid, Gid: c.Gid, Pid: c.Pid, root: -1, cwd: -1}
+	if cr.groups, err = readGroups(proc, c); err != nil {
 		return nil, err
 	}
-	return p, nil
+	if paths {
+		for _, d := range []struct {
+			name string
+			fd   *int
+		}{{"root", &cr.root}, {"cwd", &cr.cwd}} {
+			if *d.fd, err = unix.Openat(proc, d.name, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+				*d.fd = -1
+				cr.Close()
+				return nil, fmt.Errorf("the %s of pid %d: %w: %w", d.name, c.Pid, ErrNotCaller, err)
+			}
+		}
+	}
+	return cr, nil
 }
 
-// readStatus reads the task's status through its descriptor: it must
-// have c's fsuid and fsgid; its supplementary groups are kept.
-func (p *Proc) readStatus(c Caller) error {
-	fd, err := unix.Openat(p.fd, "status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+// readGroups reads the status of the task proc holds: it must have c's
+// fsuid and fsgid; it returns its supplementary groups.
+func readGroups(proc int, c Caller) ([]uint32, error) {
+	fd, err := unix.Openat(proc, "status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("pid %d: %w: %w", c.Pid, ErrNotCaller, err)
+		return nil, fmt.Errorf("pid %d: %w: %w", c.Pid, ErrNotCaller, err)
 	}
 	f := os.NewFile(uintptr(fd), "status")
 	defer f.Close()
 	b, err := io.ReadAll(f)
 	if err != nil {
-		return fmt.Errorf("pid %d: %w: %w", c.Pid, ErrNotCaller, err)
+		return nil, fmt.Errorf("pid %d: %w: %w", c.Pid, ErrNotCaller, err)
 	}
-	fsuid, fsgid, groups := int64(-1), int64(-1), false
+	fsuid, fsgid, groups := int64(-1), int64(-1), []uint32(nil)
+	seen := false
 	for _, l := range strings.Split(string(b), "\n") {
 		name, rest, _ := strings.Cut(l, ":")
 		fields := strings.Fields(rest)
@@ -72,69 +101,71 @@ func (p *Proc) readStatus(c Caller) error {
 		case name == "Gid" && len(fields) == 4:
 			fsgid, _ = strconv.ParseInt(fields[3], 10, 64)
 		case name == "Groups":
-			groups = true
+			seen = true
 			for _, f := range fields {
 				g, err := strconv.ParseUint(f, 10, 32)
 				if err != nil {
-					return fmt.Errorf("groups of pid %d: %q", c.Pid, f)
+					return nil, fmt.Errorf("groups of pid %d: %q", c.Pid, f)
 				}
-				p.groups = append(p.groups, uint32(g))
+				groups = append(groups, uint32(g))
 			}
 		}
 	}
-	if !groups || fsuid != int64(c.Uid) || fsgid != int64(c.Gid) {
-		return fmt.Errorf("pid %d runs as fsuid %d fsgid %d, the request came from uid %d gid %d: %w",
+	if !seen || fsuid != int64(c.Uid) || fsgid != int64(c.Gid) {
+		return nil, fmt.Errorf("pid %d runs as fsuid %d fsgid %d, the request came from uid %d gid %d: %w",
 			c.Pid, fsuid, fsgid, c.Uid, c.Gid, ErrNotCaller)
 	}
-	return nil
+	return groups, nil
 }
 
-// Groups is the task's supplementary groups.
-func (p *Proc) Groups() []uint32 { return p.groups }
+// Groups is the opener's supplementary groups.
+func (cr *Creds) Groups() []uint32 { return cr.groups }
 
-// Dir is the descriptor of the task's /proc directory: open its root
-// and cwd relative to it (openat), never by the number again.
-func (p *Proc) Dir() int { return p.fd }
-
-// Close releases the descriptor.
-func (p *Proc) Close() {
-	if p.fd >= 0 {
-		unix.Close(p.fd)
-		p.fd = -1
-	}
+// InGroup reports whether the opener is in group gid, its primary one or
+// a supplementary one.
+func (cr *Creds) InGroup(gid uint32) bool {
+	return cr.Gid == gid || slices.Contains(cr.groups, gid)
 }
 
-// Groups returns the supplementary groups of the caller's process, read
-// through OpenProc (a FUSE request names only the primary group).
-func (c Caller) Groups() ([]uint32, error) {
-	p, err := c.OpenProc()
-	if err != nil {
-		return nil, err
+// Root and Cwd are the opener's root and working directory, O_PATH
+// descriptors the Creds own; -1 unless Capture was asked for paths.
+func (cr *Creds) Root() int { return cr.root }
+
+// Cwd: see Root.
+func (cr *Creds) Cwd() int { return cr.cwd }
+
+// Admits checks the sender w of a write or read of the opener's session:
+// it must run with the opener's fsuid and fsgid (a fork of the opener, or
+// another process of the same user and group, may use the descriptor; a
+// setuid or setgid program it was handed to, or a process of another
+// user, may not: ErrNotOpener).
+func (cr *Creds) Admits(w Caller) error {
+	if w.Uid == cr.Uid && w.Gid == cr.Gid {
+		return nil
 	}
-	defer p.Close()
-	return p.Groups(), nil
+	return fmt.Errorf("pid %d runs as uid %d gid %d, the session was opened as uid %d gid %d (pid %d): %w",
+		w.Pid, w.Uid, w.Gid, cr.Uid, cr.Gid, cr.Pid, ErrNotOpener)
 }
 
-// InGroup reports whether the caller is in group gid, its primary one or
-// one of Groups. A process that is gone, or is not the caller's (see
-// Proc), is in no further group: the check fails closed.
-func (c Caller) InGroup(gid uint32) bool {
-	if c.Gid == gid {
-		return true
+// Close releases the root and working directory Capture held.
+func (cr *Creds) Close() {
+	for _, fd := range []*int{&cr.root, &cr.cwd} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
 	}
-	gs, err := c.Groups()
-	return err == nil && slices.Contains(gs, gid)
 }
 
 // Permits is the rule of store.Store.ModelPermits, as CheckModel takes it.
 type Permits func(model string, uid, gid uint32, inGroup func(uint32) bool, want uint32) bool
 
-// CheckModel refuses (ErrAccess) a request of ctx's caller that names
-// model when permits says the caller may not do want on it; a request
-// from inside the daemon (no caller) passes. what names the request in
-// the answer.
+// CheckModel refuses (ErrAccess) a request of ctx's session (CredsOf)
+// that names model when permits says its opener may not do want on it; a
+// request from inside the daemon (no Creds) passes. what names the
+// request in the answer.
 func CheckModel(ctx context.Context, model string, permits Permits, want uint32, what string) error {
-	c, ok := CallerOf(ctx)
+	c, ok := CredsOf(ctx)
 	if !ok || permits(model, c.Uid, c.Gid, c.InGroup, want) {
 		return nil
 	}
@@ -144,13 +175,13 @@ func CheckModel(ctx context.Context, model string, permits Permits, want uint32,
 // ReadAccess is the Access bit (store.AccessRead) CheckContent asks for.
 const ReadAccess = 4
 
-// CheckContent refuses (ErrAccess) a request of ctx's caller that returns
-// the content of model's files, or scores computed from it, when permits
-// (store.Store.FilesPermit) says the caller may not read them, as the
-// kernel would refuse a read of one through the mount; a request from
+// CheckContent refuses (ErrAccess) a request of ctx's session that
+// returns the content of model's files, or scores computed from it, when
+// permits (store.Store.FilesPermit) says its opener may not read them, as
+// the kernel would refuse a read of one through the mount; a request from
 // inside the daemon passes. what names the request in the answer.
 func CheckContent(ctx context.Context, model string, permits Permits, what string) error {
-	c, ok := CallerOf(ctx)
+	c, ok := CredsOf(ctx)
 	if !ok || permits(model, c.Uid, c.Gid, c.InGroup, ReadAccess) {
 		return nil
 	}

@@ -2,7 +2,8 @@
 // request is one line of space-separated tokens, answered by one line,
 // "ok ..." or "err <ERRNO> <message>". It holds the tokenizer, the
 // parsers of the tokens every file uses (block ids, counts, model names),
-// the errors of a refused request, and the caller a request comes from.
+// the errors of a refused request, the sender of a request and the
+// credentials of a session's opener, which its requests are checked as.
 // Package control (the request files) and package transfer (the GPU
 // transfer engine behind .ucm/gpu) both build on it; it imports nothing
 // of ucmfs but format. Nothing here allocates per token or per id.
@@ -205,21 +206,39 @@ func Err(code error, format string, args ...any) error {
 	return &requestError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// Caller is who sent a request, as the kernel told the front end.
+// Caller is who sent one request, as the kernel told the front end: the
+// thread's fsuid, fsgid and number. What a control request may do is
+// decided by the Creds of the session's opener, never by a Caller; a
+// Caller is only checked against them (Creds.Admits).
 type Caller struct {
 	Uid, Gid, Pid uint32
 }
 
 type callerKey struct{}
 
-// WithCaller returns ctx carrying the caller of a request.
+// WithCaller returns ctx carrying the sender of a request.
 func WithCaller(ctx context.Context, c Caller) context.Context {
 	return context.WithValue(ctx, callerKey{}, c)
 }
 
-// CallerOf returns the caller ctx carries; ok is false for a request from
+// CallerOf returns the sender ctx carries; ok is false for a request from
 // inside the daemon.
 func CallerOf(ctx context.Context) (c Caller, ok bool) {
 	c, ok = ctx.Value(callerKey{}).(Caller)
 	return c, ok
+}
+
+type credsKey struct{}
+
+// WithCreds returns ctx carrying the credentials a session's requests are
+// checked as (its opener's).
+func WithCreds(ctx context.Context, c *Creds) context.Context {
+	return context.WithValue(ctx, credsKey{}, c)
+}
+
+// CredsOf returns the credentials ctx's requests are checked as; ok is
+// false for a request from inside the daemon.
+func CredsOf(ctx context.Context) (c *Creds, ok bool) {
+	c, ok = ctx.Value(credsKey{}).(*Creds)
+	return c, ok && c != nil
 }
