@@ -114,6 +114,13 @@ func subscribe(t *testing.T, addr net.Addr, j *events.Journal) zmq4.Msg {
 	if err := s.Dial("tcp://" + addr.String()); err != nil {
 		t.Fatal(err)
 	}
+	return receive(t, s, j)
+}
+
+// receive subscribes s to every topic and returns the first message it
+// gets; events are appended to j until one comes.
+func receive(t *testing.T, s zmq4.Socket, j *events.Journal) zmq4.Msg {
+	t.Helper()
 	if err := s.SetOption(zmq4.OptionSubscribe, ""); err != nil {
 		t.Fatal(err)
 	}

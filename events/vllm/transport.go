@@ -84,7 +84,7 @@ func (guarded) Dial(ctx context.Context, d transport.Dialer, key string) (net.Co
 		return nil, err
 	}
 	c.SetDeadline(time.Now().Add(e.handshake))
-	return newGuard(c, e.b, nil), nil
+	return newGuard(c, e.b, e.log), nil
 }
 
 // Listen listens (an ipc socket with its owner and mode) and bounds the
@@ -144,7 +144,7 @@ func (l *listener) accept() {
 // peer's from the guard.
 func (l *listener) handshake(c net.Conn) {
 	defer recovered(l.log, "kv events: a handshake")
-	g := newGuard(c, l.b, nil)
+	g := newGuard(c, l.b, l.log)
 	g.onClose = func() { l.mu.Lock(); delete(l.shaking, g); l.mu.Unlock() }
 	l.mu.Lock()
 	select {
