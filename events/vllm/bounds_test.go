@@ -94,4 +94,3 @@ func TestSubscriptionCap(t *testing.T) {
 		t.Errorf("a subscriber of %d topics got %d frames", maxSubscriptions, len(m.Frames))
 	}
 }
-
