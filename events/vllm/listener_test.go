@@ -124,29 +124,34 @@ func receive(t *testing.T, s zmq4.Socket, j *events.Journal) zmq4.Msg {
 	if err := s.SetOption(zmq4.OptionSubscribe, ""); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // pace the appends: one per batch interval
-		defer wg.Done()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			j.Append(events.Event{Type: events.Cleared, Tier: -1})
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	defer wg.Wait()
-	defer close(stop)
+	defer pump(j, events.Event{Type: events.Cleared, Tier: -1})()
 	m, err := s.Recv()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// pump appends e to j once per batch interval until the function it
+// returns is called (and returns).
+func pump(j *events.Journal, e events.Event) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			j.Append(e)
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }
 
 // TestCrashFrames: a peer that announces a frame of 2^50 bytes, in the
@@ -207,33 +212,4 @@ func TestHandshakeDeadline(t *testing.T) {
 			t.Errorf("%s: read %q, %v; want the greeting, then the end", addr, got, err)
 		}
 	}
-}
-
-// TestConnCap: past MaxReplayClients connections (held, in their
-// handshake) the next one is closed at once; a slot freed is taken again.
-func TestConnCap(t *testing.T) {
-	p, _ := startPublisher(t, Config{Replay: "tcp://127.0.0.1:0", MaxReplayClients: 2})
-	var held []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp", p.ReplayAddr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		held = append(held, c)
-		if _, err := io.ReadFull(c, make([]byte, greetingLen)); err != nil { // accepted: the greeting came
-			t.Fatal(err)
-		}
-	}
-	c, err := net.Dial("tcp", p.ReplayAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := io.ReadAll(c); len(got) != 0 {
-		t.Errorf("a connection past the cap got %d bytes", len(got))
-	}
-	c.Close()
-	held[0].(*net.TCPConn).CloseWrite() // the listener closes it, freeing its slot
-	io.Copy(io.Discard, held[0])
-	replay(t, p.ReplayAddr()) // answered once a slot was freed, or the test fails
 }

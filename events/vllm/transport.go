@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -40,6 +41,8 @@ type endpoint struct {
 	mode          ipcMode
 	log           *slog.Logger
 	handshake     time.Duration // the deadline of the greeting and READY
+	idle          time.Duration // how long an accepted connection may have nothing to do (idle.go)
+	topic         string        // the PUB socket's topic (idle.go)
 }
 
 var (
@@ -104,8 +107,10 @@ func (guarded) Listen(_ context.Context, key string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &listener{raw: ln, ln: connlimit.Wrap(ln, e.conns), b: e.b, log: e.log, unlink: unlink, deadline: e.handshake,
-		ready: make(chan net.Conn), done: make(chan struct{}), shaking: map[*guard]bool{}}
+	l := &listener{raw: ln, e: e, unlink: unlink, ready: make(chan net.Conn), done: make(chan struct{}), conns: map[*guard]bool{}}
+	o := e.conns
+	o.Evict = l.evict
+	l.ln = connlimit.Wrap(ln, o)
 	go l.accept()
 	return l, nil
 }
@@ -113,22 +118,20 @@ func (guarded) Listen(_ context.Context, key string) (net.Listener, error) {
 // listener accepts connections, bounded in number, and hands zmq4 those
 // whose handshake came whole and checked.
 type listener struct {
-	raw      net.Listener
-	ln       *connlimit.Listener
-	b        *bounds
-	log      *slog.Logger
-	unlink   func()        // removes the ipc socket's file (nil: none)
-	deadline time.Duration // of a handshake
-	ready    chan net.Conn
-	done     chan struct{}
-	once     sync.Once
-	mu       sync.Mutex
-	shaking  map[*guard]bool // connections in their handshake
+	raw    net.Listener
+	ln     *connlimit.Listener
+	e      *endpoint
+	unlink func() // removes the ipc socket's file (nil: none)
+	ready  chan net.Conn
+	done   chan struct{}
+	once   sync.Once
+	mu     sync.Mutex
+	conns  map[*guard]bool // the connections open: true once handed to zmq4
 }
 
 // accept starts a handshake per connection, until the listener closes.
 func (l *listener) accept() {
-	defer recovered(l.log, "kv events: the accept loop")
+	defer recovered(l.e.log, "kv events: the accept loop")
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
@@ -143,9 +146,11 @@ func (l *listener) accept() {
 // zmq4 then writes its greeting, which the guard drops, and reads the
 // peer's from the guard.
 func (l *listener) handshake(c net.Conn) {
-	defer recovered(l.log, "kv events: a handshake")
-	g := newGuard(c, l.b, l.log)
-	g.onClose = func() { l.mu.Lock(); delete(l.shaking, g); l.mu.Unlock() }
+	defer recovered(l.e.log, "kv events: a handshake")
+	g := newGuard(c, l.e.b, l.e.log)
+	g.idle, g.topic = l.e.idle, l.e.topic
+	g.waiting.Store(time.Now().UnixNano())
+	g.onClose = func() { l.mu.Lock(); delete(l.conns, g); l.mu.Unlock() }
 	l.mu.Lock()
 	select {
 	case <-l.done:
@@ -153,10 +158,10 @@ func (l *listener) handshake(c net.Conn) {
 		g.Close()
 		return
 	default:
-		l.shaking[g] = true
+		l.conns[g] = false
 	}
 	l.mu.Unlock()
-	c.SetDeadline(time.Now().Add(l.deadline))
+	c.SetDeadline(time.Now().Add(l.e.handshake))
 	_, err := c.Write(ourGreeting)
 	g.swallow = greetingLen
 	for err == nil && !g.ready {
@@ -164,12 +169,16 @@ func (l *listener) handshake(c net.Conn) {
 	}
 	if err != nil {
 		g.Close()
-		l.log.Warn("kv events: a connection's handshake failed; it is closed", "peer", c.RemoteAddr().String(), "err", err)
+		if !errors.Is(err, net.ErrClosed) { // closed here: evicted, or the listener closed
+			l.e.log.Warn("kv events: a connection's handshake failed; it is closed", "peer", c.RemoteAddr().String(), "err", err)
+		}
 		return
 	}
 	c.SetWriteDeadline(time.Time{})
 	l.mu.Lock()
-	delete(l.shaking, g)
+	if _, open := l.conns[g]; open {
+		l.conns[g] = true
+	}
 	l.mu.Unlock()
 	select {
 	case l.ready <- g:
@@ -195,9 +204,11 @@ func (l *listener) Close() error {
 	l.once.Do(func() {
 		l.mu.Lock()
 		close(l.done)
-		shaking := make([]*guard, 0, len(l.shaking))
-		for g := range l.shaking {
-			shaking = append(shaking, g)
+		var shaking []*guard // zmq4 closes the others
+		for g, handed := range l.conns {
+			if !handed {
+				shaking = append(shaking, g)
+			}
 		}
 		l.mu.Unlock()
 		err = l.ln.Close()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -92,6 +93,7 @@ type guard struct {
 	onClose  func()
 	once     sync.Once
 	closeErr error
+	idleState
 }
 
 func newGuard(c net.Conn, b *bounds, log *slog.Logger) *guard {
@@ -107,6 +109,9 @@ func (g *guard) Read(p []byte) (int, error) {
 			if errors.Is(err, ErrPeer) {
 				g.log.Warn("kv events: a peer broke the protocol; its connection is closed", "peer", g.RemoteAddr().String(), "err", err)
 				return 0, peerError{err}
+			}
+			if g.ready && errors.Is(err, os.ErrDeadlineExceeded) {
+				return 0, g.idleClosed()
 			}
 			return 0, err
 		}
@@ -206,7 +211,8 @@ func (g *guard) check(more, command bool, body []byte) error {
 			return err
 		}
 		g.ready = true
-		g.Conn.SetReadDeadline(time.Time{}) // the handshake's deadline
+		g.waiting.Store(time.Now().UnixNano()) // the wait for a subscription or a request starts
+		g.settle()                             // and the handshake's deadline ends
 		return nil
 	}
 	if command {
@@ -220,6 +226,9 @@ func (g *guard) check(more, command bool, body []byte) error {
 		g.frames = 0
 	}
 	if g.b.subscriptions == 0 {
+		if !more {
+			g.requested()
+		}
 		return nil
 	}
 	if len(body) == 0 || body[0] > 1 {
@@ -228,6 +237,7 @@ func (g *guard) check(more, command bool, body []byte) error {
 	if g.subs++; g.subs > g.b.subscriptions {
 		return fmt.Errorf("%w: more than %d subscriptions and cancels", ErrPeer, g.b.subscriptions)
 	}
+	g.subscribed(body[0] == 1, string(body[1:]))
 	return nil
 }
 
