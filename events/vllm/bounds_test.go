@@ -20,7 +20,8 @@ import (
 const hangGuard = 30 * time.Second
 
 // handshaken dials addr and sends a greeting and a READY of socket type
-// typ; it returns the connection with the listener's greeting read.
+// typ; it returns the connection once the listener's greeting and
+// zmq4's READY came (so the listener has checked the handshake).
 func handshaken(t *testing.T, addr net.Addr, typ string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr.String())
@@ -32,6 +33,9 @@ func handshaken(t *testing.T, addr net.Addr, typ string) net.Conn {
 		t.Fatal(err)
 	}
 	if _, err := io.ReadFull(c, make([]byte, greetingLen)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readFrame(c); err != nil {
 		t.Fatal(err)
 	}
 	return c
