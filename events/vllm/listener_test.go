@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -211,5 +212,16 @@ func TestHandshakeDeadline(t *testing.T) {
 		if err != nil || !bytes.Equal(got, ourGreeting) {
 			t.Errorf("%s: read %q, %v; want the greeting, then the end", addr, got, err)
 		}
+	}
+}
+
+// TestIPCAddr: a publisher on an ipc endpoint reports the socket's path
+// as its address (the daemon prints it at start), not the private
+// directory it was made in and renamed from.
+func TestIPCAddr(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "kv.sock")
+	p, _ := startPublisher(t, Config{Endpoint: "ipc://" + sock, Replay: "none"})
+	if got := p.Addr().String(); got != sock {
+		t.Errorf("the publisher's address is %q, want %q", got, sock)
 	}
 }

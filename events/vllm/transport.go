@@ -107,7 +107,11 @@ func (guarded) Listen(_ context.Context, key string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &listener{raw: ln, e: e, unlink: unlink, ready: make(chan net.Conn), done: make(chan struct{}), conns: map[*guard]bool{}}
+	addr := ln.Addr()
+	if e.network == "unix" { // made elsewhere, then renamed to e.addr
+		addr = &net.UnixAddr{Name: e.addr, Net: "unix"}
+	}
+	l := &listener{raw: ln, addr: addr, e: e, unlink: unlink, ready: make(chan net.Conn), done: make(chan struct{}), conns: map[*guard]bool{}}
 	o := e.conns
 	o.Evict = l.evict
 	l.ln = connlimit.Wrap(ln, o)
@@ -119,6 +123,7 @@ func (guarded) Listen(_ context.Context, key string) (net.Listener, error) {
 // whose handshake came whole and checked.
 type listener struct {
 	raw    net.Listener
+	addr   net.Addr // where peers connect: an ipc socket's final path
 	ln     *connlimit.Listener
 	e      *endpoint
 	unlink func() // removes the ipc socket's file (nil: none)
@@ -222,8 +227,8 @@ func (l *listener) Close() error {
 	return err
 }
 
-// Addr is the address listened on.
-func (l *listener) Addr() net.Addr { return l.raw.Addr() }
+// Addr is the address listened on (an ipc socket's path).
+func (l *listener) Addr() net.Addr { return l.addr }
 
 // recovered logs a panic of the goroutine it is deferred in as one line
 // (the daemon's log limits their rate) instead of ending the daemon.
