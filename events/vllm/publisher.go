@@ -64,7 +64,8 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxSubscribers bounds the connections of a listening PUB socket
 	// (default 256), MaxReplayClients the replay socket's (default 64);
-	// past them a connection is closed at once.
+	// past them a new connection closes the one with nothing to do the
+	// longest, or is closed at once where there is none (idle.go).
 	MaxSubscribers, MaxReplayClients int
 	// Budget is the process's budget of listeners' connections, which
 	// both sockets draw on (nil: none beyond their own bounds).
