@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 )
 
 // ProjectionSeed is the first PCG seed of the sign-hash projection; the
@@ -26,21 +25,6 @@ type projection struct {
 	dim, bits int
 	rows      []float64
 	cols      []float64 // rows transposed, [dim][bits], for hashSumsAVX
-}
-
-type projKey struct{ dim, bits int }
-
-var projCache sync.Map // projKey -> *projection
-
-// getProjection returns the cached projection for dim and bits, building
-// it on first use. The caller has checked the bounds.
-func getProjection(dim, bits int) *projection {
-	key := projKey{dim, bits}
-	if p, ok := projCache.Load(key); ok {
-		return p.(*projection)
-	}
-	p, _ := projCache.LoadOrStore(key, newProjection(dim, bits))
-	return p.(*projection)
 }
 
 // newProjection builds the projection of docs/sparse.md: a PCG stream

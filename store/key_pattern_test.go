@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -83,4 +84,40 @@ func TestKeyPatternReannounces(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("journal:\n got %q\nwant %q", got, want)
 	}
+}
+
+// TestKeyPatternBounded: a key_pattern of 256 bytes that compiles to a
+// program of megabytes is refused, and an owner setting one pattern
+// after another leaves a bounded number of them compiled.
+func TestKeyPatternBounded(t *testing.T) {
+	s := newTestStore(t, Options{Layout: LayoutFiles})
+	s.AddModel("sg")
+	a := s.ModelAttrs("sg", 0)
+	for _, huge := range []string{"^([0-9a-f]{16})" + strings.Repeat(`\pL{999}`, 24), `^([0-9a-f]{16})_\pL{900}`} {
+		if err := a.Set("key_pattern", huge); !errors.Is(err, ErrInvalid) {
+			t.Errorf("a pattern of %d bytes compiling to megabytes: %v, want ErrInvalid", len(huge), err)
+		}
+	}
+	before := heapInUse()
+	const n = 300
+	for i := range n {
+		p := fmt.Sprintf(`^([0-9a-f]{16})_%d_\pL[a-z]{900}`, i) // ~100 KiB compiled
+		if err := a.Set("key_pattern", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grown := heapInUse() - before
+	t.Logf("%d patterns set one after another: the heap grew by %d KiB", n, grown>>10)
+	if grown > 16<<20 {
+		t.Errorf("%d patterns set one after another grew the heap by %d MiB", n, grown>>20)
+	}
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

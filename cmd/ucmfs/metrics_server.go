@@ -27,13 +27,16 @@ const (
 
 // metricsServer serves /metrics, /healthz and /readyz over HTTP, within
 // the bounds above and the listeners' descriptor budget: when all its
-// connections are held, a new one closes the one idle the longest, so a
-// probe is answered while idle keep-alive connections wait.
+// connections are held, a new one closes the one that has waited the
+// longest without a request in progress (idle between keep-alive
+// requests, or still reading the headers of its first one), so a probe
+// is answered while idle or trickling clients wait. Only connections
+// answering a request keep their slot.
 type metricsServer struct {
-	ln   net.Listener
-	srv  *http.Server
-	mu   sync.Mutex
-	idle map[net.Conn]time.Time // keep-alive connections between requests, since when
+	ln      net.Listener
+	srv     *http.Server
+	mu      sync.Mutex
+	waiting map[net.Conn]time.Time // connections with no request in progress, since when
 }
 
 // listenMetrics opens the metrics address before the mount, so a port in
@@ -46,7 +49,7 @@ func listenMetrics(addr string) (*metricsServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	return &metricsServer{ln: ln, idle: map[net.Conn]time.Time{}}, nil
+	return &metricsServer{ln: ln, waiting: map[net.Conn]time.Time{}}, nil
 }
 
 // start serves h at /metrics, and life's /healthz and /readyz, in the
@@ -58,7 +61,7 @@ func (m *metricsServer) start(h http.Handler, life *lifecycle, log *slog.Logger,
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: metricsHeaderWait, ReadTimeout: metricsReadWait,
 		WriteTimeout: metricsWriteWait, IdleTimeout: metricsIdleWait, MaxHeaderBytes: metricsMaxHeader,
 		ConnState: m.track, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	ln := connlimit.Wrap(m.ln, connlimit.Options{Name: "metrics", Max: metricsMaxConns, Budget: budget, Log: log, Evict: m.evictIdle})
+	ln := connlimit.Wrap(m.ln, connlimit.Options{Name: "metrics", Max: metricsMaxConns, Budget: budget, Log: log, Evict: m.evictWaiting})
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -71,28 +74,31 @@ func (m *metricsServer) start(h http.Handler, life *lifecycle, log *slog.Logger,
 	}()
 }
 
-// track keeps the idle connections.
+// track keeps the connections with no request in progress: new ones
+// (net/http calls them active only once a request's headers came) and
+// idle ones.
 func (m *metricsServer) track(c net.Conn, s http.ConnState) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s == http.StateIdle {
-		m.idle[c] = time.Now()
+	if s == http.StateNew || s == http.StateIdle {
+		m.waiting[c] = time.Now()
 	} else {
-		delete(m.idle, c)
+		delete(m.waiting, c)
 	}
 }
 
-// evictIdle closes the connection idle the longest, if any.
-func (m *metricsServer) evictIdle() bool {
+// evictWaiting closes the connection that has waited the longest with
+// no request in progress, if any.
+func (m *metricsServer) evictWaiting() bool {
 	m.mu.Lock()
 	var oldest net.Conn
 	var since time.Time
-	for c, t := range m.idle {
+	for c, t := range m.waiting {
 		if oldest == nil || t.Before(since) {
 			oldest, since = c, t
 		}
 	}
-	delete(m.idle, oldest)
+	delete(m.waiting, oldest)
 	m.mu.Unlock()
 	if oldest == nil {
 		return false

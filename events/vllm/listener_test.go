@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -114,32 +115,44 @@ func subscribe(t *testing.T, addr net.Addr, j *events.Journal) zmq4.Msg {
 	if err := s.Dial("tcp://" + addr.String()); err != nil {
 		t.Fatal(err)
 	}
+	return receive(t, s, j)
+}
+
+// receive subscribes s to every topic and returns the first message it
+// gets; events are appended to j until one comes.
+func receive(t *testing.T, s zmq4.Socket, j *events.Journal) zmq4.Msg {
+	t.Helper()
 	if err := s.SetOption(zmq4.OptionSubscribe, ""); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // pace the appends: one per batch interval
-		defer wg.Done()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			j.Append(events.Event{Type: events.Cleared, Tier: -1})
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	defer wg.Wait()
-	defer close(stop)
+	defer pump(j, events.Event{Type: events.Cleared, Tier: -1})()
 	m, err := s.Recv()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// pump appends e to j once per batch interval until the function it
+// returns is called (and returns).
+func pump(j *events.Journal, e events.Event) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			j.Append(e)
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }
 
 // TestCrashFrames: a peer that announces a frame of 2^50 bytes, in the
@@ -202,31 +215,13 @@ func TestHandshakeDeadline(t *testing.T) {
 	}
 }
 
-// TestConnCap: past MaxReplayClients connections (held, in their
-// handshake) the next one is closed at once; a slot freed is taken again.
-func TestConnCap(t *testing.T) {
-	p, _ := startPublisher(t, Config{Replay: "tcp://127.0.0.1:0", MaxReplayClients: 2})
-	var held []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp", p.ReplayAddr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		held = append(held, c)
-		if _, err := io.ReadFull(c, make([]byte, greetingLen)); err != nil { // accepted: the greeting came
-			t.Fatal(err)
-		}
+// TestIPCAddr: a publisher on an ipc endpoint reports the socket's path
+// as its address (the daemon prints it at start), not the private
+// directory it was made in and renamed from.
+func TestIPCAddr(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "kv.sock")
+	p, _ := startPublisher(t, Config{Endpoint: "ipc://" + sock, Replay: "none"})
+	if got := p.Addr().String(); got != sock {
+		t.Errorf("the publisher's address is %q, want %q", got, sock)
 	}
-	c, err := net.Dial("tcp", p.ReplayAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := io.ReadAll(c); len(got) != 0 {
-		t.Errorf("a connection past the cap got %d bytes", len(got))
-	}
-	c.Close()
-	held[0].(*net.TCPConn).CloseWrite() // the listener closes it, freeing its slot
-	io.Copy(io.Discard, held[0])
-	replay(t, p.ReplayAddr()) // answered once a slot was freed, or the test fails
 }

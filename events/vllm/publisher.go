@@ -64,7 +64,8 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxSubscribers bounds the connections of a listening PUB socket
 	// (default 256), MaxReplayClients the replay socket's (default 64);
-	// past them a connection is closed at once.
+	// past them a new connection closes the one with nothing to do the
+	// longest, or is closed at once where there is none (idle.go).
 	MaxSubscribers, MaxReplayClients int
 	// Budget is the process's budget of listeners' connections, which
 	// both sockets draw on (nil: none beyond their own bounds).
@@ -77,6 +78,14 @@ type Config struct {
 	// Handshake bounds the time from a connection to its peer's READY
 	// command (default 10s): one that sends nothing is closed then.
 	Handshake time.Duration
+	// SubscribeWait bounds how long a connection to a listening PUB
+	// socket may hold no subscription that takes Topic, from its
+	// handshake or from the cancel of its last one (default 10s): then
+	// it is closed. ReplayIdle bounds how long a replay connection may
+	// send no request, from its handshake or its last request (default
+	// 30s). When a socket's connections are at their cap, a new one
+	// closes the one with nothing to do the longest (transport.go).
+	SubscribeWait, ReplayIdle time.Duration
 	// Routable says which models' blocks are published (nil: every
 	// model's); the others' are left out of every batch, so a router
 	// never learns their hashes.
@@ -113,6 +122,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.Handshake <= 0 {
 		c.Handshake = 10 * time.Second
+	}
+	if c.SubscribeWait <= 0 {
+		c.SubscribeWait = 10 * time.Second
+	}
+	if c.ReplayIdle <= 0 {
+		c.ReplayIdle = 30 * time.Second
 	}
 	if c.Routable == nil {
 		c.Routable = func(string) bool { return true }
@@ -188,11 +203,13 @@ func nextPort(ep string) string {
 
 // guardedEndpoint registers ep (tcp://HOST:PORT, "*" for every
 // address, or ipc://PATH) with the bounds of its socket, and returns it
-// as zmq4 takes it (see transport.go).
-func (p *Publisher) guardedEndpoint(ep string, b *bounds, maxConns int, name string) string {
+// as zmq4 takes it (see transport.go); idle bounds how long a
+// connection it accepts may have nothing to do.
+func (p *Publisher) guardedEndpoint(ep string, b *bounds, maxConns int, name string, idle time.Duration) string {
 	e := &endpoint{network: "tcp", addr: strings.Replace(strings.TrimPrefix(ep, "tcp://"), "*:", ":", 1), b: b,
 		conns: connlimit.Options{Name: name, Max: maxConns, Budget: p.cfg.Budget, Log: p.log},
-		mode:  ipcMode{perm: p.cfg.IPCMode, gid: p.cfg.IPCGroup}, log: p.log, handshake: p.cfg.Handshake}
+		mode:  ipcMode{perm: p.cfg.IPCMode, gid: p.cfg.IPCGroup}, log: p.log, handshake: p.cfg.Handshake,
+		idle: idle, topic: p.cfg.Topic}
 	if path, ok := strings.CutPrefix(ep, "ipc://"); ok {
 		e.network, e.addr = "unix", path
 	}
@@ -236,7 +253,7 @@ func Start(cfg Config, src Source) (*Publisher, error) {
 	}
 	var err error
 	listened := false
-	zep := p.guardedEndpoint(cfg.Endpoint, &pubBounds, cfg.MaxSubscribers, "kv events")
+	zep := p.guardedEndpoint(cfg.Endpoint, &pubBounds, cfg.MaxSubscribers, "kv events", cfg.SubscribeWait)
 	switch {
 	case binds(cfg.Endpoint):
 		err, listened = p.pub.Listen(zep), true
@@ -269,7 +286,7 @@ func Start(cfg Config, src Source) (*Publisher, error) {
 			return nil, err
 		}
 		p.replay = zmq4.NewRouter(ctx, zmq4.WithID(zmq4.SocketIdentity("ucmfs-replay")))
-		if err := p.replay.Listen(p.guardedEndpoint(cfg.Replay, &replayBounds, cfg.MaxReplayClients, "kv events replay")); err != nil {
+		if err := p.replay.Listen(p.guardedEndpoint(cfg.Replay, &replayBounds, cfg.MaxReplayClients, "kv events replay", cfg.ReplayIdle)); err != nil {
 			p.pub.Close()
 			p.forget()
 			cancel()

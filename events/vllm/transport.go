@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -40,6 +41,8 @@ type endpoint struct {
 	mode          ipcMode
 	log           *slog.Logger
 	handshake     time.Duration // the deadline of the greeting and READY
+	idle          time.Duration // how long an accepted connection may have nothing to do (idle.go)
+	topic         string        // the PUB socket's topic (idle.go)
 }
 
 var (
@@ -84,7 +87,7 @@ func (guarded) Dial(ctx context.Context, d transport.Dialer, key string) (net.Co
 		return nil, err
 	}
 	c.SetDeadline(time.Now().Add(e.handshake))
-	return newGuard(c, e.b, nil), nil
+	return newGuard(c, e.b, e.log), nil
 }
 
 // Listen listens (an ipc socket with its owner and mode) and bounds the
@@ -104,8 +107,14 @@ func (guarded) Listen(_ context.Context, key string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &listener{raw: ln, ln: connlimit.Wrap(ln, e.conns), b: e.b, log: e.log, unlink: unlink, deadline: e.handshake,
-		ready: make(chan net.Conn), done: make(chan struct{}), shaking: map[*guard]bool{}}
+	addr := ln.Addr()
+	if e.network == "unix" { // made elsewhere, then renamed to e.addr
+		addr = &net.UnixAddr{Name: e.addr, Net: "unix"}
+	}
+	l := &listener{raw: ln, addr: addr, e: e, unlink: unlink, ready: make(chan net.Conn), done: make(chan struct{}), conns: map[*guard]bool{}}
+	o := e.conns
+	o.Evict = l.evict
+	l.ln = connlimit.Wrap(ln, o)
 	go l.accept()
 	return l, nil
 }
@@ -113,22 +122,21 @@ func (guarded) Listen(_ context.Context, key string) (net.Listener, error) {
 // listener accepts connections, bounded in number, and hands zmq4 those
 // whose handshake came whole and checked.
 type listener struct {
-	raw      net.Listener
-	ln       *connlimit.Listener
-	b        *bounds
-	log      *slog.Logger
-	unlink   func()        // removes the ipc socket's file (nil: none)
-	deadline time.Duration // of a handshake
-	ready    chan net.Conn
-	done     chan struct{}
-	once     sync.Once
-	mu       sync.Mutex
-	shaking  map[*guard]bool // connections in their handshake
+	raw    net.Listener
+	addr   net.Addr // where peers connect: an ipc socket's final path
+	ln     *connlimit.Listener
+	e      *endpoint
+	unlink func() // removes the ipc socket's file (nil: none)
+	ready  chan net.Conn
+	done   chan struct{}
+	once   sync.Once
+	mu     sync.Mutex
+	conns  map[*guard]bool // the connections open: true once handed to zmq4
 }
 
 // accept starts a handshake per connection, until the listener closes.
 func (l *listener) accept() {
-	defer recovered(l.log, "kv events: the accept loop")
+	defer recovered(l.e.log, "kv events: the accept loop")
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
@@ -143,9 +151,11 @@ func (l *listener) accept() {
 // zmq4 then writes its greeting, which the guard drops, and reads the
 // peer's from the guard.
 func (l *listener) handshake(c net.Conn) {
-	defer recovered(l.log, "kv events: a handshake")
-	g := newGuard(c, l.b, nil)
-	g.onClose = func() { l.mu.Lock(); delete(l.shaking, g); l.mu.Unlock() }
+	defer recovered(l.e.log, "kv events: a handshake")
+	g := newGuard(c, l.e.b, l.e.log)
+	g.idle, g.topic = l.e.idle, l.e.topic
+	g.waiting.Store(time.Now().UnixNano())
+	g.onClose = func() { l.mu.Lock(); delete(l.conns, g); l.mu.Unlock() }
 	l.mu.Lock()
 	select {
 	case <-l.done:
@@ -153,10 +163,10 @@ func (l *listener) handshake(c net.Conn) {
 		g.Close()
 		return
 	default:
-		l.shaking[g] = true
+		l.conns[g] = false
 	}
 	l.mu.Unlock()
-	c.SetDeadline(time.Now().Add(l.deadline))
+	c.SetDeadline(time.Now().Add(l.e.handshake))
 	_, err := c.Write(ourGreeting)
 	g.swallow = greetingLen
 	for err == nil && !g.ready {
@@ -164,12 +174,16 @@ func (l *listener) handshake(c net.Conn) {
 	}
 	if err != nil {
 		g.Close()
-		l.log.Warn("kv events: a connection's handshake failed; it is closed", "peer", c.RemoteAddr().String(), "err", err)
+		if !errors.Is(err, net.ErrClosed) { // closed here: evicted, or the listener closed
+			l.e.log.Warn("kv events: a connection's handshake failed; it is closed", "peer", c.RemoteAddr().String(), "err", err)
+		}
 		return
 	}
 	c.SetWriteDeadline(time.Time{})
 	l.mu.Lock()
-	delete(l.shaking, g)
+	if _, open := l.conns[g]; open {
+		l.conns[g] = true
+	}
 	l.mu.Unlock()
 	select {
 	case l.ready <- g:
@@ -195,9 +209,11 @@ func (l *listener) Close() error {
 	l.once.Do(func() {
 		l.mu.Lock()
 		close(l.done)
-		shaking := make([]*guard, 0, len(l.shaking))
-		for g := range l.shaking {
-			shaking = append(shaking, g)
+		var shaking []*guard // zmq4 closes the others
+		for g, handed := range l.conns {
+			if !handed {
+				shaking = append(shaking, g)
+			}
 		}
 		l.mu.Unlock()
 		err = l.ln.Close()
@@ -211,8 +227,8 @@ func (l *listener) Close() error {
 	return err
 }
 
-// Addr is the address listened on.
-func (l *listener) Addr() net.Addr { return l.raw.Addr() }
+// Addr is the address listened on (an ipc socket's path).
+func (l *listener) Addr() net.Addr { return l.addr }
 
 // recovered logs a panic of the goroutine it is deferred in as one line
 // (the daemon's log limits their rate) instead of ending the daemon.

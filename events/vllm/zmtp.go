@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -31,18 +33,28 @@ type bounds struct {
 	frames int             // the most frames of one message
 	ready  int             // the largest READY command
 	peers  map[string]bool // the socket types it may be
-	// subscriptions: every message is one frame, a subscription (1 and a
-	// topic) or its cancel (0 and a topic), the only messages a PUB
-	// socket reads (zmq4 would queue any other, unread, and stop
-	// reading the connection).
-	subscriptions bool
+	// subscriptions, where > 0: every message is one frame, a
+	// subscription (1 and a topic) or its cancel (0 and a topic), the
+	// only messages a PUB socket reads (zmq4 would queue any other,
+	// unread, and stop reading the connection); a connection sends at
+	// most this many of them, cancels included.
+	subscriptions int
 }
+
+// maxSubscriptions bounds the subscriptions and cancels one connection
+// to the PUB port sends: zmq4 keeps every topic a connection subscribes
+// to for as long as it lasts, and compares each message's topic with
+// all of them, while a router subscribes to one topic or a few (a
+// prefix of kv@POD@MODEL, or "" for all) once per connection. Counting
+// the cancels too bounds what a peer can make the daemon do, not only
+// hold: 16 messages of at most 1 KiB a connection.
+const maxSubscriptions = 16
 
 // Bounds of the two sockets: a PUB reads subscriptions (topics are
 // short: kv@POD@MODEL), the replay ROUTER requests of two frames, an
 // empty delimiter and a sequence number (8 bytes).
 var (
-	pubBounds    = bounds{frame: 1024, frames: 1, ready: 1024, subscriptions: true, peers: map[string]bool{"SUB": true, "XSUB": true}}
+	pubBounds    = bounds{frame: 1024, frames: 1, ready: 1024, subscriptions: maxSubscriptions, peers: map[string]bool{"SUB": true, "XSUB": true}}
 	replayBounds = bounds{frame: 256, frames: 4, ready: 1024, peers: map[string]bool{"DEALER": true, "REQ": true, "ROUTER": true}}
 )
 
@@ -66,22 +78,26 @@ const writeTimeout = 5 * time.Second
 // guard is a connection to a peer that hands zmq4 only what bounds
 // allow: it reads the peer's greeting and each frame whole, bounded
 // before it allocates, checks it, and only then lets zmq4 read it. A
-// broken rule closes the connection. Writes are bounded in time.
+// broken rule closes the connection, with one log line. Writes are
+// bounded in time.
 type guard struct {
 	net.Conn
 	b        *bounds
+	log      *slog.Logger
 	greeted  bool
 	ready    bool
 	frames   int    // frames read of the message in progress
+	subs     int    // subscriptions and cancels read
 	pending  []byte // checked bytes zmq4 has not read yet
 	swallow  int    // bytes of the greeting zmq4 writes that were sent already
 	onClose  func()
 	once     sync.Once
 	closeErr error
+	idleState
 }
 
-func newGuard(c net.Conn, b *bounds, onClose func()) *guard {
-	return &guard{Conn: c, b: b, onClose: onClose}
+func newGuard(c net.Conn, b *bounds, log *slog.Logger) *guard {
+	return &guard{Conn: c, b: b, log: log}
 }
 
 // Read hands out checked bytes, reading and checking the next unit when
@@ -91,7 +107,11 @@ func (g *guard) Read(p []byte) (int, error) {
 		if err := g.next(); err != nil {
 			g.Close()
 			if errors.Is(err, ErrPeer) {
+				g.log.Warn("kv events: a peer broke the protocol; its connection is closed", "peer", g.RemoteAddr().String(), "err", err)
 				return 0, peerError{err}
+			}
+			if g.ready && errors.Is(err, os.ErrDeadlineExceeded) {
+				return 0, g.idleClosed()
 			}
 			return 0, err
 		}
@@ -191,7 +211,8 @@ func (g *guard) check(more, command bool, body []byte) error {
 			return err
 		}
 		g.ready = true
-		g.Conn.SetReadDeadline(time.Time{}) // the handshake's deadline
+		g.waiting.Store(time.Now().UnixNano()) // the wait for a subscription or a request starts
+		g.settle()                             // and the handshake's deadline ends
 		return nil
 	}
 	if command {
@@ -204,9 +225,19 @@ func (g *guard) check(more, command bool, body []byte) error {
 	if !more {
 		g.frames = 0
 	}
-	if g.b.subscriptions && (len(body) == 0 || body[0] > 1) {
+	if g.b.subscriptions == 0 {
+		if !more {
+			g.requested()
+		}
+		return nil
+	}
+	if len(body) == 0 || body[0] > 1 {
 		return fmt.Errorf("%w: a message that is no subscription", ErrPeer)
 	}
+	if g.subs++; g.subs > g.b.subscriptions {
+		return fmt.Errorf("%w: more than %d subscriptions and cancels", ErrPeer, g.b.subscriptions)
+	}
+	g.subscribed(body[0] == 1, string(body[1:]))
 	return nil
 }
 

@@ -10,8 +10,10 @@
 // (rate-limited) warning says so: the client sees its connection end
 // instead of waiting in the kernel's backlog, and the listener never
 // holds more than its cap. A listener that can free a slot (an HTTP
-// server closing its oldest idle keep-alive connection) says so with
-// Options.Evict, so a new client is served while idle ones wait.
+// server closing the connection that has waited the longest with no
+// request in progress, a KV-event port its oldest connection with
+// nothing to do) says so with Options.Evict, so a new client is served
+// while idle ones wait.
 package connlimit
 
 import (
