@@ -50,7 +50,7 @@ func awaitBlock(t *testing.T, c net.Conn, j *events.Journal, h uint64) {
 	t.Helper()
 	var id format.ID
 	binary.BigEndian.PutUint64(id[len(id)-8:], h)
-	defer pump(j, events.Event{Type: events.Stored, Key: format.Key{Model: "m", ID: id, Kind: format.Block}})()
+	defer pump(j, events.Event{Type: events.Stored, Key: format.Key{Model: "m", ID: id, Kind: format.Block}, Hash: h, HasHash: true})()
 	want := binary.BigEndian.AppendUint64([]byte{0xcf}, h) // msgpack's uint64
 	c.SetReadDeadline(time.Now().Add(hangGuard))
 	for {
