@@ -67,3 +67,38 @@ func TestSharedTierLinksRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteOverPlantedLink: a link put on a share where a shard
+// directory the tier knows goes (after it wrote there) does not keep the
+// tier's writes failing, nor takes them: the link itself is removed, the
+// directory made again, and the file lands in the tier.
+func TestWriteOverPlantedLink(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	shared := true
+	d, err := NewDirTier(DirConfig{Kind: "nfs", Dir: dir, Shared: &shared, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	first, data := testBlock("m", 1, 64)
+	writeFile(t, d, first, data)
+	shard := filepath.Join(dir, filepath.Dir(first.Path()))
+	if err := os.Rename(shard, shard+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, shard); err != nil {
+		t.Fatal(err)
+	}
+	second := first // the same shard
+	second.ID[15] ^= 0xff
+	writeFile(t, d, second, data)
+	if st, err := os.Lstat(shard); err != nil || !st.IsDir() {
+		t.Fatalf("the shard after the write: %v", err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("the directory the link pointed at now holds %v", ents)
+	}
+	if d.Links() == 0 {
+		t.Error("the link was not counted")
+	}
+}

@@ -58,8 +58,10 @@ func (t *DirTier) create(key format.Key, direct bool) (Writer, error) {
 				return nil
 			case errors.Is(err, os.ErrExist):
 				continue
-			case isENOENT(err) && attempt == 0:
-				t.dirs.forget(key.Model) // removed under us: make it again
+			case (isENOENT(err) || errors.Is(err, unix.ELOOP)) && attempt == 0:
+				// Removed under us, or a link put in its place: make it
+				// again (the link goes: dirCache.ensure).
+				t.dirs.forget(key.Model)
 				continue
 			}
 			return osErr("create", err)

@@ -233,7 +233,7 @@ func (c *dirCache) ensure(r *rootfs.Root, key format.Key) (made bool, err error)
 	if ok {
 		return false, nil
 	}
-	if err := r.MkdirAll(strings.TrimSuffix(rel, "/"), 0o755); err != nil {
+	if err := r.MkdirAllOverLinks(strings.TrimSuffix(rel, "/"), 0o755); err != nil {
 		return true, osErr("mkdir", err)
 	}
 	if key.Kind == format.File {
