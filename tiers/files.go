@@ -48,7 +48,7 @@ type publisher struct {
 // case it returns an error satisfying errors.Is(err, ErrExist) and leaves
 // tmp in place. Other errors are the filesystem's (ENOENT when dst's
 // directory is missing).
-func (p *publisher) publish(r *rootfs.Root, tmp, dst string) error {
+func (p *publisher) publish(r rootfs.FS, tmp, dst string) error {
 	for {
 		mode := p.mode.Load()
 		switch mode {
@@ -119,23 +119,23 @@ func (p *publisher) publish(r *rootfs.Root, tmp, dst string) error {
 
 // renameOnce is r.Rename with EINTR returned, not retried: the callers
 // check whether an interrupted rename happened (moved).
-func renameOnce(r *rootfs.Root, tmp, dst string, flags uint) error {
+func renameOnce(r rootfs.FS, tmp, dst string, flags uint) error {
 	return r.RenameOnce(tmp, dst, flags)
 }
 
 // linkOnce is r.Link with EINTR returned (linked checks it).
-func linkOnce(r *rootfs.Root, tmp, dst string) error { return r.LinkOnce(tmp, dst) }
+func linkOnce(r rootfs.FS, tmp, dst string) error { return r.LinkOnce(tmp, dst) }
 
 // moved reports whether an interrupted rename of tmp to dst happened:
 // tmp is gone and dst is there.
-func moved(r *rootfs.Root, tmp, dst string) bool {
+func moved(r rootfs.FS, tmp, dst string) bool {
 	var st unix.Stat_t
 	return errors.Is(r.Lstat(tmp, &st), unix.ENOENT) && r.Lstat(dst, &st) == nil
 }
 
 // linked reports whether an interrupted link of tmp to dst happened: both
 // names are the same file.
-func linked(r *rootfs.Root, tmp, dst string) bool {
+func linked(r rootfs.FS, tmp, dst string) bool {
 	var a, b unix.Stat_t
 	return r.Lstat(tmp, &a) == nil && r.Lstat(dst, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
 }
@@ -225,7 +225,7 @@ type dirCache struct {
 // ensure creates <model>/<shard> beneath r unless it is known to exist
 // (for a File, its directory, and the model's tree mark). made reports
 // that it was not known: a directory may have been made.
-func (c *dirCache) ensure(r *rootfs.Root, key format.Key) (made bool, err error) {
+func (c *dirCache) ensure(r rootfs.FS, key format.Key) (made bool, err error) {
 	rel := key.Model + "/" + key.ShardDir()
 	c.mu.Lock()
 	_, ok := c.known[rel]

@@ -35,7 +35,7 @@ func ReservedInModel(name string) bool {
 
 // isTree reports whether the model directory model beneath r is a tree
 // of Files.
-func isTree(r *rootfs.Root, model string) bool {
+func isTree(r rootfs.FS, model string) bool {
 	var st unix.Stat_t
 	return r.Stat(model+"/"+TreeMarkName, &st) == nil
 }
@@ -45,7 +45,7 @@ func isTree(r *rootfs.Root, model string) bool {
 // on a tier that is itself a files model of a ucmfs mount, a published
 // file is read-only (EACCES), and a mark made by another daemon sharing
 // the tier is published there.
-func markTree(r *rootfs.Root, model string) error {
+func markTree(r rootfs.FS, model string) error {
 	if isTree(r, model) {
 		return nil
 	}
@@ -84,7 +84,7 @@ func (w *layoutWalk) walkTree(model string, halt func(string, error)) {
 // settings record and the tree mark are left out, the settings' temp
 // files are leftovers), and its
 // subdirectories, both in name order.
-func listTreeDir(r *rootfs.Root, model, rel string) (ents []shardEntry, subdirs []string, err error) {
+func listTreeDir(r rootfs.FS, model, rel string) (ents []shardEntry, subdirs []string, err error) {
 	dir := model
 	if rel != "" {
 		dir += "/" + rel

@@ -143,7 +143,7 @@ func (s *Stack) forgetMeta(model string) {
 
 // writeMeta writes b as dir/ModelMetaName beneath r: temp file, fsync,
 // rename, fsync of dir.
-func writeMeta(r *rootfs.Root, dir string, b []byte) error {
+func writeMeta(r rootfs.FS, dir string, b []byte) error {
 	if err := r.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func writeMeta(r *rootfs.Root, dir string, b []byte) error {
 	}
 	_, err = f.Write(b)
 	if err == nil {
-		err = f.Sync()
+		err = r.SyncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
