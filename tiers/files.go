@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -233,7 +234,7 @@ func (c *dirCache) ensure(r rootfs.FS, key format.Key) (made bool, err error) {
 	if ok {
 		return false, nil
 	}
-	if err := r.MkdirAll(strings.TrimSuffix(rel, "/"), 0o755); err != nil {
+	if err := mkdirAllDurable(r, strings.TrimSuffix(rel, "/"), 0o755); err != nil {
 		return true, osErr("mkdir", err)
 	}
 	if key.Kind == format.File {
@@ -248,6 +249,28 @@ func (c *dirCache) ensure(r rootfs.FS, key format.Key) (made bool, err error) {
 	c.known[rel] = struct{}{}
 	c.mu.Unlock()
 	return true, nil
+}
+
+// mkdirAllDurable makes rel and its missing parents beneath r, and
+// fsyncs the parent of each directory it made, so that the new names are
+// durable: a file fsynced with its own directory is found after a power
+// cut only if every directory above it is (the fsyncs of a file and of
+// its directory make neither the directory's own name durable).
+func mkdirAllDurable(r rootfs.FS, rel string, perm uint32) error {
+	var st unix.Stat_t
+	if r.Lstat(rel, &st) == nil {
+		return r.MkdirAll(rel, perm) // there: MkdirAll refuses a link or a file
+	}
+	parent := path.Dir(rel)
+	if parent != "." {
+		if err := mkdirAllDurable(r, parent, perm); err != nil {
+			return err
+		}
+	}
+	if err := r.Mkdir(rel, perm); err != nil && !errors.Is(err, unix.EEXIST) {
+		return err
+	}
+	return r.SyncDir(parent) // also when another made it meanwhile: it may not have synced yet
 }
 
 // forget drops what is known about model ("" forgets everything).

@@ -41,7 +41,7 @@ func isTree(r rootfs.FS, model string) bool {
 }
 
 // markTree writes the tree mark in the model directory model beneath r,
-// unless it is there. A mark that is there is never opened for writing:
+// unless it is there, and fsyncs the model directory. A mark that is there is never opened for writing:
 // on a tier that is itself a files model of a ucmfs mount, a published
 // file is read-only (EACCES), and a mark made by another daemon sharing
 // the tier is published there.
@@ -56,7 +56,13 @@ func markTree(r rootfs.FS, model string) error {
 	if err != nil {
 		return osErr("mark tree", err)
 	}
-	return unix.Close(fd)
+	unix.Close(fd)
+	// The mark's name durable: without it the model's files are not
+	// found after a power cut (the model is not taken for a tree).
+	if err := r.SyncDir(model); err != nil {
+		return osErr("mark tree", err)
+	}
+	return nil
 }
 
 // walkTree walks the tree of model, sending each directory's files to

@@ -144,7 +144,7 @@ func (s *Stack) forgetMeta(model string) {
 // writeMeta writes b as dir/ModelMetaName beneath r: temp file, fsync,
 // rename, fsync of dir.
 func writeMeta(r rootfs.FS, dir string, b []byte) error {
-	if err := r.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirAllDurable(r, dir, 0o755); err != nil {
 		return err
 	}
 	tmp := dir + "/" + ModelMetaName + tmpPrefix + randomSuffix()
