@@ -12,6 +12,7 @@
 //     SyncDir; everything at a Syncfs (and at New). A name made durable
 //     whose file's bytes never were comes back empty, or, with Torn, as a
 //     prefix of what was written: what ext4's delayed allocation leaves.
+//     Its xattrs are the latest (metadata, journaled with the names).
 //
 // The durable state is recorded, not guessed: at each sync the file's
 // bytes are copied into a shadow directory outside the root, keyed by

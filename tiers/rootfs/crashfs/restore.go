@@ -17,11 +17,8 @@ func (d *Disk) Restore() error {
 	defer d.ops.Unlock()
 	d.cut.Store(true)
 	d.mu.Lock()
-	var now map[ident]string
-	if d.Torn {
-		now = map[ident]string{}
-		current(d.dir, now)
-	}
+	now := map[ident]string{}
+	current(d.dir, now)
 	ents, err := os.ReadDir(d.dir)
 	if err != nil {
 		d.mu.Unlock()
@@ -87,7 +84,10 @@ func (d *Disk) make(id ident, p string, made map[ident]string, now map[ident]str
 }
 
 // makeFile makes the file id at p from its durable image (empty if it
-// has none), torn with the bytes at latest when that is set.
+// has none), torn with the bytes at latest when Torn is set. Its xattrs
+// are those of the file at latest when there is one: an xattr is
+// metadata, which a journaling filesystem commits with the names
+// (ext4's delayed allocation loses the bytes, not the inode).
 func (d *Disk) makeFile(p string, id ident, latest string) error {
 	img, synced := d.files[id]
 	var b []byte
@@ -97,32 +97,46 @@ func (d *Disk) makeFile(p string, id ident, latest string) error {
 			return err
 		}
 	}
+	attrs := img.xattrs
 	if latest != "" {
-		if cur, err := os.ReadFile(latest); err == nil && string(cur) != string(b) {
-			n := len(cur)
-			if d.TornLen != nil {
-				n = d.TornLen(len(cur))
+		cur, err := os.ReadFile(latest)
+		if err == nil && d.Torn && string(cur) != string(b) {
+			b = torn(cur, b, d.TornLen)
+		}
+		if f, err := os.Open(latest); err == nil {
+			if x, err := xattrs(int(f.Fd())); err == nil {
+				attrs = x
 			}
-			torn := append([]byte(nil), cur[:n]...)
-			if len(b) > n {
-				torn = append(torn, b[n:]...)
-			}
-			b = torn
+			f.Close()
 		}
 	}
 	if err := os.WriteFile(p, b, 0o600); err != nil {
 		return err
 	}
-	if !synced {
-		return nil
-	}
-	for name, val := range img.xattrs {
+	for name, val := range attrs {
 		if err := unix.Lsetxattr(p, name, val, 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
 			return err
 		}
+	}
+	if !synced {
+		return nil
 	}
 	if err := unix.UtimesNano(p, []unix.Timespec{img.mtime, img.mtime}); err != nil {
 		return err
 	}
 	return os.Chmod(p, os.FileMode(img.mode&0o777))
+}
+
+// torn is the latest bytes cur cut at a length of n's choosing (all of
+// them when n is nil), over the durable bytes b.
+func torn(cur, b []byte, n func(int) int) []byte {
+	cut := len(cur)
+	if n != nil {
+		cut = n(len(cur))
+	}
+	out := append([]byte(nil), cur[:cut]...)
+	if len(b) > cut {
+		out = append(out, b[cut:]...)
+	}
+	return out
 }
