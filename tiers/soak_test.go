@@ -268,7 +268,11 @@ func (sr *soakRun) restart() {
 	sr.cutArm = false
 	err := sr.close()
 	sr.logf("restart: close: %v", err)
-	if sr.disk.Cut() || err != nil {
+	if sr.disk.Cut() {
+		sr.powerCut() // the cut came during the close
+		return
+	}
+	if err != nil {
 		sr.reopen()
 		return
 	}
@@ -312,7 +316,8 @@ func (sr *soakRun) reopen() {
 			if err := sr.s.Remove(k.key); err != nil {
 				sr.fail("remove the torn %s: %v", k.key, err)
 			}
-			v = -1
+			k.afterCut(-1)
+			continue
 		}
 		if floor := k.floor; !k.afterCut(v) {
 			sr.open("older", "%s after the power cut: v%d, but v%d was acknowledged durable", k.key, v, floor)
