@@ -112,14 +112,18 @@ func (k *soakKey) flushed() {
 }
 
 // afterCut reports whether v (-1: nothing) may be read after a power
-// cut, and makes it what is there now, all of it durable (the restored
-// directory is).
-func (k *soakKey) afterCut(v int) bool {
+// cut, or a close that could not write everything back, and makes it
+// what is there now. After a power cut (restored) it is all durable: the
+// restored directory is. After a failed close it is not: what was
+// durable stays the floor.
+func (k *soakKey) afterCut(v int, restored bool) bool {
 	ok := v == -1 && k.absentOK || v >= 0 && v >= k.floor
 	k.now = []int{v}
-	if v >= 0 {
+	switch {
+	case !restored:
+	case v >= 0:
 		k.floor, k.absentOK = v, false
-	} else {
+	default:
 		k.floor, k.absentOK = 0, true
 	}
 	return ok

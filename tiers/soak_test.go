@@ -273,7 +273,7 @@ func (sr *soakRun) restart() {
 		return
 	}
 	if err != nil {
-		sr.reopen()
+		sr.reopen(false)
 		return
 	}
 	sr.start()
@@ -297,13 +297,13 @@ func (sr *soakRun) powerCut() {
 	if err := os.MkdirAll(sr.shm, 0o700); err != nil {
 		sr.fail("%v", err)
 	}
-	sr.reopen()
+	sr.reopen(true)
 }
 
-// reopen opens the stack again after a power cut or a close that lost
-// what it did not write back, and checks every name against what
-// survives a power cut.
-func (sr *soakRun) reopen() {
+// reopen opens the stack again after a power cut (restored) or a close
+// that lost what it did not write back, and checks every name against
+// what survives a power cut.
+func (sr *soakRun) reopen(restored bool) {
 	sr.start()
 	for _, k := range sr.keys {
 		v, err := sr.read(k)
@@ -316,10 +316,10 @@ func (sr *soakRun) reopen() {
 			if err := sr.s.Remove(k.key); err != nil {
 				sr.fail("remove the torn %s: %v", k.key, err)
 			}
-			k.afterCut(-1)
+			k.afterCut(-1, restored)
 			continue
 		}
-		if floor := k.floor; !k.afterCut(v) {
+		if floor := k.floor; !k.afterCut(v, restored) {
 			sr.open("older", "%s after the power cut: v%d, but v%d was acknowledged durable", k.key, v, floor)
 		}
 	}
