@@ -91,7 +91,7 @@ func (sr *soakRun) logf(format string, args ...any) {
 // that it finds others; UCMFS_SOAK_STRICT=1 fails on them too.
 var soakOpen = map[string]string{
 	"torn":  "a version never acknowledged durable, written back and its name made durable by a later fsync of its directory, comes back torn after a power cut (its bytes never fsynced); raw blocks and files have no header to refuse it by",
-	"older": "after a power cut a files-model name has a version older than the last acknowledged durable",
+	"older": "after a power cut a name (files, raw blocks and ucmb blocks alike, about 1 seed in 17) has no version, or one older than the last acknowledged durable; cause not found yet",
 	"gone":  "remove says not found of a name a read finds",
 	"back":  "a name removed (acknowledged) is read again later, its old version back, after injected errors or a restart",
 	"stale": "a read gives a version older than the last one published, after injected errors or a restart",
