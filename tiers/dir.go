@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -98,6 +99,10 @@ type DirConfig struct {
 	KeepRecent time.Duration
 	// Logger receives warnings (default slog.Default()).
 	Logger *slog.Logger
+	// OpenFS opens the filesystem beneath the tier's root (nil:
+	// rootfs.Open, the real one). Tests put a crash-simulating or
+	// fault-injecting one here (package tiers/rootfs/crashfs).
+	OpenFS func(dir string, perm uint32) (rootfs.FS, error)
 }
 
 // kindDefaults is one row of the table in DirConfig's doc comment.
@@ -134,11 +139,11 @@ type DirTier struct {
 	low         float64
 	timeout     time.Duration
 	syncAll     bool
-	share       dirSharing   // private or shared: who else uses the directory (dir_sharing.go)
-	fs          *rootfs.Root // the root, held: every path operation resolves beneath it, through no link (package rootfs)
-	refusedLog  logEvery     // the log line of a non-file where a file should be, at most once a minute
-	linkLog     logEvery     // the log line of a link met in the tier (linkMet)
-	sumLog      logEvery     // the log line of a sum file not written (dir_sums.go)
+	share       dirSharing // private or shared: who else uses the directory (dir_sharing.go)
+	fs          rootfs.FS  // the root, held: every path operation resolves beneath it, through no link (package rootfs)
+	refusedLog  logEvery   // the log line of a non-file where a file should be, at most once a minute
+	linkLog     logEvery   // the log line of a link met in the tier (linkMet)
+	sumLog      logEvery   // the log line of a sum file not written (dir_sums.go)
 
 	direct     atomic.Bool // O_DIRECT writes enabled (cleared if unsupported)
 	directWarn sync.Once
@@ -214,13 +219,17 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 	t.idx.SetUnit(dirUnit)
 	t.idx.SetMaxFiles(maxFiles(cfg.MaxFiles))
 	// Made private when missing: the files of 0700 models are in it.
-	if err := t.do("open", func() (err error) { t.fs, err = rootfs.Open(root, 0o700); return err }, nil); err != nil {
+	open := cfg.OpenFS
+	if open == nil {
+		open = openRoot
+	}
+	if err := t.do("open", func() (err error) { t.fs, err = open(root, 0o700); return err }, nil); err != nil {
 		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
 	}
-	t.fs.OnLink = t.linkMet
-	if c := t.fs.Canonical(); c != root {
+	t.fs.SetOnLink(t.linkMet)
+	if c, ok := t.fs.(interface{ Canonical() string }); ok && c.Canonical() != root {
 		t.log.Info("tier directory reached through a link: the daemon holds the directory it leads to now, and takes no link put at the path later",
-			"kind", t.kind, "dir", root, "directory", c)
+			"kind", t.kind, "dir", root, "directory", c.Canonical())
 	}
 	t.subdirLinks = countsSubdirLinks(t.fs.FD())
 	var st unix.Stat_t
@@ -248,6 +257,15 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 	go t.probeLoop()
 	t.share.serve(cfg.Capacity == 0)
 	return t, nil
+}
+
+// openRoot is the real filesystem under a tier: its root held, no link.
+func openRoot(dir string, perm uint32) (rootfs.FS, error) {
+	r, err := rootfs.Open(dir, os.FileMode(perm))
+	if err != nil {
+		return nil, err // not a nil *Root in a non-nil FS
+	}
+	return r, nil
 }
 
 func orDefault(v, def float64) float64 {
@@ -278,7 +296,7 @@ func (t *DirTier) Persistent() bool { return true }
 
 // Root is the tier's root directory, held: the tier's files are reached
 // beneath it, through no link.
-func (t *DirTier) Root() *rootfs.Root { return t.fs }
+func (t *DirTier) Root() rootfs.FS { return t.fs }
 
 // Usage reports capacity and use.
 func (t *DirTier) Usage() Usage { return Usage(t.idx.Usage()) }

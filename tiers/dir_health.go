@@ -293,7 +293,7 @@ func (t *DirTier) probe() {
 
 // probeWrite checks that the root takes writes again: a file created,
 // written, fsynced and removed.
-func probeWrite(root *rootfs.Root) error {
+func probeWrite(root rootfs.FS) error {
 	f, rel, err := root.CreateTemp(".", tmpPrefix+"probe-", 0o600)
 	if err != nil {
 		return err
@@ -301,7 +301,7 @@ func probeWrite(root *rootfs.Root) error {
 	defer root.Unlink(rel)
 	_, err = f.Write([]byte("ucmfs probe\n"))
 	if err == nil {
-		err = f.Sync()
+		err = root.SyncFile(f)
 	}
 	return errors.Join(err, f.Close())
 }

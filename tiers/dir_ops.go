@@ -15,7 +15,7 @@ import (
 
 // syncDir fsyncs the directory rel beneath r so the entries in it are
 // durable.
-func syncDir(r *rootfs.Root, rel string) error {
+func syncDir(r rootfs.FS, rel string) error {
 	if err := r.SyncDir(rel); err != nil {
 		return osErr("fsync directory", err)
 	}
@@ -48,7 +48,7 @@ func (t *DirTier) Sync(key format.Key) error {
 			return notFound("open", err)
 		}
 		defer f.Close()
-		if err := f.Sync(); err != nil {
+		if err := t.fs.SyncFile(f); err != nil {
 			return osErr("fsync", err)
 		}
 		return syncDir(t.fs, path.Dir(p))

@@ -182,7 +182,7 @@ func parseSnapshot(data []byte) (snapshot, error) {
 
 // shard returns the trusted part of <model>/<hh> (the directory rel
 // beneath r) when the directory's ctime is the recorded one, else nil.
-func (s snapshot) shard(r *rootfs.Root, rel, model string, hh byte) *snapShard {
+func (s snapshot) shard(r rootfs.FS, rel, model string, hh byte) *snapShard {
 	parts := s[model]
 	if parts == nil || parts[hh] == nil {
 		return nil

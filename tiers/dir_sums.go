@@ -86,7 +86,7 @@ func (t *DirTier) writeSum(key format.Key, f *os.File, crc uint32, sync bool) er
 	line := fmt.Appendf(nil, "%s %d %d %08x\n", sumMagic, st.Ino, st.Size, crc)
 	_, err = tmp.Write(line)
 	if err == nil && sync {
-		err = tmp.Sync()
+		err = t.fs.SyncFile(tmp)
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
@@ -131,7 +131,7 @@ func (t *DirTier) readSum(key format.Key) (crc uint32, has bool, err error) {
 
 // fileSum is readSum for fsck: the CRC the sum file beneath root keeps
 // for the file at rel, if it is for that file's inode and size.
-func fileSum(root *rootfs.Root, rel string) (crc uint32, has bool) {
+func fileSum(root rootfs.FS, rel string) (crc uint32, has bool) {
 	// Not following a link, nor waiting on a FIFO planted at the name.
 	f, err := root.OpenRegular(sumRelOf(rel))
 	if err != nil {

@@ -155,7 +155,7 @@ func (t *DirTier) adoptFound(e *index.Entry) bool {
 
 // replace moves tmp to dst (beneath r) over the file there (a superseded
 // version): rename(2), atomic on every tier's filesystem, NFS included.
-func (p *publisher) replace(r *rootfs.Root, tmp, dst string) error {
+func (p *publisher) replace(r rootfs.FS, tmp, dst string) error {
 	for {
 		err := renameOnce(r, tmp, dst, 0)
 		if !errors.Is(err, unix.EINTR) {

@@ -241,7 +241,7 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 	// change still gets the file.
 	_ = w.f.Chmod(0o444)
 	if sync {
-		if err := w.f.Sync(); err != nil {
+		if err := t.fs.SyncFile(w.f); err != nil {
 			w.cleanup()
 			if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 				t.fsForget()

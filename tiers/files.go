@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,7 +49,7 @@ type publisher struct {
 // case it returns an error satisfying errors.Is(err, ErrExist) and leaves
 // tmp in place. Other errors are the filesystem's (ENOENT when dst's
 // directory is missing).
-func (p *publisher) publish(r *rootfs.Root, tmp, dst string) error {
+func (p *publisher) publish(r rootfs.FS, tmp, dst string) error {
 	for {
 		mode := p.mode.Load()
 		switch mode {
@@ -119,23 +120,23 @@ func (p *publisher) publish(r *rootfs.Root, tmp, dst string) error {
 
 // renameOnce is r.Rename with EINTR returned, not retried: the callers
 // check whether an interrupted rename happened (moved).
-func renameOnce(r *rootfs.Root, tmp, dst string, flags uint) error {
+func renameOnce(r rootfs.FS, tmp, dst string, flags uint) error {
 	return r.RenameOnce(tmp, dst, flags)
 }
 
 // linkOnce is r.Link with EINTR returned (linked checks it).
-func linkOnce(r *rootfs.Root, tmp, dst string) error { return r.LinkOnce(tmp, dst) }
+func linkOnce(r rootfs.FS, tmp, dst string) error { return r.LinkOnce(tmp, dst) }
 
 // moved reports whether an interrupted rename of tmp to dst happened:
 // tmp is gone and dst is there.
-func moved(r *rootfs.Root, tmp, dst string) bool {
+func moved(r rootfs.FS, tmp, dst string) bool {
 	var st unix.Stat_t
 	return errors.Is(r.Lstat(tmp, &st), unix.ENOENT) && r.Lstat(dst, &st) == nil
 }
 
 // linked reports whether an interrupted link of tmp to dst happened: both
 // names are the same file.
-func linked(r *rootfs.Root, tmp, dst string) bool {
+func linked(r rootfs.FS, tmp, dst string) bool {
 	var a, b unix.Stat_t
 	return r.Lstat(tmp, &a) == nil && r.Lstat(dst, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
 }
@@ -225,7 +226,7 @@ type dirCache struct {
 // ensure creates <model>/<shard> beneath r unless it is known to exist
 // (for a File, its directory, and the model's tree mark). made reports
 // that it was not known: a directory may have been made.
-func (c *dirCache) ensure(r *rootfs.Root, key format.Key) (made bool, err error) {
+func (c *dirCache) ensure(r rootfs.FS, key format.Key) (made bool, err error) {
 	rel := key.Model + "/" + key.ShardDir()
 	c.mu.Lock()
 	_, ok := c.known[rel]
@@ -233,7 +234,7 @@ func (c *dirCache) ensure(r *rootfs.Root, key format.Key) (made bool, err error)
 	if ok {
 		return false, nil
 	}
-	if err := r.MkdirAllOverLinks(strings.TrimSuffix(rel, "/"), 0o755); err != nil {
+	if err := mkdirAllDurable(r, strings.TrimSuffix(rel, "/"), 0o755); err != nil {
 		return true, osErr("mkdir", err)
 	}
 	if key.Kind == format.File {
@@ -248,6 +249,37 @@ func (c *dirCache) ensure(r *rootfs.Root, key format.Key) (made bool, err error)
 	c.known[rel] = struct{}{}
 	c.mu.Unlock()
 	return true, nil
+}
+
+// mkdirAllDurable makes rel and its missing parents beneath r, and
+// fsyncs the parent of each directory it made, so that the new names are
+// durable: a file fsynced with its own directory is found after a power
+// cut only if every directory above it is (the fsyncs of a file and of
+// its directory make neither the directory's own name durable).
+func mkdirAllDurable(r rootfs.FS, rel string, perm uint32) error {
+	var st unix.Stat_t
+	if r.Lstat(rel, &st) == nil {
+		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			return r.MkdirAll(rel, perm) // there: MkdirAll refuses a file
+		}
+		// A link where a directory of the layout goes (planted on a
+		// share, or where the tier wrote before): it is removed, the link
+		// itself, and the directory made; it kept every write there
+		// failing.
+		if err := r.Unlink(rel); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+	}
+	parent := path.Dir(rel)
+	if parent != "." {
+		if err := mkdirAllDurable(r, parent, perm); err != nil {
+			return err
+		}
+	}
+	if err := r.Mkdir(rel, perm); err != nil && !errors.Is(err, unix.EEXIST) {
+		return err
+	}
+	return r.SyncDir(parent) // also when another made it meanwhile: it may not have synced yet
 }
 
 // forget drops what is known about model ("" forgets everything).

@@ -150,7 +150,7 @@ func Fsck(dir string, opts FsckOptions) (FsckReport, error) {
 
 // fscker is the state of one Fsck.
 type fscker struct {
-	root *rootfs.Root
+	root rootfs.FS
 	opts FsckOptions
 	rep  FsckReport
 	sums bool // the tier has sum files (dir_sums.go)
@@ -287,7 +287,7 @@ func (f *fscker) quarantine(rel string) (string, error) { return moveAside(f.roo
 
 // moveAside moves rel to .quarantine/rel beneath root (with a numeric
 // suffix when that name is taken) and returns the new relative path.
-func moveAside(root *rootfs.Root, rel string) (string, error) {
+func moveAside(root rootfs.FS, rel string) (string, error) {
 	dst := QuarantineDir + "/" + rel
 	if err := root.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return "", err
@@ -329,7 +329,7 @@ func (f *fscker) failure(rel string, err error) {
 // checkRaw checks a raw block file at rel beneath root (any size, empty
 // too): when the tier keeps its CRC-32C (the crcXattr, else, with sums,
 // its sum file, dir_sums.go), the bytes match it.
-func checkRaw(root *rootfs.Root, rel string, sums bool) error {
+func checkRaw(root rootfs.FS, rel string, sums bool) error {
 	var buf [16]byte
 	kept := crcXattr
 	want, ok := uint32(0), false

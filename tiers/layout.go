@@ -41,7 +41,7 @@ import (
 // the listing (and reported to root's OnLink), in a shard or tree
 // directory it is an entry outside the layout.
 type layoutWalk struct {
-	root    *rootfs.Root
+	root    rootfs.FS
 	workers int // shard directories handled at once; 1: in order, on the caller's goroutine
 	// readDir lists the root (".") or a model directory; listShard lists
 	// and classifies a shard directory (DirTier wraps both in its
@@ -185,7 +185,7 @@ func (w *layoutWalk) walkModel(model string, send func(shardJob), halt func(stri
 // the shard) with one stat per entry, relative to the directory's
 // descriptor, and classifies every name, in name order. A name gone
 // meanwhile is left out; a link is outside the layout.
-func listShard(r *rootfs.Root, rel string) ([]shardEntry, error) {
+func listShard(r rootfs.FS, rel string) ([]shardEntry, error) {
 	list, err := r.ReadDirStat(rel)
 	if err != nil {
 		return nil, err

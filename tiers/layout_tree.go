@@ -35,17 +35,17 @@ func ReservedInModel(name string) bool {
 
 // isTree reports whether the model directory model beneath r is a tree
 // of Files.
-func isTree(r *rootfs.Root, model string) bool {
+func isTree(r rootfs.FS, model string) bool {
 	var st unix.Stat_t
 	return r.Stat(model+"/"+TreeMarkName, &st) == nil
 }
 
 // markTree writes the tree mark in the model directory model beneath r,
-// unless it is there. A mark that is there is never opened for writing:
+// unless it is there, and fsyncs the model directory. A mark that is there is never opened for writing:
 // on a tier that is itself a files model of a ucmfs mount, a published
 // file is read-only (EACCES), and a mark made by another daemon sharing
 // the tier is published there.
-func markTree(r *rootfs.Root, model string) error {
+func markTree(r rootfs.FS, model string) error {
 	if isTree(r, model) {
 		return nil
 	}
@@ -56,7 +56,13 @@ func markTree(r *rootfs.Root, model string) error {
 	if err != nil {
 		return osErr("mark tree", err)
 	}
-	return unix.Close(fd)
+	unix.Close(fd)
+	// The mark's name durable: without it the model's files are not
+	// found after a power cut (the model is not taken for a tree).
+	if err := r.SyncDir(model); err != nil {
+		return osErr("mark tree", err)
+	}
+	return nil
 }
 
 // walkTree walks the tree of model, sending each directory's files to
@@ -84,7 +90,7 @@ func (w *layoutWalk) walkTree(model string, halt func(string, error)) {
 // settings record and the tree mark are left out, the settings' temp
 // files are leftovers), and its
 // subdirectories, both in name order.
-func listTreeDir(r *rootfs.Root, model, rel string) (ents []shardEntry, subdirs []string, err error) {
+func listTreeDir(r rootfs.FS, model, rel string) (ents []shardEntry, subdirs []string, err error) {
 	dir := model
 	if rel != "" {
 		dir += "/" + rel

@@ -29,7 +29,7 @@ const LockFileName = ".ucmfs.lock"
 // file read-only once written and closed (a files model of another ucmfs
 // mount), an open for writing of an existing lock file is EACCES, and a
 // file still open from its create is not seen by other processes.
-func lockExclusive(r *rootfs.Root, rel string) (*os.File, error) {
+func lockExclusive(r rootfs.FS, rel string) (*os.File, error) {
 	f, err := openLockFile(r, rel)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
@@ -43,7 +43,7 @@ func lockExclusive(r *rootfs.Root, rel string) (*os.File, error) {
 
 // openLockFile opens the lock file rel beneath r read-only, making it
 // (empty, 0600) first when it is missing.
-func openLockFile(r *rootfs.Root, rel string) (*os.File, error) {
+func openLockFile(r rootfs.FS, rel string) (*os.File, error) {
 	f, err := r.OpenRegular(rel)
 	if !errors.Is(err, os.ErrNotExist) {
 		return f, err
@@ -70,7 +70,7 @@ func flockNB(f *os.File) error {
 
 // lockHeld reports whether a live process holds the lock file rel beneath
 // r. A missing lock file yields os.ErrNotExist.
-func lockHeld(r *rootfs.Root, rel string) (bool, error) {
+func lockHeld(r rootfs.FS, rel string) (bool, error) {
 	f, err := r.OpenRegular(rel)
 	if err != nil {
 		return false, err

@@ -47,7 +47,7 @@ type lockOwner struct {
 
 // writeOwner records o in dir's OwnerFileName (a temp file renamed over
 // it: a reader never sees half a record).
-func writeOwner(dir *rootfs.Root, o lockOwner) error {
+func writeOwner(dir rootfs.FS, o lockOwner) error {
 	tmp := tmpPrefix + "owner-" + randomSuffix()
 	if err := dir.WriteFile(tmp, fmt.Appendf(nil, "pid %d fuse %d\n", o.pid, o.conn), 0o600); err != nil {
 		return err
@@ -60,7 +60,7 @@ func writeOwner(dir *rootfs.Root, o lockOwner) error {
 }
 
 // readOwner reads dir's OwnerFileName.
-func readOwner(dir *rootfs.Root) (lockOwner, error) {
+func readOwner(dir rootfs.FS) (lockOwner, error) {
 	b, err := dir.ReadFile(OwnerFileName)
 	if err != nil {
 		return lockOwner{}, err
@@ -74,7 +74,7 @@ func readOwner(dir *rootfs.Root) (lockOwner, error) {
 
 // flockHolder returns the pid of the process holding a flock on the file
 // rel beneath r, from /proc/locks; 0 when none does.
-func flockHolder(r *rootfs.Root, rel string) (int, error) {
+func flockHolder(r rootfs.FS, rel string) (int, error) {
 	var st unix.Stat_t
 	if err := r.Stat(rel, &st); err != nil {
 		return 0, err
@@ -112,7 +112,7 @@ func zombie(pid int) bool {
 // it, and it is a zombie. It aborts the recorded FUSE connection and
 // waits for the lock to be let go; it returns the lock, or nil and why
 // not (nil, nil: the holder is not such a daemon).
-func freeStuckHolder(dir *rootfs.Root, lockPath string, log *slog.Logger) (*os.File, error) {
+func freeStuckHolder(dir rootfs.FS, lockPath string, log *slog.Logger) (*os.File, error) {
 	o, err := readOwner(dir)
 	if err != nil {
 		return nil, nil

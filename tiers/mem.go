@@ -87,7 +87,7 @@ type MemTier struct {
 	// also spares the kernel the walk of a /proc/self/fd link on each
 	// (~3 µs of an open here). rootf holds the descriptor when lockf is
 	// not the root.
-	fs    *rootfs.Root
+	fs    rootfs.FS
 	rootf *os.File
 	// private: root is a detached tmpfs of the tier's own (privateTmpfs).
 	private bool

@@ -96,7 +96,7 @@ func cleanStale(parent, self string, log *slog.Logger) []string {
 
 // stale reports whether the directory name beneath parent belongs to a
 // daemon that is gone.
-func stale(parent *rootfs.Root, name string) bool {
+func stale(parent rootfs.FS, name string) bool {
 	var isNew bool
 	switch {
 	case strings.HasPrefix(name, memDirPrefix):

@@ -93,7 +93,7 @@ func (t *MemTier) Unchanged(key format.Key) (unchanged, held bool) {
 
 // sameFile reports whether the file rel beneath r still has the size and
 // mtime of info; held is false when it is gone.
-func sameFile(r *rootfs.Root, rel string, info Info) (unchanged, held bool) {
+func sameFile(r rootfs.FS, rel string, info Info) (unchanged, held bool) {
 	if info.MTime.IsZero() {
 		return true, true // no time recorded: nothing to tell a change by
 	}

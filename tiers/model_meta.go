@@ -143,8 +143,8 @@ func (s *Stack) forgetMeta(model string) {
 
 // writeMeta writes b as dir/ModelMetaName beneath r: temp file, fsync,
 // rename, fsync of dir.
-func writeMeta(r *rootfs.Root, dir string, b []byte) error {
-	if err := r.MkdirAll(dir, 0o755); err != nil {
+func writeMeta(r rootfs.FS, dir string, b []byte) error {
+	if err := mkdirAllDurable(r, dir, 0o755); err != nil {
 		return err
 	}
 	tmp := dir + "/" + ModelMetaName + tmpPrefix + randomSuffix()
@@ -154,7 +154,7 @@ func writeMeta(r *rootfs.Root, dir string, b []byte) error {
 	}
 	_, err = f.Write(b)
 	if err == nil {
-		err = f.Sync()
+		err = r.SyncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -63,7 +63,7 @@ func (s *Stack) SetMTime(k format.Key, t time.Time) error {
 	mu.Lock()
 	defer mu.Unlock()
 	found := false
-	set := func(ix *index.Index, r *rootfs.Root) error {
+	set := func(ix *index.Index, r rootfs.FS) error {
 		if !ix.SetMTime(k, t) {
 			return nil
 		}

@@ -53,7 +53,7 @@ func (s *Stack) RemoveDir(model, rel string) error {
 	if !s.copies.wait(model, rel) {
 		s.log.Warn("directory removed while a copy into it still runs", "model", model, "dir", rel)
 	}
-	roots := []*rootfs.Root{s.mem.fs}
+	roots := []rootfs.FS{s.mem.fs}
 	for _, d := range s.dirs {
 		roots = append(roots, d.fs)
 	}
@@ -144,7 +144,7 @@ func treePath(model, rel string) error {
 }
 
 // removeTempFiles removes the tiers' temp files in dir beneath r.
-func removeTempFiles(r *rootfs.Root, dir string) {
+func removeTempFiles(r rootfs.FS, dir string) {
 	names, err := r.ReadDirAll(dir)
 	if err != nil {
 		return

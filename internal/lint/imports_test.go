@@ -17,6 +17,7 @@ var allowed = map[string][]string{
 	"format":               {},
 	"tiers/index":          {"format", "internal/hashtab"},
 	"tiers/rootfs":         {},
+	"tiers/rootfs/crashfs": {"tiers/rootfs"}, // test support: a filesystem that fails and loses power
 	"tiers":                {"format", "tiers/index", "tiers/rootfs"},
 	"sparse":               {"format"},
 	"hybrid":               {"format"},

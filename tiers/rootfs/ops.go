@@ -264,28 +264,3 @@ func (r *Root) WriteFile(rel string, data []byte, perm uint32) error {
 	}
 	return err
 }
-
-// MkdirAllOverLinks is MkdirAll that removes a link found where one of
-// rel's directories goes (the link itself, reported as every link met
-// is) and makes the directory there: the tiers' own directories (a
-// model's, a shard's) are theirs to make, and a link planted in their
-// place on a share must not keep every write-back of them failing.
-func (r *Root) MkdirAllOverLinks(rel string, perm uint32) error {
-	err := r.MkdirAll(rel, perm)
-	if !errors.Is(err, unix.ELOOP) {
-		return err
-	}
-	for i := 0; i <= len(rel); i++ {
-		if i < len(rel) && rel[i] != '/' {
-			continue
-		}
-		var st unix.Stat_t
-		if r.Lstat(rel[:i], &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			r.met(rel[:i])
-			if err := r.Unlink(rel[:i]); err != nil && !errors.Is(err, unix.ENOENT) {
-				return err
-			}
-		}
-	}
-	return r.MkdirAll(rel, perm)
-}

@@ -265,22 +265,3 @@ func TestReopenTakesNoLink(t *testing.T) {
 		t.Fatalf("not the directory at the path: %v", err)
 	}
 }
-
-// TestMkdirAllOverLinks: a link where a directory of the path goes is
-// removed (the link itself) and the directory made; what it pointed at
-// is untouched.
-func TestMkdirAllOverLinks(t *testing.T) {
-	r, root, outside := setup(t)
-	if err := r.MkdirAllOverLinks("m/x/ab", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := os.Lstat(filepath.Join(root, "m/x")); err != nil || !st.IsDir() {
-		t.Fatalf("m/x after: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(outside, "ab")); err == nil {
-		t.Fatal("a directory was made through the link")
-	}
-	if _, err := os.Stat(filepath.Join(outside, "secret.txt")); err != nil {
-		t.Fatalf("outside: %v", err)
-	}
-}

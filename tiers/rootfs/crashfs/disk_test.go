@@ -1,0 +1,119 @@
+package crashfs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"golang.org/x/sys/unix"
+)
+
+// write creates rel beneath fs with b, fsynced when sync.
+func write(t *testing.T, fs rootfs.FS, rel, b string, sync bool) {
+	t.Helper()
+	f, err := fs.OpenFile(rel, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(b); err != nil {
+		t.Fatal(err)
+	}
+	if sync {
+		if err := fs.SyncFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// openDisk makes a disk in a new directory and opens a filesystem on it.
+func openDisk(t *testing.T) (string, *Disk, rootfs.FS) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tier")
+	d, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := d.Open(dir, 0o700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, d, fs
+}
+
+// TestPowerCutForgetsWhatWasNotSynced: after a power cut a file is there
+// with its bytes only if both its bytes and its directory's entry were
+// synced; a name synced without its bytes comes back empty; a name not
+// synced is gone, as are directories whose parent was not synced.
+func TestPowerCutForgetsWhatWasNotSynced(t *testing.T) {
+	dir, d, fs := openDisk(t)
+	if err := fs.MkdirAll("m/ab", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(fs.SyncDir("."))
+	must(fs.SyncDir("m"))
+	write(t, fs, "m/ab/both", "durable", true)
+	write(t, fs, "m/ab/bytes", "bytes only", true)
+	write(t, fs, "m/ab/name", "name only", false)
+	must(fs.Rename("m/ab/bytes", "m/ab/moved", 0)) // the rename is not synced
+	must(fs.Mkdir("m/new", 0o700))                 // nor is m after this
+	write(t, fs, "m/new/f", "in an unsynced directory", true)
+	must(fs.SyncDir("m/new"))
+	// the synced listing of m/ab holds both, name, and bytes (pre-rename)
+	must(fs.Rename("m/ab/moved", "m/ab/bytes", 0))
+	must(fs.SyncDir("m/ab"))
+	must(fs.Rename("m/ab/bytes", "m/ab/later", 0))
+	write(t, fs, "m/ab/both", "rewritten, not synced", false)
+
+	d.PowerCut()
+	if err := fs.Unlink("m/ab/both"); !errors.Is(err, unix.EIO) {
+		t.Fatalf("unlink after the cut: %v, want EIO", err)
+	}
+	fs.Close()
+	must(d.Restore())
+
+	want := map[string]string{"m/ab/both": "durable", "m/ab/bytes": "bytes only", "m/ab/name": ""}
+	for rel, b := range want {
+		got, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil || string(got) != b {
+			t.Errorf("%s: %q %v, want %q", rel, got, err, b)
+		}
+	}
+	for _, rel := range []string{"m/ab/later", "m/ab/moved", "m/new"} {
+		if _, err := os.Lstat(filepath.Join(dir, rel)); !os.IsNotExist(err) {
+			t.Errorf("%s is there after the cut (%v): it was never durable", rel, err)
+		}
+	}
+}
+
+// TestFaults: FailAt fails the chosen operation once with its errno;
+// CutAt cuts the power before the chosen one.
+func TestFaults(t *testing.T) {
+	_, d, fs := openDisk(t)
+	defer fs.Close()
+	d.FailAt(2, "mkdir", unix.ENOSPC)
+	if err := fs.Mkdir("a", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Mkdir("b", 0o700); !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("second mkdir: %v, want ENOSPC", err)
+	}
+	if err := fs.Mkdir("b", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d.CutAt(2)
+	if err := fs.Mkdir("c", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SyncDir("."); !errors.Is(err, unix.EIO) || !d.Cut() {
+		t.Fatalf("sync after the cut: %v, want EIO", err)
+	}
+}
