@@ -89,10 +89,3 @@ func (c *projCache) put(key projKey, p *projection) {
 		c.used -= old.size()
 	}
 }
-
-// bytes is the memory the cached projections hold.
-func (c *projCache) bytes() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.used
-}

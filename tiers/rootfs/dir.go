@@ -3,7 +3,6 @@ package rootfs
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -262,9 +261,6 @@ func (r *Root) ReadDirAll(rel string) ([]string, error) {
 	})
 	return names, err
 }
-
-// IsNotExist reports an error of a missing path.
-func IsNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
 
 // Stat is one entry of ReadDirStat: a name and its lstat.
 type Stat struct {
