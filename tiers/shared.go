@@ -80,6 +80,7 @@ type sharedDir struct {
 	view       sharedView
 	keepRecent time.Duration // never evict a file younger
 	rescan     time.Duration // how often the background scan checks every shard again
+	owed       owedSet       // files written back to a private tier while this one was down (shared_owed.go)
 }
 
 // newSharedDir is the sharing of shared tier t, as cfg sets it.
