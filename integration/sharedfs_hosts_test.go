@@ -25,16 +25,32 @@ type hosts []*daemon
 // its own nvme tier in front of the shared one.
 func threeHosts(t *testing.T, fs *sharedFS, args ...string) hosts {
 	t.Helper()
+	return hostsOn(t, fs, 0, args...)
+}
+
+// hostsOn is threeHosts with each operation on the shared tier bounded
+// by timeout (0: the kind's, 60 s), given in a config file as an
+// operator would.
+func hostsOn(t *testing.T, fs *sharedFS, timeout time.Duration, args ...string) hosts {
+	t.Helper()
 	shares := fs.share(t)
 	var hs hosts
 	for _, share := range shares {
-		nvme := filepath.Join(testDir(t), "nvme")
+		dir := testDir(t)
+		nvme := filepath.Join(dir, "nvme")
 		if err := os.Mkdir(nvme, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		cfg := fmt.Sprintf("tiers:\n  - {kind: nvme, dir: %s}\n  - {kind: nfs, dir: %s}\n", nvme, share)
+		if timeout > 0 {
+			cfg = fmt.Sprintf("tiers:\n  - {kind: nvme, dir: %s}\n  - {kind: nfs, dir: %s, timeout: %v}\n", nvme, share, timeout)
+		}
+		conf := filepath.Join(dir, "ucmfs.yaml")
+		if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		hs = append(hs, mountUCM(t, mountOpts{Bare: true, Args: append([]string{
-			"--memory", "64MiB", "--memory-dir", memDir, "--log-level", "info",
-			"--tier", "nvme:" + nvme, "--tier", "nfs:" + share,
+			"--config", conf, "--memory", "64MiB", "--memory-dir", memDir, "--log-level", "info",
 			"--negative-ttl", sharedTTL.String()}, args...)}))
 	}
 	return hs
