@@ -92,7 +92,7 @@ func TestSharedFSFaults(t *testing.T) {
 	for _, name := range sharedFSNames {
 		t.Run(name, func(t *testing.T) {
 			fs := needSharedFS(t, name)
-			hs := hostsOn(t, fs, faultTimeout)
+			hs := hostsOn(t, fs, hostsConfig{timeout: faultTimeout})
 			for _, f := range sharedFaults[name] {
 				t.Run(f.name, func(t *testing.T) { runSharedFault(t, fs, hs, f) })
 			}
