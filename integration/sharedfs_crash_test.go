@@ -10,11 +10,11 @@ import (
 	"testing"
 )
 
-// tempsUnder lists the tiers' temp files (.tmp-*) under dir.
-func tempsUnder(dir string) []string {
+// filesUnder lists the files under dir whose names keep takes.
+func filesUnder(dir string, keep func(name string) bool) []string {
 	var out []string
 	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err == nil && strings.HasPrefix(e.Name(), ".tmp-") {
+		if err == nil && !e.IsDir() && keep(e.Name()) {
 			out = append(out, p)
 		}
 		return nil
@@ -22,16 +22,14 @@ func tempsUnder(dir string) []string {
 	return out
 }
 
+// tempsUnder lists the tiers' temp files (.tmp-*) under dir.
+func tempsUnder(dir string) []string {
+	return filesUnder(dir, func(n string) bool { return strings.HasPrefix(n, ".tmp-") })
+}
+
 // finalsUnder lists the files under final names (no leading dot) under dir.
 func finalsUnder(dir string) []string {
-	var out []string
-	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err == nil && !e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			out = append(out, p)
-		}
-		return nil
-	})
-	return out
+	return filesUnder(dir, func(n string) bool { return !strings.HasPrefix(n, ".") })
 }
 
 // TestSharedFSKilledMidWriteBack: host A's daemon is killed (-9) while it

@@ -40,7 +40,9 @@ func script(cmd string, args ...string) func(t *testing.T, fs *sharedFS, hs host
 }
 
 // clientKill kills host B's client process: its mount answers ENOTCONN.
-func clientKill(t *testing.T, fs *sharedFS, _ hosts) { fs.mustRun(t, "client-kill", fs.dir, fs.mnts[1]) }
+func clientKill(t *testing.T, fs *sharedFS, _ hosts) {
+	fs.mustRun(t, "client-kill", fs.dir, fs.mnts[1])
+}
 
 // clientRemount unmounts host B's dead client mount and mounts it again.
 func clientRemount(t *testing.T, fs *sharedFS, _ hosts) {
