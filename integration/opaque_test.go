@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -30,19 +31,31 @@ func opaqueBlock(id string) []byte {
 // answer.
 func flushAll(t *testing.T, d *daemon) {
 	t.Helper()
+	if err := flushErr(d); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+}
+
+// flushErr writes "all" to d's .ucm/flush and returns the error, or the
+// answer when it is not "ok flushed".
+func flushErr(d *daemon) error {
 	f, err := os.OpenFile(d.path(".ucm", "flush"), os.O_RDWR, 0)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer f.Close()
 	if _, err := f.WriteString("all\n"); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	buf := make([]byte, 256)
 	n, err := f.Read(buf)
-	if err != nil || string(buf[:n]) != "ok flushed\n" {
-		t.Fatalf("flush: %q %v", buf[:n], err)
+	if err != nil {
+		return err
 	}
+	if ans := string(buf[:n]); ans != "ok flushed\n" {
+		return fmt.Errorf("flush answered %q", ans)
+	}
+	return nil
 }
 
 // TestOpaqueBlock: through a real mount, an opaque block publishes and

@@ -25,20 +25,54 @@ type hosts []*daemon
 // its own nvme tier in front of the shared one.
 func threeHosts(t *testing.T, fs *sharedFS, args ...string) hosts {
 	t.Helper()
+	return hostsOn(t, fs, hostsConfig{}, args...)
+}
+
+// hostsConfig is what hostsOn sets beyond the flags every host gets.
+type hostsConfig struct {
+	// timeout bounds each operation on the shared tier (0: the kind's,
+	// 60 s), given in a config file as an operator would.
+	timeout time.Duration
+	// events publishes each host's KV events on its own ipc endpoint
+	// (eventsOf); the daemons then check every directory of the share
+	// each second, not each minute.
+	events bool
+}
+
+// hostsOn is threeHosts as cfg says. Each daemon's Tier is its path to
+// the share.
+func hostsOn(t *testing.T, fs *sharedFS, cfg hostsConfig, args ...string) hosts {
+	t.Helper()
 	shares := fs.share(t)
 	var hs hosts
 	for _, share := range shares {
-		nvme := filepath.Join(testDir(t), "nvme")
-		if err := os.Mkdir(nvme, 0o755); err != nil {
+		dir := testDir(t)
+		nvme, mnt := filepath.Join(dir, "nvme"), filepath.Join(dir, "mnt")
+		for _, d := range []string{nvme, mnt} {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tiers := fmt.Sprintf("tiers:\n  - {kind: nvme, dir: %s}\n  - {kind: nfs, dir: %s}\n", nvme, share)
+		if cfg.timeout > 0 {
+			tiers = fmt.Sprintf("tiers:\n  - {kind: nvme, dir: %s}\n  - {kind: nfs, dir: %s, timeout: %v}\n", nvme, share, cfg.timeout)
+		}
+		conf := filepath.Join(dir, "ucmfs.yaml")
+		if err := os.WriteFile(conf, []byte(tiers), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		hs = append(hs, mountUCM(t, mountOpts{Bare: true, Args: append([]string{
-			"--memory", "64MiB", "--memory-dir", memDir, "--log-level", "info",
-			"--tier", "nvme:" + nvme, "--tier", "nfs:" + share,
-			"--negative-ttl", sharedTTL.String()}, args...)}))
+		flags := []string{"--config", conf, "--memory", "64MiB", "--memory-dir", memDir, "--log-level", "info",
+			"--negative-ttl", sharedTTL.String()}
+		if cfg.events {
+			flags = append(flags, "--kv-events", "ipc://"+filepath.Join(dir, "ev.sock"))
+		}
+		hs = append(hs, mountUCM(t, mountOpts{Bare: true, Mnt: mnt, Tier: share, Args: append(flags, args...)}))
 	}
 	return hs
 }
+
+// eventsOf is the KV events endpoint of a host hostsOn mounted with events.
+func eventsOf(d *daemon) string { return "ipc://" + filepath.Join(filepath.Dir(d.Mnt), "ev.sock") }
 
 // layoutCase is how one layout's items are made, found and named.
 type layoutCase struct {

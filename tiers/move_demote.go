@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -10,7 +11,8 @@ import (
 )
 
 // demoteLoop keeps every directory tier under its high watermark: once a
-// second, and after each write-back burst.
+// second, and after each write-back burst; each second it also copies to
+// a shared tier that is up what the host owes it (payOwed).
 func (s *Stack) demoteLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(time.Second)
@@ -21,6 +23,7 @@ func (s *Stack) demoteLoop() {
 			return
 		case <-t.C:
 		}
+		_ = s.payOwed(context.Background(), nil) // each round until the shared tiers are up (shared_owed.go)
 		for i := range s.dirs {
 			if s.dirs[i].OverHigh() {
 				s.demote(i)

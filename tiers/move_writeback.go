@@ -112,6 +112,8 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			}
 			if d.Shared() {
 				s.cacheCopy(k, i, opts.from) // the share has it: the host's nvme keeps a copy
+			} else {
+				s.owe(k, i) // the share was down or failed: it gets the file once up
 			}
 			s.stats.writeBacks.Add(1)
 			s.signalRoom()
@@ -154,7 +156,10 @@ func (s *Stack) Flush(ctx context.Context, k format.Key) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.writeBack(k, true)
+	if err := s.writeBack(k, true); err != nil {
+		return err
+	}
+	return s.payOwed(ctx, func(o format.Key) bool { return o == k })
 }
 
 // FlushAll makes every dirty block of model ("" = all models) durable,
@@ -163,7 +168,11 @@ func (s *Stack) FlushAll(ctx context.Context, model string) error {
 	if !s.Persistent() {
 		return nil
 	}
-	return s.FlushKeys(ctx, listKeys(s.mem, model))
+	err := s.FlushKeys(ctx, listKeys(s.mem, model))
+	if err == nil { // and the files of the model owed to a shared tier
+		err = s.payOwed(ctx, func(k format.Key) bool { return model == "" || k.Model == model })
+	}
+	return err
 }
 
 // FlushKeys makes those of keys that are dirty durable, as FlushAll does
@@ -205,6 +214,13 @@ func (s *Stack) FlushKeys(ctx context.Context, keys []format.Key) error {
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		errs = append(errs, err)
+	}
+	if len(errs) == 0 { // and those of keys owed to a shared tier
+		set := make(map[format.Key]bool, len(keys))
+		for _, k := range keys {
+			set[k] = true
+		}
+		errs = append(errs, s.payOwed(ctx, func(k format.Key) bool { return set[k] }))
 	}
 	return joinFlush(errs)
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -77,9 +78,11 @@ type sharedView struct {
 // (shared_stack.go), and the stack reads its files only through copies.
 type sharedDir struct {
 	*DirTier
-	view       sharedView
-	keepRecent time.Duration // never evict a file younger
-	rescan     time.Duration // how often the background scan checks every shard again
+	view        sharedView
+	keepRecent  time.Duration // never evict a file younger
+	rescan      time.Duration // how often the background scan checks every shard again
+	owed        owedSet       // files written back to a private tier while this one was down (shared_owed.go)
+	remountBusy atomic.Bool   // a look for a remounted client is under way (shared_remount.go)
 }
 
 // newSharedDir is the sharing of shared tier t, as cfg sets it.
@@ -367,8 +370,10 @@ func (t *sharedDir) inPlace() bool { return false }
 func (t *sharedDir) opensUnindexed() bool { return true }
 
 // healthErr: on a shared tier ESTALE is another host's delete of a file
-// (a miss), not a failing directory.
+// (a miss), not a failing directory; ENOTCONN may be a client mounted
+// again at the path (checkRemount).
 func (t *sharedDir) healthErr(err error) error {
+	t.checkRemount(err)
 	if errors.Is(err, unix.ESTALE) {
 		return nil
 	}

@@ -139,7 +139,8 @@ func (t *DirTier) setFreeCapacity() error {
 
 // adoptTree indexes the files of the tree of Files of model that the
 // index does not hold yet (a files model on a shared tier: the files its
-// daemons wrote). Files are not revalidated one by one as blocks are
+// daemons wrote), and removes the stale temp files it meets (staleTemp;
+// they stayed for good: only shard directories were swept). Files are not revalidated one by one as blocks are
 // (revalidate leaves them out): a file another daemon removes stays
 // indexed here until a read finds it gone.
 func (t *sharedDir) adoptTree(model string) {
@@ -155,6 +156,11 @@ func (t *sharedDir) adoptTree(model string) {
 		if err != nil {
 			return
 		}
+		dir := model
+		if rel != "" {
+			dir += "/" + rel
+		}
+		t.removeForeignTemps(dir, ents) // as a shard's listing does: a crashed writer's leftovers
 		for _, e := range ents {
 			if e.class != fileEntry {
 				continue

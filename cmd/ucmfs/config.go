@@ -69,6 +69,9 @@ type tierSpec struct {
 	Dir      string // absolute
 	Size     int64  // capacity in bytes; 0: what the filesystem has room for
 	DirectIO *bool  // O_DIRECT writes into the tier (YAML direct_io); nil: the kind's default
+	// Timeout bounds each operation on the tier (YAML timeout); 0: the
+	// kind's (nvme 10s, nfs 60s, ds3fs 120s; tiers.DirConfig).
+	Timeout time.Duration
 }
 
 // String is KIND:DIR, as the ready line shows it.
@@ -176,6 +179,9 @@ type fileTier struct {
 	// DirectIO turns O_DIRECT writes into the tier on or off (default:
 	// on for nvme, off for nfs and ds3fs; tiers.DirConfig).
 	DirectIO *bool `yaml:"direct_io"`
+	// Timeout bounds each operation on the tier: past it the tier is down
+	// and fails fast (default: per kind; tiers.DirConfig).
+	Timeout *time.Duration `yaml:"timeout"`
 }
 
 // byteSize is a size in YAML: a plain integer of bytes or a string such
@@ -333,7 +339,15 @@ func (fc fileConfig) apply(cfg *mountConfig) error {
 				key := fmt.Sprintf("tiers[%d]", i)
 				return fc.errAt(key, fmt.Errorf("%s: needs kind and dir", key))
 			}
-			cfg.Tiers = append(cfg.Tiers, tierSpec{Kind: t.Kind, Dir: fc.resolvePath(t.Dir), Size: int64(t.Size), DirectIO: t.DirectIO})
+			spec := tierSpec{Kind: t.Kind, Dir: fc.resolvePath(t.Dir), Size: int64(t.Size), DirectIO: t.DirectIO}
+			if t.Timeout != nil {
+				if *t.Timeout <= 0 {
+					key := fmt.Sprintf("tiers[%d].timeout", i)
+					return fc.errAt(key, fmt.Errorf("%s: want a duration > 0 such as 5s, got %v", key, *t.Timeout))
+				}
+				spec.Timeout = *t.Timeout
+			}
+			cfg.Tiers = append(cfg.Tiers, spec)
 		}
 	}
 	return nil

@@ -19,7 +19,7 @@ func TestConfigErrorsNameLinesAndKeys(t *testing.T) {
 	for text, want := range map[string][]string{
 		"memory: 1GiB\nmemroy: 2GiB\n":        {"typo.yaml:2: unknown key \"memroy\" (did you mean memory? valid keys: memory, memory_dir, tiers,"},
 		"frobnicate: 1\n":                     {"typo.yaml:1: unknown key \"frobnicate\" (valid keys: memory,"},
-		"tiers:\n  - {kind: nvme, dri: /x}\n": {"typo.yaml:2: tiers[0]: unknown key \"dri\" (did you mean dir? valid keys: kind, dir, size, direct_io)"},
+		"tiers:\n  - {kind: nvme, dri: /x}\n": {"typo.yaml:2: tiers[0]: unknown key \"dri\" (did you mean dir? valid keys: kind, dir, size, direct_io, timeout)"},
 		"negative_ttl: soon\nwrite_through: maybe\n": {
 			"typo.yaml:1: negative_ttl: want a duration such as 250ms, 30s or 1h, got \"soon\"",
 			"typo.yaml:2: write_through: want true or false, got \"maybe\""},
@@ -28,6 +28,7 @@ func TestConfigErrorsNameLinesAndKeys(t *testing.T) {
 		"- memory\n":                      {"typo.yaml:1: want a mapping of keys"},
 		"log_level: loud\n":               {"typo.yaml:1: log_level: log level \"loud\""},
 		"a: 1\n\ntiers: [{kind: nvme}]\n": {"typo.yaml:1: unknown key \"a\""},
+		"tiers:\n  - {kind: nfs, dir: /x, timeout: 0s}\n": {"typo.yaml:2: tiers[0].timeout: want a duration > 0 such as 5s, got 0s"},
 		"tiers:\n  - {kind: nvme, dir: t6, size: 10XB}\n": {"typo.yaml:2: tiers[0].size: size \"10XB\""},
 		"tiers:\n  - {size: 10XB, kind: nvme, dir: t6}\n": {"typo.yaml:2: tiers[0].size: size \"10XB\""},
 		"write_through: \"true\"\n":                       {"typo.yaml:1: write_through: want true or false, got the string \"true\" (quotes make it a string: write true)"},
@@ -75,14 +76,14 @@ func TestConfigRelativePaths(t *testing.T) {
 func TestPrintConfigRoundTrip(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", "/cache")
 	dir := t.TempDir()
-	cfgFile := writeTemp(t, dir, "in.yaml", "memory: 3GiB\ntiers: [{kind: nvme, dir: tier, size: 1000, direct_io: false}]\nrepr_kind: merged:4\n")
+	cfgFile := writeTemp(t, dir, "in.yaml", "memory: 3GiB\ntiers: [{kind: nvme, dir: tier, size: 1000, direct_io: false, timeout: 5s}]\nrepr_kind: merged:4\n")
 	args := []string{"ucmfs", "mount", "--config", cfgFile, "--log-format", "json", "--negative-ttl", "250ms",
 		"--allow-other", "--metrics-addr", "127.0.0.1:9105", "--print-config", "/mnt/kv"}
 	var out bytes.Buffer
 	if code := Main(context.Background(), args, &out, io.Discard); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, w := range []string{"memory: 3GiB\n", "dir: " + filepath.Join(dir, "tier") + "\n", "size: \"1000\"\n", "direct_io: false\n",
+	for _, w := range []string{"memory: 3GiB\n", "dir: " + filepath.Join(dir, "tier") + "\n", "size: \"1000\"\n", "direct_io: false\n", "timeout: 5s\n",
 		"log_format: json\n", "negative_ttl: 250ms\n", "repr_kind: merged:4\n", "allow_other: true\n",
 		"cuda_library: " + gpu.DefaultLibrary + "\n", "gpu_socket: " + defaultGPUSocket(mountConfig{Mountpoint: "/mnt/kv"}) + "\n",
 		"kernel_nodes: 0\n", "fuse_transport: auto\n"} {

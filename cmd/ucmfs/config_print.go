@@ -68,6 +68,7 @@ type printedTier struct {
 	Dir      string `yaml:"dir"`
 	Size     string `yaml:"size,omitempty"`
 	DirectIO *bool  `yaml:"direct_io,omitempty"` // only when the configuration sets it
+	Timeout  string `yaml:"timeout,omitempty"`   // only when the configuration sets it
 }
 
 // printConfig writes cfg as a YAML config file that gives cfg back.
@@ -98,6 +99,9 @@ func printConfig(w io.Writer, cfg mountConfig) error {
 		pt := printedTier{Kind: t.Kind, Dir: t.Dir, DirectIO: t.DirectIO}
 		if t.Size > 0 {
 			pt.Size = exactSize(t.Size)
+		}
+		if t.Timeout > 0 {
+			pt.Timeout = t.Timeout.String()
 		}
 		p.Tiers = append(p.Tiers, pt)
 	}

@@ -78,6 +78,7 @@ tiers:
   - kind: nfs
     dir: /shared/kv
     direct_io: true
+    timeout: 5s
 write_through: true
 allow_other: true
 passthrough: false
@@ -101,7 +102,7 @@ dirty_expire: 5s
 	}
 	want := mountConfig{
 		Memory: 8 << 30, MemoryDir: "/dev/shm", WriteThrough: true, AllowOther: true,
-		Tiers:    []tierSpec{{Kind: "nvme", Dir: "/nvme/kv", Size: 100 << 30}, {Kind: "nfs", Dir: "/shared/kv", DirectIO: new(true)}},
+		Tiers:    []tierSpec{{Kind: "nvme", Dir: "/nvme/kv", Size: 100 << 30}, {Kind: "nfs", Dir: "/shared/kv", DirectIO: new(true), Timeout: 5 * time.Second}},
 		EntryTTL: 10 * time.Minute, NegativeTTL: 250 * time.Millisecond, MaxFileSize: 64 << 20, FUSETransport: "auto", MaxModelsUser: store.DefaultMaxModelsPerUser, MaxDirs: store.DefaultMaxDirs, MaxFiles: tiers.DefaultMaxFiles, EventsWindow: 1 << 16,
 		LogLevel: slog.LevelDebug, LogFormat: "text", ShutdownTimeout: time.Minute, GPU: "sim",
 		DirtyLimit: 2 << 30, DirtyBackground: 512 << 20, DirtyExpire: 5 * time.Second,

@@ -350,7 +350,7 @@ func buildStack(cfg mountConfig, log *slog.Logger, host tiers.HostRegistrar) (*t
 			return nil, err
 		}
 		dirs = append(dirs, tiers.DirConfig{Kind: t.Kind, Dir: t.Dir, Capacity: t.Size, MaxFiles: int64(cfg.MaxFiles), Revalidate: sharedRevalidate(cfg),
-			Rescan: sharedRescan(cfg), DirectIO: t.DirectIO})
+			Rescan: sharedRescan(cfg), DirectIO: t.DirectIO, OpTimeout: t.Timeout})
 	}
 	st, err := tiers.New(tiers.StackConfig{WriteThrough: cfg.WriteThrough, Logger: log,
 		DirtyLimit: cfg.DirtyLimit, DirtyBackground: cfg.DirtyBackground, DirtyExpire: cfg.DirtyExpire},

@@ -8,13 +8,16 @@
 #   cephfs.sh start DIR [OSDS]     make the cluster and the filesystem (OSDS: 1)
 #   cephfs.sh mount DIR MNT        mount the filesystem at MNT (one client)
 #   cephfs.sh umount DIR MNT       unmount MNT
+#   cephfs.sh client-kill DIR MNT  kill -9 the ceph-fuse process of MNT (ENOTCONN there)
 #   cephfs.sh osd-stop DIR N       kill -9 OSD N
-#   cephfs.sh osd-start DIR N      start OSD N again
+#   cephfs.sh osd-start DIR N      start OSD N again, wait until it serves
 #   cephfs.sh mds-restart DIR      kill -9 the MDS and start it again
+#   cephfs.sh mds-stop DIR         kill -9 the MDS
+#   cephfs.sh mds-start DIR        start the MDS again, wait until it is active
 #   cephfs.sh stop DIR             unmount every client, stop every daemon, remove DIR
 set -euo pipefail
 
-cmd=${1:?usage: cephfs.sh start|mount|umount|osd-stop|osd-start|mds-restart|stop DIR ...}
+cmd=${1:?usage: cephfs.sh start|mount|umount|client-kill|osd-stop|osd-start|mds-restart|mds-stop|mds-start|stop DIR ...}
 dir=${2:?DIR}
 [ -d "$dir" ] && dir=$(cd "$dir" && pwd)
 conf=$dir/ceph.conf
@@ -107,6 +110,11 @@ CONF
   ceph_ osd pool create cephfs_meta 8 >/dev/null 2>&1
   ceph_ osd pool create cephfs_data 8 >/dev/null 2>&1
   ceph_ fs new cephfs cephfs_meta cephfs_data >/dev/null 2>&1
+  # A client that died (client-kill) holds its capabilities until the MDS
+  # times its session out: every other client's access to a file it held
+  # waits that long (60 s by default; 30 s here, the least Ceph takes).
+  ceph_ fs set cephfs session_timeout 30 >/dev/null 2>&1
+  ceph_ fs set cephfs session_autoclose 30 >/dev/null 2>&1
   ceph-mds -c "$conf" -i a >>"$dir/log/launch.log" 2>&1
   wait_for "an active MDS" mds_active
 }
@@ -123,12 +131,22 @@ mountfs() {
 daemon_pid() { cat "$dir"/run/"$1".*.pid 2>/dev/null | head -1; }
 
 killd() {
-  local f
+  local f pid
   for f in "$dir"/run/"$1".*.pid; do
     [ -f "$f" ] || continue
-    kill -9 "$(cat "$f")" 2>/dev/null || true
-    rm -f "$f"
+    pid=$(cat "$f")
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$f" "$dir/run/ceph-$1.$pid.asok"
   done
+}
+
+# osd_serving N: OSD N says it is active, and every placement group is
+# active+clean (a restarted OSD has peered: clients' operations go through).
+osd_serving() {
+  local a
+  a=$(compgen -G "$dir/run/ceph-osd.$1.*.asok" | head -1)
+  [ -n "$a" ] && timeout 10 ceph --admin-daemon "$a" status 2>/dev/null | grep -q '"state": "active"' &&
+    ceph_ pg stat 2>/dev/null | grep -Eq '^([0-9]+) pgs: \1 active\+clean'
 }
 
 stop() {
@@ -151,13 +169,31 @@ stop() {
   rm -rf "$dir"
 }
 
+# client_kill MNT: kill -9 the client process serving MNT, as a crash of
+# it would: the mount stays, and every access to it is ENOTCONN until it
+# is unmounted and mounted again.
+client_kill() {
+  local mnt=${3:?MNT} p
+  for p in /proc/[0-9]*; do
+    [ "$(cat "$p/comm" 2>/dev/null)" = ceph-fuse ] || continue
+    tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qxF -- "$mnt" || continue
+    kill -9 "${p#/proc/}"
+    return 0
+  done
+  echo "cephfs.sh: no client process serves $mnt" >&2
+  return 1
+}
+
 case $cmd in
 start) start "$@" ;;
 mount) mountfs "$@" ;;
-umount) umount "${3:?MNT}" || umount -l "$3" ;;
+umount) umount "${3:?MNT}" 2>/dev/null || umount -l "$3" ;;
+client-kill) client_kill "$@" ;;
 osd-stop) killd "osd.${3:?N}" ;;
-osd-start) ceph-osd -c "$conf" -i "${3:?N}" >>"$dir/log/launch.log" 2>&1 ;;
+osd-start) ceph-osd -c "$conf" -i "${3:?N}" >>"$dir/log/launch.log" 2>&1 && wait_for "osd.$3 serving" osd_serving "$3" ;;
 mds-restart) killd mds.a && ceph-mds -c "$conf" -i a >>"$dir/log/launch.log" 2>&1 && wait_for "an active MDS" mds_active ;;
+mds-stop) killd mds.a ;;
+mds-start) ceph-mds -c "$conf" -i a >>"$dir/log/launch.log" 2>&1 && wait_for "an active MDS" mds_active ;;
 stop) stop ;;
 *) echo "cephfs.sh: unknown command $cmd" >&2; exit 2 ;;
 esac

@@ -7,8 +7,9 @@
 #   glusterfs.sh start DIR            start glusterd, make and start the volume
 #   glusterfs.sh mount DIR MNT        mount the volume at MNT (one client)
 #   glusterfs.sh umount DIR MNT       unmount MNT
+#   glusterfs.sh client-kill DIR MNT  kill -9 the glusterfs client of MNT (ENOTCONN there)
 #   glusterfs.sh brick-stop DIR N     kill brick N's process (0..2)
-#   glusterfs.sh brick-start DIR      start the bricks that are down
+#   glusterfs.sh brick-start DIR      start the bricks that are down, wait until online
 #   glusterfs.sh stop DIR             unmount every client, stop everything, remove DIR
 #
 # The volume is coherent across clients: the client caches that keep a
@@ -17,7 +18,7 @@
 # kept a rename invisible on the other client for over 10 s).
 set -euo pipefail
 
-cmd=${1:?usage: glusterfs.sh start|mount|umount|brick-stop|brick-start|stop DIR ...}
+cmd=${1:?usage: glusterfs.sh start|mount|umount|client-kill|brick-stop|brick-start|stop DIR ...}
 dir=${2:?DIR}
 vol=ucmfs
 # Gluster refuses localhost and 127.0.0.1 as a brick host: the bricks
@@ -86,12 +87,26 @@ mountvol() {
   return 1
 }
 
-# brickpids prints the pid of each brick's process, in brick order.
-brickpids() {
-  local b
-  for b in 0 1 2; do
-    cat "$dir"/run/vols/$vol/*b$b.pid 2>/dev/null || echo 0
+# brick_start starts the bricks that are down and waits until every
+# brick is online (the clients reconnect to it within seconds).
+brick_start() {
+  cli volume start $vol force >/dev/null
+  for _ in $(seq 300); do
+    [ "$(cli volume status $vol --xml 2>/dev/null | grep -c '<status>1</status>')" = 3 ] && return 0
+    sleep 0.2
   done
+  echo "glusterfs.sh: the bricks are not all online after 60 s" >&2
+  return 1
+}
+
+# brick_stop N: kill -9 brick N's process and remove its pid file, which
+# glusterd would otherwise take for a brick still running (it says
+# "discovered already-running brick" and starts nothing).
+brick_stop() {
+  local f
+  f=$(ls "$dir"/run/vols/$vol/*b${3:?N}.pid)
+  kill -9 "$(cat "$f")"
+  rm -f "$f"
 }
 
 stop() {
@@ -119,12 +134,28 @@ stop() {
   rm -rf "$dir"
 }
 
+# client_kill MNT: kill -9 the client process serving MNT, as a crash of
+# it would: the mount stays, and every access to it is ENOTCONN until it
+# is unmounted and mounted again.
+client_kill() {
+  local mnt=${3:?MNT} p
+  for p in /proc/[0-9]*; do
+    [ "$(cat "$p/comm" 2>/dev/null)" = glusterfs ] || continue
+    tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qxF -- "$mnt" || continue
+    kill -9 "${p#/proc/}"
+    return 0
+  done
+  echo "glusterfs.sh: no client process serves $mnt" >&2
+  return 1
+}
+
 case $cmd in
 start) start ;;
 mount) mountvol "$@" && echo "$3" >>"$dir/mounts" ;;
-umount) umount "${3:?MNT}" || umount -l "$3" ;;
-brick-stop) kill -9 "$(brickpids | sed -n "$((${3:?N} + 1))p")" ;;
-brick-start) cli volume start $vol force >/dev/null ;;
+umount) umount "${3:?MNT}" 2>/dev/null || umount -l "$3" ;;
+client-kill) client_kill "$@" ;;
+brick-stop) brick_stop "$@" ;;
+brick-start) brick_start ;;
 stop) stop ;;
 *) echo "glusterfs.sh: unknown command $cmd" >&2; exit 2 ;;
 esac
