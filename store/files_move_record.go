@@ -149,6 +149,7 @@ func (s *Store) finishDirMove(model string, r DirMoveRecord) error {
 	if !s.FilesDir(model, r.From) {
 		return nil // the crash came after the last old directory went
 	}
+	s.stack.ScanTree(model) // a shared tier's index may not hold the tree yet: the plan reads it
 	m, err := s.planDirMove(model, r.From, r.ToModel, r.To)
 	if err != nil {
 		return err
