@@ -54,7 +54,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 		return nil // clean already, or removed
 	}
 	var lastErr error = ErrNoSpace
-	retried := false
+	retried, replaced := false, false
 	order := s.writeBackOrder()
 	for n := 0; n < len(order); n++ {
 		i := order[n]
@@ -102,6 +102,19 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 		if err == nil {
 			s.dropSupersededLocked(k, i) // on the tiers this version skipped
 		}
+		stale := false
+		if errors.Is(err, ErrExist) && k.Kind == format.File && d.Shared() && !replaced {
+			// Another host's version of the name: the last published
+			// replaces the other (shared_replace.go).
+			replaced = true
+			var sup bool
+			if sup, stale = d.supersedeForeign(k, opts.MTime); sup {
+				mu.Unlock()
+				w.Abort()
+				n--
+				continue
+			}
+		}
 		if err == nil || errors.Is(err, ErrExist) {
 			_ = s.mem.SetDirty(k, false)
 		}
@@ -110,7 +123,9 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			if err != nil {
 				w.Abort()
 			}
-			if d.Shared() {
+			if stale {
+				s.staleVersion(k) // the share's is newer
+			} else if d.Shared() {
 				s.cacheCopy(k, i, opts.from) // the share has it: the host's nvme keeps a copy
 			} else {
 				s.owe(k, i) // the share was down or failed: it gets the file once up

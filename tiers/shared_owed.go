@@ -13,7 +13,10 @@ import (
 // filesystem stalled, a storage daemon or its client gone), write-back
 // goes to the private tier in front of it, so the host keeps what it
 // published; but the other hosts are promised every publish on the share.
-// Each file written back so is owed to the share: once the share is up
+// Each file written back so is owed to the share, and so is each file
+// published on the private tier itself (an O_DIRECT file staged on the
+// nvme: vLLM's and LMCache's stores; it never passed through memory, so
+// write-back never saw it, and no other host ever found it): once the share is up
 // again, the files owed are copied to it from the private tier, each
 // second (the demotion loop's tick), and a flush that covers one copies it
 // at once or fails while the share is still down. (Before, such a file
@@ -107,18 +110,30 @@ func (s *Stack) payOwed(ctx context.Context, keep func(format.Key) bool) error {
 }
 
 // payOne copies k from the first private tier that holds it to sd, and
-// forgets it as owed once the share has it or nothing holds it.
+// forgets it as owed once the share has it or nothing holds it. A File
+// replaces another host's older version at its name, and is dropped when
+// the share's is newer (shared_replace.go).
 func (s *Stack) payOne(sd *sharedDir, k format.Key) error {
-	if _, err := sd.Stat(k); err == nil {
-		sd.owed.done(k) // there already (evicted to it, or another host's)
-		return nil
+	if k.Kind != format.File {
+		if _, err := sd.Stat(k); err == nil {
+			sd.owed.done(k) // there already (evicted to it, or another host's: a block's name is its contents)
+			return nil
+		}
 	}
 	for _, src := range s.dirs {
 		if src.Shared() {
 			continue
 		}
-		if _, err := src.Stat(k); err != nil {
+		info, err := src.Stat(k)
+		if err != nil {
 			continue
+		}
+		if k.Kind == format.File {
+			if _, newer := sd.supersedeForeign(k, info.MTime); newer {
+				sd.owed.done(k)
+				s.staleVersion(k)
+				return nil
+			}
 		}
 		w, opts, err := s.copyOut(src, sd.DirTier, k)
 		if err == nil {
