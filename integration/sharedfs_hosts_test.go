@@ -71,9 +71,6 @@ func hostsOn(t *testing.T, fs *sharedFS, cfg hostsConfig, args ...string) hosts 
 	return hs
 }
 
-// eventsOf is the KV events endpoint of a host hostsOn mounted with events.
-func eventsOf(d *daemon) string { return "ipc://" + filepath.Join(filepath.Dir(d.Mnt), "ev.sock") }
-
 // layoutCase is how one layout's items are made, found and named.
 type layoutCase struct {
 	name string
