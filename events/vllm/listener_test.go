@@ -83,8 +83,8 @@ func sendRaw(t *testing.T, addr net.Addr, b []byte) {
 }
 
 // replay asks the replay socket for every batch from 0 with a DEALER and
-// returns how many batches came before the end marker.
-func replay(t *testing.T, addr net.Addr) int {
+// reads its answer to the end marker (the test fails on an error).
+func replay(t *testing.T, addr net.Addr) {
 	t.Helper()
 	d := zmq4.NewDealer(context.Background())
 	defer d.Close()
@@ -94,13 +94,13 @@ func replay(t *testing.T, addr net.Addr) int {
 	if err := d.Send(zmq4.NewMsgFrom(nil, make([]byte, 8))); err != nil {
 		t.Fatal(err)
 	}
-	for n := 0; ; n++ {
+	for {
 		m, err := d.Recv()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(m.Frames) == 3 && bytes.Equal(m.Frames[1], endSeq) {
-			return n
+			return
 		}
 	}
 }
