@@ -5,8 +5,8 @@ import (
 	"slices"
 )
 
-// RegionOp is one copy of CopyInRegions or CopyOutRegions: Host bytes and
-// the offset in Region they go to or come from.
+// RegionOp is one copy of CopyInRegions: Host bytes and the offset in
+// Region they go to.
 type RegionOp struct {
 	Region Region
 	Off    int64
@@ -19,9 +19,7 @@ type RegionOp struct {
 // checked first (ErrBounds, nothing copied). Ops on CUDA regions of one
 // GPU are submitted together and waited for once; other regions take
 // their ops as one batch each.
-func CopyInRegions(ops []RegionOp) error { return copyRegions(ops, true) }
-
-func copyRegions(ops []RegionOp, in bool) error {
+func CopyInRegions(ops []RegionOp) error {
 	for i, op := range ops {
 		if op.Region == nil {
 			return fmt.Errorf("gpu: op %d has no region: %w", i, ErrBounds)
@@ -50,7 +48,7 @@ func copyRegions(ops []RegionOp, in bool) error {
 	}
 	for _, g := range groups {
 		if c, ok := g.key.(*devCtx); ok {
-			if err := c.copy(g.ops, in); err != nil {
+			if err := c.copy(g.ops, true); err != nil {
 				return err
 			}
 			continue
@@ -60,13 +58,7 @@ func copyRegions(ops []RegionOp, in bool) error {
 			batch[i] = CopyOp{Off: op.Off, Host: op.Host}
 		}
 		r := g.ops[0].Region
-		var err error
-		if in {
-			err = r.CopyInBatch(batch)
-		} else {
-			err = r.CopyOutBatch(batch)
-		}
-		if err != nil {
+		if err := r.CopyInBatch(batch); err != nil {
 			return err
 		}
 	}
