@@ -56,7 +56,7 @@ func newTestEnv(t testing.TB, n int) (*Env, []format.Key) {
 		t.Fatal(err)
 	}
 	t.Cleanup(core.Close)
-	return NewEnv(core, nil, testErrName), keys
+	return NewEnv(core, nil, nil, testErrName), keys
 }
 
 // testKey is the key of block i of testModel.

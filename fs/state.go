@@ -94,7 +94,7 @@ func newState(st *store.Store, opts Options) *fsState {
 	}
 	s.kernel = light.NewPruner(opts.KernelNodes, s.light, s.log,
 		func() *gofs.Inode { return s.root }, func() *fuse.Server { return s.server.Load() })
-	s.env = control.NewEnv(st, opts.Logger, errName)
+	s.env = control.NewEnv(st, opts.GPU, opts.Logger, errName)
 	s.control = control.NewAccess(opts.ControlGroup, s.uid, s.gid)
 	st.OnPublish(s.notifyPublished)
 	st.OnListingChange(s.listingChanged)

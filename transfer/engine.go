@@ -59,6 +59,7 @@ type Engine struct {
 
 // New returns the engine moving st's blocks to and from dev.
 func New(st *store.Store, dev gpu.Device, log *slog.Logger, refuse RefuseFunc) *Engine {
+	st.ReportDevice(dev) // .ucm/stats and the metrics show it
 	return &Engine{store: st, dev: dev, log: log, refuse: refuse}
 }
 
