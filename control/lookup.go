@@ -67,7 +67,7 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 		if err != nil {
 			return out, err
 		}
-		n, has = len(keys), func(i int) bool { return l.s.store.Present(keys[i]) }
+		n, has = len(keys), func(i int) bool { return l.s.store.Tiers().HasKey(keys[i]) }
 	} else {
 		ids, err := parseIDs(&t, l.ids[:0])
 		l.ids = line.Keep(ids)

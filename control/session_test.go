@@ -226,12 +226,12 @@ func TestSessionDebugLines(t *testing.T) {
 // putBlock publishes data as k through the store, as a GPU dump does.
 func putBlock(t *testing.T, e *Env, k format.Key, data []byte) {
 	t.Helper()
-	pw, err := e.store.CreateFile(k)
+	pw, err := e.store.Tiers().Create(k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pw.File().Write(data); err != nil {
-		e.store.AbortFile(pw)
+		e.store.Tiers().Abort(pw)
 		t.Fatal(err)
 	}
 	if _, err := e.store.Publish(pw, int64(len(data)), false); err != nil {

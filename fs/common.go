@@ -123,7 +123,7 @@ func (d dirCommon) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) s
 // interrupts: its work is bounded by the tiers' timeouts.
 func (s *fsState) syncDir(ctx context.Context, what, model string, keys func() []format.Key) syscall.Errno {
 	var listed []format.Key
-	if keys != nil && s.store.ModelDirty(model) {
+	if keys != nil && s.store.Tiers().ModelDirty(model) {
 		listed = keys()
 	}
 	if err := s.store.FlushKeys(context.WithoutCancel(ctx), listed); err != nil {

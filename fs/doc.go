@@ -40,7 +40,7 @@
 //
 // # Writing
 //
-// A create starts a store.PendingWrite: a private file in the memory tier,
+// A create starts a store.Draft: a private file in the memory tier,
 // behind a node with a number of its own that no lookup reaches, so no
 // other process sees the file and two writers of one id never share a
 // node. The first close (FLUSH) or fsync validates and publishes it, and

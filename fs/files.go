@@ -218,7 +218,7 @@ func (o filesOps) lookupKey(ctx context.Context, name, rel string, key format.Ke
 		return o.pendingInode(ctx, w, out), 0
 	}
 	epoch := o.s.store.WriteEpoch(key)
-	bi, err := o.s.store.StatFile(key)
+	bi, err := o.s.store.Tiers().Stat(key)
 	if err == nil {
 		return o.fileInode(ctx, key, bi, out), 0
 	}
@@ -302,7 +302,7 @@ func (o filesOps) rmdir(name string) syscall.Errno {
 	if err != nil {
 		return errnoMissing
 	}
-	if o.s.store.HasFile(format.FileKey(o.model, rel)) {
+	if o.s.store.Tiers().Has(format.FileKey(o.model, rel)) {
 		return errnoNotDir
 	}
 	if err := o.s.store.FilesRmdir(o.model, rel); err != nil {
@@ -337,7 +337,7 @@ func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fu
 // the GPU loads of it) and forgets its hits and its model's usage.
 func (o filesOps) removePublished(key format.Key) error {
 	done := o.s.store.Removal(key)
-	err := o.s.store.RemoveFile(key)
+	err := o.s.store.Tiers().Delete(key)
 	done()
 	if err == nil {
 		o.s.store.ForgetHits(key, false)
@@ -353,7 +353,7 @@ func (o filesOps) removePublished(key format.Key) error {
 // and the renamed file to published at the rename, to is made durable
 // first (store.Store.KeepDurable).
 func (o filesOps) dropOldVersion(ctx context.Context, from, to format.Key) error {
-	if !o.s.store.Present(from) {
+	if !o.s.store.Tiers().HasKey(from) {
 		// The usual case: from was a staging name, never published.
 		// (Asking every tier to unlink a name it does not have costs a
 		// directory lookup on disk each, a fifth of the rename.)
@@ -384,14 +384,14 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 	key := format.FileKey(o.model, rel)
 	if w := o.s.ownWriting(ctx, key, name, true); w != nil {
 		w.Discard()
-		if !o.s.store.HasFile(key) {
+		if !o.s.store.Tiers().Has(key) {
 			return 0
 		}
 		// A published version of the name too (one its writer's fsync
 		// published, or the one it was writing a new version of): the
 		// name goes, as on a local disk.
 	}
-	if !o.s.store.HasFile(key) && o.s.store.FilesDir(o.model, rel) {
+	if !o.s.store.Tiers().Has(key) && o.s.store.FilesDir(o.model, rel) {
 		return o.s.fail("unlink", key.Path(), errIsDir)
 	}
 	open := o.openVersion(name) || o.s.files.movedTo(key)
@@ -429,7 +429,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	}
 	from := format.FileKey(o.model, rel)
 	w := o.s.ownWriting(ctx, from, name, true)
-	if w == nil && !o.s.store.HasFile(from) {
+	if w == nil && !o.s.store.Tiers().Has(from) {
 		if o.s.store.FilesDir(o.model, rel) {
 			return o.renameDir(ctx, name, rel, newParent, newName, flags)
 		}
@@ -448,7 +448,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	if o.s.store.FilesDir(model, target.Name) {
 		return o.s.fail("rename", what, errIsDir)
 	}
-	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.HasFile(target) {
+	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.Tiers().Has(target) {
 		return errnoExists
 	}
 	if w != nil {
@@ -457,7 +457,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		case err == nil:
 			o.s.dropPublishedName(newParent.EmbeddedInode(), newName)
 			err = o.dropOldVersion(ctx, from, target)
-		case errors.Is(err, store.ErrDiscarded) && o.s.store.HasFile(from):
+		case errors.Is(err, store.ErrDiscarded) && o.s.store.Tiers().Has(from):
 			// A new version its writer left as it was, discarded by the
 			// release that follows the close meanwhile: the published
 			// file is the name's, and it moves.

@@ -106,7 +106,7 @@ func filesListingKey(model, dir string) listingKey {
 // being written in it and no tier is shared.
 func (o filesOps) opendir(ctx context.Context) (gofs.FileHandle, uint32, syscall.Errno) {
 	h := &filesListing{o: o}
-	if o.s.store.WritingIn(o.model, o.dir) || o.s.store.SharedTier() {
+	if o.s.store.WritingIn(o.model, o.dir) || o.s.store.Tiers().HasShared() {
 		return h, 0, 0
 	}
 	h.cached = true

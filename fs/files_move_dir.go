@@ -31,7 +31,7 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 	if errno != 0 {
 		return errno
 	}
-	if o.s.store.HasFile(format.FileKey(model, target)) {
+	if o.s.store.Tiers().Has(format.FileKey(model, target)) {
 		return errnoNotDir
 	}
 	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.FilesDir(model, target) {

@@ -50,7 +50,7 @@ func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (forma
 		return key, light.Pass, fuse.OK
 	}
 	epoch := s.store.WriteEpoch(key)
-	bi, err := s.store.StatFile(key)
+	bi, err := s.store.Tiers().Stat(key)
 	switch {
 	case err == nil:
 		h.fill(key, bi, s.inos.Peek(ino.FileName(key)), out)
@@ -82,7 +82,7 @@ func (h lightHost) Listing(ref light.Ref, uid uint32) []light.Entry {
 
 // Entry fills out with published file key's entry from the index.
 func (h lightHost) Entry(key format.Key, out *fuse.EntryOut) bool {
-	bi, err := h.s.store.StatFile(key)
+	bi, err := h.s.store.Tiers().Stat(key)
 	if err != nil {
 		return false
 	}
@@ -102,7 +102,7 @@ func (h lightHost) fill(key format.Key, bi store.BlockInfo, ino uint64, out *fus
 // index, as GETATTR of its go-fuse node would.
 func (h lightHost) Attr(key format.Key, out *fuse.AttrOut) bool {
 	s := h.s
-	bi, err := s.store.StatFile(key)
+	bi, err := s.store.Tiers().Stat(key)
 	if err != nil {
 		return false
 	}

@@ -147,7 +147,7 @@ func (m *modelNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if !ok {
 		return errnoMissing
 	}
-	if len(m.s.store.ShardFiles(m.model, sh)) > 0 {
+	if len(m.s.store.Tiers().ShardKeys(m.model, sh)) > 0 {
 		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", store.ErrNotEmpty))
 	}
 	return 0

@@ -94,7 +94,7 @@ func (p *pendingNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.S
 func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	d, err := p.w.Open(flags&syscall.O_TRUNC != 0)
 	key := p.w.Key()
-	if errors.Is(err, store.ErrDone) && key.Kind == format.File && flags&syscall.O_ACCMODE != syscall.O_RDONLY && p.s.store.HasFile(key) {
+	if errors.Is(err, store.ErrDone) && key.Kind == format.File && flags&syscall.O_ACCMODE != syscall.O_RDONLY && p.s.store.Tiers().Has(key) {
 		_, d, err = p.s.store.ReopenFile(callerProc(ctx), key)
 		if err != nil {
 			return nil, 0, p.s.fail("open", key.Path(), err)
@@ -293,7 +293,7 @@ func (s *fsState) writeAttr(w *store.Draft, a *fuse.Attr) {
 		// A File's version dropped (its writer wrote nothing, or unlinked
 		// it): the name's published file, if any, is what the kernel must
 		// take the size of, for the offset of an append on this node.
-		if bi, err := s.store.StatFile(key); err == nil {
+		if bi, err := s.store.Tiers().Stat(key); err == nil {
 			s.blockAttr(a, bi.Size, bi.MTime, key)
 			return
 		}

@@ -35,7 +35,7 @@ func newRawShardNode(s *fsState, model, dir string, w int, ino uint64) *shardNod
 func (d *shardNode) keys() []format.Key {
 	st := d.s.store
 	if d.width < 0 {
-		keys := st.ShardFiles(d.model, d.shard)
+		keys := st.Tiers().ShardKeys(d.model, d.shard)
 		out := keys[:0]
 		for _, k := range keys {
 			if !k.Kind.Raw() {
@@ -56,7 +56,7 @@ func (d *shardNode) keys() []format.Key {
 	kind := format.RawKind(d.width)
 	var out []format.Key
 	for b := lo; b < hi; b++ {
-		for _, k := range st.ShardFiles(d.model, byte(b)) {
+		for _, k := range st.Tiers().ShardKeys(d.model, byte(b)) {
 			if k.Kind == kind && (d.width <= 2 || strings.HasPrefix(k.ID.String(), d.dir)) {
 				out = append(out, k)
 			}

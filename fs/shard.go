@@ -112,7 +112,7 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		return nil, d.s.otherWriter(d.model, d.dir, name, out)
 	}
 	epoch := d.s.store.WriteEpoch(key)
-	bi, err := d.s.store.StatFile(key)
+	bi, err := d.s.store.Tiers().Stat(key)
 	if errors.Is(err, store.ErrNotFound) && key.Kind == format.Repr {
 		size, mtime, ok, derr := d.s.store.Derivable(key)
 		if derr != nil {
@@ -298,7 +298,7 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		return errnoMissing
 	}
 	done := d.s.store.Removal(blockOf(key)) // after the GPU loads of the block
-	err = d.s.store.RemoveFile(key)
+	err = d.s.store.Tiers().Delete(key)
 	done()
 	if err != nil {
 		return d.s.fail("unlink", key.Path(), err)
@@ -339,7 +339,7 @@ func (d *shardNode) Rename(ctx context.Context, name string, newParent gofs.Inod
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, fmt.Errorf("exchange: %w", store.ErrImmutable))
 	}
-	if flags&unix.RENAME_NOREPLACE != 0 && d.s.store.HasFile(key) {
+	if flags&unix.RENAME_NOREPLACE != 0 && d.s.store.Tiers().Has(key) {
 		return errnoExists
 	}
 	if err := w.Rename(ctx); err != nil {

@@ -71,7 +71,7 @@ func TestKeyPatternReannounces(t *testing.T) {
 	if err := s.ModelAttrs("sg", 0).Set("key_pattern", `^([0-9a-f]{16})`); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RemoveFile(k); err != nil {
+	if err := s.stack.Delete(k); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]events.Event, 16)

@@ -34,7 +34,7 @@ import (
 type dumpItem struct {
 	key    format.Key
 	off, n int64
-	pw     *store.PendingWrite // the block being written, until published
+	pw     *store.DraftFile // the block being written, until published
 }
 
 // dump publishes the items of one request from a region.
@@ -60,7 +60,7 @@ func (g *Session) dump(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 	existing := 0
 	for i := range items {
 		it := &items[i]
-		pw, err := g.e.store.CreateFile(it.key)
+		pw, err := g.e.store.Tiers().Create(it.key)
 		if errors.Is(err, store.ErrExist) {
 			existing++
 			continue
@@ -226,7 +226,7 @@ func (it *dumpItem) write(b []byte) error {
 func (g *Session) abortDumps(items []dumpItem) {
 	for i := range items {
 		if it := &items[i]; it.pw != nil {
-			g.e.store.AbortFile(it.pw)
+			g.e.store.Tiers().Abort(it.pw)
 			g.e.store.WriteEnded(it.key)
 			it.pw = nil
 		}

@@ -215,13 +215,13 @@ func (g *Session) resolve(it *loadItem, kv int) error {
 	err := s.store.AcquirePin(k)
 	switch {
 	case err == nil:
-		if m := s.store.Mapping(k); m != nil {
+		if m := s.store.Tiers().Mapping(k); m != nil {
 			it.pinned = true
 			if err := it.span(m[:min(len(m), format.HeaderSize)], int64(len(m)), kv); err != nil {
 				return err
 			}
 			it.src, it.level = m[it.off:it.off+it.n], 0
-			s.store.Touch(k)
+			s.store.Tiers().Touch(k)
 			return nil
 		}
 		s.store.ReleasePin(k) // in memory but not mapped: read its file
@@ -229,7 +229,7 @@ func (g *Session) resolve(it *loadItem, kv int) error {
 	default:
 		return err
 	}
-	h, err := s.store.OpenFile(k)
+	h, err := s.store.Tiers().Open(k)
 	if err != nil {
 		return err
 	}
