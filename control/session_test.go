@@ -184,7 +184,7 @@ func TestHybridRequest(t *testing.T) {
 	req := "hybrid 119"
 	for g := range 2 {
 		model := fmt.Sprintf("%s.g%d", testModel, g)
-		e.store.AddModel(model)
+		e.store.Models().Add(model)
 		req += " " + model + " 16 7"
 		for i, k := range ids(g) {
 			req += " " + k.ID.String()
@@ -195,7 +195,7 @@ func TestHybridRequest(t *testing.T) {
 			putBlock(t, e, k, format.NewBlock(h, make([]byte, 64)))
 		}
 	}
-	if err := e.store.SetModelGroup(testModel+".g1", "swa:32"); err != nil {
+	if err := e.store.Models().SetGroup(testModel+".g1", "swa:32"); err != nil {
 		t.Fatal(err)
 	}
 	l := &lookupSession{s: e}
@@ -234,7 +234,7 @@ func putBlock(t *testing.T, e *Env, k format.Key, data []byte) {
 		e.store.Tiers().Abort(pw)
 		t.Fatal(err)
 	}
-	if _, err := e.store.Publish(pw, int64(len(data)), false); err != nil {
+	if _, err := e.store.Writes().Publish(pw, int64(len(data)), false); err != nil {
 		t.Fatal(err)
 	}
 }

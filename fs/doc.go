@@ -68,7 +68,7 @@
 // model or store.Options.Repr) is not none. Lookup sizes a derivable
 // sidecar from the block's header alone; the first open derives and
 // stores it through the store, so from then on it is an ordinary stored
-// file (store.Store.DeriveSidecar, repr_node.go). .ucm/topk gathers the
+// file (store.Sidecars.Derive, repr_node.go). .ucm/topk gathers the
 // candidates' sidecars the same way, through the store's byte-bounded
 // cache.
 //

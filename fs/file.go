@@ -299,9 +299,9 @@ func (n *storedFile) superseded(key format.Key) bool {
 	if gen, ok := n.s.files.movedGen(n.StableAttr().Ino); ok {
 		// Moved (perhaps back to its first name, whose generation the
 		// move away moved on): the generation it had where it went.
-		return n.s.store.FileGen(key) != gen
+		return n.s.store.Writes().Gen(key) != gen
 	}
-	return n.StableAttr().Ino != n.s.inos.Peek(ino.FileVersion(key, n.s.store.FileGen(key)))
+	return n.StableAttr().Ino != n.s.inos.Peek(ino.FileVersion(key, n.s.store.Writes().Gen(key)))
 }
 
 // truncate is truncate(2) of a published File of a files model: a new
@@ -315,7 +315,7 @@ func (n *storedFile) truncate(ctx context.Context, size int64, in *fuse.SetAttrI
 		return 0
 	}
 	p := callerProc(ctx)
-	w, d, err := n.s.store.ReopenFile(p, key)
+	w, d, err := n.s.store.Writes().Reopen(p, key)
 	if err != nil {
 		return n.s.fail("truncate", key.Path(), err)
 	}
@@ -352,7 +352,7 @@ func (n *storedFile) truncate(ctx context.Context, size int64, in *fuse.SetAttrI
 // kernel opens it on a node of its own (reopen.go).
 func (n *storedFile) rewrite(ctx context.Context, key format.Key) (gofs.FileHandle, uint32, syscall.Errno) {
 	p := callerProc(ctx)
-	_, d, err := n.s.store.ReopenFile(p, key)
+	_, d, err := n.s.store.Writes().Reopen(p, key)
 	if err != nil {
 		return nil, 0, n.s.fail("open", key.Path(), err)
 	}

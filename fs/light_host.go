@@ -39,7 +39,7 @@ func (h lightHost) ShardIno(n uint64) bool { return ino.TagOf(n) == ino.Shard }
 // a sidecar that may be derived go to the bridge.
 func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (format.Key, light.Outcome, fuse.Status) {
 	s := h.s
-	if s.store.WriteNamed(ref.Model, ref.Dir, name) {
+	if s.store.Writes().Named(ref.Model, ref.Dir, name) {
 		return format.Key{}, light.Pass, fuse.OK
 	}
 	// The name's key only: shardFor would build the node's name for
@@ -49,7 +49,7 @@ func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (forma
 	if err != nil {
 		return key, light.Pass, fuse.OK
 	}
-	epoch := s.store.WriteEpoch(key)
+	epoch := s.store.Writes().Epoch(key)
 	bi, err := s.store.Tiers().Stat(key)
 	switch {
 	case err == nil:

@@ -81,7 +81,7 @@ func (m *modelNode) rawShard(name string) (w int, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	for _, have := range m.s.store.ShardWidths(m.model) {
+	for _, have := range m.s.store.Models().ShardWidths(m.model) {
 		if have == w {
 			return w, true
 		}
@@ -117,7 +117,7 @@ func (m *modelNode) rawReaddir() []fuse.DirEntry {
 			Ino: m.s.inos.Peek(ino.ShardName(m.model, 0, name, w))})
 	}
 	const digits = "0123456789abcdef"
-	for _, w := range m.s.store.ShardWidths(m.model) {
+	for _, w := range m.s.store.Models().ShardWidths(m.model) {
 		if w == 0 {
 			add(format.RawDataShard, 0)
 			continue
@@ -149,7 +149,7 @@ func (m *modelNode) rawMkdir(ctx context.Context, name string, out *fuse.EntryOu
 		return nil, m.s.fail("mkdir", m.model+"/"+name,
 			fmt.Errorf("%w: %q is not a shard directory (data or 1..4 lowercase hex characters)", format.ErrName, name))
 	}
-	if err := m.s.store.AddShardWidth(m.model, w); err != nil {
+	if err := m.s.store.Models().AddShardWidth(m.model, w); err != nil {
 		return nil, m.s.fail("mkdir", m.model+"/"+name, err)
 	}
 	return m.rawChild(ctx, name, w, out), 0

@@ -41,7 +41,7 @@ func (d *shardNode) derivedEntry(ctx context.Context, key format.Key, size int64
 // one by its derived size (not cached by the kernel).
 func (n *reprFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if f == nil && !n.s.store.Tiers().Has(n.key) {
-		size, mtime, ok, err := n.s.store.Derivable(n.key)
+		size, mtime, ok, err := n.s.store.Sidecars().Derivable(n.key)
 		if err != nil {
 			return n.s.fail("getattr", n.key.Path(), err)
 		}
@@ -73,7 +73,7 @@ func (n *storedFile) ensure(op string) syscall.Errno {
 	if n.s.store.Tiers().Has(n.key) {
 		return 0
 	}
-	err := n.s.store.DeriveSidecar(n.key)
+	err := n.s.store.Sidecars().Derive(n.key)
 	if err == nil || errors.Is(err, store.ErrNotFound) {
 		return 0
 	}

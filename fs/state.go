@@ -98,7 +98,7 @@ func newState(st *store.Store, opts Options) *fsState {
 	s.control = control.NewAccess(opts.ControlGroup, s.uid, s.gid)
 	st.OnPublish(s.notifyPublished)
 	st.OnListingChange(s.listingChanged)
-	st.OnGenInUse(func(k format.Key, gen uint64) bool { return s.inos.Holds(ino.FileVersion(k, gen)) })
+	st.Writes().OnGenInUse(func(k format.Key, gen uint64) bool { return s.inos.Holds(ino.FileVersion(k, gen)) })
 	return s
 }
 

@@ -168,7 +168,7 @@ func (s *Store) Snapshot() Stats {
 	s.budget.mu.Lock()
 	m.PendingBytes = s.budget.total
 	s.budget.mu.Unlock()
-	dirs, _ := s.DirCount(0)
+	dirs, _ := s.Models().DirCount(0)
 	m.Dirs = int64(dirs)
 	if d := s.device.Load(); d != nil {
 		m.GPUDevice = (*d).Name()

@@ -13,8 +13,8 @@ import (
 // tiers.Stack.Publish, which validates the file. The pending write is used
 // up either way. tiers.ErrExist means the key was already published: one
 // copy is kept, which callers report as success.
-func (s *Store) Publish(pw *DraftFile, size int64, durable bool) (Info, error) {
-	return s.publish(pw, size, durable, true)
+func (ws Writes) Publish(pw *DraftFile, size int64, durable bool) (Info, error) {
+	return ws.s.publish(pw, size, durable, true)
 }
 
 // publish is Publish; charge false skips the quotas (the model's and its

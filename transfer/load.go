@@ -79,10 +79,10 @@ func (g *Session) load(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 	if err != nil {
 		return out, err
 	}
-	if err := line.CheckContent(ctx, model, g.e.store.FilesPermit, "gpu load"); err != nil {
+	if err := line.CheckContent(ctx, model, g.e.store.Models().FilesPermit, "gpu load"); err != nil {
 		return out, err
 	}
-	items, err := parseLoadItems(t, model, g.e.store.Files(model), g.items[:0])
+	items, err := parseLoadItems(t, model, g.e.store.Models().Files(model), g.items[:0])
 	defer g.release(items)
 	if err != nil {
 		return out, err
@@ -209,7 +209,7 @@ func parseFileItem(model string, tok []byte) (loadItem, bool) {
 // kv is the number of K (and V) regions of the target, 0 for one region.
 func (g *Session) resolve(it *loadItem, kv int) error {
 	if it.key.Kind != format.File { // a File's key is its path's already
-		it.key = g.e.store.BlockKey(it.key.Model, it.key.ID)
+		it.key = g.e.store.Models().BlockKey(it.key.Model, it.key.ID)
 	}
 	s, k := g.e, it.key
 	err := s.store.AcquirePin(k)
