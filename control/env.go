@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/transfer"
 )
@@ -30,13 +31,15 @@ type Env struct {
 }
 
 // NewEnv returns the environment of the sessions of st's mount, logging
-// to log (nil: the store's logger).
-func NewEnv(st *store.Store, log *slog.Logger, errName func(error) (string, bool)) *Env {
+// to log (nil: the store's logger). dev is the device .ucm/gpu moves
+// blocks to and from (CUDA or the simulated one); nil: the mount has no
+// .ucm/gpu.
+func NewEnv(st *store.Store, dev gpu.Device, log *slog.Logger, errName func(error) (string, bool)) *Env {
 	if log == nil {
 		log = st.Logger()
 	}
 	e := &Env{store: st, Log: log, ErrName: errName}
-	if dev := st.GPU(); dev != nil {
+	if dev != nil {
 		e.GPU = transfer.New(st, dev, log, e.refuse)
 	}
 	return e

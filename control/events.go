@@ -182,7 +182,7 @@ func (s *EventStream) visible(ctx context.Context, model string) bool {
 	if p, ok := s.permits[model]; ok && now.Sub(p.at) < permitTTL {
 		return p.ok
 	}
-	ok := line.CheckModel(ctx, model, s.e.store.ModelPermits, store.AccessRead, "events") == nil
+	ok := line.CheckModel(ctx, model, s.e.store.Models().Permits, store.AccessRead, "events") == nil
 	if len(s.permits) > 4096 {
 		clear(s.permits)
 	}

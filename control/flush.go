@@ -26,9 +26,9 @@ import (
 // tier has nothing to make durable: it answers "ok flushed" at once.
 //
 // files makes only the files named durable, each written back and fsynced
-// with its directory (store.Store.FlushFile): block ids, or for a files
-// model paths relative to the model, as lookup names them; a file not
-// stored is counted missing. It reads the model (search permission).
+// with its directory (tiers.Stack.Flush, by store.Store.Tiers): block
+// ids, or for a files model paths relative to the model, as lookup names
+// them; a file not stored is counted missing. It reads the model (search permission).
 //
 // A flush completes across an interrupt of the writer. The kernel sends
 // FUSE_INTERRUPT whenever a signal reaches the writing thread (for a Go
@@ -92,7 +92,7 @@ func (f *flushSession) files(ctx context.Context, t *line.Tokens, out []byte) ([
 	defer store.ObserveSince(f.s.store.Latency.Flush, start)
 	flushed, missing := 0, 0
 	for _, k := range keys {
-		switch err := f.s.store.FlushFile(context.WithoutCancel(ctx), k); {
+		switch err := f.s.store.Tiers().Flush(context.WithoutCancel(ctx), k); {
 		case err == nil:
 			flushed++
 		case errors.Is(err, store.ErrNotFound):

@@ -37,12 +37,12 @@ func fuzzEnv(f testing.TB) (*Env, []format.Key) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	core, err := store.New(st, store.Options{Logger: log, GPU: dev})
+	core, err := store.New(st, store.Options{Logger: log})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { core.Close(); dev.Close() })
-	return NewEnv(core, nil, testErrName), keys
+	return NewEnv(core, dev, nil, testErrName), keys
 }
 
 // fuzzFile fuzzes the grammar of one control file, seeded with seeds

@@ -20,7 +20,7 @@ import (
 // The bitmap has one character per id, in order: '1' present, '0' absent.
 // A block is present when any tier holds it; a block being written is
 // not present until its close publishes it. Presence comes from the
-// tiers' indexes (store.Store.HasBlock), so a request of 10k ids costs a
+// tiers' indexes (store.Models.HasBlock), so a request of 10k ids costs a
 // few milliseconds and no allocation per id.
 
 // In a model of the files layout the blocks are named by their paths in
@@ -61,20 +61,20 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 	}
 	var n int
 	var has presence
-	if l.s.store.Files(model) {
+	if l.s.store.Models().Files(model) {
 		keys, err := parsePaths(&t, model, l.keys[:0])
 		l.keys = line.Keep(keys)
 		if err != nil {
 			return out, err
 		}
-		n, has = len(keys), func(i int) bool { return l.s.store.Present(keys[i]) }
+		n, has = len(keys), func(i int) bool { return l.s.store.Tiers().HasKey(keys[i]) }
 	} else {
 		ids, err := parseIDs(&t, l.ids[:0])
 		l.ids = line.Keep(ids)
 		if err != nil {
 			return out, err
 		}
-		n, has = len(ids), func(i int) bool { return l.s.store.HasBlock(model, ids[i]) }
+		n, has = len(ids), func(i int) bool { return l.s.store.Models().HasBlock(model, ids[i]) }
 	}
 	return l.present(start, prefix, n, has, out), nil
 }

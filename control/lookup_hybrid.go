@@ -63,8 +63,8 @@ func (l *lookupSession) hybridLookup(ctx context.Context, t *line.Tokens, out []
 			ids = append(ids, id)
 		}
 		groups = append(groups, hybrid.Group{
-			Spec: l.s.store.ModelGroup(model), BlockSize: int(bs), IDs: ids,
-			Exists: func(id format.ID) bool { return l.s.store.HasBlock(model, id) }, // the model's layout names the file
+			Spec: l.s.store.Models().Group(model), BlockSize: int(bs), IDs: ids,
+			Exists: func(id format.ID) bool { return l.s.store.Models().HasBlock(model, id) }, // the model's layout names the file
 		})
 	}
 	if len(groups) == 0 {

@@ -17,11 +17,11 @@ import (
 // learns which exist (what a stat or open through the mount needs of the
 // model's directories), with store.AccessWrite for one that publishes.
 func (s *Env) controlModel(ctx context.Context, t *line.Tokens, want uint32, what string) (string, error) {
-	model, err := line.Model(t, s.store.ModelExists, store.ErrNotFound)
+	model, err := line.Model(t, s.store.Models().Exists, store.ErrNotFound)
 	if err != nil {
 		return model, err
 	}
-	return model, line.CheckModel(ctx, model, s.store.ModelPermits, want, what)
+	return model, line.CheckModel(ctx, model, s.store.Models().Permits, want, what)
 }
 
 // contentModel reads the model token of a request that returns the
@@ -33,7 +33,7 @@ func (s *Env) contentModel(ctx context.Context, t *line.Tokens, what string) (st
 	if err != nil {
 		return model, err
 	}
-	return model, line.CheckContent(ctx, model, s.store.FilesPermit, what)
+	return model, line.CheckContent(ctx, model, s.store.Models().FilesPermit, what)
 }
 
 // parseIDs appends the remaining tokens of t, block ids, to ids: at
@@ -47,13 +47,13 @@ func parseIDs(t *line.Tokens, ids []format.ID) ([]format.ID, error) {
 // keys: paths for a files model (parsePaths), block ids for the others
 // (parseIDs, using ids as scratch). It returns both buffers for reuse.
 func (s *Env) parseKeys(t *line.Tokens, model string, keys []format.Key, ids []format.ID) ([]format.Key, []format.ID, error) {
-	if s.store.Files(model) {
+	if s.store.Models().Files(model) {
 		keys, err := parsePaths(t, model, keys)
 		return keys, ids, err
 	}
 	ids, err := parseIDs(t, ids[:0])
 	for _, id := range ids {
-		keys = append(keys, s.store.BlockKey(model, id))
+		keys = append(keys, s.store.Models().BlockKey(model, id))
 	}
 	return keys, ids, err
 }

@@ -115,7 +115,7 @@ func TestModelPermissions(t *testing.T) {
 	refused := func(a string) bool { return strings.HasPrefix(a, "err EACCES") }
 
 	for _, mode := range []uint32{0o700, 0o750} {
-		if err := e.store.SetModelOwner(testModel, store.ModelOwner{Uid: 0, Gid: 0, Mode: mode}); err != nil {
+		if err := e.store.Models().SetOwner(testModel, store.ModelOwner{Uid: 0, Gid: 0, Mode: mode}); err != nil {
 			t.Fatal(err)
 		}
 		for file, req := range reads {
@@ -128,7 +128,7 @@ func TestModelPermissions(t *testing.T) {
 		}
 	}
 	// Readable by all, writable by root alone: reads pass, a dump does not.
-	if err := e.store.SetModelOwner(testModel, store.ModelOwner{Uid: 0, Gid: 0, Mode: 0o755}); err != nil {
+	if err := e.store.Models().SetOwner(testModel, store.ModelOwner{Uid: 0, Gid: 0, Mode: 0o755}); err != nil {
 		t.Fatal(err)
 	}
 	for file, req := range reads {
@@ -139,7 +139,7 @@ func TestModelPermissions(t *testing.T) {
 	if a := answer(other, "gpu", dump); !refused(a) {
 		t.Errorf("mode 755: %q as another user: %q, want EACCES", dump, a)
 	}
-	if err := e.store.SetModelOwner(testModel, store.ModelOwner{Uid: 65534, Gid: 65534, Mode: 0o700}); err != nil {
+	if err := e.store.Models().SetOwner(testModel, store.ModelOwner{Uid: 65534, Gid: 65534, Mode: 0o700}); err != nil {
 		t.Fatal(err)
 	}
 	if a := answer(other, "gpu", dump); !strings.HasPrefix(a, "ok") {
@@ -153,7 +153,7 @@ func TestModelPermissions(t *testing.T) {
 // any of its bytes join the session.
 func TestSessionIsOpeners(t *testing.T) {
 	e, keys := fuzzEnv(t)
-	if err := e.store.SetModelOwner(testModel, store.ModelOwner{Uid: 0, Gid: 0, Mode: 0o700}); err != nil {
+	if err := e.store.Models().SetOwner(testModel, store.ModelOwner{Uid: 0, Gid: 0, Mode: 0o700}); err != nil {
 		t.Fatal(err)
 	}
 	opener := line.Caller{Uid: 65534, Gid: 65534, Pid: processAs(t, 65534, 65534)}

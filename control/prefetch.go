@@ -46,7 +46,7 @@ func (p *prefetchSession) answer(ctx context.Context, req []byte, out []byte) ([
 	c.Prefetches.Add(1)
 	queued, missing := 0, 0
 	for _, k := range keys {
-		if !p.s.store.Present(k) {
+		if !p.s.store.Tiers().HasKey(k) {
 			missing++
 			continue
 		}

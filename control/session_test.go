@@ -56,7 +56,7 @@ func newTestEnv(t testing.TB, n int) (*Env, []format.Key) {
 		t.Fatal(err)
 	}
 	t.Cleanup(core.Close)
-	return NewEnv(core, nil, testErrName), keys
+	return NewEnv(core, nil, nil, testErrName), keys
 }
 
 // testKey is the key of block i of testModel.
@@ -184,7 +184,7 @@ func TestHybridRequest(t *testing.T) {
 	req := "hybrid 119"
 	for g := range 2 {
 		model := fmt.Sprintf("%s.g%d", testModel, g)
-		e.store.AddModel(model)
+		e.store.Models().Add(model)
 		req += " " + model + " 16 7"
 		for i, k := range ids(g) {
 			req += " " + k.ID.String()
@@ -195,7 +195,7 @@ func TestHybridRequest(t *testing.T) {
 			putBlock(t, e, k, format.NewBlock(h, make([]byte, 64)))
 		}
 	}
-	if err := e.store.SetModelGroup(testModel+".g1", "swa:32"); err != nil {
+	if err := e.store.Models().SetGroup(testModel+".g1", "swa:32"); err != nil {
 		t.Fatal(err)
 	}
 	l := &lookupSession{s: e}
@@ -226,15 +226,15 @@ func TestSessionDebugLines(t *testing.T) {
 // putBlock publishes data as k through the store, as a GPU dump does.
 func putBlock(t *testing.T, e *Env, k format.Key, data []byte) {
 	t.Helper()
-	pw, err := e.store.CreateFile(k)
+	pw, err := e.store.Tiers().Create(k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pw.File().Write(data); err != nil {
-		e.store.AbortFile(pw)
+		e.store.Tiers().Abort(pw)
 		t.Fatal(err)
 	}
-	if _, err := e.store.Publish(pw, int64(len(data)), false); err != nil {
+	if _, err := e.store.Writes().Publish(pw, int64(len(data)), false); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -123,7 +123,7 @@ func (s *Env) topkParam(r *topkRequest) uint32 {
 	if r.param != 0 {
 		return r.param
 	}
-	if set := s.store.ModelRepr(r.model); !set.Off && set.Kind == r.kind {
+	if set := s.store.Sidecars().Setting(r.model); !set.Off && set.Kind == r.kind {
 		return set.Param
 	}
 	p, _ := sparse.ResolveParam(r.kind, 0)
@@ -138,7 +138,7 @@ func (t *topkSession) index(ctx context.Context, r *topkRequest, param uint32) (
 		l.layer == r.layer && l.layers == r.layers && l.heads == r.heads && l.dim == r.dim && slices.Equal(l.ids, r.ids) {
 		toks := t.toks[:0]
 		for _, id := range r.ids {
-			toks = append(toks, t.s.store.CandidateToken(r.model, id))
+			toks = append(toks, t.s.store.Sidecars().CandidateToken(r.model, id))
 		}
 		t.toks = line.Keep(toks)
 		if slices.Equal(toks, l.toks) {
@@ -183,7 +183,7 @@ func (t *topkSession) build(r *topkRequest, param uint32, uid uint32) (*topkInde
 	x.ids, x.toks = slices.Clone(r.ids), make([]store.SourceToken, len(r.ids))
 	sized, grown := false, false
 	for i, id := range r.ids {
-		data, tok, derived := t.s.store.TopkSidecar(r.model, id, r.kind, param)
+		data, tok, derived := t.s.store.Sidecars().Topk(r.model, id, r.kind, param)
 		x.toks[i] = tok
 		if derived {
 			t.s.store.Counters.TopKDerived.Add(1)

@@ -123,7 +123,7 @@ func (d dirCommon) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) s
 // interrupts: its work is bounded by the tiers' timeouts.
 func (s *fsState) syncDir(ctx context.Context, what, model string, keys func() []format.Key) syscall.Errno {
 	var listed []format.Key
-	if keys != nil && s.store.ModelDirty(model) {
+	if keys != nil && s.store.Tiers().ModelDirty(model) {
 		listed = keys()
 	}
 	if err := s.store.FlushKeys(context.WithoutCancel(ctx), listed); err != nil {
@@ -284,7 +284,7 @@ func (s *fsState) notifyPublished(k format.Key) {
 // (its entry named the reader's node until the notification landed: a
 // read right after the close read the old bytes).
 func (s *fsState) notifyReplacedBy(uid uint32, k format.Key) {
-	if k.Kind != format.File || s.store.FileGen(k) == 0 {
+	if k.Kind != format.File || s.store.Writes().Gen(k) == 0 {
 		return
 	}
 	parent := s.parentOf(k)
@@ -306,7 +306,7 @@ func (s *fsState) notifyReplacedBy(uid uint32, k format.Key) {
 // may be waiting for the thread that would send it (an io_uring queue has
 // two).
 func (s *fsState) notifyReplaced(k format.Key) {
-	if k.Kind == format.File && s.store.FileGen(k) != 0 {
+	if k.Kind == format.File && s.store.Writes().Gen(k) != 0 {
 		go func() {
 			s.notifyGone(s.parentOf(k), k.FileName())
 			s.namesReplaced.Add(1)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -36,7 +35,8 @@ func newGPUMount(t testing.TB, dev gpu.Device, opts Options) *testMount {
 	}
 	t.Cleanup(func() { dev.Close() }) // runs last: after the unmount and the stack's close
 	st := newTestStackWith(t, tiers.MemConfig{Capacity: 64 << 20, Host: gpu.TierPages{Dev: dev}}, tiers.DirConfig{Kind: "nvme"})
-	m := newMountWith(t, st, opts, store.Options{GPU: dev})
+	opts.GPU = dev
+	m := newMountWith(t, st, opts)
 	if err := os.Mkdir(m.path(gpuModel), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func referenceLookup(st *tiers.Stack, ids []format.Key) (present int, bitmap str
 // TestLookupMatchesReference: on random presence patterns (blocks in
 // memory, on the directory tier only, absent; lists of random length in
 // random order, often with long present runs), exists and prefix answer
-// what the reference computes from Stack.Has, and HasBlock agrees with
+// what the reference computes from Stack.Has, and Models.HasBlock agrees with
 // Has on every key.
 func TestLookupMatchesReference(t *testing.T) {
 	m := newMount(t, Options{})

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
-	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -52,7 +51,7 @@ func TestControlContentNeedsRead(t *testing.T) {
 	}
 	t.Cleanup(func() { dev.Close() })
 	st := newTestStackWith(t, tiers.MemConfig{Capacity: 64 << 20, Host: gpu.TierPages{Dev: dev}}, tiers.DirConfig{Kind: "nvme"})
-	m := newOpenMountWith(t, st, Options{ControlGroup: "65534"}, store.Options{GPU: dev})
+	m := newOpenMountWith(t, st, Options{ControlGroup: "65534", GPU: dev})
 	keys := map[string]format.Key{}
 	for i, c := range []struct {
 		model string

@@ -63,7 +63,7 @@ func listingOf(key format.Key) listingKey {
 // model's shard with no file being written in it.
 func (h lightHost) CacheListing(ref light.Ref, node uint64) bool {
 	s := h.s
-	if s.store.Layout(ref.Model) != store.LayoutUCMB || s.store.WritingIn(ref.Model, ref.Dir) {
+	if s.store.Models().Layout(ref.Model) != store.LayoutUCMB || s.store.Writes().InShard(ref.Model, ref.Dir) {
 		return false
 	}
 	s.listings.Store(listingKey{model: ref.Model, shard: ref.Shard}, &cachedListing{drop: func() { s.invalidateListing(node) }})

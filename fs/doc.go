@@ -40,7 +40,7 @@
 //
 // # Writing
 //
-// A create starts a store.PendingWrite: a private file in the memory tier,
+// A create starts a store.Draft: a private file in the memory tier,
 // behind a node with a number of its own that no lookup reaches, so no
 // other process sees the file and two writers of one id never share a
 // node. The first close (FLUSH) or fsync validates and publishes it, and
@@ -68,7 +68,7 @@
 // model or store.Options.Repr) is not none. Lookup sizes a derivable
 // sidecar from the block's header alone; the first open derives and
 // stores it through the store, so from then on it is an ordinary stored
-// file (store.Store.DeriveSidecar, repr_node.go). .ucm/topk gathers the
+// file (store.Sidecars.Derive, repr_node.go). .ucm/topk gathers the
 // candidates' sidecars the same way, through the store's byte-bounded
 // cache.
 //

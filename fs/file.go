@@ -149,7 +149,7 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 		out.SetTimeout(n.s.opts.EntryTTL)
 		return 0
 	}
-	bi, err := n.s.store.StatFile(k)
+	bi, err := n.s.store.Tiers().Stat(k)
 	if rh, ok := f.(*readHandle); ok && errors.Is(err, store.ErrNotFound) {
 		// Gone from the tiers while open: describe what the reader reads.
 		if fi, ferr := rh.f.Stat(); ferr == nil {
@@ -184,7 +184,7 @@ func (n *storedFile) openVersionAttr(k format.Key) (size int64, mtime time.Time,
 		f = st.backing
 	}
 	n.mu.Unlock()
-	if f == nil || !n.superseded(k) && n.s.store.HasFile(k) {
+	if f == nil || !n.superseded(k) && n.s.store.Tiers().Has(k) {
 		return 0, time.Time{}, false // not open, or the current version (a moved node's, where it was moved)
 	}
 	fi, err := f.Stat() // a descriptor the node holds while it is open
@@ -218,7 +218,7 @@ func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 		return n.s.fail("setattr", n.key.Path(), err)
 	}
 	if mtime, ok := in.GetMTime(); ok {
-		if err := n.s.store.SetFileMTime(n.served(), mtime); err != nil {
+		if err := n.s.store.Tiers().SetMTime(n.served(), mtime); err != nil {
 			return n.s.fail("utimes", n.key.Path(), err)
 		}
 	}
@@ -255,7 +255,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		if key.Kind == format.File {
 			return n.rewrite(ctx, key)
 		}
-		if n.s.store.HasFile(key) || n.readers() > 0 {
+		if n.s.store.Tiers().Has(key) || n.readers() > 0 {
 			return nil, 0, n.s.fail("open", key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
 		}
 		ip, h, errno := n.s.beginWrite(callerProc(ctx), key, key.FileName(), false, flags)
@@ -299,9 +299,9 @@ func (n *storedFile) superseded(key format.Key) bool {
 	if gen, ok := n.s.files.movedGen(n.StableAttr().Ino); ok {
 		// Moved (perhaps back to its first name, whose generation the
 		// move away moved on): the generation it had where it went.
-		return n.s.store.FileGen(key) != gen
+		return n.s.store.Writes().Gen(key) != gen
 	}
-	return n.StableAttr().Ino != n.s.inos.Peek(ino.FileVersion(key, n.s.store.FileGen(key)))
+	return n.StableAttr().Ino != n.s.inos.Peek(ino.FileVersion(key, n.s.store.Writes().Gen(key)))
 }
 
 // truncate is truncate(2) of a published File of a files model: a new
@@ -310,12 +310,12 @@ func (n *storedFile) superseded(key format.Key) bool {
 // already has publishes nothing).
 func (n *storedFile) truncate(ctx context.Context, size int64, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	key := n.served()
-	if bi, err := n.s.store.StatFile(key); err == nil && bi.Size == size {
+	if bi, err := n.s.store.Tiers().Stat(key); err == nil && bi.Size == size {
 		n.s.blockAttr(&out.Attr, bi.Size, bi.MTime, key)
 		return 0
 	}
 	p := callerProc(ctx)
-	w, d, err := n.s.store.ReopenFile(p, key)
+	w, d, err := n.s.store.Writes().Reopen(p, key)
 	if err != nil {
 		return n.s.fail("truncate", key.Path(), err)
 	}
@@ -352,7 +352,7 @@ func (n *storedFile) truncate(ctx context.Context, size int64, in *fuse.SetAttrI
 // kernel opens it on a node of its own (reopen.go).
 func (n *storedFile) rewrite(ctx context.Context, key format.Key) (gofs.FileHandle, uint32, syscall.Errno) {
 	p := callerProc(ctx)
-	_, d, err := n.s.store.ReopenFile(p, key)
+	_, d, err := n.s.store.Writes().Reopen(p, key)
 	if err != nil {
 		return nil, 0, n.s.fail("open", key.Path(), err)
 	}
@@ -371,7 +371,7 @@ func (n *storedFile) acquire(key format.Key) (f *os.File, level int, size int64,
 	if st := n.st; st != nil && st.backing != nil {
 		if st.refs == 0 { // kept
 			n.s.opens.unkeep(st)
-			if !n.s.store.ReuseOpen(key, st.tok) {
+			if !n.s.store.Tiers().Reuse(key, st.tok) {
 				n.s.closeBacking(st)
 			}
 		}
@@ -380,7 +380,7 @@ func (n *storedFile) acquire(key format.Key) (f *os.File, level int, size int64,
 			return st.backing, st.level, st.size, st.backingID, nil
 		}
 	}
-	h, err := n.s.store.OpenFile(key)
+	h, err := n.s.store.Tiers().Open(key)
 	if err != nil {
 		return nil, 0, 0, 0, err
 	}
@@ -458,7 +458,7 @@ func (n *storedFile) readHeader() ([]byte, error) {
 		f = n.st.backing
 	}
 	if f == nil {
-		h, err := n.s.store.OpenFile(n.served())
+		h, err := n.s.store.Tiers().Open(n.served())
 		if err != nil {
 			return nil, err
 		}

@@ -172,15 +172,15 @@ func (o filesOps) writing(ctx context.Context, key format.Key, name string) *sto
 // (a dup, a fork's) writes into nothing, as into an unlinked file on a
 // local disk, and no later close brings the old file back under the name.
 func (s *fsState) ownWriting(ctx context.Context, key format.Key, name string, drop bool) *store.Draft {
-	if !s.store.WriteNamed(key.Model, key.ShardDir(), name) {
+	if !s.store.Writes().Named(key.Model, key.ShardDir(), name) {
 		return nil
 	}
 	p := callerProc(ctx)
 	var w *store.Draft
 	if store.IsStagingName(name) {
-		w = s.store.StagingFile(key, name, p.Uid)
+		w = s.store.Writes().Staging(key, name, p.Uid)
 	} else {
-		w = s.store.OwnFile(key, name, p.Tgid)
+		w = s.store.Writes().Own(key, name, p.Tgid)
 	}
 	if w == nil || !w.Writable() {
 		return nil
@@ -217,8 +217,8 @@ func (o filesOps) lookupKey(ctx context.Context, name, rel string, key format.Ke
 	if w := o.writing(ctx, key, name); w != nil {
 		return o.pendingInode(ctx, w, out), 0
 	}
-	epoch := o.s.store.WriteEpoch(key)
-	bi, err := o.s.store.StatFile(key)
+	epoch := o.s.store.Writes().Epoch(key)
+	bi, err := o.s.store.Tiers().Stat(key)
 	if err == nil {
 		return o.fileInode(ctx, key, bi, out), 0
 	}
@@ -234,7 +234,7 @@ func (o filesOps) lookupKey(ctx context.Context, name, rel string, key format.Ke
 // fileInode returns the node of the published File key (of its current
 // generation) and fills out.
 func (o filesOps) fileInode(ctx context.Context, key format.Key, bi store.BlockInfo, out *fuse.EntryOut) *gofs.Inode {
-	name := ino.FileVersion(key, o.s.store.FileGen(key))
+	name := ino.FileVersion(key, o.s.store.Writes().Gen(key))
 	n := o.s.inos.Acquire(name)
 	if name.Gen != 0 {
 		o.s.files.named(n, name)
@@ -302,7 +302,7 @@ func (o filesOps) rmdir(name string) syscall.Errno {
 	if err != nil {
 		return errnoMissing
 	}
-	if o.s.store.HasFile(format.FileKey(o.model, rel)) {
+	if o.s.store.Tiers().Has(format.FileKey(o.model, rel)) {
 		return errnoNotDir
 	}
 	if err := o.s.store.FilesRmdir(o.model, rel); err != nil {
@@ -337,11 +337,11 @@ func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fu
 // the GPU loads of it) and forgets its hits and its model's usage.
 func (o filesOps) removePublished(key format.Key) error {
 	done := o.s.store.Removal(key)
-	err := o.s.store.RemoveFile(key)
+	err := o.s.store.Tiers().Delete(key)
 	done()
 	if err == nil {
 		o.s.store.ForgetHits(key, false)
-		o.s.store.ForgetUsage(key.Model)
+		o.s.store.Models().ForgetUsage(key.Model)
 	}
 	return err
 }
@@ -351,15 +351,15 @@ func (o filesOps) removePublished(key format.Key) error {
 // fsync published, or the file it was a new version of): the rename moves
 // the name, as on a local disk. When that version is on a persistent tier
 // and the renamed file to published at the rename, to is made durable
-// first (store.Store.KeepDurable).
+// first (store.Writes.KeepDurable).
 func (o filesOps) dropOldVersion(ctx context.Context, from, to format.Key) error {
-	if !o.s.store.Present(from) {
+	if !o.s.store.Tiers().HasKey(from) {
 		// The usual case: from was a staging name, never published.
 		// (Asking every tier to unlink a name it does not have costs a
 		// directory lookup on disk each, a fifth of the rename.)
 		return nil
 	}
-	if err := o.s.store.KeepDurable(context.WithoutCancel(ctx), from, to); err != nil {
+	if err := o.s.store.Writes().KeepDurable(context.WithoutCancel(ctx), from, to); err != nil {
 		return err
 	}
 	if err := o.removePublished(from); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -370,7 +370,7 @@ func (o filesOps) dropOldVersion(ctx context.Context, from, to format.Key) error
 	// version, with a node of its own (as after an unlink of an open
 	// file). Before, it got that node's number, and its readers were
 	// served the removed version's bytes with the new file's size.
-	o.s.store.EndVersion(from)
+	o.s.store.Writes().EndVersion(from)
 	return nil
 }
 
@@ -384,14 +384,14 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 	key := format.FileKey(o.model, rel)
 	if w := o.s.ownWriting(ctx, key, name, true); w != nil {
 		w.Discard()
-		if !o.s.store.HasFile(key) {
+		if !o.s.store.Tiers().Has(key) {
 			return 0
 		}
 		// A published version of the name too (one its writer's fsync
 		// published, or the one it was writing a new version of): the
 		// name goes, as on a local disk.
 	}
-	if !o.s.store.HasFile(key) && o.s.store.FilesDir(o.model, rel) {
+	if !o.s.store.Tiers().Has(key) && o.s.store.FilesDir(o.model, rel) {
 		return o.s.fail("unlink", key.Path(), errIsDir)
 	}
 	open := o.openVersion(name) || o.s.files.movedTo(key)
@@ -399,7 +399,7 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 		return o.s.fail("unlink", key.Path(), err)
 	}
 	if open {
-		o.s.store.EndVersion(key) // its node serves the open descriptors
+		o.s.store.Writes().EndVersion(key) // its node serves the open descriptors
 	}
 	return 0
 }
@@ -420,7 +420,7 @@ func (o filesOps) openVersion(name string) bool {
 // rename publishes a file being written under the name it is renamed to,
 // in any directory of the model, replacing a file published there
 // (RENAME_NOREPLACE: EEXIST), or moves a published file there or to
-// another files model (store.Store.MoveFile). A directory: renameDir.
+// another files model (store.Writes.Move). A directory: renameDir.
 func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	what := o.what(name) + " -> " + newName
 	rel, err := o.path(name)
@@ -429,7 +429,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	}
 	from := format.FileKey(o.model, rel)
 	w := o.s.ownWriting(ctx, from, name, true)
-	if w == nil && !o.s.store.HasFile(from) {
+	if w == nil && !o.s.store.Tiers().Has(from) {
 		if o.s.store.FilesDir(o.model, rel) {
 			return o.renameDir(ctx, name, rel, newParent, newName, flags)
 		}
@@ -440,7 +440,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		return errno
 	}
 	if model != o.model && w != nil {
-		// Another model's directory takes a published file (MoveFile)
+		// Another model's directory takes a published file (Writes.Move)
 		// but not one being written, whose draft is this model's.
 		return o.s.fail("rename", what, fmt.Errorf("a file being written to another model: %w", errCrossDir))
 	}
@@ -448,7 +448,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	if o.s.store.FilesDir(model, target.Name) {
 		return o.s.fail("rename", what, errIsDir)
 	}
-	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.HasFile(target) {
+	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.Tiers().Has(target) {
 		return errnoExists
 	}
 	if w != nil {
@@ -457,7 +457,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		case err == nil:
 			o.s.dropPublishedName(newParent.EmbeddedInode(), newName)
 			err = o.dropOldVersion(ctx, from, target)
-		case errors.Is(err, store.ErrDiscarded) && o.s.store.HasFile(from):
+		case errors.Is(err, store.ErrDiscarded) && o.s.store.Tiers().Has(from):
 			// A new version its writer left as it was, discarded by the
 			// release that follows the close meanwhile: the published
 			// file is the name's, and it moves.
@@ -474,7 +474,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		done := o.s.store.Removal(from) // after the GPU loads of the file
 		// Not interrupted (a rename on a local disk never is: EINTR
 		// would fail a Go caller, whose runtime signals its threads).
-		err = o.s.store.MoveFile(context.WithoutCancel(ctx), from, target)
+		err = o.s.store.Writes().Move(context.WithoutCancel(ctx), from, target)
 		done()
 		if err == nil {
 			// The kernel moves its entry, and the node of from with it,
@@ -483,7 +483,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 			// under from's name gets a node of its own: the move made
 			// it a new generation.)
 			if ch != nil {
-				o.s.files.moved(ch.StableAttr().Ino, target, o.s.store.FileGen(target))
+				o.s.files.moved(ch.StableAttr().Ino, target, o.s.store.Writes().Gen(target))
 			}
 			go o.s.notifyGone(newParent.EmbeddedInode(), newName)
 		}
@@ -508,7 +508,7 @@ func (s *fsState) filesDirOf(n gofs.InodeEmbedder) (model, dir string, ok bool) 
 		model, dir := d.where()
 		return model, dir, true
 	case *modelNode:
-		return d.model, "", s.store.Files(d.model)
+		return d.model, "", s.store.Models().Files(d.model)
 	}
 	return "", "", false
 }

@@ -45,7 +45,7 @@ func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirE
 	if !published {
 		// Before the published files: one that publishes meanwhile is in
 		// one list or the other.
-		own = o.s.store.OwnFiles(o.model, o.dir, p.Tgid)
+		own = o.s.store.Writes().Owned(o.model, o.dir, p.Tgid)
 	}
 	subdirs, files := o.s.store.FilesList(o.model, o.dir)
 	ents = make([]fuse.DirEntry, 0, 2+len(subdirs)+len(files))
@@ -56,12 +56,12 @@ func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirE
 	}
 	for _, k := range files {
 		ents = append(ents, fuse.DirEntry{Name: k.FileName(), Mode: syscall.S_IFREG,
-			Ino: o.s.inos.Peek(ino.FileVersion(k, o.s.store.FileGen(k)))})
+			Ino: o.s.inos.Peek(ino.FileVersion(k, o.s.store.Writes().Gen(k)))})
 	}
 	if published {
 		return ents, files, 2 + len(subdirs)
 	}
-	pending := o.s.store.StagingFiles(o.model, o.dir, p.Uid)
+	pending := o.s.store.Writes().StagingIn(o.model, o.dir, p.Uid)
 	if len(own) > 0 {
 		// Those not listed already (a new version of a published file
 		// is), not discarded and not refused: a set of the few own
@@ -106,7 +106,7 @@ func filesListingKey(model, dir string) listingKey {
 // being written in it and no tier is shared.
 func (o filesOps) opendir(ctx context.Context) (gofs.FileHandle, uint32, syscall.Errno) {
 	h := &filesListing{o: o}
-	if o.s.store.WritingIn(o.model, o.dir) || o.s.store.SharedTier() {
+	if o.s.store.Writes().InShard(o.model, o.dir) || o.s.store.Tiers().HasShared() {
 		return h, 0, 0
 	}
 	h.cached = true
@@ -265,7 +265,7 @@ func (h *filesListing) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 // kernel compares the mtime at each listing, and two answers of one
 // directory must not differ in it.
 func (s *fsState) modelDirAttr(a *fuse.Attr, model string) {
-	if s.store.Files(model) {
+	if s.store.Models().Files(model) {
 		s.filesDirAttr(a, model, "")
 		return
 	}
@@ -276,11 +276,11 @@ func (s *fsState) modelDirAttr(a *fuse.Attr, model string) {
 // has: 256, or a ucm-posix model's of each width it uses (16^width, the
 // one "data" directory for width 0).
 func modelShards(st *store.Store, model string) int {
-	if !st.Raw(model) {
+	if !st.Models().Raw(model) {
 		return 256
 	}
 	n := 0
-	for _, w := range st.ShardWidths(model) {
+	for _, w := range st.Models().ShardWidths(model) {
 		n += 1 << (4 * w)
 	}
 	return n

@@ -31,7 +31,7 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 	if errno != 0 {
 		return errno
 	}
-	if o.s.store.HasFile(format.FileKey(model, target)) {
+	if o.s.store.Tiers().Has(format.FileKey(model, target)) {
 		return errnoNotDir
 	}
 	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.FilesDir(model, target) {
@@ -235,7 +235,7 @@ func (s *fsState) followMovedFiles(fromModel, from, toModel, to string, old map[
 			return true
 		}
 		dst := format.FileKey(toModel, to+strings.TrimPrefix(k.Name, from))
-		s.files.moved(n, dst, s.store.FileGen(dst))
+		s.files.moved(n, dst, s.store.Writes().Gen(dst))
 		return true
 	})
 }
@@ -253,7 +253,7 @@ func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, old map[uint
 	case *blockFile: // a published File (a file being written has none: ErrBusy)
 		if !old[n.StableAttr().Ino] {
 			to := format.FileKey(model, path)
-			s.files.moved(n.StableAttr().Ino, to, s.store.FileGen(to))
+			s.files.moved(n.StableAttr().Ino, to, s.store.Writes().Gen(to))
 		}
 		return
 	case *filesDir:

@@ -50,7 +50,7 @@ func (o filesOps) link(ctx context.Context, target gofs.InodeEmbedder, name stri
 		return nil, o.s.fail("link", o.what(name), err)
 	}
 	key := format.FileKey(o.model, rel)
-	if o.s.store.HasFile(key) || o.s.store.FilesDir(o.model, rel) || o.writing(ctx, key, name) != nil {
+	if o.s.store.Tiers().Has(key) || o.s.store.FilesDir(o.model, rel) || o.writing(ctx, key, name) != nil {
 		return nil, errnoExists
 	}
 	if err := p.w.RenameTo(ctx, key); err != nil {

@@ -53,7 +53,7 @@ func (h *readHandle) Flush(ctx context.Context) syscall.Errno { return 0 }
 // Fsync makes the block durable on the first persistent tier.
 func (h *readHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	key := h.node.served()
-	if err := h.node.s.store.FlushFile(ctx, key); err != nil {
+	if err := h.node.s.store.Tiers().Flush(ctx, key); err != nil {
 		return h.node.s.fail("fsync", key.Path(), err)
 	}
 	return 0

@@ -39,7 +39,7 @@ func (h lightHost) ShardIno(n uint64) bool { return ino.TagOf(n) == ino.Shard }
 // a sidecar that may be derived go to the bridge.
 func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (format.Key, light.Outcome, fuse.Status) {
 	s := h.s
-	if s.store.WriteNamed(ref.Model, ref.Dir, name) {
+	if s.store.Writes().Named(ref.Model, ref.Dir, name) {
 		return format.Key{}, light.Pass, fuse.OK
 	}
 	// The name's key only: shardFor would build the node's name for
@@ -49,8 +49,8 @@ func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (forma
 	if err != nil {
 		return key, light.Pass, fuse.OK
 	}
-	epoch := s.store.WriteEpoch(key)
-	bi, err := s.store.StatFile(key)
+	epoch := s.store.Writes().Epoch(key)
+	bi, err := s.store.Tiers().Stat(key)
 	switch {
 	case err == nil:
 		h.fill(key, bi, s.inos.Peek(ino.FileName(key)), out)
@@ -82,7 +82,7 @@ func (h lightHost) Listing(ref light.Ref, uid uint32) []light.Entry {
 
 // Entry fills out with published file key's entry from the index.
 func (h lightHost) Entry(key format.Key, out *fuse.EntryOut) bool {
-	bi, err := h.s.store.StatFile(key)
+	bi, err := h.s.store.Tiers().Stat(key)
 	if err != nil {
 		return false
 	}
@@ -102,7 +102,7 @@ func (h lightHost) fill(key format.Key, bi store.BlockInfo, ino uint64, out *fus
 // index, as GETATTR of its go-fuse node would.
 func (h lightHost) Attr(key format.Key, out *fuse.AttrOut) bool {
 	s := h.s
-	bi, err := s.store.StatFile(key)
+	bi, err := s.store.Tiers().Stat(key)
 	if err != nil {
 		return false
 	}

@@ -66,7 +66,7 @@ func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	if m.dotEntry(name) {
 		return m.dotLookup(ctx, name, out)
 	}
-	if m.s.store.Raw(m.model) {
+	if m.s.store.Models().Raw(m.model) {
 		return m.rawLookup(ctx, name, out)
 	}
 	sh, ok := format.ParseShard(name)
@@ -96,7 +96,7 @@ func (m *modelNode) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileH
 
 // entries lists the shard directories of a ucmb or ucm-posix model.
 func (m *modelNode) entries() []fuse.DirEntry {
-	if m.s.store.Raw(m.model) {
+	if m.s.store.Models().Raw(m.model) {
 		return append(m.dotEntries(), m.rawReaddir()...)
 	}
 	ents := make([]fuse.DirEntry, 256)
@@ -121,7 +121,7 @@ func (m *modelNode) Mkdir(ctx context.Context, name string, mode uint32, out *fu
 	if m.dotEntry(name) {
 		return m.dotMkdir(ctx, name, mode, out)
 	}
-	if m.s.store.Raw(m.model) {
+	if m.s.store.Models().Raw(m.model) {
 		return m.rawMkdir(ctx, name, out)
 	}
 	if _, ok := format.ParseShard(name); ok {
@@ -140,14 +140,14 @@ func (m *modelNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if m.dotEntry(name) {
 		return m.dotRemove(name, true)
 	}
-	if m.s.store.Raw(m.model) {
+	if m.s.store.Models().Raw(m.model) {
 		return m.rawRmdir(ctx, name)
 	}
 	sh, ok := format.ParseShard(name)
 	if !ok {
 		return errnoMissing
 	}
-	if len(m.s.store.ShardFiles(m.model, sh)) > 0 {
+	if len(m.s.store.Tiers().ShardKeys(m.model, sh)) > 0 {
 		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", store.ErrNotEmpty))
 	}
 	return 0
@@ -203,7 +203,7 @@ func (m *modelNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) 
 // files returns the requests of the model's root when it has the files
 // layout.
 func (m *modelNode) files() (filesOps, bool) {
-	if !m.s.store.Files(m.model) {
+	if !m.s.store.Models().Files(m.model) {
 		return filesOps{}, false
 	}
 	return filesOps{s: m.s, node: &m.Inode, model: m.model}, true

@@ -58,7 +58,7 @@ func (s *fsState) scratch() (*gofs.LoopbackRoot, error) {
 
 // dotEntry reports whether name is a private entry of model m.
 func (m *modelNode) dotEntry(name string) bool {
-	return strings.HasPrefix(name, ".") && name != "." && name != ".." && m.s.store.Raw(m.model)
+	return strings.HasPrefix(name, ".") && name != "." && name != ".." && m.s.store.Models().Raw(m.model)
 }
 
 // dotPath is the scratch path of private entry name of m.

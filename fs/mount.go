@@ -16,6 +16,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/fs/light"
+	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -45,6 +46,11 @@ type Options struct {
 	// keep (light.Pruner); 0 takes DefaultKernelNodes (no bound), a negative
 	// value leaves it to the kernel.
 	KernelNodes int
+	// GPU is the device .ucm/gpu moves blocks to and from (CUDA or the
+	// simulated one); nil: the mount has no .ucm/gpu. The caller opens it
+	// and closes it after the stack, since the memory tier registers its
+	// mappings with it (tiers.MemConfig.Host).
+	GPU gpu.Device
 	// GPUSocket is where the socket that passes VMM descriptors to
 	// .ucm/gpu (register vmm) listens, outside the mount; .ucm/gpu.sock
 	// links to it. Empty: no socket (register vmm is refused). Used only

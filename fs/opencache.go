@@ -17,7 +17,7 @@ import (
 // three times. Now a node keeps its descriptor and backing id for
 // idleKeep after its last close: an open in that time hands the kernel
 // the same id, without an openat or an ioctl, once the stack confirms
-// (store.Store.ReuseOpen, no syscall) that the descriptor still reads the
+// (tiers.Stack.Reuse, no syscall) that the descriptor still reads the
 // block's current file on the tier the read path would choose, and counts
 // the open as a read there.
 //
@@ -127,7 +127,7 @@ func (c *openCache) sweep(s *fsState) {
 	for e := c.lru.Front(); e != nil; {
 		next := e.Next()
 		r := e.Value.(idleRef)
-		if now.Sub(r.at) >= idleKeep || !s.store.StillCurrent(r.n.key, r.tok) {
+		if now.Sub(r.at) >= idleKeep || !s.store.Tiers().Current(r.n.key, r.tok) {
 			done = append(done, c.removeLocked(e))
 		}
 		e = next

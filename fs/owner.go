@@ -33,7 +33,7 @@ const rootSharedPerm = 0o1777
 
 // rootAttr fills the root's attributes.
 func (s *fsState) rootAttr(a *fuse.Attr) {
-	s.dirAttr(a, uint32(2+1+len(s.store.Models()))) // ., .., .ucm's .. and each model's
+	s.dirAttr(a, uint32(2+1+len(s.store.Models().Names()))) // ., .., .ucm's .. and each model's
 	if s.opts.AllowOther {
 		a.Mode = syscall.S_IFDIR | rootSharedPerm
 	}
@@ -50,10 +50,10 @@ func (r *rootNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetA
 // (the mount's time for a model made before that was kept).
 func (s *fsState) modelAttr(a *fuse.Attr, nlink uint32, model string) {
 	s.dirAttr(a, nlink)
-	if made := s.store.ModelMade(model); !made.IsZero() {
+	if made := s.store.Models().Made(model); !made.IsZero() {
 		a.SetTimes(&made, &made, &made)
 	}
-	o := s.store.ModelOwner(model)
+	o := s.store.Models().Owner(model)
 	a.Mode = syscall.S_IFDIR | o.Mode
 	a.Owner = fuse.Owner{Uid: o.Uid, Gid: o.Gid}
 }
@@ -62,7 +62,7 @@ func (s *fsState) modelAttr(a *fuse.Attr, nlink uint32, model string) {
 // as its model's read bits allow; a File of a files model also writable
 // as its model's write bits allow (store.FileOwner).
 func (s *fsState) blockAttr(a *fuse.Attr, size int64, mtime time.Time, key format.Key) {
-	o := s.store.FileOwner(key.Model, key.Kind)
+	o := s.store.Models().FileOwner(key.Model, key.Kind)
 	s.fileAttr(a, size, mtime, o.Mode)
 	a.Owner = fuse.Owner{Uid: o.Uid, Gid: o.Gid}
 }
@@ -77,7 +77,7 @@ func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 		return m.s.fail("setattr", m.model, store.ErrImmutable)
 	}
 	c := callerProc(ctx)
-	o := m.s.store.ModelOwner(m.model)
+	o := m.s.store.Models().Owner(m.model)
 	next := o
 	if mode, ok := in.GetMode(); ok {
 		next.Mode = mode & 0o7777
@@ -89,13 +89,13 @@ func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 		next.Gid = gid
 	}
 	if next != o {
-		if err := m.s.store.CheckOwner(m.model, c.Uid); err != nil {
+		if err := m.s.store.Models().CheckOwner(m.model, c.Uid); err != nil {
 			return m.s.fail("setattr", m.model, err)
 		}
 		if next.Uid != o.Uid && c.Uid != 0 {
 			return m.s.fail("chown", m.model, fmt.Errorf("only root gives a model away: %w", store.ErrNotOwner))
 		}
-		if err := m.s.store.SetModelOwner(m.model, next); err != nil {
+		if err := m.s.store.Models().SetOwner(m.model, next); err != nil {
 			return m.s.fail("setattr", m.model, err)
 		}
 		// The kernel checks permissions on the attributes it holds: those
@@ -141,7 +141,7 @@ func (s *fsState) dropModelAttrs(root *gofs.Inode, model string) {
 func (d *shardNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	d.attr(&out.Attr)
 	if _, ok := in.GetMode(); ok {
-		if err := d.s.store.CheckOwner(d.model, callerProc(ctx).Uid); err != nil {
+		if err := d.s.store.Models().CheckOwner(d.model, callerProc(ctx).Uid); err != nil {
 			return d.s.fail("chmod", d.what, err)
 		}
 		in.Valid &^= fuse.FATTR_MODE
@@ -152,7 +152,7 @@ func (d *shardNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 // checkModelOwner refuses a change of model's settings (its xattrs) by
 // anyone but its owner or root.
 func (s *fsState) checkModelOwner(ctx context.Context, model, attr string) syscall.Errno {
-	if err := s.store.CheckOwner(model, callerProc(ctx).Uid); err != nil {
+	if err := s.store.Models().CheckOwner(model, callerProc(ctx).Uid); err != nil {
 		return s.fail("setxattr", model+" "+attr, err)
 	}
 	return 0

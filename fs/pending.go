@@ -47,7 +47,7 @@ func (p *pendingNode) draftOf(ctx context.Context, f gofs.FileHandle) *store.Dra
 		return h.d.Draft()
 	}
 	if !p.w.Writable() && p.w.Key().Kind == format.File {
-		if w := p.s.store.OwnFile(p.w.Key(), p.w.Name(), callerProc(ctx).Tgid); w != nil {
+		if w := p.s.store.Writes().Own(p.w.Key(), p.w.Name(), callerProc(ctx).Tgid); w != nil {
 			return w
 		}
 	}
@@ -94,8 +94,8 @@ func (p *pendingNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.S
 func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	d, err := p.w.Open(flags&syscall.O_TRUNC != 0)
 	key := p.w.Key()
-	if errors.Is(err, store.ErrDone) && key.Kind == format.File && flags&syscall.O_ACCMODE != syscall.O_RDONLY && p.s.store.HasFile(key) {
-		_, d, err = p.s.store.ReopenFile(callerProc(ctx), key)
+	if errors.Is(err, store.ErrDone) && key.Kind == format.File && flags&syscall.O_ACCMODE != syscall.O_RDONLY && p.s.store.Tiers().Has(key) {
+		_, d, err = p.s.store.Writes().Reopen(callerProc(ctx), key)
 		if err != nil {
 			return nil, 0, p.s.fail("open", key.Path(), err)
 		}
@@ -121,7 +121,7 @@ func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 func (s *fsState) beginWrite(p store.Proc, key format.Key, name string, staging bool, flags uint32) (*store.Draft, *writeHandle, syscall.Errno) {
 	excl := flags&syscall.O_EXCL != 0
 	m := store.OpenMode{Staging: staging, Excl: excl, Trunc: flags&syscall.O_TRUNC != 0, Direct: flags&syscall.O_DIRECT != 0}
-	w, d, err := s.store.BeginWrite(p, key, name, m)
+	w, d, err := s.store.Writes().Begin(p, key, name, m)
 	if errors.Is(err, store.ErrExist) {
 		if !excl {
 			err = fmt.Errorf("%w: published files are read-only", errReadOnly)
@@ -293,7 +293,7 @@ func (s *fsState) writeAttr(w *store.Draft, a *fuse.Attr) {
 		// A File's version dropped (its writer wrote nothing, or unlinked
 		// it): the name's published file, if any, is what the kernel must
 		// take the size of, for the offset of an append on this node.
-		if bi, err := s.store.StatFile(key); err == nil {
+		if bi, err := s.store.Tiers().Stat(key); err == nil {
 			s.blockAttr(a, bi.Size, bi.MTime, key)
 			return
 		}

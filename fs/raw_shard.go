@@ -35,7 +35,7 @@ func newRawShardNode(s *fsState, model, dir string, w int, ino uint64) *shardNod
 func (d *shardNode) keys() []format.Key {
 	st := d.s.store
 	if d.width < 0 {
-		keys := st.ShardFiles(d.model, d.shard)
+		keys := st.Tiers().ShardKeys(d.model, d.shard)
 		out := keys[:0]
 		for _, k := range keys {
 			if !k.Kind.Raw() {
@@ -56,7 +56,7 @@ func (d *shardNode) keys() []format.Key {
 	kind := format.RawKind(d.width)
 	var out []format.Key
 	for b := lo; b < hi; b++ {
-		for _, k := range st.ShardFiles(d.model, byte(b)) {
+		for _, k := range st.Tiers().ShardKeys(d.model, byte(b)) {
 			if k.Kind == kind && (d.width <= 2 || strings.HasPrefix(k.ID.String(), d.dir)) {
 				out = append(out, k)
 			}
@@ -81,7 +81,7 @@ func (m *modelNode) rawShard(name string) (w int, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	for _, have := range m.s.store.ShardWidths(m.model) {
+	for _, have := range m.s.store.Models().ShardWidths(m.model) {
 		if have == w {
 			return w, true
 		}
@@ -117,7 +117,7 @@ func (m *modelNode) rawReaddir() []fuse.DirEntry {
 			Ino: m.s.inos.Peek(ino.ShardName(m.model, 0, name, w))})
 	}
 	const digits = "0123456789abcdef"
-	for _, w := range m.s.store.ShardWidths(m.model) {
+	for _, w := range m.s.store.Models().ShardWidths(m.model) {
 		if w == 0 {
 			add(format.RawDataShard, 0)
 			continue
@@ -149,7 +149,7 @@ func (m *modelNode) rawMkdir(ctx context.Context, name string, out *fuse.EntryOu
 		return nil, m.s.fail("mkdir", m.model+"/"+name,
 			fmt.Errorf("%w: %q is not a shard directory (data or 1..4 lowercase hex characters)", format.ErrName, name))
 	}
-	if err := m.s.store.AddShardWidth(m.model, w); err != nil {
+	if err := m.s.store.Models().AddShardWidth(m.model, w); err != nil {
 		return nil, m.s.fail("mkdir", m.model+"/"+name, err)
 	}
 	return m.rawChild(ctx, name, w, out), 0

@@ -40,8 +40,8 @@ func (d *shardNode) derivedEntry(ctx context.Context, key format.Key, size int64
 // Getattr describes a stored sidecar as storedFile does, and a derivable
 // one by its derived size (not cached by the kernel).
 func (n *reprFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if f == nil && !n.s.store.HasFile(n.key) {
-		size, mtime, ok, err := n.s.store.Derivable(n.key)
+	if f == nil && !n.s.store.Tiers().Has(n.key) {
+		size, mtime, ok, err := n.s.store.Sidecars().Derivable(n.key)
 		if err != nil {
 			return n.s.fail("getattr", n.key.Path(), err)
 		}
@@ -70,10 +70,10 @@ func (n *reprFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 // absent; an underivable block or a failed derivation is refused (with
 // one log line).
 func (n *storedFile) ensure(op string) syscall.Errno {
-	if n.s.store.HasFile(n.key) {
+	if n.s.store.Tiers().Has(n.key) {
 		return 0
 	}
-	err := n.s.store.DeriveSidecar(n.key)
+	err := n.s.store.Sidecars().Derive(n.key)
 	if err == nil || errors.Is(err, store.ErrNotFound) {
 		return 0
 	}

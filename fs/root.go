@@ -66,7 +66,7 @@ func (r *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		r.s.debugFail("lookup", name, err)
 		return nil, errnoMissing
 	}
-	if !r.s.store.ModelExists(name) {
+	if !r.s.store.Models().Exists(name) {
 		return nil, errnoMissing
 	}
 	return r.modelInode(ctx, name, out), 0
@@ -86,8 +86,8 @@ func (r *rootNode) modelInode(ctx context.Context, name string, out *fuse.EntryO
 
 // Readdir lists the dots, .ucm and every model.
 func (r *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	r.s.store.RefreshModels()
-	names := r.s.store.Models()
+	r.s.store.Models().Refresh()
+	names := r.s.store.Models().Names()
 	ents := make([]fuse.DirEntry, 0, len(names)+3)
 	ents = append(ents, dots(rootIno, rootIno)...)
 	ents = append(ents, fuse.DirEntry{Name: ucmName, Mode: syscall.S_IFDIR, Ino: control.DirIno})
@@ -109,19 +109,19 @@ func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	if r.s.store.Stopped() {
 		return nil, r.s.fail("mkdir", name, store.ErrStopped)
 	}
-	if r.s.store.ModelExists(name) {
+	if r.s.store.Models().Exists(name) {
 		return nil, errnoExists
 	}
 	c := callerProc(ctx)
-	if err := r.s.store.AdmitModel(c.Uid); err != nil {
+	if err := r.s.store.Models().Admit(c.Uid); err != nil {
 		return nil, r.s.fail("mkdir", name, err)
 	}
-	r.s.store.AddModel(name)
-	if err := r.s.store.SetModelOwner(name, store.ModelOwner{Uid: c.Uid, Gid: c.Gid, Mode: mode & 0o7777}); err != nil {
-		r.s.store.AbandonModel(name) // a failed mkdir makes nothing
+	r.s.store.Models().Add(name)
+	if err := r.s.store.Models().SetOwner(name, store.ModelOwner{Uid: c.Uid, Gid: c.Gid, Mode: mode & 0o7777}); err != nil {
+		r.s.store.Models().Abandon(name) // a failed mkdir makes nothing
 		return nil, r.s.fail("mkdir", name, err)
 	}
-	if err := r.s.store.SetModelMade(name, time.Now()); err != nil {
+	if err := r.s.store.Models().SetMade(name, time.Now()); err != nil {
 		return nil, r.s.fail("mkdir", name, err)
 	}
 	return r.modelInode(ctx, name, out), 0
@@ -140,10 +140,10 @@ func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 		r.s.debugFail("rmdir", name, err)
 		return errnoMissing
 	}
-	if !r.s.store.ModelExists(name) {
+	if !r.s.store.Models().Exists(name) {
 		return errnoMissing
 	}
-	if err := r.s.store.RemoveModel(name, callerProc(ctx).Uid); err != nil {
+	if err := r.s.store.Models().Remove(name, callerProc(ctx).Uid); err != nil {
 		return r.s.fail("rmdir", name, err)
 	}
 	return 0

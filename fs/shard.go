@@ -111,10 +111,10 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		d.s.debugFail("lookup", d.what+"/"+name, err)
 		return nil, d.s.otherWriter(d.model, d.dir, name, out)
 	}
-	epoch := d.s.store.WriteEpoch(key)
-	bi, err := d.s.store.StatFile(key)
+	epoch := d.s.store.Writes().Epoch(key)
+	bi, err := d.s.store.Tiers().Stat(key)
 	if errors.Is(err, store.ErrNotFound) && key.Kind == format.Repr {
-		size, mtime, ok, derr := d.s.store.Derivable(key)
+		size, mtime, ok, derr := d.s.store.Sidecars().Derivable(key)
 		if derr != nil {
 			return nil, d.s.fail("lookup", key.Path(), derr)
 		}
@@ -142,7 +142,7 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 // directory cache is every user's, and a cached miss would hide the file
 // from its own writer for the negative TTL.
 func (s *fsState) otherWriter(model, dir, name string, out *fuse.EntryOut) syscall.Errno {
-	if s.store.WriteNamed(model, dir, name) {
+	if s.store.Writes().Named(model, dir, name) {
 		out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching the miss
 	}
 	return errnoMissing
@@ -153,7 +153,7 @@ func (s *fsState) otherWriter(model, dir, name string, out *fuse.EntryOut) sysca
 // (or finished since epoch): then the kernel keeps nothing, so the file
 // shows up as soon as its writer's close publishes it.
 func (s *fsState) missEntry(key format.Key, epoch uint64, out *fuse.EntryOut) syscall.Errno {
-	if s.store.Writing(key) || s.store.WriteEpoch(key) != epoch {
+	if s.store.Writes().Active(key) || s.store.Writes().Epoch(key) != epoch {
 		out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching the miss
 	}
 	return errnoMissing
@@ -214,7 +214,7 @@ func (d *shardNode) listing(uid uint32) []light.Entry {
 		}
 		return kindOrder(a.Kind, b.Kind)
 	})
-	staging := d.s.store.StagingFiles(d.model, d.dir, uid)
+	staging := d.s.store.Writes().StagingIn(d.model, d.dir, uid)
 	ents := make([]light.Entry, 0, len(keys)+len(staging))
 	for _, k := range keys {
 		ents = append(ents, light.Entry{Name: k.FileName(), Ino: d.s.inos.Peek(ino.FileName(k)), Key: k, Published: true})
@@ -261,16 +261,16 @@ func (d *shardNode) parseName(name string) (format.Key, bool, error) {
 // or nil. A file being written under its final name is never found by
 // name: no process, its writer included, reads or stats a block before
 // it is published (a second descriptor of it comes from a create by the
-// same process, see store.Store.BeginWrite).
+// same process, see store.Writes.Begin).
 func (d *shardNode) staging(ctx context.Context, name string) *store.Draft {
-	if !d.s.store.WriteNamed(d.model, d.dir, name) {
+	if !d.s.store.Writes().Named(d.model, d.dir, name) {
 		return nil
 	}
 	key, staging, err := d.parseName(name)
 	if err != nil || !staging {
 		return nil
 	}
-	return d.s.store.StagingFile(key, name, callerProc(ctx).Uid)
+	return d.s.store.Writes().Staging(key, name, callerProc(ctx).Uid)
 }
 
 // pendingInode returns the node of a file being written and fills out;
@@ -298,13 +298,13 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		return errnoMissing
 	}
 	done := d.s.store.Removal(blockOf(key)) // after the GPU loads of the block
-	err = d.s.store.RemoveFile(key)
+	err = d.s.store.Tiers().Delete(key)
 	done()
 	if err != nil {
 		return d.s.fail("unlink", key.Path(), err)
 	}
 	d.s.store.ForgetHits(key, false)
-	d.s.store.ForgetUsage(key.Model)
+	d.s.store.Models().ForgetUsage(key.Model)
 	if key.Kind == format.Block {
 		side := format.Key{Model: key.Model, ID: key.ID, Kind: format.Repr}
 		d.s.store.ForgetHits(side, false)
@@ -339,7 +339,7 @@ func (d *shardNode) Rename(ctx context.Context, name string, newParent gofs.Inod
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, fmt.Errorf("exchange: %w", store.ErrImmutable))
 	}
-	if flags&unix.RENAME_NOREPLACE != 0 && d.s.store.HasFile(key) {
+	if flags&unix.RENAME_NOREPLACE != 0 && d.s.store.Tiers().Has(key) {
 		return errnoExists
 	}
 	if err := w.Rename(ctx); err != nil {

@@ -94,11 +94,11 @@ func newState(st *store.Store, opts Options) *fsState {
 	}
 	s.kernel = light.NewPruner(opts.KernelNodes, s.light, s.log,
 		func() *gofs.Inode { return s.root }, func() *fuse.Server { return s.server.Load() })
-	s.env = control.NewEnv(st, opts.Logger, errName)
+	s.env = control.NewEnv(st, opts.GPU, opts.Logger, errName)
 	s.control = control.NewAccess(opts.ControlGroup, s.uid, s.gid)
 	st.OnPublish(s.notifyPublished)
 	st.OnListingChange(s.listingChanged)
-	st.OnGenInUse(func(k format.Key, gen uint64) bool { return s.inos.Holds(ino.FileVersion(k, gen)) })
+	st.Writes().OnGenInUse(func(k format.Key, gen uint64) bool { return s.inos.Holds(ino.FileVersion(k, gen)) })
 	return s
 }
 

@@ -63,7 +63,7 @@ func TestXattrsNodes(t *testing.T) {
 		t.Errorf("size probe: %d %v", n, errno)
 	}
 	m := newModelNode(s, testModel, 0)
-	u := s.store.Usage(testModel)
+	u := s.store.Models().Usage(testModel)
 	if u.Blocks != 1 || u.Bytes != int64(len(d)+len(rd)) {
 		t.Errorf("usage %+v", u)
 	}

@@ -131,15 +131,15 @@ func (s *Store) Hits(k format.Key) uint64 { return s.hits.get(k) }
 // ForgetHits drops the counts of k, or of k's whole model when all is set.
 func (s *Store) ForgetHits(k format.Key, all bool) { s.hits.forget(k, all) }
 
-// WriteStarted counts a file of k being written; WriteEnded ends it.
-func (s *Store) WriteStarted(k format.Key) { s.pending.add(k) }
+// Started counts a file of k being written; Writes.Ended ends it.
+func (ws Writes) Started(k format.Key) { ws.s.pending.add(k) }
 
-// WriteEnded ends a write WriteStarted counted, and moves k's epoch.
-func (s *Store) WriteEnded(k format.Key) { s.pending.done(k) }
+// Ended ends a write Writes.Started counted, and moves k's epoch.
+func (ws Writes) Ended(k format.Key) { ws.s.pending.done(k) }
 
-// Writing reports whether a file of k is being written.
-func (s *Store) Writing(k format.Key) bool { return s.pending.has(k) }
+// Active reports whether a file of k is being written.
+func (ws Writes) Active(k format.Key) bool { return ws.s.pending.has(k) }
 
-// WriteEpoch is a number that moves whenever a write of a key that shares
+// Epoch is a number that moves whenever a write of a key that shares
 // k's bucket ends: a miss taken while it moved must not be cached.
-func (s *Store) WriteEpoch(k format.Key) uint64 { return s.pending.epoch(k) }
+func (ws Writes) Epoch(k format.Key) uint64 { return ws.s.pending.epoch(k) }

@@ -222,55 +222,55 @@ func (s *Store) reprAttr(k format.Key, name string, header func() ([]byte, error
 	return "", ErrNoAttr
 }
 
-// ModelAttrs is the table of a model directory for the user uid: blocks
+// Attrs is the table of a model directory for the user uid: blocks
 // and bytes, and the settings quota, repr_kind, layout, group and
 // key_pattern (writable, kept in the model's settings record; the quota
-// as uid may change it: SetQuota).
+// as uid may change it: Models.SetQuota).
 //
 // A files model has pinned too: its root's directory pin (dir_pins.go).
-func (s *Store) ModelAttrs(model string, uid uint32) *Attrs {
+func (ms Models) Attrs(model string, uid uint32) *Attrs {
 	names, writable := modelAttrNames, map[string]bool{"quota": true, "repr_kind": true, "layout": true, "group": true, "key_pattern": true}
-	if s.Layout(model) == LayoutFiles {
+	if ms.Layout(model) == LayoutFiles {
 		names, writable["pinned"] = append(slices.Clone(names), "pinned"), true
 	}
 	return &Attrs{Names: names, Writable: writable,
 		Get: func(name string) (string, error) {
 			switch name {
 			case "pinned":
-				return boolAttr(s.DirPinned(model, "")), nil
+				return boolAttr(ms.s.DirPinned(model, "")), nil
 			case "blocks":
-				return strconv.FormatInt(s.Usage(model).Blocks, 10), nil
+				return strconv.FormatInt(ms.Usage(model).Blocks, 10), nil
 			case "bytes":
-				return strconv.FormatInt(s.Usage(model).Bytes, 10), nil
+				return strconv.FormatInt(ms.Usage(model).Bytes, 10), nil
 			case "repr_kind":
-				return s.ModelRepr(model).String(), nil
+				return ms.s.Sidecars().Setting(model).String(), nil
 			case "layout":
-				return s.Layout(model), nil
+				return ms.Layout(model), nil
 			case "group":
-				return s.ModelGroup(model).String(), nil
+				return ms.Group(model).String(), nil
 			case "key_pattern":
-				return s.keyPatternAttr(model), nil
+				return ms.s.keyPatternAttr(model), nil
 			}
-			return strconv.FormatInt(s.quota(model), 10), nil
+			return strconv.FormatInt(ms.s.quota(model), 10), nil
 		},
 		Set: func(name, value string) error {
 			switch name {
 			case "pinned":
-				return s.dirPinSetter(model, "")(name, value)
+				return ms.s.dirPinSetter(model, "")(name, value)
 			case "repr_kind":
-				return s.setReprKind(model, value)
+				return ms.s.setReprKind(model, value)
 			case "layout":
-				return s.setLayout(model, strings.TrimSpace(value))
+				return ms.s.setLayout(model, strings.TrimSpace(value))
 			case "group":
-				return s.SetModelGroup(model, value)
+				return ms.SetGroup(model, value)
 			case "key_pattern":
-				return s.setKeyPattern(model, value)
+				return ms.s.setKeyPattern(model, value)
 			}
 			n, err := ParseBytes(value)
 			if err != nil {
 				return err
 			}
-			return s.SetQuota(model, n, uid)
+			return ms.SetQuota(model, n, uid)
 		}}
 }
 

@@ -1,17 +1,24 @@
 package store
 
 import (
-	"context"
-	"time"
-
-	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // The published files of the mount, as a front end reads, stats and
-// removes them by key (a block, a raw block, a sidecar). These are the
-// only calls of the tier stack a front end makes; the stack itself stays
-// the store's (no front end imports package tiers).
+// removes them by key (a block, a raw block, a sidecar). A front end
+// calls the tier stack itself for them (Tiers): the store adds no rule to
+// a stat, an open or a removal of a published file, so it has no call of
+// its own that would only pass one on. What the store does have here sums
+// or names the tiers for a front end (TierDirs, Space, MemoryCapacity).
+
+// Tiers is the tier stack under the store: the published files by key
+// (Stat, Has, HasKey, Open, Reuse, Current, SetMTime, Delete, Flush,
+// ShardKeys, Mapping, Touch, ModelDirty, HasShared) and the memory-tier
+// files a GPU dump writes (Create, Abort; published by Writes.Publish).
+// A removal first waits for the GPU loads of the block (Removal). Writes,
+// publishes and model changes go through the store, whose rules they
+// pass.
+func (s *Store) Tiers() *tiers.Stack { return s.stack }
 
 // The types of the tier stack that reach a front end as values.
 type (
@@ -19,52 +26,11 @@ type (
 	BlockInfo = tiers.BlockInfo
 	// Handle is a published file opened for reading, and where it was found.
 	Handle = tiers.Handle
-	// Token names the tier file a Handle reads, for ReuseOpen.
+	// Token names the tier file a Handle reads, for tiers.Stack.Reuse.
 	Token = tiers.Token
 	// Info describes a published file on the tier that holds it.
 	Info = tiers.Info
 )
-
-// StatFile describes the published file k (ErrNotFound: no tier holds it).
-func (s *Store) StatFile(k format.Key) (BlockInfo, error) { return s.stack.Stat(k) }
-
-// HasFile reports whether a tier holds the published file k.
-func (s *Store) HasFile(k format.Key) bool { return s.stack.Has(k) }
-
-// Present is HasFile as a lookup asks it: from the tiers' indexes, a
-// shared tier's revalidated first (tiers.Stack.HasKey), as HasBlock does
-// for an id.
-func (s *Store) Present(k format.Key) bool { return s.stack.HasKey(k) }
-
-// OpenFile opens the published file k for reading from the fastest tier
-// holding it, counting the hit and the promotion it may earn.
-func (s *Store) OpenFile(k format.Key) (*Handle, error) { return s.stack.Open(k) }
-
-// ReuseOpen reports whether a descriptor of k opened with token t still
-// reads k's current file, and if so counts the open as OpenFile does; on
-// false the caller closes it and opens again.
-func (s *Store) ReuseOpen(k format.Key, t Token) bool { return s.stack.Reuse(k, t) }
-
-// StillCurrent is ReuseOpen without counting a use (a kept descriptor's
-// check before it is kept longer).
-func (s *Store) StillCurrent(k format.Key, t Token) bool { return s.stack.Current(k, t) }
-
-// SetFileMTime sets the modification time every tier keeps for k.
-func (s *Store) SetFileMTime(k format.Key, t time.Time) error { return s.stack.SetMTime(k, t) }
-
-// RemoveFile removes k from every tier. The caller first waits for the
-// GPU loads of the block (Removal).
-func (s *Store) RemoveFile(k format.Key) error { return s.stack.Delete(k) }
-
-// FlushFile returns once k is durable on a persistent tier (at once on a
-// mount without one).
-func (s *Store) FlushFile(ctx context.Context, k format.Key) error { return s.stack.Flush(ctx, k) }
-
-// ShardFiles lists the published files of model whose id starts with
-// the byte shard, from the tiers' indexes. The slice is the caller's.
-func (s *Store) ShardFiles(model string, shard byte) []format.Key {
-	return s.stack.ShardKeys(model, shard)
-}
 
 // TierDirs returns the directory of each tier, memory first (its private
 // one), for the front end's own files there (a passthrough probe, the
@@ -117,20 +83,8 @@ func (s *Store) MemoryCapacity() int64 { return s.stack.Tiers()[tiers.Memory].Us
 // MemoryTier is the memory tier's place among the tiers (Handle.TierID).
 const MemoryTier = int(tiers.Memory)
 
-// PendingWrite is a file being written into the memory tier, published
-// by Publish or discarded by AbortFile.
-type PendingWrite = tiers.PendingWrite
-
-// CreateFile starts writing k straight into the memory tier (a GPU dump):
-// ErrExist when k is published already.
-func (s *Store) CreateFile(k format.Key) (*PendingWrite, error) { return s.stack.Create(k) }
-
-// AbortFile discards a file CreateFile started.
-func (s *Store) AbortFile(p *PendingWrite) { s.stack.Abort(p) }
-
-// Mapping returns the read-only mapping of k's file in the memory tier
-// (nil when it has none); valid while k is pinned (AcquirePin).
-func (s *Store) Mapping(k format.Key) []byte { return s.stack.Mapping(k) }
-
-// Touch counts a use of k's memory-tier file read through its mapping.
-func (s *Store) Touch(k format.Key) { s.stack.Touch(k) }
+// DraftFile is a Draft's file in the memory tier, beneath its publish
+// rules (tiers.PendingWrite). A GPU dump writes one straight, with no
+// Draft around it: Tiers().Create starts it, Publish publishes it and
+// Tiers().Abort discards it.
+type DraftFile = tiers.PendingWrite

@@ -168,15 +168,27 @@ func (s *Store) Snapshot() Stats {
 	s.budget.mu.Lock()
 	m.PendingBytes = s.budget.total
 	s.budget.mu.Unlock()
-	dirs, _ := s.DirCount(0)
+	dirs, _ := s.Models().DirCount(0)
 	m.Dirs = int64(dirs)
-	if s.opts.GPU != nil {
-		m.GPUDevice = s.opts.GPU.Name()
-		g := s.opts.GPU.Stats()
+	if d := s.device.Load(); d != nil {
+		m.GPUDevice = (*d).Name()
+		g := (*d).Stats()
 		m.GPU = &g
 	}
 	return m
 }
+
+// DeviceStats is what the snapshot reads of the device of .ucm/gpu (a
+// gpu.Device): its name and its state, nothing it could move blocks with.
+type DeviceStats interface {
+	Name() string
+	Stats() gpu.Stats
+}
+
+// ReportDevice makes the snapshot show d's name and state from then on.
+// The transfer engine reports its device when it is built: the store
+// itself has no device (a mount without one shows none).
+func (s *Store) ReportDevice(d DeviceStats) { s.device.Store(&d) }
 
 // countIn counts a publish of size bytes into tier level, the one that
 // took it (tiers.Info.Tier).

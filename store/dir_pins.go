@@ -99,7 +99,7 @@ func (s *Store) DirPinned(model, dir string) bool {
 // files beneath do not fit in memory (nothing is left pinned by this
 // call) or the model has MaxDirPins pinned directories.
 func (s *Store) SetDirPin(model, dir string, pin bool) error {
-	if s.Layout(model) != LayoutFiles {
+	if s.Models().Layout(model) != LayoutFiles {
 		return fmt.Errorf("%s: a directory pin needs the files layout: %w", model, ErrInvalid)
 	}
 	if !s.FilesDir(model, dir) {

@@ -218,8 +218,8 @@ func (t *treeSet) drop(model string) {
 
 // DirCount is the directories of files models the mount knows of, and
 // those the user uid made this run.
-func (s *Store) DirCount(uid uint32) (all, user int) {
-	s.trees.mu.Lock()
-	defer s.trees.mu.Unlock()
-	return s.trees.total, s.trees.users[uid]
+func (ms Models) DirCount(uid uint32) (all, user int) {
+	ms.s.trees.mu.Lock()
+	defer ms.s.trees.mu.Unlock()
+	return ms.s.trees.total, ms.s.trees.users[uid]
 }

@@ -58,7 +58,7 @@ func TestDirTree(t *testing.T) {
 // count in all but against no user.
 func TestFilesMkdirBounded(t *testing.T) {
 	s := newTestStore(t, Options{Layout: LayoutFiles, MaxDirs: 6, MaxDirsPerUser: 3})
-	s.AddModel("e")
+	s.Models().Add("e")
 	const bad, other = 1000, 1001
 	for i := range 3 {
 		if err := s.FilesMkdir("e", fmt.Sprintf("d%d", i), bad); err != nil {
@@ -78,13 +78,13 @@ func TestFilesMkdirBounded(t *testing.T) {
 		t.Fatalf("mkdir after an rmdir: %v", err)
 	}
 	s.trees.add("e", "found/on/tier") // as FilesDir does for a directory of an earlier run
-	if all, user := s.DirCount(bad); all != 7 || user != 3 {
+	if all, user := s.Models().DirCount(bad); all != 7 || user != 3 {
 		t.Fatalf("counts %d in all, %d of the user; want 7, 3", all, user)
 	}
 	if err := s.FilesMkdir("e", "d4", other); !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("mkdir past the bound: %v, want ErrNoSpace", err)
 	}
-	if _, user := s.DirCount(other); user != 1 {
+	if _, user := s.Models().DirCount(other); user != 1 {
 		t.Fatalf("a refused mkdir counted: %d", user)
 	}
 }

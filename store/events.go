@@ -71,8 +71,3 @@ func (s *Store) Holds(tier int, key format.Key) bool {
 // enters or leaves a tier (a listing of its directory may change). It
 // runs under the tier index's lock: it must not block.
 func (s *Store) OnListingChange(fn func(format.Key)) { s.listingHook.Store(&fn) }
-
-// SharedTier reports whether a tier is shared with other daemons, whose
-// changes of a files model's directories (a subdirectory made there) no
-// index of this daemon sees.
-func (s *Store) SharedTier() bool { return s.stack.HasShared() }

@@ -15,7 +15,7 @@ import (
 // its path, and its key (its id is its path's hash) names it in every
 // tier's index, in the pins, the generations and the kernel's nodes: a
 // directory moved is every file beneath it moved. MoveFilesDir does that
-// file by file (MoveFile) in the daemon, for a directory small enough
+// file by file (Writes.Move) in the daemon, for a directory small enough
 // that it is done within a request; a larger one is ErrDirTooLarge, which
 // the adapter answers EXDEV, so that mv copies and removes as it does
 // across file systems (overlayfs answers a directory rename it cannot do
@@ -66,7 +66,7 @@ func (m *dirMove) key(k format.Key) format.Key { return format.FileKey(m.toModel
 // parent is a directory), for the user uid (the directories it makes
 // count as theirs; the bytes moved to another model count in its quota):
 // the directories beneath from are made beneath to, every published file
-// moved there (MoveFile: durable where it was), the directories' pins
+// moved there (Writes.Move: durable where it was), the directories' pins
 // carried over, and from's directories removed.
 // to may be an empty directory, which is replaced. Errors: ErrNotFound
 // when from is no directory, ErrInvalid when to is from or beneath it
@@ -84,7 +84,7 @@ func (m *dirMove) key(k format.Key) format.Key { return format.FileKey(m.toModel
 // file published beneath from meanwhile stays there, with the
 // directories it needs; one removed meanwhile is left out.
 func (s *Store) MoveFilesDir(ctx context.Context, model, from, toModel, to string, uid uint32) error {
-	if s.Layout(model) != LayoutFiles || s.Layout(toModel) != LayoutFiles {
+	if s.Models().Layout(model) != LayoutFiles || s.Models().Layout(toModel) != LayoutFiles {
 		return fmt.Errorf("%s to %s: a directory moves between files models: %w", model, toModel, ErrInvalid)
 	}
 	if from == "" || !s.FilesDir(model, from) {
@@ -138,7 +138,7 @@ func (s *Store) MoveFilesDir(ctx context.Context, model, from, toModel, to strin
 	return nil
 }
 
-// moveDirFiles moves the files of m as MoveFile moves one, in three
+// moveDirFiles moves the files of m as Writes.Move moves one, in three
 // passes, so that what was durable is made durable again together rather
 // than one fsync after another: every file is linked (on the first
 // directory tier) or copied to its new path, the copies of those that

@@ -140,11 +140,11 @@ func (s *Store) finishDirMoves() {
 
 // finishDirMove moves what is left beneath r.From of model to r.To of
 // r.ToModel: a file the move published under its new path before the
-// crash only loses its old path, the others move (MoveFile); then the
+// crash only loses its old path, the others move (Writes.Move); then the
 // old directories go.
 func (s *Store) finishDirMove(model string, r DirMoveRecord) error {
-	if !s.Files(r.ToModel) {
-		return fmt.Errorf("model %s has the layout %q, not files: %w", r.ToModel, s.Layout(r.ToModel), ErrInvalid)
+	if !s.Models().Files(r.ToModel) {
+		return fmt.Errorf("model %s has the layout %q, not files: %w", r.ToModel, s.Models().Layout(r.ToModel), ErrInvalid)
 	}
 	if !s.FilesDir(model, r.From) {
 		return nil // the crash came after the last old directory went
@@ -162,7 +162,7 @@ func (s *Store) finishDirMove(model string, r DirMoveRecord) error {
 		if s.stack.HasKey(to) {
 			err = s.dropMoved(k, to)
 		} else {
-			err = s.MoveFile(context.Background(), k, to)
+			err = s.Writes().Move(context.Background(), k, to)
 		}
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err

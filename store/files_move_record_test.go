@@ -23,7 +23,7 @@ func TestDirMoveFinishedAfterCrash(t *testing.T) {
 	dir := t.TempDir()
 	open := storeOver(t, dir, Options{Layout: LayoutFiles})
 	s, st := open()
-	s.AddModel("e")
+	s.Models().Add("e")
 	for _, d := range []string{"a", "a/sub", "b", "b/sub"} {
 		if err := s.FilesMkdir("e", d, 0); err != nil {
 			t.Fatal(err)
@@ -43,7 +43,7 @@ func TestDirMoveFinishedAfterCrash(t *testing.T) {
 	if err := s.recordDirMove("e", DirMoveRecord{From: "a", ToModel: "e", To: "b"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.MoveFile(ctx, format.FileKey("e", "a/x.bin"), format.FileKey("e", "b/x.bin")); err != nil {
+	if err := s.Writes().Move(ctx, format.FileKey("e", "a/x.bin"), format.FileKey("e", "b/x.bin")); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.copyFile(format.FileKey("e", "a/y.bin"), format.FileKey("e", "b/y.bin"), false); err != nil {

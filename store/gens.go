@@ -18,7 +18,7 @@ import (
 // for good, and a user who renames files of new names in a loop would
 // grow the table without bound. So past genPruneAt entries, those of
 // names no tier holds and whose versions have no node the front end
-// holds (OnGenInUse) are dropped: such a name's next file is version 0
+// holds (Writes.OnGenInUse) are dropped: such a name's next file is version 0
 // again, which nothing can be confused with.
 type genTable struct {
 	mu      sync.Mutex
@@ -67,15 +67,15 @@ func (s *Store) bumpGen(k format.Key) {
 // taken for it (it would be served the old bytes). A removal of a file
 // nobody has open needs none: the kernel drops its node, and the next
 // file of the name is version 0 again, as after a prune.
-func (s *Store) EndVersion(k format.Key) {
+func (ws Writes) EndVersion(k format.Key) {
 	if k.Kind == format.File {
-		s.bumpGen(k)
+		ws.s.bumpGen(k)
 	}
 }
 
 // OnGenInUse tells the store how to ask the front end whether it holds a
 // node of version gen of the File k. Without it, no entry is pruned.
-func (s *Store) OnGenInUse(fn func(k format.Key, gen uint64) bool) { s.gens.inUse.Store(&fn) }
+func (ws Writes) OnGenInUse(fn func(k format.Key, gen uint64) bool) { ws.s.gens.inUse.Store(&fn) }
 
 // pruneGens drops the entries of names no tier holds and of which no
 // version has a node.
@@ -120,10 +120,10 @@ func versionsInUse(inUse func(format.Key, uint64) bool, k format.Key, n uint64) 
 	return false
 }
 
-// FileGen is the generation of the File k: 0 until it is first replaced
+// Gen is the generation of the File k: 0 until it is first replaced
 // or moved away this run, then one more at each.
-func (s *Store) FileGen(k format.Key) uint64 {
-	s.gens.mu.Lock()
-	defer s.gens.mu.Unlock()
-	return s.gens.m[k]
+func (ws Writes) Gen(k format.Key) uint64 {
+	ws.s.gens.mu.Lock()
+	defer ws.s.gens.mu.Unlock()
+	return ws.s.gens.m[k]
 }

@@ -18,7 +18,7 @@ func TestGensPruned(t *testing.T) {
 	if _, err := s.stack.Put(present, []byte("x"), false); err != nil {
 		t.Fatal(err)
 	}
-	s.OnGenInUse(func(k format.Key, gen uint64) bool { return k == held && gen == 0 })
+	s.Writes().OnGenInUse(func(k format.Key, gen uint64) bool { return k == held && gen == 0 })
 	s.bumpGen(present)
 	s.bumpGen(held)
 	for i := range 20 {
@@ -43,10 +43,10 @@ func TestGensPruned(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("%d entries after the prune, want the 2 in use", n)
 	}
-	if s.FileGen(present) != 1 || s.FileGen(held) != 1 {
-		t.Fatalf("kept entries: present %d, held %d; want 1 and 1", s.FileGen(present), s.FileGen(held))
+	if s.Writes().Gen(present) != 1 || s.Writes().Gen(held) != 1 {
+		t.Fatalf("kept entries: present %d, held %d; want 1 and 1", s.Writes().Gen(present), s.Writes().Gen(held))
 	}
-	if g := s.FileGen(format.FileKey("e", "gone0.bin")); g != 0 {
+	if g := s.Writes().Gen(format.FileKey("e", "gone0.bin")); g != 0 {
 		t.Fatalf("a gone name without nodes keeps generation %d", g)
 	}
 }

@@ -11,20 +11,20 @@ import (
 // docs/hybrid.md): full attention unless set. A hybrid lookup reads it to
 // know which blocks of the group a prefix hit needs.
 
-// ModelGroup is model's group kind, from its settings record (full
+// Group is model's group kind, from its settings record (full
 // attention when none is set, or when the record's text does not parse).
-func (s *Store) ModelGroup(model string) hybrid.Spec {
-	spec, err := hybrid.ParseSpec(s.modelSettings(model).Group)
+func (ms Models) Group(model string) hybrid.Spec {
+	spec, err := hybrid.ParseSpec(ms.s.modelSettings(model).Group)
 	if err != nil {
 		return hybrid.Spec{Kind: hybrid.Full}
 	}
 	return spec
 }
 
-// SetModelGroup sets model's group kind from its text ("full",
+// SetGroup sets model's group kind from its text ("full",
 // "swa:<W>", "chunk:<C>", "mamba"); ErrInvalid for anything else. The
 // kind is kept in the model's settings record (settings.go).
-func (s *Store) SetModelGroup(model, value string) error {
+func (ms Models) SetGroup(model, value string) error {
 	spec, err := hybrid.ParseSpec(strings.TrimSpace(value))
 	if err != nil {
 		return fmt.Errorf("%v: %w", err, ErrInvalid)
@@ -33,5 +33,5 @@ func (s *Store) SetModelGroup(model, value string) error {
 	if spec.Kind == hybrid.Full {
 		text = "" // the default: nothing to keep
 	}
-	return s.updateSettings(model, func(v *Settings) error { v.Group = text; return nil })
+	return ms.s.updateSettings(model, func(v *Settings) error { v.Group = text; return nil })
 }

@@ -18,8 +18,8 @@ import (
 // applies; a pattern without exactly one group, or not RE2, is refused.
 func TestKeyPattern(t *testing.T) {
 	s := newTestStore(t, Options{Layout: LayoutFiles})
-	s.AddModel("sg")
-	a := s.ModelAttrs("sg", 0)
+	s.Models().Add("sg")
+	a := s.Models().Attrs("sg", 0)
 	vllm := format.FileKey("sg", "abc/de_g0/"+"abcdef0000000000000000000000000000000000000000000000000000000102.bin")
 	sglang := format.FileKey("sg", "00000000000000000000000000000000000000000000000000000000000000ff_qwen_0_1.bin")
 	if h, ok := s.EngineHash(vllm); !ok || h != 0x102 {
@@ -59,7 +59,7 @@ func TestKeyPattern(t *testing.T) {
 // pattern's; a later removal of the file says the pattern's hash.
 func TestKeyPatternReannounces(t *testing.T) {
 	s := newTestStore(t, Options{Layout: LayoutFiles})
-	s.AddModel("sg")
+	s.Models().Add("sg")
 	k := format.FileKey("sg", "000000000000000a"+strings.Repeat("0", 47)+"b.bin")
 	if _, err := publish(t, s, k, []byte("kv")); err != nil {
 		t.Fatal(err)
@@ -68,10 +68,10 @@ func TestKeyPatternReannounces(t *testing.T) {
 		t.Fatal(err)
 	}
 	from := s.Events().Next()
-	if err := s.ModelAttrs("sg", 0).Set("key_pattern", `^([0-9a-f]{16})`); err != nil {
+	if err := s.Models().Attrs("sg", 0).Set("key_pattern", `^([0-9a-f]{16})`); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RemoveFile(k); err != nil {
+	if err := s.stack.Delete(k); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]events.Event, 16)
@@ -91,8 +91,8 @@ func TestKeyPatternReannounces(t *testing.T) {
 // after another leaves a bounded number of them compiled.
 func TestKeyPatternBounded(t *testing.T) {
 	s := newTestStore(t, Options{Layout: LayoutFiles})
-	s.AddModel("sg")
-	a := s.ModelAttrs("sg", 0)
+	s.Models().Add("sg")
+	a := s.Models().Attrs("sg", 0)
 	for _, huge := range []string{"^([0-9a-f]{16})" + strings.Repeat(`\pL{999}`, 24), `^([0-9a-f]{16})_\pL{900}`} {
 		if err := a.Set("key_pattern", huge); !errors.Is(err, ErrInvalid) {
 			t.Errorf("a pattern of %d bytes compiling to megabytes: %v, want ErrInvalid", len(huge), err)

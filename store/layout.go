@@ -23,7 +23,7 @@ const (
 // Layout is the rules of one layout of a model directory: what a block
 // id names, what publishing over a published name does, what a tier file
 // holds. Each layout is one value in layouts; the store asks the model's
-// (LayoutOf) instead of testing names.
+// (Models.LayoutOf) instead of testing names.
 type Layout interface {
 	// Name is the layout's name, the value of user.ucm.layout.
 	Name() string
@@ -57,21 +57,21 @@ func ParseLayout(s string) (string, error) {
 }
 
 // Layout is model's layout: its record's, LayoutUCMB when it has none.
-func (s *Store) Layout(model string) string {
-	if l := s.modelSettings(model).Layout; l != "" {
+func (ms Models) Layout(model string) string {
+	if l := ms.s.modelSettings(model).Layout; l != "" {
 		return l
 	}
 	return LayoutUCMB
 }
 
 // LayoutOf is the rules of model's layout.
-func (s *Store) LayoutOf(model string) Layout { return layouts[s.Layout(model)] }
+func (ms Models) LayoutOf(model string) Layout { return layouts[ms.Layout(model)] }
 
 // Raw reports whether model has the ucm-posix layout.
-func (s *Store) Raw(model string) bool { return s.Layout(model) == LayoutUCMPosix }
+func (ms Models) Raw(model string) bool { return ms.Layout(model) == LayoutUCMPosix }
 
 // Files reports whether model has the files layout.
-func (s *Store) Files(model string) bool { return s.Layout(model) == LayoutFiles }
+func (ms Models) Files(model string) bool { return ms.Layout(model) == LayoutFiles }
 
 // ucmbLayout is LayoutUCMB.
 type ucmbLayout struct{}
@@ -139,12 +139,12 @@ func (s *Store) setLayout(model, value string) error {
 
 // ShardWidths are the shard widths of a ucm-posix model's directories,
 // sorted (none for a ucmb model).
-func (s *Store) ShardWidths(model string) []int { return s.modelSettings(model).ShardWidths }
+func (ms Models) ShardWidths(model string) []int { return ms.s.modelSettings(model).ShardWidths }
 
 // AddShardWidth records that model has shard directories of width w
 // (0..4), as a mkdir of one of them does.
-func (s *Store) AddShardWidth(model string, w int) error {
-	return s.updateSettings(model, func(v *Settings) error {
+func (ms Models) AddShardWidth(model string, w int) error {
+	return ms.s.updateSettings(model, func(v *Settings) error {
 		if !slices.Contains(v.ShardWidths, w) {
 			v.ShardWidths = append(v.ShardWidths, w)
 			slices.Sort(v.ShardWidths)
@@ -159,14 +159,14 @@ func (s *Store) AddShardWidth(model string, w int) error {
 const DefaultShardWidth = 3
 
 // BlockKey is the key of block id of model, by its layout (Layout.BlockKey).
-func (s *Store) BlockKey(model string, id format.ID) format.Key {
-	return s.LayoutOf(model).BlockKey(s, model, id)
+func (ms Models) BlockKey(model string, id format.ID) format.Key {
+	return ms.LayoutOf(model).BlockKey(ms.s, model, id)
 }
 
 // HasBlock reports whether a tier holds block id of model (BlockKey's),
 // from the tiers' indexes (tiers.Stack.HasKey).
-func (s *Store) HasBlock(model string, id format.ID) bool {
-	return s.stack.HasKey(s.BlockKey(model, id))
+func (ms Models) HasBlock(model string, id format.ID) bool {
+	return ms.s.stack.HasKey(ms.BlockKey(model, id))
 }
 
 // adoptLayouts runs at mount, after the models are registered: a model

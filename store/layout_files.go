@@ -28,7 +28,7 @@ import (
 //   - Publishing under a name that is published replaces the file (the
 //     engines' rename over, or a create with O_TRUNC): readers that have
 //     the old one open keep its bytes.
-//   - rename of a published file moves it (MoveFile); rename of a
+//   - rename of a published file moves it (Writes.Move); rename of a
 //     directory moves each file beneath it (MoveFilesDir), up to bounds
 //     past which it is EXDEV: tools (mv) copy instead.
 //   - an engine's own files (KeptFile: '.' names, configs, locks, logs)

@@ -55,7 +55,7 @@ func TestKeptFiles(t *testing.T) {
 // (written back), and none of the model root's files.
 func TestFilesListTwoTiers(t *testing.T) {
 	s := newTestStore(t, Options{Layout: LayoutFiles})
-	s.AddModel("e")
+	s.Models().Add("e")
 	if err := s.FilesMkdir("e", "d", 0); err != nil {
 		t.Fatal(err)
 	}

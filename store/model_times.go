@@ -7,15 +7,15 @@ import "time"
 // change; a files model's directories move their times with what they
 // hold, from this time on).
 
-// SetModelMade records t as when model was made (mkdir).
-func (s *Store) SetModelMade(model string, t time.Time) error {
-	return s.updateSettings(model, func(st *Settings) error { st.Made = t.UnixNano(); return nil })
+// SetMade records t as when model was made (mkdir).
+func (ms Models) SetMade(model string, t time.Time) error {
+	return ms.s.updateSettings(model, func(st *Settings) error { st.Made = t.UnixNano(); return nil })
 }
 
-// ModelMade is when model was made, as SetModelMade recorded it; the zero
+// Made is when model was made, as Models.SetMade recorded it; the zero
 // time where none is recorded.
-func (s *Store) ModelMade(model string) time.Time {
-	if ns := s.modelSettings(model).Made; ns != 0 {
+func (ms Models) Made(model string) time.Time {
+	if ns := ms.s.modelSettings(model).Made; ns != 0 {
 		return time.Unix(0, ns)
 	}
 	return time.Time{}

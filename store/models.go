@@ -78,21 +78,21 @@ func (s *Store) seedModels() {
 	s.adoptLayouts()
 }
 
-// RefreshModels adds to the registry the models tiers hold now.
-func (s *Store) RefreshModels() {
-	for _, n := range s.tierModels() {
-		s.models.add(n)
+// Refresh adds to the registry the models tiers hold now.
+func (ms Models) Refresh() {
+	for _, n := range ms.s.tierModels() {
+		ms.s.models.add(n)
 	}
 }
 
-// ModelExists reports whether model is registered or held by a tier
+// Exists reports whether model is registered or held by a tier
 // (registering it then).
-func (s *Store) ModelExists(model string) bool {
-	if s.models.has(model) {
+func (ms Models) Exists(model string) bool {
+	if ms.s.models.has(model) {
 		return true
 	}
-	if s.stack.HasModel(model) { // a shared tier answers from its directory
-		s.models.add(model)
+	if ms.s.stack.HasModel(model) { // a shared tier answers from its directory
+		ms.s.models.add(model)
 		return true
 	}
 	return false
@@ -108,8 +108,8 @@ type modelUsage struct {
 
 // Usage reads the model's counters from the stack (O(1): the tiers keep
 // them per model as files come and go; see tiers.Stack.ModelUsage).
-func (s *Store) Usage(model string) modelUsage {
-	c := s.stack.ModelUsage(model)
+func (ms Models) Usage(model string) modelUsage {
+	c := ms.s.stack.ModelUsage(model)
 	return modelUsage{Blocks: c.Blocks, Bytes: c.Bytes}
 }
 
@@ -168,7 +168,7 @@ func (s *Store) admit(model string, size int64) error {
 		return nil
 	}
 	if !fresh || time.Since(m.at) > quotaRecheck {
-		m = measured{bytes: s.Usage(model).Bytes, at: time.Now()}
+		m = measured{bytes: s.Models().Usage(model).Bytes, at: time.Now()}
 	}
 	if m.bytes+size > limit {
 		return ErrQuota
@@ -192,41 +192,41 @@ func (s *Store) unadmit(model string, size int64) {
 }
 
 // ForgetUsage drops model's measured use so the next check measures it.
-func (s *Store) ForgetUsage(model string) {
-	s.quotas.mu.Lock()
-	delete(s.quotas.used, model)
-	s.quotas.mu.Unlock()
+func (ms Models) ForgetUsage(model string) {
+	ms.s.quotas.mu.Lock()
+	delete(ms.s.quotas.used, model)
+	ms.s.quotas.mu.Unlock()
 }
 
-// Models returns the registered model names, sorted.
-func (s *Store) Models() []string { return s.models.list() }
+// Names returns the registered model names, sorted.
+func (ms Models) Names() []string { return ms.s.models.list() }
 
-// AddModel registers an empty model (mkdir), and makes its directory on
+// Add registers an empty model (mkdir), and makes its directory on
 // the shared tiers so other hosts' daemons see it too. A model that has
 // no settings record yet takes the mount's layout (Options.Layout).
-func (s *Store) AddModel(name string) {
-	s.models.add(name)
-	if err := s.stack.ShareModel(name); err != nil {
-		s.log.Warn("model directory not made on a shared tier", "model", name, "err", err)
+func (ms Models) Add(name string) {
+	ms.s.models.add(name)
+	if err := ms.s.stack.ShareModel(name); err != nil {
+		ms.s.log.Warn("model directory not made on a shared tier", "model", name, "err", err)
 	}
-	if s.opts.Layout != "" && s.opts.Layout != LayoutUCMB && settingsEqual(s.modelSettings(name), Settings{}) {
-		if err := s.setLayout(name, s.opts.Layout); err != nil {
-			s.log.Warn("default layout not recorded", "model", name, "err", err)
+	if ms.s.opts.Layout != "" && ms.s.opts.Layout != LayoutUCMB && settingsEqual(ms.s.modelSettings(name), Settings{}) {
+		if err := ms.s.setLayout(name, ms.s.opts.Layout); err != nil {
+			ms.s.log.Warn("default layout not recorded", "model", name, "err", err)
 		}
 	}
 }
 
-// AbandonModel takes back AddModel of name when the making failed after
+// Abandon takes back Models.Add of name when the making failed after
 // it (its owner's record not written: a tier refused the model's
 // directory, a link planted on a share at its name): the model leaves the
 // registry, so it is neither listed nor anyone's.
-func (s *Store) AbandonModel(name string) {
-	if !s.modelEmpty(name) {
+func (ms Models) Abandon(name string) {
+	if !ms.s.modelEmpty(name) {
 		return // a file of it is on a tier: it stays a model
 	}
-	s.models.remove(name)
-	s.trees.drop(name)
-	s.forgetSettings(name)
+	ms.s.models.remove(name)
+	ms.s.trees.drop(name)
+	ms.s.forgetSettings(name)
 }
 
 // modelEmpty reports whether no tier holds a file of model.
@@ -236,30 +236,30 @@ func (s *Store) modelEmpty(model string) bool {
 	return empty
 }
 
-// RemoveModel drops an empty model for the user uid (ErrNotEmpty while a
+// Remove drops an empty model for the user uid (ErrNotEmpty while a
 // tier holds a file of it; ErrNotOwner for a user other than the admin
 // while it has a quota the admin set: quota_rights.go): its directories go
 // from every tier (after the GPU loads of its blocks), and it leaves the
 // registry with its hits, quota and sidecar setting.
-func (s *Store) RemoveModel(model string, uid uint32) error {
-	if err := s.checkRemoval(model, uid); err != nil {
+func (ms Models) Remove(model string, uid uint32) error {
+	if err := ms.s.checkRemoval(model, uid); err != nil {
 		return err
 	}
-	if !s.modelEmpty(model) {
+	if !ms.s.modelEmpty(model) {
 		return fmt.Errorf("model %s still holds files: %w", model, ErrNotEmpty)
 	}
-	done := s.ModelRemoval(model)
-	err := s.stack.RemoveModel(model)
+	done := ms.s.ModelRemoval(model)
+	err := ms.s.stack.RemoveModel(model)
 	done()
 	if err != nil {
 		return err
 	}
-	s.models.remove(model)
-	s.trees.drop(model)
-	s.ForgetHits(format.Key{Model: model}, true)
-	s.quotas.set(model, 0)
-	s.forgetSettings(model)
-	s.log.Info("model removed", "model", model)
+	ms.s.models.remove(model)
+	ms.s.trees.drop(model)
+	ms.s.ForgetHits(format.Key{Model: model}, true)
+	ms.s.quotas.set(model, 0)
+	ms.s.forgetSettings(model)
+	ms.s.log.Info("model removed", "model", model)
 	return nil
 }
 

@@ -35,20 +35,20 @@ var daemonOwner = ModelOwner{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()),
 // closed to everyone else (fail closed) until the record reads again.
 var unreadableOwner = ModelOwner{Uid: daemonOwner.Uid, Gid: daemonOwner.Gid, Mode: 0o700}
 
-// ModelOwner returns model's owner and mode.
-func (s *Store) ModelOwner(model string) ModelOwner {
-	if o := s.modelSettings(model).Owner; o != nil {
+// Owner returns model's owner and mode.
+func (ms Models) Owner(model string) ModelOwner {
+	if o := ms.s.modelSettings(model).Owner; o != nil {
 		return *o
 	}
 	return daemonOwner
 }
 
-// SetModelOwner records model's owner and mode, durably (the daemon's
+// SetOwner records model's owner and mode, durably (the daemon's
 // user with mode 0755, the default, is recorded as no owner: a model made
 // so keeps having no settings record).
-func (s *Store) SetModelOwner(model string, o ModelOwner) error {
+func (ms Models) SetOwner(model string, o ModelOwner) error {
 	o.Mode &= 0o7777
-	return s.updateSettings(model, func(v *Settings) error {
+	return ms.s.updateSettings(model, func(v *Settings) error {
 		v.Owner = &o
 		if o == daemonOwner {
 			v.Owner = nil // the default needs no record
@@ -59,29 +59,29 @@ func (s *Store) SetModelOwner(model string, o ModelOwner) error {
 
 // CheckOwner allows uid to change model's settings: its owner or root;
 // else ErrNotOwner.
-func (s *Store) CheckOwner(model string, uid uint32) error {
-	if uid == 0 || uid == s.ModelOwner(model).Uid {
+func (ms Models) CheckOwner(model string, uid uint32) error {
+	if uid == 0 || uid == ms.Owner(model).Uid {
 		return nil
 	}
 	return fmt.Errorf("model %s: uid %d: %w", model, uid, ErrNotOwner)
 }
 
-// Access bits for ModelPermits: a mode's permission bits for one class.
+// Access bits for Models.Permits: a mode's permission bits for one class.
 const (
 	AccessRead  = 4 // list the model's directories
 	AccessWrite = 2 // create and remove files in them
 	AccessExec  = 1 // reach files by name (stat, open)
 )
 
-// ModelPermits reports whether a caller may do want (Access bits) on
+// Permits reports whether a caller may do want (Access bits) on
 // model's directories, by the rules the kernel applies to the mount
 // (default_permissions, generic_permission): root may do anything; the
 // owner has the owner bits, a member of the model's group (its gid, or
 // inGroup for its other groups; nil: none) the group bits, anyone else the
 // other bits. The control files apply it to requests that name a model, so
 // that they give no more than the same request through the mount would.
-func (s *Store) ModelPermits(model string, uid, gid uint32, inGroup func(uint32) bool, want uint32) bool {
-	return permits(s.ModelOwner(model), uid, gid, inGroup, want)
+func (ms Models) Permits(model string, uid, gid uint32, inGroup func(uint32) bool, want uint32) bool {
+	return permits(ms.Owner(model), uid, gid, inGroup, want)
 }
 
 // Permission bits of the published files of a model, before its mode
@@ -100,8 +100,8 @@ const (
 // show (the front end's attributes, which the kernel checks): the model's
 // owner and group; PublishedPerm masked by the model's read bits, or for
 // a File of a files model FilesPerm masked by the model's mode.
-func (s *Store) FileOwner(model string, kind format.Kind) ModelOwner {
-	o := s.ModelOwner(model)
+func (ms Models) FileOwner(model string, kind format.Kind) ModelOwner {
+	o := ms.Owner(model)
 	if kind == format.File {
 		o.Mode = FilesPerm & o.Mode
 	} else {
@@ -111,19 +111,19 @@ func (s *Store) FileOwner(model string, kind format.Kind) ModelOwner {
 }
 
 // FilesPermit reports whether a caller may do want (Access bits) on the
-// published files of model (FileOwner's mode), by the rules of
-// ModelPermits: the check the kernel makes of an open of one of them.
+// published files of model (Models.FileOwner's mode), by the rules of
+// Models.Permits: the check the kernel makes of an open of one of them.
 // Every published file of a model has the same owner and mode, so one
 // answer holds for all of them. The control requests that return a file's
 // content, or scores computed from it (gpu load, topk), ask it for
 // AccessRead: search permission on the model, which lookup, prefetch and
 // flush need, tells only which files exist.
-func (s *Store) FilesPermit(model string, uid, gid uint32, inGroup func(uint32) bool, want uint32) bool {
+func (ms Models) FilesPermit(model string, uid, gid uint32, inGroup func(uint32) bool, want uint32) bool {
 	kind := format.Block
-	if s.Files(model) {
+	if ms.Files(model) {
 		kind = format.File
 	}
-	return permits(s.FileOwner(model, kind), uid, gid, inGroup, want)
+	return permits(ms.FileOwner(model, kind), uid, gid, inGroup, want)
 }
 
 // permits applies the kernel's rule (generic_permission) to a file or

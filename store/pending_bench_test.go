@@ -13,7 +13,7 @@ func BenchmarkAdmitPending10k(b *testing.B) {
 	s.budget.maxFiles, s.budget.perUserFiles = 1<<20, 1<<20
 	for i := range 10_000 {
 		k, _ := testBlock(i, 64)
-		d, _, err := s.BeginWrite(Proc{Tgid: 7, Uid: uint32(1000 + i%8), Gid: 1000}, k, k.ID.String()+format.StagingSuffix, OpenMode{Staging: true, Excl: true})
+		d, _, err := s.Writes().Begin(Proc{Tgid: 7, Uid: uint32(1000 + i%8), Gid: 1000}, k, k.ID.String()+format.StagingSuffix, OpenMode{Staging: true, Excl: true})
 		if err != nil {
 			b.Fatal(err)
 		}

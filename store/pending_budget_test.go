@@ -18,7 +18,7 @@ func TestPendingFilesBounded(t *testing.T) {
 	s.budget.maxFiles, s.budget.perUserFiles = 5, 3
 	begin := func(uid uint32, n int) (*Draft, error) {
 		k, _ := testBlock(n, 64)
-		d, _, err := s.BeginWrite(Proc{Tgid: 100 + uid, Uid: uid, Gid: uid}, k, k.ID.String()+format.StagingSuffix, OpenMode{Staging: true, Excl: true})
+		d, _, err := s.Writes().Begin(Proc{Tgid: 100 + uid, Uid: uid, Gid: uid}, k, k.ID.String()+format.StagingSuffix, OpenMode{Staging: true, Excl: true})
 		return d, err
 	}
 	var drafts []*Draft
@@ -56,7 +56,7 @@ func TestPendingShareDefault(t *testing.T) {
 		t.Fatalf("default share %d, want half of %d", s.budget.perUser, 1<<20)
 	}
 	k, _ := testBlock(1, 64)
-	d, _, err := s.BeginWrite(Proc{Tgid: 7, Uid: 1000, Gid: 1000}, k, k.ID.String()+".bin", OpenMode{Excl: true})
+	d, _, err := s.Writes().Begin(Proc{Tgid: 7, Uid: 1000, Gid: 1000}, k, k.ID.String()+".bin", OpenMode{Excl: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestStagingExpires(t *testing.T) {
 	s := newTestStore(t, Options{StagingTTL: -1}) // no background sweep: the test sweeps
 	begin := func(n int) (*Draft, *Writer) {
 		k, _ := testBlock(n, 64)
-		d, w, err := s.BeginWrite(Proc{Tgid: 9, Uid: 1000, Gid: 1000}, k, k.ID.String()+format.StagingSuffix, OpenMode{Staging: true, Excl: true})
+		d, w, err := s.Writes().Begin(Proc{Tgid: 9, Uid: 1000, Gid: 1000}, k, k.ID.String()+format.StagingSuffix, OpenMode{Staging: true, Excl: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,10 +90,10 @@ func TestStagingExpires(t *testing.T) {
 	pw.Release(t.Context())
 	open, _ := begin(2) // its descriptor stays open
 	now := time.Now()
-	if n := s.ExpireStaging(now, time.Hour); n != 0 {
+	if n := s.Writes().ExpireStaging(now, time.Hour); n != 0 {
 		t.Fatalf("swept %d files parked for less than the TTL", n)
 	}
-	if n := s.ExpireStaging(now.Add(2*time.Hour), time.Hour); n != 1 {
+	if n := s.Writes().ExpireStaging(now.Add(2*time.Hour), time.Hour); n != 1 {
 		t.Fatalf("swept %d files, want the one parked past the TTL", n)
 	}
 	if !errors.Is(parked.verdictOf(), ErrDiscarded) || !open.Writable() {
@@ -117,7 +117,7 @@ func TestPendingCharges(t *testing.T) {
 	s := newTestStore(t, Options{MaxPending: 1 << 20, StagingTTL: -1})
 	begin := func(uid uint32, n int) (*Draft, *Writer) {
 		k, _ := testBlock(n, 64)
-		d, w, err := s.BeginWrite(Proc{Tgid: 100 + uid, Uid: uid, Gid: uid}, k, k.ID.String()+format.StagingSuffix, OpenMode{Staging: true, Excl: true})
+		d, w, err := s.Writes().Begin(Proc{Tgid: 100 + uid, Uid: uid, Gid: uid}, k, k.ID.String()+format.StagingSuffix, OpenMode{Staging: true, Excl: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,8 +13,8 @@ import (
 // tiers.Stack.Publish, which validates the file. The pending write is used
 // up either way. tiers.ErrExist means the key was already published: one
 // copy is kept, which callers report as success.
-func (s *Store) Publish(pw *PendingWrite, size int64, durable bool) (Info, error) {
-	return s.publish(pw, size, durable, true)
+func (ws Writes) Publish(pw *DraftFile, size int64, durable bool) (Info, error) {
+	return ws.s.publish(pw, size, durable, true)
 }
 
 // publish is Publish; charge false skips the quotas (the model's and its
@@ -22,7 +22,7 @@ func (s *Store) Publish(pw *PendingWrite, size int64, durable bool) (Info, error
 // model already holds under the name that goes once the copy is in place. A rename on a local
 // disk needs no room, and a model at its quota must still rename its
 // files and directories.
-func (s *Store) publish(pw *PendingWrite, size int64, durable, charge bool) (Info, error) {
+func (s *Store) publish(pw *DraftFile, size int64, durable, charge bool) (Info, error) {
 	key := pw.Key()
 	if size > s.opts.MaxFileSize {
 		s.stack.Abort(pw)

@@ -20,12 +20,12 @@ func IsAdmin(uid uint32) bool { return uid == 0 || uid == daemonOwner.Uid }
 // SetQuota sets model's quota to limit bytes (0 removes it) for the user
 // uid: the admin any; the model's owner a lower one, or one where there is
 // none (its own); ErrNotOwner otherwise.
-func (s *Store) SetQuota(model string, limit int64, uid uint32) error {
-	if err := s.CheckOwner(model, uid); err != nil {
+func (ms Models) SetQuota(model string, limit int64, uid uint32) error {
+	if err := ms.CheckOwner(model, uid); err != nil {
 		return err
 	}
 	limit = max(limit, 0)
-	err := s.updateSettings(model, func(v *Settings) error {
+	err := ms.s.updateSettings(model, func(v *Settings) error {
 		switch {
 		case IsAdmin(uid):
 			v.QuotaByOwner = false
@@ -40,7 +40,7 @@ func (s *Store) SetQuota(model string, limit int64, uid uint32) error {
 	if err != nil {
 		return err
 	}
-	s.quotas.set(model, limit)
+	ms.s.quotas.set(model, limit)
 	return nil
 }
 

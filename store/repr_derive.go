@@ -102,17 +102,17 @@ func underivable(k format.Key, err error) error {
 // with a nil error, when derivation is off for the model or the block is
 // not stored; an error means the block's layout does not allow it
 // (underivable) or its header could not be read.
-func (s *Store) Derivable(key format.Key) (size int64, mtime time.Time, ok bool, err error) {
-	set := s.ModelRepr(key.Model)
+func (sc Sidecars) Derivable(key format.Key) (size int64, mtime time.Time, ok bool, err error) {
+	set := sc.Setting(key.Model)
 	if set.Off {
 		return 0, time.Time{}, false, nil
 	}
-	bh, info, err := s.blockHeader(blockOf(key))
+	bh, info, err := sc.s.blockHeader(blockOf(key))
 	if errors.Is(err, tiers.ErrNotFound) {
 		return 0, time.Time{}, false, nil
 	}
 	if err == nil {
-		err = s.checkWhole(blockOf(key), info.Size)
+		err = sc.s.checkWhole(blockOf(key), info.Size)
 	}
 	if err != nil {
 		return 0, time.Time{}, false, err
@@ -180,25 +180,25 @@ func (s *Store) storeDerived(key format.Key, data []byte) error {
 	return nil
 }
 
-// DeriveSidecar makes sure key (Kind Repr) is stored: when it is not,
+// Derive makes sure key (Kind Repr) is stored: when it is not,
 // it derives the model's kind from the block and stores it. Concurrent
 // calls for one key derive once. It fails with tiers.ErrNotFound when
 // derivation is off or the block is not stored, and with an underivable
 // error when the block's layout does not allow it.
-func (s *Store) DeriveSidecar(key format.Key) error {
-	_, err, _ := s.derives.Do(key.Path(), func() (any, error) {
-		if s.stack.Has(key) {
+func (sc Sidecars) Derive(key format.Key) error {
+	_, err, _ := sc.s.derives.Do(key.Path(), func() (any, error) {
+		if sc.s.stack.Has(key) {
 			return nil, nil
 		}
-		set := s.ModelRepr(key.Model)
+		set := sc.Setting(key.Model)
 		if set.Off {
 			return nil, fmt.Errorf("%s: not stored, and repr_kind is none: %w", key, tiers.ErrNotFound)
 		}
-		data, err := s.deriveBytes(blockOf(key), set.Kind, set.Param)
+		data, err := sc.s.deriveBytes(blockOf(key), set.Kind, set.Param)
 		if err != nil {
 			return nil, err
 		}
-		return nil, s.storeDerived(key, data)
+		return nil, sc.s.storeDerived(key, data)
 	})
 	return err
 }

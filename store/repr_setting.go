@@ -91,10 +91,10 @@ func (r ReprSetting) String() string {
 	return r.Kind.String()
 }
 
-// ModelRepr is the setting model derives with, its param resolved.
-func (s *Store) ModelRepr(model string) ReprSetting {
-	v := s.opts.Repr
-	if text := s.modelSettings(model).ReprKind; text != "" {
+// Setting is the setting model derives with, its param resolved.
+func (sc Sidecars) Setting(model string) ReprSetting {
+	v := sc.s.opts.Repr
+	if text := sc.s.modelSettings(model).ReprKind; text != "" {
 		if own, err := ParseReprSetting(text); err == nil {
 			v = own
 		}

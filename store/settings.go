@@ -18,7 +18,7 @@ type Settings struct {
 	// Layout is the model's file layout: LayoutUCMB ("" reads as it) or
 	// LayoutUCMPosix.
 	Layout string `json:"layout,omitempty"`
-	// ShardWidths are the shard widths (0: the directory "data", 1..4 hex
+	// Models.ShardWidths are the shard widths (0: the directory "data", 1..4 hex
 	// characters) of a ucm-posix model's shard directories, as the store
 	// writing it made them with mkdir or as its tier files show.
 	ShardWidths []int `json:"shard_widths,omitempty"`

@@ -21,10 +21,10 @@ func TestSettingsPersist(t *testing.T) {
 	dir := t.TempDir()
 	open := storeOver(t, dir, Options{})
 	s, st := open()
-	s.AddModel(testModel)
+	s.Models().Add(testModel)
 	for _, err := range []error{
-		s.setLayout(testModel, LayoutUCMPosix), s.SetModelGroup(testModel, "swa:4096"),
-		s.setReprKind(testModel, "max"), s.SetQuota(testModel, 1<<20, 0),
+		s.setLayout(testModel, LayoutUCMPosix), s.Models().SetGroup(testModel, "swa:4096"),
+		s.setReprKind(testModel, "max"), s.Models().SetQuota(testModel, 1<<20, 0),
 	} {
 		if err != nil {
 			t.Fatal(err)
@@ -33,7 +33,7 @@ func TestSettingsPersist(t *testing.T) {
 	if err := s.setLayout(testModel, "posix"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad layout: %v, want ErrInvalid", err)
 	}
-	if err := s.SetModelGroup(testModel, "swa:0"); !errors.Is(err, ErrInvalid) {
+	if err := s.Models().SetGroup(testModel, "swa:0"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad group: %v, want ErrInvalid", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, testModel, tiers.ModelMetaName)); err != nil {
@@ -52,10 +52,10 @@ func TestSettingsPersist(t *testing.T) {
 	s2, st2 := open()
 	defer st2.Close(ctx)
 	defer s2.Close()
-	if l, g, r, q := s2.Layout(testModel), s2.ModelGroup(testModel).String(), s2.ModelRepr(testModel).String(), s2.quota(testModel); l != LayoutUCMPosix || g != "swa:4096" || r != "max" || q != 1<<20 {
+	if l, g, r, q := s2.Models().Layout(testModel), s2.Models().Group(testModel).String(), s2.Sidecars().Setting(testModel).String(), s2.quota(testModel); l != LayoutUCMPosix || g != "swa:4096" || r != "max" || q != 1<<20 {
 		t.Errorf("after a restart: layout %q group %q repr_kind %q quota %d", l, g, r, q)
 	}
-	if !s2.ModelExists(testModel) {
+	if !s2.Models().Exists(testModel) {
 		t.Error("the model is gone after a restart")
 	}
 
@@ -81,10 +81,10 @@ func TestUnreadableSettingsFailClosed(t *testing.T) {
 	if err := s.stack.SetModelMeta("broken", []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
-	if o := s.ModelOwner("broken"); o.Mode != 0o700 || o.Uid != daemonOwner.Uid {
+	if o := s.Models().Owner("broken"); o.Mode != 0o700 || o.Uid != daemonOwner.Uid {
 		t.Errorf("owner of a model with an unreadable record: %+v, want the daemon's, 0700", o)
 	}
-	if o := s.ModelOwner("no-record"); o != daemonOwner {
+	if o := s.Models().Owner("no-record"); o != daemonOwner {
 		t.Errorf("owner of a model without a record: %+v, want the daemon's, 0755", o)
 	}
 }
@@ -111,14 +111,14 @@ func TestSharedTierOwnerNotTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if o := s.ModelOwner("forged"); o != unreadableOwner {
+	if o := s.Models().Owner("forged"); o != unreadableOwner {
 		t.Errorf("owner from a shared tier's record: %+v, want the daemon's, 0700 (%+v)", o, unreadableOwner)
 	}
 	mine := ModelOwner{Uid: 1000, Gid: 1000, Mode: 0o750}
-	if err := s.SetModelOwner("mine", mine); err != nil {
+	if err := s.Models().SetOwner("mine", mine); err != nil {
 		t.Fatal(err)
 	}
-	if o := s.ModelOwner("mine"); o != mine {
+	if o := s.Models().Owner("mine"); o != mine {
 		t.Errorf("an owner recorded here: %+v, want %+v", o, mine)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ucmfs/ucmfs/events"
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
@@ -27,11 +26,6 @@ type Options struct {
 	// ReprCache is how many bytes of sidecar files .ucm/topk keeps in
 	// memory across requests (default 256 MiB; negative: none).
 	ReprCache int64
-	// GPU is the device .ucm/gpu moves blocks to and from (CUDA or the
-	// simulated one); nil: the mount has no .ucm/gpu. The caller opens it
-	// and closes it after the stack, since the memory tier registers its
-	// mappings with it (tiers.MemConfig.Host).
-	GPU gpu.Device
 	// MaxPending bounds the bytes of the files being written, not yet
 	// published (pending_budget.go); 0: the memory tier's capacity,
 	// negative: no bound. MaxPendingPerUser is one user's share (0: half of
@@ -132,6 +126,7 @@ type Store struct {
 	published   atomic.Pointer[func(format.Key)] // the front end's hook (OnPublish)
 	listingHook atomic.Pointer[func(format.Key)] // the front end's hook (OnListingChange)
 	stopped     atomic.Bool                      // Stop was called
+	device      atomic.Pointer[DeviceStats]      // the snapshot's GPU part (ReportDevice)
 }
 
 // New returns the store over st and registers the models its tiers hold.
@@ -187,9 +182,6 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	s.startEvents()
 	return s, nil
 }
-
-// GPU is the device of .ucm/gpu, nil without one.
-func (s *Store) GPU() gpu.Device { return s.opts.GPU }
 
 // MaxFileSize is the largest file a write may make.
 func (s *Store) MaxFileSize() int64 { return s.opts.MaxFileSize }

@@ -70,7 +70,7 @@ func publish(t *testing.T, s *Store, key format.Key, data []byte) (tiers.Info, e
 	if _, err := pw.File().WriteAt(data, 0); err != nil {
 		t.Fatal(err)
 	}
-	return s.Publish(pw, int64(len(data)), false)
+	return s.Writes().Publish(pw, int64(len(data)), false)
 }
 
 // TestHitsPrune: the hit table drops the counts of keys no tier holds.
@@ -98,25 +98,25 @@ func TestPublishRules(t *testing.T) {
 		t.Fatalf("past the size limit: %v, want ErrTooBig", err)
 	}
 	k, d := testBlock(2, 1024)
-	s.SetQuota(testModel, 512, 0)
+	s.Models().SetQuota(testModel, 512, 0)
 	if _, err := publish(t, s, k, d); !errors.Is(err, ErrQuota) {
 		t.Fatalf("past the quota: %v, want ErrQuota", err)
 	}
-	if s.stack.Has(big) || s.stack.Has(k) || s.ModelExists(testModel) {
+	if s.stack.Has(big) || s.stack.Has(k) || s.Models().Exists(testModel) {
 		t.Fatal("a refused write left a block or a model")
 	}
-	s.SetQuota(testModel, 0, 0)
+	s.Models().SetQuota(testModel, 0, 0)
 	info, err := publish(t, s, k, d)
 	if err != nil || info.Size != int64(len(d)) {
 		t.Fatalf("publish: %+v, %v", info, err)
 	}
-	if !s.ModelExists(testModel) || s.Usage(testModel).Blocks != 1 {
-		t.Fatalf("after publish: exists %v, usage %+v", s.ModelExists(testModel), s.Usage(testModel))
+	if !s.Models().Exists(testModel) || s.Models().Usage(testModel).Blocks != 1 {
+		t.Fatalf("after publish: exists %v, usage %+v", s.Models().Exists(testModel), s.Models().Usage(testModel))
 	}
 	if st := s.Snapshot(); st.Tiers[0].BytesIn != int64(len(d)) {
 		t.Errorf("bytes in of the memory tier: %d, want %d", st.Tiers[0].BytesIn, len(d))
 	}
-	if err := s.RemoveModel(testModel, 0); err == nil {
+	if err := s.Models().Remove(testModel, 0); err == nil {
 		t.Error("removed a model that holds a block")
 	}
 }

@@ -34,10 +34,6 @@ func (s *Store) FlushKeys(ctx context.Context, keys []format.Key) error {
 	return s.syncTiers(ctx)
 }
 
-// ModelDirty reports whether model has files in memory only, not yet on
-// a persistent tier (a counter: no walk).
-func (s *Store) ModelDirty(model string) bool { return s.stack.ModelDirty(model) }
-
 // syncTimeout bounds the sync of one tier's filesystem: a hung network
 // filesystem must not hang the request (its kind's own operation timeout
 // is at most 2 minutes).

@@ -22,10 +22,10 @@ type SourceToken struct {
 }
 
 // CandidateToken is the token of candidate id of model now.
-func (s *Store) CandidateToken(model string, id format.ID) SourceToken {
+func (sc Sidecars) CandidateToken(model string, id format.ID) SourceToken {
 	var t SourceToken
-	t.repr, t.hasRepr = s.statToken(format.Key{Model: model, ID: id, Kind: format.Repr})
-	t.block, t.hasBlock = s.statToken(format.Key{Model: model, ID: id, Kind: format.Block})
+	t.repr, t.hasRepr = sc.s.statToken(format.Key{Model: model, ID: id, Kind: format.Repr})
+	t.block, t.hasBlock = sc.s.statToken(format.Key{Model: model, ID: id, Kind: format.Block})
 	return t
 }
 
@@ -39,12 +39,12 @@ func reprIs(data []byte, kind format.ReprKind, param uint32) bool {
 	return kind == format.ReprMean || kind == format.ReprMax || h.Param == param
 }
 
-// TopkSidecar gathers the sidecar file of candidate id of model, of kind
+// Topk gathers the sidecar file of candidate id of model, of kind
 // and param, with the token of what it came from; nil when the block is
 // not stored or allows no derivation. derived tells whether it was
 // derived for this call.
-func (s *Store) TopkSidecar(model string, id format.ID, kind format.ReprKind, param uint32) (data []byte, tok SourceToken, derived bool) {
-	tok = s.CandidateToken(model, id)
+func (sc Sidecars) Topk(model string, id format.ID, kind format.ReprKind, param uint32) (data []byte, tok SourceToken, derived bool) {
+	tok = sc.CandidateToken(model, id)
 	rk := format.Key{Model: model, ID: id, Kind: format.Repr}
 	bk := blockOf(rk)
 	if !tok.hasBlock {
@@ -52,11 +52,11 @@ func (s *Store) TopkSidecar(model string, id format.ID, kind format.ReprKind, pa
 	}
 	if tok.hasRepr {
 		ck := reprCacheKey{key: rk}
-		data = s.reprCache.get(ck, tok.repr)
+		data = sc.s.reprCache.get(ck, tok.repr)
 		if data == nil {
-			if d, _, err := s.readWhole(rk); err == nil {
+			if d, _, err := sc.s.readWhole(rk); err == nil {
 				data = d
-				s.reprCache.put(ck, tok.repr, d)
+				sc.s.reprCache.put(ck, tok.repr, d)
 			}
 		}
 		if data != nil && reprIs(data, kind, param) {
@@ -64,28 +64,28 @@ func (s *Store) TopkSidecar(model string, id format.ID, kind format.ReprKind, pa
 		}
 	}
 	ck := reprCacheKey{key: bk, kind: kind, param: param}
-	if data = s.reprCache.get(ck, tok.block); data != nil {
+	if data = sc.s.reprCache.get(ck, tok.block); data != nil {
 		return data, tok, false
 	}
-	data, err := s.deriveBytes(bk, kind, param)
+	data, err := sc.s.deriveBytes(bk, kind, param)
 	if err != nil {
 		if errors.Is(err, ErrNoSidecar) || errors.Is(err, tiers.ErrNotFound) || errors.Is(err, ErrTooBig) {
-			s.log.Debug("topk: no sidecar for a candidate", "key", rk.Path(), "err", err)
+			sc.s.log.Debug("topk: no sidecar for a candidate", "key", rk.Path(), "err", err)
 		} else {
-			s.log.Warn("topk: deriving a candidate's sidecar failed", "key", rk.Path(), "err", err)
+			sc.s.log.Warn("topk: deriving a candidate's sidecar failed", "key", rk.Path(), "err", err)
 		}
 		return nil, tok, false
 	}
-	if set := s.ModelRepr(model); !tok.hasRepr && !set.Off && set.Kind == kind && set.Param == param {
-		if err := s.storeDerived(rk, data); err != nil {
-			s.log.Warn("topk: storing a derived sidecar failed", "key", rk.Path(), "err", err)
-		} else if t, ok := s.statToken(rk); ok && sameFile(t, data) {
+	if set := sc.Setting(model); !tok.hasRepr && !set.Off && set.Kind == kind && set.Param == param {
+		if err := sc.s.storeDerived(rk, data); err != nil {
+			sc.s.log.Warn("topk: storing a derived sidecar failed", "key", rk.Path(), "err", err)
+		} else if t, ok := sc.s.statToken(rk); ok && sameFile(t, data) {
 			tok.repr, tok.hasRepr = t, true
-			s.reprCache.put(reprCacheKey{key: rk}, t, data)
+			sc.s.reprCache.put(reprCacheKey{key: rk}, t, data)
 			return data, tok, true
 		}
 	}
-	s.reprCache.put(ck, tok.block, data)
+	sc.s.reprCache.put(ck, tok.block, data)
 	return data, tok, true
 }
 

@@ -27,22 +27,22 @@ type userUse struct {
 // modelsOf returns the models uid owns.
 func (s *Store) modelsOf(uid uint32) []string {
 	var out []string
-	for _, m := range s.Models() {
-		if s.ModelOwner(m).Uid == uid {
+	for _, m := range s.Models().Names() {
+		if s.Models().Owner(m).Uid == uid {
 			out = append(out, m)
 		}
 	}
 	return out
 }
 
-// AdmitModel allows uid to make one more model: ErrQuota when it owns
+// Admit allows uid to make one more model: ErrQuota when it owns
 // Options.MaxModelsPerUser already (root: no limit).
-func (s *Store) AdmitModel(uid uint32) error {
-	limit := s.opts.MaxModelsPerUser
+func (ms Models) Admit(uid uint32) error {
+	limit := ms.s.opts.MaxModelsPerUser
 	if uid == 0 || limit <= 0 {
 		return nil
 	}
-	if n := len(s.modelsOf(uid)); n >= limit {
+	if n := len(ms.s.modelsOf(uid)); n >= limit {
 		return fmt.Errorf("uid %d owns %d models, the most one user may: %w", uid, n, ErrQuota)
 	}
 	return nil
@@ -56,7 +56,7 @@ func (s *Store) admitUser(model string, size int64) (uid uint32, charged bool, e
 	if limit <= 0 {
 		return 0, false, nil
 	}
-	uid = s.ModelOwner(model).Uid
+	uid = s.Models().Owner(model).Uid
 	if uid == 0 {
 		return 0, false, nil
 	}
@@ -67,7 +67,7 @@ func (s *Store) admitUser(model string, size int64) (uid uint32, charged bool, e
 	if !fresh || time.Since(m.at) > quotaRecheck {
 		var bytes int64
 		for _, mm := range s.modelsOf(uid) {
-			bytes += s.Usage(mm).Bytes
+			bytes += s.Models().Usage(mm).Bytes
 		}
 		m = measured{bytes: bytes, at: time.Now()}
 	}

@@ -13,18 +13,18 @@ import (
 func TestUserLimits(t *testing.T) {
 	s := newTestStore(t, Options{MaxModelsPerUser: 2, MaxBytesPerUser: 3000})
 	for _, m := range []string{"a", "b"} {
-		if err := s.AdmitModel(1000); err != nil {
+		if err := s.Models().Admit(1000); err != nil {
 			t.Fatalf("model %s of uid 1000: %v", m, err)
 		}
-		s.AddModel(m)
-		if err := s.SetModelOwner(m, ModelOwner{Uid: 1000, Gid: 1000, Mode: 0o755}); err != nil {
+		s.Models().Add(m)
+		if err := s.Models().SetOwner(m, ModelOwner{Uid: 1000, Gid: 1000, Mode: 0o755}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.AdmitModel(1000); !errors.Is(err, ErrQuota) {
+	if err := s.Models().Admit(1000); !errors.Is(err, ErrQuota) {
 		t.Fatalf("a 3rd model of uid 1000: %v, want ErrQuota", err)
 	}
-	if err := s.AdmitModel(0); err != nil {
+	if err := s.Models().Admit(0); err != nil {
 		t.Fatalf("root: %v", err)
 	}
 	k1, d1 := testBlockOf("a", 1, 1800)
@@ -35,7 +35,7 @@ func TestUserLimits(t *testing.T) {
 	if _, err := publish(t, s, k2, d2); !errors.Is(err, ErrQuota) {
 		t.Fatalf("past uid 1000's bytes over two models: %v, want ErrQuota", err)
 	}
-	s.AddModel("r") // root's
+	s.Models().Add("r") // root's
 	k3, d3 := testBlockOf("r", 3, 1800)
 	if _, err := publish(t, s, k3, d3); err != nil {
 		t.Fatalf("root's model: %v", err)
@@ -55,7 +55,7 @@ func testBlockOf(model string, n, payload int) (format.Key, []byte) {
 // depends on them.
 func TestModelPermitsGroups(t *testing.T) {
 	s := newTestStore(t, Options{})
-	s.AddModel("g")
+	s.Models().Add("g")
 	asked := 0
 	for _, c := range []struct {
 		mode    uint32
@@ -73,12 +73,12 @@ func TestModelPermitsGroups(t *testing.T) {
 		{0o705, 2000, 3000, false, true, true}, // others to the other bits
 		{0o700, 1000, 100, false, true, false}, // the owner
 	} {
-		if err := s.SetModelOwner("g", ModelOwner{Uid: 1000, Gid: 100, Mode: c.mode}); err != nil {
+		if err := s.Models().SetOwner("g", ModelOwner{Uid: 1000, Gid: 100, Mode: c.mode}); err != nil {
 			t.Fatal(err)
 		}
 		asked = 0
 		in := func(uint32) bool { asked++; return c.inGroup }
-		if got := s.ModelPermits("g", c.uid, c.gid, in, AccessExec); got != c.want || (asked > 0) != c.lookup {
+		if got := s.Models().Permits("g", c.uid, c.gid, in, AccessExec); got != c.want || (asked > 0) != c.lookup {
 			t.Errorf("mode %o uid %d gid %d member %v: %v (groups looked up: %v), want %v (%v)", c.mode, c.uid, c.gid, c.inGroup, got, asked > 0, c.want, c.lookup)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // Files being written (docs/spec.md §6, docs/semantics.md "Publish").
 //
 // A file being written is a Draft: one private file of the memory tier
-// (a tiers.PendingWrite) that any number of descriptors (Writer) may write
+// (its DraftFile) that any number of descriptors (Writer) may write
 // at any offset. It is one of two kinds:
 //
 //   - a final name (<id>.bin, <id>.repr, a raw <id>) that a process
@@ -116,14 +116,14 @@ type OpenMode struct {
 	Direct bool
 }
 
-// BeginWrite opens a descriptor on the file name (standing for key) that
+// Begin opens a descriptor on the file name (standing for key) that
 // p writes, starting it if there is none.
-func (s *Store) BeginWrite(p Proc, key format.Key, name string, m OpenMode) (*Draft, *Writer, error) {
-	w, d, _, err := s.beginWrite(p, key, name, m)
+func (ws Writes) Begin(p Proc, key format.Key, name string, m OpenMode) (*Draft, *Writer, error) {
+	w, d, _, err := ws.s.beginWrite(p, key, name, m)
 	return w, d, err
 }
 
-// beginWrite is BeginWrite, also reporting whether this call started the
+// beginWrite is Writes.Begin, also reporting whether this call started the
 // file (a new, empty one) rather than joined one being written.
 func (s *Store) beginWrite(p Proc, key format.Key, name string, m OpenMode) (w *Draft, d *Writer, started bool, err error) {
 	staging, excl, trunc := m.Staging, m.Excl, m.Trunc
@@ -193,7 +193,7 @@ func (s *Store) startWrite(key format.Key, wk writeKey, m OpenMode, p Proc) (*Dr
 	}
 	var pw *tiers.PendingWrite
 	var err error
-	replaces := s.LayoutOf(key.Model).Replaces()
+	replaces := s.Models().LayoutOf(key.Model).Replaces()
 	switch {
 	case m.Direct && key.Kind == format.File:
 		pw, err = s.stack.CreateOnDisk(key)
@@ -208,7 +208,7 @@ func (s *Store) startWrite(key format.Key, wk writeKey, m OpenMode, p Proc) (*Dr
 	if replaces {
 		pw.SetReplace() // a files model: the new version replaces the published one
 	}
-	s.WriteStarted(key)
+	s.Writes().Started(key)
 	w := &Draft{
 		s: s, key: key, wk: wk, owner: p, pw: pw, f: pw.File(), staging: staging,
 		seq: s.writeSeq.Add(1), descs: make(map[*Writer]bool),
@@ -540,7 +540,7 @@ func (w *Draft) end() {
 		w.s.parked.Add(-1)
 	}
 	w.s.writes.drop(w.wk, w)
-	w.s.WriteEnded(w.key)
+	w.s.Writes().Ended(w.key)
 }
 
 // Writable reports whether the file is still being written.
@@ -570,7 +570,7 @@ func (w *Draft) Rename(ctx context.Context) error {
 
 // rename is Rename. With own set (a File renamed to another name of its
 // model, RenameTo), a file that a descriptor still holds open stays its
-// process's under the new name (OwnFile) until its last release
+// process's under the new name (Writes.Own) until its last release
 // publishes it, as a renamed file is on a local disk at once; the
 // process's own file under that name before is discarded, as the one a
 // rename replaces is.

@@ -18,13 +18,13 @@ const DefaultStagingTTL = 10 * time.Minute
 
 // ExpireStaging discards the staging files that have had no descriptor
 // for ttl at now, and returns how many; one log line says so.
-func (s *Store) ExpireStaging(now time.Time, ttl time.Duration) int {
-	s.writes.mu.Lock()
+func (ws Writes) ExpireStaging(now time.Time, ttl time.Duration) int {
+	ws.s.writes.mu.Lock()
 	var parked []*Draft
-	for _, w := range s.writes.m {
+	for _, w := range ws.s.writes.m {
 		parked = append(parked, w)
 	}
-	s.writes.mu.Unlock()
+	ws.s.writes.mu.Unlock()
 	n := 0
 	for _, w := range parked {
 		if w.discardIfParked(now, ttl) {
@@ -32,12 +32,12 @@ func (s *Store) ExpireStaging(now time.Time, ttl time.Duration) int {
 		}
 	}
 	if n > 0 {
-		s.log.Warn("discarded staging files never renamed", "files", n, "idle_for_more_than", ttl)
+		ws.s.log.Warn("discarded staging files never renamed", "files", n, "idle_for_more_than", ttl)
 	}
 	return n
 }
 
-// expireLoop runs ExpireStaging every quarter of the TTL until stop closes.
+// expireLoop runs Writes.ExpireStaging every quarter of the TTL until stop closes.
 func (s *Store) expireLoop(ttl time.Duration, stop <-chan struct{}) {
 	t := time.NewTicker(max(ttl/4, time.Second))
 	defer t.Stop()
@@ -46,7 +46,7 @@ func (s *Store) expireLoop(ttl time.Duration, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case now := <-t.C:
-			s.ExpireStaging(now, ttl)
+			s.Writes().ExpireStaging(now, ttl)
 		}
 	}
 }

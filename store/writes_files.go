@@ -38,43 +38,43 @@ func (w *Draft) RenameTo(ctx context.Context, key format.Key) error {
 	}
 	w.pw.Rekey(key)
 	w.mu.Unlock()
-	w.s.WriteStarted(key)
-	w.s.WriteEnded(old)
+	w.s.Writes().Started(key)
+	w.s.Writes().Ended(old)
 	return w.rename(ctx, true)
 }
 
-// OwnFile returns the file name (standing for key) that process tgid is
+// Own returns the file name (standing for key) that process tgid is
 // writing under its final name, or nil: in a files model a process sees
 // the files it writes (UCM's logger reopens its own log by name).
-func (s *Store) OwnFile(key format.Key, name string, tgid uint32) *Draft {
-	return s.writes.get(writeKeyOf(key, name, false, Proc{Tgid: tgid}))
+func (ws Writes) Own(key format.Key, name string, tgid uint32) *Draft {
+	return ws.s.writes.get(writeKeyOf(key, name, false, Proc{Tgid: tgid}))
 }
 
-// MoveFile renames the published File from to the File to of the same
+// Move renames the published File from to the File to of the same
 // files model or another (an engine's rename of a file it had already
 // published, or `mv`): the bytes are published again under to (a link on
 // the first directory tier, or a copy: copyFile), replacing a file
 // published there, with from's modification time, then from is removed
 // from every tier. When from was on a persistent tier (written back, or
-// fsynced), to is made durable before from goes (KeepDurable). Readers
+// fsynced), to is made durable before from goes (Writes.KeepDurable). Readers
 // that have from open go on reading it. Errors:
 // ErrNotFound when from is not published, ErrInvalid for keys that are
 // not Files of files models.
-func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
+func (ws Writes) Move(ctx context.Context, from, to format.Key) error {
 	if from == to && from.Kind == format.File {
 		return nil
 	}
-	durable, _, err := s.copyFile(from, to, false)
+	durable, _, err := ws.s.copyFile(from, to, false)
 	if err != nil {
 		return err
 	}
 	if durable {
-		if err := s.stack.Flush(ctx, to); err != nil {
-			s.dropCopy(to)
+		if err := ws.s.stack.Flush(ctx, to); err != nil {
+			ws.s.dropCopy(to)
 			return fmt.Errorf("move %s to %s: making the copy durable: %w", from, to, err)
 		}
 	}
-	return s.dropMoved(from, to)
+	return ws.s.dropMoved(from, to)
 }
 
 // copyFile publishes the bytes of the published File from again as the
@@ -89,7 +89,7 @@ func (s *Store) MoveFile(ctx context.Context, from, to format.Key) error {
 // fails).
 func (s *Store) copyFile(from, to format.Key, batch bool) (durable, linked bool, err error) {
 	if from.Kind != format.File || to.Kind != format.File || from == to ||
-		from.Model != to.Model && (s.Layout(from.Model) != LayoutFiles || s.Layout(to.Model) != LayoutFiles) {
+		from.Model != to.Model && (s.Models().Layout(from.Model) != LayoutFiles || s.Models().Layout(to.Model) != LayoutFiles) {
 		return false, false, fmt.Errorf("%w: %s cannot move to %s", ErrInvalid, from, to)
 	}
 	if s.Stopped() {
@@ -103,8 +103,8 @@ func (s *Store) copyFile(from, to format.Key, batch bool) (durable, linked bool,
 	// Within a model the copy is not charged to its quota (the model
 	// holds no more after the move); into another, it is.
 	charge := from.Model != to.Model
-	s.WriteStarted(to)
-	defer s.WriteEnded(to) // moves to's epoch: a miss cached meanwhile is not kept
+	s.Writes().Started(to)
+	defer s.Writes().Ended(to) // moves to's epoch: a miss cached meanwhile is not kept
 	if pw, err := s.stack.LinkOnDisk(from, to); err == nil {
 		// Its bytes are on the first directory tier: a link there, as
 		// durable as from (no copy to write back).
@@ -186,17 +186,17 @@ func (s *Store) dropMoved(from, to format.Key) error {
 // final name. Without it the rename would take the durable bytes out of
 // every persistent tier and leave them in memory only until their
 // write-back, and kill -9 meanwhile would lose both names.
-func (s *Store) KeepDurable(ctx context.Context, from, to format.Key) error {
-	if !s.stack.Persistent() {
+func (ws Writes) KeepDurable(ctx context.Context, from, to format.Key) error {
+	if !ws.s.stack.Persistent() {
 		return nil
 	}
-	if bi, err := s.stack.Stat(from); err != nil || bi.Dirty {
+	if bi, err := ws.s.stack.Stat(from); err != nil || bi.Dirty {
 		return nil // from is in memory only: nothing durable to keep
 	}
-	if !s.stack.Has(to) {
+	if !ws.s.stack.Has(to) {
 		return nil // to publishes later (its writer's last close), in memory
 	}
-	if err := s.stack.Flush(ctx, to); err != nil {
+	if err := ws.s.stack.Flush(ctx, to); err != nil {
 		return fmt.Errorf("making %s durable before %s goes: %w", to, from, err)
 	}
 	return nil

@@ -69,7 +69,7 @@ func (w *Draft) publishOnce(ctx context.Context, durable bool) error {
 	if !w.setMTime.IsZero() {
 		pw.SetMTime(w.setMTime)
 	}
-	info, err := s.Publish(pw, size, durable)
+	info, err := s.Writes().Publish(pw, size, durable)
 	switch {
 	case err == nil:
 		w.size, w.mtime = info.Size, info.MTime
@@ -102,7 +102,7 @@ func (w *Draft) copyOf(size int64) (*tiers.PendingWrite, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.LayoutOf(w.key.Model).Replaces() {
+	if s.Models().LayoutOf(w.key.Model).Replaces() {
 		pw.SetReplace()
 	}
 	if err := copyRange(pw.File(), w.f, size); err != nil {

@@ -113,32 +113,32 @@ func (t *writeTable) drop(k writeKey, w *Draft) {
 	}
 }
 
-// WriteNamed reports whether anyone writes name in model's shard
+// Named reports whether anyone writes name in model's shard
 // directory shard.
-func (s *Store) WriteNamed(model, shard, name string) bool {
-	t := &s.writes
+func (ws Writes) Named(model, shard, name string) bool {
+	t := &ws.s.writes
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.names[writeName{model, shard, name}] > 0
 }
 
-// StagingFile returns the staging file name (standing for key) that
+// Staging returns the staging file name (standing for key) that
 // user uid sees, or nil.
-func (s *Store) StagingFile(key format.Key, name string, uid uint32) *Draft {
-	return s.writes.get(writeKeyOf(key, name, true, Proc{Uid: uid}))
+func (ws Writes) Staging(key format.Key, name string, uid uint32) *Draft {
+	return ws.s.writes.get(writeKeyOf(key, name, true, Proc{Uid: uid}))
 }
 
-// OwnFiles returns the files process tgid writes under their final names
+// Owned returns the files process tgid writes under their final names
 // in model's shard directory shard (a directory of a files model).
-func (s *Store) OwnFiles(model, shard string, tgid uint32) []*Draft {
-	return s.writes.collect(model, shard, func(k writeKey) bool { return !k.staging && k.who == tgid },
+func (ws Writes) Owned(model, shard string, tgid uint32) []*Draft {
+	return ws.s.writes.collect(model, shard, func(k writeKey) bool { return !k.staging && k.who == tgid },
 		func(t *writeTable) bool { return len(t.m) > t.stagings })
 }
 
-// StagingFiles returns the staging files of model's shard directory that
+// StagingIn returns the staging files of model's shard directory that
 // user uid sees.
-func (s *Store) StagingFiles(model, shard string, uid uint32) []*Draft {
-	return s.writes.collect(model, shard, func(k writeKey) bool { return k.staging && k.who == uid },
+func (ws Writes) StagingIn(model, shard string, uid uint32) []*Draft {
+	return ws.s.writes.collect(model, shard, func(k writeKey) bool { return k.staging && k.who == uid },
 		func(t *writeTable) bool { return t.stagings > 0 })
 }
 
@@ -187,6 +187,6 @@ func (t *writeTable) counts() (writing, staging int64) {
 	return int64(len(t.m)), int64(t.stagings)
 }
 
-// WritingIn reports whether anyone writes a file in model's shard
+// InShard reports whether anyone writes a file in model's shard
 // directory shard (its name, as the front end shows it).
-func (s *Store) WritingIn(model, shard string) bool { return s.writes.inShard(model, shard) }
+func (ws Writes) InShard(model, shard string) bool { return ws.s.writes.inShard(model, shard) }

@@ -15,7 +15,7 @@ import (
 //
 //   - A published File opened for writing (not created) is a new version
 //     of it: a Draft that starts as a copy of the published bytes
-//     (ReopenFile).
+//     (Writes.Reopen).
 //   - An fsync of a File being written publishes a copy of its bytes so
 //     far as a version and leaves the Draft open (SyncVersion): a program
 //     that writes, fsyncs and writes on (a log, a journal) goes on writing
@@ -38,7 +38,7 @@ type fillMark struct {
 	setMTime     time.Time // the writer's utimes then (Draft.setMTime)
 }
 
-// ReopenFile opens the published File key for writing by p: a new
+// Reopen opens the published File key for writing by p: a new
 // version of it, written under its name and published at p's last close
 // as a create over it would be, that starts as a copy of the published
 // bytes. A program that opens a file of a files model for writing without
@@ -47,11 +47,11 @@ type fillMark struct {
 // it is copied for that too, then dropped. Readers of the published
 // version go on reading it. When p is writing the name already, its
 // write is joined as it is.
-func (s *Store) ReopenFile(p Proc, key format.Key) (*Draft, *Writer, error) {
+func (ws Writes) Reopen(p Proc, key format.Key) (*Draft, *Writer, error) {
 	if key.Kind != format.File {
 		return nil, nil, fmt.Errorf("%w: %s is not a file of a files model", ErrInvalid, key)
 	}
-	w, d, started, err := s.beginWrite(p, key, key.FileName(), OpenMode{})
+	w, d, started, err := ws.s.beginWrite(p, key, key.FileName(), OpenMode{})
 	if err != nil || !started {
 		return w, d, err
 	}
@@ -213,7 +213,7 @@ func (w *Draft) syncVersion(ctx context.Context) error {
 		s.stack.Abort(cp)
 		return err
 	}
-	if _, err := s.Publish(cp, st.Size(), true); err != nil {
+	if _, err := s.Writes().Publish(cp, st.Size(), true); err != nil {
 		return err
 	}
 	return w.markLocked(crc.Sum32())

@@ -34,7 +34,7 @@ import (
 type dumpItem struct {
 	key    format.Key
 	off, n int64
-	pw     *store.PendingWrite // the block being written, until published
+	pw     *store.DraftFile // the block being written, until published
 }
 
 // dump publishes the items of one request from a region.
@@ -60,7 +60,7 @@ func (g *Session) dump(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 	existing := 0
 	for i := range items {
 		it := &items[i]
-		pw, err := g.e.store.CreateFile(it.key)
+		pw, err := g.e.store.Tiers().Create(it.key)
 		if errors.Is(err, store.ErrExist) {
 			existing++
 			continue
@@ -69,7 +69,7 @@ func (g *Session) dump(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 			return out, fmt.Errorf("item %d %s: %w", i+1, it.key.ID, err)
 		}
 		it.pw = pw
-		g.e.store.WriteStarted(it.key)
+		g.e.store.Writes().Started(it.key)
 	}
 	if err := g.stageAll(reg, items); err != nil {
 		return out, err
@@ -82,8 +82,8 @@ func (g *Session) dump(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 		}
 		pw := it.pw
 		it.pw = nil
-		_, err := g.e.store.Publish(pw, it.n, false)
-		g.e.store.WriteEnded(it.key)
+		_, err := g.e.store.Writes().Publish(pw, it.n, false)
+		g.e.store.Writes().Ended(it.key)
 		switch {
 		case errors.Is(err, store.ErrExist):
 			existing++
@@ -115,15 +115,15 @@ func (g *Session) parseDumpItems(t *line.Tokens, model string, size int64) ([]du
 	var items []dumpItem
 	var total int64
 	room := g.e.store.MemoryCapacity()
-	layout := g.e.store.LayoutOf(model)
+	layout := g.e.store.Models().LayoutOf(model)
 	raw := layout.Headerless() // a raw block or a File is its payload: no header to hold
-	files := g.e.store.Files(model)
+	files := g.e.store.Models().Files(model)
 	for tok := t.Next(); tok != nil; tok = t.Next() {
 		i := len(items) + 1
 		if i > line.MaxIDs {
 			return items, line.Err(line.ErrTooMany, "more than %d blocks in one request", line.MaxIDs)
 		}
-		key, off, n, ok := parseDumpItem(model, tok, files, g.e.store.BlockKey)
+		key, off, n, ok := parseDumpItem(model, tok, files, g.e.store.Models().BlockKey)
 		id := key.ID
 		switch {
 		case !ok && files:
@@ -226,8 +226,8 @@ func (it *dumpItem) write(b []byte) error {
 func (g *Session) abortDumps(items []dumpItem) {
 	for i := range items {
 		if it := &items[i]; it.pw != nil {
-			g.e.store.AbortFile(it.pw)
-			g.e.store.WriteEnded(it.key)
+			g.e.store.Tiers().Abort(it.pw)
+			g.e.store.Writes().Ended(it.key)
 			it.pw = nil
 		}
 	}

@@ -59,6 +59,7 @@ type Engine struct {
 
 // New returns the engine moving st's blocks to and from dev.
 func New(st *store.Store, dev gpu.Device, log *slog.Logger, refuse RefuseFunc) *Engine {
+	st.ReportDevice(dev) // .ucm/stats and the metrics show it
 	return &Engine{store: st, dev: dev, log: log, refuse: refuse}
 }
 
@@ -69,9 +70,9 @@ func (e *Engine) Device() gpu.Device { return e.dev }
 // mount knows, that the caller of ctx may reach for want (EACCES; see
 // control's controlModel): a load reads, a dump publishes.
 func (e *Engine) model(ctx context.Context, t *line.Tokens, want uint32, what string) (string, error) {
-	model, err := line.Model(t, e.store.ModelExists, store.ErrNotFound)
+	model, err := line.Model(t, e.store.Models().Exists, store.ErrNotFound)
 	if err != nil {
 		return model, err
 	}
-	return model, line.CheckModel(ctx, model, e.store.ModelPermits, want, what)
+	return model, line.CheckModel(ctx, model, e.store.Models().Permits, want, what)
 }

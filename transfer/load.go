@@ -79,10 +79,10 @@ func (g *Session) load(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 	if err != nil {
 		return out, err
 	}
-	if err := line.CheckContent(ctx, model, g.e.store.FilesPermit, "gpu load"); err != nil {
+	if err := line.CheckContent(ctx, model, g.e.store.Models().FilesPermit, "gpu load"); err != nil {
 		return out, err
 	}
-	items, err := parseLoadItems(t, model, g.e.store.Files(model), g.items[:0])
+	items, err := parseLoadItems(t, model, g.e.store.Models().Files(model), g.items[:0])
 	defer g.release(items)
 	if err != nil {
 		return out, err
@@ -209,19 +209,19 @@ func parseFileItem(model string, tok []byte) (loadItem, bool) {
 // kv is the number of K (and V) regions of the target, 0 for one region.
 func (g *Session) resolve(it *loadItem, kv int) error {
 	if it.key.Kind != format.File { // a File's key is its path's already
-		it.key = g.e.store.BlockKey(it.key.Model, it.key.ID)
+		it.key = g.e.store.Models().BlockKey(it.key.Model, it.key.ID)
 	}
 	s, k := g.e, it.key
 	err := s.store.AcquirePin(k)
 	switch {
 	case err == nil:
-		if m := s.store.Mapping(k); m != nil {
+		if m := s.store.Tiers().Mapping(k); m != nil {
 			it.pinned = true
 			if err := it.span(m[:min(len(m), format.HeaderSize)], int64(len(m)), kv); err != nil {
 				return err
 			}
 			it.src, it.level = m[it.off:it.off+it.n], 0
-			s.store.Touch(k)
+			s.store.Tiers().Touch(k)
 			return nil
 		}
 		s.store.ReleasePin(k) // in memory but not mapped: read its file
@@ -229,7 +229,7 @@ func (g *Session) resolve(it *loadItem, kv int) error {
 	default:
 		return err
 	}
-	h, err := s.store.OpenFile(k)
+	h, err := s.store.Tiers().Open(k)
 	if err != nil {
 		return err
 	}

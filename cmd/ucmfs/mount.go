@@ -299,7 +299,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 	}
 	debug.FreeOSMemory()
 	core, err := store.New(st, store.Options{
-		MaxFileSize: cfg.MaxFileSize, Logger: log, Repr: cfg.Repr, GPU: dev,
+		MaxFileSize: cfg.MaxFileSize, Logger: log, Repr: cfg.Repr,
 		MaxPending: cfg.MaxPending, MaxPendingPerUser: cfg.MaxPendingUser,
 		MaxModelsPerUser: cfg.MaxModelsUser, MaxBytesPerUser: cfg.MaxBytesUser,
 		MaxDirs: cfg.MaxDirs, MaxDirsPerUser: cfg.MaxDirsUser,
@@ -325,7 +325,7 @@ func runMount(ctx context.Context, cfg mountConfig, stderr io.Writer) error {
 		Passthrough: cfg.Passthrough, AllowOther: cfg.AllowOther, TenantWritePassthrough: cfg.TenantWrites,
 		EntryTTL: cfg.EntryTTL, NegativeTTL: cfg.NegativeTTL, KernelNodes: cfg.KernelNodes,
 		Logger: log, Debug: cfg.Debug, ControlGroup: cfg.ControlGroup,
-		GPUSocket: gpuSocketPath(cfg, dev, log), Transport: cfg.FUSETransport,
+		GPU: dev, GPUSocket: gpuSocketPath(cfg, dev, log), Transport: cfg.FUSETransport,
 	})
 	if err != nil {
 		core.Close()

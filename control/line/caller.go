@@ -157,7 +157,7 @@ func (cr *Creds) Close() {
 	}
 }
 
-// Permits is the rule of store.Store.ModelPermits, as CheckModel takes it.
+// Permits is the rule of store.Models.Permits, as CheckModel takes it.
 type Permits func(model string, uid, gid uint32, inGroup func(uint32) bool, want uint32) bool
 
 // CheckModel refuses (ErrAccess) a request of ctx's session (CredsOf)
@@ -177,7 +177,7 @@ const ReadAccess = 4
 
 // CheckContent refuses (ErrAccess) a request of ctx's session that
 // returns the content of model's files, or scores computed from it, when
-// permits (store.Store.FilesPermit) says its opener may not read them, as
+// permits (store.Models.FilesPermit) says its opener may not read them, as
 // the kernel would refuse a read of one through the mount; a request from
 // inside the daemon passes. what names the request in the answer.
 func CheckContent(ctx context.Context, model string, permits Permits, what string) error {

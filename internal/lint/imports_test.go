@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	"store":                {"format", "tiers", "sparse", "gpu", "hybrid", "events"},
 	"control/line":         {"format"},
 	"transfer":             {"format", "gpu", "gpu/fdpass", "store", "control/line"},
-	"control":              {"format", "sparse", "hybrid", "store", "control/line", "transfer", "events"},
+	"control":              {"format", "sparse", "hybrid", "store", "control/line", "transfer", "events", "gpu"},
 	"metrics":              {"store"},
 	"fs/light":             {"format", "internal/hashtab"},
 	"fs/ino":               {"format"},
