@@ -18,6 +18,7 @@ var allowed = map[string][]string{
 	"tiers/index":          {"format", "internal/hashtab"},
 	"tiers/rootfs":         {},
 	"tiers/rootfs/crashfs": {"tiers/rootfs"}, // test support: a filesystem that fails and loses power
+	"tiers/rootfs/memfs":   {"tiers/rootfs"}, // test support: a filesystem in memory, memfd files
 	"tiers":                {"format", "tiers/index", "tiers/rootfs"},
 	"sparse":               {"format"},
 	"hybrid":               {"format"},
