@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
@@ -22,6 +23,7 @@ type Disk struct {
 	umask    uint32 // the process's, read at New
 	dev      uint64 // st_dev of a memfd: the directories' too
 
+	closed  atomic.Bool  // Close was called: every view's operations fail
 	mu      sync.RWMutex // every operation holds it: a tree walk and what it does are one step
 	root    *node        // nil until an Open makes it
 	files   map[*node]struct{}
@@ -101,11 +103,12 @@ func (d *Disk) Open(dir string, perm uint32) (rootfs.FS, error) {
 	return &FS{d: d}, nil
 }
 
-// Close frees every file of the disk and empties it (descriptors still
-// open keep their files).
+// Close frees every file of the disk (descriptors still open keep
+// theirs); the operations of its views fail with EBADF from then on.
 func (d *Disk) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.closed.Store(true)
 	for n := range d.files {
 		n.f.Close()
 	}

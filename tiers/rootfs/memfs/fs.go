@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
@@ -74,16 +75,29 @@ func (f *FS) pathErr(op, rel string, err error) error {
 	return &os.PathError{Op: op, Path: f.Path(rel), Err: err}
 }
 
-// check is rootfs.Check, then EBADF once the view is closed.
+// check is rootfs.Check, then EBADF once the view or its disk is
+// closed, then ENAMETOOLONG for a name (255 bytes) or a path (4095) the
+// kernel would refuse.
 func (f *FS) check(rel string) error {
 	if err := rootfs.Check(rel); err != nil {
 		return err
 	}
-	if f.closed.Load() {
+	if f.closed.Load() || f.d.closed.Load() {
 		return unix.EBADF
+	}
+	if len(rel) >= unix.PathMax {
+		return unix.ENAMETOOLONG
+	}
+	for c := range strings.SplitSeq(rel, "/") {
+		if len(c) > nameMax {
+			return unix.ENAMETOOLONG
+		}
 	}
 	return nil
 }
+
+// nameMax is the longest name a directory takes (NAME_MAX).
+const nameMax = 255
 
 // at runs fn with rel's parent directory and last component (the disk's
 // lock held by the caller), as Root.at: a bad path is EXDEV, the root

@@ -167,7 +167,8 @@ func TestDescriptorsAreTheFile(t *testing.T) {
 
 // TestDiskOutlivesItsFilesystems: a restart (a view closed, another
 // opened) finds the files; a descriptor of the first view still works;
-// Disk.Close frees the files, and a descriptor still open keeps its own.
+// Disk.Close frees the files, a descriptor still open keeps its own, and
+// the views answer EBADF.
 func TestDiskOutlivesItsFilesystems(t *testing.T) {
 	d, fsys := open(t, 1<<20)
 	must(t, fsys.MkdirAll("m/ab", 0o755))
@@ -191,6 +192,9 @@ func TestDiskOutlivesItsFilesystems(t *testing.T) {
 	must(t, d.Close())
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd())); err != nil || string(b) != "kept" {
 		t.Fatalf("a descriptor open at the disk's close: %q %v", b, err)
+	}
+	if err := again.Lstat("m", &st); !errors.Is(err, unix.EBADF) {
+		t.Fatalf("a view of a closed disk: %v, want EBADF", err)
 	}
 	fresh, err := New(testDir, 0)
 	must(t, err)

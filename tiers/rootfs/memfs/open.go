@@ -68,7 +68,7 @@ func (f *FS) create(p *node, base string, flag int, perm uint32) (int, error) {
 	}
 	name := base
 	if len(name) > 200 {
-		name = name[:200] // memfd_create takes 249 bytes
+		name = name[:200] // memfd_create takes 249 bytes, a directory 255
 	}
 	mfd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
 	if err != nil {

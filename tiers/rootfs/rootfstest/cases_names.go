@@ -1,6 +1,8 @@
 package rootfstest
 
 import (
+	"strings"
+
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
@@ -32,6 +34,21 @@ var nameCases = []Case{
 	{"mkdir over a directory", unix.EEXIST, just(func(fsys rootfs.FS) error { return fsys.Mkdir("e", 0o755) })},
 	{"mkdir in a missing directory", unix.ENOENT, just(func(fsys rootfs.FS) error { return fsys.Mkdir("b/c", 0o755) })},
 	{"mkdir of the root", unix.EINVAL, just(func(fsys rootfs.FS) error { return fsys.Mkdir(".", 0o755) })},
+	{"names of 255 bytes, and longer", unix.ENAMETOOLONG, func(fsys rootfs.FS) (string, error) {
+		long := strings.Repeat("n", 255)
+		if err := fsys.MkdirAll("a/"+long+"/"+long, 0o755); err != nil {
+			return "", err
+		}
+		if err := write(fsys, "a/"+long+"/"+long+"/"+long, unix.O_WRONLY|unix.O_CREAT, "x"); err != nil {
+			return "", err
+		}
+		var out []string
+		for _, err := range []error{fsys.Mkdir("a/"+long+"n", 0o755), fsys.Rename("a/f", "a/"+long+"n", 0),
+			fsys.Link("a/f", "a/"+long+"/"+long+"n"), write(fsys, long+"n/x", unix.O_WRONLY|unix.O_CREAT, "x")} {
+			out = append(out, Describe(fsys, err))
+		}
+		return strings.Join(out, "; "), fsys.Unlink(long + "n")
+	}},
 	{"MkdirAll", nil, just(func(fsys rootfs.FS) error { return fsys.MkdirAll("x/y/z", 0o700) })},
 	{"MkdirAll of a directory there", nil, just(func(fsys rootfs.FS) error { return fsys.MkdirAll("a/sub", 0o700) })},
 	{"MkdirAll of the root", nil, just(func(fsys rootfs.FS) error { return fsys.MkdirAll(".", 0o700) })},
