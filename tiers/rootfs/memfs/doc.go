@@ -48,6 +48,9 @@
 //   - Names: files and directories only; no symbolic link is ever made
 //     (ELOOP never happens); RENAME_WHITEOUT is EINVAL.
 //   - A file's ctime does not move when a name of it is made or removed.
+//   - A directory's mode is kept but not enforced: any caller may add
+//     and remove names in any directory (as root may on a disk; the
+//     tests run as root). A file's mode is the kernel's to enforce.
 //   - Every sync succeeds at once (SyncFile fsyncs the memfd, which
 //     tmpfs does not wait for): memory is all there is, and a Disk is
 //     never Gone.
