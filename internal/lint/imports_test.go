@@ -14,37 +14,39 @@ const mod = "github.com/ucmfs/ucmfs/"
 // cmd/ucmfs down to format; above store, only cmd/ucmfs (wiring)
 // imports tiers.
 var allowed = map[string][]string{
-	"format":               {},
-	"tiers/index":          {"format", "internal/hashtab"},
-	"tiers/rootfs":         {},
-	"tiers/rootfs/crashfs": {"tiers/rootfs"}, // test support: a filesystem that fails and loses power
-	"tiers":                {"format", "tiers/index", "tiers/rootfs"},
-	"sparse":               {"format"},
-	"hybrid":               {"format"},
-	"gpu":                  {},
-	"gpu/fdpass":           {},
-	"events":               {"format"},
-	"events/vllm":          {"format", "events", "internal/connlimit"},
-	"store":                {"format", "tiers", "sparse", "gpu", "hybrid", "events"},
-	"control/line":         {"format"},
-	"transfer":             {"format", "gpu", "gpu/fdpass", "store", "control/line"},
-	"control":              {"format", "sparse", "hybrid", "store", "control/line", "transfer", "events", "gpu"},
-	"metrics":              {"store"},
-	"fs/light":             {"format", "internal/hashtab"},
-	"fs/ino":               {"format"},
-	"fs/uring":             {},
-	"fs":                   {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring"},           // gpu, transfer: their sentinels in the errno table
-	"cmd/ucmfs":            {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "internal/connlimit", "events/vllm"}, // tiers: wiring only
-	"internal/faultfs":     {},
-	"internal/tiertest":    {"format", "tiers"}, // test support: stacks over real directories
-	"internal/engine":      {"gpu/fdpass"},      // test support: a stand-in engine process
-	"internal/ucmproto":    {},
-	"internal/engineproto": {},
-	"internal/lint":        {},
-	"internal/ratelog":     {},
-	"internal/connlimit":   {},
-	"internal/hashtab":     {},
-	"integration":          {"format", "hybrid", "internal/engineproto", "internal/faultfs", "internal/ucmproto"},
+	"format":                  {},
+	"tiers/index":             {"format", "internal/hashtab"},
+	"tiers/rootfs":            {},
+	"tiers/rootfs/crashfs":    {"tiers/rootfs"}, // test support: a filesystem that fails and loses power
+	"tiers/rootfs/memfs":      {"tiers/rootfs"}, // test support: a filesystem in memory, memfd files
+	"tiers/rootfs/rootfstest": {"tiers/rootfs"}, // test support: one table every rootfs.FS answers as Root does
+	"tiers":                   {"format", "tiers/index", "tiers/rootfs"},
+	"sparse":                  {"format"},
+	"hybrid":                  {"format"},
+	"gpu":                     {},
+	"gpu/fdpass":              {},
+	"events":                  {"format"},
+	"events/vllm":             {"format", "events", "internal/connlimit"},
+	"store":                   {"format", "tiers", "sparse", "gpu", "hybrid", "events"},
+	"control/line":            {"format"},
+	"transfer":                {"format", "gpu", "gpu/fdpass", "store", "control/line"},
+	"control":                 {"format", "sparse", "hybrid", "store", "control/line", "transfer", "events", "gpu"},
+	"metrics":                 {"store"},
+	"fs/light":                {"format", "internal/hashtab"},
+	"fs/ino":                  {"format"},
+	"fs/uring":                {},
+	"fs":                      {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring"},           // gpu, transfer: their sentinels in the errno table
+	"cmd/ucmfs":               {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "internal/connlimit", "events/vllm"}, // tiers: wiring only
+	"internal/faultfs":        {},
+	"internal/tiertest":       {"format", "tiers"}, // test support: stacks over real directories
+	"internal/engine":         {"gpu/fdpass"},      // test support: a stand-in engine process
+	"internal/ucmproto":       {},
+	"internal/engineproto":    {},
+	"internal/lint":           {},
+	"internal/ratelog":        {},
+	"internal/connlimit":      {},
+	"internal/hashtab":        {},
+	"integration":             {"format", "hybrid", "internal/engineproto", "internal/faultfs", "internal/ucmproto"},
 
 	// The mount benchmarks (test files and a doc) and their plotting tool.
 	"bench":              {"format", "internal/engineproto", "internal/ucmproto"},

@@ -12,11 +12,18 @@ import (
 type Entry struct {
 	name string
 	typ  fs.FileMode // type bits only
-	r    *Root
-	rel  string // the entry's path beneath the root
+	fs   FS          // the filesystem listed
+	rel  string      // the entry's path beneath its root
 }
 
 var _ fs.DirEntry = Entry{}
+
+// NewEntry is the entry name, of type typ (type bits only), of the
+// directory dir beneath fsys's root: for the FS implementations other
+// than Root (its Info is fsys's Lstat of dir/name).
+func NewEntry(fsys FS, dir, name string, typ fs.FileMode) Entry {
+	return Entry{name: name, typ: typ.Type(), fs: fsys, rel: join(dir, name)}
+}
 
 // Name is the entry's name.
 func (e Entry) Name() string { return e.name }
@@ -30,7 +37,7 @@ func (e Entry) Type() fs.FileMode { return e.typ }
 // Info describes the entry now (an lstat beneath the root).
 func (e Entry) Info() (fs.FileInfo, error) {
 	var st unix.Stat_t
-	if err := e.r.Lstat(e.rel, &st); err != nil {
+	if err := e.fs.Lstat(e.rel, &st); err != nil {
 		return nil, err
 	}
 	return fileInfo{name: e.name, st: st}, nil
@@ -122,7 +129,7 @@ func (r *Root) ReadDir(rel string) ([]Entry, error) {
 			r.met(sub)
 			return nil
 		}
-		ents = append(ents, Entry{name: name, typ: mode, r: r, rel: sub})
+		ents = append(ents, Entry{name: name, typ: mode, fs: r, rel: sub})
 		return nil
 	})
 	return ents, err

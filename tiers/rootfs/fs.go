@@ -9,7 +9,7 @@ import (
 
 // FS is the filesystem under a tier: every operation the tiers take on
 // their directory, relative to its root. A tier holds an FS, never a
-// path (tiers.DirConfig.OpenFS chooses which). Two implement it:
+// path (tiers.DirConfig.OpenFS chooses which). Three implement it:
 //
 //   - *Root, the real one: beneath a held descriptor, no symbolic link
 //     (this package's doc). Every daemon's tier uses it.
@@ -19,6 +19,12 @@ import (
 //     its last SyncDir, everything at a Syncfs), forgets the rest at a
 //     simulated power cut, and injects errors (EIO, ENOSPC, EDQUOT), a
 //     stall or a power cut before any chosen operation.
+//   - memfs.FS (package tiers/rootfs/memfs), for tests: no directory on
+//     any disk, a tree in memory whose files are memfd_create files (real
+//     descriptors, no disk behind them).
+//
+// Package tiers/rootfs/rootfstest holds the table of operations all
+// three answer alike.
 //
 // Data moves through the *os.File an open returns (pwrite, O_DIRECT,
 // fsetxattr, mmap, a passthrough descriptor): those stay real
@@ -30,7 +36,9 @@ type FS interface {
 	// messages and for files handed to code that wants a name.
 	Name() string
 	Path(rel string) string
-	// FD is the root's descriptor, for the few calls not wrapped here.
+	// FD is the root's descriptor, for the few calls not wrapped here:
+	// -1 where there is none (memfs), so a caller must take the EBADF of
+	// a call on it as "no answer" (the tiers' fstatfs and fstat do).
 	FD() int
 	// SetOnLink sets the function told of every link an operation
 	// refuses; Links counts them.

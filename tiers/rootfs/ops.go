@@ -217,44 +217,63 @@ func (r *Root) Syncfs() error {
 }
 
 // ReadFile reads the regular file rel whole.
-func (r *Root) ReadFile(rel string) ([]byte, error) {
-	f, err := r.OpenRegular(rel)
+func (r *Root) ReadFile(rel string) ([]byte, error) { return ReadFile(r, rel) }
+
+// CreateTemp creates a new file in the directory dir, named prefix and a
+// random suffix, O_RDWR|O_EXCL with perm; it returns the file and its
+// path beneath the root.
+func (r *Root) CreateTemp(dir, prefix string, perm uint32) (*os.File, string, error) {
+	return CreateTemp(r, dir, prefix, perm)
+}
+
+// WriteFile writes data to the file rel (created with perm, or truncated),
+// as os.WriteFile does, beneath the root.
+func (r *Root) WriteFile(rel string, data []byte, perm uint32) error {
+	return WriteFile(r, rel, data, perm)
+}
+
+// ReadFile reads the regular file rel of fsys whole (OpenRegular, then
+// reads): FS.ReadFile of every implementation.
+func ReadFile(fsys FS, rel string) ([]byte, error) {
+	f, err := fsys.OpenRegular(rel)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	b, err := io.ReadAll(f)
 	if err != nil {
-		return nil, r.pathErr("read", rel, err)
+		return nil, &os.PathError{Op: "read", Path: fsys.Path(rel), Err: err}
 	}
 	return b, nil
 }
 
-// CreateTemp creates a new file in the directory dir, named prefix and a
-// random suffix, O_RDWR|O_EXCL with perm; it returns the file and its
-// path beneath the root.
-func (r *Root) CreateTemp(dir, prefix string, perm uint32) (*os.File, string, error) {
+// CreateTemp creates a new file in the directory dir of fsys, named
+// prefix and a random suffix, O_RDWR|O_CREAT|O_EXCL with perm, and
+// returns it and its path beneath the root: FS.CreateTemp of every
+// implementation.
+func CreateTemp(fsys FS, dir, prefix string, perm uint32) (*os.File, string, error) {
 	for range 100 {
 		rel := prefix + randomSuffix()
 		if dir != "." {
 			rel = dir + "/" + rel
 		}
-		f, err := r.OpenFile(rel, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, perm)
+		f, err := fsys.OpenFile(rel, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, perm)
 		if errors.Is(err, unix.EEXIST) {
 			continue
 		}
 		return f, rel, err
 	}
-	return nil, "", r.pathErr("open", dir+"/"+prefix+"*", unix.EEXIST)
+	return nil, "", &os.PathError{Op: "open", Path: fsys.Path(dir + "/" + prefix + "*"), Err: unix.EEXIST}
 }
 
 // randomSuffix returns 16 hex characters for temp names.
 func randomSuffix() string { return fmt.Sprintf("%016x", rand.Uint64()) }
 
-// WriteFile writes data to the file rel (created with perm, or truncated),
-// as os.WriteFile does, beneath the root.
-func (r *Root) WriteFile(rel string, data []byte, perm uint32) error {
-	f, err := r.OpenFile(rel, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, perm)
+// WriteFile writes data to the file rel of fsys (created with perm, or
+// truncated), as os.WriteFile does: FS.WriteFile of every
+// implementation.
+func WriteFile(fsys FS, rel string, data []byte, perm uint32) error {
+	f, err := fsys.OpenFile(rel, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, perm)
 	if err != nil {
 		return err
 	}

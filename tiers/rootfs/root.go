@@ -193,7 +193,9 @@ func (r *Root) openat2(rel string, flags int, mode uint32) (int, error) {
 		return -1, err
 	}
 	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW), Resolve: resolve}
-	if flags&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
+	// A mode only where the open may create (openat2 refuses one
+	// otherwise): O_TMPFILE is two bits, one of them O_DIRECTORY.
+	if flags&unix.O_CREAT != 0 || flags&unix.O_TMPFILE == unix.O_TMPFILE {
 		how.Mode = uint64(mode)
 	}
 	var fd int

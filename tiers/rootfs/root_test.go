@@ -265,3 +265,31 @@ func TestReopenTakesNoLink(t *testing.T) {
 		t.Fatalf("not the directory at the path: %v", err)
 	}
 }
+
+// TestOpenDirectoryWithAPerm: O_DIRECTORY with a perm (which only a
+// create uses) opens a directory, and says ENOTDIR of a file. It was
+// EINVAL: O_DIRECTORY is a bit of O_TMPFILE, and openat2 was given the
+// mode, which it refuses without O_CREAT or O_TMPFILE.
+func TestOpenDirectoryWithAPerm(t *testing.T) {
+	r, _, _ := setup(t)
+	fd, err := r.OpenFD("m/d", unix.O_RDONLY|unix.O_DIRECTORY, 0o755)
+	if err != nil {
+		t.Fatalf("open of a directory: %v", err)
+	}
+	unix.Close(fd)
+	if _, err := r.OpenFD("m/d/f", unix.O_RDONLY|unix.O_DIRECTORY, 0o755); !errors.Is(err, unix.ENOTDIR) {
+		t.Fatalf("open of a file as a directory: %v, want ENOTDIR", err)
+	}
+	fd, err = r.OpenFD("m/d", unix.O_TMPFILE|unix.O_RDWR, 0o600)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("O_TMPFILE: %v", err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&0o777 != 0o600 {
+		t.Fatalf("O_TMPFILE file: mode %o %v, want 600", st.Mode&0o777, err)
+	}
+}
