@@ -169,18 +169,24 @@ type subscriber struct {
 	done chan error
 }
 
-// startSubscriber starts a subscriber of the publisher on port, which
-// exits once it sees sentinel stored.
+// startSubscriber starts a subscriber of d's publisher on its tcp ports,
+// which exits once it sees sentinel stored.
 func startSubscriber(t *testing.T, py string, d *daemon, sentinel uint64) *subscriber {
+	t.Helper()
+	port, replay := kvPorts(t, d)
+	return subscribe(t, py, fmt.Sprintf("tcp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", replay), sentinel)
+}
+
+// subscribe starts a subscriber of the publisher at pub (replays from
+// replay), which exits once it sees sentinel stored.
+func subscribe(t *testing.T, py, pub, replay string, sentinel uint64) *subscriber {
 	t.Helper()
 	script, err := filepath.Abs(filepath.Join("testdata", "kv_subscriber.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &subscriber{out: &syncBuffer{}, done: make(chan error, 1)}
-	port, replay := kvPorts(t, d)
-	s.cmd = exec.Command(py, script, fmt.Sprintf("tcp://127.0.0.1:%d", port),
-		fmt.Sprintf("tcp://127.0.0.1:%d", replay), strconv.FormatUint(sentinel, 10), "120")
+	s.cmd = exec.Command(py, script, pub, replay, strconv.FormatUint(sentinel, 10), "120")
 	s.cmd.Stdout = s.out
 	var stderr syncBuffer
 	s.cmd.Stderr = &stderr
@@ -205,7 +211,19 @@ func (s *subscriber) wait(t *testing.T) (tuples []kvTuple, gaps int) {
 	if err := <-s.done; err != nil {
 		t.Fatalf("subscriber: %v\n%s", err, s.out.String())
 	}
-	for _, ln := range strings.Split(strings.TrimSpace(s.out.String()), "\n") {
+	return s.seen(t)
+}
+
+// seen returns the tuples the subscriber printed so far, in order, and
+// the gaps it replayed.
+func (s *subscriber) seen(t *testing.T) (tuples []kvTuple, gaps int) {
+	t.Helper()
+	out := s.out.String()
+	out = out[:strings.LastIndexByte(out, '\n')+1] // whole lines only
+	for _, ln := range strings.Split(strings.TrimSpace(out), "\n") {
+		if ln == "" {
+			continue
+		}
 		var ev struct {
 			Type   string   `json:"type"`
 			Hashes []uint64 `json:"hashes"`

@@ -33,10 +33,20 @@ type hostsConfig struct {
 	// timeout bounds each operation on the shared tier (0: the kind's,
 	// 60 s), given in a config file as an operator would.
 	timeout time.Duration
-	// events publishes each host's KV events on its own ipc endpoint
-	// (eventsOf); the daemons then check every directory of the share
+	// events publishes each host's KV events on its own ipc endpoints
+	// (hostEvents); the daemons then check every directory of the share
 	// each second, not each minute.
 	events bool
+	// size is the shared tier's size (the tier entry's size; 0: none),
+	// the same on every host.
+	size int64
+}
+
+// hostEvents are the ipc endpoints of the KV events of the host mounted
+// at mnt and of their replays (hostsConfig.events).
+func hostEvents(mnt string) (pub, replay string) {
+	dir := filepath.Dir(mnt)
+	return "ipc://" + filepath.Join(dir, "ev.sock"), "ipc://" + filepath.Join(dir, "replay.sock")
 }
 
 // hostsOn is threeHosts as cfg says. Each daemon's Tier is its path to
@@ -53,10 +63,14 @@ func hostsOn(t *testing.T, fs *sharedFS, cfg hostsConfig, args ...string) hosts 
 				t.Fatal(err)
 			}
 		}
-		tiers := fmt.Sprintf("tiers:\n  - {kind: nvme, dir: %s}\n  - {kind: nfs, dir: %s}\n", nvme, share)
+		entry := "kind: nfs, dir: " + share
 		if cfg.timeout > 0 {
-			tiers = fmt.Sprintf("tiers:\n  - {kind: nvme, dir: %s}\n  - {kind: nfs, dir: %s, timeout: %v}\n", nvme, share, cfg.timeout)
+			entry += fmt.Sprintf(", timeout: %v", cfg.timeout)
 		}
+		if cfg.size > 0 {
+			entry += fmt.Sprintf(", size: %d", cfg.size)
+		}
+		tiers := fmt.Sprintf("tiers:\n  - {kind: nvme, dir: %s}\n  - {%s}\n", nvme, entry)
 		conf := filepath.Join(dir, "ucmfs.yaml")
 		if err := os.WriteFile(conf, []byte(tiers), 0o644); err != nil {
 			t.Fatal(err)
@@ -64,7 +78,8 @@ func hostsOn(t *testing.T, fs *sharedFS, cfg hostsConfig, args ...string) hosts 
 		flags := []string{"--config", conf, "--memory", "64MiB", "--memory-dir", memDir, "--log-level", "info",
 			"--negative-ttl", sharedTTL.String()}
 		if cfg.events {
-			flags = append(flags, "--kv-events", "ipc://"+filepath.Join(dir, "ev.sock"))
+			pub, replay := hostEvents(mnt)
+			flags = append(flags, "--kv-events", pub, "--kv-events-replay", replay)
 		}
 		hs = append(hs, mountUCM(t, mountOpts{Bare: true, Mnt: mnt, Tier: share, Args: append(flags, args...)}))
 	}
