@@ -12,6 +12,7 @@ import (
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/transfer"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,8 +75,8 @@ var errnoRules = []errnoRule{
 	{errOtherNS, syscall.ENOTSUP},
 	{errCrossDir, syscall.EXDEV},
 	{errIsDir, syscall.EISDIR},
-	{errUserBudget, syscall.EMFILE},
-	{errFullBudget, syscall.ENFILE},
+	{vfs.ErrUserBudget, syscall.EMFILE},
+	{vfs.ErrFullBudget, syscall.ENFILE},
 	{store.ErrImmutable, syscall.EPERM},
 	{store.ErrNotOwner, syscall.EPERM},
 	{store.ErrQuota, syscall.EDQUOT},

@@ -268,12 +268,12 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		return h, h.openFlags(), 0
 	}
 	uid := callerProc(ctx).Uid
-	if err := n.s.reading.hold(uid, 1); err != nil {
+	if err := n.s.reading.Hold(uid, 1); err != nil {
 		return nil, 0, n.s.fail("open", key.Path(), err)
 	}
 	f, level, size, id, err := n.acquire(key)
 	if err != nil {
-		n.s.reading.free(uid, 1)
+		n.s.reading.Free(uid, 1)
 		if errors.Is(err, store.ErrNotFound) {
 			_, parent := n.Parent()
 			n.s.notifyGoneFrom(uid, parent, key.FileName())
@@ -349,14 +349,14 @@ func (n *storedFile) truncate(ctx context.Context, size int64, in *fuse.SetAttrI
 
 // rewrite opens the published File key for writing: it starts a new
 // version (store.ReopenFile), holds it, and answers ESTALE so that the
-// kernel opens it on a node of its own (reopen.go).
+// kernel opens it on a node of its own (vfs/reopen.go).
 func (n *storedFile) rewrite(ctx context.Context, key format.Key) (gofs.FileHandle, uint32, syscall.Errno) {
 	p := callerProc(ctx)
 	_, d, err := n.s.store.ReopenFile(p, key)
 	if err != nil {
 		return nil, 0, n.s.fail("open", key.Path(), err)
 	}
-	n.s.reopens.hold(p.Tgid, key, d)
+	n.s.reopens.Hold(p.Tgid, key, d)
 	n.s.log.Debug("open for writing of a published file: a new version, opened on its own node", "path", key.Path(), "errno", "ESTALE")
 	return nil, 0, errnoStale
 }

@@ -124,7 +124,7 @@ func (o filesOps) dropListing() {
 // filesListing is an open directory of a files model. Its listing is
 // taken at the first read and again at a rewind (offset 0), and read by
 // offset (an entry's offset is its position plus one). What it holds is
-// charged to the user who took it (user_budget.go) until the next
+// charged to the user who took it (vfs/user_budget.go) until the next
 // take or the release.
 type filesListing struct {
 	o      filesOps
@@ -170,7 +170,7 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 		return 0
 	})
 	uid := callerProc(ctx).Uid
-	if err := h.o.s.listed.hold(uid, charged(len(ents))); err != nil {
+	if err := h.o.s.listed.Hold(uid, charged(len(ents))); err != nil {
 		h.files = nil
 		return h.o.s.fail("readdir", h.o.model+"/"+h.o.dir, err)
 	}
@@ -180,7 +180,7 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 
 // drop gives back the listing h holds (under h.mu).
 func (h *filesListing) drop() {
-	h.o.s.listed.free(h.uid, charged(len(h.ents)))
+	h.o.s.listed.Free(h.uid, charged(len(h.ents)))
 	h.ents, h.files, h.taken = nil, nil, false
 }
 

@@ -114,28 +114,28 @@ func (h lightHost) Attr(key format.Key, out *fuse.AttrOut) bool {
 }
 
 // HoldListing charges uid the names of a shard's listing an open
-// directory takes (user_budget.go).
+// directory takes (vfs/user_budget.go).
 func (h lightHost) HoldListing(uid uint32, n int) fuse.Status {
-	if err := h.s.listed.hold(uid, charged(n)); err != nil {
+	if err := h.s.listed.Hold(uid, charged(n)); err != nil {
 		return fuse.Status(h.s.fail("readdir", "a shard directory", err))
 	}
 	return fuse.OK
 }
 
 // FreeListing gives back what HoldListing charged.
-func (h lightHost) FreeListing(uid uint32, n int) { h.s.listed.free(uid, charged(n)) }
+func (h lightHost) FreeListing(uid uint32, n int) { h.s.listed.Free(uid, charged(n)) }
 
 // HoldOpen charges uid an open directory as one of its open files
-// (user_budget.go).
+// (vfs/user_budget.go).
 func (h lightHost) HoldOpen(uid uint32) fuse.Status {
-	if err := h.s.reading.hold(uid, 1); err != nil {
+	if err := h.s.reading.Hold(uid, 1); err != nil {
 		return fuse.Status(h.s.fail("opendir", "a directory", err))
 	}
 	return fuse.OK
 }
 
 // FreeOpen gives back what HoldOpen charged.
-func (h lightHost) FreeOpen(uid uint32) { h.s.reading.free(uid, 1) }
+func (h lightHost) FreeOpen(uid uint32) { h.s.reading.Free(uid, 1) }
 
 // Handed counts a light node given to the kernel against the bound on
 // kernel nodes.

@@ -101,7 +101,7 @@ func (m *modelNode) dotLookup(ctx context.Context, name string, out *fuse.EntryO
 }
 
 // dotMkdir makes a private directory, its caller's, once the budget
-// admits it (scratch_budget.go).
+// admits it (vfs/scratch_budget.go).
 func (m *modelNode) dotMkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	p, r, err := m.dotPath(name)
 	if err != nil {
@@ -128,7 +128,7 @@ func (m *modelNode) dotMkdir(ctx context.Context, name string, mode uint32, out 
 }
 
 // dotCreate makes (or opens) a private file, its caller's, once the
-// budget admits it (scratch_budget.go).
+// budget admits it (vfs/scratch_budget.go).
 func (m *modelNode) dotCreate(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
 	p, r, err := m.dotPath(name)
 	if err != nil {
@@ -140,7 +140,7 @@ func (m *modelNode) dotCreate(ctx context.Context, name string, flags, mode uint
 	}
 	fd, err := unix.Open(p, int(flags)|unix.O_CREAT|unix.O_CLOEXEC, mode)
 	if err != nil {
-		m.s.scratchUse.settle(0, uid, -1, reserved)
+		m.s.scratchUse.Settle(0, uid, -1, reserved)
 		return nil, nil, 0, toErrno(err)
 	}
 	var st unix.Stat_t
@@ -150,7 +150,7 @@ func (m *modelNode) dotCreate(ctx context.Context, name string, flags, mode uint
 	}
 	if err != nil {
 		unix.Close(fd)
-		m.s.scratchUse.settle(0, uid, -1, reserved)
+		m.s.scratchUse.Settle(0, uid, -1, reserved)
 		return nil, nil, 0, toErrno(err)
 	}
 	f := m.s.newScratchFile(ctx, gofs.NewLoopbackFile(fd))

@@ -110,7 +110,7 @@ func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 		return nil, 0, p.s.fail("open", p.w.Key().Path(), fmt.Errorf("%w (%w)", err, errReadOnly))
 	}
 	h := p.s.newWriteHandle(d, p.w.Key(), callerProc(ctx).Uid, flags)
-	p.s.reopens.take(callerProc(ctx).Tgid, p.w.Key()) // a new version's retried open (reopen.go)
+	p.s.reopens.Take(callerProc(ctx).Tgid, p.w.Key()) // a new version's retried open (vfs/reopen.go)
 	return h, h.openFlags(), 0
 }
 

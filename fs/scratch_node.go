@@ -7,12 +7,13 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
 // The nodes and descriptors of the private entries of ucm-posix models
 // (model_dot.go): go-fuse's loopback over the scratch directory, with
-// what they may take of the memory tier bounded (scratch_budget.go).
+// what they may take of the memory tier bounded (vfs/scratch_budget.go).
 
 // maxScratchFile bounds a private entry's size: they are UCM's leases,
 // heartbeats and small configs, and they live in the memory tier's tmpfs,
@@ -63,7 +64,7 @@ func (n *scratchNode) Create(ctx context.Context, name string, flags, mode uint3
 	}
 	ch, fh, fl, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
 	if errno != 0 {
-		n.s.scratchUse.settle(0, uid, -1, reserved)
+		n.s.scratchUse.Settle(0, uid, -1, reserved)
 		return nil, nil, 0, errno
 	}
 	f := n.s.newScratchFile(ctx, fh)
@@ -155,10 +156,10 @@ func (s *fsState) admitEntry(ctx context.Context, op, p string) (uint32, int64, 
 	if unix.Lstat(p, &st) == nil {
 		return uid, 0, 0
 	}
-	if err := s.scratchUse.reserve(uid, scratchEntry); err != nil {
+	if err := s.scratchUse.Reserve(uid, vfs.ScratchEntry); err != nil {
 		return 0, 0, s.fail(op, p, err)
 	}
-	return uid, scratchEntry, 0
+	return uid, vfs.ScratchEntry, 0
 }
 
 // settlePath settles the charge of the entry at path p after a change
@@ -167,10 +168,10 @@ func (s *fsState) admitEntry(ctx context.Context, op, p string) (uint32, int64, 
 func (s *fsState) settlePath(p string, uid uint32, reserved int64, made bool) {
 	var st unix.Stat_t
 	if !made || unix.Lstat(p, &st) != nil {
-		s.scratchUse.settle(0, uid, -1, reserved)
+		s.scratchUse.Settle(0, uid, -1, reserved)
 		return
 	}
-	s.scratchUse.settle(st.Ino, s.scratchUse.owner(st.Ino, uid), st.Blocks*512, reserved)
+	s.scratchUse.Settle(st.Ino, s.scratchUse.Owner(st.Ino, uid), st.Blocks*512, reserved)
 }
 
 // removing runs op, which takes the name at path p (a removal or a rename
@@ -181,7 +182,7 @@ func (s *fsState) removing(p string, op func() syscall.Errno) syscall.Errno {
 	had := unix.Lstat(p, &st) == nil
 	errno := op()
 	if errno == 0 && had {
-		s.scratchUse.gone(&st)
+		s.scratchUse.Gone(&st)
 	}
 	return errno
 }
@@ -203,7 +204,7 @@ func (s *fsState) newScratchFile(ctx context.Context, fh gofs.FileHandle) *scrat
 	if f.LoopbackFile.Getattr(ctx, &a) == 0 {
 		f.ino = a.Ino
 	}
-	s.scratchUse.opened(f.ino)
+	s.scratchUse.Opened(f.ino)
 	return f
 }
 
@@ -215,7 +216,7 @@ func (f *scratchFile) settle(ctx context.Context, uid uint32, reserved int64) {
 	if f.LoopbackFile.Getattr(ctx, &a) == 0 {
 		alloc = int64(a.Blocks) * 512
 	}
-	f.s.scratchUse.settle(f.ino, f.s.scratchUse.owner(f.ino, uid), alloc, reserved)
+	f.s.scratchUse.Settle(f.ino, f.s.scratchUse.Owner(f.ino, uid), alloc, reserved)
 }
 
 // grow runs op, a change that may allocate up to n more bytes ending at
@@ -224,9 +225,9 @@ func (f *scratchFile) grow(ctx context.Context, op string, end, n int64, do func
 	if end > maxScratchFile {
 		return errnoTooBig
 	}
-	uid := f.s.scratchUse.owner(f.ino, callerProc(ctx).Uid)
-	n = pages(n)
-	if err := f.s.scratchUse.reserve(uid, n); err != nil {
+	uid := f.s.scratchUse.Owner(f.ino, callerProc(ctx).Uid)
+	n = vfs.Pages(n)
+	if err := f.s.scratchUse.Reserve(uid, n); err != nil {
 		return f.s.fail(op, "private file", err)
 	}
 	errno := do()
@@ -295,6 +296,6 @@ func (f *scratchFile) Release(ctx context.Context) syscall.Errno {
 		nlink = a.Nlink
 	}
 	errno := f.LoopbackFile.Release(ctx)
-	f.s.scratchUse.closed(f.ino, nlink)
+	f.s.scratchUse.Closed(f.ino, nlink)
 	return errno
 }

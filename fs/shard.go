@@ -15,6 +15,7 @@ import (
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -189,7 +190,7 @@ func (d *shardNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) 
 }
 
 // Readdir lists the published files of the shard, sorted by id, a
-// block's sidecar before it (shard_order.go).
+// block's sidecar before it (vfs/shard_order.go).
 func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	list := d.listing(callerProc(ctx).Uid)
 	ents := append(make([]fuse.DirEntry, 0, 2+len(list)), dots(d.ino, d.s.modelIno(d.model))...)
@@ -199,7 +200,7 @@ func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno)
 	return gofs.NewListDirStream(ents), 0
 }
 
-// listing is what the shard shows to a caller of uid, in nameOrder: the
+// listing is what the shard shows to a caller of uid, in vfs.NameOrder: the
 // published files and uid's staging files.
 func (d *shardNode) listing(uid uint32) []light.Entry {
 	keys := d.keys()
@@ -212,7 +213,7 @@ func (d *shardNode) listing(uid uint32) []light.Entry {
 		if c := bytes.Compare(a.ID[:], b.ID[:]); c != 0 {
 			return c
 		}
-		return kindOrder(a.Kind, b.Kind)
+		return vfs.KindOrder(a.Kind, b.Kind)
 	})
 	staging := d.s.store.StagingFiles(d.model, d.dir, uid)
 	ents := make([]light.Entry, 0, len(keys)+len(staging))
@@ -225,7 +226,7 @@ func (d *shardNode) listing(uid uint32) []light.Entry {
 	for _, w := range staging {
 		ents = append(ents, light.Entry{Name: w.Name(), Ino: pendingIno(w)})
 	}
-	slices.SortFunc(ents, func(a, b light.Entry) int { return nameOrder(a.Name, b.Name) })
+	slices.SortFunc(ents, func(a, b light.Entry) int { return vfs.NameOrder(a.Name, b.Name) })
 	return ents
 }
 

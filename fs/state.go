@@ -16,6 +16,7 @@ import (
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,17 +53,17 @@ type fsState struct {
 	// (model_dot.go).
 	scratchDir scratchRoot
 	// scratchUse is what the private entries take of the memory tier
-	// (scratch_budget.go).
-	scratchUse scratchBudget
-	listed     userBudget // names the listings of open directories hold (user_budget.go)
-	reading    userBudget // open handles of published files
+	// (vfs/scratch_budget.go).
+	scratchUse vfs.ScratchBudget
+	listed     vfs.UserBudget // names the listings of open directories hold (vfs/user_budget.go)
+	reading    vfs.UserBudget // open handles of published files
 
 	seq          atomic.Uint64 // numbers of files being written
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)
 	daemonWrites atomic.Int64  // write requests the daemon served (none with passthrough)
 
 	opens   openCache     // descriptors kept after their last close (opencache.go)
-	reopens reopens       // new versions of Files waiting for their open's retry (reopen.go)
+	reopens vfs.Reopens   // new versions of Files waiting for their open's retry (vfs/reopen.go)
 	backing light.Backing // passthrough: backing files and their ids
 	// files are the nodes of files models' Files that are not numbered
 	// by FileName alone, and the Files moved under their nodes (files.go).
@@ -89,8 +90,8 @@ func newState(st *store.Store, opts Options) *fsState {
 		inos:    ino.NewTable(),
 		shards:  light.NewRegistry(),
 		light:   light.NewTable(&st.Counters.LightNodes),
-		listed:  newListingBudget(),
-		reading: newReadBudget(),
+		listed:  vfs.NewListingBudget(),
+		reading: vfs.NewReadBudget(),
 	}
 	s.kernel = light.NewPruner(opts.KernelNodes, s.light, s.log,
 		func() *gofs.Inode { return s.root }, func() *fuse.Server { return s.server.Load() })

@@ -1,0 +1,21 @@
+// Package vfs is the kernel-agnostic half of the mount: what package fs
+// (the FUSE adapter) decides about the tree it presents that has nothing
+// to do with go-fuse. fs calls it and translates its errors; it knows no
+// kernel request, no node of go-fuse and no errno.
+//
+// It holds the mount's own bookkeeping above the store:
+//
+//   - the per-user budgets of what users hold open: listings of open
+//     directories and open handles (user_budget.go), the private entries
+//     of ucm-posix models (scratch_budget.go);
+//   - the order a shard lists its files in (shard_order.go);
+//   - the new versions of Files waiting for their open's retry
+//     (reopen.go).
+//
+// Decided: it is a package of its own beside store, not a part of store,
+// and it uses store's exported API only. The store is the core every
+// front end shares (fs, control, metrics); what is here belongs to one
+// mount and its users (what they hold open, what the kernel was told), and
+// is made and dropped with the mount. It names inode numbers through
+// fs/ino, which imports no go-fuse either.
+package vfs
