@@ -52,7 +52,7 @@
 // that holds it (the kernel keeps one passthrough backing file per inode),
 // registered as a backing file by the daemon itself and kept, with its
 // backing id, for a second after the last close while it still reads the
-// block's current file (opencache.go, light.Backing).
+// block's current file (vfs/opencache.go, light.Backing).
 // With FUSE passthrough the kernel reads and writes the tier files itself
 // and the daemon sees no I/O; without it the daemon serves each request
 // with one pread or pwrite on the same files (direct I/O, 1 MiB requests).

@@ -1,7 +1,6 @@
 package fs
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,18 +39,17 @@ type storedFile struct {
 // The kernel keeps one backing file per inode for passthrough, so every
 // open of the node shares one descriptor: the first open gets it from the
 // stack (whichever tier holds the file) and registers it with the kernel,
-// the last release keeps it for a while (opencache.go) or closes it.
+// the last release keeps it for a while (vfs/opencache.go) or closes it.
 type openState struct {
-	backing   *os.File      // nil when neither open nor kept
-	backingID int32         // backing's passthrough id (0: none registered here)
-	tok       store.Token   // the tier file backing reads (Stack.Reuse)
-	level     int           // the tier backing was opened from (Handle.TierID)
-	size      int64         // backing's size
-	refs      int           // open handles
-	idle      uint64        // while kept after the last close: the keep's number
-	elem      *list.Element // while kept: its place in the mount's openCache
-	header    []byte        // the first 64 bytes, once read
-	writing   *store.Draft  // a write opened on this node (the file was absent)
+	backing   *os.File     // nil when neither open nor kept
+	backingID int32        // backing's passthrough id (0: none registered here)
+	tok       store.Token  // the tier file backing reads (Stack.Reuse)
+	level     int          // the tier backing was opened from (Handle.TierID)
+	size      int64        // backing's size
+	refs      int          // open handles
+	kept      vfs.Keep     // while kept after the last close: its place in the mount's vfs.OpenCache
+	header    []byte       // the first 64 bytes, once read
+	writing   *store.Draft // a write opened on this node (the file was absent)
 }
 
 // state returns the open state, making it; under n.mu.
@@ -113,12 +112,12 @@ func newStoredNode(s *fsState, key format.Key, ino uint64) gofs.InodeEmbedder {
 func (n *storedFile) OnForget() {
 	n.mu.Lock()
 	if st := n.st; st != nil && st.refs == 0 && st.backing != nil {
-		n.s.opens.unkeep(st)
+		n.s.opens.Unkeep(&st.kept)
 		n.s.closeBacking(st)
 		n.trim()
 	}
 	n.mu.Unlock()
-	n.s.inos.Release(n.s.files.forget(n.key, n.StableAttr().Ino), n.StableAttr().Ino)
+	n.s.inos.Release(n.s.files.Forget(n.key, n.StableAttr().Ino), n.StableAttr().Ino)
 }
 
 // served is the key the node serves: its own, or for a published File
@@ -126,9 +125,9 @@ func (n *storedFile) OnForget() {
 // its entry, and this node with it, to the new name, and may use it there
 // until it looks the name up again).
 func (n *storedFile) served() format.Key {
-	k := n.s.files.follow(n.key, n.StableAttr().Ino)
+	k := n.s.files.Follow(n.key, n.StableAttr().Ino)
 	if k.Kind == format.File && n.s.dirMoves.wait(k.Model, k.Name) {
-		k = n.s.files.follow(n.key, n.StableAttr().Ino) // moved meanwhile
+		k = n.s.files.Follow(n.key, n.StableAttr().Ino) // moved meanwhile
 	}
 	return k
 }
@@ -296,7 +295,7 @@ func (n *storedFile) superseded(key format.Key) bool {
 	if key.Kind != format.File {
 		return false
 	}
-	if gen, ok := n.s.files.movedGen(n.StableAttr().Ino); ok {
+	if gen, ok := n.s.files.MovedGen(n.StableAttr().Ino); ok {
 		// Moved (perhaps back to its first name, whose generation the
 		// move away moved on): the generation it had where it went.
 		return n.s.store.FileGen(key) != gen
@@ -370,7 +369,7 @@ func (n *storedFile) acquire(key format.Key) (f *os.File, level int, size int64,
 	defer n.mu.Unlock()
 	if st := n.st; st != nil && st.backing != nil {
 		if st.refs == 0 { // kept
-			n.s.opens.unkeep(st)
+			n.s.opens.Unkeep(&st.kept)
 			if !n.s.store.ReuseOpen(key, st.tok) {
 				n.s.closeBacking(st)
 			}
@@ -424,7 +423,7 @@ func (n *storedFile) readers() int {
 }
 
 // release drops one handle's use of the shared descriptor; the last one
-// keeps it for a while (opencache.go), or closes it when it cannot be
+// keeps it for a while (vfs/opencache.go), or closes it when it cannot be
 // reused.
 func (n *storedFile) release() {
 	n.mu.Lock()
@@ -433,16 +432,16 @@ func (n *storedFile) release() {
 		n.mu.Unlock()
 		return
 	}
-	kept, over := false, []idleRef(nil)
+	kept, over := false, []vfs.IdleRef(nil)
 	if st.tok.Valid() {
-		kept, over = n.s.opens.keep(n, st, n.s)
+		kept, over = n.s.opens.Keep(n, &st.kept, n.key, st.tok, st.level, st.size)
 	}
 	if !kept {
 		n.s.closeBacking(st)
 		n.trim()
 	}
 	n.mu.Unlock()
-	n.s.opens.closeRefs(n.s, over)
+	n.s.opens.CloseRefs(over)
 }
 
 // readHeader returns the file's 64-byte header, read once per node: the
@@ -485,4 +484,36 @@ func (n *blockFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
 	}
 	return 0
+}
+
+// Passthrough backing ids the daemon registers itself (light.Backing
+// registers them and hands them to the OPEN reply)
+//
+// go-fuse registers a node's backing file at its first open and
+// unregisters it at its last release. A published file keeps its
+// descriptor for a while after the last close (vfs/opencache.go), and its
+// backing id with it, so the daemon registers the descriptor itself and
+// hands the id to the kernel in the OPEN reply: light.Bridge wraps
+// go-fuse's node bridge and, after the node's Open, writes the id its
+// node left for the request (light.Backing.Give, keyed by the request's
+// cancel channel, which is the request's own while it runs).
+
+// closeBacking unregisters st's backing id and closes its descriptor
+// (under its node's mu, refs 0).
+func (s *fsState) closeBacking(st *openState) {
+	s.backing.Unregister(st.backingID, s.log)
+	st.backing.Close()
+	st.backing, st.backingID = nil, 0
+	st.kept.Forget()
+}
+
+// CloseKept closes the descriptor kept by keep seq, if the node still
+// keeps it (vfs.Kept).
+func (n *storedFile) CloseKept(seq uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if st := n.st; st != nil && st.refs == 0 && st.kept.Is(seq) && st.backing != nil {
+		n.s.closeBacking(st)
+		n.trim()
+	}
 }

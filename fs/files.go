@@ -237,7 +237,7 @@ func (o filesOps) fileInode(ctx context.Context, key format.Key, bi store.BlockI
 	name := ino.FileVersion(key, o.s.store.FileGen(key))
 	n := o.s.inos.Acquire(name)
 	if name.Gen != 0 {
-		o.s.files.named(n, name)
+		o.s.files.Named(n, name)
 	}
 	ch := newChild(ctx, o.node, key.FileName(), n, syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return newStoredNode(o.s, key, n)
@@ -394,7 +394,7 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 	if !o.s.store.HasFile(key) && o.s.store.FilesDir(o.model, rel) {
 		return o.s.fail("unlink", key.Path(), errIsDir)
 	}
-	open := o.openVersion(name) || o.s.files.movedTo(key)
+	open := o.openVersion(name) || o.s.files.MovedTo(key)
 	if err := o.removePublished(key); err != nil {
 		return o.s.fail("unlink", key.Path(), err)
 	}
@@ -483,7 +483,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 			// under from's name gets a node of its own: the move made
 			// it a new generation.)
 			if ch != nil {
-				o.s.files.moved(ch.StableAttr().Ino, target, o.s.store.FileGen(target))
+				o.s.files.Moved(ch.StableAttr().Ino, target, o.s.store.FileGen(target))
 			}
 			go o.s.notifyGone(newParent.EmbeddedInode(), newName)
 		}

@@ -195,7 +195,7 @@ func beneath(path, dir string) bool {
 func (s *fsState) supersededBeneath(n *gofs.Inode, old map[uint64]bool) {
 	switch op := n.Operations().(type) {
 	case *blockFile: // (served() would wait for this move)
-		if op.superseded(s.files.follow(op.key, n.StableAttr().Ino)) {
+		if op.superseded(s.files.Follow(op.key, n.StableAttr().Ino)) {
 			old[n.StableAttr().Ino] = true
 		}
 	case *filesDir:
@@ -206,13 +206,13 @@ func (s *fsState) supersededBeneath(n *gofs.Inode, old map[uint64]bool) {
 }
 
 // supersededOffTree adds to old the numbers of the File nodes off
-// go-fuse's tree (filesNodes.replaced) that serve a replaced version of a
+// go-fuse's tree (vfs.FilesNodes.Replaced) that serve a replaced version of a
 // file beneath dir of model, as supersededBeneath does for those in the
 // tree.
 func (s *fsState) supersededOffTree(model, dir string, old map[uint64]bool) {
-	s.files.eachOffTree(func(b *blockFile) bool {
+	s.files.EachOffTree(func(b *blockFile) bool {
 		n := b.StableAttr().Ino
-		if k := s.files.follow(b.key, n); k.Model == model && beneath(k.Name, dir) && b.superseded(k) {
+		if k := s.files.Follow(b.key, n); k.Model == model && beneath(k.Name, dir) && b.superseded(k) {
 			old[n] = true
 		}
 		return true
@@ -220,7 +220,7 @@ func (s *fsState) supersededOffTree(model, dir string, old map[uint64]bool) {
 }
 
 // followMovedFiles points the File nodes off go-fuse's tree
-// (filesNodes.replaced) that serve a file beneath from of fromModel,
+// (vfs.FilesNodes.Replaced) that serve a file beneath from of fromModel,
 // unless in old, at the file's path beneath to of toModel.
 // followMovedDir does so for the nodes in the tree beneath the moved
 // directory's node; the kernel may still hold one of these under its
@@ -228,14 +228,14 @@ func (s *fsState) supersededOffTree(model, dir string, old map[uint64]bool) {
 // a revalidation, was not taken), and a reader right after the move
 // found the file missing (TestFilesDirMoveReaders, about 1 run in 100).
 func (s *fsState) followMovedFiles(fromModel, from, toModel, to string, old map[uint64]bool) {
-	s.files.eachOffTree(func(b *blockFile) bool {
+	s.files.EachOffTree(func(b *blockFile) bool {
 		n := b.StableAttr().Ino
-		k := s.files.follow(b.key, n)
+		k := s.files.Follow(b.key, n)
 		if old[n] || k.Model != fromModel || !beneath(k.Name, from) {
 			return true
 		}
 		dst := format.FileKey(toModel, to+strings.TrimPrefix(k.Name, from))
-		s.files.moved(n, dst, s.store.FileGen(dst))
+		s.files.Moved(n, dst, s.store.FileGen(dst))
 		return true
 	})
 }
@@ -243,7 +243,7 @@ func (s *fsState) followMovedFiles(fromModel, from, toModel, to string, old map[
 // followMovedDir points node n, now at path in model, and the nodes the
 // kernel holds beneath it at their new paths: a directory's moved path
 // and the name its number is held by (ino.Table.Rename), a published
-// file's key (filesNodes.moved; its old name moved to a new generation,
+// file's key (vfs.FilesNodes.Moved; its old name moved to a new generation,
 // so a new file there is numbered anew), unless the node is in old (a
 // version replaced before the move: supersededBeneath). The directories
 // are appended to dirs: the listings the kernel cached of them are
@@ -253,7 +253,7 @@ func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, old map[uint
 	case *blockFile: // a published File (a file being written has none: ErrBusy)
 		if !old[n.StableAttr().Ino] {
 			to := format.FileKey(model, path)
-			s.files.moved(n.StableAttr().Ino, to, s.store.FileGen(to))
+			s.files.Moved(n.StableAttr().Ino, to, s.store.FileGen(to))
 		}
 		return
 	case *filesDir:

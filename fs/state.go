@@ -62,12 +62,13 @@ type fsState struct {
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)
 	daemonWrites atomic.Int64  // write requests the daemon served (none with passthrough)
 
-	opens   openCache     // descriptors kept after their last close (opencache.go)
-	reopens vfs.Reopens   // new versions of Files waiting for their open's retry (vfs/reopen.go)
-	backing light.Backing // passthrough: backing files and their ids
+	opens   *vfs.OpenCache // descriptors kept after their last close (vfs/opencache.go)
+	reopens vfs.Reopens    // new versions of Files waiting for their open's retry (vfs/reopen.go)
+	backing light.Backing  // passthrough: backing files and their ids
 	// files are the nodes of files models' Files that are not numbered
-	// by FileName alone, and the Files moved under their nodes (files.go).
-	files filesNodes
+	// by FileName alone, and the Files moved under their nodes
+	// (vfs/files_nodes.go).
+	files vfs.FilesNodes[*blockFile]
 	// dirMoves are the directory moves in flight (files_move_dir.go).
 	dirMoves dirMoves
 	// listings are the shard directories whose listing the kernel may
@@ -88,6 +89,7 @@ func newState(st *store.Store, opts Options) *fsState {
 		gid:     uint32(syscall.Getgid()),
 		mounted: time.Now(),
 		inos:    ino.NewTable(),
+		opens:   vfs.NewOpenCache(st),
 		shards:  light.NewRegistry(),
 		light:   light.NewTable(&st.Counters.LightNodes),
 		listed:  vfs.NewListingBudget(),
@@ -105,7 +107,7 @@ func newState(st *store.Store, opts Options) *fsState {
 
 // Close closes the kept descriptors, then the store.
 func (s *fsState) Close() {
-	s.opens.closeAll(s)
+	s.opens.CloseAll()
 	s.store.Close()
 }
 

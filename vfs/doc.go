@@ -10,7 +10,12 @@
 //     of ucm-posix models (scratch_budget.go);
 //   - the order a shard lists its files in (shard_order.go);
 //   - the new versions of Files waiting for their open's retry
-//     (reopen.go).
+//     (reopen.go);
+//   - the descriptors of published files kept after their last close
+//     (opencache.go), and what is kept about Files' nodes beyond their
+//     keys: generations, moves, nodes off go-fuse's tree (files_nodes.go),
+//     both over the adapter's own node type, which they see through a
+//     small interface or a type parameter.
 //
 // Decided: it is a package of its own beside store, not a part of store,
 // and it uses store's exported API only. The store is the core every
