@@ -126,7 +126,7 @@ func (n *storedFile) OnForget() {
 // until it looks the name up again).
 func (n *storedFile) served() format.Key {
 	k := n.s.files.Follow(n.key, n.StableAttr().Ino)
-	if k.Kind == format.File && n.s.dirMoves.wait(k.Model, k.Name) {
+	if k.Kind == format.File && n.s.dirMoves.Wait(k.Model, k.Name) {
 		k = n.s.files.Follow(n.key, n.StableAttr().Ino) // moved meanwhile
 	}
 	return k

@@ -60,7 +60,7 @@ var (
 )
 
 func (d *filesDir) ops() filesOps {
-	d.s.dirMoves.wait(d.where()) // then it may be elsewhere
+	d.s.dirMoves.Wait(d.where()) // then it may be elsewhere
 	model, dir := d.where()
 	return filesOps{s: d.s, node: &d.Inode, model: model, dir: dir}
 }
@@ -86,10 +86,10 @@ func (d *filesDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 // filesOps.
 func (d *filesDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	var ch *gofs.Inode
-	errno, cached := d.s.dirMoves.settled(func() (errno syscall.Errno) {
+	var errno syscall.Errno
+	cached := d.s.dirMoves.Settled(func() {
 		*out = fuse.EntryOut{}
 		ch, errno = d.ops().lookup(ctx, name, out)
-		return errno
 	})
 	if !cached {
 		out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching a miss

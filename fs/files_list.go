@@ -137,7 +137,7 @@ type filesListing struct {
 	uid   uint32 // who the listing is charged to
 	// The published files' keys: ents[nsub+i] is files[i]. byKey says
 	// they may serve READDIRPLUS's lookups (Lookup): the listing was
-	// taken while no directory move began or ended, moves is dirMoves.seq
+	// taken while no directory move began or ended, moves is DirMoves.Seq
 	// then.
 	files []format.Key
 	nsub  int
@@ -158,8 +158,8 @@ var (
 func (h *filesListing) take(ctx context.Context) syscall.Errno {
 	h.drop()
 	var ents []fuse.DirEntry
-	_, h.byKey = h.o.s.dirMoves.settled(func() syscall.Errno {
-		h.moves = h.o.s.dirMoves.seq.Load()
+	h.byKey = h.o.s.dirMoves.Settled(func() {
+		h.moves = h.o.s.dirMoves.Seq()
 		if d, ok := h.o.node.Operations().(*filesDir); ok {
 			h.o = d.ops() // where it is now, once no move is in flight beneath it
 		}
@@ -167,7 +167,6 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 			h.o.s.listingTaken(h.o.listing(), h.o.node, h.o.dropListing)
 		}
 		ents, h.files, h.nsub = h.o.entries(ctx, h.cached)
-		return 0
 	})
 	uid := callerProc(ctx).Uid
 	if err := h.o.s.listed.Hold(uid, charged(len(ents))); err != nil {
@@ -195,19 +194,19 @@ func (h *filesListing) drop() {
 func (h *filesListing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	o, key, moves, ok := h.listedFile(name)
 	dir := o.node.Operations().(gofs.NodeLookuper)
-	if !ok || o.s.dirMoves.n.Load() != 0 || o.s.dirMoves.seq.Load() != moves {
+	if !ok || !o.s.dirMoves.Quiet(moves) {
 		return dir.Lookup(ctx, name, out)
 	}
 	ch, errno := o.lookupKey(ctx, name, key.Name, key, out)
-	if o.s.dirMoves.seq.Load() == moves {
+	if o.s.dirMoves.Seq() == moves {
 		return ch, errno
 	}
-	*out = fuse.EntryOut{} // a move began meanwhile: asked again, as settled does
+	*out = fuse.EntryOut{} // a move began meanwhile: asked again, as DirMoves.Settled does
 	return dir.Lookup(ctx, name, out)
 }
 
 // listedFile returns the listing's directory and, when name is the
-// published file Readdirent returned last, its key and the dirMoves.seq
+// published file Readdirent returned last, its key and the DirMoves.Seq
 // the listing was taken at.
 func (h *filesListing) listedFile(name string) (filesOps, format.Key, uint64, bool) {
 	h.mu.Lock()

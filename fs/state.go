@@ -69,8 +69,8 @@ type fsState struct {
 	// by FileName alone, and the Files moved under their nodes
 	// (vfs/files_nodes.go).
 	files vfs.FilesNodes[*blockFile]
-	// dirMoves are the directory moves in flight (files_move_dir.go).
-	dirMoves dirMoves
+	// dirMoves are the directory moves in flight (vfs/dir_moves.go).
+	dirMoves vfs.DirMoves
 	// listings are the shard directories whose listing the kernel may
 	// have cached (dir_cache.go): listingKey -> the shard's node id.
 	listings sync.Map

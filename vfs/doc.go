@@ -15,7 +15,10 @@
 //     (opencache.go), and what is kept about Files' nodes beyond their
 //     keys: generations, moves, nodes off go-fuse's tree (files_nodes.go),
 //     both over the adapter's own node type, which they see through a
-//     small interface or a type parameter.
+//     small interface or a type parameter;
+//   - the directory moves of files models in flight, which requests
+//     beneath their paths wait for, and where a move takes a file
+//     (dir_moves.go).
 //
 // Decided: it is a package of its own beside store, not a part of store,
 // and it uses store's exported API only. The store is the core every
