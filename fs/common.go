@@ -189,7 +189,7 @@ func newChild(ctx context.Context, parent *gofs.Inode, name string, ino uint64, 
 // CI). Where no entry can be added, the notification goes out after the
 // answer.
 func (s *fsState) notifyGoneFrom(uid uint32, parent *gofs.Inode, name string) {
-	if r := s.flocks.ring.Load(); r != nil {
+	if r := s.ring.Load(); r != nil {
 		done, err := r.HoldEntry(uid)
 		if err != nil {
 			go s.notifyGone(parent, name)
@@ -214,7 +214,7 @@ func (s *fsState) notifyGoneWithin(uid uint32, parent *gofs.Inode, name string, 
 	if parent == nil {
 		return
 	}
-	if r := s.flocks.ring.Load(); r != nil {
+	if r := s.ring.Load(); r != nil {
 		if done, err := r.HoldEntry(uid); err == nil {
 			defer done()
 		}

@@ -47,7 +47,7 @@ const (
 	// without it answers.
 	errnoNoTmpfile = syscall.EOPNOTSUPP
 	// errnoNoLock: a POSIX lock request, which the mount does not claim
-	// (flock.go; the kernel keeps those).
+	// (vfs/flock.go; the kernel keeps those).
 	errnoNoLock = syscall.ENOTSUP
 	// errnoNoSpecial: a symlink, hard link or device node among the
 	// private entries of a ucm-posix model (scratch_node.go), which are
@@ -89,9 +89,9 @@ var errnoRules = []errnoRule{
 	{store.ErrBusy, syscall.EBUSY},
 	{store.ErrShutdown, syscall.ESHUTDOWN},
 	{store.ErrInterrupted, syscall.EINTR},
-	{errFlockBusy, syscall.EWOULDBLOCK},
-	{errFlockInterrupted, syscall.EINTR},
-	{errFlockNoEntry, syscall.ENOLCK},
+	{vfs.ErrFlockBusy, syscall.EWOULDBLOCK},
+	{vfs.ErrFlockInterrupted, syscall.EINTR},
+	{vfs.ErrFlockNoEntry, syscall.ENOLCK},
 	{line.ErrInvalid, syscall.EINVAL},
 	{line.ErrTooMany, syscall.E2BIG},
 	{transfer.ErrBadRegion, syscall.EBADF},

@@ -158,7 +158,7 @@ func (s *fsState) bridgeAttr(a *fuse.Attr) {
 
 // Flock takes or drops the flock lock of node, a node that keeps none by
 // name (a directory, a control file): a lock of its own, by node id, as
-// the kernel kept it (flock.go).
+// the kernel kept it (vfs/flock.go).
 func (h lightHost) Flock(cancel <-chan struct{}, caller fuse.Caller, node, owner uint64, typ uint32, wait bool) fuse.Status {
 	ctx := &fuse.Context{Caller: caller, Cancel: cancel}
 	return fuse.Status(h.s.flockSet(ctx, "node\x00"+strconv.FormatUint(node, 10), owner, typ, wait))
@@ -166,4 +166,4 @@ func (h lightHost) Flock(cancel <-chan struct{}, caller fuse.Caller, node, owner
 
 // FlockRelease drops the flock locks of owner, an open file closed for
 // good.
-func (h lightHost) FlockRelease(owner uint64) { h.s.flocks.release(owner) }
+func (h lightHost) FlockRelease(owner uint64) { h.s.flocks.Release(owner) }

@@ -15,6 +15,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
+	"github.com/ucmfs/ucmfs/fs/uring"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
@@ -35,7 +36,10 @@ type fsState struct {
 	gid     uint32
 	mounted time.Time
 
-	flocks flockTable // flock(2) locks, by name (flock.go)
+	flocks vfs.Flocks // flock(2) locks, by name (vfs/flock.go)
+	// ring is the io_uring transport serving the mount, if any: a
+	// handler about to wait tells it first (uring.Transport.HoldEntry).
+	ring atomic.Pointer[uring.Transport]
 
 	statfsHook    atomic.Pointer[func()] // runs at the start of each statfs (tests)
 	namesDropped  atomic.Int64           // dropPublishedName's notifications sent (tests wait on it)

@@ -18,7 +18,8 @@
 //     small interface or a type parameter;
 //   - the directory moves of files models in flight, which requests
 //     beneath their paths wait for, and where a move takes a file
-//     (dir_moves.go).
+//     (dir_moves.go);
+//   - the flock(2) locks the daemon keeps by name (flock.go).
 //
 // Decided: it is a package of its own beside store, not a part of store,
 // and it uses store's exported API only. The store is the core every
