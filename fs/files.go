@@ -13,6 +13,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -197,7 +198,7 @@ func (s *fsState) ownWriting(ctx context.Context, key format.Key, name string, d
 // lookup finds, in order, a file the caller is writing, a published
 // file, a directory.
 func (o filesOps) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if isTmpfileName(name) {
+	if vfs.IsTmpfileName(name) {
 		return nil, errnoMissing // an O_TMPFILE file has no name yet
 	}
 	rel, err := o.path(name)

@@ -9,7 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
-	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // The listings of a files model's directories (docs/design.md, "Cached
@@ -32,63 +32,26 @@ import (
 // Not cached where a tier is shared with other daemons: a subdirectory
 // another daemon makes there passes through no index of this one.
 
-// entries lists the directory: its dots, its subdirectories, its published files
-// and, unless published is set, the caller's staging files and the files
-// its process writes under names not published (which its lookups find:
-// a file created and closed empty, published at its release, which comes
-// after close returns, is listed right after the close too). The
-// published files' keys come with it: ents[nsub+i] is files[i], nsub
-// the dots and the subdirectories.
+// entries lists the directory (vfs.ListFilesDir) with its dots and the
+// entries' numbers. The published files' keys come with it:
+// ents[nsub+i] is files[i], nsub the dots and the subdirectories.
 func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirEntry, files []format.Key, nsub int) {
 	p := callerProc(ctx)
-	var own []*store.Draft
-	if !published {
-		// Before the published files: one that publishes meanwhile is in
-		// one list or the other.
-		own = o.s.store.OwnFiles(o.model, o.dir, p.Tgid)
-	}
-	subdirs, files := o.s.store.FilesList(o.model, o.dir)
-	ents = make([]fuse.DirEntry, 0, 2+len(subdirs)+len(files))
+	l := vfs.ListFilesDir(o.s.store, o.model, o.dir, p.Tgid, p.Uid, published)
+	ents = make([]fuse.DirEntry, 0, 2+len(l.Subdirs)+len(l.Files))
 	ents = append(ents, dots(o.s.filesDirInos(o.model, o.dir))...)
-	for _, d := range subdirs {
+	for _, d := range l.Subdirs {
 		ents = append(ents, fuse.DirEntry{Name: d, Mode: syscall.S_IFDIR,
 			Ino: o.s.inos.Peek(ino.DirName(o.model, format.JoinFilePath(o.dir, d)))})
 	}
-	for _, k := range files {
+	for _, k := range l.Files {
 		ents = append(ents, fuse.DirEntry{Name: k.FileName(), Mode: syscall.S_IFREG,
 			Ino: o.s.inos.Peek(ino.FileVersion(k, o.s.store.FileGen(k)))})
 	}
-	if published {
-		return ents, files, 2 + len(subdirs)
-	}
-	pending := o.s.store.StagingFiles(o.model, o.dir, p.Uid)
-	if len(own) > 0 {
-		// Those not listed already (a new version of a published file
-		// is), not discarded and not refused: a set of the few own
-		// names, not of the directory's.
-		unlisted := make(map[string]*store.Draft, len(own))
-		for _, w := range own {
-			if w.Verdict() == nil {
-				unlisted[w.Name()] = w
-			}
-		}
-		for _, k := range files {
-			if len(unlisted) == 0 {
-				break
-			}
-			delete(unlisted, k.FileName())
-		}
-		for _, w := range unlisted {
-			pending = append(pending, w)
-		}
-	}
-	for _, w := range pending {
-		if isTmpfileName(w.Name()) {
-			continue // an O_TMPFILE file has no name yet
-		}
+	for _, w := range l.Writing {
 		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: pendingIno(w)})
 	}
-	return ents, files, 2 + len(subdirs)
+	return ents, l.Files, 2 + len(l.Subdirs)
 }
 
 // listing is the listingKey of the directory.
@@ -268,21 +231,7 @@ func (s *fsState) modelDirAttr(a *fuse.Attr, model string) {
 		s.filesDirAttr(a, model, "")
 		return
 	}
-	s.modelAttr(a, uint32(2+modelShards(s.store, model)), model)
-}
-
-// modelShards is how many shard directories a ucmb or ucm-posix model
-// has: 256, or a ucm-posix model's of each width it uses (16^width, the
-// one "data" directory for width 0).
-func modelShards(st *store.Store, model string) int {
-	if !st.Raw(model) {
-		return 256
-	}
-	n := 0
-	for _, w := range st.ShardWidths(model) {
-		n += 1 << (4 * w)
-	}
-	return n
+	s.modelAttr(a, uint32(2+vfs.ModelShards(s.store, model)), model)
 }
 
 // filesDirAttr fills the attributes of directory dir of files model

@@ -12,6 +12,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // Files being written, as the kernel sees them. The rules (who publishes
@@ -279,7 +280,7 @@ func (h *writeHandle) Release(ctx context.Context) syscall.Errno {
 	if h.d.Release(ctx) {
 		h.s.notifyReplaced(w.Key()) // published by this release (an empty file, or one written late)
 	}
-	if isTmpfileName(w.Name()) && w.Unheld() {
+	if vfs.IsTmpfileName(w.Name()) && w.Unheld() {
 		w.Discard()
 	}
 	return 0

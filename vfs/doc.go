@@ -19,7 +19,10 @@
 //   - the directory moves of files models in flight, which requests
 //     beneath their paths wait for, and where a move takes a file
 //     (dir_moves.go);
-//   - the flock(2) locks the daemon keeps by name (flock.go).
+//   - the flock(2) locks the daemon keeps by name (flock.go);
+//   - what a directory of a files model lists, and how many shard
+//     directories a model shows (files_list.go), and the hidden names
+//     of O_TMPFILE files (tmpfile.go).
 //
 // Decided: it is a package of its own beside store, not a part of store,
 // and it uses store's exported API only. The store is the core every
