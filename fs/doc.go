@@ -86,6 +86,6 @@
 // an errno in one place (errno.go, which also names the plain answers
 // such as a lookup's ENOENT), and every refused request logs one line
 // (fsState.fail); internal/lint keeps errno constants out of every other
-// file but the mount-time checks of mount.go and xattr.go.
+// file but the mount-time checks of mount.go.
 // docs/semantics.md and docs/xattrs.md describe what users see.
 package fs

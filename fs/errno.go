@@ -21,8 +21,6 @@ var (
 	// errReadOnly: a write open of a published file, or a read open of one
 	// being written (EACCES).
 	errReadOnly = errors.New("read-only")
-	// errOtherNS: a name outside user.ucm.* (ENOTSUP).
-	errOtherNS = errors.New("attribute namespace not served")
 	// errCrossDir: a rename out of its directory (EXDEV: tools copy then).
 	errCrossDir = errors.New("rename across directories")
 	// errIsDir: a file request on a directory of a files model (EISDIR).
@@ -36,7 +34,6 @@ const (
 	errnoExists  = syscall.EEXIST  // the name exists
 	errnoNotDir  = syscall.ENOTDIR // a file where a directory was asked for
 	errnoBadFD   = syscall.EBADF   // a descriptor that cannot do what is asked
-	errnoRange   = syscall.ERANGE  // an attribute buffer too small
 	errnoTooBig  = syscall.EFBIG   // a private entry past its size bound
 	errnoBadOff  = syscall.EINVAL  // a directory offset past its listing
 	// errnoStale: a node that no longer stands for its name (a file
@@ -72,7 +69,8 @@ var errnoRules = []errnoRule{
 	{format.ErrNameTooLong, syscall.ENAMETOOLONG}, // before the rules of what may wrap it
 	{errReadOnly, syscall.EACCES},
 	{store.ErrNoAttr, syscall.ENODATA},
-	{errOtherNS, syscall.ENOTSUP},
+	{vfs.ErrOtherNS, syscall.ENOTSUP},
+	{vfs.ErrRange, syscall.ERANGE},
 	{errCrossDir, syscall.EXDEV},
 	{errIsDir, syscall.EISDIR},
 	{vfs.ErrUserBudget, syscall.EMFILE},

@@ -123,7 +123,7 @@ func (n *scratchNode) Mknod(ctx context.Context, name string, mode, rdev uint32,
 // user.ucm.*: extended attributes would take the tmpfs's memory outside
 // the budget.
 func (n *scratchNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	return n.s.fail("setxattr", n.child(""), errOtherNS)
+	return n.s.fail("setxattr", n.child(""), vfs.ErrOtherNS)
 }
 
 // CopyFileRange declines: the kernel copies with writes, which the budget

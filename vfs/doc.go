@@ -22,7 +22,9 @@
 //   - the flock(2) locks the daemon keeps by name (flock.go);
 //   - what a directory of a files model lists, and how many shard
 //     directories a model shows (files_list.go), and the hidden names
-//     of O_TMPFILE files (tmpfile.go).
+//     of O_TMPFILE files (tmpfile.go);
+//   - the rules of the user.ucm.* attributes' names, values and answer
+//     buffers (xattr.go).
 //
 // Decided: it is a package of its own beside store, not a part of store,
 // and it uses store's exported API only. The store is the core every
