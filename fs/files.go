@@ -509,7 +509,8 @@ func (s *fsState) filesDirOf(n gofs.InodeEmbedder) (model, dir string, ok bool) 
 		model, dir := d.where()
 		return model, dir, true
 	case *modelNode:
-		return d.model, "", s.store.Files(d.model)
+		_, ok := d.layout().filesRoot()
+		return d.model, "", ok
 	}
 	return "", "", false
 }

@@ -222,18 +222,6 @@ func (h *filesListing) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	return 0
 }
 
-// modelDirAttr fills the attributes of model's directory, as every
-// request that answers them does (a LOOKUP, a GETATTR, a SETATTR): the
-// kernel compares the mtime at each listing, and two answers of one
-// directory must not differ in it.
-func (s *fsState) modelDirAttr(a *fuse.Attr, model string) {
-	if s.store.Files(model) {
-		s.filesDirAttr(a, model, "")
-		return
-	}
-	s.modelAttr(a, uint32(2+vfs.ModelShards(s.store, model)), model)
-}
-
 // filesDirAttr fills the attributes of directory dir of files model
 // model: its model's, with the time of the last change of what it holds
 // as its mtime and ctime (shardClock).

@@ -60,27 +60,7 @@ func (d *filesDir) Link(ctx context.Context, target gofs.InodeEmbedder, name str
 	return d.ops().link(ctx, target, name, out)
 }
 
-// Tmpfile starts an O_TMPFILE file at the root of a files model; other
-// layouts refuse it (EOPNOTSUPP, as a filesystem without O_TMPFILE).
-func (m *modelNode) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	if o, ok := m.files(); ok {
-		return o.tmpfile(ctx, flags, out)
-	}
-	return nil, nil, 0, errnoNoTmpfile
-}
-
-// Link names a tmpfile at the root of a files model; anything else is
-// refused.
-func (m *modelNode) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if o, ok := m.files(); ok {
-		return o.link(ctx, target, name, out)
-	}
-	return m.common.Link(ctx, target, name, out)
-}
-
 var (
 	_ = (gofs.NodeTmpfiler)((*filesDir)(nil))
 	_ = (gofs.NodeLinker)((*filesDir)(nil))
-	_ = (gofs.NodeTmpfiler)((*modelNode)(nil))
-	_ = (gofs.NodeLinker)((*modelNode)(nil))
 )

@@ -56,9 +56,10 @@ func (s *fsState) scratch() (*gofs.LoopbackRoot, error) {
 	return s.scratchDir.root, s.scratchDir.err
 }
 
-// dotEntry reports whether name is a private entry of model m.
-func (m *modelNode) dotEntry(name string) bool {
-	return strings.HasPrefix(name, ".") && name != "." && name != ".." && m.s.store.Raw(m.model)
+// isDotName reports whether name is a private entry's of a ucm-posix
+// model (posixModel).
+func isDotName(name string) bool {
+	return strings.HasPrefix(name, ".") && name != "." && name != ".."
 }
 
 // dotPath is the scratch path of private entry name of m.
@@ -174,7 +175,7 @@ func (m *modelNode) dotRemove(name string, dir bool) syscall.Errno {
 
 // dotRename renames a private entry to another private name of m.
 func (m *modelNode) dotRename(name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	if newParent.EmbeddedInode() != &m.Inode || !m.dotEntry(newName) {
+	if newParent.EmbeddedInode() != &m.Inode || !isDotName(newName) {
 		return m.s.fail("rename", m.model+"/"+name+" -> "+newName, errCrossDir)
 	}
 	p, _, err := m.dotPath(name)

@@ -105,7 +105,7 @@ func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 		// invalidation of another inode takes none of its locks).
 		m.s.dropModelAttrs(&m.Inode, m.model)
 	}
-	m.s.modelDirAttr(&out.Attr, m.model)
+	m.layout().attr(&out.Attr)
 	return 0
 }
 
