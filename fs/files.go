@@ -218,18 +218,17 @@ func (o filesOps) lookupKey(ctx context.Context, name, rel string, key format.Ke
 	if w := o.writing(ctx, key, name); w != nil {
 		return o.pendingInode(ctx, w, out), 0
 	}
-	epoch := o.s.store.WriteEpoch(key)
-	bi, err := o.s.store.StatFile(key)
-	if err == nil {
-		return o.fileInode(ctx, key, bi, out), 0
+	f := vfs.LookupKey(o.s.store, key)
+	if f.Err == nil {
+		return o.fileInode(ctx, key, f.Info, out), 0
 	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return nil, o.s.fail("lookup", key.Path(), err)
+	if !f.Missing() {
+		return nil, o.s.fail("lookup", key.Path(), f.Err)
 	}
 	if o.s.store.FilesDir(o.model, rel) {
 		return o.dirInode(ctx, name, rel, out), 0
 	}
-	return nil, o.s.missEntry(key, epoch, out)
+	return nil, o.s.missEntry(f, out)
 }
 
 // fileInode returns the node of the published File key (of its current
@@ -268,7 +267,7 @@ func (o filesOps) dirInode(ctx context.Context, name, rel string, out *fuse.Entr
 // pendingInode returns the node of a file being written; the kernel
 // caches nothing of it.
 func (o filesOps) pendingInode(ctx context.Context, w *store.Draft, out *fuse.EntryOut) *gofs.Inode {
-	ch := newChild(ctx, o.node, w.Name(), pendingIno(w), syscall.S_IFREG, func() gofs.InodeEmbedder {
+	ch := newChild(ctx, o.node, w.Name(), vfs.PendingIno(w), syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return &pendingNode{common: common{s: o.s}, w: w}
 	})
 	o.s.writeAttr(w, &out.Attr)

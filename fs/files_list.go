@@ -49,7 +49,7 @@ func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirE
 			Ino: o.s.inos.Peek(ino.FileVersion(k, o.s.store.FileGen(k)))})
 	}
 	for _, w := range l.Writing {
-		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: pendingIno(w)})
+		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: vfs.PendingIno(w)})
 	}
 	return ents, l.Files, 2 + len(l.Subdirs)
 }

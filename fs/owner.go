@@ -141,7 +141,7 @@ func (s *fsState) dropModelAttrs(root *gofs.Inode, model string) {
 func (d *shardNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	d.attr(&out.Attr)
 	if _, ok := in.GetMode(); ok {
-		if err := d.s.store.CheckOwner(d.model, callerProc(ctx).Uid); err != nil {
+		if err := d.s.store.CheckOwner(d.sh.Model, callerProc(ctx).Uid); err != nil {
 			return d.s.fail("chmod", d.what, err)
 		}
 		in.Valid &^= fuse.FATTR_MODE

@@ -10,7 +10,6 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
 )
@@ -35,9 +34,6 @@ var (
 	_ = (gofs.NodeOpener)((*pendingNode)(nil))
 	_ = (gofs.NodeGetxattrer)((*pendingNode)(nil))
 )
-
-// pendingIno is the node number of a file being written.
-func pendingIno(w *store.Draft) uint64 { return uint64(ino.Pending)<<ino.Shift | w.Seq()&ino.LowMask }
 
 // draftOf is the file a request on the node is about: the one the
 // descriptor f writes (an open of the node may have started the next

@@ -3,7 +3,6 @@ package fs
 import (
 	"context"
 	"fmt"
-	"strings"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -11,6 +10,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // The directories of a ucm-posix model (docs/spec.md §2): UCM
@@ -26,43 +26,8 @@ import (
 func newRawShardNode(s *fsState, model, dir string, w int, ino uint64) *shardNode {
 	return &shardNode{
 		dirCommon: dirCommon{common: common{s: s}, what: model + "/" + dir, anyMode: true},
-		model:     model, dir: dir, width: w, ino: ino,
+		sh:        vfs.Shard{Model: model, Dir: dir, Width: w}, ino: ino,
 	}
-}
-
-// keys returns the published files of the shard: for a raw shard, the
-// raw blocks of its width whose id starts with its name.
-func (d *shardNode) keys() []format.Key {
-	st := d.s.store
-	if d.width < 0 {
-		keys := st.ShardFiles(d.model, d.shard)
-		out := keys[:0]
-		for _, k := range keys {
-			if !k.Kind.Raw() {
-				out = append(out, k)
-			}
-		}
-		return out
-	}
-	lo, hi := 0, 256 // the id bytes the shard's ids start with
-	switch {
-	case d.width == 1:
-		b, _ := format.ParseShard(d.dir + "0")
-		lo, hi = int(b), int(b)+16
-	case d.width >= 2:
-		b, _ := format.ParseShard(d.dir[:2])
-		lo, hi = int(b), int(b)+1
-	}
-	kind := format.RawKind(d.width)
-	var out []format.Key
-	for b := lo; b < hi; b++ {
-		for _, k := range st.ShardFiles(d.model, byte(b)) {
-			if k.Kind == kind && (d.width <= 2 || strings.HasPrefix(k.ID.String(), d.dir)) {
-				out = append(out, k)
-			}
-		}
-	}
-	return out
 }
 
 // blockOf is the key whose GPU loads a removal of k waits for: the block
@@ -162,8 +127,7 @@ func (m *modelNode) rawRmdir(ctx context.Context, name string) syscall.Errno {
 	if !ok {
 		return errnoMissing
 	}
-	d := shardNode{model: m.model, dir: name, width: w, dirCommon: dirCommon{common: common{s: m.s}}}
-	if len(d.keys()) > 0 {
+	if len((vfs.Shard{Model: m.model, Dir: name, Width: w}).Keys(m.s.store)) > 0 {
 		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", store.ErrNotEmpty))
 	}
 	return 0

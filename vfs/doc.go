@@ -24,7 +24,10 @@
 //     directories a model shows (files_list.go), and the hidden names
 //     of O_TMPFILE files (tmpfile.go);
 //   - the rules of the user.ucm.* attributes' names, values and answer
-//     buffers (xattr.go).
+//     buffers (xattr.go);
+//   - a shard directory's names, what it lists, and the one lookup of a
+//     published name (shard.go: LookupKey), which the adapter's shard
+//     and files nodes and its light layer all answer from.
 //
 // Decided: it is a package of its own beside store, not a part of store,
 // and it uses store's exported API only. The store is the core every
