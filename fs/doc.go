@@ -1,9 +1,12 @@
-// Package fs is the FUSE adapter of ucmfs: with its subpackages fs/light
-// (the raw-protocol layer) and fs/uring (FUSE over io_uring), and the test
-// support internal/faultfs, the only code that imports go-fuse (a lint,
-// internal/lint, holds it). It presents a store.Store (models, publish rules,
-// sidecars, counters: the kernel-agnostic core) as a tree of files, and
-// turns every error into an errno in one place (errno.go):
+// Package fs is the FUSE adapter of ucmfs. It presents a store.Store
+// (models, publish rules, sidecars, counters: the kernel-agnostic core)
+// as a tree of files: each request calls the core (store, and package
+// vfs, the adapter's kernel-agnostic half: the one lookup of a published
+// name, listings, budgets, directory moves, flock locks, the kept
+// descriptors) and turns its error into an errno in one place
+// (errno.go). go-fuse is imported here, by its subpackages fs/light (the
+// raw-protocol layer) and fs/uring (FUSE over io_uring), and by the test
+// support internal/faultfs, and nowhere else (internal/lint holds it):
 //
 //	<mnt>/                       root: one directory per model, and .ucm/
 //	<mnt>/.ucm/stats             JSON snapshot of the stack's and the mount's counters
@@ -21,11 +24,14 @@
 //
 // One node type per kind of file (root.go, model.go, shard.go, file.go,
 // pending.go, repr_node.go, control.go) shares the mount's state by pointer
-// (state.go). Mount (mount.go) is the entry point the command line uses.
+// (state.go); a model directory's requests go to the type of its layout
+// (model_layouts.go), chosen when its node is made, so no node method
+// asks which layout it serves. Mount (mount.go) is the entry point the command line uses.
 // Between the kernel and go-fuse's bridge a thin layer (package fs/light)
 // answers listings and lookups of published files in shard directories
 // from the index with light nodes, which get a go-fuse node only when
-// used for more than their attributes; it also carries the passthrough
+// used for more than their attributes (both answer by vfs.Shard, as the
+// shard's go-fuse node does); it also carries the passthrough
 // backing ids and the bound on kernel nodes. Every node's inode number
 // comes from its name (package fs/ino).
 //
