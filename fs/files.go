@@ -71,7 +71,7 @@ func (d *filesDir) ops() filesOps {
 func (d *filesDir) OnForget() {
 	model, dir := d.where()
 	d.s.inos.Release(ino.DirName(model, dir), d.ino)
-	d.s.forgetListing(filesListingKey(model, dir), &d.Inode)
+	d.s.forgetListing(vfs.FilesListingKey(model, dir), &d.Inode)
 }
 
 // Getattr describes the directory with its model's owner and mode, and

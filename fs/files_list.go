@@ -54,16 +54,11 @@ func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirE
 	return ents, l.Files, 2 + len(l.Subdirs)
 }
 
-// listing is the listingKey of the directory.
-func (o filesOps) listing() listingKey { return filesListingKey(o.model, o.dir) }
-
-// filesListingKey is the listingKey of directory dir of files model model.
-// An entry of s.listings is kept until a change after its listing was
-// taken, or until the kernel forgets the directory's node (OnForget), so
-// there are no more of them than directories the kernel holds.
-func filesListingKey(model, dir string) listingKey {
-	return listingKey{model: model, dir: dir, files: true}
-}
+// listing is the vfs.ListingKey of the directory. An entry of s.listings
+// is kept until a change after its listing was taken, or until the
+// kernel forgets the directory's node (OnForget), so there are no more of
+// them than directories the kernel holds.
+func (o filesOps) listing() vfs.ListingKey { return vfs.FilesListingKey(o.model, o.dir) }
 
 // opendir opens the directory: with a cached listing when no file is
 // being written in it and no tier is shared.
@@ -224,8 +219,8 @@ func (h *filesListing) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 
 // filesDirAttr fills the attributes of directory dir of files model
 // model: its model's, with the time of the last change of what it holds
-// as its mtime and ctime (shardClock).
+// as its mtime and ctime (vfs.ListingClock).
 func (s *fsState) filesDirAttr(a *fuse.Attr, model, dir string) {
 	s.modelAttr(a, uint32(2+len(s.store.FilesSubdirs(model, dir))), model)
-	s.listingTime(a, filesListingKey(model, dir))
+	s.listingTime(a, vfs.FilesListingKey(model, dir))
 }

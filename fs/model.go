@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // modelNode is a model directory. What it shows and allows is its
@@ -106,7 +107,7 @@ func (m *modelNode) layout() modelLayout {
 // files model's root (the kernel keeps none of a node it forgot).
 func (m *modelNode) OnForget() {
 	m.s.inos.Release(ino.ModelName(m.model), m.ino)
-	m.s.forgetListing(filesListingKey(m.model, ""), &m.Inode)
+	m.s.forgetListing(vfs.FilesListingKey(m.model, ""), &m.Inode)
 }
 
 // Getattr describes the model directory (the root of a files model with

@@ -76,11 +76,11 @@ type fsState struct {
 	// dirMoves are the directory moves in flight (vfs/dir_moves.go).
 	dirMoves vfs.DirMoves
 	// listings are the shard directories whose listing the kernel may
-	// have cached (dir_cache.go): listingKey -> the shard's node id.
+	// have cached (dir_cache.go): vfs.ListingKey -> the shard's node id.
 	listings sync.Map
 	// shardTimes are the shards' last changes: their directories' mtimes
 	// (dir_cache.go).
-	shardTimes shardClock
+	shardTimes vfs.ListingClock
 }
 
 func newState(st *store.Store, opts Options) *fsState {

@@ -25,6 +25,8 @@
 //     of O_TMPFILE files (tmpfile.go);
 //   - the rules of the user.ucm.* attributes' names, values and answer
 //     buffers (xattr.go);
+//   - the directories whose listing the kernel may cache, and the times
+//     of their last changes, their mtimes (listing.go);
 //   - a shard directory's names, what it lists, and the one lookup of a
 //     published name (shard.go: LookupKey), which the adapter's shard
 //     and files nodes and its light layer all answer from.
