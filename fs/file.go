@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"sync"
 	"syscall"
 	"time"
 
@@ -20,7 +18,7 @@ import (
 
 // storedFile is what a published block and a published sidecar share:
 // the key and, while the file is open (or its header was read), its open
-// state. The node's number is its StableAttr's.
+// state (vfs.Opened). The node's number is its StableAttr's.
 //
 // The kernel keeps one node per block it has looked up (a `du` of a model
 // looks up every block), so the node is kept small: 208 bytes, go-fuse's
@@ -28,43 +26,8 @@ import (
 type storedFile struct {
 	gofs.Inode
 	common
-	key format.Key
-
-	mu sync.Mutex
-	st *openState // under mu; nil until the first open or header read
-}
-
-// openState is what a storedFile keeps while it is open or used.
-//
-// The kernel keeps one backing file per inode for passthrough, so every
-// open of the node shares one descriptor: the first open gets it from the
-// stack (whichever tier holds the file) and registers it with the kernel,
-// the last release keeps it for a while (vfs/opencache.go) or closes it.
-type openState struct {
-	backing   *os.File     // nil when neither open nor kept
-	backingID int32        // backing's passthrough id (0: none registered here)
-	tok       store.Token  // the tier file backing reads (Stack.Reuse)
-	level     int          // the tier backing was opened from (Handle.TierID)
-	size      int64        // backing's size
-	refs      int          // open handles
-	kept      vfs.Keep     // while kept after the last close: its place in the mount's vfs.OpenCache
-	header    []byte       // the first 64 bytes, once read
-	writing   *store.Draft // a write opened on this node (the file was absent)
-}
-
-// state returns the open state, making it; under n.mu.
-func (n *storedFile) state() *openState {
-	if n.st == nil {
-		n.st = &openState{}
-	}
-	return n.st
-}
-
-// trim drops the open state when nothing in it is in use; under n.mu.
-func (n *storedFile) trim() {
-	if st := n.st; st != nil && st.refs == 0 && st.backing == nil && st.header == nil && st.writing == nil {
-		n.st = nil
-	}
+	key  format.Key
+	open vfs.Opened
 }
 
 // blockFile is a published <id>.bin.
@@ -110,13 +73,7 @@ func newStoredNode(s *fsState, key format.Key, ino uint64) gofs.InodeEmbedder {
 
 // OnForget frees the node's number and closes its kept descriptor.
 func (n *storedFile) OnForget() {
-	n.mu.Lock()
-	if st := n.st; st != nil && st.refs == 0 && st.backing != nil {
-		n.s.opens.Unkeep(&st.kept)
-		n.s.closeBacking(st)
-		n.trim()
-	}
-	n.mu.Unlock()
+	n.open.Forget(n.s.descs)
 	n.s.inos.Release(n.s.files.Forget(n.key, n.StableAttr().Ino), n.StableAttr().Ino)
 }
 
@@ -136,7 +93,7 @@ func (n *storedFile) served() format.Key {
 // 512-byte units, mtime = publish time. On a descriptor being written (a
 // name reopened for writing after its block went away) it describes that.
 func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if ip := n.writer(); ip != nil {
+	if ip := n.open.Writer(); ip != nil {
 		if _, ok := f.(*writeHandle); ok {
 			n.s.writeAttr(ip, &out.Attr)
 			return 0
@@ -177,12 +134,7 @@ func (n *storedFile) openVersionAttr(k format.Key) (size int64, mtime time.Time,
 	if k.Kind != format.File {
 		return 0, time.Time{}, false
 	}
-	n.mu.Lock()
-	var f *os.File
-	if st := n.st; st != nil && st.refs > 0 {
-		f = st.backing
-	}
-	n.mu.Unlock()
+	f := n.open.OpenDescriptor()
 	if f == nil || !n.superseded(k) && n.s.store.HasFile(k) {
 		return 0, time.Time{}, false // not open, or the current version (a moved node's, where it was moved)
 	}
@@ -202,7 +154,7 @@ func (n *storedFile) openVersionAttr(k format.Key) (size int64, mtime time.Time,
 // setuid, setgid or sticky bit, or a real change of owner is EPERM. On a
 // descriptor being written it applies there.
 func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if ip := n.writer(); ip != nil {
+	if ip := n.open.Writer(); ip != nil {
 		// On a descriptor being written, or by path: the kernel truncates
 		// an O_TRUNC open without its handle. One its writer's close
 		// published meanwhile is changed as a published file is.
@@ -254,23 +206,21 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		if key.Kind == format.File {
 			return n.rewrite(ctx, key)
 		}
-		if n.s.store.HasFile(key) || n.readers() > 0 {
+		if n.s.store.HasFile(key) || n.open.Readers() > 0 {
 			return nil, 0, n.s.fail("open", key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
 		}
 		ip, h, errno := n.s.beginWrite(callerProc(ctx), key, key.FileName(), false, flags)
 		if errno != 0 {
 			return nil, 0, errno
 		}
-		n.mu.Lock()
-		n.state().writing = ip
-		n.mu.Unlock()
+		n.open.SetWriter(ip)
 		return h, h.openFlags(), 0
 	}
 	uid := callerProc(ctx).Uid
 	if err := n.s.reading.Hold(uid, 1); err != nil {
 		return nil, 0, n.s.fail("open", key.Path(), err)
 	}
-	f, level, size, id, err := n.acquire(key)
+	f, level, size, id, err := n.open.Acquire(n.s.descs, key)
 	if err != nil {
 		n.s.reading.Free(uid, 1)
 		if errors.Is(err, store.ErrNotFound) {
@@ -360,118 +310,6 @@ func (n *storedFile) rewrite(ctx context.Context, key format.Key) (gofs.FileHand
 	return nil, 0, errnoStale
 }
 
-// acquire returns the shared descriptor, with the tier it reads from, its
-// size and its backing id: the open one, else the one kept after the last
-// close while the stack says it still reads the block's file, else a new
-// one from the stack. key is the one the node serves (served).
-func (n *storedFile) acquire(key format.Key) (f *os.File, level int, size int64, id int32, err error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if st := n.st; st != nil && st.backing != nil {
-		if st.refs == 0 { // kept
-			n.s.opens.Unkeep(&st.kept)
-			if !n.s.store.ReuseOpen(key, st.tok) {
-				n.s.closeBacking(st)
-			}
-		}
-		if st.backing != nil {
-			st.refs++
-			return st.backing, st.level, st.size, st.backingID, nil
-		}
-	}
-	h, err := n.s.store.OpenFile(key)
-	if err != nil {
-		return nil, 0, 0, 0, err
-	}
-	st := n.state()
-	st.backing, st.refs, st.tok = h.File, 1, h.Token
-	st.level, st.size = int(h.TierID), h.Size
-	st.backingID = n.s.backing.Register(h.File, n.s.log)
-	return h.File, st.level, st.size, st.backingID, nil
-}
-
-// writer returns the write opened on this node while it is not done.
-func (n *storedFile) writer() *store.Draft {
-	var ip *store.Draft
-	n.mu.Lock()
-	if n.st != nil {
-		ip = n.st.writing
-	}
-	n.mu.Unlock()
-	if ip == nil || !ip.Writable() {
-		if ip != nil {
-			n.mu.Lock()
-			if n.st != nil && n.st.writing == ip {
-				n.st.writing = nil
-				n.trim()
-			}
-			n.mu.Unlock()
-		}
-		return nil
-	}
-	return ip
-}
-
-// readers is the number of open read handles.
-func (n *storedFile) readers() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.st == nil {
-		return 0
-	}
-	return n.st.refs
-}
-
-// release drops one handle's use of the shared descriptor; the last one
-// keeps it for a while (vfs/opencache.go), or closes it when it cannot be
-// reused.
-func (n *storedFile) release() {
-	n.mu.Lock()
-	st := n.st
-	if st.refs--; st.refs > 0 {
-		n.mu.Unlock()
-		return
-	}
-	kept, over := false, []vfs.IdleRef(nil)
-	if st.tok.Valid() {
-		kept, over = n.s.opens.Keep(n, &st.kept, n.key, st.tok, st.level, st.size)
-	}
-	if !kept {
-		n.s.closeBacking(st)
-		n.trim()
-	}
-	n.mu.Unlock()
-	n.s.opens.CloseRefs(over)
-}
-
-// readHeader returns the file's 64-byte header, read once per node: the
-// file is immutable, so the copy stays right.
-func (n *storedFile) readHeader() ([]byte, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.st != nil && n.st.header != nil {
-		return n.st.header, nil
-	}
-	var f *os.File
-	if n.st != nil {
-		f = n.st.backing
-	}
-	if f == nil {
-		h, err := n.s.store.OpenFile(n.served())
-		if err != nil {
-			return nil, err
-		}
-		defer h.File.Close()
-		f = h.File
-	}
-	b := make([]byte, format.HeaderSize)
-	if _, err := f.ReadAt(b, 0); err != nil {
-		return nil, fmt.Errorf("%s: reading the header: %w", n.key, err)
-	}
-	n.state().header = b
-	return b, nil
-}
-
 // Access answers access(2) on a published file by its mode, 0444, except
 // that W_OK is granted on a raw block to every caller (UCM's PosixStore
 // looks a block up with access(F_OK|R_OK|W_OK)); a write open is still
@@ -498,22 +336,15 @@ func (n *blockFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 // node left for the request (light.Backing.Give, keyed by the request's
 // cancel channel, which is the request's own while it runs).
 
-// closeBacking unregisters st's backing id and closes its descriptor
-// (under its node's mu, refs 0).
-func (s *fsState) closeBacking(st *openState) {
-	s.backing.Unregister(st.backingID, s.log)
-	st.backing.Close()
-	st.backing, st.backingID = nil, 0
-	st.kept.Forget()
-}
-
 // CloseKept closes the descriptor kept by keep seq, if the node still
 // keeps it (vfs.Kept).
-func (n *storedFile) CloseKept(seq uint64) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if st := n.st; st != nil && st.refs == 0 && st.kept.Is(seq) && st.backing != nil {
-		n.s.closeBacking(st)
-		n.trim()
-	}
+func (n *storedFile) CloseKept(seq uint64) { n.open.CloseKept(n.s.descs, seq) }
+
+// readHeader returns the file's 64-byte header (vfs.Opened.ReadHeader).
+func (n *storedFile) readHeader() ([]byte, error) {
+	return n.open.ReadHeader(n.s.descs, n.key, n.served)
 }
+
+// release drops one handle's use of the shared descriptor
+// (vfs.Opened.Release).
+func (n *storedFile) release() { n.open.Release(n.s.descs, n, n.key) }

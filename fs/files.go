@@ -414,7 +414,7 @@ func (o filesOps) openVersion(name string) bool {
 		return false
 	}
 	n, ok := ch.Operations().(*blockFile)
-	return ok && n.readers() > 0
+	return ok && n.open.Readers() > 0
 }
 
 // rename publishes a file being written under the name it is renamed to,

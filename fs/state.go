@@ -66,9 +66,10 @@ type fsState struct {
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)
 	daemonWrites atomic.Int64  // write requests the daemon served (none with passthrough)
 
-	opens   *vfs.OpenCache // descriptors kept after their last close (vfs/opencache.go)
-	reopens vfs.Reopens    // new versions of Files waiting for their open's retry (vfs/reopen.go)
-	backing light.Backing  // passthrough: backing files and their ids
+	opens   *vfs.OpenCache   // descriptors kept after their last close (vfs/opencache.go)
+	reopens vfs.Reopens      // new versions of Files waiting for their open's retry (vfs/reopen.go)
+	backing light.Backing    // passthrough: backing files and their ids
+	descs   *vfs.Descriptors // what the shared descriptors of published files go through (vfs/opened.go)
 	// files are the nodes of files models' Files that are not numbered
 	// by FileName alone, and the Files moved under their nodes
 	// (vfs/files_nodes.go).
@@ -99,6 +100,7 @@ func newState(st *store.Store, opts Options) *fsState {
 		listed:  vfs.NewListingBudget(),
 		reading: vfs.NewReadBudget(),
 	}
+	s.descs = &vfs.Descriptors{Store: st, Cache: s.opens, Backing: &s.backing, Log: s.log}
 	s.kernel = light.NewPruner(opts.KernelNodes, s.light, s.log,
 		func() *gofs.Inode { return s.root }, func() *fuse.Server { return s.server.Load() })
 	s.env = control.NewEnv(st, opts.Logger, errName)

@@ -11,8 +11,8 @@
 //   - the order a shard lists its files in (shard_order.go);
 //   - the new versions of Files waiting for their open's retry
 //     (reopen.go);
-//   - the descriptors of published files kept after their last close
-//     (opencache.go), and what is kept about Files' nodes beyond their
+//   - the descriptor a published file's opens share (opened.go) and
+//     those kept after their last close (opencache.go), and what is kept about Files' nodes beyond their
 //     keys: generations, moves, nodes off go-fuse's tree (files_nodes.go),
 //     both over the adapter's own node type, which they see through a
 //     small interface or a type parameter;
