@@ -133,23 +133,10 @@ type filesOps struct {
 // path is name's path in the model; a bad name is an error wrapping
 // format.ErrName.
 func (o filesOps) path(name string) (string, error) {
-	if err := checkFileName(o.dir, name); err != nil {
+	if err := vfs.CheckFileName(o.dir, name); err != nil {
 		return "", err
 	}
 	return format.JoinFilePath(o.dir, name), nil
-}
-
-// checkFileName checks name as a name in the directory dir of a files
-// model: a valid name, and not one of the tiers' records at the model's
-// root (store.ReservedFileName). Errors wrap format.ErrName (EINVAL).
-func checkFileName(dir, name string) error {
-	if err := format.ValidateFileName(name); err != nil {
-		return err
-	}
-	if store.ReservedFileName(dir, name) {
-		return fmt.Errorf("%w: %q is ucmfs's own record of the model, kept beside its files", format.ErrName, name)
-	}
-	return nil
 }
 
 // what names name for log lines.
@@ -161,38 +148,10 @@ func (o filesOps) writing(ctx context.Context, key format.Key, name string) *sto
 	return o.s.ownWriting(ctx, key, name, false)
 }
 
-// ownWriting is the file named name (key) that the caller sees being
-// written, its process's under a final name, its user's under a staging
-// name; nil when none (a lookup of a name nobody writes costs no look at
-// the caller). A file published or discarded, leaving the table, is none;
-// so is a settled one (store.Draft.Settled: its bytes the published
-// version's, only its last release to come): the lookup goes on to the
-// published file, which a reader then opens and a rewrite replaces as a
-// new version. With drop set a settled file is dropped too (an unlink or
-// a rename of the name, a rename over it): a descriptor still open on it
-// (a dup, a fork's) writes into nothing, as into an unlinked file on a
-// local disk, and no later close brings the old file back under the name.
+// ownWriting is vfs.OwnWriting for the caller of ctx.
 func (s *fsState) ownWriting(ctx context.Context, key format.Key, name string, drop bool) *store.Draft {
-	if !s.store.WriteNamed(key.Model, key.ShardDir(), name) {
-		return nil
-	}
 	p := callerProc(ctx)
-	var w *store.Draft
-	if store.IsStagingName(name) {
-		w = s.store.StagingFile(key, name, p.Uid)
-	} else {
-		w = s.store.OwnFile(key, name, p.Tgid)
-	}
-	if w == nil || !w.Writable() {
-		return nil
-	}
-	if w.Settled() {
-		if drop {
-			w.DropSettled()
-		}
-		return nil
-	}
-	return w
+	return vfs.OwnWriting(s.store, key, name, p.Tgid, p.Uid, drop)
 }
 
 // lookup finds, in order, a file the caller is writing, a published
@@ -333,47 +292,6 @@ func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fu
 	return o.pendingInode(ctx, w, out), h, h.openFlags(), 0
 }
 
-// removePublished removes the published file key from every tier (after
-// the GPU loads of it) and forgets its hits and its model's usage.
-func (o filesOps) removePublished(key format.Key) error {
-	done := o.s.store.Removal(key)
-	err := o.s.store.RemoveFile(key)
-	done()
-	if err == nil {
-		o.s.store.ForgetHits(key, false)
-		o.s.store.ForgetUsage(key.Model)
-	}
-	return err
-}
-
-// dropOldVersion removes the published version of from that a file
-// being written under from left when it was renamed away (a version its
-// fsync published, or the file it was a new version of): the rename moves
-// the name, as on a local disk. When that version is on a persistent tier
-// and the renamed file to published at the rename, to is made durable
-// first (store.Store.KeepDurable).
-func (o filesOps) dropOldVersion(ctx context.Context, from, to format.Key) error {
-	if !o.s.store.Present(from) {
-		// The usual case: from was a staging name, never published.
-		// (Asking every tier to unlink a name it does not have costs a
-		// directory lookup on disk each, a fifth of the rename.)
-		return nil
-	}
-	if err := o.s.store.KeepDurable(context.WithoutCancel(ctx), from, to); err != nil {
-		return err
-	}
-	if err := o.removePublished(from); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	// The kernel's node of that version moved with its entry to the new
-	// name, and may be open: a file published under from again is a new
-	// version, with a node of its own (as after an unlink of an open
-	// file). Before, it got that node's number, and its readers were
-	// served the removed version's bytes with the new file's size.
-	o.s.store.EndVersion(from)
-	return nil
-}
-
 // unlink removes a file being written (dropped) or a published one (from
 // every tier; open descriptors keep reading it).
 func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
@@ -395,7 +313,7 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 		return o.s.fail("unlink", key.Path(), errIsDir)
 	}
 	open := o.openVersion(name) || o.s.files.MovedTo(key)
-	if err := o.removePublished(key); err != nil {
+	if err := vfs.RemovePublished(o.s.store, key); err != nil {
 		return o.s.fail("unlink", key.Path(), err)
 	}
 	if open {
@@ -456,7 +374,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		switch {
 		case err == nil:
 			o.s.dropPublishedName(newParent.EmbeddedInode(), newName)
-			err = o.dropOldVersion(ctx, from, target)
+			err = vfs.DropOldVersion(ctx, o.s.store, from, target)
 		case errors.Is(err, store.ErrDiscarded) && o.s.store.HasFile(from):
 			// A new version its writer left as it was, discarded by the
 			// release that follows the close meanwhile: the published
@@ -492,7 +410,7 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		return o.s.fail("rename", target.Path(), err)
 	}
 	// The caller's own file under the name replaced goes with it, as on
-	// a local disk (ownWriting); other processes' are theirs, unseen by
+	// a local disk (vfs.OwnWriting); other processes' are theirs, unseen by
 	// the caller, and publish at their own close. (w itself is the
 	// caller's there now when a descriptor still holds it open.)
 	if d := o.s.ownWriting(ctx, target, newName, true); d != nil && d != w {

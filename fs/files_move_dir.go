@@ -85,7 +85,7 @@ func (o filesOps) renameTarget(what string, newParent gofs.InodeEmbedder, newNam
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		return "", "", o.s.fail("rename", what, fmt.Errorf("exchange: %w", errCrossDir))
 	}
-	if err := checkFileName(dir, newName); err != nil {
+	if err := vfs.CheckFileName(dir, newName); err != nil {
 		return "", "", o.s.fail("rename", what, err)
 	}
 	return model, format.JoinFilePath(dir, newName), 0

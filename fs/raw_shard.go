@@ -30,15 +30,6 @@ func newRawShardNode(s *fsState, model, dir string, w int, ino uint64) *shardNod
 	}
 }
 
-// blockOf is the key whose GPU loads a removal of k waits for: the block
-// of a sidecar, k itself otherwise.
-func blockOf(k format.Key) format.Key {
-	if k.Kind == format.Repr {
-		k.Kind = format.Block
-	}
-	return k
-}
-
 // rawShard parses a name in ucm-posix model m: a shard directory of a
 // width the model has.
 func (m *modelNode) rawShard(name string) (w int, ok bool) {

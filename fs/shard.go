@@ -232,14 +232,10 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		d.s.debugFail("unlink", d.what+"/"+name, err)
 		return errnoMissing
 	}
-	done := d.s.store.Removal(blockOf(key)) // after the GPU loads of the block
-	err = d.s.store.RemoveFile(key)
-	done()
-	if err != nil {
+	// After the GPU loads of the block.
+	if err := vfs.RemovePublished(d.s.store, key); err != nil {
 		return d.s.fail("unlink", key.Path(), err)
 	}
-	d.s.store.ForgetHits(key, false)
-	d.s.store.ForgetUsage(key.Model)
 	if key.Kind == format.Block {
 		side := format.Key{Model: key.Model, ID: key.ID, Kind: format.Repr}
 		d.s.store.ForgetHits(side, false)

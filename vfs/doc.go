@@ -25,6 +25,8 @@
 //     of O_TMPFILE files (tmpfile.go);
 //   - the rules of the user.ucm.* attributes' names, values and answer
 //     buffers (xattr.go);
+//   - the rules of a files model's names, which file being written a
+//     caller sees, and the removal of published files (files.go);
 //   - the directories whose listing the kernel may cache, and the times
 //     of their last changes, their mtimes (listing.go);
 //   - a shard directory's names, what it lists, and the one lookup of a
