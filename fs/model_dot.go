@@ -113,7 +113,7 @@ func (m *modelNode) dotMkdir(ctx context.Context, name string, mode uint32, out 
 		return nil, errno
 	}
 	err = unix.Mkdir(p, mode)
-	m.s.settlePath(p, uid, reserved, err == nil)
+	m.s.scratchUse.SettlePath(p, uid, reserved, err == nil)
 	if err == nil {
 		c := callerProc(ctx)
 		err = unix.Lchown(p, int(c.Uid), int(c.Gid))

@@ -30,24 +30,14 @@ func newRawShardNode(s *fsState, model, dir string, w int, ino uint64) *shardNod
 	}
 }
 
-// rawShard parses a name in ucm-posix model m: a shard directory of a
-// width the model has.
+// rawShard parses a name in ucm-posix model m (vfs.RawShard).
 func (m *modelNode) rawShard(name string) (w int, ok bool) {
-	w, ok = format.ParseRawShard(name)
-	if !ok {
-		return 0, false
-	}
-	for _, have := range m.s.store.ShardWidths(m.model) {
-		if have == w {
-			return w, true
-		}
-	}
-	return 0, false
+	return vfs.RawShard(m.s.store, m.model, name)
 }
 
 // rawLookup finds a raw shard directory.
 func (m *modelNode) rawLookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	w, ok := m.rawShard(name)
+	w, ok := vfs.RawShard(m.s.store, m.model, name)
 	if !ok {
 		return nil, errnoMissing
 	}
@@ -68,25 +58,10 @@ func (m *modelNode) rawChild(ctx context.Context, name string, w int, out *fuse.
 // rawReaddir lists every shard directory of the widths the model has.
 func (m *modelNode) rawReaddir() []fuse.DirEntry {
 	var ents []fuse.DirEntry
-	add := func(name string, w int) {
+	vfs.EachRawShard(m.s.store.ShardWidths(m.model), func(name string, w int) {
 		ents = append(ents, fuse.DirEntry{Name: name, Mode: syscall.S_IFDIR,
 			Ino: m.s.inos.Peek(ino.ShardName(m.model, 0, name, w))})
-	}
-	const digits = "0123456789abcdef"
-	for _, w := range m.s.store.ShardWidths(m.model) {
-		if w == 0 {
-			add(format.RawDataShard, 0)
-			continue
-		}
-		n := 1 << (4 * w)
-		buf := make([]byte, w)
-		for i := range n {
-			for j := range w {
-				buf[j] = digits[(i>>(4*(w-1-j)))&15]
-			}
-			add(string(buf), w)
-		}
-	}
+	})
 	return ents
 }
 
@@ -97,7 +72,7 @@ func (m *modelNode) rawReaddir() []fuse.DirEntry {
 // recorded, and then cp and rsync take EEXIST for an error). Anything
 // else is refused.
 func (m *modelNode) rawMkdir(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if w, ok := m.rawShard(name); ok {
+	if w, ok := vfs.RawShard(m.s.store, m.model, name); ok {
 		return m.rawChild(ctx, name, w, out), 0
 	}
 	w, ok := format.ParseRawShard(name)
@@ -114,7 +89,7 @@ func (m *modelNode) rawMkdir(ctx context.Context, name string, out *fuse.EntryOu
 // rawRmdir removes nothing: an empty shard directory stays (its width is
 // the model's); one that holds blocks is ENOTEMPTY.
 func (m *modelNode) rawRmdir(ctx context.Context, name string) syscall.Errno {
-	w, ok := m.rawShard(name)
+	w, ok := vfs.RawShard(m.s.store, m.model, name)
 	if !ok {
 		return errnoMissing
 	}

@@ -80,7 +80,7 @@ func (n *scratchNode) Mkdir(ctx context.Context, name string, mode uint32, out *
 		return nil, errno
 	}
 	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
-	n.s.settlePath(p, uid, reserved, errno == 0)
+	n.s.scratchUse.SettlePath(p, uid, reserved, errno == 0)
 	return ch, errno
 }
 
@@ -141,48 +141,32 @@ func (n *scratchNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.S
 	}
 	errno := n.LoopbackNode.Setattr(ctx, f, in, out)
 	if _, ok := in.GetSize(); ok && errno == 0 && f == nil {
-		n.s.settlePath(n.child(""), callerProc(ctx).Uid, 0, true)
+		n.s.scratchUse.SettlePath(n.child(""), callerProc(ctx).Uid, 0, true)
 	}
 	out.Ino = 0
 	return errno
 }
 
-// admitEntry admits a new entry at path p for its caller (nothing when p
-// exists: an open of it): the caller's uid and the bytes reserved, or the
-// budget's errno.
+// admitEntry admits a new entry at path p for its caller
+// (vfs.ScratchBudget.AdmitPath): the caller's uid and the bytes reserved,
+// or the budget's errno.
 func (s *fsState) admitEntry(ctx context.Context, op, p string) (uint32, int64, syscall.Errno) {
 	uid := callerProc(ctx).Uid
-	var st unix.Stat_t
-	if unix.Lstat(p, &st) == nil {
-		return uid, 0, 0
-	}
-	if err := s.scratchUse.Reserve(uid, vfs.ScratchEntry); err != nil {
+	reserved, err := s.scratchUse.AdmitPath(uid, p)
+	if err != nil {
 		return 0, 0, s.fail(op, p, err)
 	}
-	return uid, vfs.ScratchEntry, 0
-}
-
-// settlePath settles the charge of the entry at path p after a change
-// for which reserved bytes were admitted to uid (made: the change was
-// made).
-func (s *fsState) settlePath(p string, uid uint32, reserved int64, made bool) {
-	var st unix.Stat_t
-	if !made || unix.Lstat(p, &st) != nil {
-		s.scratchUse.Settle(0, uid, -1, reserved)
-		return
-	}
-	s.scratchUse.Settle(st.Ino, s.scratchUse.Owner(st.Ino, uid), st.Blocks*512, reserved)
+	return uid, reserved, 0
 }
 
 // removing runs op, which takes the name at path p (a removal or a rename
 // over it), and releases the charge of what p named if it was its last
-// name.
+// name (vfs.ScratchBudget.Removing).
 func (s *fsState) removing(p string, op func() syscall.Errno) syscall.Errno {
-	var st unix.Stat_t
-	had := unix.Lstat(p, &st) == nil
+	gone := s.scratchUse.Removing(p)
 	errno := op()
-	if errno == 0 && had {
-		s.scratchUse.Gone(&st)
+	if errno == 0 {
+		gone()
 	}
 	return errno
 }

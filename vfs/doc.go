@@ -7,7 +7,8 @@
 //
 //   - the per-user budgets of what users hold open: listings of open
 //     directories and open handles (user_budget.go), the private entries
-//     of ucm-posix models (scratch_budget.go);
+//     of ucm-posix models, charged by their paths in the scratch
+//     directory (scratch_budget.go);
 //   - the order a shard lists its files in (shard_order.go);
 //   - the new versions of Files waiting for their open's retry
 //     (reopen.go);
@@ -29,7 +30,8 @@
 //     caller sees, and the removal of published files (files.go);
 //   - the directories whose listing the kernel may cache, and the times
 //     of their last changes, their mtimes (listing.go);
-//   - a shard directory's names, what it lists, and the one lookup of a
+//   - a shard directory's names, what it lists, the shard directories a
+//     ucm-posix model shows, and the one lookup of a
 //     published name (shard.go: LookupKey), which the adapter's shard
 //     and files nodes and its light layer all answer from.
 //

@@ -169,6 +169,42 @@ func (b *ScratchBudget) Closed(ino uint64, nlink uint32) {
 	}
 }
 
+// AdmitPath admits a new entry at path p for uid: the bytes reserved
+// for it, none when p exists (an open of it), or the budget's error.
+func (b *ScratchBudget) AdmitPath(uid uint32, p string) (int64, error) {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) == nil {
+		return 0, nil
+	}
+	if err := b.Reserve(uid, ScratchEntry); err != nil {
+		return 0, err
+	}
+	return ScratchEntry, nil
+}
+
+// SettlePath settles the charge of the entry at path p after a change
+// for which reserved bytes were admitted to uid (made: the change was
+// made).
+func (b *ScratchBudget) SettlePath(p string, uid uint32, reserved int64, made bool) {
+	var st unix.Stat_t
+	if !made || unix.Lstat(p, &st) != nil {
+		b.Settle(0, uid, -1, reserved)
+		return
+	}
+	b.Settle(st.Ino, b.Owner(st.Ino, uid), st.Blocks*512, reserved)
+}
+
+// Removing is called before a removal or a rename takes the name at path
+// p; gone, called once it did, releases the charge of what p named if
+// that was its last name.
+func (b *ScratchBudget) Removing(p string) (gone func()) {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) != nil {
+		return func() {}
+	}
+	return func() { b.Gone(&st) }
+}
+
 // Pages rounds n bytes up to whole pages: what the tmpfs may allocate
 // for them.
 func Pages(n int64) int64 {

@@ -172,3 +172,39 @@ func (sh Shard) Listing(st *store.Store, inos *ino.Table, uid uint32) []ShardEnt
 
 // PendingIno is the node number of a file being written.
 func PendingIno(w *store.Draft) uint64 { return uint64(ino.Pending)<<ino.Shift | w.Seq()&ino.LowMask }
+
+// RawShard parses a name in ucm-posix model model: a shard directory of a
+// width the model has.
+func RawShard(st *store.Store, model, name string) (w int, ok bool) {
+	w, ok = format.ParseRawShard(name)
+	if !ok {
+		return 0, false
+	}
+	for _, have := range st.ShardWidths(model) {
+		if have == w {
+			return w, true
+		}
+	}
+	return 0, false
+}
+
+// EachRawShard calls fn with every shard directory of the widths a
+// ucm-posix model has, in order: "data" for width 0, else every name of
+// w lowercase hex digits.
+func EachRawShard(widths []int, fn func(name string, w int)) {
+	const digits = "0123456789abcdef"
+	for _, w := range widths {
+		if w == 0 {
+			fn(format.RawDataShard, 0)
+			continue
+		}
+		n := 1 << (4 * w)
+		buf := make([]byte, w)
+		for i := range n {
+			for j := range w {
+				buf[j] = digits[(i>>(4*(w-1-j)))&15]
+			}
+			fn(string(buf), w)
+		}
+	}
+}
