@@ -30,11 +30,6 @@ func newRawShardNode(s *fsState, model, dir string, w int, ino uint64) *shardNod
 	}
 }
 
-// rawShard parses a name in ucm-posix model m (vfs.RawShard).
-func (m *modelNode) rawShard(name string) (w int, ok bool) {
-	return vfs.RawShard(m.s.store, m.model, name)
-}
-
 // rawLookup finds a raw shard directory.
 func (m *modelNode) rawLookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	w, ok := vfs.RawShard(m.s.store, m.model, name)
