@@ -27,6 +27,7 @@ func newRawShardNode(s *fsState, model, dir string, w int, ino uint64) *shardNod
 	return &shardNode{
 		dirCommon: dirCommon{common: common{s: s}, what: model + "/" + dir, anyMode: true},
 		sh:        vfs.Shard{Model: model, Dir: dir, Width: w}, ino: ino,
+		attr: func(a *fuse.Attr) { s.modelAttr(a, 2, model) },
 	}
 }
 

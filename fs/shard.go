@@ -25,6 +25,10 @@ type shardNode struct {
 	dirCommon
 	sh  vfs.Shard
 	ino uint64
+	// attr fills the directory's attributes, chosen when the node is
+	// made: a ucmb shard's carry the time its content last changed
+	// (shardAttr), a raw shard's are its model's.
+	attr func(a *fuse.Attr)
 }
 
 var (
@@ -46,23 +50,14 @@ var (
 
 func newShardNode(s *fsState, model string, shard byte, ino uint64) *shardNode {
 	sh := vfs.UCMBShard(model, shard)
-	return &shardNode{dirCommon: dirCommon{common: common{s: s}, what: model + "/" + sh.Dir}, sh: sh, ino: ino}
+	return &shardNode{dirCommon: dirCommon{common: common{s: s}, what: model + "/" + sh.Dir}, sh: sh, ino: ino,
+		attr: func(a *fuse.Attr) { s.shardAttr(a, model, shard) }}
 }
 
 // OnForget frees the node's number and leaves the shard registry.
 func (d *shardNode) OnForget() {
 	d.s.shards.Remove(d.ino, d)
 	d.s.inos.Release(ino.ShardName(d.sh.Model, d.sh.Num, d.sh.Dir, d.sh.Width), d.ino)
-}
-
-// attr fills the directory's attributes: a ucmb shard's carry the time
-// its content last changed (shardAttr), a raw shard's its model's.
-func (d *shardNode) attr(a *fuse.Attr) {
-	if d.sh.Width == -1 {
-		d.s.shardAttr(a, d.sh.Model, d.sh.Num)
-		return
-	}
-	d.s.modelAttr(a, 2, d.sh.Model)
 }
 
 // Getattr describes the shard directory.
