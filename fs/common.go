@@ -164,14 +164,14 @@ func (d dirCommon) sameAttr(in *fuse.SetAttrIn, cur *fuse.Attr) syscall.Errno {
 // newChild returns the node for a child of parent: the one parent has
 // under name when its number is ino, else a new one built by mk. A
 // published File's node the new one replaces under name in go-fuse's
-// tree is recorded (filesNodes.replaced): the kernel may keep it there.
+// tree is recorded (vfs.FilesNodes.Replaced): the kernel may keep it there.
 func newChild(ctx context.Context, parent *gofs.Inode, name string, ino uint64, mode uint32, mk func() gofs.InodeEmbedder) *gofs.Inode {
 	if ch := parent.GetChild(name); ch != nil {
 		if ch.StableAttr().Ino == ino {
 			return ch
 		}
 		if b, ok := ch.Operations().(*blockFile); ok && b.key.Kind == format.File {
-			b.s.files.replaced(b)
+			b.s.files.Replaced(b.StableAttr().Ino, b)
 		}
 	}
 	return parent.NewInode(ctx, mk(), gofs.StableAttr{Mode: mode, Ino: ino})
@@ -189,7 +189,7 @@ func newChild(ctx context.Context, parent *gofs.Inode, name string, ino uint64, 
 // CI). Where no entry can be added, the notification goes out after the
 // answer.
 func (s *fsState) notifyGoneFrom(uid uint32, parent *gofs.Inode, name string) {
-	if r := s.flocks.ring.Load(); r != nil {
+	if r := s.ring.Load(); r != nil {
 		done, err := r.HoldEntry(uid)
 		if err != nil {
 			go s.notifyGone(parent, name)
@@ -214,7 +214,7 @@ func (s *fsState) notifyGoneWithin(uid uint32, parent *gofs.Inode, name string, 
 	if parent == nil {
 		return
 	}
-	if r := s.flocks.ring.Load(); r != nil {
+	if r := s.ring.Load(); r != nil {
 		if done, err := r.HoldEntry(uid); err == nil {
 			defer done()
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // ucmName is the control directory's name in the root.
@@ -121,13 +122,13 @@ func (f *statsFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.Se
 
 // Open takes the snapshot this descriptor reads; writing is EACCES. Any
 // user may open it: each open counts as an open file of the opener
-// (user_budget.go), as the snapshot is the daemon's memory.
+// (vfs/user_budget.go), as the snapshot is the daemon's memory.
 func (f *statsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return nil, 0, f.s.fail("open", ucmName+"/stats", line.ErrAccess)
 	}
 	uid := callerProc(ctx).Uid
-	if err := f.s.reading.hold(uid, 1); err != nil {
+	if err := f.s.reading.Hold(uid, 1); err != nil {
 		return nil, 0, f.s.fail("open", ucmName+"/stats", err)
 	}
 	return &bytesHandle{data: f.snapshot(), held: &f.s.reading, uid: uid}, fuse.FOPEN_DIRECT_IO, 0
@@ -137,7 +138,7 @@ func (f *statsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, ui
 // file held charges (if any) at its release.
 type bytesHandle struct {
 	data []byte
-	held *userBudget
+	held *vfs.UserBudget
 	uid  uint32
 }
 
@@ -150,7 +151,7 @@ var (
 // Release gives back the open file the handle was charged.
 func (h *bytesHandle) Release(ctx context.Context) syscall.Errno {
 	if h.held != nil {
-		h.held.free(h.uid, 1)
+		h.held.Free(h.uid, 1)
 	}
 	return 0
 }
@@ -238,14 +239,14 @@ func (f *controlFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 	held := 0
 	if c.Root() >= 0 {
 		held = 2
-		if err := f.s.reading.hold(c.Uid, held); err != nil {
+		if err := f.s.reading.Hold(c.Uid, held); err != nil {
 			c.Close()
 			return nil, 0, f.s.fail("open", f.path(), err)
 		}
 	}
 	ss, err := f.spec.OpenAs(f.s.env, c)
 	if err != nil {
-		f.s.reading.free(c.Uid, held)
+		f.s.reading.Free(c.Uid, held)
 		return nil, 0, f.s.fail("open", f.path(), err)
 	}
 	return &sessionHandle{s: f.s, path: f.path(), ss: ss, uid: c.Uid, held: held}, fuse.FOPEN_DIRECT_IO, 0
@@ -297,7 +298,7 @@ func (h *sessionHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 // Release ends the session and gives back the open files it held.
 func (h *sessionHandle) Release(ctx context.Context) syscall.Errno {
 	h.ss.Close()
-	h.s.reading.free(h.uid, h.held)
+	h.s.reading.Free(h.uid, h.held)
 	return 0
 }
 

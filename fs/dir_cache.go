@@ -1,15 +1,14 @@
 package fs
 
 import (
-	"hash/maphash"
 	"sync/atomic"
-	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // Cached listings of shard directories (docs/design.md, "Cached
@@ -34,30 +33,12 @@ import (
 // cache it was told to drop) registers again (listingTaken): else a
 // later change, with the flag forgotten, would leave the refilled cache
 // stale for every later open. Every change also moves the directory's
-// mtime (shardClock), which the kernel compares at the start of each
+// mtime (vfs.ListingClock), which the kernel compares at the start of each
 // listing: that catches a notification that crossed the kernel's filling
 // of the cache. It is sent under the index's lock: the kernel's
 // invalidation of a directory's pages waits on no request (a readdir
 // holds a page lock only while it copies names out, never while it waits
 // for the daemon), so it cannot wait on this one.
-
-// listingKey names a directory whose listing the kernel may cache: a
-// ucmb model's shard (its index shard), or a files model's directory (its
-// path in the model, files_list.go).
-type listingKey struct {
-	model string
-	shard byte
-	dir   string
-	files bool
-}
-
-// listingOf names the directory whose listing a change of key changes.
-func listingOf(key format.Key) listingKey {
-	if key.Kind == format.File {
-		return filesListingKey(key.Model, key.ShardDir())
-	}
-	return listingKey{model: key.Model, shard: key.ID[0]}
-}
 
 // CacheListing grants a cached listing to shard ref opened now: a ucmb
 // model's shard with no file being written in it.
@@ -66,7 +47,7 @@ func (h lightHost) CacheListing(ref light.Ref, node uint64) bool {
 	if s.store.Models().Layout(ref.Model) != store.LayoutUCMB || s.store.Writes().InShard(ref.Model, ref.Dir) {
 		return false
 	}
-	s.listings.Store(listingKey{model: ref.Model, shard: ref.Shard}, &cachedListing{drop: func() { s.invalidateListing(node) }})
+	s.listings.Store(vfs.ShardListingKey(ref.Model, ref.Shard), &cachedListing{drop: func() { s.invalidateListing(node) }})
 	return true
 }
 
@@ -83,7 +64,7 @@ type cachedListing struct {
 }
 
 // forgetListing drops the listing of lk that node registered, if any.
-func (s *fsState) forgetListing(lk listingKey, node *gofs.Inode) {
+func (s *fsState) forgetListing(lk vfs.ListingKey, node *gofs.Inode) {
 	if v, ok := s.listings.Load(lk); ok && v.(*cachedListing).owner == node {
 		s.listings.CompareAndDelete(lk, v)
 	}
@@ -91,7 +72,7 @@ func (s *fsState) forgetListing(lk listingKey, node *gofs.Inode) {
 
 // ListingTaken follows the cached listing of shard ref from now on.
 func (h lightHost) ListingTaken(ref light.Ref, node uint64) {
-	h.s.listingTaken(listingKey{model: ref.Model, shard: ref.Shard}, nil, func() { h.s.invalidateListing(node) })
+	h.s.listingTaken(vfs.ShardListingKey(ref.Model, ref.Shard), nil, func() { h.s.invalidateListing(node) })
 }
 
 // listingTaken records that the cached listing of directory lk is being
@@ -99,7 +80,7 @@ func (h lightHost) ListingTaken(ref light.Ref, node uint64) {
 // (drop). It registers the listing anew, served, since a change may have
 // dropped and forgotten the one its open registered, and the kernel
 // refills its cache through the same open directory.
-func (s *fsState) listingTaken(lk listingKey, owner *gofs.Inode, drop func()) {
+func (s *fsState) listingTaken(lk vfs.ListingKey, owner *gofs.Inode, drop func()) {
 	c := &cachedListing{drop: drop, owner: owner}
 	c.served.Store(true)
 	s.listings.Store(lk, c)
@@ -107,15 +88,15 @@ func (s *fsState) listingTaken(lk listingKey, owner *gofs.Inode, drop func()) {
 
 // listingChanged is the store's OnListingChange hook: what the
 // directory of key holds changed, so a listing the kernel cached is
-// stale. The directory's mtime moves first (shardClock), so that the
+// stale. The directory's mtime moves first (vfs.ListingClock), so that the
 // notification cannot be lost to a listing the kernel was filling
 // meanwhile. A change between a cached open and its listing is notified
 // and keeps the flag: the kernel may take the attributes it then asks
 // for, and the listing, after the change, and only a later change would
 // tell it otherwise.
 func (s *fsState) listingChanged(key format.Key) {
-	lk := listingOf(key)
-	s.shardTimes.touch(lk)
+	lk := vfs.ListingOf(key)
+	s.shardTimes.Touch(lk)
 	v, ok := s.listings.Load(lk)
 	if !ok {
 		return
@@ -132,63 +113,17 @@ func (s *fsState) listingChanged(key format.Key) {
 // mtime and ctime.
 func (s *fsState) shardAttr(a *fuse.Attr, model string, shard byte) {
 	s.modelAttr(a, 2, model)
-	s.listingTime(a, listingKey{model: model, shard: shard})
+	s.listingTime(a, vfs.ShardListingKey(model, shard))
 }
 
 // listingTime sets the mtime and ctime of the directory lk to the time of
 // the last change of what it holds, if it changed this run.
-func (s *fsState) listingTime(a *fuse.Attr, lk listingKey) {
-	if ns := s.shardTimes.get(lk); ns != 0 {
+func (s *fsState) listingTime(a *fuse.Attr, lk vfs.ListingKey) {
+	if ns := s.shardTimes.Get(lk); ns != 0 {
 		a.Mtime, a.Mtimensec = uint64(ns/1e9), uint32(ns%1e9)
 		a.Ctime, a.Ctimensec = a.Mtime, a.Mtimensec
 	}
 }
-
-// shardClock keeps the time of the last change of each cached directory's
-// content (listingKey), in nanoseconds, for the directory's mtime.
-//
-// Why: the kernel fills a cached listing while it reads a READDIR answer,
-// after the daemon answered. A change whose notification lands during
-// that fill can be overwritten by it, and the first change after a
-// cached open is the only one notified. But the kernel also checks, at
-// the start of every listing (FUSE_AUTO_INVAL_DATA, on by default), the
-// directory's mtime against the one it saw when it began filling, and
-// the notification left the directory's attributes stale, so that check
-// asks for them again: a moved mtime drops the cached listing however the
-// notification and the fill interleaved.
-//
-// The times live in a fixed table of slots hashed by model and shard (or
-// directory), so the table has a bound whatever models and directories
-// come and go; two directories sharing a slot only make a listing look
-// changed when it is not (one refetch).
-type shardClock [4096]atomic.Int64
-
-// shardSeed hashes shardClock's slots.
-var shardSeed = maphash.MakeSeed()
-
-func (c *shardClock) slot(lk listingKey) *atomic.Int64 {
-	h := maphash.String(shardSeed, lk.model) ^ uint64(lk.shard)*0x9e3779b97f4a7c15
-	if lk.files {
-		h ^= maphash.String(shardSeed, lk.dir) * 0xc2b2ae3d27d4eb4f
-	}
-	return &c[h%uint64(len(c))]
-}
-
-// touch moves the directory's time to now, and past its last value.
-func (c *shardClock) touch(lk listingKey) {
-	sl := c.slot(lk)
-	now := time.Now().UnixNano()
-	for {
-		old := sl.Load()
-		if sl.CompareAndSwap(old, max(now, old+1)) {
-			return
-		}
-	}
-}
-
-// get is the directory's last change time, 0 when it has not changed this
-// run.
-func (c *shardClock) get(lk listingKey) int64 { return c.slot(lk).Load() }
 
 // invalidateListing drops the kernel's cached listing of node.
 func (s *fsState) invalidateListing(node uint64) {

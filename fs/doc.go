@@ -1,9 +1,12 @@
-// Package fs is the FUSE adapter of ucmfs: with its subpackages fs/light
-// (the raw-protocol layer) and fs/uring (FUSE over io_uring), and the test
-// support internal/faultfs, the only code that imports go-fuse (a lint,
-// internal/lint, holds it). It presents a store.Store (models, publish rules,
-// sidecars, counters: the kernel-agnostic core) as a tree of files, and
-// turns every error into an errno in one place (errno.go):
+// Package fs is the FUSE adapter of ucmfs. It presents a store.Store
+// (models, publish rules, sidecars, counters: the kernel-agnostic core)
+// as a tree of files: each request calls the core (store, and package
+// vfs, the adapter's kernel-agnostic half: the one lookup of a published
+// name, listings, budgets, directory moves, flock locks, the kept
+// descriptors) and turns its error into an errno in one place
+// (errno.go). go-fuse is imported here, by its subpackages fs/light (the
+// raw-protocol layer) and fs/uring (FUSE over io_uring), and by the test
+// support internal/faultfs, and nowhere else (internal/lint holds it):
 //
 //	<mnt>/                       root: one directory per model, and .ucm/
 //	<mnt>/.ucm/stats             JSON snapshot of the stack's and the mount's counters
@@ -21,11 +24,14 @@
 //
 // One node type per kind of file (root.go, model.go, shard.go, file.go,
 // pending.go, repr_node.go, control.go) shares the mount's state by pointer
-// (state.go). Mount (mount.go) is the entry point the command line uses.
+// (state.go); a model directory's requests go to the type of its layout
+// (model_layouts.go), chosen when its node is made, so no node method
+// asks which layout it serves. Mount (mount.go) is the entry point the command line uses.
 // Between the kernel and go-fuse's bridge a thin layer (package fs/light)
 // answers listings and lookups of published files in shard directories
 // from the index with light nodes, which get a go-fuse node only when
-// used for more than their attributes; it also carries the passthrough
+// used for more than their attributes (both answer by vfs.Shard, as the
+// shard's go-fuse node does); it also carries the passthrough
 // backing ids and the bound on kernel nodes. Every node's inode number
 // comes from its name (package fs/ino).
 //
@@ -52,7 +58,7 @@
 // that holds it (the kernel keeps one passthrough backing file per inode),
 // registered as a backing file by the daemon itself and kept, with its
 // backing id, for a second after the last close while it still reads the
-// block's current file (opencache.go, light.Backing).
+// block's current file (vfs/opencache.go, light.Backing).
 // With FUSE passthrough the kernel reads and writes the tier files itself
 // and the daemon sees no I/O; without it the daemon serves each request
 // with one pread or pwrite on the same files (direct I/O, 1 MiB requests).
@@ -86,6 +92,6 @@
 // an errno in one place (errno.go, which also names the plain answers
 // such as a lookup's ENOENT), and every refused request logs one line
 // (fsState.fail); internal/lint keeps errno constants out of every other
-// file but the mount-time checks of mount.go and xattr.go.
+// file but the mount-time checks of mount.go.
 // docs/semantics.md and docs/xattrs.md describe what users see.
 package fs

@@ -20,7 +20,7 @@ import (
 // entries).
 
 // charged is what a listing of n entries, its two dots among them, holds
-// of its user's budget of listed names (user_budget.go): the dots cost
+// of its user's budget of listed names (vfs/user_budget.go): the dots cost
 // nothing, as they are in every listing.
 func charged(n int) int { return max(n-2, 0) }
 

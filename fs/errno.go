@@ -12,6 +12,7 @@ import (
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/transfer"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,8 +21,6 @@ var (
 	// errReadOnly: a write open of a published file, or a read open of one
 	// being written (EACCES).
 	errReadOnly = errors.New("read-only")
-	// errOtherNS: a name outside user.ucm.* (ENOTSUP).
-	errOtherNS = errors.New("attribute namespace not served")
 	// errCrossDir: a rename out of its directory (EXDEV: tools copy then).
 	errCrossDir = errors.New("rename across directories")
 	// errIsDir: a file request on a directory of a files model (EISDIR).
@@ -35,7 +34,6 @@ const (
 	errnoExists  = syscall.EEXIST  // the name exists
 	errnoNotDir  = syscall.ENOTDIR // a file where a directory was asked for
 	errnoBadFD   = syscall.EBADF   // a descriptor that cannot do what is asked
-	errnoRange   = syscall.ERANGE  // an attribute buffer too small
 	errnoTooBig  = syscall.EFBIG   // a private entry past its size bound
 	errnoBadOff  = syscall.EINVAL  // a directory offset past its listing
 	// errnoStale: a node that no longer stands for its name (a file
@@ -46,7 +44,7 @@ const (
 	// without it answers.
 	errnoNoTmpfile = syscall.EOPNOTSUPP
 	// errnoNoLock: a POSIX lock request, which the mount does not claim
-	// (flock.go; the kernel keeps those).
+	// (vfs/flock.go; the kernel keeps those).
 	errnoNoLock = syscall.ENOTSUP
 	// errnoNoSpecial: a symlink, hard link or device node among the
 	// private entries of a ucm-posix model (scratch_node.go), which are
@@ -71,11 +69,12 @@ var errnoRules = []errnoRule{
 	{format.ErrNameTooLong, syscall.ENAMETOOLONG}, // before the rules of what may wrap it
 	{errReadOnly, syscall.EACCES},
 	{store.ErrNoAttr, syscall.ENODATA},
-	{errOtherNS, syscall.ENOTSUP},
+	{vfs.ErrOtherNS, syscall.ENOTSUP},
+	{vfs.ErrRange, syscall.ERANGE},
 	{errCrossDir, syscall.EXDEV},
 	{errIsDir, syscall.EISDIR},
-	{errUserBudget, syscall.EMFILE},
-	{errFullBudget, syscall.ENFILE},
+	{vfs.ErrUserBudget, syscall.EMFILE},
+	{vfs.ErrFullBudget, syscall.ENFILE},
 	{store.ErrImmutable, syscall.EPERM},
 	{store.ErrNotOwner, syscall.EPERM},
 	{store.ErrQuota, syscall.EDQUOT},
@@ -88,9 +87,9 @@ var errnoRules = []errnoRule{
 	{store.ErrBusy, syscall.EBUSY},
 	{store.ErrShutdown, syscall.ESHUTDOWN},
 	{store.ErrInterrupted, syscall.EINTR},
-	{errFlockBusy, syscall.EWOULDBLOCK},
-	{errFlockInterrupted, syscall.EINTR},
-	{errFlockNoEntry, syscall.ENOLCK},
+	{vfs.ErrFlockBusy, syscall.EWOULDBLOCK},
+	{vfs.ErrFlockInterrupted, syscall.EINTR},
+	{vfs.ErrFlockNoEntry, syscall.ENOLCK},
 	{line.ErrInvalid, syscall.EINVAL},
 	{line.ErrTooMany, syscall.E2BIG},
 	{transfer.ErrBadRegion, syscall.EBADF},

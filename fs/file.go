@@ -1,12 +1,9 @@
 package fs
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"sync"
 	"syscall"
 	"time"
 
@@ -15,12 +12,13 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
 // storedFile is what a published block and a published sidecar share:
 // the key and, while the file is open (or its header was read), its open
-// state. The node's number is its StableAttr's.
+// state (vfs.Opened). The node's number is its StableAttr's.
 //
 // The kernel keeps one node per block it has looked up (a `du` of a model
 // looks up every block), so the node is kept small: 208 bytes, go-fuse's
@@ -28,44 +26,8 @@ import (
 type storedFile struct {
 	gofs.Inode
 	common
-	key format.Key
-
-	mu sync.Mutex
-	st *openState // under mu; nil until the first open or header read
-}
-
-// openState is what a storedFile keeps while it is open or used.
-//
-// The kernel keeps one backing file per inode for passthrough, so every
-// open of the node shares one descriptor: the first open gets it from the
-// stack (whichever tier holds the file) and registers it with the kernel,
-// the last release keeps it for a while (opencache.go) or closes it.
-type openState struct {
-	backing   *os.File      // nil when neither open nor kept
-	backingID int32         // backing's passthrough id (0: none registered here)
-	tok       store.Token   // the tier file backing reads (Stack.Reuse)
-	level     int           // the tier backing was opened from (Handle.TierID)
-	size      int64         // backing's size
-	refs      int           // open handles
-	idle      uint64        // while kept after the last close: the keep's number
-	elem      *list.Element // while kept: its place in the mount's openCache
-	header    []byte        // the first 64 bytes, once read
-	writing   *store.Draft  // a write opened on this node (the file was absent)
-}
-
-// state returns the open state, making it; under n.mu.
-func (n *storedFile) state() *openState {
-	if n.st == nil {
-		n.st = &openState{}
-	}
-	return n.st
-}
-
-// trim drops the open state when nothing in it is in use; under n.mu.
-func (n *storedFile) trim() {
-	if st := n.st; st != nil && st.refs == 0 && st.backing == nil && st.header == nil && st.writing == nil {
-		n.st = nil
-	}
+	key  format.Key
+	open vfs.Opened
 }
 
 // blockFile is a published <id>.bin.
@@ -111,14 +73,8 @@ func newStoredNode(s *fsState, key format.Key, ino uint64) gofs.InodeEmbedder {
 
 // OnForget frees the node's number and closes its kept descriptor.
 func (n *storedFile) OnForget() {
-	n.mu.Lock()
-	if st := n.st; st != nil && st.refs == 0 && st.backing != nil {
-		n.s.opens.unkeep(st)
-		n.s.closeBacking(st)
-		n.trim()
-	}
-	n.mu.Unlock()
-	n.s.inos.Release(n.s.files.forget(n.key, n.StableAttr().Ino), n.StableAttr().Ino)
+	n.open.Forget(n.s.descs)
+	n.s.inos.Release(n.s.files.Forget(n.key, n.StableAttr().Ino), n.StableAttr().Ino)
 }
 
 // served is the key the node serves: its own, or for a published File
@@ -126,9 +82,9 @@ func (n *storedFile) OnForget() {
 // its entry, and this node with it, to the new name, and may use it there
 // until it looks the name up again).
 func (n *storedFile) served() format.Key {
-	k := n.s.files.follow(n.key, n.StableAttr().Ino)
-	if k.Kind == format.File && n.s.dirMoves.wait(k.Model, k.Name) {
-		k = n.s.files.follow(n.key, n.StableAttr().Ino) // moved meanwhile
+	k := n.s.files.Follow(n.key, n.StableAttr().Ino)
+	if k.Kind == format.File && n.s.dirMoves.Wait(k.Model, k.Name) {
+		k = n.s.files.Follow(n.key, n.StableAttr().Ino) // moved meanwhile
 	}
 	return k
 }
@@ -137,7 +93,7 @@ func (n *storedFile) served() format.Key {
 // 512-byte units, mtime = publish time. On a descriptor being written (a
 // name reopened for writing after its block went away) it describes that.
 func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if ip := n.writer(); ip != nil {
+	if ip := n.open.Writer(); ip != nil {
 		if _, ok := f.(*writeHandle); ok {
 			n.s.writeAttr(ip, &out.Attr)
 			return 0
@@ -178,12 +134,7 @@ func (n *storedFile) openVersionAttr(k format.Key) (size int64, mtime time.Time,
 	if k.Kind != format.File {
 		return 0, time.Time{}, false
 	}
-	n.mu.Lock()
-	var f *os.File
-	if st := n.st; st != nil && st.refs > 0 {
-		f = st.backing
-	}
-	n.mu.Unlock()
+	f := n.open.OpenDescriptor()
 	if f == nil || !n.superseded(k) && n.s.store.Tiers().Has(k) {
 		return 0, time.Time{}, false // not open, or the current version (a moved node's, where it was moved)
 	}
@@ -203,7 +154,7 @@ func (n *storedFile) openVersionAttr(k format.Key) (size int64, mtime time.Time,
 // setuid, setgid or sticky bit, or a real change of owner is EPERM. On a
 // descriptor being written it applies there.
 func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if ip := n.writer(); ip != nil {
+	if ip := n.open.Writer(); ip != nil {
 		// On a descriptor being written, or by path: the kernel truncates
 		// an O_TRUNC open without its handle. One its writer's close
 		// published meanwhile is changed as a published file is.
@@ -255,25 +206,23 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		if key.Kind == format.File {
 			return n.rewrite(ctx, key)
 		}
-		if n.s.store.Tiers().Has(key) || n.readers() > 0 {
+		if n.s.store.Tiers().Has(key) || n.open.Readers() > 0 {
 			return nil, 0, n.s.fail("open", key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
 		}
 		ip, h, errno := n.s.beginWrite(callerProc(ctx), key, key.FileName(), false, flags)
 		if errno != 0 {
 			return nil, 0, errno
 		}
-		n.mu.Lock()
-		n.state().writing = ip
-		n.mu.Unlock()
+		n.open.SetWriter(ip)
 		return h, h.openFlags(), 0
 	}
 	uid := callerProc(ctx).Uid
-	if err := n.s.reading.hold(uid, 1); err != nil {
+	if err := n.s.reading.Hold(uid, 1); err != nil {
 		return nil, 0, n.s.fail("open", key.Path(), err)
 	}
-	f, level, size, id, err := n.acquire(key)
+	f, level, size, id, err := n.open.Acquire(n.s.descs, key)
 	if err != nil {
-		n.s.reading.free(uid, 1)
+		n.s.reading.Free(uid, 1)
 		if errors.Is(err, store.ErrNotFound) {
 			_, parent := n.Parent()
 			n.s.notifyGoneFrom(uid, parent, key.FileName())
@@ -296,7 +245,7 @@ func (n *storedFile) superseded(key format.Key) bool {
 	if key.Kind != format.File {
 		return false
 	}
-	if gen, ok := n.s.files.movedGen(n.StableAttr().Ino); ok {
+	if gen, ok := n.s.files.MovedGen(n.StableAttr().Ino); ok {
 		// Moved (perhaps back to its first name, whose generation the
 		// move away moved on): the generation it had where it went.
 		return n.s.store.Writes().Gen(key) != gen
@@ -349,128 +298,16 @@ func (n *storedFile) truncate(ctx context.Context, size int64, in *fuse.SetAttrI
 
 // rewrite opens the published File key for writing: it starts a new
 // version (store.ReopenFile), holds it, and answers ESTALE so that the
-// kernel opens it on a node of its own (reopen.go).
+// kernel opens it on a node of its own (vfs/reopen.go).
 func (n *storedFile) rewrite(ctx context.Context, key format.Key) (gofs.FileHandle, uint32, syscall.Errno) {
 	p := callerProc(ctx)
 	_, d, err := n.s.store.Writes().Reopen(p, key)
 	if err != nil {
 		return nil, 0, n.s.fail("open", key.Path(), err)
 	}
-	n.s.reopens.hold(p.Tgid, key, d)
+	n.s.reopens.Hold(p.Tgid, key, d)
 	n.s.log.Debug("open for writing of a published file: a new version, opened on its own node", "path", key.Path(), "errno", "ESTALE")
 	return nil, 0, errnoStale
-}
-
-// acquire returns the shared descriptor, with the tier it reads from, its
-// size and its backing id: the open one, else the one kept after the last
-// close while the stack says it still reads the block's file, else a new
-// one from the stack. key is the one the node serves (served).
-func (n *storedFile) acquire(key format.Key) (f *os.File, level int, size int64, id int32, err error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if st := n.st; st != nil && st.backing != nil {
-		if st.refs == 0 { // kept
-			n.s.opens.unkeep(st)
-			if !n.s.store.Tiers().Reuse(key, st.tok) {
-				n.s.closeBacking(st)
-			}
-		}
-		if st.backing != nil {
-			st.refs++
-			return st.backing, st.level, st.size, st.backingID, nil
-		}
-	}
-	h, err := n.s.store.Tiers().Open(key)
-	if err != nil {
-		return nil, 0, 0, 0, err
-	}
-	st := n.state()
-	st.backing, st.refs, st.tok = h.File, 1, h.Token
-	st.level, st.size = int(h.TierID), h.Size
-	st.backingID = n.s.backing.Register(h.File, n.s.log)
-	return h.File, st.level, st.size, st.backingID, nil
-}
-
-// writer returns the write opened on this node while it is not done.
-func (n *storedFile) writer() *store.Draft {
-	var ip *store.Draft
-	n.mu.Lock()
-	if n.st != nil {
-		ip = n.st.writing
-	}
-	n.mu.Unlock()
-	if ip == nil || !ip.Writable() {
-		if ip != nil {
-			n.mu.Lock()
-			if n.st != nil && n.st.writing == ip {
-				n.st.writing = nil
-				n.trim()
-			}
-			n.mu.Unlock()
-		}
-		return nil
-	}
-	return ip
-}
-
-// readers is the number of open read handles.
-func (n *storedFile) readers() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.st == nil {
-		return 0
-	}
-	return n.st.refs
-}
-
-// release drops one handle's use of the shared descriptor; the last one
-// keeps it for a while (opencache.go), or closes it when it cannot be
-// reused.
-func (n *storedFile) release() {
-	n.mu.Lock()
-	st := n.st
-	if st.refs--; st.refs > 0 {
-		n.mu.Unlock()
-		return
-	}
-	kept, over := false, []idleRef(nil)
-	if st.tok.Valid() {
-		kept, over = n.s.opens.keep(n, st, n.s)
-	}
-	if !kept {
-		n.s.closeBacking(st)
-		n.trim()
-	}
-	n.mu.Unlock()
-	n.s.opens.closeRefs(n.s, over)
-}
-
-// readHeader returns the file's 64-byte header, read once per node: the
-// file is immutable, so the copy stays right.
-func (n *storedFile) readHeader() ([]byte, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.st != nil && n.st.header != nil {
-		return n.st.header, nil
-	}
-	var f *os.File
-	if n.st != nil {
-		f = n.st.backing
-	}
-	if f == nil {
-		h, err := n.s.store.Tiers().Open(n.served())
-		if err != nil {
-			return nil, err
-		}
-		defer h.File.Close()
-		f = h.File
-	}
-	b := make([]byte, format.HeaderSize)
-	if _, err := f.ReadAt(b, 0); err != nil {
-		return nil, fmt.Errorf("%s: reading the header: %w", n.key, err)
-	}
-	n.state().header = b
-	return b, nil
 }
 
 // Access answers access(2) on a published file by its mode, 0444, except
@@ -486,3 +323,28 @@ func (n *blockFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 	}
 	return 0
 }
+
+// Passthrough backing ids the daemon registers itself (light.Backing
+// registers them and hands them to the OPEN reply)
+//
+// go-fuse registers a node's backing file at its first open and
+// unregisters it at its last release. A published file keeps its
+// descriptor for a while after the last close (vfs/opencache.go), and its
+// backing id with it, so the daemon registers the descriptor itself and
+// hands the id to the kernel in the OPEN reply: light.Bridge wraps
+// go-fuse's node bridge and, after the node's Open, writes the id its
+// node left for the request (light.Backing.Give, keyed by the request's
+// cancel channel, which is the request's own while it runs).
+
+// CloseKept closes the descriptor kept by keep seq, if the node still
+// keeps it (vfs.Kept).
+func (n *storedFile) CloseKept(seq uint64) { n.open.CloseKept(n.s.descs, seq) }
+
+// readHeader returns the file's 64-byte header (vfs.Opened.ReadHeader).
+func (n *storedFile) readHeader() ([]byte, error) {
+	return n.open.ReadHeader(n.s.descs, n.key, n.served)
+}
+
+// release drops one handle's use of the shared descriptor
+// (vfs.Opened.Release).
+func (n *storedFile) release() { n.open.Release(n.s.descs, n, n.key) }

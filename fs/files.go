@@ -3,7 +3,6 @@ package fs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -13,7 +12,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
-	"golang.org/x/sys/unix"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // The directories of a files model (store/layout_files.go): any tree of
@@ -60,7 +59,7 @@ var (
 )
 
 func (d *filesDir) ops() filesOps {
-	d.s.dirMoves.wait(d.where()) // then it may be elsewhere
+	d.s.dirMoves.Wait(d.where()) // then it may be elsewhere
 	model, dir := d.where()
 	return filesOps{s: d.s, node: &d.Inode, model: model, dir: dir}
 }
@@ -70,7 +69,7 @@ func (d *filesDir) ops() filesOps {
 func (d *filesDir) OnForget() {
 	model, dir := d.where()
 	d.s.inos.Release(ino.DirName(model, dir), d.ino)
-	d.s.forgetListing(filesListingKey(model, dir), &d.Inode)
+	d.s.forgetListing(vfs.FilesListingKey(model, dir), &d.Inode)
 }
 
 // Getattr describes the directory with its model's owner and mode, and
@@ -86,10 +85,10 @@ func (d *filesDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.Att
 // filesOps.
 func (d *filesDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	var ch *gofs.Inode
-	errno, cached := d.s.dirMoves.settled(func() (errno syscall.Errno) {
+	var errno syscall.Errno
+	cached := d.s.dirMoves.Settled(func() {
 		*out = fuse.EntryOut{}
 		ch, errno = d.ops().lookup(ctx, name, out)
-		return errno
 	})
 	if !cached {
 		out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching a miss
@@ -132,23 +131,10 @@ type filesOps struct {
 // path is name's path in the model; a bad name is an error wrapping
 // format.ErrName.
 func (o filesOps) path(name string) (string, error) {
-	if err := checkFileName(o.dir, name); err != nil {
+	if err := vfs.CheckFileName(o.dir, name); err != nil {
 		return "", err
 	}
 	return format.JoinFilePath(o.dir, name), nil
-}
-
-// checkFileName checks name as a name in the directory dir of a files
-// model: a valid name, and not one of the tiers' records at the model's
-// root (store.ReservedFileName). Errors wrap format.ErrName (EINVAL).
-func checkFileName(dir, name string) error {
-	if err := format.ValidateFileName(name); err != nil {
-		return err
-	}
-	if store.ReservedFileName(dir, name) {
-		return fmt.Errorf("%w: %q is ucmfs's own record of the model, kept beside its files", format.ErrName, name)
-	}
-	return nil
 }
 
 // what names name for log lines.
@@ -160,44 +146,16 @@ func (o filesOps) writing(ctx context.Context, key format.Key, name string) *sto
 	return o.s.ownWriting(ctx, key, name, false)
 }
 
-// ownWriting is the file named name (key) that the caller sees being
-// written, its process's under a final name, its user's under a staging
-// name; nil when none (a lookup of a name nobody writes costs no look at
-// the caller). A file published or discarded, leaving the table, is none;
-// so is a settled one (store.Draft.Settled: its bytes the published
-// version's, only its last release to come): the lookup goes on to the
-// published file, which a reader then opens and a rewrite replaces as a
-// new version. With drop set a settled file is dropped too (an unlink or
-// a rename of the name, a rename over it): a descriptor still open on it
-// (a dup, a fork's) writes into nothing, as into an unlinked file on a
-// local disk, and no later close brings the old file back under the name.
+// ownWriting is vfs.OwnWriting for the caller of ctx.
 func (s *fsState) ownWriting(ctx context.Context, key format.Key, name string, drop bool) *store.Draft {
-	if !s.store.Writes().Named(key.Model, key.ShardDir(), name) {
-		return nil
-	}
 	p := callerProc(ctx)
-	var w *store.Draft
-	if store.IsStagingName(name) {
-		w = s.store.Writes().Staging(key, name, p.Uid)
-	} else {
-		w = s.store.Writes().Own(key, name, p.Tgid)
-	}
-	if w == nil || !w.Writable() {
-		return nil
-	}
-	if w.Settled() {
-		if drop {
-			w.DropSettled()
-		}
-		return nil
-	}
-	return w
+	return vfs.OwnWriting(s.store, key, name, p.Tgid, p.Uid, drop)
 }
 
 // lookup finds, in order, a file the caller is writing, a published
 // file, a directory.
 func (o filesOps) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if isTmpfileName(name) {
+	if vfs.IsTmpfileName(name) {
 		return nil, errnoMissing // an O_TMPFILE file has no name yet
 	}
 	rel, err := o.path(name)
@@ -217,18 +175,17 @@ func (o filesOps) lookupKey(ctx context.Context, name, rel string, key format.Ke
 	if w := o.writing(ctx, key, name); w != nil {
 		return o.pendingInode(ctx, w, out), 0
 	}
-	epoch := o.s.store.Writes().Epoch(key)
-	bi, err := o.s.store.Tiers().Stat(key)
-	if err == nil {
-		return o.fileInode(ctx, key, bi, out), 0
+	f := vfs.LookupKey(o.s.store, key)
+	if f.Err == nil {
+		return o.fileInode(ctx, key, f.Info, out), 0
 	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return nil, o.s.fail("lookup", key.Path(), err)
+	if !f.Missing() {
+		return nil, o.s.fail("lookup", key.Path(), f.Err)
 	}
 	if o.s.store.FilesDir(o.model, rel) {
 		return o.dirInode(ctx, name, rel, out), 0
 	}
-	return nil, o.s.missEntry(key, epoch, out)
+	return nil, o.s.missEntry(f, out)
 }
 
 // fileInode returns the node of the published File key (of its current
@@ -237,7 +194,7 @@ func (o filesOps) fileInode(ctx context.Context, key format.Key, bi store.BlockI
 	name := ino.FileVersion(key, o.s.store.Writes().Gen(key))
 	n := o.s.inos.Acquire(name)
 	if name.Gen != 0 {
-		o.s.files.named(n, name)
+		o.s.files.Named(n, name)
 	}
 	ch := newChild(ctx, o.node, key.FileName(), n, syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return newStoredNode(o.s, key, n)
@@ -267,7 +224,7 @@ func (o filesOps) dirInode(ctx context.Context, name, rel string, out *fuse.Entr
 // pendingInode returns the node of a file being written; the kernel
 // caches nothing of it.
 func (o filesOps) pendingInode(ctx context.Context, w *store.Draft, out *fuse.EntryOut) *gofs.Inode {
-	ch := newChild(ctx, o.node, w.Name(), pendingIno(w), syscall.S_IFREG, func() gofs.InodeEmbedder {
+	ch := newChild(ctx, o.node, w.Name(), vfs.PendingIno(w), syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return &pendingNode{common: common{s: o.s}, w: w}
 	})
 	o.s.writeAttr(w, &out.Attr)
@@ -333,47 +290,6 @@ func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fu
 	return o.pendingInode(ctx, w, out), h, h.openFlags(), 0
 }
 
-// removePublished removes the published file key from every tier (after
-// the GPU loads of it) and forgets its hits and its model's usage.
-func (o filesOps) removePublished(key format.Key) error {
-	done := o.s.store.Removal(key)
-	err := o.s.store.Tiers().Delete(key)
-	done()
-	if err == nil {
-		o.s.store.ForgetHits(key, false)
-		o.s.store.Models().ForgetUsage(key.Model)
-	}
-	return err
-}
-
-// dropOldVersion removes the published version of from that a file
-// being written under from left when it was renamed away (a version its
-// fsync published, or the file it was a new version of): the rename moves
-// the name, as on a local disk. When that version is on a persistent tier
-// and the renamed file to published at the rename, to is made durable
-// first (store.Writes.KeepDurable).
-func (o filesOps) dropOldVersion(ctx context.Context, from, to format.Key) error {
-	if !o.s.store.Tiers().HasKey(from) {
-		// The usual case: from was a staging name, never published.
-		// (Asking every tier to unlink a name it does not have costs a
-		// directory lookup on disk each, a fifth of the rename.)
-		return nil
-	}
-	if err := o.s.store.Writes().KeepDurable(context.WithoutCancel(ctx), from, to); err != nil {
-		return err
-	}
-	if err := o.removePublished(from); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	// The kernel's node of that version moved with its entry to the new
-	// name, and may be open: a file published under from again is a new
-	// version, with a node of its own (as after an unlink of an open
-	// file). Before, it got that node's number, and its readers were
-	// served the removed version's bytes with the new file's size.
-	o.s.store.Writes().EndVersion(from)
-	return nil
-}
-
 // unlink removes a file being written (dropped) or a published one (from
 // every tier; open descriptors keep reading it).
 func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
@@ -394,8 +310,8 @@ func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 	if !o.s.store.Tiers().Has(key) && o.s.store.FilesDir(o.model, rel) {
 		return o.s.fail("unlink", key.Path(), errIsDir)
 	}
-	open := o.openVersion(name) || o.s.files.movedTo(key)
-	if err := o.removePublished(key); err != nil {
+	open := o.openVersion(name) || o.s.files.MovedTo(key)
+	if err := vfs.RemovePublished(o.s.store, key); err != nil {
 		return o.s.fail("unlink", key.Path(), err)
 	}
 	if open {
@@ -414,101 +330,5 @@ func (o filesOps) openVersion(name string) bool {
 		return false
 	}
 	n, ok := ch.Operations().(*blockFile)
-	return ok && n.readers() > 0
-}
-
-// rename publishes a file being written under the name it is renamed to,
-// in any directory of the model, replacing a file published there
-// (RENAME_NOREPLACE: EEXIST), or moves a published file there or to
-// another files model (store.Writes.Move). A directory: renameDir.
-func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	what := o.what(name) + " -> " + newName
-	rel, err := o.path(name)
-	if err != nil {
-		return errnoMissing
-	}
-	from := format.FileKey(o.model, rel)
-	w := o.s.ownWriting(ctx, from, name, true)
-	if w == nil && !o.s.store.Tiers().Has(from) {
-		if o.s.store.FilesDir(o.model, rel) {
-			return o.renameDir(ctx, name, rel, newParent, newName, flags)
-		}
-		return errnoMissing
-	}
-	model, path, errno := o.renameTarget(what, newParent, newName, flags)
-	if errno != 0 {
-		return errno
-	}
-	if model != o.model && w != nil {
-		// Another model's directory takes a published file (Writes.Move)
-		// but not one being written, whose draft is this model's.
-		return o.s.fail("rename", what, fmt.Errorf("a file being written to another model: %w", errCrossDir))
-	}
-	target := format.FileKey(model, path)
-	if o.s.store.FilesDir(model, target.Name) {
-		return o.s.fail("rename", what, errIsDir)
-	}
-	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.Tiers().Has(target) {
-		return errnoExists
-	}
-	if w != nil {
-		err = w.RenameTo(ctx, target)
-		switch {
-		case err == nil:
-			o.s.dropPublishedName(newParent.EmbeddedInode(), newName)
-			err = o.dropOldVersion(ctx, from, target)
-		case errors.Is(err, store.ErrDiscarded) && o.s.store.Tiers().Has(from):
-			// A new version its writer left as it was, discarded by the
-			// release that follows the close meanwhile: the published
-			// file is the name's, and it moves.
-			w, err = nil, nil
-		}
-	}
-	if w == nil {
-		ch := o.node.GetChild(name)
-		if ch != nil {
-			if b, ok := ch.Operations().(*blockFile); !ok || b.superseded(b.served()) {
-				ch = nil // not the file's current version: it stays what it is
-			}
-		}
-		done := o.s.store.Removal(from) // after the GPU loads of the file
-		// Not interrupted (a rename on a local disk never is: EINTR
-		// would fail a Go caller, whose runtime signals its threads).
-		err = o.s.store.Writes().Move(context.WithoutCancel(ctx), from, target)
-		done()
-		if err == nil {
-			// The kernel moves its entry, and the node of from with it,
-			// to the new name: until it looks the name up again (it is
-			// told to at once), that node serves target. (A new file
-			// under from's name gets a node of its own: the move made
-			// it a new generation.)
-			if ch != nil {
-				o.s.files.moved(ch.StableAttr().Ino, target, o.s.store.Writes().Gen(target))
-			}
-			go o.s.notifyGone(newParent.EmbeddedInode(), newName)
-		}
-	}
-	if err != nil {
-		return o.s.fail("rename", target.Path(), err)
-	}
-	// The caller's own file under the name replaced goes with it, as on
-	// a local disk (ownWriting); other processes' are theirs, unseen by
-	// the caller, and publish at their own close. (w itself is the
-	// caller's there now when a descriptor still holds it open.)
-	if d := o.s.ownWriting(ctx, target, newName, true); d != nil && d != w {
-		d.Discard()
-	}
-	return 0
-}
-
-// filesDirOf returns the files model and directory a node is, or false.
-func (s *fsState) filesDirOf(n gofs.InodeEmbedder) (model, dir string, ok bool) {
-	switch d := n.(type) {
-	case *filesDir:
-		model, dir := d.where()
-		return model, dir, true
-	case *modelNode:
-		return d.model, "", s.store.Models().Files(d.model)
-	}
-	return "", "", false
+	return ok && n.open.Readers() > 0
 }

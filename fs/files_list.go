@@ -9,7 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
-	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // The listings of a files model's directories (docs/design.md, "Cached
@@ -32,75 +32,33 @@ import (
 // Not cached where a tier is shared with other daemons: a subdirectory
 // another daemon makes there passes through no index of this one.
 
-// entries lists the directory: its dots, its subdirectories, its published files
-// and, unless published is set, the caller's staging files and the files
-// its process writes under names not published (which its lookups find:
-// a file created and closed empty, published at its release, which comes
-// after close returns, is listed right after the close too). The
-// published files' keys come with it: ents[nsub+i] is files[i], nsub
-// the dots and the subdirectories.
+// entries lists the directory (vfs.ListFilesDir) with its dots and the
+// entries' numbers. The published files' keys come with it:
+// ents[nsub+i] is files[i], nsub the dots and the subdirectories.
 func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirEntry, files []format.Key, nsub int) {
 	p := callerProc(ctx)
-	var own []*store.Draft
-	if !published {
-		// Before the published files: one that publishes meanwhile is in
-		// one list or the other.
-		own = o.s.store.Writes().Owned(o.model, o.dir, p.Tgid)
-	}
-	subdirs, files := o.s.store.FilesList(o.model, o.dir)
-	ents = make([]fuse.DirEntry, 0, 2+len(subdirs)+len(files))
+	l := vfs.ListFilesDir(o.s.store, o.model, o.dir, p.Tgid, p.Uid, published)
+	ents = make([]fuse.DirEntry, 0, 2+len(l.Subdirs)+len(l.Files))
 	ents = append(ents, dots(o.s.filesDirInos(o.model, o.dir))...)
-	for _, d := range subdirs {
+	for _, d := range l.Subdirs {
 		ents = append(ents, fuse.DirEntry{Name: d, Mode: syscall.S_IFDIR,
 			Ino: o.s.inos.Peek(ino.DirName(o.model, format.JoinFilePath(o.dir, d)))})
 	}
-	for _, k := range files {
+	for _, k := range l.Files {
 		ents = append(ents, fuse.DirEntry{Name: k.FileName(), Mode: syscall.S_IFREG,
 			Ino: o.s.inos.Peek(ino.FileVersion(k, o.s.store.Writes().Gen(k)))})
 	}
-	if published {
-		return ents, files, 2 + len(subdirs)
+	for _, w := range l.Writing {
+		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: vfs.PendingIno(w)})
 	}
-	pending := o.s.store.Writes().StagingIn(o.model, o.dir, p.Uid)
-	if len(own) > 0 {
-		// Those not listed already (a new version of a published file
-		// is), not discarded and not refused: a set of the few own
-		// names, not of the directory's.
-		unlisted := make(map[string]*store.Draft, len(own))
-		for _, w := range own {
-			if w.Verdict() == nil {
-				unlisted[w.Name()] = w
-			}
-		}
-		for _, k := range files {
-			if len(unlisted) == 0 {
-				break
-			}
-			delete(unlisted, k.FileName())
-		}
-		for _, w := range unlisted {
-			pending = append(pending, w)
-		}
-	}
-	for _, w := range pending {
-		if isTmpfileName(w.Name()) {
-			continue // an O_TMPFILE file has no name yet
-		}
-		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: pendingIno(w)})
-	}
-	return ents, files, 2 + len(subdirs)
+	return ents, l.Files, 2 + len(l.Subdirs)
 }
 
-// listing is the listingKey of the directory.
-func (o filesOps) listing() listingKey { return filesListingKey(o.model, o.dir) }
-
-// filesListingKey is the listingKey of directory dir of files model model.
-// An entry of s.listings is kept until a change after its listing was
-// taken, or until the kernel forgets the directory's node (OnForget), so
-// there are no more of them than directories the kernel holds.
-func filesListingKey(model, dir string) listingKey {
-	return listingKey{model: model, dir: dir, files: true}
-}
+// listing is the vfs.ListingKey of the directory. An entry of s.listings
+// is kept until a change after its listing was taken, or until the
+// kernel forgets the directory's node (OnForget), so there are no more of
+// them than directories the kernel holds.
+func (o filesOps) listing() vfs.ListingKey { return vfs.FilesListingKey(o.model, o.dir) }
 
 // opendir opens the directory: with a cached listing when no file is
 // being written in it and no tier is shared.
@@ -124,7 +82,7 @@ func (o filesOps) dropListing() {
 // filesListing is an open directory of a files model. Its listing is
 // taken at the first read and again at a rewind (offset 0), and read by
 // offset (an entry's offset is its position plus one). What it holds is
-// charged to the user who took it (user_budget.go) until the next
+// charged to the user who took it (vfs/user_budget.go) until the next
 // take or the release.
 type filesListing struct {
 	o      filesOps
@@ -137,7 +95,7 @@ type filesListing struct {
 	uid   uint32 // who the listing is charged to
 	// The published files' keys: ents[nsub+i] is files[i]. byKey says
 	// they may serve READDIRPLUS's lookups (Lookup): the listing was
-	// taken while no directory move began or ended, moves is dirMoves.seq
+	// taken while no directory move began or ended, moves is DirMoves.Seq
 	// then.
 	files []format.Key
 	nsub  int
@@ -158,8 +116,8 @@ var (
 func (h *filesListing) take(ctx context.Context) syscall.Errno {
 	h.drop()
 	var ents []fuse.DirEntry
-	_, h.byKey = h.o.s.dirMoves.settled(func() syscall.Errno {
-		h.moves = h.o.s.dirMoves.seq.Load()
+	h.byKey = h.o.s.dirMoves.Settled(func() {
+		h.moves = h.o.s.dirMoves.Seq()
 		if d, ok := h.o.node.Operations().(*filesDir); ok {
 			h.o = d.ops() // where it is now, once no move is in flight beneath it
 		}
@@ -167,10 +125,9 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 			h.o.s.listingTaken(h.o.listing(), h.o.node, h.o.dropListing)
 		}
 		ents, h.files, h.nsub = h.o.entries(ctx, h.cached)
-		return 0
 	})
 	uid := callerProc(ctx).Uid
-	if err := h.o.s.listed.hold(uid, charged(len(ents))); err != nil {
+	if err := h.o.s.listed.Hold(uid, charged(len(ents))); err != nil {
 		h.files = nil
 		return h.o.s.fail("readdir", h.o.model+"/"+h.o.dir, err)
 	}
@@ -180,7 +137,7 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 
 // drop gives back the listing h holds (under h.mu).
 func (h *filesListing) drop() {
-	h.o.s.listed.free(h.uid, charged(len(h.ents)))
+	h.o.s.listed.Free(h.uid, charged(len(h.ents)))
 	h.ents, h.files, h.taken = nil, nil, false
 }
 
@@ -195,19 +152,19 @@ func (h *filesListing) drop() {
 func (h *filesListing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	o, key, moves, ok := h.listedFile(name)
 	dir := o.node.Operations().(gofs.NodeLookuper)
-	if !ok || o.s.dirMoves.n.Load() != 0 || o.s.dirMoves.seq.Load() != moves {
+	if !ok || !o.s.dirMoves.Quiet(moves) {
 		return dir.Lookup(ctx, name, out)
 	}
 	ch, errno := o.lookupKey(ctx, name, key.Name, key, out)
-	if o.s.dirMoves.seq.Load() == moves {
+	if o.s.dirMoves.Seq() == moves {
 		return ch, errno
 	}
-	*out = fuse.EntryOut{} // a move began meanwhile: asked again, as settled does
+	*out = fuse.EntryOut{} // a move began meanwhile: asked again, as DirMoves.Settled does
 	return dir.Lookup(ctx, name, out)
 }
 
 // listedFile returns the listing's directory and, when name is the
-// published file Readdirent returned last, its key and the dirMoves.seq
+// published file Readdirent returned last, its key and the DirMoves.Seq
 // the listing was taken at.
 func (h *filesListing) listedFile(name string) (filesOps, format.Key, uint64, bool) {
 	h.mu.Lock()
@@ -260,36 +217,10 @@ func (h *filesListing) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	return 0
 }
 
-// modelDirAttr fills the attributes of model's directory, as every
-// request that answers them does (a LOOKUP, a GETATTR, a SETATTR): the
-// kernel compares the mtime at each listing, and two answers of one
-// directory must not differ in it.
-func (s *fsState) modelDirAttr(a *fuse.Attr, model string) {
-	if s.store.Models().Files(model) {
-		s.filesDirAttr(a, model, "")
-		return
-	}
-	s.modelAttr(a, uint32(2+modelShards(s.store, model)), model)
-}
-
-// modelShards is how many shard directories a ucmb or ucm-posix model
-// has: 256, or a ucm-posix model's of each width it uses (16^width, the
-// one "data" directory for width 0).
-func modelShards(st *store.Store, model string) int {
-	if !st.Models().Raw(model) {
-		return 256
-	}
-	n := 0
-	for _, w := range st.Models().ShardWidths(model) {
-		n += 1 << (4 * w)
-	}
-	return n
-}
-
 // filesDirAttr fills the attributes of directory dir of files model
 // model: its model's, with the time of the last change of what it holds
-// as its mtime and ctime (shardClock).
+// as its mtime and ctime (vfs.ListingClock).
 func (s *fsState) filesDirAttr(a *fuse.Attr, model, dir string) {
 	s.modelAttr(a, uint32(2+len(s.store.FilesSubdirs(model, dir))), model)
-	s.listingTime(a, filesListingKey(model, dir))
+	s.listingTime(a, vfs.FilesListingKey(model, dir))
 }

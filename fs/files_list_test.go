@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // TestFilesListingCached: a files model's directory (the model's root
@@ -151,7 +152,7 @@ func TestFilesListingForgotten(t *testing.T) {
 	count := func() int {
 		n := 0
 		m.srv.state.listings.Range(func(k, _ any) bool {
-			if k.(listingKey).files {
+			if k.(vfs.ListingKey).Files() {
 				n++
 			}
 			return true

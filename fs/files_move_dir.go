@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,8 +42,8 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 	if err := o.s.store.AwaitDirWrites(ctx, o.model, rel, model, target); err != nil {
 		return o.s.fail("rename", what, err)
 	}
-	span := dirMoveSpan{o.model, rel, model, target}
-	o.s.dirMoves.begin(span)
+	span := vfs.DirMove{FromModel: o.model, From: rel, ToModel: model, To: target}
+	o.s.dirMoves.Begin(span)
 	ch := o.node.GetChild(name)
 	old := map[uint64]bool{}
 	if ch != nil {
@@ -59,9 +56,9 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 		o.s.followMovedDir(ch, model, target, old, &dirs)
 	}
 	if err == nil {
-		o.s.followMovedFiles(o.model, rel, model, target, old)
+		o.s.followMovedFiles(span, old)
 	}
-	o.s.dirMoves.end(span)
+	o.s.dirMoves.End(span)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return errnoMissing
@@ -88,104 +85,10 @@ func (o filesOps) renameTarget(what string, newParent gofs.InodeEmbedder, newNam
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		return "", "", o.s.fail("rename", what, fmt.Errorf("exchange: %w", errCrossDir))
 	}
-	if err := checkFileName(dir, newName); err != nil {
+	if err := vfs.CheckFileName(dir, newName); err != nil {
 		return "", "", o.s.fail("rename", what, err)
 	}
 	return model, format.JoinFilePath(dir, newName), 0
-}
-
-// dirMoves are the directory moves in flight. A request on a path
-// beneath one's old or new path waits for it to end (filesDir.ops,
-// storedFile.served), as the kernel's locks make a local disk's rename
-// look atomic: no request sees the files go one by one, and no lookup
-// leaves the kernel a cached miss of a file that was only on its way
-// (the kernel keeps a miss for the negative timeout, in the directory's
-// node, which the rename moves with the directory). Requests elsewhere
-// pay one atomic load.
-type dirMoves struct {
-	n    atomic.Int32
-	seq  atomic.Uint64 // counts the moves' begins and ends (settled)
-	mu   sync.Mutex
-	cond *sync.Cond // on mu, made at the first move
-	list []dirMoveSpan
-}
-
-// dirMoveSpan is one move in flight: from of fromModel to to of toModel.
-type dirMoveSpan struct{ fromModel, from, toModel, to string }
-
-// begin records the move m.
-func (g *dirMoves) begin(m dirMoveSpan) {
-	g.mu.Lock()
-	if g.cond == nil {
-		g.cond = sync.NewCond(&g.mu)
-	}
-	g.list = append(g.list, m)
-	g.seq.Add(1)
-	g.n.Add(1)
-	g.mu.Unlock()
-}
-
-// end records that the move m is over.
-func (g *dirMoves) end(m dirMoveSpan) {
-	g.mu.Lock()
-	g.list = slices.DeleteFunc(g.list, func(x dirMoveSpan) bool { return x == m })
-	g.n.Add(-1)
-	g.seq.Add(1)
-	g.cond.Broadcast()
-	g.mu.Unlock()
-}
-
-// settled runs fn, the answer of a request beneath a directory of a files
-// model, again (at most twice more) while a directory move began or ended
-// while it ran: the request waited for the moves covering its directory
-// before it looked, but one that began after that wait moved the files
-// under it, and its answer (a file missing from a directory half moved,
-// or the node of a file at the path it left) would be cached by the
-// kernel in a directory node the move took along. The last try's answer
-// is returned with cached false when moves went on all along: the caller
-// then lets the kernel cache nothing of it.
-func (g *dirMoves) settled(fn func() syscall.Errno) (errno syscall.Errno, cached bool) {
-	for try := 0; ; try++ {
-		seq := g.seq.Load()
-		errno = fn()
-		if g.seq.Load() == seq {
-			return errno, true
-		}
-		if try == 2 {
-			return errno, false
-		}
-	}
-}
-
-// wait returns once no move in flight covers path of model, and whether
-// it waited.
-func (g *dirMoves) wait(model, path string) (waited bool) {
-	if g.n.Load() == 0 {
-		return false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for g.covers(model, path) {
-		g.cond.Wait()
-		waited = true
-	}
-	return waited
-}
-
-// covers reports whether a move in flight has path beneath its old or
-// new path (under g.mu).
-func (g *dirMoves) covers(model, path string) bool {
-	for _, m := range g.list {
-		if m.fromModel == model && beneath(path, m.from) || m.toModel == model && beneath(path, m.to) {
-			return true
-		}
-	}
-	return false
-}
-
-// beneath reports whether path is dir or beneath it.
-func beneath(path, dir string) bool {
-	return path == dir || strings.HasPrefix(path, dir+"/")
 }
 
 // supersededBeneath adds to old the numbers of the nodes the kernel holds
@@ -195,7 +98,7 @@ func beneath(path, dir string) bool {
 func (s *fsState) supersededBeneath(n *gofs.Inode, old map[uint64]bool) {
 	switch op := n.Operations().(type) {
 	case *blockFile: // (served() would wait for this move)
-		if op.superseded(s.files.follow(op.key, n.StableAttr().Ino)) {
+		if op.superseded(s.files.Follow(op.key, n.StableAttr().Ino)) {
 			old[n.StableAttr().Ino] = true
 		}
 	case *filesDir:
@@ -206,13 +109,13 @@ func (s *fsState) supersededBeneath(n *gofs.Inode, old map[uint64]bool) {
 }
 
 // supersededOffTree adds to old the numbers of the File nodes off
-// go-fuse's tree (filesNodes.replaced) that serve a replaced version of a
+// go-fuse's tree (vfs.FilesNodes.Replaced) that serve a replaced version of a
 // file beneath dir of model, as supersededBeneath does for those in the
 // tree.
 func (s *fsState) supersededOffTree(model, dir string, old map[uint64]bool) {
-	s.files.eachOffTree(func(b *blockFile) bool {
+	s.files.EachOffTree(func(b *blockFile) bool {
 		n := b.StableAttr().Ino
-		if k := s.files.follow(b.key, n); k.Model == model && beneath(k.Name, dir) && b.superseded(k) {
+		if k := s.files.Follow(b.key, n); k.Model == model && vfs.Beneath(k.Name, dir) && b.superseded(k) {
 			old[n] = true
 		}
 		return true
@@ -220,22 +123,21 @@ func (s *fsState) supersededOffTree(model, dir string, old map[uint64]bool) {
 }
 
 // followMovedFiles points the File nodes off go-fuse's tree
-// (filesNodes.replaced) that serve a file beneath from of fromModel,
-// unless in old, at the file's path beneath to of toModel.
+// (vfs.FilesNodes.Replaced) that serve a file the move m takes along,
+// unless in old, at the file's new path.
 // followMovedDir does so for the nodes in the tree beneath the moved
 // directory's node; the kernel may still hold one of these under its
 // name (a lookup's answer that replaced it in the tree, racing a move or
 // a revalidation, was not taken), and a reader right after the move
 // found the file missing (TestFilesDirMoveReaders, about 1 run in 100).
-func (s *fsState) followMovedFiles(fromModel, from, toModel, to string, old map[uint64]bool) {
-	s.files.eachOffTree(func(b *blockFile) bool {
+func (s *fsState) followMovedFiles(m vfs.DirMove, old map[uint64]bool) {
+	s.files.EachOffTree(func(b *blockFile) bool {
 		n := b.StableAttr().Ino
-		k := s.files.follow(b.key, n)
-		if old[n] || k.Model != fromModel || !beneath(k.Name, from) {
+		dst, ok := m.Moves(s.files.Follow(b.key, n))
+		if old[n] || !ok {
 			return true
 		}
-		dst := format.FileKey(toModel, to+strings.TrimPrefix(k.Name, from))
-		s.files.moved(n, dst, s.store.Writes().Gen(dst))
+		s.files.Moved(n, dst, s.store.Writes().Gen(dst))
 		return true
 	})
 }
@@ -243,7 +145,7 @@ func (s *fsState) followMovedFiles(fromModel, from, toModel, to string, old map[
 // followMovedDir points node n, now at path in model, and the nodes the
 // kernel holds beneath it at their new paths: a directory's moved path
 // and the name its number is held by (ino.Table.Rename), a published
-// file's key (filesNodes.moved; its old name moved to a new generation,
+// file's key (vfs.FilesNodes.Moved; its old name moved to a new generation,
 // so a new file there is numbered anew), unless the node is in old (a
 // version replaced before the move: supersededBeneath). The directories
 // are appended to dirs: the listings the kernel cached of them are
@@ -253,12 +155,12 @@ func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, old map[uint
 	case *blockFile: // a published File (a file being written has none: ErrBusy)
 		if !old[n.StableAttr().Ino] {
 			to := format.FileKey(model, path)
-			s.files.moved(n.StableAttr().Ino, to, s.store.Writes().Gen(to))
+			s.files.Moved(n.StableAttr().Ino, to, s.store.Writes().Gen(to))
 		}
 		return
 	case *filesDir:
 		s.inos.Rename(ino.DirName(op.where()), ino.DirName(model, path), op.ino)
-		s.forgetListing(filesListingKey(op.where()), n) // registered under the old path
+		s.forgetListing(vfs.FilesListingKey(op.where()), n) // registered under the old path
 		op.moved.Store(&movedDir{model, path})
 		*dirs = append(*dirs, op)
 	default:

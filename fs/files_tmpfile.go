@@ -2,20 +2,18 @@ package fs
 
 import (
 	"context"
-	"fmt"
-	"strings"
-	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
 // O_TMPFILE and linkat in a files model (llm-d's fs backend writes a
 // block so when asked to): open(dir, O_TMPFILE) makes a staging file
-// under a name no lookup or listing shows (tmpfileName), and
+// under a name no lookup or listing shows (vfs.TmpfileName), and
 // linkat(fd, "", dir, name, AT_EMPTY_PATH) (or of /proc/self/fd/N with
 // AT_SYMLINK_FOLLOW) gives it its name, as a rename of a staging file
 // does: it publishes at its writer's last close, or at once when closed
@@ -23,26 +21,16 @@ import (
 // anything else is refused, as everywhere in the mount: a block has one
 // name.
 
-// tmpfilePrefix starts the hidden staging name of an O_TMPFILE file.
-const tmpfilePrefix = ".ucmfs-tmpfile-"
-
-// tmpfileSeq numbers the tmpfiles of the mount.
-var tmpfileSeq atomic.Uint64
-
-// isTmpfileName reports whether name is a tmpfile's hidden name.
-func isTmpfileName(name string) bool { return strings.HasPrefix(name, tmpfilePrefix) }
-
 // tmpfile starts an O_TMPFILE file in the directory.
 func (o filesOps) tmpfile(ctx context.Context, flags uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	name := fmt.Sprintf("%s%d.tmp", tmpfilePrefix, tmpfileSeq.Add(1))
-	return o.create(ctx, name, flags|unix.O_EXCL, out)
+	return o.create(ctx, vfs.TmpfileName(), flags|unix.O_EXCL, out)
 }
 
 // link names a tmpfile of the model name in this directory; a name that
 // exists is EEXIST (link never replaces).
 func (o filesOps) link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	p, ok := target.(*pendingNode)
-	if !ok || !isTmpfileName(p.w.Name()) || p.w.Key().Model != o.model {
+	if !ok || !vfs.IsTmpfileName(p.w.Name()) || p.w.Key().Model != o.model {
 		return common{s: o.s}.Link(ctx, target, name, out)
 	}
 	rel, err := o.path(name)
@@ -72,27 +60,7 @@ func (d *filesDir) Link(ctx context.Context, target gofs.InodeEmbedder, name str
 	return d.ops().link(ctx, target, name, out)
 }
 
-// Tmpfile starts an O_TMPFILE file at the root of a files model; other
-// layouts refuse it (EOPNOTSUPP, as a filesystem without O_TMPFILE).
-func (m *modelNode) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	if o, ok := m.files(); ok {
-		return o.tmpfile(ctx, flags, out)
-	}
-	return nil, nil, 0, errnoNoTmpfile
-}
-
-// Link names a tmpfile at the root of a files model; anything else is
-// refused.
-func (m *modelNode) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if o, ok := m.files(); ok {
-		return o.link(ctx, target, name, out)
-	}
-	return m.common.Link(ctx, target, name, out)
-}
-
 var (
 	_ = (gofs.NodeTmpfiler)((*filesDir)(nil))
 	_ = (gofs.NodeLinker)((*filesDir)(nil))
-	_ = (gofs.NodeTmpfiler)((*modelNode)(nil))
-	_ = (gofs.NodeLinker)((*modelNode)(nil))
 )

@@ -18,7 +18,7 @@ type readHandle struct {
 	node *storedFile
 	f    *os.File // the node's shared descriptor
 	own  bool     // the OPEN reply carries the node's own backing id (light.Backing)
-	uid  uint32   // the opener, charged one open file (user_budget.go)
+	uid  uint32   // the opener, charged one open file (vfs/user_budget.go)
 }
 
 var (
@@ -61,7 +61,7 @@ func (h *readHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 
 // Release drops the handle's use of the shared descriptor.
 func (h *readHandle) Release(ctx context.Context) syscall.Errno {
-	h.node.s.reading.free(h.uid, 1)
+	h.node.s.reading.Free(h.uid, 1)
 	h.node.release()
 	return 0
 }

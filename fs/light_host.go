@@ -1,7 +1,6 @@
 package fs
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -9,6 +8,7 @@ import (
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // lightHost is the adapter as package light's layer sees it: the names
@@ -20,45 +20,39 @@ var _ light.Host = lightHost{}
 
 // madeShard registers shard node d, just made, with the light layer.
 func (s *fsState) madeShard(d *shardNode) *shardNode {
-	s.shards.Made(d.ino, d, light.Ref{Model: d.model, Shard: d.shard, Dir: d.dir, Width: d.width})
+	s.shards.Made(d.ino, d, light.Ref{Model: d.sh.Model, Shard: d.sh.Num, Dir: d.sh.Dir, Width: d.sh.Width})
 	return d
 }
 
-// shardFor returns a shardNode value for ref's names and rules (key,
-// keys, staging); it has no go-fuse node.
-func (s *fsState) shardFor(ref light.Ref) shardNode {
-	return shardNode{dirCommon: dirCommon{common: common{s: s}, what: ref.Model + "/" + ref.Dir},
-		model: ref.Model, shard: ref.Shard, dir: ref.Dir, width: ref.Width}
+// shardOf is the shard ref names, with its names and rules.
+func shardOf(ref light.Ref) vfs.Shard {
+	return vfs.Shard{Model: ref.Model, Num: ref.Shard, Dir: ref.Dir, Width: ref.Width}
 }
 
 // ShardIno reports whether ino is a shard directory's number.
 func (h lightHost) ShardIno(n uint64) bool { return ino.TagOf(n) == ino.Shard }
 
 // Lookup answers a lookup of a published file, and a miss of a block,
-// from the index; a staging file, a name that is no file of the shard and
-// a sidecar that may be derived go to the bridge.
+// from the index, by the shard node's own lookup (vfs.Shard.Lookup); a
+// staging file, a name that is no file of the shard and a sidecar that
+// may be derived go to the bridge.
 func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (format.Key, light.Outcome, fuse.Status) {
 	s := h.s
 	if s.store.Writes().Named(ref.Model, ref.Dir, name) {
 		return format.Key{}, light.Pass, fuse.OK
 	}
-	// The name's key only: shardFor would build the node's name for
-	// logs, an allocation on every LOOKUP.
-	d := shardNode{model: ref.Model, shard: ref.Shard, dir: ref.Dir, width: ref.Width}
-	key, err := d.key(name)
-	if err != nil {
-		return key, light.Pass, fuse.OK
-	}
-	epoch := s.store.Writes().Epoch(key)
-	bi, err := s.store.Tiers().Stat(key)
+	f, err := shardOf(ref).Lookup(s.store, name)
+	key := f.Key
 	switch {
-	case err == nil:
-		h.fill(key, bi, s.inos.Peek(ino.FileName(key)), out)
+	case err != nil:
+		return key, light.Pass, fuse.OK
+	case f.Err == nil:
+		h.fill(key, f.Info, s.inos.Peek(ino.FileName(key)), out)
 		return key, light.Hit, fuse.OK
-	case errors.Is(err, store.ErrNotFound) && key.Kind != format.Repr:
+	case f.Missing() && key.Kind != format.Repr:
 		// As the bridge answers a miss: cached for the negative TTL
 		// unless missEntry set a timeout.
-		errno := s.missEntry(key, epoch, out)
+		errno := s.missEntry(f, out)
 		if errno == errnoMissing && out.EntryTimeout() == 0 {
 			out.SetEntryTimeout(s.opts.NegativeTTL)
 			return key, light.Answered, fuse.OK
@@ -69,15 +63,17 @@ func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (forma
 }
 
 // Listing is the shard's listing for uid: its dots, then
-// shardNode.listing.
+// vfs.Shard.Listing, as the shard node's Readdir lists it.
 func (h lightHost) Listing(ref light.Ref, uid uint32) []light.Entry {
-	d := h.s.shardFor(ref)
-	list := d.listing(uid)
+	list := shardOf(ref).Listing(h.s.store, h.s.inos, uid)
 	out := make([]light.Entry, 0, 2+len(list))
-	for _, e := range dots(d.ino, h.s.modelIno(d.model)) {
+	for _, e := range dots(0, h.s.modelIno(ref.Model)) {
 		out = append(out, light.Entry{Name: e.Name, Ino: e.Ino, Dir: true})
 	}
-	return append(out, list...)
+	for _, e := range list {
+		out = append(out, light.Entry{Name: e.Name, Ino: e.Ino, Key: e.Key, Published: e.Published})
+	}
+	return out
 }
 
 // Entry fills out with published file key's entry from the index.
@@ -114,28 +110,28 @@ func (h lightHost) Attr(key format.Key, out *fuse.AttrOut) bool {
 }
 
 // HoldListing charges uid the names of a shard's listing an open
-// directory takes (user_budget.go).
+// directory takes (vfs/user_budget.go).
 func (h lightHost) HoldListing(uid uint32, n int) fuse.Status {
-	if err := h.s.listed.hold(uid, charged(n)); err != nil {
+	if err := h.s.listed.Hold(uid, charged(n)); err != nil {
 		return fuse.Status(h.s.fail("readdir", "a shard directory", err))
 	}
 	return fuse.OK
 }
 
 // FreeListing gives back what HoldListing charged.
-func (h lightHost) FreeListing(uid uint32, n int) { h.s.listed.free(uid, charged(n)) }
+func (h lightHost) FreeListing(uid uint32, n int) { h.s.listed.Free(uid, charged(n)) }
 
 // HoldOpen charges uid an open directory as one of its open files
-// (user_budget.go).
+// (vfs/user_budget.go).
 func (h lightHost) HoldOpen(uid uint32) fuse.Status {
-	if err := h.s.reading.hold(uid, 1); err != nil {
+	if err := h.s.reading.Hold(uid, 1); err != nil {
 		return fuse.Status(h.s.fail("opendir", "a directory", err))
 	}
 	return fuse.OK
 }
 
 // FreeOpen gives back what HoldOpen charged.
-func (h lightHost) FreeOpen(uid uint32) { h.s.reading.free(uid, 1) }
+func (h lightHost) FreeOpen(uid uint32) { h.s.reading.Free(uid, 1) }
 
 // Handed counts a light node given to the kernel against the bound on
 // kernel nodes.
@@ -158,7 +154,7 @@ func (s *fsState) bridgeAttr(a *fuse.Attr) {
 
 // Flock takes or drops the flock lock of node, a node that keeps none by
 // name (a directory, a control file): a lock of its own, by node id, as
-// the kernel kept it (flock.go).
+// the kernel kept it (vfs/flock.go).
 func (h lightHost) Flock(cancel <-chan struct{}, caller fuse.Caller, node, owner uint64, typ uint32, wait bool) fuse.Status {
 	ctx := &fuse.Context{Caller: caller, Cancel: cancel}
 	return fuse.Status(h.s.flockSet(ctx, "node\x00"+strconv.FormatUint(node, 10), owner, typ, wait))
@@ -166,4 +162,4 @@ func (h lightHost) Flock(cancel <-chan struct{}, caller fuse.Caller, node, owner
 
 // FlockRelease drops the flock locks of owner, an open file closed for
 // good.
-func (h lightHost) FlockRelease(owner uint64) { h.s.flocks.release(owner) }
+func (h lightHost) FlockRelease(owner uint64) { h.s.flocks.Release(owner) }

@@ -2,24 +2,28 @@ package fs
 
 import (
 	"context"
-	"fmt"
+	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
-// modelNode is a model directory: it always shows the 256 shard
-// directories 00..ff (ucm-posix: the shards its store made, raw_shard.go;
-// files: the root of the engine's tree, files.go).
+// modelNode is a model directory. What it shows and allows is its
+// layout's (model_layouts.go): a ucmb model always shows the 256 shard
+// directories 00..ff, a ucm-posix model the shards its store made
+// (raw_shard.go) and its private entries (model_dot.go), a files model
+// the root of the engine's tree (files.go). The node asks its layout once
+// per request (layout) and never branches on it.
 type modelNode struct {
 	gofs.Inode
 	dirCommon
 	model string
 	ino   uint64
+	cur   atomic.Pointer[chosenLayout] // the layout type last chosen (layout)
 }
 
 var (
@@ -37,174 +41,132 @@ var (
 	_ = (gofs.NodeListxattrer)((*modelNode)(nil))
 	_ = (gofs.NodeOnForgetter)((*modelNode)(nil))
 	_ = (gofs.NodeFsyncer)((*modelNode)(nil))
+	_ = (gofs.NodeTmpfiler)((*modelNode)(nil))
+	_ = (gofs.NodeLinker)((*modelNode)(nil))
 )
 
 func newModelNode(s *fsState, model string, ino uint64) *modelNode {
-	return &modelNode{dirCommon: dirCommon{common: common{s: s}, what: model}, model: model, ino: ino}
+	m := &modelNode{dirCommon: dirCommon{common: common{s: s}, what: model}, model: model, ino: ino}
+	m.layout()
+	return m
+}
+
+// modelLayout is what a model directory does that its layout decides:
+// one type per layout (ucmbModel, posixModel, filesModel).
+type modelLayout interface {
+	// attr fills the directory's attributes, as every request that
+	// answers them does (a LOOKUP, a GETATTR, a SETATTR): the kernel
+	// compares the mtime at each listing, and two answers of one
+	// directory must not differ in it.
+	attr(a *fuse.Attr)
+	lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno)
+	opendir(ctx context.Context) (gofs.FileHandle, uint32, syscall.Errno)
+	mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno)
+	rmdir(ctx context.Context, name string) syscall.Errno
+	create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno)
+	unlink(ctx context.Context, name string) syscall.Errno
+	rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno
+	fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno
+	tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno)
+	link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno)
+	// filesRoot is the requests of the root of a files model; false in
+	// the other layouts.
+	filesRoot() (filesOps, bool)
+}
+
+// modelLayouts make a model node's layout type, by the layout's name.
+var modelLayouts = map[string]func(*modelNode) modelLayout{
+	store.LayoutUCMB:     func(m *modelNode) modelLayout { return ucmbModel{shardModel{m}} },
+	store.LayoutUCMPosix: func(m *modelNode) modelLayout { return posixModel{shardModel{m}} },
+	store.LayoutFiles:    func(m *modelNode) modelLayout { return filesModel{m} },
+}
+
+// chosenLayout is a node's layout type and the name of the layout it
+// serves.
+type chosenLayout struct {
+	name string
+	l    modelLayout
+}
+
+// layout is the node's layout type: the one chosen when the node was
+// made, chosen again only when the model's layout is no longer the one
+// it serves (a model still empty may change it, and go-fuse keeps one
+// node per number, so a model removed and made again gets this node
+// back).
+func (m *modelNode) layout() modelLayout {
+	want := m.s.store.Models().Layout(m.model)
+	if c := m.cur.Load(); c != nil && c.name == want {
+		return c.l
+	}
+	c := &chosenLayout{name: want, l: modelLayouts[want](m)}
+	m.cur.Store(c)
+	return c.l
 }
 
 // OnForget frees the node's number and forgets the cached listing of a
 // files model's root (the kernel keeps none of a node it forgot).
 func (m *modelNode) OnForget() {
 	m.s.inos.Release(ino.ModelName(m.model), m.ino)
-	m.s.forgetListing(filesListingKey(m.model, ""), &m.Inode)
+	m.s.forgetListing(vfs.FilesListingKey(m.model, ""), &m.Inode)
 }
 
 // Getattr describes the model directory (the root of a files model with
 // the time of the last change of what it holds as its mtime).
 func (m *modelNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	m.s.modelDirAttr(&out.Attr, m.model)
+	m.layout().attr(&out.Attr)
 	out.SetTimeout(m.s.opts.EntryTTL)
 	return 0
 }
 
-// Lookup finds a shard directory.
+// Lookup finds a shard directory, a private entry, or a file or
+// directory at a files model's root.
 func (m *modelNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if o, ok := m.files(); ok {
-		return o.lookup(ctx, name, out)
-	}
-	if m.dotEntry(name) {
-		return m.dotLookup(ctx, name, out)
-	}
-	if m.s.store.Models().Raw(m.model) {
-		return m.rawLookup(ctx, name, out)
-	}
-	sh, ok := format.ParseShard(name)
-	if !ok {
-		m.s.debugFail("lookup", m.model+"/"+name, fmt.Errorf("%w: %q is not a shard directory 00..ff", format.ErrName, name))
-		return nil, errnoMissing
-	}
-	ino := m.s.inos.Acquire(ino.ShardName(m.model, sh, "", -1))
-	ch := newChild(ctx, &m.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
-		return m.s.madeShard(newShardNode(m.s, m.model, sh, ino))
-	})
-	m.s.shardAttr(&out.Attr, m.model, sh)
-	ttl(out, m.s.opts.EntryTTL)
-	return ch, 0
+	return m.layout().lookup(ctx, name, out)
 }
 
-// OpendirHandle opens the model directory: the root of a files model as
-// its other directories (files_list.go); else a listing of the dots and
-// the 256 shard directories (of a ucm-posix model: those of its widths),
-// taken now.
+// OpendirHandle opens the model directory.
 func (m *modelNode) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	if o, ok := m.files(); ok {
-		return o.opendir(ctx)
-	}
-	return gofs.NewListDirStream(append(dots(m.ino, rootIno), m.entries()...)), 0, 0
+	return m.layout().opendir(ctx)
 }
 
-// entries lists the shard directories of a ucmb or ucm-posix model.
-func (m *modelNode) entries() []fuse.DirEntry {
-	if m.s.store.Models().Raw(m.model) {
-		return append(m.dotEntries(), m.rawReaddir()...)
-	}
-	ents := make([]fuse.DirEntry, 256)
-	for i := range ents {
-		sh := byte(i)
-		ents[i] = fuse.DirEntry{
-			Name: format.ShardName(sh),
-			Mode: syscall.S_IFDIR,
-			Ino:  m.s.inos.Peek(ino.ShardName(m.model, sh, "", -1)),
-		}
-	}
-	return ents
-}
-
-// Mkdir is refused: the shard directories always exist (EEXIST), nothing
-// else may be made here (EPERM). A ucm-posix model makes its shard
-// directories this way (raw_shard.go).
+// Mkdir makes what the layout lets one make at the model's root.
 func (m *modelNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if o, ok := m.files(); ok {
-		return o.mkdir(ctx, name, out)
-	}
-	if m.dotEntry(name) {
-		return m.dotMkdir(ctx, name, mode, out)
-	}
-	if m.s.store.Models().Raw(m.model) {
-		return m.rawMkdir(ctx, name, out)
-	}
-	if _, ok := format.ParseShard(name); ok {
-		return nil, errnoExists
-	}
-	return nil, m.s.fail("mkdir", m.model+"/"+name, store.ErrImmutable)
+	return m.layout().mkdir(ctx, name, mode, out)
 }
 
-// Rmdir of an empty shard directory succeeds and changes nothing (shard
-// directories are virtual and keep being listed); this is what lets
-// rm -r drop a model. A shard that holds files: ENOTEMPTY.
+// Rmdir removes what the layout lets one remove at the model's root.
 func (m *modelNode) Rmdir(ctx context.Context, name string) syscall.Errno {
-	if o, ok := m.files(); ok {
-		return o.rmdir(name)
-	}
-	if m.dotEntry(name) {
-		return m.dotRemove(name, true)
-	}
-	if m.s.store.Models().Raw(m.model) {
-		return m.rawRmdir(ctx, name)
-	}
-	sh, ok := format.ParseShard(name)
-	if !ok {
-		return errnoMissing
-	}
-	if len(m.s.store.Tiers().ShardKeys(m.model, sh)) > 0 {
-		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", store.ErrNotEmpty))
-	}
-	return 0
+	return m.layout().rmdir(ctx, name)
 }
 
-// Create is refused (EPERM) but for a private entry of a ucm-posix model
-// (model_dot.go).
+// Create makes a file where the layout allows one.
 func (m *modelNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	if o, ok := m.files(); ok {
-		return o.create(ctx, name, flags, out)
-	}
-	if m.dotEntry(name) {
-		return m.dotCreate(ctx, name, flags, mode, out)
-	}
-	if name == recordName {
-		return m.createRecord(ctx, out) // model_record.go
-	}
-	return m.dirCommon.Create(ctx, name, flags, mode, out)
+	return m.layout().create(ctx, name, flags, mode, out)
 }
 
-// Unlink is refused (EPERM) but for a private entry of a ucm-posix model.
+// Unlink removes a file where the layout allows it.
 func (m *modelNode) Unlink(ctx context.Context, name string) syscall.Errno {
-	if o, ok := m.files(); ok {
-		return o.unlink(ctx, name)
-	}
-	if m.dotEntry(name) {
-		return m.dotRemove(name, false)
-	}
-	return m.dirCommon.Unlink(ctx, name)
+	return m.layout().unlink(ctx, name)
 }
 
-// Rename is refused (EPERM) but between private entries of a ucm-posix
-// model.
+// Rename renames where the layout allows it.
 func (m *modelNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	if o, ok := m.files(); ok {
-		return o.rename(ctx, name, newParent, newName, flags)
-	}
-	if m.dotEntry(name) {
-		return m.dotRename(name, newParent, newName, flags)
-	}
-	return m.common.Rename(ctx, name, newParent, newName, flags)
+	return m.layout().rename(ctx, name, newParent, newName, flags)
 }
 
-// Fsync makes the files at the root of a files model durable; a ucmb or
-// ucm-posix model lists shard directories only (fsState.syncDir).
+// Fsync makes what the model's root holds durable.
 func (m *modelNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
-	if o, ok := m.files(); ok {
-		return o.fsync(ctx)
-	}
-	return m.dirCommon.Fsync(ctx, f, flags)
+	return m.layout().fsync(ctx, f, flags)
 }
 
-// files returns the requests of the model's root when it has the files
-// layout.
-func (m *modelNode) files() (filesOps, bool) {
-	if !m.s.store.Models().Files(m.model) {
-		return filesOps{}, false
-	}
-	return filesOps{s: m.s, node: &m.Inode, model: m.model}, true
+// Tmpfile starts an O_TMPFILE file at the root of a files model; other
+// layouts refuse it (EOPNOTSUPP, as a filesystem without O_TMPFILE).
+func (m *modelNode) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	return m.layout().tmpfile(ctx, flags, mode, out)
+}
+
+// Link names a tmpfile at the root of a files model; anything else is
+// refused.
+func (m *modelNode) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return m.layout().link(ctx, target, name, out)
 }

@@ -56,9 +56,10 @@ func (s *fsState) scratch() (*gofs.LoopbackRoot, error) {
 	return s.scratchDir.root, s.scratchDir.err
 }
 
-// dotEntry reports whether name is a private entry of model m.
-func (m *modelNode) dotEntry(name string) bool {
-	return strings.HasPrefix(name, ".") && name != "." && name != ".." && m.s.store.Models().Raw(m.model)
+// isDotName reports whether name is a private entry's of a ucm-posix
+// model (posixModel).
+func isDotName(name string) bool {
+	return strings.HasPrefix(name, ".") && name != "." && name != ".."
 }
 
 // dotPath is the scratch path of private entry name of m.
@@ -101,7 +102,7 @@ func (m *modelNode) dotLookup(ctx context.Context, name string, out *fuse.EntryO
 }
 
 // dotMkdir makes a private directory, its caller's, once the budget
-// admits it (scratch_budget.go).
+// admits it (vfs/scratch_budget.go).
 func (m *modelNode) dotMkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	p, r, err := m.dotPath(name)
 	if err != nil {
@@ -112,7 +113,7 @@ func (m *modelNode) dotMkdir(ctx context.Context, name string, mode uint32, out 
 		return nil, errno
 	}
 	err = unix.Mkdir(p, mode)
-	m.s.settlePath(p, uid, reserved, err == nil)
+	m.s.scratchUse.SettlePath(p, uid, reserved, err == nil)
 	if err == nil {
 		c := callerProc(ctx)
 		err = unix.Lchown(p, int(c.Uid), int(c.Gid))
@@ -128,7 +129,7 @@ func (m *modelNode) dotMkdir(ctx context.Context, name string, mode uint32, out 
 }
 
 // dotCreate makes (or opens) a private file, its caller's, once the
-// budget admits it (scratch_budget.go).
+// budget admits it (vfs/scratch_budget.go).
 func (m *modelNode) dotCreate(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
 	p, r, err := m.dotPath(name)
 	if err != nil {
@@ -140,7 +141,7 @@ func (m *modelNode) dotCreate(ctx context.Context, name string, flags, mode uint
 	}
 	fd, err := unix.Open(p, int(flags)|unix.O_CREAT|unix.O_CLOEXEC, mode)
 	if err != nil {
-		m.s.scratchUse.settle(0, uid, -1, reserved)
+		m.s.scratchUse.Settle(0, uid, -1, reserved)
 		return nil, nil, 0, toErrno(err)
 	}
 	var st unix.Stat_t
@@ -150,7 +151,7 @@ func (m *modelNode) dotCreate(ctx context.Context, name string, flags, mode uint
 	}
 	if err != nil {
 		unix.Close(fd)
-		m.s.scratchUse.settle(0, uid, -1, reserved)
+		m.s.scratchUse.Settle(0, uid, -1, reserved)
 		return nil, nil, 0, toErrno(err)
 	}
 	f := m.s.newScratchFile(ctx, gofs.NewLoopbackFile(fd))
@@ -174,7 +175,7 @@ func (m *modelNode) dotRemove(name string, dir bool) syscall.Errno {
 
 // dotRename renames a private entry to another private name of m.
 func (m *modelNode) dotRename(name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	if newParent.EmbeddedInode() != &m.Inode || !m.dotEntry(newName) {
+	if newParent.EmbeddedInode() != &m.Inode || !isDotName(newName) {
 		return m.s.fail("rename", m.model+"/"+name+" -> "+newName, errCrossDir)
 	}
 	p, _, err := m.dotPath(name)

@@ -135,7 +135,7 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 			// security.capability before every write (a round trip each).
 			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2 |
 				// flock(2) goes to the daemon, which keeps the locks by
-				// name (flock.go); POSIX locks stay the kernel's.
+				// name (vfs/flock.go); POSIX locks stay the kernel's.
 				fuse.CAP_FLOCK_LOCKS,
 			// The kernel checks owners and modes (fs/owner.go).
 			Options:       []string{"default_permissions"},
@@ -159,7 +159,7 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 	if !s.opts.bridgeOnly {
 		rawFS = light.NewLayer(rawFS, lightHost{s}, s.light, s.shards)
 	}
-	conn, err := connect(mnt, rawFS, &gopts.MountOptions, s.opts.Transport, s.log, &s.flocks.ring)
+	conn, err := connect(mnt, rawFS, &gopts.MountOptions, s.opts.Transport, s.log, &s.ring)
 	if err != nil {
 		s.env.CloseGPUSocket()
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)

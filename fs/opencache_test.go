@@ -11,6 +11,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // tierFds counts this process's descriptors of k's tier files (the mount
@@ -58,8 +59,8 @@ func waitFds(t *testing.T, m *testMount, k format.Key, want int, within time.Dur
 // TestKeptDescriptor: the mount keeps one descriptor of a block after its
 // last close, however many opens reuse it; a block removed and published
 // again under the same name reads its new bytes; an eviction from memory
-// closes the kept descriptor at the next sweep (not after idleKeep) and
-// the block then reads the same from the lower tier; idleKeep after the
+// closes the kept descriptor at the next sweep (not after vfs.IdleKeep) and
+// the block then reads the same from the lower tier; vfs.IdleKeep after the
 // last close nothing is kept.
 func TestKeptDescriptor(t *testing.T) {
 	modes(t, func(t *testing.T, m *testMount) {
@@ -99,9 +100,9 @@ func TestKeptDescriptor(t *testing.T) {
 		if err := m.st.Evict(k); err != nil {
 			t.Fatal(err)
 		}
-		waitFds(t, m, k, 0, idleKeep/2)
+		waitFds(t, m, k, 0, vfs.IdleKeep/2)
 		reread(t, path, d2) // and its promotion may run meanwhile
-		waitFds(t, m, k, 0, idleKeep+5*idleSweep)
+		waitFds(t, m, k, 0, vfs.IdleKeep+5*vfs.IdleSweep)
 	})
 }
 
@@ -109,11 +110,9 @@ func TestKeptDescriptor(t *testing.T) {
 // close (every RELEASE taken).
 func waitKept(t *testing.T, m *testMount, n int) {
 	t.Helper()
-	c := &m.srv.state.opens
+	c := m.srv.state.opens
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		c.mu.Lock()
-		got := c.lru.Len()
-		c.mu.Unlock()
+		got := c.Len()
 		if got == n {
 			return
 		}
@@ -156,7 +155,7 @@ func TestKeptDescriptorUnmount(t *testing.T) {
 }
 
 // TestKeptDescriptorBound: the memory-tier files kept after their last
-// close hold at most idleMaxBytes.
+// close hold at most vfs.IdleMaxBytes.
 func TestKeptDescriptorBound(t *testing.T) {
 	requireFUSE(t)
 	st := newTestStackWith(t, tiers.MemConfig{Capacity: 256 << 20}, tiers.DirConfig{Kind: "nvme"})
@@ -164,7 +163,7 @@ func TestKeptDescriptorBound(t *testing.T) {
 	os.Mkdir(m.path(testModel), 0o755)
 	const size = 1 << 20
 	var keys []format.Key
-	for i := range idleMaxBytes/size + 16 {
+	for i := range vfs.IdleMaxBytes/size + 16 {
 		k, d := testBlock(testModel, 92000+i, size-format.HeaderSize)
 		if err := writeFile(m.keyPath(k), d); err != nil {
 			t.Fatal(err)
@@ -183,11 +182,11 @@ func TestKeptDescriptorBound(t *testing.T) {
 		for _, k := range keys {
 			kept += tierFds(t, m, k)
 		}
-		if kept*size <= idleMaxBytes {
+		if kept*size <= vfs.IdleMaxBytes {
 			break
 		}
 		if time.Now().After(end) {
-			t.Fatalf("%d memory-tier files of %d bytes kept, more than %d bytes", kept, size, idleMaxBytes)
+			t.Fatalf("%d memory-tier files of %d bytes kept, more than %d bytes", kept, size, vfs.IdleMaxBytes)
 		}
 	}
 	if kept == 0 {

@@ -105,7 +105,7 @@ func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 		// invalidation of another inode takes none of its locks).
 		m.s.dropModelAttrs(&m.Inode, m.model)
 	}
-	m.s.modelDirAttr(&out.Attr, m.model)
+	m.layout().attr(&out.Attr)
 	return 0
 }
 
@@ -141,7 +141,7 @@ func (s *fsState) dropModelAttrs(root *gofs.Inode, model string) {
 func (d *shardNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	d.attr(&out.Attr)
 	if _, ok := in.GetMode(); ok {
-		if err := d.s.store.Models().CheckOwner(d.model, callerProc(ctx).Uid); err != nil {
+		if err := d.s.store.Models().CheckOwner(d.sh.Model, callerProc(ctx).Uid); err != nil {
 			return d.s.fail("chmod", d.what, err)
 		}
 		in.Valid &^= fuse.FATTR_MODE

@@ -10,8 +10,8 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // Files being written, as the kernel sees them. The rules (who publishes
@@ -34,9 +34,6 @@ var (
 	_ = (gofs.NodeOpener)((*pendingNode)(nil))
 	_ = (gofs.NodeGetxattrer)((*pendingNode)(nil))
 )
-
-// pendingIno is the node number of a file being written.
-func pendingIno(w *store.Draft) uint64 { return uint64(ino.Pending)<<ino.Shift | w.Seq()&ino.LowMask }
 
 // draftOf is the file a request on the node is about: the one the
 // descriptor f writes (an open of the node may have started the next
@@ -110,7 +107,7 @@ func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 		return nil, 0, p.s.fail("open", p.w.Key().Path(), fmt.Errorf("%w (%w)", err, errReadOnly))
 	}
 	h := p.s.newWriteHandle(d, p.w.Key(), callerProc(ctx).Uid, flags)
-	p.s.reopens.take(callerProc(ctx).Tgid, p.w.Key()) // a new version's retried open (reopen.go)
+	p.s.reopens.Take(callerProc(ctx).Tgid, p.w.Key()) // a new version's retried open (vfs/reopen.go)
 	return h, h.openFlags(), 0
 }
 
@@ -279,7 +276,7 @@ func (h *writeHandle) Release(ctx context.Context) syscall.Errno {
 	if h.d.Release(ctx) {
 		h.s.notifyReplaced(w.Key()) // published by this release (an empty file, or one written late)
 	}
-	if isTmpfileName(w.Name()) && w.Unheld() {
+	if vfs.IsTmpfileName(w.Name()) && w.Unheld() {
 		w.Discard()
 	}
 	return 0

@@ -3,7 +3,6 @@ package fs
 import (
 	"context"
 	"fmt"
-	"strings"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -11,6 +10,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // The directories of a ucm-posix model (docs/spec.md §2): UCM
@@ -26,72 +26,14 @@ import (
 func newRawShardNode(s *fsState, model, dir string, w int, ino uint64) *shardNode {
 	return &shardNode{
 		dirCommon: dirCommon{common: common{s: s}, what: model + "/" + dir, anyMode: true},
-		model:     model, dir: dir, width: w, ino: ino,
+		sh:        vfs.Shard{Model: model, Dir: dir, Width: w}, ino: ino,
+		attr: func(a *fuse.Attr) { s.modelAttr(a, 2, model) },
 	}
-}
-
-// keys returns the published files of the shard: for a raw shard, the
-// raw blocks of its width whose id starts with its name.
-func (d *shardNode) keys() []format.Key {
-	st := d.s.store
-	if d.width < 0 {
-		keys := st.Tiers().ShardKeys(d.model, d.shard)
-		out := keys[:0]
-		for _, k := range keys {
-			if !k.Kind.Raw() {
-				out = append(out, k)
-			}
-		}
-		return out
-	}
-	lo, hi := 0, 256 // the id bytes the shard's ids start with
-	switch {
-	case d.width == 1:
-		b, _ := format.ParseShard(d.dir + "0")
-		lo, hi = int(b), int(b)+16
-	case d.width >= 2:
-		b, _ := format.ParseShard(d.dir[:2])
-		lo, hi = int(b), int(b)+1
-	}
-	kind := format.RawKind(d.width)
-	var out []format.Key
-	for b := lo; b < hi; b++ {
-		for _, k := range st.Tiers().ShardKeys(d.model, byte(b)) {
-			if k.Kind == kind && (d.width <= 2 || strings.HasPrefix(k.ID.String(), d.dir)) {
-				out = append(out, k)
-			}
-		}
-	}
-	return out
-}
-
-// blockOf is the key whose GPU loads a removal of k waits for: the block
-// of a sidecar, k itself otherwise.
-func blockOf(k format.Key) format.Key {
-	if k.Kind == format.Repr {
-		k.Kind = format.Block
-	}
-	return k
-}
-
-// rawShard parses a name in ucm-posix model m: a shard directory of a
-// width the model has.
-func (m *modelNode) rawShard(name string) (w int, ok bool) {
-	w, ok = format.ParseRawShard(name)
-	if !ok {
-		return 0, false
-	}
-	for _, have := range m.s.store.Models().ShardWidths(m.model) {
-		if have == w {
-			return w, true
-		}
-	}
-	return 0, false
 }
 
 // rawLookup finds a raw shard directory.
 func (m *modelNode) rawLookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	w, ok := m.rawShard(name)
+	w, ok := vfs.RawShard(m.s.store, m.model, name)
 	if !ok {
 		return nil, errnoMissing
 	}
@@ -112,25 +54,10 @@ func (m *modelNode) rawChild(ctx context.Context, name string, w int, out *fuse.
 // rawReaddir lists every shard directory of the widths the model has.
 func (m *modelNode) rawReaddir() []fuse.DirEntry {
 	var ents []fuse.DirEntry
-	add := func(name string, w int) {
+	vfs.EachRawShard(m.s.store.Models().ShardWidths(m.model), func(name string, w int) {
 		ents = append(ents, fuse.DirEntry{Name: name, Mode: syscall.S_IFDIR,
 			Ino: m.s.inos.Peek(ino.ShardName(m.model, 0, name, w))})
-	}
-	const digits = "0123456789abcdef"
-	for _, w := range m.s.store.Models().ShardWidths(m.model) {
-		if w == 0 {
-			add(format.RawDataShard, 0)
-			continue
-		}
-		n := 1 << (4 * w)
-		buf := make([]byte, w)
-		for i := range n {
-			for j := range w {
-				buf[j] = digits[(i>>(4*(w-1-j)))&15]
-			}
-			add(string(buf), w)
-		}
-	}
+	})
 	return ents
 }
 
@@ -141,7 +68,7 @@ func (m *modelNode) rawReaddir() []fuse.DirEntry {
 // recorded, and then cp and rsync take EEXIST for an error). Anything
 // else is refused.
 func (m *modelNode) rawMkdir(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if w, ok := m.rawShard(name); ok {
+	if w, ok := vfs.RawShard(m.s.store, m.model, name); ok {
 		return m.rawChild(ctx, name, w, out), 0
 	}
 	w, ok := format.ParseRawShard(name)
@@ -158,12 +85,11 @@ func (m *modelNode) rawMkdir(ctx context.Context, name string, out *fuse.EntryOu
 // rawRmdir removes nothing: an empty shard directory stays (its width is
 // the model's); one that holds blocks is ENOTEMPTY.
 func (m *modelNode) rawRmdir(ctx context.Context, name string) syscall.Errno {
-	w, ok := m.rawShard(name)
+	w, ok := vfs.RawShard(m.s.store, m.model, name)
 	if !ok {
 		return errnoMissing
 	}
-	d := shardNode{model: m.model, dir: name, width: w, dirCommon: dirCommon{common: common{s: m.s}}}
-	if len(d.keys()) > 0 {
+	if len((vfs.Shard{Model: m.model, Dir: name, Width: w}).Keys(m.s.store)) > 0 {
 		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", store.ErrNotEmpty))
 	}
 	return 0

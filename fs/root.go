@@ -79,7 +79,7 @@ func (r *rootNode) modelInode(ctx context.Context, name string, out *fuse.EntryO
 	ch := newChild(ctx, &r.Inode, name, ino, syscall.S_IFDIR, func() gofs.InodeEmbedder {
 		return newModelNode(r.s, name, ino)
 	})
-	r.s.modelDirAttr(&out.Attr, name)
+	ch.Operations().(*modelNode).layout().attr(&out.Attr)
 	ttl(out, r.s.opts.EntryTTL)
 	return ch
 }

@@ -7,12 +7,13 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
 // The nodes and descriptors of the private entries of ucm-posix models
 // (model_dot.go): go-fuse's loopback over the scratch directory, with
-// what they may take of the memory tier bounded (scratch_budget.go).
+// what they may take of the memory tier bounded (vfs/scratch_budget.go).
 
 // maxScratchFile bounds a private entry's size: they are UCM's leases,
 // heartbeats and small configs, and they live in the memory tier's tmpfs,
@@ -63,7 +64,7 @@ func (n *scratchNode) Create(ctx context.Context, name string, flags, mode uint3
 	}
 	ch, fh, fl, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
 	if errno != 0 {
-		n.s.scratchUse.settle(0, uid, -1, reserved)
+		n.s.scratchUse.Settle(0, uid, -1, reserved)
 		return nil, nil, 0, errno
 	}
 	f := n.s.newScratchFile(ctx, fh)
@@ -79,7 +80,7 @@ func (n *scratchNode) Mkdir(ctx context.Context, name string, mode uint32, out *
 		return nil, errno
 	}
 	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
-	n.s.settlePath(p, uid, reserved, errno == 0)
+	n.s.scratchUse.SettlePath(p, uid, reserved, errno == 0)
 	return ch, errno
 }
 
@@ -122,7 +123,7 @@ func (n *scratchNode) Mknod(ctx context.Context, name string, mode, rdev uint32,
 // user.ucm.*: extended attributes would take the tmpfs's memory outside
 // the budget.
 func (n *scratchNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	return n.s.fail("setxattr", n.child(""), errOtherNS)
+	return n.s.fail("setxattr", n.child(""), vfs.ErrOtherNS)
 }
 
 // CopyFileRange declines: the kernel copies with writes, which the budget
@@ -140,48 +141,32 @@ func (n *scratchNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.S
 	}
 	errno := n.LoopbackNode.Setattr(ctx, f, in, out)
 	if _, ok := in.GetSize(); ok && errno == 0 && f == nil {
-		n.s.settlePath(n.child(""), callerProc(ctx).Uid, 0, true)
+		n.s.scratchUse.SettlePath(n.child(""), callerProc(ctx).Uid, 0, true)
 	}
 	out.Ino = 0
 	return errno
 }
 
-// admitEntry admits a new entry at path p for its caller (nothing when p
-// exists: an open of it): the caller's uid and the bytes reserved, or the
-// budget's errno.
+// admitEntry admits a new entry at path p for its caller
+// (vfs.ScratchBudget.AdmitPath): the caller's uid and the bytes reserved,
+// or the budget's errno.
 func (s *fsState) admitEntry(ctx context.Context, op, p string) (uint32, int64, syscall.Errno) {
 	uid := callerProc(ctx).Uid
-	var st unix.Stat_t
-	if unix.Lstat(p, &st) == nil {
-		return uid, 0, 0
-	}
-	if err := s.scratchUse.reserve(uid, scratchEntry); err != nil {
+	reserved, err := s.scratchUse.AdmitPath(uid, p)
+	if err != nil {
 		return 0, 0, s.fail(op, p, err)
 	}
-	return uid, scratchEntry, 0
-}
-
-// settlePath settles the charge of the entry at path p after a change
-// for which reserved bytes were admitted to uid (made: the change was
-// made).
-func (s *fsState) settlePath(p string, uid uint32, reserved int64, made bool) {
-	var st unix.Stat_t
-	if !made || unix.Lstat(p, &st) != nil {
-		s.scratchUse.settle(0, uid, -1, reserved)
-		return
-	}
-	s.scratchUse.settle(st.Ino, s.scratchUse.owner(st.Ino, uid), st.Blocks*512, reserved)
+	return uid, reserved, 0
 }
 
 // removing runs op, which takes the name at path p (a removal or a rename
 // over it), and releases the charge of what p named if it was its last
-// name.
+// name (vfs.ScratchBudget.Removing).
 func (s *fsState) removing(p string, op func() syscall.Errno) syscall.Errno {
-	var st unix.Stat_t
-	had := unix.Lstat(p, &st) == nil
+	gone := s.scratchUse.Removing(p)
 	errno := op()
-	if errno == 0 && had {
-		s.scratchUse.gone(&st)
+	if errno == 0 {
+		gone()
 	}
 	return errno
 }
@@ -203,7 +188,7 @@ func (s *fsState) newScratchFile(ctx context.Context, fh gofs.FileHandle) *scrat
 	if f.LoopbackFile.Getattr(ctx, &a) == 0 {
 		f.ino = a.Ino
 	}
-	s.scratchUse.opened(f.ino)
+	s.scratchUse.Opened(f.ino)
 	return f
 }
 
@@ -215,7 +200,7 @@ func (f *scratchFile) settle(ctx context.Context, uid uint32, reserved int64) {
 	if f.LoopbackFile.Getattr(ctx, &a) == 0 {
 		alloc = int64(a.Blocks) * 512
 	}
-	f.s.scratchUse.settle(f.ino, f.s.scratchUse.owner(f.ino, uid), alloc, reserved)
+	f.s.scratchUse.Settle(f.ino, f.s.scratchUse.Owner(f.ino, uid), alloc, reserved)
 }
 
 // grow runs op, a change that may allocate up to n more bytes ending at
@@ -224,9 +209,9 @@ func (f *scratchFile) grow(ctx context.Context, op string, end, n int64, do func
 	if end > maxScratchFile {
 		return errnoTooBig
 	}
-	uid := f.s.scratchUse.owner(f.ino, callerProc(ctx).Uid)
-	n = pages(n)
-	if err := f.s.scratchUse.reserve(uid, n); err != nil {
+	uid := f.s.scratchUse.Owner(f.ino, callerProc(ctx).Uid)
+	n = vfs.Pages(n)
+	if err := f.s.scratchUse.Reserve(uid, n); err != nil {
 		return f.s.fail(op, "private file", err)
 	}
 	errno := do()
@@ -295,6 +280,6 @@ func (f *scratchFile) Release(ctx context.Context) syscall.Errno {
 		nlink = a.Nlink
 	}
 	errno := f.LoopbackFile.Release(ctx)
-	f.s.scratchUse.closed(f.ino, nlink)
+	f.s.scratchUse.Closed(f.ino, nlink)
 	return errno
 }

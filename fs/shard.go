@@ -1,11 +1,8 @@
 package fs
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"syscall"
 	"time"
 
@@ -15,22 +12,23 @@ import (
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
-// shardNode is a shard directory: <model>/<hh> of a ucmb model, the
-// published blocks and sidecars whose id starts with hh; or a raw shard
-// <model>/<shard> of a ucm-posix model (raw_shard.go), the raw blocks of
-// its width whose id starts with its name (every id for "data"). Files
-// being written are shown to their writers only.
+// shardNode is a shard directory (vfs.Shard: what it holds and the rules
+// of its names): <model>/<hh> of a ucmb model, or a raw shard of a
+// ucm-posix model (raw_shard.go). Files being written are shown to their
+// writers only.
 type shardNode struct {
 	gofs.Inode
 	dirCommon
-	model string
-	shard byte   // a ucmb shard's number
-	dir   string // the directory's name
-	width int    // -1: a ucmb shard; 0..4: a raw shard of that width
-	ino   uint64
+	sh  vfs.Shard
+	ino uint64
+	// attr fills the directory's attributes, chosen when the node is
+	// made: a ucmb shard's carry the time its content last changed
+	// (shardAttr), a raw shard's are its model's.
+	attr func(a *fuse.Attr)
 }
 
 var (
@@ -51,43 +49,15 @@ var (
 )
 
 func newShardNode(s *fsState, model string, shard byte, ino uint64) *shardNode {
-	dir := format.ShardName(shard)
-	return &shardNode{
-		dirCommon: dirCommon{common: common{s: s}, what: model + "/" + dir},
-		model:     model, shard: shard, dir: dir, width: -1, ino: ino,
-	}
+	sh := vfs.UCMBShard(model, shard)
+	return &shardNode{dirCommon: dirCommon{common: common{s: s}, what: model + "/" + sh.Dir}, sh: sh, ino: ino,
+		attr: func(a *fuse.Attr) { s.shardAttr(a, model, shard) }}
 }
 
 // OnForget frees the node's number and leaves the shard registry.
 func (d *shardNode) OnForget() {
 	d.s.shards.Remove(d.ino, d)
-	d.s.inos.Release(ino.ShardName(d.model, d.shard, d.dir, d.width), d.ino)
-}
-
-// key parses a file name of this shard: a block or sidecar name in a
-// ucmb shard, a raw block's in a raw shard.
-func (d *shardNode) key(name string) (format.Key, error) {
-	id, kind, err := format.ParseFileName(d.dir, name)
-	if err != nil {
-		return format.Key{}, err
-	}
-	if kind.Raw() != (d.width >= 0) {
-		if d.width >= 0 {
-			return format.Key{}, fmt.Errorf("%w: %q: a ucm-posix model holds <id> files only", format.ErrName, name)
-		}
-		return format.Key{}, fmt.Errorf("%w: %q is neither <id>.bin nor <id>.repr", format.ErrName, name)
-	}
-	return format.Key{Model: d.model, ID: id, Kind: kind}, nil
-}
-
-// attr fills the directory's attributes: a ucmb shard's carry the time
-// its content last changed (shardAttr), a raw shard's its model's.
-func (d *shardNode) attr(a *fuse.Attr) {
-	if d.width == -1 {
-		d.s.shardAttr(a, d.model, d.shard)
-		return
-	}
-	d.s.modelAttr(a, 2, d.model)
+	d.s.inos.Release(ino.ShardName(d.sh.Model, d.sh.Num, d.sh.Dir, d.sh.Width), d.ino)
 }
 
 // Getattr describes the shard directory.
@@ -97,23 +67,23 @@ func (d *shardNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.At
 	return 0
 }
 
-// Lookup finds a published block or sidecar, or a sidecar the mount can
-// derive from its block (repr_derive.go). A bad name is ENOENT. A miss
-// is cached for Options.NegativeTTL, except while this mount writes the
-// name (or just finished): then the kernel keeps nothing, so the file
-// shows up as soon as its writer's close publishes it.
+// Lookup finds a published block or sidecar (vfs.Shard.Lookup, as the
+// light layer does: light_host.go), or a sidecar the mount can derive
+// from its block (repr_node.go). A bad name is ENOENT. A miss is cached
+// for Options.NegativeTTL, except while this mount writes the name (or
+// just finished): then the kernel keeps nothing, so the file shows up as
+// soon as its writer's close publishes it.
 func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if w := d.staging(ctx, name); w != nil {
 		return d.pendingInode(ctx, w, out), 0
 	}
-	key, err := d.key(name)
+	f, err := d.sh.Lookup(d.s.store, name)
 	if err != nil {
 		d.s.debugFail("lookup", d.what+"/"+name, err)
-		return nil, d.s.otherWriter(d.model, d.dir, name, out)
+		return nil, d.s.otherWriter(d.sh.Model, d.sh.Dir, name, out)
 	}
-	epoch := d.s.store.Writes().Epoch(key)
-	bi, err := d.s.store.Tiers().Stat(key)
-	if errors.Is(err, store.ErrNotFound) && key.Kind == format.Repr {
+	key := f.Key
+	if f.Missing() && key.Kind == format.Repr {
 		size, mtime, ok, derr := d.s.store.Sidecars().Derivable(key)
 		if derr != nil {
 			return nil, d.s.fail("lookup", key.Path(), derr)
@@ -122,18 +92,18 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 			return d.derivedEntry(ctx, key, size, mtime, out), 0
 		}
 	}
-	if errors.Is(err, store.ErrNotFound) {
+	if f.Missing() {
 		if light.Materializing(ctx) {
 			// A light node of a file gone since it was listed: it gets
 			// the node the kernel would have had (see package light).
-			return d.fileInode(ctx, key, bi, out), 0
+			return d.fileInode(ctx, key, f.Info, out), 0
 		}
-		return nil, d.s.missEntry(key, epoch, out)
+		return nil, d.s.missEntry(f, out)
 	}
-	if err != nil {
-		return nil, d.s.fail("lookup", key.Path(), err)
+	if f.Err != nil {
+		return nil, d.s.fail("lookup", key.Path(), f.Err)
 	}
-	return d.fileInode(ctx, key, bi, out), 0
+	return d.fileInode(ctx, key, f.Info, out), 0
 }
 
 // otherWriter answers a lookup of name that found nothing the caller may
@@ -148,12 +118,13 @@ func (s *fsState) otherWriter(model, dir, name string, out *fuse.EntryOut) sysca
 	return errnoMissing
 }
 
-// missEntry fills the answer to a lookup of key that missed: ENOENT,
-// cached for the negative TTL, except while this mount writes the name
-// (or finished since epoch): then the kernel keeps nothing, so the file
-// shows up as soon as its writer's close publishes it.
-func (s *fsState) missEntry(key format.Key, epoch uint64, out *fuse.EntryOut) syscall.Errno {
-	if s.store.Writes().Active(key) || s.store.Writes().Epoch(key) != epoch {
+// missEntry fills the answer to a lookup that missed: ENOENT, cached
+// for the negative TTL, except while this mount writes the name (or
+// finished since the lookup began: vfs.Found.MissCacheable): then the
+// kernel keeps nothing, so the file shows up as soon as its writer's
+// close publishes it.
+func (s *fsState) missEntry(f vfs.Found, out *fuse.EntryOut) syscall.Errno {
+	if !f.MissCacheable(s.store) {
 		out.SetEntryTimeout(time.Nanosecond) // keeps go-fuse from caching the miss
 	}
 	return errnoMissing
@@ -185,48 +156,18 @@ func (d *shardNode) fileInode(ctx context.Context, key format.Key, bi store.Bloc
 
 // Fsync makes the shard's published files durable (fsState.syncDir).
 func (d *shardNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
-	return d.s.syncDir(ctx, d.what, d.model, d.keys)
+	return d.s.syncDir(ctx, d.what, d.sh.Model, func() []format.Key { return d.sh.Keys(d.s.store) })
 }
 
 // Readdir lists the published files of the shard, sorted by id, a
-// block's sidecar before it (shard_order.go).
+// block's sidecar before it (vfs.Shard.Listing, vfs/shard_order.go).
 func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	list := d.listing(callerProc(ctx).Uid)
-	ents := append(make([]fuse.DirEntry, 0, 2+len(list)), dots(d.ino, d.s.modelIno(d.model))...)
+	list := d.sh.Listing(d.s.store, d.s.inos, callerProc(ctx).Uid)
+	ents := append(make([]fuse.DirEntry, 0, 2+len(list)), dots(d.ino, d.s.modelIno(d.sh.Model))...)
 	for _, e := range list {
 		ents = append(ents, fuse.DirEntry{Name: e.Name, Mode: syscall.S_IFREG, Ino: e.Ino})
 	}
 	return gofs.NewListDirStream(ents), 0
-}
-
-// listing is what the shard shows to a caller of uid, in nameOrder: the
-// published files and uid's staging files.
-func (d *shardNode) listing(uid uint32) []light.Entry {
-	keys := d.keys()
-	// Sorted by name without reading the names: a published file's name
-	// is its id in lowercase hex, which sorts as the id's bytes, then its
-	// extension. The ids are in the keys themselves; comparing the name
-	// strings followed two pointers per comparison (13% of the daemon's
-	// CPU in a `du -s` of 10^6 blocks).
-	slices.SortFunc(keys, func(a, b format.Key) int {
-		if c := bytes.Compare(a.ID[:], b.ID[:]); c != 0 {
-			return c
-		}
-		return kindOrder(a.Kind, b.Kind)
-	})
-	staging := d.s.store.Writes().StagingIn(d.model, d.dir, uid)
-	ents := make([]light.Entry, 0, len(keys)+len(staging))
-	for _, k := range keys {
-		ents = append(ents, light.Entry{Name: k.FileName(), Ino: d.s.inos.Peek(ino.FileName(k)), Key: k, Published: true})
-	}
-	if len(staging) == 0 {
-		return ents
-	}
-	for _, w := range staging {
-		ents = append(ents, light.Entry{Name: w.Name(), Ino: pendingIno(w)})
-	}
-	slices.SortFunc(ents, func(a, b light.Entry) int { return nameOrder(a.Name, b.Name) })
-	return ents
 }
 
 // Create starts writing a block or sidecar under its final name, or a
@@ -235,7 +176,7 @@ func (d *shardNode) listing(uid uint32) []light.Entry {
 // already published is EEXIST with O_EXCL, EACCES without (a staging file
 // of it is fine: publishing it keeps one copy).
 func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	key, staging, err := d.parseName(name)
+	key, staging, err := d.sh.ParseName(name)
 	if err != nil {
 		return nil, nil, 0, d.s.fail("create", d.what+"/"+name, err)
 	}
@@ -246,27 +187,16 @@ func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode 
 	return d.pendingInode(ctx, w, out), h, h.openFlags(), 0
 }
 
-// parseName parses a final or a staging name of this shard: the key it
-// stands for, and whether it is a staging name.
-func (d *shardNode) parseName(name string) (format.Key, bool, error) {
-	if final, ok := format.ParseStagingName(d.dir, name); ok {
-		key, err := d.key(final)
-		return key, true, err
-	}
-	key, err := d.key(name)
-	return key, false, err
-}
-
 // staging returns the staging file name is in this shard for the caller,
 // or nil. A file being written under its final name is never found by
 // name: no process, its writer included, reads or stats a block before
 // it is published (a second descriptor of it comes from a create by the
-// same process, see store.Writes.Begin).
+// same process, see store.Store.BeginWrite).
 func (d *shardNode) staging(ctx context.Context, name string) *store.Draft {
-	if !d.s.store.Writes().Named(d.model, d.dir, name) {
+	if !d.s.store.Writes().Named(d.sh.Model, d.sh.Dir, name) {
 		return nil
 	}
-	key, staging, err := d.parseName(name)
+	key, staging, err := d.sh.ParseName(name)
 	if err != nil || !staging {
 		return nil
 	}
@@ -276,7 +206,7 @@ func (d *shardNode) staging(ctx context.Context, name string) *store.Draft {
 // pendingInode returns the node of a file being written and fills out;
 // nothing is cached by the kernel, so other processes never see it.
 func (d *shardNode) pendingInode(ctx context.Context, w *store.Draft, out *fuse.EntryOut) *gofs.Inode {
-	ch := newChild(ctx, &d.Inode, w.Name(), pendingIno(w), syscall.S_IFREG, func() gofs.InodeEmbedder {
+	ch := newChild(ctx, &d.Inode, w.Name(), vfs.PendingIno(w), syscall.S_IFREG, func() gofs.InodeEmbedder {
 		return &pendingNode{common: common{s: d.s}, w: w}
 	})
 	d.s.writeAttr(w, &out.Attr)
@@ -292,23 +222,19 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		w.Discard() // a staging file: removed before its rename
 		return 0
 	}
-	key, err := d.key(name)
+	key, err := d.sh.Key(name)
 	if err != nil {
 		d.s.debugFail("unlink", d.what+"/"+name, err)
 		return errnoMissing
 	}
-	done := d.s.store.Removal(blockOf(key)) // after the GPU loads of the block
-	err = d.s.store.Tiers().Delete(key)
-	done()
-	if err != nil {
+	// After the GPU loads of the block.
+	if err := vfs.RemovePublished(d.s.store, key); err != nil {
 		return d.s.fail("unlink", key.Path(), err)
 	}
-	d.s.store.ForgetHits(key, false)
-	d.s.store.Models().ForgetUsage(key.Model)
 	if key.Kind == format.Block {
 		side := format.Key{Model: key.Model, ID: key.ID, Kind: format.Repr}
 		d.s.store.ForgetHits(side, false)
-		if d.GetChild(side.FileName()) != nil || d.s.light.Holds(d.dir, side) {
+		if d.GetChild(side.FileName()) != nil || d.s.light.Holds(d.sh.Dir, side) {
 			// In the background: the kernel holds this directory's lock
 			// until UNLINK is answered, and the notification takes it.
 			go d.s.notifyGone(&d.Inode, side.FileName())
@@ -329,7 +255,7 @@ func (d *shardNode) Rename(ctx context.Context, name string, newParent gofs.Inod
 	if newParent.EmbeddedInode() != &d.Inode {
 		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, errCrossDir)
 	}
-	key, err := d.key(newName)
+	key, err := d.sh.Key(newName)
 	if err == nil && key != w.Key() {
 		err = fmt.Errorf("%w: staging file %s publishes as %s, not %s", format.ErrName, name, w.Key().FileName(), newName)
 	}

@@ -15,7 +15,9 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
+	"github.com/ucmfs/ucmfs/fs/uring"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,7 +36,10 @@ type fsState struct {
 	gid     uint32
 	mounted time.Time
 
-	flocks flockTable // flock(2) locks, by name (flock.go)
+	flocks vfs.Flocks // flock(2) locks, by name (vfs/flock.go)
+	// ring is the io_uring transport serving the mount, if any: a
+	// handler about to wait tells it first (uring.Transport.HoldEntry).
+	ring atomic.Pointer[uring.Transport]
 
 	statfsHook    atomic.Pointer[func()] // runs at the start of each statfs (tests)
 	namesDropped  atomic.Int64           // dropPublishedName's notifications sent (tests wait on it)
@@ -52,29 +57,31 @@ type fsState struct {
 	// (model_dot.go).
 	scratchDir scratchRoot
 	// scratchUse is what the private entries take of the memory tier
-	// (scratch_budget.go).
-	scratchUse scratchBudget
-	listed     userBudget // names the listings of open directories hold (user_budget.go)
-	reading    userBudget // open handles of published files
+	// (vfs/scratch_budget.go).
+	scratchUse vfs.ScratchBudget
+	listed     vfs.UserBudget // names the listings of open directories hold (vfs/user_budget.go)
+	reading    vfs.UserBudget // open handles of published files
 
 	seq          atomic.Uint64 // numbers of files being written
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)
 	daemonWrites atomic.Int64  // write requests the daemon served (none with passthrough)
 
-	opens   openCache     // descriptors kept after their last close (opencache.go)
-	reopens reopens       // new versions of Files waiting for their open's retry (reopen.go)
-	backing light.Backing // passthrough: backing files and their ids
+	opens   *vfs.OpenCache   // descriptors kept after their last close (vfs/opencache.go)
+	reopens vfs.Reopens      // new versions of Files waiting for their open's retry (vfs/reopen.go)
+	backing light.Backing    // passthrough: backing files and their ids
+	descs   *vfs.Descriptors // what the shared descriptors of published files go through (vfs/opened.go)
 	// files are the nodes of files models' Files that are not numbered
-	// by FileName alone, and the Files moved under their nodes (files.go).
-	files filesNodes
-	// dirMoves are the directory moves in flight (files_move_dir.go).
-	dirMoves dirMoves
+	// by FileName alone, and the Files moved under their nodes
+	// (vfs/files_nodes.go).
+	files vfs.FilesNodes[*blockFile]
+	// dirMoves are the directory moves in flight (vfs/dir_moves.go).
+	dirMoves vfs.DirMoves
 	// listings are the shard directories whose listing the kernel may
-	// have cached (dir_cache.go): listingKey -> the shard's node id.
+	// have cached (dir_cache.go): vfs.ListingKey -> the shard's node id.
 	listings sync.Map
 	// shardTimes are the shards' last changes: their directories' mtimes
 	// (dir_cache.go).
-	shardTimes shardClock
+	shardTimes vfs.ListingClock
 }
 
 func newState(st *store.Store, opts Options) *fsState {
@@ -87,11 +94,13 @@ func newState(st *store.Store, opts Options) *fsState {
 		gid:     uint32(syscall.Getgid()),
 		mounted: time.Now(),
 		inos:    ino.NewTable(),
+		opens:   vfs.NewOpenCache(st),
 		shards:  light.NewRegistry(),
 		light:   light.NewTable(&st.Counters.LightNodes),
-		listed:  newListingBudget(),
-		reading: newReadBudget(),
+		listed:  vfs.NewListingBudget(),
+		reading: vfs.NewReadBudget(),
 	}
+	s.descs = &vfs.Descriptors{Store: st, Cache: s.opens, Backing: &s.backing, Log: s.log}
 	s.kernel = light.NewPruner(opts.KernelNodes, s.light, s.log,
 		func() *gofs.Inode { return s.root }, func() *fuse.Server { return s.server.Load() })
 	s.env = control.NewEnv(st, opts.GPU, opts.Logger, errName)
@@ -104,7 +113,7 @@ func newState(st *store.Store, opts Options) *fsState {
 
 // Close closes the kept descriptors, then the store.
 func (s *fsState) Close() {
-	s.opens.closeAll(s)
+	s.opens.CloseAll()
 	s.store.Close()
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -236,7 +237,7 @@ print("closed: made")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	want := fmt.Sprintf("made %d EDQUOT\nheld: EDQUOT\nclosed: made\n", maxScratchPerUser/1003520)
+	want := fmt.Sprintf("made %d EDQUOT\nheld: EDQUOT\nclosed: made\n", vfs.MaxScratchPerUser/1003520)
 	if string(out) != want {
 		t.Fatalf("another user's private files:\n%s\nwant\n%s", out, want)
 	}

@@ -41,7 +41,7 @@ type connection struct {
 
 // connect mounts fs at mnt and serves it on the transport asked for.
 // ring is given the io_uring transport, if that is the one, before it
-// serves the first request (flock.go).
+// serves the first request (vfs/flock.go).
 func connect(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, transport string, log *slog.Logger, ring *atomic.Pointer[uring.Transport]) (*connection, error) {
 	switch transport {
 	case "", TransportAuto, TransportUring:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -221,7 +222,7 @@ func TestShardListing(t *testing.T) {
 		}
 	}
 	for sh, names := range want {
-		slices.SortFunc(names, nameOrder)
+		slices.SortFunc(names, vfs.NameOrder)
 		f, err := os.Open(m.path(testModel, sh))
 		if err != nil {
 			t.Fatal(err)

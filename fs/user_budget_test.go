@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // TestListingsBounded: another user opens one directory many times and
@@ -19,7 +20,7 @@ import (
 // and root still lists (the bound is per user, then in all). The same
 // for a shard directory of a ucmb model.
 func TestListingsBounded(t *testing.T) {
-	m := budgetMount(t, func(s *fsState) *userBudget { return &s.listed }, 1000, 500, "f%03d.bin", 100)
+	m := budgetMount(t, func(s *fsState) *vfs.UserBudget { return &s.listed }, 1000, 500, "f%03d.bin", 100)
 	k, d := testBlock(testModel, 7, 4096)
 	if err := os.Mkdir(m.path(testModel), 0o755); err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ print(len(retry(lambda: os.listdir(sys.argv[1]))))
 // user took 19,000 of the daemon's 20,000 descriptors); the share comes
 // back at each close, and root's opens go on.
 func TestOpensBounded(t *testing.T) {
-	m := budgetMount(t, func(s *fsState) *userBudget { return &s.reading }, 100, 30, "f%02d.bin", 60)
+	m := budgetMount(t, func(s *fsState) *vfs.UserBudget { return &s.reading }, 100, 30, "f%02d.bin", 60)
 	script := retryPy + `
 fds, err = [], ""
 for i in range(60):
@@ -99,13 +100,11 @@ print(len(retry(lambda: open(os.path.join(sys.argv[1], "f00.bin")).read())))
 // budgetMount is a sharedMount whose budget (of its state) has the
 // bounds max and perUser, with a files model eng holding n files named
 // by format name.
-func budgetMount(t *testing.T, budget func(*fsState) *userBudget, max, perUser int64, name string, n int) *testMount {
+func budgetMount(t *testing.T, budget func(*fsState) *vfs.UserBudget, max, perUser int64, name string, n int) *testMount {
 	t.Helper()
 	m := sharedMount(t, store.Options{})
 	b := budget(m.srv.state)
-	b.mu.Lock()
-	b.max, b.perUser = max, perUser
-	b.mu.Unlock()
+	b.SetBounds(max, perUser)
 	openModel(t, m, "eng", "files")
 	for i := range n {
 		if err := os.WriteFile(m.path("eng", fmt.Sprintf(name, i)), []byte("x"), 0o644); err != nil {
@@ -147,12 +146,10 @@ def retry(fn):
 
 // waitFreed waits, for up to 10 s, until b holds nothing for another
 // user: the RELEASEs of its closed descriptors come after its exit.
-func waitFreed(t *testing.T, b *userBudget) {
+func waitFreed(t *testing.T, b *vfs.UserBudget) {
 	t.Helper()
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		b.mu.Lock()
-		held := b.users[otherUID]
-		b.mu.Unlock()
+		held := b.Held(otherUID)
 		if held == 0 {
 			return
 		}
@@ -168,7 +165,7 @@ func waitFreed(t *testing.T, b *userBudget) {
 // handle of the daemon; a files model's directory or a shard keeps its
 // listing in it).
 func TestHandlesBounded(t *testing.T) {
-	m := budgetMount(t, func(s *fsState) *userBudget { return &s.reading }, 100, 30, "f%d.bin", 1)
+	m := budgetMount(t, func(s *fsState) *vfs.UserBudget { return &s.reading }, 100, 30, "f%d.bin", 1)
 	script := `
 import os, sys
 flags = os.O_RDONLY | (os.O_DIRECTORY if sys.argv[2] == "dir" else 0)

@@ -1,35 +1,18 @@
 package fs
 
 import (
-	"fmt"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
-// xattrPrefix is the namespace of every attribute ucmfs serves.
-const xattrPrefix = "user.ucm."
-
-// attrName splits a full attribute name: the name after user.ucm., or
-// errOtherNS for another namespace.
-func attrName(full string) (string, error) {
-	name, ok := strings.CutPrefix(full, xattrPrefix)
-	if !ok {
-		return "", errOtherNS
-	}
-	return name, nil
-}
-
-// getxattr answers a getxattr from the table, with the size protocol: an
-// empty dest asks for the size, a short one is ERANGE.
+// getxattr answers a getxattr from the table, with the size protocol
+// (vfs.Sized).
 func (s *fsState) getxattr(x *store.Attrs, path, full string, dest []byte) (uint32, syscall.Errno) {
-	name, err := attrName(full)
-	if err == nil && !x.Has(name) {
-		err = store.ErrNoAttr
-	}
+	name, err := vfs.Served(x, full)
 	if err != nil {
 		return 0, s.xattrRefused("getxattr", path, full, err)
 	}
@@ -37,28 +20,29 @@ func (s *fsState) getxattr(x *store.Attrs, path, full string, dest []byte) (uint
 	if err != nil {
 		return 0, s.fail("getxattr", path+" "+full, err)
 	}
-	if len(dest) == 0 {
-		return uint32(len(val)), 0
+	return sized([]byte(val), dest)
+}
+
+// sized answers val in dest (vfs.Sized): a short buffer is ERANGE, with
+// nothing logged.
+func sized(val, dest []byte) (uint32, syscall.Errno) {
+	n, err := vfs.Sized(val, dest)
+	if err != nil {
+		return n, toErrno(err)
 	}
-	if len(dest) < len(val) {
-		return uint32(len(val)), errnoRange
-	}
-	return uint32(copy(dest, val)), 0
+	return n, 0
 }
 
 // setxattr writes a writable attribute; a read-only one is EPERM.
 func (s *fsState) setxattr(x *store.Attrs, path, full string, data []byte) syscall.Errno {
-	name, err := attrName(full)
-	if err == nil && !x.Has(name) {
-		err = store.ErrNoAttr
-	}
+	name, err := vfs.Served(x, full)
 	if err != nil {
 		return s.xattrRefused("setxattr", path, full, err)
 	}
-	if !x.Writable[name] {
-		return s.fail("setxattr", path+" "+full, fmt.Errorf("read-only attribute: %w", store.ErrImmutable))
+	if err := vfs.Writable(x, name); err != nil {
+		return s.fail("setxattr", path+" "+full, err)
 	}
-	value := strings.TrimSpace(string(data))
+	value := vfs.Value(data)
 	if err := x.Set(name, value); err != nil {
 		return s.fail("setxattr", path+" "+full+"="+strconv.Quote(value), err)
 	}
@@ -68,37 +52,21 @@ func (s *fsState) setxattr(x *store.Attrs, path, full string, data []byte) sysca
 // removexattr: every attribute of the table always exists, so removing
 // one is EPERM.
 func (s *fsState) removexattr(x *store.Attrs, path, full string) syscall.Errno {
-	name, err := attrName(full)
-	if err == nil && !x.Has(name) {
-		err = store.ErrNoAttr
-	}
-	if err != nil {
+	if _, err := vfs.Served(x, full); err != nil {
 		return s.xattrRefused("removexattr", path, full, err)
 	}
-	return s.fail("removexattr", path+" "+full, fmt.Errorf("attributes cannot be removed: %w", store.ErrImmutable))
+	return s.fail("removexattr", path+" "+full, vfs.ErrNoRemove)
 }
 
-// listxattr lists the table's names, NUL-terminated, with the size
-// protocol of getxattr.
+// listxattr lists the table's names (vfs.Names), with the size protocol
+// of getxattr.
 func listxattr(x *store.Attrs, dest []byte) (uint32, syscall.Errno) {
-	var b []byte
-	for _, n := range x.Names {
-		b = append(b, xattrPrefix...)
-		b = append(b, n...)
-		b = append(b, 0)
-	}
-	if len(dest) == 0 {
-		return uint32(len(b)), 0
-	}
-	if len(dest) < len(b) {
-		return uint32(len(b)), errnoRange
-	}
-	return uint32(copy(dest, b)), 0
+	return sized(vfs.Names(x), dest)
 }
 
 // noXattr answers a request for a node without attributes.
 func (s *fsState) noXattr(op, full string) syscall.Errno {
-	_, err := attrName(full)
+	_, err := vfs.AttrName(full)
 	if err == nil {
 		err = store.ErrNoAttr
 	}

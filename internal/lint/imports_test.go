@@ -35,7 +35,8 @@ var allowed = map[string][]string{
 	"fs/light":                {"format", "internal/hashtab"},
 	"fs/ino":                  {"format"},
 	"fs/uring":                {},
-	"fs":                      {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring"},           // gpu, transfer: their sentinels in the errno table
+	"vfs":                     {"format", "store", "fs/ino"},                                                                                 // the adapter's kernel-agnostic half
+	"fs":                      {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring", "vfs"},    // gpu, transfer: their sentinels in the errno table
 	"cmd/ucmfs":               {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "internal/connlimit", "events/vllm"}, // tiers: wiring only
 	"internal/faultfs":        {},
 	"internal/tiertest":       {"format", "tiers"}, // test support: stacks over real directories

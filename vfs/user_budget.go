@@ -1,4 +1,4 @@
-package fs
+package vfs
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 //
 //   - the listings of open directories (listed): an open directory keeps
 //     the listing its first read took, so that offsets stay valid while
-//     names come and go (files_list.go, light.Layer's snapshot): 2,000
+//     names come and go (fs/files_list.go, light.Layer's snapshot): 2,000
 //     descriptors of one 20,000-name directory, each read once, took 2 GB
 //     of the daemon (~50 bytes a name). 2^22 names per user (the daemon
 //     grew by ~300 MB at it; a directory of 10^6 names listed four times
@@ -34,10 +34,10 @@ import (
 // Past a user's share the request fails with EMFILE ("too many open
 // files": what the user holds open), past the bound with ENFILE.
 
-// Errors of the budgets, mapped to errno in errno.go.
+// Errors of the budgets, mapped to errno in fs/errno.go.
 var (
-	errUserBudget = errors.New("the user's share is used")
-	errFullBudget = errors.New("the bound is reached")
+	ErrUserBudget = errors.New("the user's share is used")
+	ErrFullBudget = errors.New("the bound is reached")
 )
 
 const (
@@ -45,9 +45,9 @@ const (
 	maxListedPerUser = 1 << 22 // what one user's open directories may hold of them
 )
 
-// userBudget counts what each user holds of one kind (what), against a
+// UserBudget counts what each user holds of one kind (what), against a
 // bound in all (max) and one per user (perUser).
-type userBudget struct {
+type UserBudget struct {
 	what         string
 	mu           sync.Mutex
 	total        int64
@@ -55,24 +55,24 @@ type userBudget struct {
 	max, perUser int64
 }
 
-// newListingBudget is the budget of open directories' listings.
-func newListingBudget() userBudget {
-	return userBudget{what: "names in open directories' listings", max: maxListed, perUser: maxListedPerUser}
+// NewListingBudget is the budget of open directories' listings.
+func NewListingBudget() UserBudget {
+	return UserBudget{what: "names in open directories' listings", max: maxListed, perUser: maxListedPerUser}
 }
 
-// newReadBudget is the budget of open handles of published files: a
+// NewReadBudget is the budget of open handles of published files: a
 // quarter of the daemon's descriptor limit in all, half of that per user.
-func newReadBudget() userBudget {
+func NewReadBudget() UserBudget {
 	n := int64(4096)
 	var rl syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur > 0 {
 		n = int64(min(rl.Cur/4, 1<<18))
 	}
-	return userBudget{what: "open files", max: n, perUser: max(n/2, 16)}
+	return UserBudget{what: "open files", max: n, perUser: max(n/2, 16)}
 }
 
-// hold charges uid n, or refuses it.
-func (b *userBudget) hold(uid uint32, n int) error {
+// Hold charges uid n, or refuses it.
+func (b *UserBudget) Hold(uid uint32, n int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.users == nil {
@@ -80,18 +80,18 @@ func (b *userBudget) hold(uid uint32, n int) error {
 	}
 	c := int64(n)
 	if b.users[uid]+c > b.perUser {
-		return fmt.Errorf("%s: the user holds %d of %d, %d more: %w", b.what, b.users[uid], b.perUser, n, errUserBudget)
+		return fmt.Errorf("%s: the user holds %d of %d, %d more: %w", b.what, b.users[uid], b.perUser, n, ErrUserBudget)
 	}
 	if b.total+c > b.max {
-		return fmt.Errorf("%s: %d held of %d, %d more: %w", b.what, b.total, b.max, n, errFullBudget)
+		return fmt.Errorf("%s: %d held of %d, %d more: %w", b.what, b.total, b.max, n, ErrFullBudget)
 	}
 	b.users[uid] += c
 	b.total += c
 	return nil
 }
 
-// free gives back n uid held.
-func (b *userBudget) free(uid uint32, n int) {
+// Free gives back n uid held.
+func (b *UserBudget) Free(uid uint32, n int) {
 	if n == 0 {
 		return
 	}
@@ -101,4 +101,18 @@ func (b *userBudget) free(uid uint32, n int) {
 	if b.users[uid] -= int64(n); b.users[uid] <= 0 {
 		delete(b.users, uid)
 	}
+}
+
+// SetBounds sets the bound in all and the share of one user (tests).
+func (b *UserBudget) SetBounds(max, perUser int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.max, b.perUser = max, perUser
+}
+
+// Held is what uid holds now.
+func (b *UserBudget) Held(uid uint32) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.users[uid]
 }

@@ -1,4 +1,4 @@
-package fs
+package vfs
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 // on the published node therefore starts the new version, holds it with a
 // descriptor kept here, and answers ESTALE: the kernel looks the name up
 // again, and that lookup finds the caller's own file being written (a
-// pending node, filesOps.lookup), whose open joins it and takes the held
-// descriptor's place (take). A held descriptor nobody takes (a caller
+// pending node, fs's filesOps.lookup), whose open joins it and takes the held
+// descriptor's place (Take). A held descriptor nobody takes (a caller
 // that does not retry) is released after reopenHold, which drops the
 // unwritten version.
 
@@ -32,15 +32,15 @@ type reopenKey struct {
 	key  format.Key
 }
 
-// reopens are the descriptors held for the opens that retry.
-type reopens struct {
+// Reopens are the descriptors held for the opens that retry.
+type Reopens struct {
 	mu   sync.Mutex
 	held map[reopenKey]*store.Writer
 }
 
-// hold keeps d, the descriptor of tgid's new version of key, until take
+// Hold keeps d, the descriptor of tgid's new version of key, until Take
 // or reopenHold; a descriptor held before for the same is released.
-func (r *reopens) hold(tgid uint32, key format.Key, d *store.Writer) {
+func (r *Reopens) Hold(tgid uint32, key format.Key, d *store.Writer) {
 	k := reopenKey{tgid, key}
 	r.mu.Lock()
 	if r.held == nil {
@@ -55,9 +55,9 @@ func (r *reopens) hold(tgid uint32, key format.Key, d *store.Writer) {
 	time.AfterFunc(reopenHold, func() { r.release(k, d) })
 }
 
-// take releases the descriptor held for tgid's new version of key, once
+// Take releases the descriptor held for tgid's new version of key, once
 // its open has a descriptor of its own.
-func (r *reopens) take(tgid uint32, key format.Key) {
+func (r *Reopens) Take(tgid uint32, key format.Key) {
 	k := reopenKey{tgid, key}
 	r.mu.Lock()
 	d := r.held[k]
@@ -68,7 +68,7 @@ func (r *reopens) take(tgid uint32, key format.Key) {
 }
 
 // release releases d if it is still the one held for k.
-func (r *reopens) release(k reopenKey, d *store.Writer) {
+func (r *Reopens) release(k reopenKey, d *store.Writer) {
 	r.mu.Lock()
 	mine := r.held[k] == d
 	if mine {

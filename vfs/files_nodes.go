@@ -1,4 +1,4 @@
-package fs
+package vfs
 
 import (
 	"sync"
@@ -7,7 +7,7 @@ import (
 	"github.com/ucmfs/ucmfs/fs/ino"
 )
 
-// filesNodes is what the adapter keeps about Files' nodes beyond their
+// FilesNodes is what the adapter keeps about Files' nodes beyond their
 // keys: the number names of nodes of a replaced File (whose generation is
 // in their number) and the Files moved under a node (a published File
 // renamed: the kernel keeps the old node under the new name until it
@@ -16,12 +16,14 @@ import (
 // another node (off the tree): the kernel may keep such a node under the
 // name (a lookup whose answer it did not take, racing a move or a
 // revalidation), and a directory move, which walks the tree, points
-// these at their new paths too (followMovedFiles). Few as well, and
+// these at their new paths too (fs's followMovedFiles). Few as well, and
 // dropped when the kernel forgets them.
-type filesNodes struct {
+//
+// N is the adapter's node of a published File.
+type FilesNodes[N any] struct {
 	names   sync.Map // node number -> ino.Name
 	moves   sync.Map // node number -> movedFile
-	offTree sync.Map // node number -> *blockFile
+	offTree sync.Map // node number -> N
 
 	mu      sync.Mutex
 	targets map[format.Key]int // how many moved nodes serve each key
@@ -34,22 +36,22 @@ type movedFile struct {
 	gen uint64
 }
 
-// replaced records b, the node of a published File, whose name in
-// go-fuse's tree another node takes.
-func (f *filesNodes) replaced(b *blockFile) { f.offTree.Store(b.StableAttr().Ino, b) }
+// Replaced records b, the node numbered n of a published File, whose
+// name in go-fuse's tree another node takes.
+func (f *FilesNodes[N]) Replaced(n uint64, b N) { f.offTree.Store(n, b) }
 
-// eachOffTree calls fn with every node replaced recorded, until it
+// EachOffTree calls fn with every node Replaced recorded, until it
 // returns false.
-func (f *filesNodes) eachOffTree(fn func(b *blockFile) bool) {
-	f.offTree.Range(func(_, v any) bool { return fn(v.(*blockFile)) })
+func (f *FilesNodes[N]) EachOffTree(fn func(b N) bool) {
+	f.offTree.Range(func(_, v any) bool { return fn(v.(N)) })
 }
 
-// named records the number name of node number n.
-func (f *filesNodes) named(n uint64, name ino.Name) { f.names.Store(n, name) }
+// Named records the number name of node number n.
+func (f *FilesNodes[N]) Named(n uint64, name ino.Name) { f.names.Store(n, name) }
 
-// moved records that the File of node number n now lives as to, of
+// Moved records that the File of node number n now lives as to, of
 // generation gen there.
-func (f *filesNodes) moved(n uint64, to format.Key, gen uint64) {
+func (f *FilesNodes[N]) Moved(n uint64, to format.Key, gen uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if prev, ok := f.moves.Swap(n, movedFile{to: to, gen: gen}); ok {
@@ -62,25 +64,25 @@ func (f *filesNodes) moved(n uint64, to format.Key, gen uint64) {
 }
 
 // untarget counts one moved node fewer serving key (under mu).
-func (f *filesNodes) untarget(key format.Key) {
+func (f *FilesNodes[N]) untarget(key format.Key) {
 	if f.targets[key]--; f.targets[key] <= 0 {
 		delete(f.targets, key)
 	}
 }
 
-// movedTo reports whether a node whose File was moved serves key: the
+// MovedTo reports whether a node whose File was moved serves key: the
 // kernel keeps it under key's name until it looks the name up again, and
 // a lookup meanwhile gives the name a node of its own, so the two are
 // one file (an unlink ends its version: either may be open).
-func (f *filesNodes) movedTo(key format.Key) bool {
+func (f *FilesNodes[N]) MovedTo(key format.Key) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.targets[key] > 0
 }
 
-// movedGen is the generation the File of node number n had where it was
+// MovedGen is the generation the File of node number n had where it was
 // moved; ok is false when it was not moved.
-func (f *filesNodes) movedGen(n uint64) (gen uint64, ok bool) {
+func (f *FilesNodes[N]) MovedGen(n uint64) (gen uint64, ok bool) {
 	m, ok := f.moves.Load(n)
 	if !ok {
 		return 0, false
@@ -88,8 +90,8 @@ func (f *filesNodes) movedGen(n uint64) (gen uint64, ok bool) {
 	return m.(movedFile).gen, true
 }
 
-// follow is the key node number n of k serves: k, or where it was moved.
-func (f *filesNodes) follow(k format.Key, n uint64) format.Key {
+// Follow is the key node number n of k serves: k, or where it was moved.
+func (f *FilesNodes[N]) Follow(k format.Key, n uint64) format.Key {
 	if k.Kind != format.File {
 		return k
 	}
@@ -99,9 +101,9 @@ func (f *filesNodes) follow(k format.Key, n uint64) format.Key {
 	return k
 }
 
-// forget drops what is kept for node number n of key, and returns the
+// Forget drops what is kept for node number n of key, and returns the
 // number name to release.
-func (f *filesNodes) forget(key format.Key, n uint64) ino.Name {
+func (f *FilesNodes[N]) Forget(key format.Key, n uint64) ino.Name {
 	if key.Kind != format.File {
 		return ino.FileName(key)
 	}

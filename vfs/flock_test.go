@@ -1,4 +1,4 @@
-package fs
+package vfs
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 // and release of an owner's locks, a waiter woken by the release, a
 // waiter interrupted, and nothing kept once every lock is gone.
 func TestFlockTable(t *testing.T) {
-	var tb flockTable
+	var tb Flocks
 	ctx := context.Background()
-	set := func(name string, owner uint64, typ uint32) error { return tb.set(ctx, name, owner, typ, false) }
+	set := func(name string, owner uint64, typ uint32) error { return tb.Set(ctx, name, owner, typ, false, nil) }
 	if err := set("a", 1, syscall.F_WRLCK); err != nil {
 		t.Fatal(err)
 	}
-	if err := set("a", 2, syscall.F_RDLCK); !errors.Is(err, errFlockBusy) {
+	if err := set("a", 2, syscall.F_RDLCK); !errors.Is(err, ErrFlockBusy) {
 		t.Errorf("shared against exclusive: %v, want busy", err)
 	}
 	if err := set("a", 1, syscall.F_RDLCK); err != nil { // its own lock, made shared
@@ -27,7 +27,7 @@ func TestFlockTable(t *testing.T) {
 	if err := set("a", 2, syscall.F_RDLCK); err != nil {
 		t.Errorf("shared with shared: %v", err)
 	}
-	if err := set("a", 1, syscall.F_WRLCK); !errors.Is(err, errFlockBusy) {
+	if err := set("a", 1, syscall.F_WRLCK); !errors.Is(err, ErrFlockBusy) {
 		t.Errorf("exclusive against another's shared: %v, want busy", err)
 	}
 	if err := set("a", 2, syscall.F_UNLCK); err != nil {
@@ -38,16 +38,16 @@ func TestFlockTable(t *testing.T) {
 	}
 
 	woken := make(chan error, 1)
-	go func() { woken <- tb.set(ctx, "a", 3, syscall.F_WRLCK, true) }()
-	tb.release(1) // its open file closed
+	go func() { woken <- tb.Set(ctx, "a", 3, syscall.F_WRLCK, true, nil) }()
+	tb.Release(1) // its open file closed
 	if err := <-woken; err != nil {
 		t.Errorf("waiter after the release: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	interrupted := make(chan error, 1)
-	go func() { interrupted <- tb.set(cctx, "a", 4, syscall.F_WRLCK, true) }()
+	go func() { interrupted <- tb.Set(cctx, "a", 4, syscall.F_WRLCK, true, nil) }()
 	cancel()
-	if err := <-interrupted; !errors.Is(err, errFlockInterrupted) {
+	if err := <-interrupted; !errors.Is(err, ErrFlockInterrupted) {
 		t.Errorf("interrupted waiter: %v", err)
 	}
 	if err := set("b", 3, syscall.F_RDLCK); err != nil {

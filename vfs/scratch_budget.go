@@ -1,4 +1,4 @@
-package fs
+package vfs
 
 import (
 	"fmt"
@@ -8,15 +8,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The private entries of ucm-posix models (model_dot.go) live in the
+// The private entries of ucm-posix models (fs/model_dot.go) live in the
 // memory tier's tmpfs, which the blocks need, and any user who may write
 // in a model may make them: 585 files of 1 MiB by another user filled it,
 // and every user's writes failed with ENOSPC. So what they take is
 // bounded, as the files being written are (store's pending budget):
 //
-//   - maxScratch bytes in all and maxScratchPerUser for one user's, root
+//   - maxScratch bytes in all and MaxScratchPerUser for one user's, root
 //     included; an entry counts what it allocates, and at least
-//     scratchEntry (an empty file or a directory costs the tmpfs an inode);
+//     ScratchEntry (an empty file or a directory costs the tmpfs an inode);
 //   - each entry is charged to the user who made it, by its inode number
 //     in the tmpfs; a growth (a write past the end, fallocate, a truncate
 //     up, a new entry) is admitted before it is made (EDQUOT past the
@@ -31,8 +31,8 @@ import (
 
 const (
 	maxScratch        = 16 << 20       // bytes of private entries, every model together
-	maxScratchPerUser = maxScratch / 2 // what one user's entries may take of them
-	scratchEntry      = 4096           // what an entry counts at least
+	MaxScratchPerUser = maxScratch / 2 // what one user's entries may take of them
+	ScratchEntry      = 4096           // what an entry counts at least
 )
 
 // scratchCharge is what one entry is charged, and to whom.
@@ -41,8 +41,8 @@ type scratchCharge struct {
 	bytes int64
 }
 
-// scratchBudget counts what the private entries take, by user.
-type scratchBudget struct {
+// ScratchBudget counts what the private entries take, by user.
+type ScratchBudget struct {
 	mu      sync.Mutex
 	total   int64
 	users   map[uint32]int64
@@ -50,9 +50,9 @@ type scratchBudget struct {
 	open    map[uint64]int           // descriptors the daemon holds open, by inode number
 }
 
-// owner is the user the entry ino is charged to, or uid for an entry
+// Owner is the user the entry ino is charged to, or uid for an entry
 // with no charge yet.
-func (b *scratchBudget) owner(ino uint64, uid uint32) uint32 {
+func (b *ScratchBudget) Owner(ino uint64, uid uint32) uint32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if c, ok := b.charges[ino]; ok {
@@ -61,9 +61,9 @@ func (b *scratchBudget) owner(ino uint64, uid uint32) uint32 {
 	return uid
 }
 
-// reserve admits n more bytes for uid and counts them, or fails:
+// Reserve admits n more bytes for uid and counts them, or fails:
 // ErrQuota past uid's share, ErrNoSpace past the bound.
-func (b *scratchBudget) reserve(uid uint32, n int64) error {
+func (b *ScratchBudget) Reserve(uid uint32, n int64) error {
 	if n <= 0 {
 		return nil
 	}
@@ -74,8 +74,8 @@ func (b *scratchBudget) reserve(uid uint32, n int64) error {
 		b.charges = make(map[uint64]scratchCharge)
 	}
 	switch {
-	case b.users[uid]+n > maxScratchPerUser:
-		return fmt.Errorf("uid %d's private entries take %d bytes, its share of %d: %w", uid, b.users[uid], maxScratchPerUser, store.ErrQuota)
+	case b.users[uid]+n > MaxScratchPerUser:
+		return fmt.Errorf("uid %d's private entries take %d bytes, its share of %d: %w", uid, b.users[uid], MaxScratchPerUser, store.ErrQuota)
 	case b.total+n > maxScratch:
 		return fmt.Errorf("private entries take %d bytes, the bound of %d: %w", b.total, maxScratch, store.ErrNoSpace)
 	}
@@ -84,11 +84,11 @@ func (b *scratchBudget) reserve(uid uint32, n int64) error {
 	return nil
 }
 
-// settle charges the entry ino to uid for the bytes it allocates now
+// Settle charges the entry ino to uid for the bytes it allocates now
 // (alloc), in place of its charge so far and of the reserved bytes
 // admitted for the change (reserve); alloc < 0: the change was not made,
 // the reservation goes and the charge stays.
-func (b *scratchBudget) settle(ino uint64, uid uint32, alloc, reserved int64) {
+func (b *ScratchBudget) Settle(ino uint64, uid uint32, alloc, reserved int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.add(uid, -reserved)
@@ -98,7 +98,7 @@ func (b *scratchBudget) settle(ino uint64, uid uint32, alloc, reserved int64) {
 	if b.charges == nil {
 		b.charges = make(map[uint64]scratchCharge)
 	}
-	bytes := max(alloc, scratchEntry)
+	bytes := max(alloc, ScratchEntry)
 	if old, ok := b.charges[ino]; ok {
 		b.add(old.uid, -old.bytes)
 	}
@@ -108,7 +108,7 @@ func (b *scratchBudget) settle(ino uint64, uid uint32, alloc, reserved int64) {
 
 // release takes the charge of the entry ino out: its last name is gone,
 // and no descriptor holds it.
-func (b *scratchBudget) release(ino uint64) {
+func (b *ScratchBudget) release(ino uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if c, ok := b.charges[ino]; ok {
@@ -118,7 +118,7 @@ func (b *scratchBudget) release(ino uint64) {
 }
 
 // add moves uid's sum and the total by n; under b.mu.
-func (b *scratchBudget) add(uid uint32, n int64) {
+func (b *ScratchBudget) add(uid uint32, n int64) {
 	if b.users == nil {
 		b.users = make(map[uint32]int64)
 	}
@@ -128,11 +128,11 @@ func (b *scratchBudget) add(uid uint32, n int64) {
 	}
 }
 
-// gone releases the entry st described before a removal or a rename over
+// Gone releases the entry st described before a removal or a rename over
 // it took a name of it: a directory, or a file with no other name. A file
-// still open keeps its charge until its last close (closed): the tmpfs
+// still open keeps its charge until its last close (Closed): the tmpfs
 // keeps its bytes until then.
-func (b *scratchBudget) gone(st *unix.Stat_t) {
+func (b *ScratchBudget) Gone(st *unix.Stat_t) {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
 		return
 	}
@@ -144,8 +144,8 @@ func (b *scratchBudget) gone(st *unix.Stat_t) {
 	}
 }
 
-// opened counts a descriptor of the entry ino.
-func (b *scratchBudget) opened(ino uint64) {
+// Opened counts a descriptor of the entry ino.
+func (b *ScratchBudget) Opened(ino uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.open == nil {
@@ -154,9 +154,9 @@ func (b *scratchBudget) opened(ino uint64) {
 	b.open[ino]++
 }
 
-// closed takes a descriptor of the entry ino out, and its charge with the
+// Closed takes a descriptor of the entry ino out, and its charge with the
 // last one when the file has no name left (nlink 0).
-func (b *scratchBudget) closed(ino uint64, nlink uint32) {
+func (b *ScratchBudget) Closed(ino uint64, nlink uint32) {
 	b.mu.Lock()
 	if b.open[ino]--; b.open[ino] <= 0 {
 		delete(b.open, ino)
@@ -169,8 +169,44 @@ func (b *scratchBudget) closed(ino uint64, nlink uint32) {
 	}
 }
 
-// pages rounds n bytes up to whole pages: what the tmpfs may allocate
+// AdmitPath admits a new entry at path p for uid: the bytes reserved
+// for it, none when p exists (an open of it), or the budget's error.
+func (b *ScratchBudget) AdmitPath(uid uint32, p string) (int64, error) {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) == nil {
+		return 0, nil
+	}
+	if err := b.Reserve(uid, ScratchEntry); err != nil {
+		return 0, err
+	}
+	return ScratchEntry, nil
+}
+
+// SettlePath settles the charge of the entry at path p after a change
+// for which reserved bytes were admitted to uid (made: the change was
+// made).
+func (b *ScratchBudget) SettlePath(p string, uid uint32, reserved int64, made bool) {
+	var st unix.Stat_t
+	if !made || unix.Lstat(p, &st) != nil {
+		b.Settle(0, uid, -1, reserved)
+		return
+	}
+	b.Settle(st.Ino, b.Owner(st.Ino, uid), st.Blocks*512, reserved)
+}
+
+// Removing is called before a removal or a rename takes the name at path
+// p; gone, called once it did, releases the charge of what p named if
+// that was its last name.
+func (b *ScratchBudget) Removing(p string) (gone func()) {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) != nil {
+		return func() {}
+	}
+	return func() { b.Gone(&st) }
+}
+
+// Pages rounds n bytes up to whole pages: what the tmpfs may allocate
 // for them.
-func pages(n int64) int64 {
-	return (max(n, 0) + scratchEntry - 1) / scratchEntry * scratchEntry
+func Pages(n int64) int64 {
+	return (max(n, 0) + ScratchEntry - 1) / ScratchEntry * ScratchEntry
 }

@@ -1,4 +1,4 @@
-package fs
+package vfs
 
 import (
 	"strings"
@@ -11,12 +11,12 @@ import (
 // shutil.rmtree unlink in the listing's order, so a sidecar listed after
 // its block was gone (ENOENT) by the time they came to it.
 
-// kindOrder orders two files of one id: the sidecar first.
-func kindOrder(a, b format.Kind) int { return extOrder(a.Ext(), b.Ext()) }
+// KindOrder orders two files of one id: the sidecar first.
+func KindOrder(a, b format.Kind) int { return extOrder(a.Ext(), b.Ext()) }
 
-// nameOrder orders a shard's names: by the name before the extension,
+// NameOrder orders a shard's names: by the name before the extension,
 // then as extOrder.
-func nameOrder(a, b string) int {
+func NameOrder(a, b string) int {
 	sa, ea := splitExt(a)
 	sb, eb := splitExt(b)
 	if c := strings.Compare(sa, sb); c != 0 {

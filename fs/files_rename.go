@@ -1,0 +1,111 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
+	"golang.org/x/sys/unix"
+)
+
+// rename publishes a file being written under the name it is renamed to,
+// in any directory of the model, replacing a file published there
+// (RENAME_NOREPLACE: EEXIST), or moves a published file there or to
+// another files model (store.Store.MoveFile). A directory: renameDir.
+func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	what := o.what(name) + " -> " + newName
+	rel, err := o.path(name)
+	if err != nil {
+		return errnoMissing
+	}
+	from := format.FileKey(o.model, rel)
+	w := o.s.ownWriting(ctx, from, name, true)
+	if w == nil && !o.s.store.Tiers().Has(from) {
+		if o.s.store.FilesDir(o.model, rel) {
+			return o.renameDir(ctx, name, rel, newParent, newName, flags)
+		}
+		return errnoMissing
+	}
+	model, path, errno := o.renameTarget(what, newParent, newName, flags)
+	if errno != 0 {
+		return errno
+	}
+	if model != o.model && w != nil {
+		// Another model's directory takes a published file (MoveFile)
+		// but not one being written, whose draft is this model's.
+		return o.s.fail("rename", what, fmt.Errorf("a file being written to another model: %w", errCrossDir))
+	}
+	target := format.FileKey(model, path)
+	if o.s.store.FilesDir(model, target.Name) {
+		return o.s.fail("rename", what, errIsDir)
+	}
+	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.Tiers().Has(target) {
+		return errnoExists
+	}
+	if w != nil {
+		err = w.RenameTo(ctx, target)
+		switch {
+		case err == nil:
+			o.s.dropPublishedName(newParent.EmbeddedInode(), newName)
+			err = vfs.DropOldVersion(ctx, o.s.store, from, target)
+		case errors.Is(err, store.ErrDiscarded) && o.s.store.Tiers().Has(from):
+			// A new version its writer left as it was, discarded by the
+			// release that follows the close meanwhile: the published
+			// file is the name's, and it moves.
+			w, err = nil, nil
+		}
+	}
+	if w == nil {
+		ch := o.node.GetChild(name)
+		if ch != nil {
+			if b, ok := ch.Operations().(*blockFile); !ok || b.superseded(b.served()) {
+				ch = nil // not the file's current version: it stays what it is
+			}
+		}
+		done := o.s.store.Removal(from) // after the GPU loads of the file
+		// Not interrupted (a rename on a local disk never is: EINTR
+		// would fail a Go caller, whose runtime signals its threads).
+		err = o.s.store.Writes().Move(context.WithoutCancel(ctx), from, target)
+		done()
+		if err == nil {
+			// The kernel moves its entry, and the node of from with it,
+			// to the new name: until it looks the name up again (it is
+			// told to at once), that node serves target. (A new file
+			// under from's name gets a node of its own: the move made
+			// it a new generation.)
+			if ch != nil {
+				o.s.files.Moved(ch.StableAttr().Ino, target, o.s.store.Writes().Gen(target))
+			}
+			go o.s.notifyGone(newParent.EmbeddedInode(), newName)
+		}
+	}
+	if err != nil {
+		return o.s.fail("rename", target.Path(), err)
+	}
+	// The caller's own file under the name replaced goes with it, as on
+	// a local disk (vfs.OwnWriting); other processes' are theirs, unseen by
+	// the caller, and publish at their own close. (w itself is the
+	// caller's there now when a descriptor still holds it open.)
+	if d := o.s.ownWriting(ctx, target, newName, true); d != nil && d != w {
+		d.Discard()
+	}
+	return 0
+}
+
+// filesDirOf returns the files model and directory a node is, or false.
+func (s *fsState) filesDirOf(n gofs.InodeEmbedder) (model, dir string, ok bool) {
+	switch d := n.(type) {
+	case *filesDir:
+		model, dir := d.where()
+		return model, dir, true
+	case *modelNode:
+		_, ok := d.layout().filesRoot()
+		return d.model, "", ok
+	}
+	return "", "", false
+}
