@@ -254,7 +254,7 @@ func (n *storedFile) superseded(key format.Key) bool {
 }
 
 // truncate is truncate(2) of a published File of a files model: a new
-// version of it (store.ReopenFile) cut or grown to size and published at
+// version of it (store.Writes.Reopen) cut or grown to size and published at
 // once, as a process that opens, truncates and closes it would (a size it
 // already has publishes nothing).
 func (n *storedFile) truncate(ctx context.Context, size int64, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
@@ -297,7 +297,7 @@ func (n *storedFile) truncate(ctx context.Context, size int64, in *fuse.SetAttrI
 }
 
 // rewrite opens the published File key for writing: it starts a new
-// version (store.ReopenFile), holds it, and answers ESTALE so that the
+// version (store.Writes.Reopen), holds it, and answers ESTALE so that the
 // kernel opens it on a node of its own (vfs/reopen.go).
 func (n *storedFile) rewrite(ctx context.Context, key format.Key) (gofs.FileHandle, uint32, syscall.Errno) {
 	p := callerProc(ctx)

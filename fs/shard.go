@@ -191,7 +191,7 @@ func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode 
 // or nil. A file being written under its final name is never found by
 // name: no process, its writer included, reads or stats a block before
 // it is published (a second descriptor of it comes from a create by the
-// same process, see store.Store.BeginWrite).
+// same process, see store.Writes.Begin).
 func (d *shardNode) staging(ctx context.Context, name string) *store.Draft {
 	if !d.s.store.Writes().Named(d.sh.Model, d.sh.Dir, name) {
 		return nil

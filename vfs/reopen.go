@@ -10,7 +10,7 @@ import (
 )
 
 // A published File of a files model opened for writing (`echo x > f`,
-// `>>`, an O_RDWR open) is a new version of it (store.ReopenFile), and it
+// `>>`, an O_RDWR open) is a new version of it (store.Writes.Reopen), and it
 // needs a node of its own: the kernel takes one passthrough backing file
 // per node and refuses any open of a node that has one unless it passes
 // that same file (EINVAL, seen as EIO), so a reader of the published
