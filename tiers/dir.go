@@ -323,9 +323,9 @@ func (t *DirTier) LowTarget() int64 {
 	return int64(t.low * float64(t.idx.Usage().Capacity))
 }
 
-// overLow reports whether use, in bytes or in files, is above the low
+// OverLow reports whether use, in bytes or in files, is above the low
 // watermark: eviction goes on.
-func (t *DirTier) overLow() bool {
+func (t *DirTier) OverLow() bool {
 	u := t.idx.Usage()
 	return u.Charged > t.LowTarget() ||
 		u.MaxFiles > 0 && float64(u.Files) > t.low*float64(u.MaxFiles)

@@ -107,7 +107,7 @@ func (w *dirWriter) flushDirect() error {
 			var err error
 			done, err = pwriteDirect(fd, chunk, start)
 			if errors.Is(err, unix.EINVAL) {
-				t.disableDirect(err)
+				t.DisableDirect(err)
 			} else if err != nil {
 				return err
 			}
@@ -176,9 +176,9 @@ func pwriteAll(fd int, b []byte, off int64) error {
 	return nil
 }
 
-// disableDirect turns O_DIRECT off for the tier after the filesystem
+// DisableDirect turns O_DIRECT off for the tier after the filesystem
 // refused it, with one warning.
-func (t *DirTier) disableDirect(err error) {
+func (t *DirTier) DisableDirect(err error) {
 	t.direct.Store(false)
 	t.directWarn.Do(func() {
 		t.log.Warn("tier: O_DIRECT refused, writing buffered", "kind", t.kind, "dir", t.root, "err", err)

@@ -15,25 +15,25 @@ import (
 func TestTreeDirFlat(t *testing.T) {
 	s := newTestStack(t, 16<<20, t.TempDir(), StackConfig{})
 	d := s.dirs[0]
-	if s.TreeDirOnDisk("flat", "a") || !d.noSubdirs("flat", "") {
+	if s.TreeDirOnDisk("flat", "a") || !d.NoSubdirs("flat", "") {
 		t.Fatal("a model with no directory on disk is not flat")
 	}
 	if err := s.MakeDir("flat", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if !s.TreeDirOnDisk("flat", "a") || d.noSubdirs("flat", "") {
+	if !s.TreeDirOnDisk("flat", "a") || d.NoSubdirs("flat", "") {
 		t.Fatal("after mkdir the model is still taken for flat")
 	}
 
 	writeFile(t, d, format.FileKey("pages", "p.bin"), []byte("a page at the root"))
-	if !d.noSubdirs("pages", "") {
+	if !d.NoSubdirs("pages", "") {
 		t.Fatal("a model with files at its root only is not flat")
 	}
 	writeFile(t, d, format.FileKey("pages", "ns/q.bin"), []byte("a page in a subdirectory"))
-	if d.noSubdirs("pages", "") || !s.TreeDirOnDisk("pages", "ns") {
+	if d.NoSubdirs("pages", "") || !s.TreeDirOnDisk("pages", "ns") {
 		t.Fatal("the directory a File was written into is not seen")
 	}
-	if s.TreeDirOnDisk("pages", "ns/x") || !d.noSubdirs("pages", "ns") {
+	if s.TreeDirOnDisk("pages", "ns/x") || !d.NoSubdirs("pages", "ns") {
 		t.Fatal("a leaf directory holding one file is not flat")
 	}
 	if err := s.MakeDir("pages", "ns/x"); err != nil {

@@ -119,9 +119,9 @@ func (h *healthState) setDown() bool {
 // Health reports the tier's state.
 func (t *DirTier) Health() Health { return t.health.get() }
 
-// stalled is the error of an operation that did not get an answer in time
+// Stalled is the error of an operation that did not get an answer in time
 // or did not run because the tier is Down.
-func (t *DirTier) stalled(op string) error {
+func (t *DirTier) Stalled(op string) error {
 	if reason := t.health.failing(); reason != nil {
 		return fmt.Errorf("%s tier %s: %s: %w (down until it takes writes again): %w", t.kind, t.root, op, reason, ErrStalled)
 	}
@@ -145,7 +145,7 @@ func (t *DirTier) do(op string, fn func() error, late func()) error {
 		return t.errClosed(op)
 	}
 	if t.health.get() == Down {
-		return t.stalled(op)
+		return t.Stalled(op)
 	}
 	if t.inline {
 		return t.runInline(op, fn)
@@ -213,7 +213,7 @@ func (t *DirTier) run(op string, fn func() error, late func()) error {
 		if t.health.setDown() {
 			t.log.Warn("tier down: no answer in time", "kind", t.kind, "dir", t.root, "op", op, "timeout", t.timeout)
 		}
-		return t.stalled(op)
+		return t.Stalled(op)
 	}
 }
 

@@ -123,14 +123,14 @@ func (t *DirTier) HeaderCRC(key format.Key) (crc uint32, has bool, err error) {
 	return t.readXattrCRC(key, format.HeaderCRCXattr)
 }
 
-// keepCRC writes crc, computed by a read of key's file f that found no
+// KeepCRC writes crc, computed by a read of key's file f that found no
 // CRC kept for it (a file staged on disk, published before its bytes
 // passed through the daemon), into the file's CRC xattr, so that a later
 // run checks the file against it instead of computing it again. Best
 // effort: a daemon not root may not write the xattr of a 0444 file, and
 // a filesystem without xattrs keeps none (the index has the CRC for this
 // run either way).
-func (t *DirTier) keepCRC(key format.Key, f *os.File, crc uint32) {
+func (t *DirTier) KeepCRC(key format.Key, f *os.File, crc uint32) {
 	if t.noXattr.Load() || !t.share.inPlace() {
 		return
 	}

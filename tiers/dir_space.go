@@ -58,9 +58,9 @@ func (t *DirTier) fsTake(n int64) {
 	s.mu.Unlock()
 }
 
-// fsForget drops the estimate: the next fsFree asks statfs (after a
+// FSForget drops the estimate: the next fsFree asks statfs (after a
 // removal, or when a write met ENOSPC).
-func (t *DirTier) fsForget() {
+func (t *DirTier) FSForget() {
 	s := &t.space
 	s.mu.Lock()
 	s.at = time.Time{}

@@ -24,7 +24,7 @@ import (
 // Nothing serves a superseded file: it is in no index, and the paths that
 // adopt a file found on disk (a shared tier's lookups and listings, an
 // open of a file the index lacks) pass it over. If the new version fails
-// to publish, the old one is adopted again (restoreSuperseded): the name
+// to publish, the old one is adopted again (RestoreSuperseded): the name
 // is what it was, as a failed rename(2) leaves it. A superseded file's
 // bytes do not count against the tier's capacity (the new version's
 // commit, which renames over it, would otherwise need room for both, and
@@ -85,10 +85,10 @@ func (t *DirTier) settle(key format.Key) {
 	delete(sp.m, key)
 }
 
-// restoreSuperseded puts key's superseded file back in the index, as the
+// RestoreSuperseded puts key's superseded file back in the index, as the
 // published version it was, and reports whether it had one: the version
 // that replaced it was not published after all.
-func (t *DirTier) restoreSuperseded(key format.Key) bool {
+func (t *DirTier) RestoreSuperseded(key format.Key) bool {
 	sp := &t.sup
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
@@ -111,9 +111,9 @@ func (t *DirTier) supersededSize(key format.Key) int64 {
 	return 0
 }
 
-// dropSuperseded unlinks key's superseded file, if it has one here: its
+// DropSuperseded unlinks key's superseded file, if it has one here: its
 // new version went to another tier.
-func (t *DirTier) dropSuperseded(key format.Key) error {
+func (t *DirTier) DropSuperseded(key format.Key) error {
 	if !t.superseded(key) {
 		return nil
 	}

@@ -45,7 +45,7 @@ func (t *DirTier) create(key format.Key, direct bool) (Writer, error) {
 	dir := path.Dir(key.Path())
 	err := t.do("create", func() error {
 		for attempt := 0; ; attempt++ {
-			if err := t.ensureDir(key); err != nil {
+			if err := t.EnsureDir(key); err != nil {
 				return err
 			}
 			tmp := dir + "/" + tempName(key.ID.String())
@@ -76,8 +76,8 @@ func (t *DirTier) create(key format.Key, direct bool) (Writer, error) {
 	return w, nil
 }
 
-// ensureDir makes the directory of key's file, when missing.
-func (t *DirTier) ensureDir(key format.Key) error {
+// EnsureDir makes the directory of key's file, when missing.
+func (t *DirTier) EnsureDir(key format.Key) error {
 	made, err := t.dirs.ensure(t.fs, key)
 	if made && key.Kind == format.File && key.ShardDir() != "" {
 		t.flat.madeDir(key.Model) // made, or found there
@@ -244,7 +244,7 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 		if err := t.fs.SyncFile(w.f); err != nil {
 			w.cleanup()
 			if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
-				t.fsForget()
+				t.FSForget()
 			}
 			return Info{}, false, osErr("fsync", err)
 		}
@@ -257,7 +257,7 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 	}
 	if err := publish(t.fs, w.tmp, dst); err != nil {
 		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
-			t.fsForget()
+			t.FSForget()
 			return Info{}, true, osErr("publish", err)
 		}
 		w.cleanup()

@@ -7,8 +7,8 @@
 // tier is file-backed, so the mount can hand the kernel a file descriptor
 // of whichever tier holds a block (FUSE passthrough).
 //
-// The Stack puts the tiers together and is the way in for the rest of the
-// daemon: New builds it from the tiers' configurations; writes land dirty
+// The Stack puts the tiers together, through their exported methods only,
+// and is the way in for the rest of the daemon: New builds it from the tiers' configurations; writes land dirty
 // in memory, a bounded pool writes them back to the first persistent tier
 // (paced like the kernel's dirty pages: an expiry age, a background
 // threshold and a limit at which writers wait; StackConfig), reads fall
@@ -31,8 +31,11 @@
 //     its workers and their pacing), move_writeback.go, move_copy.go
 //     (CRC-checked copies), move_promote.go, move_demote.go (demotion,
 //     removal), move_errors.go;
-//   - the memory tier: mem*.go;
-//   - a directory tier: dir*.go, with dir_sharing.go for what depends on
+//   - the memory tier: mem*.go, with mem_stack.go for what the stack asks
+//     of it beyond Tier;
+//   - a directory tier: dir*.go, with dir_stack.go for what the stack
+//     asks of it beyond Tier, dir_staged.go for a file staged on it
+//     (stack_disk.go), dir_sharing.go for what depends on
 //     who else uses its directory (privateDir there, sharedDir in
 //     shared*.go: the index revalidated, reads copied off it, eviction by
 //     mtime, crash leftovers);

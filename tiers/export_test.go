@@ -15,8 +15,5 @@ func (t *MemTier) HoldLate() (resume func()) {
 	return t.late.run.Unlock
 }
 
-// SettleAll releases every removed file still waiting (tests only).
-func (t *MemTier) SettleAll() { t.settleAll() }
-
 // LateMaxFiles is lateMaxFiles (tests only).
 const LateMaxFiles = lateMaxFiles

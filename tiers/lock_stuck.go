@@ -153,8 +153,8 @@ func freeStuckHolder(dir rootfs.FS, lockPath string, log *slog.Logger) (*os.File
 func (s *Stack) RecordOwner(fuseConn uint32) error {
 	var errs []error
 	for _, d := range s.dirs {
-		if err := d.share.recordOwner(fuseConn); err != nil {
-			errs = append(errs, fmt.Errorf("%s tier: %s: %w", d.kind, d.root, err))
+		if err := d.RecordOwner(fuseConn); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -49,10 +49,10 @@ func (t *MemTier) Open(key format.Key) (*os.File, error) {
 	return f, nil
 }
 
-// openHit is Open for the stack's read path: it reports a miss as false
+// OpenHit is Open for the stack's read path: it reports a miss as false
 // (no error built) and returns the file's size from the index (no fstat)
 // and its index entry (the Token of the handle).
-func (t *MemTier) openHit(key format.Key) (*os.File, int64, *index.Entry, bool) {
+func (t *MemTier) OpenHit(key format.Key) (*os.File, int64, *index.Entry, bool) {
 	if t.enter() != nil {
 		return nil, 0, nil, false
 	}
@@ -155,7 +155,7 @@ func (t *MemTier) RemoveModel(model string) error {
 		return err
 	}
 	defer t.life.RUnlock()
-	t.settleAll()
+	t.SettleAll()
 	for _, e := range t.idx.RemoveModel(model) {
 		t.pages.unlock(e.Mapping())
 		e.SetMapping(nil)

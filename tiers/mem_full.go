@@ -30,7 +30,7 @@ func IsNoSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }
 func (s *Stack) MemFull(need int64) bool {
 	s.stats.memFull.Add(1)
 	need = max(need, 64<<10)
-	room := s.mem.idx.Room()
+	room := s.mem.Index().Room()
 	freed, ev := s.mem.EvictClean(max(room, 0) + need)
 	if len(ev) > 0 {
 		s.stats.evictions.Add(int64(len(ev)))
@@ -60,7 +60,7 @@ const memFSFullSlack = 2 << 20
 // have failed (store: a file open for writing then never publishes).
 func (s *Stack) MemFSFull() bool {
 	var st unix.Statfs_t
-	if err := s.mem.fs.Statfs(&st); err != nil {
+	if err := s.mem.Root().Statfs(&st); err != nil {
 		return false
 	}
 	return int64(st.Bavail)*st.Bsize < memFSFullSlack

@@ -16,7 +16,7 @@ import (
 //
 // The file stays at its path until the worker (or settle) unlinks it, so
 // whatever puts a file at that path again settles the key first: the
-// tier's publish, RemoveDir and RemoveModel (settleAll), Close; and a
+// tier's publish, RemoveDir and RemoveModel (SettleAll), Close; and a
 // publish whose directories meet a file there (a File d/a removed, then
 // d/a/b published) settles them all and makes them again. The
 // worker unlinks by path, so it must never run while a new file of the
@@ -150,8 +150,8 @@ func (t *MemTier) settle(key format.Key) {
 	t.release(&key) // waits on run for a release in flight
 }
 
-// settleAll releases every file waiting.
-func (t *MemTier) settleAll() {
+// SettleAll releases every file waiting.
+func (t *MemTier) SettleAll() {
 	for t.release(nil) {
 	}
 	t.late.run.Lock() // a release in flight finishes
@@ -180,5 +180,5 @@ func (t *MemTier) stopLate() {
 	close(l.wake)
 	l.mu.Unlock()
 	<-l.done
-	t.settleAll()
+	t.SettleAll()
 }

@@ -117,7 +117,7 @@ func (t *MemTier) publish(tmp string, key format.Key) error {
 			if errors.Is(err, unix.ENOTDIR) && !settled {
 				// A File removed where key's directories go (d/a,
 				// for d/a/b) may still wait for its release.
-				t.settleAll()
+				t.SettleAll()
 				settled = true
 				continue
 			}
@@ -139,7 +139,7 @@ func (t *MemTier) publish(tmp string, key format.Key) error {
 		if errors.Is(err, unix.ENOTDIR) && !settled {
 			// A directory the cache knows went (moved, removed) and a
 			// File removed since took its name, not yet released.
-			t.settleAll()
+			t.SettleAll()
 			t.dirs.forget(key.Model)
 			settled = true
 			continue
@@ -171,10 +171,14 @@ func (w *memWriter) finish() {
 	w.done = true
 }
 
-// park closes the staging file's descriptor while nobody writes it (a
-// staging file waiting for its rename); unpark opens it again. Both are
+// Rekey makes the file publish as key instead (a staging file renamed to
+// its final name before it was published).
+func (w *memWriter) Rekey(key format.Key) { w.key = key }
+
+// Park closes the staging file's descriptor while nobody writes it (a
+// staging file waiting for its rename); Unpark opens it again. Both are
 // no-ops on a done Writer.
-func (w *memWriter) park() {
+func (w *memWriter) Park() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.done && w.f != nil {
@@ -183,7 +187,8 @@ func (w *memWriter) park() {
 	}
 }
 
-func (w *memWriter) unpark() error {
+// Unpark opens the staging file again after Park.
+func (w *memWriter) Unpark() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done || w.f != nil {

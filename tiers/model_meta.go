@@ -88,20 +88,20 @@ func (s *Stack) readMeta(model string) metaRecord {
 // there, or unreadable, which is logged).
 func (s *Stack) readMetaFrom(d *DirTier, model string) []byte {
 	var b []byte
-	err := d.do("read settings", func() error {
-		f, err := d.openBeneath(model + "/" + ModelMetaName) // no link followed
+	err := d.Do("read settings", func() error {
+		f, err := d.Root().OpenRegular(model + "/" + ModelMetaName) // no link followed
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		b, err = io.ReadAll(io.LimitReader(f, maxMetaSize))
 		return err
-	}, nil)
+	})
 	if err == nil {
 		return b
 	}
 	if !isENOENT(err) {
-		s.log.Warn("model settings unreadable", "model", model, "tier", d.kind, "err", err)
+		s.log.Warn("model settings unreadable", "model", model, "tier", d.Name(), "err", err)
 	}
 	return nil
 }
@@ -127,8 +127,8 @@ func (s *Stack) SetModelMeta(model string, b []byte) error {
 	s.metas.mu.Unlock()
 	var errs []error
 	for _, d := range s.dirs {
-		if err := d.do("write settings", func() error { return writeMeta(d.fs, model, b) }, nil); err != nil {
-			errs = append(errs, fmt.Errorf("%s tier: settings of model %s: %w", d.kind, model, osErr("write", err)))
+		if err := d.Do("write settings", func() error { return writeMeta(d.Root(), model, b) }); err != nil {
+			errs = append(errs, fmt.Errorf("%s tier: settings of model %s: %w", d.Name(), model, osErr("write", err)))
 		}
 	}
 	return errors.Join(errs...)

@@ -189,8 +189,8 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 	if !info.HasCRC && src == Tier(s.mem) {
 		_ = s.mem.SetCRC(key, from, crc) // removed or replaced meanwhile: nothing to record
 	}
-	if d, ok := src.(*DirTier); ok && !known && d.idx.SetCRCOf(key, from, crc) {
-		d.keepCRC(key, f, crc) // a file staged on disk: its first copy computed its CRC
+	if d, ok := src.(*DirTier); ok && !known && d.Index().SetCRCOf(key, from, crc) {
+		d.KeepCRC(key, f, crc) // a file staged on disk: its first copy computed its CRC
 	}
 	s.stats.bytesOut.Add(off)
 	opts := CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime, from: from}
@@ -262,11 +262,8 @@ func (s *Stack) commitCopy(src Tier, w Writer, opts CommitOptions, k format.Key,
 // entryOf is t's index entry of k (nil when t holds none): what a copy
 // read from, and must still find at its commit.
 func entryOf(t Tier, k format.Key) *index.Entry {
-	switch t := t.(type) {
-	case *MemTier:
-		return t.idx.EntryOf(k)
-	case *DirTier:
-		return t.idx.EntryOf(k)
+	if t, ok := t.(indexed); ok {
+		return t.Index().EntryOf(k)
 	}
 	return nil
 }

@@ -42,15 +42,15 @@ func (s *Stack) demoteLoop() {
 func (s *Stack) demote(i int) {
 	d := s.dirs[i]
 	var seen int64 // files looked at since one went
-	for d.overLow() {
+	for d.OverLow() {
 		victims := d.Oldest(64)
 		progress, passed := false, false
 		for _, v := range victims {
-			if !d.overLow() {
+			if !d.OverLow() {
 				return
 			}
-			if !d.share.mayEvict(v.Key) { // used by some daemon lately, or gone
-				d.idx.Touch(v.Key)
+			if !d.MayEvict(v.Key) { // used by some daemon lately, or gone
+				d.Index().Touch(v.Key)
 				passed = true
 				continue
 			}
@@ -97,8 +97,8 @@ func (s *Stack) makeRoomOn(i int, size int64) bool {
 			if freed >= need || freed > 0 && d.FSNeed(size) == 0 { // a tier at its MaxFiles needs a file, not size+1 bytes
 				break
 			}
-			if !d.share.mayEvict(v.Key) { // used by some daemon lately, or gone
-				d.idx.Touch(v.Key)
+			if !d.MayEvict(v.Key) { // used by some daemon lately, or gone
+				d.Index().Touch(v.Key)
 				passed = true
 				continue
 			}
@@ -109,7 +109,7 @@ func (s *Stack) makeRoomOn(i int, size int64) bool {
 				passed = true
 			}
 		}
-		d.fsForget()
+		d.FSForget()
 		if freed > 0 {
 			seen = 0
 			round++
@@ -178,10 +178,10 @@ func (s *Stack) drop(d *DirTier, v Info, force bool) error {
 	keep := s.keep.Load()
 	switch {
 	case s.mem.Pinned(pin):
-		d.idx.Touch(k)
+		d.Index().Touch(k)
 		return fmt.Errorf("%s: pinned: %w", k, errStays)
 	case !force && keep != nil && (*keep)(k):
-		d.idx.Touch(k)
+		d.Index().Touch(k)
 		return fmt.Errorf("%s: kept, never dropped while others may be: %w", k, errStays)
 	}
 	mu := s.keyLock(k)
@@ -214,17 +214,17 @@ func (s *Stack) dropVersionLocked(d *DirTier, v Info) bool {
 		info, _, ok := indexGet(x, k)
 		return ok && info.Size == v.Size && info.MTime.Equal(v.MTime)
 	}
-	if !same(d.idx) {
+	if !same(d.Index()) {
 		return false
 	}
-	if same(s.mem.idx) {
+	if same(s.mem.Index()) {
 		_ = s.mem.Remove(k)
 	}
 	for _, t := range s.dirs {
-		if !same(t.idx) {
+		if !same(t.Index()) {
 			continue
 		}
-		if err := t.remove(k, false); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := t.Remove(k); err != nil && !errors.Is(err, ErrNotFound) {
 			s.log.Warn("remove failed on a tier", "key", k.String(), "tier", t.Name(), "err", err)
 		}
 	}
@@ -246,11 +246,11 @@ func (s *Stack) Unchanged(k format.Key) (unchanged, held bool) {
 		return unchanged, held
 	}
 	d := s.dirs[0]
-	info, _, ok := indexGet(d.idx, k)
-	if !ok || !d.share.inPlace() {
+	info, _, ok := indexGet(d.Index(), k)
+	if !ok || !d.InPlace() {
 		return false, false
 	}
-	return sameFile(d.fs, k.Path(), info)
+	return sameFile(d.Root(), k.Path(), info)
 }
 
 // Remove deletes k from every tier; removing a block removes its sidecar
@@ -296,7 +296,11 @@ func (s *Stack) removeKeyLocked(k format.Key, trash bool) bool {
 		removed = true
 	}
 	for _, d := range s.dirs {
-		if err := d.remove(k, trash); err == nil {
+		dirRemove := d.Remove
+		if trash {
+			dirRemove = d.Delete
+		}
+		if err := dirRemove(k); err == nil {
 			removed = true
 		} else if !errors.Is(err, ErrNotFound) {
 			s.log.Warn("remove failed on a tier", "key", k.String(), "tier", d.Name(), "err", err)

@@ -65,7 +65,7 @@ func (c *StackConfig) setDirtyDefaults(capacity int64, dirs []*DirTier) {
 
 // DirtyUsage is what the memory tier holds dirty: not yet on a persistent
 // tier.
-func (s *Stack) DirtyUsage() ModelCount { return ModelCount(s.mem.idx.DirtyTotal()) }
+func (s *Stack) DirtyUsage() ModelCount { return ModelCount(s.mem.Index().DirtyTotal()) }
 
 // enqueue schedules a just published key for write-back, and makes its
 // writer wait while the dirty bytes are over the limit (throttle). A

@@ -60,7 +60,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 		i := order[n]
 		d := s.dirs[i]
 		if d.Health() == Down {
-			lastErr = d.stalled("write-back")
+			lastErr = d.Stalled("write-back")
 			continue
 		}
 		if info, serr := s.mem.Stat(k); serr == nil && d.FSNeed(info.Size) > 0 {
@@ -108,7 +108,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			// replaces the other (shared_replace.go).
 			replaced = true
 			var sup bool
-			if sup, stale = d.supersedeForeign(k, opts.MTime); sup {
+			if sup, stale = d.SupersedeForeign(k, opts.MTime); sup {
 				mu.Unlock()
 				w.Abort()
 				n--

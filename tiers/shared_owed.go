@@ -71,9 +71,7 @@ func (s *Stack) owe(k format.Key, to int) {
 		return
 	}
 	for _, d := range s.dirs {
-		if sd := d.sharedDir(); sd != nil {
-			sd.owed.add(k)
-		}
+		d.Owe(k) // nothing on a private tier
 	}
 }
 
@@ -84,23 +82,19 @@ func (s *Stack) owe(k format.Key, to int) {
 func (s *Stack) payOwed(ctx context.Context, keep func(format.Key) bool) error {
 	var errs []error
 	for _, d := range s.dirs {
-		sd := d.sharedDir()
-		if sd == nil {
-			continue
-		}
-		keys := sd.owed.list(keep)
+		keys := d.Owed(keep) // none on a private tier
 		if len(keys) == 0 {
 			continue
 		}
 		if d.Health() == Down {
-			errs = append(errs, fmt.Errorf("%d files owed: %w", len(keys), d.stalled("write-back")))
+			errs = append(errs, fmt.Errorf("%d files owed: %w", len(keys), d.Stalled("write-back")))
 			continue
 		}
 		for _, k := range keys {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if err := s.payOne(sd, k); err != nil {
+			if err := s.payOne(d, k); err != nil {
 				errs = append(errs, err)
 				break // the share fails: the rest waits for the next round
 			}
@@ -113,10 +107,10 @@ func (s *Stack) payOwed(ctx context.Context, keep func(format.Key) bool) error {
 // forgets it as owed once the share has it or nothing holds it. A File
 // replaces another host's older version at its name, and is dropped when
 // the share's is newer (shared_replace.go).
-func (s *Stack) payOne(sd *sharedDir, k format.Key) error {
+func (s *Stack) payOne(sd *DirTier, k format.Key) error {
 	if k.Kind != format.File {
 		if _, err := sd.Stat(k); err == nil {
-			sd.owed.done(k) // there already (evicted to it, or another host's: a block's name is its contents)
+			sd.Paid(k) // there already (evicted to it, or another host's: a block's name is its contents)
 			return nil
 		}
 	}
@@ -129,13 +123,13 @@ func (s *Stack) payOne(sd *sharedDir, k format.Key) error {
 			continue
 		}
 		if k.Kind == format.File {
-			if _, newer := sd.supersedeForeign(k, info.MTime); newer {
-				sd.owed.done(k)
+			if _, newer := sd.SupersedeForeign(k, info.MTime); newer {
+				sd.Paid(k)
 				s.staleVersion(k)
 				return nil
 			}
 		}
-		w, opts, err := s.copyOut(src, sd.DirTier, k)
+		w, opts, err := s.copyOut(src, sd, k)
 		if err == nil {
 			err = s.commitCopy(src, w, opts, k, func() error { return nil })
 		}
@@ -146,9 +140,9 @@ func (s *Stack) payOne(sd *sharedDir, k format.Key) error {
 			return fmt.Errorf("owed %s to %s: %w", k, sd.Name(), err)
 		}
 		s.stats.writeBacks.Add(1)
-		sd.owed.done(k)
+		sd.Paid(k)
 		return nil
 	}
-	sd.owed.done(k) // on no private tier now: removed (or a new version, which has its own write-back)
+	sd.Paid(k) // on no private tier now: removed (or a new version, which has its own write-back)
 	return nil
 }

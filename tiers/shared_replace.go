@@ -23,7 +23,7 @@ import (
 // takes the new version. (Blocks are named by their contents: one found
 // under its name is the same block, and ErrExist stays right for them.)
 
-// supersedeForeign marks the file at key's name, which the tier holds on
+// SupersedeForeign marks the file at key's name, which the tier holds on
 // disk without indexing it (another host's version), superseded, unless
 // it is newer than ours (this host's version, published at ours): the
 // next commit of key here renames over it, and a commit that fails brings
@@ -31,7 +31,7 @@ import (
 // whether the file there is newer: then this host's version is stale (a
 // version it was still writing back when another host published the
 // next) and goes (staleVersion).
-func (t *DirTier) supersedeForeign(key format.Key, ours time.Time) (superseded, newer bool) {
+func (t *DirTier) SupersedeForeign(key format.Key, ours time.Time) (superseded, newer bool) {
 	var st unix.Stat_t
 	p := key.Path()
 	if err := t.do("stat", func() error { return t.fs.Stat(p, &st) }, nil); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {

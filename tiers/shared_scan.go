@@ -146,9 +146,7 @@ func (s *Stack) ScanTree(model string) {
 		return
 	}
 	for _, d := range s.dirs {
-		if sd, ok := d.share.(*sharedDir); ok && isTree(d.fs, model) {
-			sd.adoptTree(model)
-		}
+		d.AdoptTree(model) // nothing on a private tier
 	}
 }
 

@@ -64,17 +64,15 @@ func (s *Stack) sharedAt(id TierID) *DirTier {
 // removed goes too (dropGone).
 func (s *Stack) revalidateShared(k format.Key) {
 	for _, d := range s.dirs {
-		d.share.revalidate(k) // nothing to do for a private tier
+		d.Revalidate(k) // nothing to do for a private tier
 	}
 }
 
 // watchShared subscribes the stack to the keys its shared tiers find gone.
 func (s *Stack) watchShared() {
 	for _, d := range s.dirs {
-		if sd := d.sharedDir(); sd != nil {
-			sd.view.gone = func(keys []format.Key) { go s.dropGone(keys, false) }
-			sd.view.replaced = func(keys []format.Key) { go s.dropGone(keys, true) }
-		}
+		d.WatchGone(func(keys []format.Key) { go s.dropGone(keys, false) },
+			func(keys []format.Key) { go s.dropGone(keys, true) })
 	}
 }
 
@@ -89,19 +87,19 @@ func (s *Stack) dropGone(keys []format.Key, replaced bool) {
 	for _, k := range keys {
 		mu := s.keyLock(k)
 		mu.Lock()
-		pinned, dirty := s.mem.idx.Flags(k)
+		pinned, dirty := s.mem.Index().Flags(k)
 		held := false
 		for _, d := range s.dirs {
-			if d.Shared() && d.idx.Has(k) && !replaced {
+			if d.Shared() && d.Index().Has(k) && !replaced {
 				held = true
 			}
 		}
 		if !pinned && !dirty && !held {
-			if s.mem.idx.Has(k) {
+			if s.mem.Index().Has(k) {
 				_ = s.mem.Remove(k)
 			}
 			for _, d := range s.dirs {
-				if !d.Shared() && d.idx.Has(k) {
+				if !d.Shared() && d.Index().Has(k) {
 					_ = d.Remove(k)
 				}
 			}
@@ -179,8 +177,8 @@ func (s *Stack) ShareModel(model string) error {
 		if !d.Shared() {
 			continue
 		}
-		if err := d.do("mkdir", func() error { return d.fs.Mkdir(model, 0o755) }, nil); err != nil && !errors.Is(err, os.ErrExist) {
-			errs = append(errs, fmt.Errorf("%s tier: %w", d.kind, err))
+		if err := d.Do("mkdir", func() error { return d.Root().Mkdir(model, 0o755) }); err != nil && !errors.Is(err, os.ErrExist) {
+			errs = append(errs, fmt.Errorf("%s tier: %w", d.Name(), err))
 		}
 	}
 	return errors.Join(errs...)

@@ -214,9 +214,8 @@ func newStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 		stop:     make(chan struct{}),
 	}
 	s.cfg.setDirtyDefaults(mem.Usage().Capacity, dirs)
-	keep := s.keepLost
 	for _, d := range dirs {
-		d.onRootLost.Store(&keep)
+		d.OnRootLost(s.keepLost)
 	}
 	s.watchShared()
 	for i := 0; i < cfg.WriteBackWorkers; i++ {

@@ -20,7 +20,7 @@ import (
 func (s *Stack) Open(k format.Key) (*Handle, error) {
 	replaced := 0
 	for attempt := 0; attempt < 3; attempt++ {
-		if f, size, e, ok := s.mem.openHit(k); ok {
+		if f, size, e, ok := s.mem.OpenHit(k); ok {
 			s.admit.Get(s.admitKey(k))
 			s.stats.memHits.Add(1)
 			return &Handle{File: f, Tier: s.mem.Name(), TierID: Memory, Size: size, Token: Token{e: e, id: Memory}}, nil
@@ -131,7 +131,7 @@ func (s *Stack) locate(k format.Key, force bool) (TierID, error) {
 			continue
 		}
 		d.Touch(k)
-		shared := !d.share.inPlace() // always copied: never read in place
+		shared := !d.InPlace() // always copied: never read in place
 		if force || shared {
 			err := s.promote(d, k)
 			if err == nil {
@@ -255,8 +255,8 @@ func (s *Stack) verifyOnce(d *DirTier, k format.Key, info Info, from *index.Entr
 		return err
 	}
 	if !known { // the check computed it: the tier's index keeps it, the file too
-		if d.idx.SetCRCOf(k, from, crc) { // false when replaced since
-			d.keepCRC(k, f, crc)
+		if d.Index().SetCRCOf(k, from, crc) { // false when replaced since
+			d.KeepCRC(k, f, crc)
 		}
 	}
 	s.mu.Lock()

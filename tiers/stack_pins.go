@@ -59,7 +59,7 @@ func (s *Stack) Evict(k format.Key) error {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
-	e, ok := s.mem.idx.Get(k)
+	e, ok := s.mem.Index().Get(k)
 	pinned, dirty := e.Is(index.Pinned), e.Is(index.Dirty)
 	switch {
 	case !ok:
@@ -80,4 +80,4 @@ func (s *Stack) Evict(k format.Key) error {
 // and that rule holds for, enter pinned (the store's: the files beneath
 // a pinned directory of a files model). rule runs under the memory
 // tier's index lock: it must not block or call the stack.
-func (s *Stack) SetPinRule(rule func(format.Key) bool) { s.mem.idx.SetPinRule(rule) }
+func (s *Stack) SetPinRule(rule func(format.Key) bool) { s.mem.Index().SetPinRule(rule) }

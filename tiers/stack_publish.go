@@ -250,7 +250,7 @@ func (s *Stack) makeRoom(size int64, deadline time.Time) error {
 			s.stats.evictions.Add(int64(len(ev)))
 			continue
 		}
-		if !s.Persistent() || time.Now().After(deadline) || s.allDown() || s.mem.idx.DirtyTotal().Files == 0 {
+		if !s.Persistent() || time.Now().After(deadline) || s.allDown() || s.mem.Index().DirtyTotal().Files == 0 {
 			// No write-back will free memory (nothing is dirty: what
 			// is left is pinned, or being written): do not wait.
 			return ErrFull
@@ -288,7 +288,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 	var lastErr error = ErrNoSpace
 	for i, d := range s.dirs {
 		if d.Health() == Down {
-			lastErr = d.stalled("create")
+			lastErr = d.Stalled("create")
 			continue
 		}
 		w, err := d.Create(p.key)

@@ -20,7 +20,7 @@ func (s *Stack) supersedeLocked(k format.Key) { s.clearLocked(k, (*DirTier).supe
 // revertLocked takes k's newest version, which did not become durable,
 // out of every tier and brings back the version it replaced, if a tier
 // still has that one's file (superseded); else k is gone.
-func (s *Stack) revertLocked(k format.Key) { s.clearLocked(k, (*DirTier).restoreSuperseded) }
+func (s *Stack) revertLocked(k format.Key) { s.clearLocked(k, (*DirTier).RestoreSuperseded) }
 
 // clearLocked takes k out of memory and out of each directory tier where
 // keep(d, k) does not report that it kept the file its own way.
@@ -30,7 +30,7 @@ func (s *Stack) clearLocked(k format.Key, keep func(*DirTier, format.Key) bool) 
 		if keep(d, k) {
 			continue
 		}
-		if err := d.remove(k, false); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := d.Remove(k); err != nil && !errors.Is(err, ErrNotFound) {
 			s.log.Warn("remove failed on a tier", "key", k.String(), "tier", d.Name(), "err", err)
 		}
 	}
@@ -47,7 +47,7 @@ func (s *Stack) dropSupersededLocked(k format.Key, committed int) {
 		if i == committed {
 			continue
 		}
-		if err := d.dropSuperseded(k); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := d.DropSuperseded(k); err != nil && !errors.Is(err, ErrNotFound) {
 			s.log.Warn("remove of a replaced version failed on a tier", "key", k.String(), "tier", d.Name(), "err", err)
 		}
 	}
@@ -63,7 +63,7 @@ func (s *Stack) abandonSuperseded(k format.Key) {
 	defer mu.Unlock()
 	if _, held := s.stat(k); !held {
 		for _, d := range s.dirs {
-			d.restoreSuperseded(k)
+			d.RestoreSuperseded(k)
 		}
 	}
 }

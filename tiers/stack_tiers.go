@@ -34,7 +34,7 @@ type TierInfo struct {
 func (s *Stack) Tiers() []TierInfo {
 	out := make([]TierInfo, 0, 1+len(s.dirs))
 	out = append(out, TierInfo{ID: Memory, Name: s.mem.Name(), Dir: s.mem.Dir(), Health: Up, Usage: s.mem.Usage(),
-		LinksRefused: s.mem.fs.Links()})
+		LinksRefused: s.mem.Root().Links()})
 	for i, d := range s.dirs {
 		out = append(out, TierInfo{ID: TierID(i + 1), Name: d.Name(), Dir: d.Dir(), Persistent: true,
 			Health: d.Health(), Usage: d.Usage(), LinksRefused: d.Links(), Probes: d.Probes()})
@@ -88,12 +88,12 @@ func (m *ModelCount) add(c ModelCount) {
 // being moved between two directory tiers (demotion) counts twice for the
 // moment of the copy.
 func (s *Stack) ModelUsage(model string) ModelCount {
-	all, dirty := modelCounts(s.mem.idx, model)
+	all, dirty := modelCounts(s.mem.Index(), model)
 	if len(s.dirs) == 0 {
 		return all
 	}
 	for _, d := range s.dirs {
-		c, _ := modelCounts(d.idx, model)
+		c, _ := modelCounts(d.Index(), model)
 		dirty.add(c)
 	}
 	return dirty
@@ -102,7 +102,7 @@ func (s *Stack) ModelUsage(model string) ModelCount {
 // ModelDirty reports whether the memory tier holds a file of model that
 // is not yet on a persistent tier, from its per-model counter (no walk).
 func (s *Stack) ModelDirty(model string) bool {
-	_, dirty := modelCounts(s.mem.idx, model)
+	_, dirty := modelCounts(s.mem.Index(), model)
 	return dirty.Files > 0 || dirty.Blocks > 0
 }
 
@@ -110,16 +110,16 @@ func (s *Stack) ModelDirty(model string) bool {
 // byte shard that the memory tier holds dirty (not yet on a persistent
 // tier), without listing the clean ones.
 func (s *Stack) DirtyShardKeys(model string, shard byte) []format.Key {
-	return s.mem.idx.DirtyShardKeys(model, shard)
+	return s.mem.Index().DirtyShardKeys(model, shard)
 }
 
 // RawWidths returns the shard widths of which some tier holds raw files
 // (UCM's names) of model, in increasing order, from the indexes'
 // counters (no walk).
 func (s *Stack) RawWidths(model string) []int {
-	widths := s.mem.idx.RawWidths(model, nil)
+	widths := s.mem.Index().RawWidths(model, nil)
 	for _, d := range s.dirs {
-		widths = d.idx.RawWidths(model, widths)
+		widths = d.Index().RawWidths(model, widths)
 	}
 	slices.Sort(widths)
 	return widths
@@ -128,7 +128,7 @@ func (s *Stack) RawWidths(model string) []int {
 // HasModel reports whether any tier holds a file of model or, for a
 // shared tier, a directory of it (another daemon's model).
 func (s *Stack) HasModel(model string) bool {
-	if n, _ := s.mem.idx.ModelUsage(model); n > 0 {
+	if n, _ := s.mem.Index().ModelUsage(model); n > 0 {
 		return true
 	}
 	for _, d := range s.dirs {

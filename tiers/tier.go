@@ -151,6 +151,12 @@ type Tier interface {
 	Close() error
 }
 
+// indexed is a tier that keeps an index of its files (both kinds do):
+// the stack reads residency and versions from it.
+type indexed interface {
+	Index() *index.Index
+}
+
 // Writer is a file being written into a tier. Exactly one of Commit or
 // Abort must be called.
 type Writer interface {
