@@ -13,6 +13,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -124,7 +125,7 @@ var dirKinds = map[string]kindDefaults{
 // start it rebuilds its index from the directory listing.
 //
 // Every filesystem operation runs under the kind's timeout (see health).
-// Lock order: a writer's mutex, then index.mu (a leaf); dirCache.mu is a
+// Lock order: a writer's mutex, then index.mu (a leaf); DirCache.mu is a
 // leaf too. No lock is held while waiting for the filesystem.
 type DirTier struct {
 	kind        string
@@ -132,7 +133,7 @@ type DirTier struct {
 	log         *slog.Logger
 	idx         *index.Index
 	pub         publisher
-	dirs        dirCache
+	dirs        tier.DirCache
 	flat        flatDirs // directories with no subdirectory here (dir_flat.go)
 	subdirLinks bool     // a directory's link count is 2 plus its subdirectories (dir_flat.go)
 	high        float64
@@ -217,7 +218,7 @@ func NewDirTier(cfg DirConfig) (*DirTier, error) {
 	}
 	t.idx = index.New(cfg.Capacity)
 	t.idx.SetUnit(dirUnit)
-	t.idx.SetMaxFiles(maxFiles(cfg.MaxFiles))
+	t.idx.SetMaxFiles(tier.MaxFiles(cfg.MaxFiles))
 	// Made private when missing: the files of 0700 models are in it.
 	open := cfg.OpenFS
 	if open == nil {
@@ -332,7 +333,7 @@ func (t *DirTier) OverLow() bool {
 }
 
 // Oldest returns up to n files, least recently used first.
-func (t *DirTier) Oldest(n int) []Info { return infosOf(t.idx.Oldest(n)) }
+func (t *DirTier) Oldest(n int) []Info { return tier.InfosOf(t.idx.Oldest(n)) }
 
 // Touch marks key as just used (LRU). On a shared tier it also moves the
 // file's mtime to now (at most once per touchEvery), the use every daemon
@@ -344,7 +345,7 @@ func (t *DirTier) Touch(key format.Key) {
 
 // List calls fn for the indexed files of model ("" for all).
 func (t *DirTier) List(model string, fn func(Info) bool) {
-	t.idx.Each(model, func(e *index.Entry) bool { return fn(infoOf(e)) })
+	t.idx.Each(model, func(e *index.Entry) bool { return fn(tier.InfoOf(e)) })
 }
 
 // Models returns the models that have indexed files, sorted; a shared

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // O_DIRECT writes. Write copies into an aligned buffer; each full buffer
@@ -118,7 +120,7 @@ func (w *dirWriter) flushDirect() error {
 		return pwriteAll(fd, tail, start+int64(len(chunk)))
 	}, w.cleanup)
 	if err != nil {
-		err = osErr("write", err) // ENOSPC is ErrFull, as for a buffered write
+		err = tier.OSErr("write", err) // ENOSPC is ErrFull, as for a buffered write
 		if !w.done {
 			w.err = err
 		}

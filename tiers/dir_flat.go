@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // flatDirs remembers, for a private directory tier, directories of files
@@ -22,7 +24,7 @@ import (
 // among them, may say 2 of any directory) or when it does not exist. On
 // a private tier only this daemon makes directories, in two places, both
 // of which call madeDir after the mkdir: a File's directory made for a
-// writer (Create, when dirCache.ensure made it) and an engine's mkdir
+// writer (Create, when DirCache.Ensure made it) and an engine's mkdir
 // (Stack.MakeDir). madeDir marks every flat answer of the model learned
 // from a stat that began before it stale (the tier's generation, read
 // before each stat, against the model's last madeDir), in O(1). Answers
@@ -133,7 +135,7 @@ func (t *DirTier) NoSubdirs(model, dir string) bool {
 // subdirectory". Other filesystems are read instead (false).
 func countsSubdirLinks(fd int) bool {
 	var st unix.Statfs_t
-	if ignoringEINTR(func() error { return unix.Fstatfs(fd, &st) }) != nil {
+	if tier.IgnoringEINTR(func() error { return unix.Fstatfs(fd, &st) }) != nil {
 		return false
 	}
 	switch st.Type {

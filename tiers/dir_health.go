@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -294,7 +295,7 @@ func (t *DirTier) probe() {
 // probeWrite checks that the root takes writes again: a file created,
 // written, fsynced and removed.
 func probeWrite(root rootfs.FS) error {
-	f, rel, err := root.CreateTemp(".", tmpPrefix+"probe-", 0o600)
+	f, rel, err := root.CreateTemp(".", tier.TmpPrefix+"probe-", 0o600)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,7 +18,7 @@ import (
 // durable.
 func syncDir(r rootfs.FS, rel string) error {
 	if err := r.SyncDir(rel); err != nil {
-		return osErr("fsync directory", err)
+		return tier.OSErr("fsync directory", err)
 	}
 	return nil
 }
@@ -38,18 +39,18 @@ func (t *DirTier) Links() int64 { return t.fs.Links() }
 // Sync makes an already published file and its directory entry durable
 // (fsync of both), for a file committed without Sync.
 func (t *DirTier) Sync(key format.Key) error {
-	if err := checkKey(key); err != nil {
+	if err := tier.CheckKey(key); err != nil {
 		return fmt.Errorf("%s tier: %s: %w", t.kind, key, ErrNotFound)
 	}
 	p := key.Path()
 	err := t.do("sync", func() error {
 		f, err := t.fs.OpenRegular(p)
 		if err != nil {
-			return notFound("open", err)
+			return tier.NotFound("open", err)
 		}
 		defer f.Close()
 		if err := t.fs.SyncFile(f); err != nil {
-			return osErr("fsync", err)
+			return tier.OSErr("fsync", err)
 		}
 		return syncDir(t.fs, path.Dir(p))
 	}, nil)
@@ -76,12 +77,12 @@ func (t *DirTier) Stat(key format.Key) (Info, error) {
 // from the file's xattr (then remembered). has is false when the file has
 // none; ErrNotFound when the tier does not hold key.
 func (t *DirTier) CRC(key format.Key) (crc uint32, has bool, err error) {
-	info, crcRead, ok := indexGet(t.idx, key)
+	info, crcRead, ok := tier.IndexGet(t.idx, key)
 	if !ok {
 		if info, err = t.Stat(key); err != nil {
 			return 0, false, err
 		}
-		info, crcRead, ok = indexGet(t.idx, key)
+		info, crcRead, ok = tier.IndexGet(t.idx, key)
 		if !ok {
 			return info.CRC, info.HasCRC, nil
 		}
@@ -135,7 +136,7 @@ func (t *DirTier) KeepCRC(key format.Key, f *os.File, crc uint32) {
 		return
 	}
 	_ = t.do("setxattr", func() error {
-		return ignoringEINTR(func() error { return unix.Fsetxattr(int(f.Fd()), crcXattr, formatCRC(crc), 0) })
+		return tier.IgnoringEINTR(func() error { return unix.Fsetxattr(int(f.Fd()), crcXattr, formatCRC(crc), 0) })
 	}, nil)
 }
 
@@ -155,7 +156,7 @@ func (t *DirTier) readXattrCRC(key format.Key, name string) (crc uint32, has boo
 		case errors.Is(err, unix.ENODATA) || errors.Is(err, unix.ERANGE):
 			return nil
 		}
-		return notFound("getxattr", err)
+		return tier.NotFound("getxattr", err)
 	}, nil)
 	return crc, has, err
 }
@@ -170,13 +171,13 @@ func (t *DirTier) lookup(key format.Key) (Info, error) {
 		if goneErr(err) {
 			return Info{}, t.notFound(key)
 		}
-		return Info{}, fmt.Errorf("%s tier: %w", t.kind, notFound("stat", err))
+		return Info{}, fmt.Errorf("%s tier: %w", t.kind, tier.NotFound("stat", err))
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return Info{}, t.notFound(key)
 	}
 	info := Info{Key: key, Size: st.Size, MTime: statMTime(&st)}
-	if !t.adoptFound(newEntry(info)) && t.superseded(key) {
+	if !t.adoptFound(tier.NewEntry(info)) && t.superseded(key) {
 		return Info{}, t.notFound(key)
 	}
 	return info, nil // its CRC is read when asked (CRC)
@@ -185,7 +186,7 @@ func (t *DirTier) lookup(key format.Key) (Info, error) {
 // Open opens a published file read-only and marks it used. A file gone
 // from disk is dropped from the index (ErrNotFound).
 func (t *DirTier) Open(key format.Key) (*os.File, error) {
-	if checkKey(key) != nil {
+	if tier.CheckKey(key) != nil {
 		return nil, t.notFound(key)
 	}
 	known := t.idx.Touch(key)
@@ -216,11 +217,11 @@ func (t *DirTier) Open(key format.Key) (*os.File, error) {
 		if goneErr(err) || refused {
 			return nil, t.notFound(key)
 		}
-		return nil, fmt.Errorf("%s tier: %w", t.kind, notFound("open", err))
+		return nil, fmt.Errorf("%s tier: %w", t.kind, tier.NotFound("open", err))
 	}
 	if !known {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			t.adoptFound(newEntry(Info{Key: key, Size: fi.Size(), MTime: fi.ModTime()}))
+			t.adoptFound(tier.NewEntry(Info{Key: key, Size: fi.Size(), MTime: fi.ModTime()}))
 		}
 	}
 	return f, nil
@@ -238,7 +239,7 @@ func (t *DirTier) Delete(key format.Key) error { return t.remove(key, true) }
 // remove is Remove; trash: through the trash when it has room
 // (dir_trash.go), else unlinked in place.
 func (t *DirTier) remove(key format.Key, trash bool) error {
-	if checkKey(key) != nil {
+	if tier.CheckKey(key) != nil {
 		return t.notFound(key)
 	}
 	e, known := t.idx.Remove(key)
@@ -269,7 +270,7 @@ func (t *DirTier) remove(key format.Key, trash bool) error {
 		// first so a racing commit of the key cannot be forgotten.
 		t.idx.Adopt(e)
 	}
-	return fmt.Errorf("%s tier: %w", t.kind, notFound("remove", err))
+	return fmt.Errorf("%s tier: %w", t.kind, tier.NotFound("remove", err))
 }
 
 // Quarantine takes key's file out of the tier for good: it is moved to
@@ -277,7 +278,7 @@ func (t *DirTier) remove(key format.Key, trash bool) error {
 // what it finds bad, and where the rebuild does not look), for a person to
 // look at; the index forgets it. When the move fails the file is removed.
 func (t *DirTier) Quarantine(key format.Key) error {
-	if checkKey(key) != nil {
+	if tier.CheckKey(key) != nil {
 		return t.notFound(key)
 	}
 	t.idx.Remove(key)
@@ -304,7 +305,7 @@ func (t *DirTier) RemoveModel(model string) error {
 	}
 	gone := t.idx.RemoveModel(model)
 	t.forgetSuperseded(model)
-	t.dirs.forget(model)
+	t.dirs.Forget(model)
 	if t.usesSums() && len(gone) > 0 {
 		_ = t.do("remove model", func() error {
 			for _, e := range gone {
@@ -332,7 +333,7 @@ func (t *DirTier) RemoveModel(model string) error {
 		err = t.do("remove model", func() error { return t.fs.RemoveAll(model) }, nil)
 	}
 	if err != nil {
-		return fmt.Errorf("%s tier: %w", t.kind, osErr("remove model", err))
+		return fmt.Errorf("%s tier: %w", t.kind, tier.OSErr("remove model", err))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // The index of a directory tier is rebuilt at start from directory
@@ -155,7 +156,7 @@ func (t *DirTier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry
 			}
 			n.MTime = time.Unix(e.mtime.Unix()).UnixNano()
 			found = append(found, n)
-		case e.class == badEntry, !strings.HasPrefix(e.name, tmpPrefix):
+		case e.class == badEntry, !strings.HasPrefix(e.name, tier.TmpPrefix):
 			t.skip(s, t.fs.Path(dir+"/"+e.name), "not a block, sidecar or regular file")
 		}
 	}
@@ -169,7 +170,7 @@ func (t *DirTier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry
 // dead writers as it lists: removeForeignTemps).
 func (t *DirTier) removeTemps(s *rebuildScan, dir string, ents []shardEntry) {
 	for _, e := range ents {
-		if e.class != leftoverEntry || !strings.HasPrefix(e.name, tmpPrefix) && !strings.HasPrefix(e.name, ModelMetaName+tmpPrefix) {
+		if e.class != leftoverEntry || !strings.HasPrefix(e.name, tier.TmpPrefix) && !strings.HasPrefix(e.name, ModelMetaName+tier.TmpPrefix) {
 			continue // another '.' name of a shard: not ours to remove
 		}
 		if err := t.fs.Unlink(dir + "/" + e.name); err == nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // A tier's directory removed while mounted (rm -rf of the tier, its
@@ -49,7 +50,7 @@ func (t *DirTier) loseRoot(why string) {
 		}
 		t.forgetSuperseded(model)
 	}
-	t.dirs.forget("")
+	t.dirs.Forget("")
 	kept := 0
 	if f := t.onRootLost.Load(); f != nil {
 		kept = (*f)(keys)
@@ -101,7 +102,7 @@ func (p *privateDir) relock() error {
 		p.lockf.Close()
 		p.lockf = nil
 	}
-	f, err := lockExclusive(p.fs, LockFileName)
+	f, err := tier.LockExclusive(p.fs, LockFileName)
 	if err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -80,7 +81,7 @@ type privateDir struct {
 }
 
 func (p *privateDir) start() error {
-	f, err := lockExclusive(p.fs, LockFileName)
+	f, err := tier.LockExclusive(p.fs, LockFileName)
 	var wait time.Duration // for the path lock: a stuck holder freed lets both go
 	if errors.Is(err, ErrLocked) {
 		if lock, ferr := freeStuckHolder(p.fs, LockFileName, p.log); lock != nil || ferr != nil {
@@ -120,7 +121,7 @@ func (p *privateDir) stat(key format.Key) (Info, error) {
 }
 
 func (p *privateDir) get(key format.Key) (Info, bool) {
-	info, _, ok := indexGet(p.idx, key)
+	info, _, ok := tier.IndexGet(p.idx, key)
 	return info, ok
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,7 +70,7 @@ func (t *DirTier) writeSnapshot() error {
 	start := time.Now().UnixNano()
 	buf := binary.LittleEndian.AppendUint64([]byte(snapMagic), uint64(start))
 	for _, model := range t.idx.ModelNames() {
-		if isTree(t.fs, model) {
+		if tier.IsTree(t.fs, model) {
 			continue // a tree of Files is walked at start: its directories are no shards
 		}
 		var ctimes [256]int64

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // What the stack asks of a directory tier beyond the Tier interface: its
@@ -73,10 +74,10 @@ func (t *DirTier) OnRootLost(keep func([]format.Key) int) { t.onRootLost.Store(&
 func (t *DirTier) MakeTreeDir(model, rel string) error {
 	return t.do("mkdir", func() error {
 		if err := t.fs.MkdirAll(model+"/"+rel, 0o755); err != nil {
-			return osErr("mkdir", err)
+			return tier.OSErr("mkdir", err)
 		}
 		t.flat.madeDir(model)
-		return markTree(t.fs, model)
+		return tier.MarkTree(t.fs, model)
 	}, nil)
 }
 
@@ -84,9 +85,9 @@ func (t *DirTier) MakeTreeDir(model, rel string) error {
 func (t *DirTier) MarkTree(model string) error {
 	return t.do("mark", func() error {
 		if err := t.fs.MkdirAll(model, 0o755); err != nil {
-			return osErr("mkdir", err)
+			return tier.OSErr("mkdir", err)
 		}
-		return markTree(t.fs, model)
+		return tier.MarkTree(t.fs, model)
 	}, nil)
 }
 
@@ -128,7 +129,7 @@ func (t *DirTier) WatchGone(gone, replaced func([]format.Key)) {
 // Files, the files of that tree its index does not hold yet
 // (shared_scan.go); nothing on a private tier.
 func (t *DirTier) AdoptTree(model string) {
-	if sd := t.sharedDir(); sd != nil && isTree(t.fs, model) {
+	if sd := t.sharedDir(); sd != nil && tier.IsTree(t.fs, model) {
 		sd.adoptTree(model)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,7 +45,7 @@ func (t *DirTier) CreateStaged(key format.Key) (*StagedFile, error) {
 // Link starts the temp file of to as a hard link of from's file, beside
 // to's final name (LinkOnDisk).
 func (t *DirTier) Link(from, to format.Key) (*StagedFile, error) {
-	if err := checkKey(to); err != nil {
+	if err := tier.CheckKey(to); err != nil {
 		return nil, err
 	}
 	w := &dirWriter{t: t, key: to}
@@ -60,14 +61,14 @@ func (t *DirTier) Link(from, to format.Key) (*StagedFile, error) {
 				continue
 			}
 			if err != nil {
-				return osErr("link", err)
+				return tier.OSErr("link", err)
 			}
 			// Read-only: the file is published (0444) already, and
 			// Commit only syncs it and sets its times and mode.
 			f, err := t.fs.OpenFile(tmp, unix.O_RDONLY, 0)
 			if err != nil {
 				_ = t.fs.Unlink(tmp)
-				return osErr("open", err)
+				return tier.OSErr("open", err)
 			}
 			w.tmp, w.f = tmp, f
 			return nil
@@ -173,7 +174,7 @@ func (w *StagedFile) Unpark() error {
 	}
 	f, err := w.t.fs.OpenFile(w.tmp, unix.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("%s tier: reopen %s: %w", w.t.kind, w.key, osErr("open", err))
+		return fmt.Errorf("%s tier: reopen %s: %w", w.t.kind, w.key, tier.OSErr("open", err))
 	}
 	w.f = f
 	return nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // Checksums without xattrs.
@@ -68,15 +69,15 @@ func (t *DirTier) usesSums() bool { return t.noXattr.Load() || t.sums.Load() }
 // about to be renamed into place. sync makes the sum durable with it.
 func (t *DirTier) writeSum(key format.Key, f *os.File, crc uint32, sync bool) error {
 	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Fstat(int(f.Fd()), &st) }); err != nil {
+	if err := tier.IgnoringEINTR(func() error { return unix.Fstat(int(f.Fd()), &st) }); err != nil {
 		return err
 	}
 	rel := sumRel(key)
 	dir := path.Dir(rel)
-	tmp, tmpRel, err := t.fs.CreateTemp(dir, tmpPrefix+"sum-", 0o600)
+	tmp, tmpRel, err := t.fs.CreateTemp(dir, tier.TmpPrefix+"sum-", 0o600)
 	if errors.Is(err, fs.ErrNotExist) { // the first sum of its directory
 		if err = t.fs.MkdirAll(dir, 0o700); err == nil {
-			tmp, tmpRel, err = t.fs.CreateTemp(dir, tmpPrefix+"sum-", 0o600)
+			tmp, tmpRel, err = t.fs.CreateTemp(dir, tier.TmpPrefix+"sum-", 0o600)
 		}
 	}
 	if err != nil {
@@ -191,7 +192,7 @@ func (t *DirTier) sweepSumTemps() {
 			err := t.do("sweep sums", func() error {
 				ents, err := t.fs.ReadDir(dir)
 				for _, e := range ents {
-					if !strings.HasPrefix(e.Name(), tmpPrefix) {
+					if !strings.HasPrefix(e.Name(), tier.TmpPrefix) {
 						continue
 					}
 					if fi, err := e.Info(); err == nil && (!shared || staleTemp(e.Name(), fi.ModTime())) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // TestDirSums: on a tier that keeps no xattrs a file's CRC is read back
@@ -73,7 +74,7 @@ func TestDirSums(t *testing.T) {
 	}
 
 	// A temporary sum a crash left is removed when the tier opens again.
-	left := filepath.Join(dir, sumsDirName, "ab", tmpPrefix+"sum-crash")
+	left := filepath.Join(dir, sumsDirName, "ab", tier.TmpPrefix+"sum-crash")
 	if err := os.MkdirAll(filepath.Dir(left), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,7 +39,7 @@ func (t *DirTier) Create(key format.Key) (Writer, error) {
 
 // create is Create; with direct set, Write writes with O_DIRECT.
 func (t *DirTier) create(key format.Key, direct bool) (Writer, error) {
-	if err := checkKey(key); err != nil {
+	if err := tier.CheckKey(key); err != nil {
 		return nil, err
 	}
 	w := &dirWriter{t: t, key: key}
@@ -60,11 +61,11 @@ func (t *DirTier) create(key format.Key, direct bool) (Writer, error) {
 				continue
 			case (isENOENT(err) || errors.Is(err, unix.ELOOP)) && attempt == 0:
 				// Removed under us, or a link put in its place: make it
-				// again (the link goes: dirCache.ensure).
-				t.dirs.forget(key.Model)
+				// again (the link goes: DirCache.Ensure).
+				t.dirs.Forget(key.Model)
 				continue
 			}
-			return osErr("create", err)
+			return tier.OSErr("create", err)
 		}
 	}, func() { w.cleanup() })
 	if err != nil {
@@ -78,7 +79,7 @@ func (t *DirTier) create(key format.Key, direct bool) (Writer, error) {
 
 // EnsureDir makes the directory of key's file, when missing.
 func (t *DirTier) EnsureDir(key format.Key) error {
-	made, err := t.dirs.ensure(t.fs, key)
+	made, err := t.dirs.Ensure(t.fs, key)
 	if made && key.Kind == format.File && key.ShardDir() != "" {
 		t.flat.madeDir(key.Model) // made, or found there
 	}
@@ -115,7 +116,7 @@ func (w *dirWriter) Write(p []byte) (int, error) {
 	}
 	w.off += int64(n)
 	if err != nil {
-		w.err = fmt.Errorf("%s tier: %w", w.t.kind, osErr("write", err))
+		w.err = fmt.Errorf("%s tier: %w", w.t.kind, tier.OSErr("write", err))
 		return n, w.err
 	}
 	return n, nil
@@ -199,14 +200,14 @@ func (w *dirWriter) Commit(opts CommitOptions) (Info, error) {
 // intact and the Writer usable; otherwise it is published or removed.
 func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err error) {
 	t := w.t
-	fi, err := fileStat(w.f)
+	fi, err := tier.FileStat(w.f)
 	if err != nil {
 		w.cleanup()
 		return Info{}, false, err
 	}
 	size := fi.Size()
 	if !t.idx.Reserve(size) {
-		return Info{}, true, fmt.Errorf("%s: %w", w.key, noRoom(t.idx, size))
+		return Info{}, true, fmt.Errorf("%s: %w", w.key, tier.NoRoom(t.idx, size))
 	}
 	if t.fsFull(size) {
 		t.idx.Unreserve(size)
@@ -232,10 +233,10 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 			}
 		}
 	}
-	mtime := opts.publishTime()
+	mtime := opts.PublishTime()
 	if err := t.fs.Chtimes(w.tmp, mtime, mtime); err != nil {
 		w.cleanup()
-		return Info{}, false, osErr("utimes", err)
+		return Info{}, false, tier.OSErr("utimes", err)
 	}
 	// Published files are read-only; a filesystem that refuses the mode
 	// change still gets the file.
@@ -246,7 +247,7 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 			if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 				t.FSForget()
 			}
-			return Info{}, false, osErr("fsync", err)
+			return Info{}, false, tier.OSErr("fsync", err)
 		}
 	}
 	dst := w.key.Path()
@@ -258,13 +259,13 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 	if err := publish(t.fs, w.tmp, dst); err != nil {
 		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 			t.FSForget()
-			return Info{}, true, osErr("publish", err)
+			return Info{}, true, tier.OSErr("publish", err)
 		}
 		w.cleanup()
 		if errors.Is(err, ErrExist) {
 			return Info{}, false, err
 		}
-		return Info{}, false, osErr("publish", err)
+		return Info{}, false, tier.OSErr("publish", err)
 	}
 	w.f.Close()
 	t.fsTake(size)
@@ -273,10 +274,10 @@ func (w *dirWriter) commitFS(opts CommitOptions) (info Info, keep bool, err erro
 		t.idx.Remove(w.key) // an adopt of the old file that raced the supersede
 	}
 	info = Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC}
-	e := newEntry(info)
+	e := tier.NewEntry(info)
 	e.Set(index.CRCRead, true)
 	rec, _ := t.idx.Add(e)
-	info, added = infoOf(&rec), true
+	info, added = tier.InfoOf(&rec), true
 	if sync {
 		if err := syncDir(t.fs, path.Dir(dst)); err != nil {
 			return info, false, fmt.Errorf("published %s, but: %w", w.key, err)
@@ -292,7 +293,7 @@ func (w *dirWriter) setCRC(name string, crc uint32) {
 	if t.noXattr.Load() {
 		return
 	}
-	err := ignoringEINTR(func() error { return unix.Fsetxattr(int(w.f.Fd()), name, formatCRC(crc), 0) })
+	err := tier.IgnoringEINTR(func() error { return unix.Fsetxattr(int(w.f.Fd()), name, formatCRC(crc), 0) })
 	if errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP) {
 		t.noXattr.Store(true)
 		t.log.Info("tier keeps no CRC xattrs: the filesystem does not support them", "kind", t.kind, "dir", t.root)

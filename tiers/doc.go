@@ -8,8 +8,9 @@
 // of whichever tier holds a block (FUSE passthrough).
 //
 // The Stack puts the tiers together, through their exported methods only,
-// and is the way in for the rest of the daemon: New builds it from the tiers' configurations; writes land dirty
-// in memory, a bounded pool writes them back to the first persistent tier
+// and is the way in for the rest of the daemon: New builds it from the
+// tiers' configurations; writes land dirty in memory, a bounded pool
+// writes them back to the first persistent tier
 // (paced like the kernel's dirty pages: an expiry age, a background
 // threshold and a limit at which writers wait; StackConfig), reads fall
 // through to lower tiers and promote, and CRC-32C is checked on
@@ -39,10 +40,11 @@
 //     who else uses its directory (privateDir there, sharedDir in
 //     shared*.go: the index revalidated, reads copied off it, eviction by
 //     mtime, crash leftovers);
-//   - what every tier shares: tier.go (the Tier interface, Info, Usage,
-//     errors), files.go (what both publish with), entries.go (index
-//     entries as Info), layout.go and fsck.go (the on-disk layout),
-//     lock.go (the tier lock), model_meta.go;
+//   - what every tier shares: package tiers/tier (the Tier interface,
+//     Info, Usage, the errors, temp names and key checks, index entries
+//     as Info, the tier lock, the tree mark), whose names tier.go
+//     re-exports; layout.go and fsck.go (the on-disk layout),
+//     model_meta.go;
 //   - the in-memory index of a tier: package tiers/index, behind its
 //     exported methods.
 //

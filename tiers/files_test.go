@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,7 +58,7 @@ func TestFilesTree(t *testing.T) {
 		t.Fatal("no tree mark in the model directory")
 	}
 	leftover := filepath.Join(dir, model, "deep", tempName(format.FileKey(model, "deep/x").ID.String()))
-	metaTemp := filepath.Join(dir, model, ModelMetaName+tmpPrefix+randomSuffix()) // a settings write cut short
+	metaTemp := filepath.Join(dir, model, ModelMetaName+tier.TmpPrefix+tier.RandomSuffix()) // a settings write cut short
 	for _, p := range []string{leftover, metaTemp} {
 		if err := os.WriteFile(p, []byte("half"), 0o644); err != nil {
 			t.Fatal(err)
@@ -144,7 +145,7 @@ func TestFilesKeep(t *testing.T) {
 	}
 	last := len(s.dirs) - 1
 	info := func(k format.Key) Info {
-		i, _, _ := indexGet(s.dirs[last].idx, k)
+		i, _, _ := tier.IndexGet(s.dirs[last].idx, k)
 		return i
 	}
 	if err := s.evictFrom(last, info(cfg), false); err == nil {

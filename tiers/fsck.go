@@ -10,6 +10,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -119,7 +120,7 @@ func Fsck(dir string, opts FsckOptions) (FsckReport, error) {
 				f.report(fd)
 			}
 		}
-		lock, err := lockExclusive(root, LockFileName)
+		lock, err := tier.LockExclusive(root, LockFileName)
 		if errors.Is(err, ErrLocked) {
 			return f.rep, fmt.Errorf("%s is in use by a running daemon (it holds %s): %w", dir, LockFileName, ErrLocked)
 		}

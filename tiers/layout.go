@@ -10,6 +10,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -155,7 +156,7 @@ func (w *layoutWalk) run() error {
 // walkModel classifies the entries of one model directory and sends its
 // shard directories on.
 func (w *layoutWalk) walkModel(model string, send func(shardJob), halt func(string, error)) {
-	if isTree(w.root, model) {
+	if tier.IsTree(w.root, model) {
 		w.walkTree(model, halt)
 		return
 	}

@@ -1,13 +1,13 @@
 package tiers
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,48 +21,13 @@ import (
 // config files there), except the tiers' own temp files (IsTempName: not
 // any ".tmp-" name, which an engine may give its own files).
 
-// TreeMarkName marks a model directory of a tier as a tree of Files.
-const TreeMarkName = ".ucmfs-tree"
-
 // ReservedInModel reports whether name, in a model directory of a tier,
 // is one of the tiers' own records there: the settings record
 // (ModelMetaName) and its temp files, and the tree mark. No File of a
 // files model may take such a name at the model's root: it would be
 // written over the record on every tier.
 func ReservedInModel(name string) bool {
-	return name == ModelMetaName || name == TreeMarkName || strings.HasPrefix(name, ModelMetaName+tmpPrefix)
-}
-
-// isTree reports whether the model directory model beneath r is a tree
-// of Files.
-func isTree(r rootfs.FS, model string) bool {
-	var st unix.Stat_t
-	return r.Stat(model+"/"+TreeMarkName, &st) == nil
-}
-
-// markTree writes the tree mark in the model directory model beneath r,
-// unless it is there, and fsyncs the model directory. A mark that is there is never opened for writing:
-// on a tier that is itself a files model of a ucmfs mount, a published
-// file is read-only (EACCES), and a mark made by another daemon sharing
-// the tier is published there.
-func markTree(r rootfs.FS, model string) error {
-	if isTree(r, model) {
-		return nil
-	}
-	fd, err := r.OpenFD(model+"/"+TreeMarkName, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, 0o600)
-	if errors.Is(err, unix.EEXIST) {
-		return nil // made meanwhile, by another daemon or another call
-	}
-	if err != nil {
-		return osErr("mark tree", err)
-	}
-	unix.Close(fd)
-	// The mark's name durable: without it the model's files are not
-	// found after a power cut (the model is not taken for a tree).
-	if err := r.SyncDir(model); err != nil {
-		return osErr("mark tree", err)
-	}
-	return nil
+	return name == ModelMetaName || name == TreeMarkName || strings.HasPrefix(name, ModelMetaName+tier.TmpPrefix)
 }
 
 // walkTree walks the tree of model, sending each directory's files to

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,7 +64,7 @@ func lockPath(root string, wait time.Duration) (*pathLock, error) {
 	name := hex.EncodeToString(sum[:16]) + ".lock"
 	deadline := time.Now().Add(wait)
 	for {
-		f, err := lockExclusive(r, name)
+		f, err := tier.LockExclusive(r, name)
 		if err == nil {
 			var held, now unix.Stat_t
 			if unix.Fstat(int(f.Fd()), &held) == nil && r.Lstat(name, &now) == nil && held.Ino == now.Ino && held.Dev == now.Dev {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,7 +49,7 @@ type lockOwner struct {
 // writeOwner records o in dir's OwnerFileName (a temp file renamed over
 // it: a reader never sees half a record).
 func writeOwner(dir rootfs.FS, o lockOwner) error {
-	tmp := tmpPrefix + "owner-" + randomSuffix()
+	tmp := tier.TmpPrefix + "owner-" + tier.RandomSuffix()
 	if err := dir.WriteFile(tmp, fmt.Appendf(nil, "pid %d fuse %d\n", o.pid, o.conn), 0o600); err != nil {
 		return err
 	}
@@ -138,7 +139,7 @@ func freeStuckHolder(dir rootfs.FS, lockPath string, log *slog.Logger) (*os.File
 	log.Warn("tier lock held by a daemon that died stuck in the kernel: its FUSE connection aborted", "dir", dir.Name(), "pid", o.pid, "fuse_connection", o.conn)
 	deadline := time.Now().Add(stuckWait)
 	for {
-		lock, err := lockExclusive(dir, lockPath)
+		lock, err := tier.LockExclusive(dir, lockPath)
 		if !errors.Is(err, ErrLocked) || time.Now().After(deadline) {
 			return lock, err
 		}

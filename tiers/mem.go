@@ -9,6 +9,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -76,7 +77,7 @@ type MemTier struct {
 	idx   *index.Index
 	pages *pageLocker
 	lockq *lockQueue // nil unless pages are locked after commit
-	dirs  dirCache
+	dirs  tier.DirCache
 	late  *lateDrops // removed files not yet released (mem_late.go)
 
 	life   sync.RWMutex
@@ -171,7 +172,7 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 	}
 	// A tmpfs file takes whole pages: so does its charge (index.SetUnit).
 	t.idx.SetUnit(int64(os.Getpagesize()))
-	t.idx.SetMaxFiles(maxFiles(cfg.MaxFiles))
+	t.idx.SetMaxFiles(tier.MaxFiles(cfg.MaxFiles))
 	t.idx.SetPinLimit(pinLimit(cfg.MaxPinned, cfg.Capacity))
 	t.startLate()
 	if t.pages.deferred() {
@@ -223,7 +224,7 @@ func (t *MemTier) Close() error {
 		e.SetMapping(nil)
 	}
 	t.pages.close()
-	t.dirs.forget("")
+	t.dirs.Forget("")
 	var err error
 	if !t.private {
 		err = os.RemoveAll(t.root) // the administrator's path, made by this daemon (mem_dir.go)
@@ -233,7 +234,7 @@ func (t *MemTier) Close() error {
 	}
 	t.lockf.Close() // for a private tmpfs, this frees the whole filesystem
 	if err != nil {
-		return osErr("memory tier: close", err)
+		return tier.OSErr("memory tier: close", err)
 	}
 	return nil
 }

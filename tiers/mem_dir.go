@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,12 +46,12 @@ func makePrivateDir(parent string) (string, *os.File, error) {
 		return "", nil, fmt.Errorf("memory tier: %w", err)
 	}
 	defer p.Close()
-	tag := strconv.Itoa(os.Getpid()) + "-" + randomSuffix()
+	tag := strconv.Itoa(os.Getpid()) + "-" + tier.RandomSuffix()
 	tmp := newDirPrefix + tag
 	if err := p.Mkdir(tmp, 0o700); err != nil {
 		return "", nil, fmt.Errorf("memory tier: %w", err)
 	}
-	lockf, err := lockExclusive(p, tmp+"/"+LockFileName)
+	lockf, err := tier.LockExclusive(p, tmp+"/"+LockFileName)
 	if err != nil {
 		p.RemoveAll(tmp)
 		return "", nil, fmt.Errorf("memory tier: %w", err)
@@ -105,7 +106,7 @@ func stale(parent rootfs.FS, name string) bool {
 	default:
 		return false
 	}
-	held, err := lockHeld(parent, name+"/"+LockFileName)
+	held, err := tier.LockHeld(parent, name+"/"+LockFileName)
 	switch {
 	case err == nil && held:
 		return false

@@ -8,12 +8,13 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
 // Create starts a file for key in the tier's staging area.
 func (t *MemTier) Create(key format.Key) (Writer, error) {
-	if err := checkKey(key); err != nil {
+	if err := tier.CheckKey(key); err != nil {
 		return nil, err
 	}
 	if err := t.enter(); err != nil {
@@ -21,13 +22,13 @@ func (t *MemTier) Create(key format.Key) (Writer, error) {
 	}
 	defer t.life.RUnlock()
 	for {
-		tmp := tmpPrefix + randomSuffix()
+		tmp := tier.TmpPrefix + tier.RandomSuffix()
 		f, err := t.fs.OpenFile(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o444)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
 		if err != nil {
-			return nil, osErr("memory tier: create", err)
+			return nil, tier.OSErr("memory tier: create", err)
 		}
 		return &memWriter{t: t, key: key, tmp: tmp, f: f}, nil
 	}
@@ -44,7 +45,7 @@ func (t *MemTier) Open(key format.Key) (*os.File, error) {
 	}
 	f, err := t.openKey(key, unix.O_RDONLY)
 	if err != nil {
-		return nil, notFound("memory tier: open", err)
+		return nil, tier.NotFound("memory tier: open", err)
 	}
 	return f, nil
 }
@@ -70,7 +71,7 @@ func (t *MemTier) OpenHit(key format.Key) (*os.File, int64, *index.Entry, bool) 
 
 // Stat describes a published file.
 func (t *MemTier) Stat(key format.Key) (Info, error) {
-	info, _, ok := indexGet(t.idx, key)
+	info, _, ok := tier.IndexGet(t.idx, key)
 	if !ok {
 		return Info{}, fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
 	}
@@ -84,7 +85,7 @@ func (t *MemTier) Stat(key format.Key) (Info, error) {
 // writer kept after publishing, which with FUSE passthrough the kernel
 // writes directly.
 func (t *MemTier) Unchanged(key format.Key) (unchanged, held bool) {
-	info, _, ok := indexGet(t.idx, key)
+	info, _, ok := tier.IndexGet(t.idx, key)
 	if !ok {
 		return false, false
 	}
@@ -130,14 +131,14 @@ func (t *MemTier) drop(e *index.Entry) error {
 	t.pages.unlock(e.Mapping())
 	e.SetMapping(nil)
 	if err := t.fs.Unlink(e.Key().Path()); err != nil && !errors.Is(err, unix.ENOENT) {
-		return osErr("memory tier: remove", err)
+		return tier.OSErr("memory tier: remove", err)
 	}
 	return nil
 }
 
 // List calls fn for the published files of model ("" for all).
 func (t *MemTier) List(model string, fn func(Info) bool) {
-	t.idx.Each(model, func(e *index.Entry) bool { return fn(infoOf(e)) })
+	t.idx.Each(model, func(e *index.Entry) bool { return fn(tier.InfoOf(e)) })
 }
 
 // Models returns the models that have files in the tier, sorted.
@@ -160,9 +161,9 @@ func (t *MemTier) RemoveModel(model string) error {
 		t.pages.unlock(e.Mapping())
 		e.SetMapping(nil)
 	}
-	t.dirs.forget(model)
+	t.dirs.Forget(model)
 	if err := t.fs.RemoveAll(model); err != nil {
-		return osErr("memory tier: remove model", err)
+		return tier.OSErr("memory tier: remove model", err)
 	}
 	return nil
 }

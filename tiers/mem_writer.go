@@ -8,6 +8,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,7 +39,7 @@ func (w *memWriter) Write(p []byte) (int, error) {
 	n, err := w.f.WriteAt(p, w.off)
 	w.off += int64(n)
 	if err != nil {
-		return n, osErr("memory tier: write", err)
+		return n, tier.OSErr("memory tier: write", err)
 	}
 	return n, nil
 }
@@ -59,16 +60,16 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 		return Info{}, err
 	}
 	defer t.life.RUnlock()
-	fi, err := fileStat(w.f)
+	fi, err := tier.FileStat(w.f)
 	if err != nil {
 		w.discard()
 		return Info{}, err
 	}
 	size := fi.Size()
 	if !t.idx.Reserve(size) {
-		return Info{}, fmt.Errorf("memory tier: %s: %w", w.key, noRoom(t.idx, size))
+		return Info{}, fmt.Errorf("memory tier: %s: %w", w.key, tier.NoRoom(t.idx, size))
 	}
-	mtime := opts.publishTime()
+	mtime := opts.PublishTime()
 	if err := t.fs.Chtimes(w.tmp, mtime, mtime); err != nil {
 		t.idx.Unreserve(size)
 		w.discard()
@@ -88,12 +89,12 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 		w.discard()
 		return Info{}, err
 	}
-	e := newMemEntry(Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC})
+	e := tier.NewMemEntry(Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC})
 	e.Set(index.Dirty, true)
 	e.Set(index.CRCRead, true)
 	e.SetMapping(mapping)
 	rec, added := t.idx.Add(e)
-	info := infoOf(&rec)
+	info := tier.InfoOf(&rec)
 	if !added {
 		t.pages.unlock(mapping)
 	} else if t.lockq != nil && size > 0 {
@@ -113,7 +114,7 @@ func (t *MemTier) publish(tmp string, key format.Key) error {
 	t.settle(key) // a removed file of key's still at rel is released first
 	settled, remade := false, false
 	for {
-		if _, err := t.dirs.ensure(t.fs, key); err != nil {
+		if _, err := t.dirs.Ensure(t.fs, key); err != nil {
 			if errors.Is(err, unix.ENOTDIR) && !settled {
 				// A File removed where key's directories go (d/a,
 				// for d/a/b) may still wait for its release.
@@ -132,7 +133,7 @@ func (t *MemTier) publish(tmp string, key format.Key) error {
 		}
 		if errors.Is(err, unix.ENOENT) && !remade {
 			// A RemoveModel took the directory away: make it again.
-			t.dirs.forget(key.Model)
+			t.dirs.Forget(key.Model)
 			remade = true
 			continue
 		}
@@ -140,11 +141,11 @@ func (t *MemTier) publish(tmp string, key format.Key) error {
 			// A directory the cache knows went (moved, removed) and a
 			// File removed since took its name, not yet released.
 			t.SettleAll()
-			t.dirs.forget(key.Model)
+			t.dirs.Forget(key.Model)
 			settled = true
 			continue
 		}
-		return osErr("memory tier: publish", err)
+		return tier.OSErr("memory tier: publish", err)
 	}
 }
 
@@ -196,7 +197,7 @@ func (w *memWriter) Unpark() error {
 	}
 	f, err := w.t.fs.OpenFile(w.tmp, unix.O_RDWR, 0) // no walk of /proc/self/fd
 	if err != nil {
-		return osErr("memory tier: reopen a parked file", err)
+		return tier.OSErr("memory tier: reopen a parked file", err)
 	}
 	w.f = f
 	return nil

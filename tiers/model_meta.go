@@ -8,6 +8,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -128,7 +129,7 @@ func (s *Stack) SetModelMeta(model string, b []byte) error {
 	var errs []error
 	for _, d := range s.dirs {
 		if err := d.Do("write settings", func() error { return writeMeta(d.Root(), model, b) }); err != nil {
-			errs = append(errs, fmt.Errorf("%s tier: settings of model %s: %w", d.Name(), model, osErr("write", err)))
+			errs = append(errs, fmt.Errorf("%s tier: settings of model %s: %w", d.Name(), model, tier.OSErr("write", err)))
 		}
 	}
 	return errors.Join(errs...)
@@ -144,10 +145,10 @@ func (s *Stack) forgetMeta(model string) {
 // writeMeta writes b as dir/ModelMetaName beneath r: temp file, fsync,
 // rename, fsync of dir.
 func writeMeta(r rootfs.FS, dir string, b []byte) error {
-	if err := mkdirAllDurable(r, dir, 0o755); err != nil {
+	if err := tier.MkdirAllDurable(r, dir, 0o755); err != nil {
 		return err
 	}
-	tmp := dir + "/" + ModelMetaName + tmpPrefix + randomSuffix()
+	tmp := dir + "/" + ModelMetaName + tier.TmpPrefix + tier.RandomSuffix()
 	f, err := r.OpenFile(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 	if err != nil {
 		return err

@@ -193,7 +193,7 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 		d.KeepCRC(key, f, crc) // a file staged on disk: its first copy computed its CRC
 	}
 	s.stats.bytesOut.Add(off)
-	opts := CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime, from: from}
+	opts := CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime, From: from}
 	if !key.Kind.Headerless() {
 		opts.HeaderCRC, opts.HasHeaderCRC = format.HeaderCRC(hdr[:]), true
 	}
@@ -246,7 +246,7 @@ func (s *Stack) commitCopy(src Tier, w Writer, opts CommitOptions, k format.Key,
 		w.Abort()
 		return err
 	}
-	if entryOf(src, k) != opts.from {
+	if entryOf(src, k) != opts.From {
 		w.Abort()
 		return fmt.Errorf("%s on %s: replaced while copied: %w", k, src.Name(), ErrNotFound)
 	}
@@ -257,6 +257,12 @@ func (s *Stack) commitCopy(src Tier, w Writer, opts CommitOptions, k format.Key,
 		}
 	}
 	return then()
+}
+
+// indexed is a tier that keeps an index of its files (both kinds do):
+// the stack reads residency and versions from it.
+type indexed interface {
+	Index() *index.Index
 }
 
 // entryOf is t's index entry of k (nil when t holds none): what a copy

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // demoteLoop keeps every directory tier under its high watermark: once a
@@ -211,7 +212,7 @@ func (s *Stack) drop(d *DirTier, v Info, force bool) error {
 func (s *Stack) dropVersionLocked(d *DirTier, v Info) bool {
 	k := v.Key
 	same := func(x *index.Index) bool {
-		info, _, ok := indexGet(x, k)
+		info, _, ok := tier.IndexGet(x, k)
 		return ok && info.Size == v.Size && info.MTime.Equal(v.MTime)
 	}
 	if !same(d.Index()) {
@@ -246,7 +247,7 @@ func (s *Stack) Unchanged(k format.Key) (unchanged, held bool) {
 		return unchanged, held
 	}
 	d := s.dirs[0]
-	info, _, ok := indexGet(d.Index(), k)
+	info, _, ok := tier.IndexGet(d.Index(), k)
 	if !ok || !d.InPlace() {
 		return false, false
 	}

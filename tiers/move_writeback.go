@@ -91,7 +91,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 		}
 		mu := s.keyLock(k)
 		mu.Lock()
-		if !s.mem.Dirty(k) || entryOf(s.mem, k) != opts.from {
+		if !s.mem.Dirty(k) || entryOf(s.mem, k) != opts.From {
 			// Written back by another, removed, or replaced by a new
 			// version (queued in its turn) since the bytes were read.
 			mu.Unlock()
@@ -126,7 +126,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			if stale {
 				s.staleVersion(k) // the share's is newer
 			} else if d.Shared() {
-				s.cacheCopy(k, i, opts.from) // the share has it: the host's nvme keeps a copy
+				s.cacheCopy(k, i, opts.From) // the share has it: the host's nvme keeps a copy
 			} else {
 				s.owe(k, i) // the share was down or failed: it gets the file once up
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/sys/unix"
 )
@@ -136,7 +137,7 @@ func (t *sharedDir) revalidate(key format.Key) {
 	v.mu.Lock()
 	c, ok := v.shards[ref]
 	v.mu.Unlock()
-	if ok && time.Since(c.at) < v.ttl || checkKey(key) != nil {
+	if ok && time.Since(c.at) < v.ttl || tier.CheckKey(key) != nil {
 		return
 	}
 	v.flights.Do(ref.model+"/"+format.ShardName(ref.hh), func() (any, error) {
@@ -239,7 +240,7 @@ func (t *sharedDir) reconcile(ref shardRef, before []format.Key, ents []shardEnt
 	}
 	sort.Slice(found, func(i, j int) bool { return found[i].MTime.Before(found[j].MTime) })
 	for _, in := range found {
-		t.adoptFound(newEntry(in))
+		t.adoptFound(tier.NewEntry(in))
 	}
 }
 
@@ -324,10 +325,10 @@ func (t *sharedDir) get(key format.Key) (Info, bool) {
 // sharedGet is sharedStat once key's shard is revalidated: a key the
 // index lacks is looked for on disk.
 func (t *sharedDir) sharedGet(key format.Key) (Info, error) {
-	if info, _, ok := indexGet(t.idx, key); ok {
+	if info, _, ok := tier.IndexGet(t.idx, key); ok {
 		return info, nil
 	}
-	if checkKey(key) != nil {
+	if tier.CheckKey(key) != nil {
 		return Info{}, t.notFound(key)
 	}
 	return t.lookup(key)
@@ -341,7 +342,7 @@ func (t *sharedDir) has(key format.Key) bool {
 	if t.idx.Has(key) {
 		return true
 	}
-	if checkKey(key) != nil || t.listedFresh(key) {
+	if tier.CheckKey(key) != nil || t.listedFresh(key) {
 		return false
 	}
 	_, err := t.lookup(key)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,7 +44,7 @@ func (t *sharedDir) revalidateFile(key format.Key) {
 	}
 	v.files[key] = now
 	v.mu.Unlock()
-	info, known, _ := indexGet(t.idx, key)
+	info, known, _ := tier.IndexGet(t.idx, key)
 	if !known {
 		return // looked up on disk when asked (sharedGet)
 	}

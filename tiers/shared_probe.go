@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // What a shared tier's filesystem lacks, found by trying it once when the
@@ -13,7 +15,7 @@ import (
 // (EINVAL), and some NAS exports keep no user xattrs.
 //
 //   - RENAME_NOREPLACE: publishing falls back to link + unlink, or to a
-//     stat then a rename (files.go); the probe only says so ahead of the
+//     stat then a rename (dir_publish.go); the probe only says so ahead of the
 //     first publish.
 //   - user xattrs: CRCs go to sum files (dir_sums.go).
 //   - a directory's mtime that moves when an entry is added: without it an
@@ -29,7 +31,7 @@ const probeDirName = ".ucmfs-probe"
 
 // probeShared tries what the sharing relies on and logs what is missing.
 func (t *sharedDir) probeShared() {
-	dir := probeDirName + "-" + randomSuffix()
+	dir := probeDirName + "-" + tier.RandomSuffix()
 	if err := t.fs.Mkdir(dir, 0o700); err != nil {
 		return // the tier fails: its health says so
 	}

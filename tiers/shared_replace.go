@@ -5,6 +5,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,7 +52,7 @@ func (t *DirTier) SupersedeForeign(key format.Key, ours time.Time) (superseded, 
 		sp.m = make(map[format.Key]*index.Entry)
 	}
 	t.idx.Remove(key) // adopted meanwhile by a lookup: superseded now
-	sp.m[key] = newEntry(Info{Key: key, Size: st.Size, MTime: there})
+	sp.m[key] = tier.NewEntry(Info{Key: key, Size: st.Size, MTime: there})
 	return true, false
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -86,7 +87,7 @@ func (t *sharedDir) walkShards(force bool) bool {
 	sort.Strings(names)
 	names = slices.Compact(names)
 	for _, m := range names {
-		if isTree(t.fs, m) {
+		if tier.IsTree(t.fs, m) {
 			t.adoptTree(m)
 			continue
 		}
@@ -180,7 +181,7 @@ func (t *sharedDir) adoptTree(model string) {
 			}
 			k := format.FileKey(model, format.JoinFilePath(rel, e.name))
 			if !t.idx.Has(k) {
-				t.adoptFound(newEntry(Info{Key: k, Size: e.size, MTime: time.Unix(e.mtime.Unix())}))
+				t.adoptFound(tier.NewEntry(Info{Key: k, Size: e.size, MTime: time.Unix(e.mtime.Unix())}))
 			}
 		}
 		for _, d := range subdirs {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -190,7 +191,7 @@ func (t *sharedDir) touchEvery() time.Duration { return min(time.Minute, t.keepR
 // touched moves key's mtime to now when it is older than touchEvery:
 // the use other daemons see and evict by.
 func (t *sharedDir) touched(key format.Key) {
-	info, _, ok := indexGet(t.idx, key)
+	info, _, ok := tier.IndexGet(t.idx, key)
 	if !ok || time.Since(info.MTime) < t.touchEvery() {
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // Temp files of a directory tier are named
@@ -39,7 +41,7 @@ var tempTag = func() string {
 
 // tempName is the base name of a new temp file for the block id (hex).
 func tempName(id string) string {
-	return tmpPrefix + tempTag + "-" + id + "-" + randomSuffix()
+	return tier.TmpPrefix + tempTag + "-" + id + "-" + tier.RandomSuffix()
 }
 
 // IsTempName reports whether name is a temp file a tier writes a file to
@@ -65,7 +67,7 @@ func IsTempName(name string) bool {
 // tempOwner parses the host and pid out of a temp name; ok is false for
 // a name of another form (an older daemon's, or not a temp file).
 func tempOwner(name string) (host string, pid int, ok bool) {
-	rest, found := strings.CutPrefix(name, tmpPrefix)
+	rest, found := strings.CutPrefix(name, tier.TmpPrefix)
 	if !found {
 		return "", 0, false
 	}
@@ -81,7 +83,7 @@ func tempOwner(name string) (host string, pid int, ok bool) {
 // staleTemp reports whether a temp file of a shared directory, last
 // written at mtime, is a crash's leftover that may be removed.
 func staleTemp(name string, mtime time.Time) bool {
-	if !strings.HasPrefix(name, tmpPrefix) {
+	if !strings.HasPrefix(name, tier.TmpPrefix) {
 		return false
 	}
 	if time.Since(mtime) >= staleTempAge {

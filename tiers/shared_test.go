@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // sharedStack builds a stack of a memory tier of memCap bytes over one
@@ -176,8 +177,8 @@ func TestSharedTempsOfDeadProcess(t *testing.T) {
 	shard := filepath.Join(dir, "m", k.ID.Shard())
 	os.MkdirAll(shard, 0o755)
 	host, _, _ := cutTag()
-	dead := filepath.Join(shard, tmpPrefix+host+"@"+strconv.Itoa(deadPID(t))+"-"+k.ID.String()+"-x")
-	other := filepath.Join(shard, tmpPrefix+"otherhost@1-"+k.ID.String()+"-y")
+	dead := filepath.Join(shard, tier.TmpPrefix+host+"@"+strconv.Itoa(deadPID(t))+"-"+k.ID.String()+"-x")
+	other := filepath.Join(shard, tier.TmpPrefix+"otherhost@1-"+k.ID.String()+"-y")
 	os.WriteFile(dead, []byte("crashed here"), 0o644)
 	os.WriteFile(other, []byte("another host writing"), 0o644)
 	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{})

@@ -59,7 +59,7 @@ func (s *Stack) cacheCopy(k format.Key, shared int, from *index.Entry) {
 		if err != nil {
 			return
 		}
-		if opts.from != from {
+		if opts.From != from {
 			w.Abort() // another version: it gets its own write-back
 			return
 		}

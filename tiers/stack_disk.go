@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // Files staged on disk. A writer that opens its file with O_DIRECT asks
@@ -130,7 +131,7 @@ func (p *PendingWrite) WriteAt(data []byte, off int64) (int, error) {
 	for done < len(data) {
 		c := copy(*bp, data[done:])
 		if err := pwriteAll(int(f.Fd()), (*bp)[:c], off+int64(done)); err != nil {
-			return done, osErr("write", err)
+			return done, tier.OSErr("write", err)
 		}
 		done += c
 	}

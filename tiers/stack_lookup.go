@@ -9,6 +9,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // Handle is a published file opened for reading, and where it was found.
@@ -184,7 +185,7 @@ func (s *Stack) Stat(k format.Key) (BlockInfo, error) {
 // stat is Stat's look at the tiers' indexes.
 func (s *Stack) stat(k format.Key) (bi BlockInfo, found bool) {
 	if e, ok := s.mem.Index().Get(k); ok {
-		in, pinned, dirty := infoOf(&e), e.Is(index.Pinned), e.Is(index.Dirty)
+		in, pinned, dirty := tier.InfoOf(&e), e.Is(index.Pinned), e.Is(index.Dirty)
 		bi.Info, found = in, true
 		bi.Holders = append(bi.Holders, s.mem.Name())
 		bi.Dirty, bi.Pinned = dirty, pinned

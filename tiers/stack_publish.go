@@ -8,6 +8,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // ErrInvalid wraps the format validation error of a rejected file.
@@ -344,7 +345,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 // when the header states a CRC: then a mismatch rejects the file.
 // Errors wrap ErrInvalid.
 func validate(key format.Key, f *os.File) (size int64, crc uint32, hasCRC bool, err error) {
-	fi, err := fileStat(f)
+	fi, err := tier.FileStat(f)
 	if err != nil {
 		return 0, 0, false, err
 	}

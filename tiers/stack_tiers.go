@@ -5,12 +5,13 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // TierID is a tier's place in a stack: Memory (0) for the memory tier,
 // then 1, 2, ... for the directory tiers in the order the stack was built
 // with, fastest first. It indexes the slice Tiers returns.
-type TierID int
+type TierID = tier.ID
 
 // Memory is the TierID of a stack's memory tier.
 const Memory TierID = 0

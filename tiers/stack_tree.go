@@ -6,6 +6,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,7 +60,7 @@ func (s *Stack) RemoveDir(model, rel string) error {
 			err = root.Rmdir(dir)
 		}
 		if err != nil && !errors.Is(err, unix.ENOENT) && first == nil {
-			first = osErr("rmdir", err)
+			first = tier.OSErr("rmdir", err)
 		}
 	}
 	return first
@@ -151,7 +152,7 @@ func (s *Stack) IsTree(model string) bool {
 		return false
 	}
 	for _, d := range s.dirs {
-		if isTree(d.Root(), model) {
+		if tier.IsTree(d.Root(), model) {
 			return true
 		}
 	}

@@ -18,7 +18,8 @@ var allowed = map[string][]string{
 	"tiers/index":          {"format", "internal/hashtab"},
 	"tiers/rootfs":         {},
 	"tiers/rootfs/crashfs": {"tiers/rootfs"}, // test support: a filesystem that fails and loses power
-	"tiers":                {"format", "tiers/index", "tiers/rootfs"},
+	"tiers/tier":           {"format", "tiers/index", "tiers/rootfs"},
+	"tiers":                {"format", "tiers/index", "tiers/rootfs", "tiers/tier"},
 	"sparse":               {"format"},
 	"hybrid":               {"format"},
 	"gpu":                  {},

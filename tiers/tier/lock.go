@@ -1,4 +1,4 @@
-package tiers
+package tier
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ var ErrLocked = errors.New("locked by another process")
 // it. Its name starts with '.', so no model directory can collide with it.
 const LockFileName = ".ucmfs.lock"
 
-// lockExclusive opens (creating it if needed) the lock file rel beneath r and
+// LockExclusive opens (creating it if needed) the lock file rel beneath r and
 // takes an exclusive flock on it without waiting. The lock lasts as long as
 // the returned file is open, and the kernel drops it when the process dies,
 // so a held lock proves a live owner.
@@ -29,7 +29,7 @@ const LockFileName = ".ucmfs.lock"
 // file read-only once written and closed (a files model of another ucmfs
 // mount), an open for writing of an existing lock file is EACCES, and a
 // file still open from its create is not seen by other processes.
-func lockExclusive(r rootfs.FS, rel string) (*os.File, error) {
+func LockExclusive(r rootfs.FS, rel string) (*os.File, error) {
 	f, err := openLockFile(r, rel)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
@@ -61,16 +61,16 @@ func openLockFile(r rootfs.FS, rel string) (*os.File, error) {
 // flockNB takes an exclusive flock on f without waiting; a lock held by
 // another open file description yields ErrLocked (wrapping EWOULDBLOCK).
 func flockNB(f *os.File) error {
-	err := ignoringEINTR(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
+	err := IgnoringEINTR(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
 	if errors.Is(err, unix.EWOULDBLOCK) {
 		return fmt.Errorf("%w: %w", ErrLocked, err)
 	}
 	return err
 }
 
-// lockHeld reports whether a live process holds the lock file rel beneath
+// LockHeld reports whether a live process holds the lock file rel beneath
 // r. A missing lock file yields os.ErrNotExist.
-func lockHeld(r rootfs.FS, rel string) (bool, error) {
+func LockHeld(r rootfs.FS, rel string) (bool, error) {
 	f, err := r.OpenRegular(rel)
 	if err != nil {
 		return false, err
