@@ -16,6 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// exists reports whether p is there.
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
 func TestDirSync(t *testing.T) {
 	d := newDir(t, tiers.DirConfig{Capacity: 1 << 20})
 	key := tiertest.Key("m", 1)

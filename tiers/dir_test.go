@@ -3,6 +3,7 @@ package tiers_test
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,9 @@ import (
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
+
+// quiet discards the tiers' log lines in tests.
+var quiet = slog.New(slog.DiscardHandler)
 
 func ptr[T any](v T) *T { return &v }
 

@@ -1,11 +1,11 @@
 // Package tiers stores block files in a hierarchy of tiers and moves them
 // between those tiers.
 //
-// A Tier is one level: the memory tier (MemTier, each block a file in a
-// private RAM-backed directory) or a directory tier (DirTier, kind nvme, nfs
-// or ds3fs: a plain directory in the <model>/<hh>/<id>.bin layout). Every
-// tier is file-backed, so the mount can hand the kernel a file descriptor
-// of whichever tier holds a block (FUSE passthrough).
+// A Tier is one level: the memory tier (package tiers/mem, each block a
+// file in a private RAM-backed directory) or a directory tier (DirTier,
+// kind nvme, nfs or ds3fs: a plain directory in the <model>/<hh>/<id>.bin
+// layout). Every tier is file-backed, so the mount can hand the kernel a
+// file descriptor of whichever tier holds a block (FUSE passthrough).
 //
 // The Stack puts the tiers together, through their exported methods only,
 // and is the way in for the rest of the daemon: New builds it from the
@@ -32,8 +32,8 @@
 //     its workers and their pacing), move_writeback.go, move_copy.go
 //     (CRC-checked copies), move_promote.go, move_demote.go (demotion,
 //     removal), move_errors.go;
-//   - the memory tier: mem*.go, with mem_stack.go for what the stack asks
-//     of it beyond Tier;
+//   - the memory tier: package tiers/mem (stack_memfull.go is the
+//     stack's answer when it is full);
 //   - a directory tier: dir*.go, with dir_stack.go for what the stack
 //     asks of it beyond Tier, dir_staged.go for a file staged on it
 //     (stack_disk.go), dir_sharing.go for what depends on

@@ -235,7 +235,7 @@ func (s *Stack) dropVersionLocked(d *DirTier, v Info) bool {
 	return true
 }
 
-// Unchanged is MemTier.Unchanged of the memory tier, under k's lock so
+// Unchanged is mem.Tier.Unchanged of the memory tier, under k's lock so
 // that a SetMTime (file and record) is seen whole; for a file not in
 // memory, the same check of the first directory tier, where a file staged
 // on disk is published (CreateOnDisk) and the kernel may write it too.
@@ -251,7 +251,7 @@ func (s *Stack) Unchanged(k format.Key) (unchanged, held bool) {
 	if !ok || !d.InPlace() {
 		return false, false
 	}
-	return sameFile(d.Root(), k.Path(), info)
+	return tier.SameFile(d.Root(), k.Path(), info)
 }
 
 // Remove deletes k from every tier; removing a block removes its sidecar

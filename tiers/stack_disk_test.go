@@ -66,7 +66,7 @@ func TestCreateOnDisk(t *testing.T) {
 	if info.Tier != 1 {
 		t.Errorf("published on tier %d, want 1 (the nvme tier)", info.Tier)
 	}
-	if s.mem.idx.Has(final) {
+	if s.mem.Index().Has(final) {
 		t.Error("the memory tier holds a file staged on disk")
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "m", "b", "c", "x.bin")); err != nil || !bytes.Equal(got, data) {

@@ -90,7 +90,7 @@ func mustEqual(t testing.TB, what string, got, want []byte) {
 func waitPromoted(t testing.TB, s *Stack, k format.Key) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if s.promoting() == 0 && s.mem.idx.Has(k) {
+		if s.promoting() == 0 && s.mem.Index().Has(k) {
 			return
 		}
 	}

@@ -19,7 +19,8 @@ var allowed = map[string][]string{
 	"tiers/rootfs":         {},
 	"tiers/rootfs/crashfs": {"tiers/rootfs"}, // test support: a filesystem that fails and loses power
 	"tiers/tier":           {"format", "tiers/index", "tiers/rootfs"},
-	"tiers":                {"format", "tiers/index", "tiers/rootfs", "tiers/tier"},
+	"tiers/mem":            {"format", "tiers/index", "tiers/rootfs", "tiers/tier"},
+	"tiers":                {"format", "tiers/index", "tiers/rootfs", "tiers/tier", "tiers/mem"},
 	"sparse":               {"format"},
 	"hybrid":               {"format"},
 	"gpu":                  {},

@@ -35,7 +35,7 @@ var pathCalls = map[string]bool{
 // beneath tiers: the stack, the tiers and what they share (not
 // tiers/rootfs, which makes the calls for them, nor tiers/index, which
 // makes none).
-var tierPackages = []string{".", "tier"}
+var tierPackages = []string{".", "tier", "mem"}
 
 // pathCallsAllowed are the calls in the tierPackages that name paths
 // outside every tier's root, each with why, by the file's path beneath
@@ -44,16 +44,16 @@ var pathCallsAllowed = map[string]string{
 	"eintr.go:unix.Lstat":         "lstat of paths an operator names (locate.go)",
 	"lock_stuck.go:os.ReadFile":   "/proc/locks and /proc/<pid>/stat",
 	"lock_stuck.go:os.OpenFile":   "the abort file of a FUSE connection under /sys/fs/fuse/connections",
-	"mem_lockq.go:os.ReadFile":    "/proc/swaps",
-	"mem_dir.go:unix.Statfs":      "the filesystem type of the memory tier's parent (the administrator's path)",
-	"mem.go:unix.Statfs":          "the free space of the memory tier's own private directory",
-	"mem.go:os.OpenFile":          "the memory tier's own private directory, made by this daemon",
-	"mem.go:os.RemoveAll":         "the memory tier's own private directory, made by this daemon, at Close",
-	"mem_private.go:os.MkdirTemp": "the mount point of the private tmpfs, in the administrator's directory",
-	"mem_private.go:os.Remove":    "the mount point of the private tmpfs",
-	"mem_private.go:os.Open":      "the private tmpfs's root, right after its mount",
-	"mem_private.go:unix.Mount":   "the private tmpfs",
-	"mem_private.go:unix.Unmount": "the private tmpfs, detached at once",
+	"mem/lockq.go:os.ReadFile":    "/proc/swaps",
+	"mem/dir.go:unix.Statfs":      "the filesystem type of the memory tier's parent (the administrator's path)",
+	"mem/mem.go:unix.Statfs":      "the free space of the memory tier's own private directory",
+	"mem/mem.go:os.OpenFile":      "the memory tier's own private directory, made by this daemon",
+	"mem/mem.go:os.RemoveAll":     "the memory tier's own private directory, made by this daemon, at Close",
+	"mem/private.go:os.MkdirTemp": "the mount point of the private tmpfs, in the administrator's directory",
+	"mem/private.go:os.Remove":    "the mount point of the private tmpfs",
+	"mem/private.go:os.Open":      "the private tmpfs's root, right after its mount",
+	"mem/private.go:unix.Mount":   "the private tmpfs",
+	"mem/private.go:unix.Unmount": "the private tmpfs, detached at once",
 }
 
 // TestTierPathsBeneathRoot fails on a path-taking call of os, syscall or

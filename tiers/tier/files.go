@@ -151,3 +151,16 @@ func (c *DirCache) Forget(model string) {
 		}
 	}
 }
+
+// SameFile reports whether the file rel beneath r still has the size and
+// mtime of info; held is false when it is gone.
+func SameFile(r rootfs.FS, rel string, info Info) (unchanged, held bool) {
+	if info.MTime.IsZero() {
+		return true, true // no time recorded: nothing to tell a change by
+	}
+	var st unix.Stat_t
+	if err := r.Stat(rel, &st); err != nil {
+		return false, false
+	}
+	return st.Size == info.Size && st.Mtim.Nano() == info.MTime.UnixNano(), true
+}

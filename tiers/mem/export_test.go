@@ -1,8 +1,8 @@
-package tiers
+package mem
 
 // WaitLocked waits until the locking worker has handled every file
 // committed so far (tests only).
-func (t *MemTier) WaitLocked() {
+func (t *Tier) WaitLocked() {
 	if t.lockq != nil {
 		t.lockq.idle()
 	}
@@ -10,7 +10,7 @@ func (t *MemTier) WaitLocked() {
 
 // HoldLate keeps the late-drop worker from releasing anything until the
 // returned function is called (tests only).
-func (t *MemTier) HoldLate() (resume func()) {
+func (t *Tier) HoldLate() (resume func()) {
 	t.late.run.Lock()
 	return t.late.run.Unlock
 }

@@ -1,4 +1,4 @@
-package tiers
+package mem
 
 import (
 	"log/slog"
@@ -12,26 +12,26 @@ import (
 
 // Mapping returns the read-only mapping of key's file (locked in RAM when
 // locking is on), or nil when the file is not mapped: past the budget, or
-// not yet, while the locking worker has it queued. With MemConfig.Host
+// not yet, while the locking worker has it queued. With Config.Host
 // set, a mapping is also registered with it, and made at commit. It
 // stays valid until the key is removed or evicted, so a user (a GPU copy)
 // must pin the key first and not remove it.
-func (t *MemTier) Mapping(key format.Key) []byte { return t.idx.Mapping(key) }
+func (t *Tier) Mapping(key format.Key) []byte { return t.idx.Mapping(key) }
 
 // LockedBytes is the total size of the files mapped and locked in RAM (0
 // when locking is off).
-func (t *MemTier) LockedBytes() int64 { return t.pages.lockedBytes() }
+func (t *Tier) LockedBytes() int64 { return t.pages.lockedBytes() }
 
 // LeakedBytes is the total size of the mappings kept mapped because the
-// HostRegistrar failed to unregister them (see MemConfig.Host); they stay
+// HostRegistrar failed to unregister them (see Config.Host); they stay
 // counted in MappedBytes. 0 unless a device refused an unregistration.
-func (t *MemTier) LeakedBytes() int64 { return t.pages.keptBytes.Load() }
+func (t *Tier) LeakedBytes() int64 { return t.pages.keptBytes.Load() }
 
 // MappedBytes is the total size of the files mapped, locked or not.
-func (t *MemTier) MappedBytes() int64 { return t.pages.held.Load() }
+func (t *Tier) MappedBytes() int64 { return t.pages.held.Load() }
 
 // PagesLocked reports whether the tier locks the pages it maps.
-func (t *MemTier) PagesLocked() bool { return t.pages.mlock }
+func (t *Tier) PagesLocked() bool { return t.pages.mlock }
 
 // DefaultMaxMappings is the most block files the memory tier keeps mapped
 // and locked at once. vm.max_map_count is 65530 by default and the rest of
@@ -41,7 +41,7 @@ const DefaultMaxMappings = 32768
 // pageLocker maps committed memory-tier files read-only (MAP_SHARED), so a
 // GPU build can register them for DMA and `.ucm/gpu` loads read them in
 // place, and, when locking is on, mlocks them so their pages stay in RAM.
-// Locking is on with MemConfig.Lock "always", and with "auto" (the
+// Locking is on with Config.Lock "always", and with "auto" (the
 // default) only while swap is active: tmpfs pages can leave RAM only for
 // swap, so without swap mlock keeps nothing more in RAM and only costs
 // time (faulting in and locking a fresh 2 MiB file takes ~0.3 ms). The
@@ -89,7 +89,7 @@ type HostRegistrar interface {
 	// Register makes b usable for DMA; b is a read-only mapping.
 	Register(b []byte) error
 	// Unregister undoes Register(b). When it fails, the tier leaves b
-	// mapped (MemTier.LeakedBytes) and calls it again at Close.
+	// mapped (Tier.LeakedBytes) and calls it again at Close.
 	Unregister(b []byte) error
 }
 

@@ -1,4 +1,4 @@
-package tiers
+package mem
 
 import (
 	"fmt"
@@ -13,16 +13,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MemConfig configures a MemTier.
-type MemConfig struct {
+// Config configures a Tier.
+type Config struct {
 	// Capacity is the most bytes of files the tier holds (required, > 0).
 	Capacity int64
-	// MaxFiles is the most files the tier holds (0: DefaultMaxFiles,
+	// MaxFiles is the most files the tier holds (0: tier.DefaultMaxFiles,
 	// negative: no bound).
 	MaxFiles int64
 	// MaxPinned is the most bytes users' pins (user.ucm.pinned, on a
 	// file or a directory) may keep in the tier: 0 takes half of
-	// Capacity, negative: no bound (see MemTier.PinWithin).
+	// Capacity, negative: no bound (see Tier.PinWithin).
 	MaxPinned int64
 	// Pending is the room, beyond Capacity, the tier's private tmpfs
 	// keeps for files being written (PendingWrites): the tmpfs is sized
@@ -56,29 +56,29 @@ type MemConfig struct {
 	Private string
 }
 
-// Values of MemConfig.Private.
+// Values of Config.Private.
 const (
 	PrivateAuto = "auto"
 	PrivateOff  = "off"
 )
 
-// MemTier is the memory tier: each block is a file in a private directory
-// on tmpfs, mapped (and locked in RAM, see MemConfig.Lock) while the
+// Tier is the memory tier: each block is a file in a private directory
+// on tmpfs, mapped (and locked in RAM, see Config.Lock) while the
 // mapping budget allows. Files do
 // not survive the daemon. New files are dirty until the stack has written
 // them back (SetDirty); dirty and pinned files are never evicted.
 //
-// Lock order: MemTier.life, then a writer's mutex, then index.mu (a leaf).
+// Lock order: Tier.life, then a writer's mutex, then index.mu (a leaf).
 // life is held shared by every operation that touches the directory and
 // exclusively by Close, which removes it.
-type MemTier struct {
+type Tier struct {
 	root  string
 	log   *slog.Logger
 	idx   *index.Index
 	pages *pageLocker
 	lockq *lockQueue // nil unless pages are locked after commit
 	dirs  tier.DirCache
-	late  *lateDrops // removed files not yet released (mem_late.go)
+	late  *lateDrops // removed files not yet released (late.go)
 
 	life   sync.RWMutex
 	closed bool     // under life
@@ -94,11 +94,11 @@ type MemTier struct {
 	private bool
 }
 
-var _ Tier = (*MemTier)(nil)
+var _ tier.Tier = (*Tier)(nil)
 
-// NewMemTier creates the tier's private directory under cfg.Dir, after
+// New creates the tier's private directory under cfg.Dir, after
 // removing the directories left there by dead daemons.
-func NewMemTier(cfg MemConfig) (*MemTier, error) {
+func New(cfg Config) (*Tier, error) {
 	if cfg.Capacity <= 0 {
 		return nil, fmt.Errorf("memory tier: capacity must be > 0, got %d", cfg.Capacity)
 	}
@@ -160,7 +160,7 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 		}
 		dirFd = int(rootf.Fd())
 	}
-	t := &MemTier{
+	t := &Tier{
 		fs:      rootfs.FromFD(dirFd, root),
 		rootf:   rootf,
 		root:    root,
@@ -183,32 +183,32 @@ func NewMemTier(cfg MemConfig) (*MemTier, error) {
 }
 
 // Name is "mem".
-func (t *MemTier) Name() string { return "mem" }
+func (t *Tier) Name() string { return "mem" }
 
 // Persistent is false: the files go with the daemon.
-func (t *MemTier) Persistent() bool { return false }
+func (t *Tier) Persistent() bool { return false }
 
 // Dir is the tier's private directory.
-func (t *MemTier) Dir() string { return t.root }
+func (t *Tier) Dir() string { return t.root }
 
 // openKey opens key's published file (whether the index holds it or not).
-func (t *MemTier) openKey(key format.Key, flag int) (*os.File, error) {
+func (t *Tier) openKey(key format.Key, flag int) (*os.File, error) {
 	return t.fs.OpenFile(key.Path(), flag, 0)
 }
 
 // enter takes the shared life lock; it fails once the tier is closed.
-func (t *MemTier) enter() error {
+func (t *Tier) enter() error {
 	t.life.RLock()
 	if t.closed {
 		t.life.RUnlock()
-		return fmt.Errorf("memory tier: %w", ErrClosed)
+		return fmt.Errorf("memory tier: %w", tier.ErrClosed)
 	}
 	return nil
 }
 
 // Close unmaps every file and removes the private directory. Descriptors
 // returned by Open stay readable. Closing twice is harmless.
-func (t *MemTier) Close() error {
+func (t *Tier) Close() error {
 	if t.lockq != nil {
 		t.lockq.stop() // before life: the worker takes life shared
 	}
@@ -227,7 +227,7 @@ func (t *MemTier) Close() error {
 	t.dirs.Forget("")
 	var err error
 	if !t.private {
-		err = os.RemoveAll(t.root) // the administrator's path, made by this daemon (mem_dir.go)
+		err = os.RemoveAll(t.root) // the administrator's path, made by this daemon (dir.go)
 	}
 	if t.rootf != nil {
 		t.rootf.Close()

@@ -1,4 +1,4 @@
-package tiers_test
+package mem_test
 
 import (
 	"bufio"
@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/internal/tiertest"
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/tiers/mem"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,10 +53,10 @@ func TestMemRemovesStaleDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A live tier in the same parent keeps its directory too.
-	first := newMem(t, tiers.MemConfig{Capacity: 1 << 20, Dir: parent, Private: tiers.PrivateOff})
-	tiertest.Put(t, first, tiertest.Key("m", 1), []byte("keep"), tiers.CommitOptions{})
+	first := newMem(t, mem.Config{Capacity: 1 << 20, Dir: parent, Private: mem.PrivateOff})
+	tiertest.Put(t, first, tiertest.Key("m", 1), []byte("keep"), tier.CommitOptions{})
 
-	newMem(t, tiers.MemConfig{Capacity: 1 << 20, Dir: parent, Private: tiers.PrivateOff})
+	newMem(t, mem.Config{Capacity: 1 << 20, Dir: parent, Private: mem.PrivateOff})
 	for _, d := range []string{dead, noLock, deadNew} {
 		if exists(d) {
 			t.Errorf("stale directory %s not removed", d)
@@ -78,12 +79,12 @@ func TestMemHelperProcess(t *testing.T) {
 	if parent == "" {
 		t.Skip("run as a child of TestMemKill9")
 	}
-	m, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 1 << 20, Dir: parent, Private: tiers.PrivateOff})
+	m, err := mem.New(mem.Config{Capacity: 1 << 20, Dir: parent, Private: mem.PrivateOff})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	tiertest.Put(t, m, tiertest.Key("m", 1), tiertest.Payload(1, 100000), tiers.CommitOptions{})
+	tiertest.Put(t, m, tiertest.Key("m", 1), tiertest.Payload(1, 100000), tier.CommitOptions{})
 	fmt.Println(m.Dir())
 	select {}
 }
@@ -113,7 +114,7 @@ func TestMemKill9(t *testing.T) {
 	if !exists(filepath.Join(line, "m")) {
 		t.Fatal("the killed daemon's directory is not there to clean")
 	}
-	newMem(t, tiers.MemConfig{Capacity: 1 << 20, Dir: parent, Private: tiers.PrivateOff})
+	newMem(t, mem.Config{Capacity: 1 << 20, Dir: parent, Private: mem.PrivateOff})
 	if _, err := os.Stat(line); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("directory of the killed daemon %s left behind: %v", line, err)
 	}

@@ -1,4 +1,4 @@
-package tiers
+package mem
 
 import (
 	"fmt"
@@ -55,9 +55,9 @@ func tmpfsOptions(size int64) string {
 }
 
 // tmpfsSize is the private tmpfs's size: the capacity, the room for files
-// being written and for removed files not yet released (mem_late.go), and
+// being written and for removed files not yet released (late.go), and
 // a slack for directories (0 when Pending is 0).
-func tmpfsSize(cfg MemConfig) int64 {
+func tmpfsSize(cfg Config) int64 {
 	if cfg.Pending <= 0 {
 		return 0
 	}

@@ -1,4 +1,4 @@
-package tiers
+package mem
 
 import (
 	"errors"
@@ -51,7 +51,7 @@ func makePrivateDir(parent string) (string, *os.File, error) {
 	if err := p.Mkdir(tmp, 0o700); err != nil {
 		return "", nil, fmt.Errorf("memory tier: %w", err)
 	}
-	lockf, err := tier.LockExclusive(p, tmp+"/"+LockFileName)
+	lockf, err := tier.LockExclusive(p, tmp+"/"+tier.LockFileName)
 	if err != nil {
 		p.RemoveAll(tmp)
 		return "", nil, fmt.Errorf("memory tier: %w", err)
@@ -106,7 +106,7 @@ func stale(parent rootfs.FS, name string) bool {
 	default:
 		return false
 	}
-	held, err := tier.LockHeld(parent, name+"/"+LockFileName)
+	held, err := tier.LockHeld(parent, name+"/"+tier.LockFileName)
 	switch {
 	case err == nil && held:
 		return false

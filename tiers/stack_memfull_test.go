@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/tiers/mem"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,7 +26,7 @@ func TestMemFullEvictsAndRetries(t *testing.T) {
 		t.Skipf("no tmpfs here: %v", err)
 	}
 	t.Cleanup(func() { unix.Unmount(memDir, unix.MNT_DETACH) })
-	s := buildStack(t, StackConfig{}, MemConfig{Capacity: 32 << 20, Dir: memDir, Private: PrivateOff}, DirConfig{Kind: "nvme", Dir: t.TempDir()})
+	s := buildStack(t, StackConfig{}, MemConfig{Capacity: 32 << 20, Dir: memDir, Private: mem.PrivateOff}, DirConfig{Kind: "nvme", Dir: t.TempDir()})
 	var n int
 	for i := range 200 {
 		k, data := testBlock("m", i, 1024)

@@ -1,4 +1,4 @@
-package tiers_test
+package mem_test
 
 import (
 	"bytes"
@@ -10,7 +10,8 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/tiers/mem"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // quiet discards the tiers' log lines in tests.
@@ -28,7 +29,7 @@ func shmDir(t testing.TB) string {
 }
 
 // newMem returns a MemTier of the given capacity under its own tmpfs dir.
-func newMem(t testing.TB, cfg tiers.MemConfig) *tiers.MemTier {
+func newMem(t testing.TB, cfg mem.Config) *mem.Tier {
 	t.Helper()
 	if cfg.Dir == "" {
 		cfg.Dir = shmDir(t)
@@ -36,7 +37,7 @@ func newMem(t testing.TB, cfg tiers.MemConfig) *tiers.MemTier {
 	if cfg.Logger == nil {
 		cfg.Logger = quiet
 	}
-	m, err := tiers.NewMemTier(cfg)
+	m, err := mem.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,16 +46,16 @@ func newMem(t testing.TB, cfg tiers.MemConfig) *tiers.MemTier {
 }
 
 func TestMemConformance(t *testing.T) {
-	tiertest.Run(t, func(t *testing.T) tiers.Tier {
-		return newMem(t, tiers.MemConfig{Capacity: 64 << 20})
+	tiertest.Run(t, func(t *testing.T) tier.Tier {
+		return newMem(t, mem.Config{Capacity: 64 << 20})
 	})
 }
 
 func TestMemLayout(t *testing.T) {
-	m := newMem(t, tiers.MemConfig{Capacity: 1 << 20})
+	m := newMem(t, mem.Config{Capacity: 1 << 20})
 	key := tiertest.Key("llama", 3)
 	data := tiertest.Payload(3, 5000)
-	tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+	tiertest.Put(t, m, key, data, tier.CommitOptions{})
 	p := filepath.Join(m.Dir(), key.Path())
 	got, err := os.ReadFile(p)
 	if err != nil || !bytes.Equal(got, data) {
@@ -79,20 +80,20 @@ func TestMemLayout(t *testing.T) {
 
 func TestMemRejectsDisk(t *testing.T) {
 	dir := t.TempDir() // on the root filesystem, not tmpfs
-	if _, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 1 << 20, Dir: dir, Logger: quiet, Private: tiers.PrivateOff}); err == nil {
+	if _, err := mem.New(mem.Config{Capacity: 1 << 20, Dir: dir, Logger: quiet, Private: mem.PrivateOff}); err == nil {
 		t.Fatal("memory tier accepted a directory that is not RAM-backed")
 	}
-	m := newMem(t, tiers.MemConfig{Capacity: 1 << 20, Dir: dir, AllowDisk: true, Private: tiers.PrivateOff})
-	tiertest.Put(t, m, tiertest.Key("m", 1), []byte("x"), tiers.CommitOptions{})
-	if _, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 0, Dir: shmDir(t), Logger: quiet}); err == nil {
+	m := newMem(t, mem.Config{Capacity: 1 << 20, Dir: dir, AllowDisk: true, Private: mem.PrivateOff})
+	tiertest.Put(t, m, tiertest.Key("m", 1), []byte("x"), tier.CommitOptions{})
+	if _, err := mem.New(mem.Config{Capacity: 0, Dir: shmDir(t), Logger: quiet}); err == nil {
 		t.Fatal("memory tier accepted capacity 0")
 	}
 }
 
 func TestMemCapacity(t *testing.T) {
-	m := newMem(t, tiers.MemConfig{Capacity: 40960})
+	m := newMem(t, mem.Config{Capacity: 40960})
 	a, b := tiertest.Key("m", 1), tiertest.Key("m", 2)
-	tiertest.Put(t, m, a, tiertest.Payload(1, 24576), tiers.CommitOptions{})
+	tiertest.Put(t, m, a, tiertest.Payload(1, 24576), tier.CommitOptions{})
 	if r := m.Room(); r != 16384 {
 		t.Fatalf("Room %d, want 16384", r)
 	}
@@ -104,7 +105,7 @@ func TestMemCapacity(t *testing.T) {
 	if _, err := w.Write(data); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Commit(tiers.CommitOptions{}); !errors.Is(err, tiers.ErrFull) {
+	if _, err := w.Commit(tier.CommitOptions{}); !errors.Is(err, tier.ErrFull) {
 		t.Fatalf("commit over capacity: %v, want ErrFull", err)
 	}
 	if u := m.Usage(); u.Used != 24576 || u.Files != 1 {
@@ -114,23 +115,23 @@ func TestMemCapacity(t *testing.T) {
 	if err := m.Remove(a); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Commit(tiers.CommitOptions{}); err != nil {
+	if _, err := w.Commit(tier.CommitOptions{}); err != nil {
 		t.Fatalf("commit after making room: %v", err)
 	}
 	if !bytes.Equal(tiertest.Read(t, m, b), data) {
 		t.Fatal("bytes differ after a retried commit")
 	}
 	// Exactly full is allowed.
-	tiertest.Put(t, m, a, tiertest.Payload(3, 20480), tiers.CommitOptions{})
+	tiertest.Put(t, m, a, tiertest.Payload(3, 20480), tier.CommitOptions{})
 	if u := m.Usage(); u.Used != 40960 || m.Room() != 0 {
 		t.Fatalf("usage when exactly full: %+v room %d", u, m.Room())
 	}
 }
 
 func TestMemFlags(t *testing.T) {
-	m := newMem(t, tiers.MemConfig{Capacity: 1 << 20})
+	m := newMem(t, mem.Config{Capacity: 1 << 20})
 	key, absent := tiertest.Key("m", 1), tiertest.Key("m", 2)
-	tiertest.Put(t, m, key, []byte("abc"), tiers.CommitOptions{})
+	tiertest.Put(t, m, key, []byte("abc"), tier.CommitOptions{})
 	if !m.Dirty(key) || m.Pinned(key) {
 		t.Fatal("a new file must be dirty and not pinned")
 	}
@@ -140,10 +141,10 @@ func TestMemFlags(t *testing.T) {
 	if err := m.SetPinned(key, true); err != nil || !m.Pinned(key) {
 		t.Fatalf("SetPinned(true): %v", err)
 	}
-	if err := m.SetDirty(absent, true); !errors.Is(err, tiers.ErrNotFound) {
+	if err := m.SetDirty(absent, true); !errors.Is(err, tier.ErrNotFound) {
 		t.Fatalf("SetDirty of an absent key: %v", err)
 	}
-	if err := m.SetPinned(absent, true); !errors.Is(err, tiers.ErrNotFound) {
+	if err := m.SetPinned(absent, true); !errors.Is(err, tier.ErrNotFound) {
 		t.Fatalf("SetPinned of an absent key: %v", err)
 	}
 	if m.Dirty(absent) || m.Pinned(absent) {
@@ -152,10 +153,10 @@ func TestMemFlags(t *testing.T) {
 }
 
 func TestMemEvictClean(t *testing.T) {
-	m := newMem(t, tiers.MemConfig{Capacity: 10 * 4096})
+	m := newMem(t, mem.Config{Capacity: 10 * 4096})
 	key := func(i int) format.Key { return tiertest.Key("m", i) }
 	for i := 0; i < 10; i++ {
-		tiertest.Put(t, m, key(i), tiertest.Payload(uint64(i), 4096), tiers.CommitOptions{})
+		tiertest.Put(t, m, key(i), tiertest.Payload(uint64(i), 4096), tier.CommitOptions{})
 	}
 	if freed, ev := m.EvictClean(3 * 4096); freed != 0 || len(ev) != 0 {
 		t.Fatalf("evicted dirty files: %d bytes %v", freed, ev)
@@ -176,7 +177,7 @@ func TestMemEvictClean(t *testing.T) {
 		t.Fatalf("room %d after evicting for 12288", m.Room())
 	}
 	for _, k := range ev {
-		if _, err := m.Stat(k); !errors.Is(err, tiers.ErrNotFound) {
+		if _, err := m.Stat(k); !errors.Is(err, tier.ErrNotFound) {
 			t.Fatalf("evicted %s still indexed: %v", k, err)
 		}
 		if _, err := os.Stat(filepath.Join(m.Dir(), k.Path())); !errors.Is(err, os.ErrNotExist) {
@@ -205,10 +206,10 @@ func TestMemEvictClean(t *testing.T) {
 }
 
 func TestMemRemoveModel(t *testing.T) {
-	m := newMem(t, tiers.MemConfig{Capacity: 1 << 20})
+	m := newMem(t, mem.Config{Capacity: 1 << 20})
 	for i := 0; i < 4; i++ {
-		tiertest.Put(t, m, tiertest.Key("a", i), []byte("aaaa"), tiers.CommitOptions{})
-		tiertest.Put(t, m, tiertest.Key("b", i), []byte("bb"), tiers.CommitOptions{})
+		tiertest.Put(t, m, tiertest.Key("a", i), []byte("aaaa"), tier.CommitOptions{})
+		tiertest.Put(t, m, tiertest.Key("b", i), []byte("bb"), tier.CommitOptions{})
 	}
 	if err := m.RemoveModel("a"); err != nil {
 		t.Fatal(err)
@@ -226,7 +227,7 @@ func TestMemRemoveModel(t *testing.T) {
 		t.Fatal("RemoveModel accepted an invalid name")
 	}
 	// The model can be written again.
-	tiertest.Put(t, m, tiertest.Key("a", 0), []byte("again"), tiers.CommitOptions{})
+	tiertest.Put(t, m, tiertest.Key("a", 0), []byte("again"), tier.CommitOptions{})
 }
 
 // TestMemChargesPages: a file takes whole pages of the memory tier's
@@ -234,9 +235,9 @@ func TestMemRemoveModel(t *testing.T) {
 // fill 8 pages, and a 9th does not fit, though 512 bytes are "used".
 func TestMemChargesPages(t *testing.T) {
 	page := int64(os.Getpagesize())
-	m := newMem(t, tiers.MemConfig{Capacity: 8 * page})
+	m := newMem(t, mem.Config{Capacity: 8 * page})
 	for i := 0; i < 8; i++ {
-		tiertest.Put(t, m, tiertest.Key("m", i), tiertest.Payload(uint64(i), 64), tiers.CommitOptions{})
+		tiertest.Put(t, m, tiertest.Key("m", i), tiertest.Payload(uint64(i), 64), tier.CommitOptions{})
 	}
 	if u := m.Usage(); u.Used != 512 || u.Charged != 8*page || m.Room() != 0 {
 		t.Fatalf("usage of 8 files of 64 bytes: %+v, room %d; want 512 bytes charged as 8 pages", u, m.Room())
@@ -248,7 +249,7 @@ func TestMemChargesPages(t *testing.T) {
 	if _, err := w.Write(tiertest.Payload(8, 64)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Commit(tiers.CommitOptions{}); !errors.Is(err, tiers.ErrFull) {
+	if _, err := w.Commit(tier.CommitOptions{}); !errors.Is(err, tier.ErrFull) {
 		t.Fatalf("a 9th file: %v, want ErrFull", err)
 	}
 	w.Abort()

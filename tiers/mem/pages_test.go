@@ -1,4 +1,4 @@
-package tiers_test
+package mem_test
 
 import (
 	"bufio"
@@ -10,7 +10,8 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/tiers/mem"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // vmLocked returns the process's locked memory (VmLck) in bytes.
@@ -36,9 +37,9 @@ func vmLocked(t *testing.T) int64 {
 }
 
 // putLocked commits data as key and waits for the locking worker.
-func putLocked(t *testing.T, m *tiers.MemTier, key format.Key, data []byte) {
+func putLocked(t *testing.T, m *mem.Tier, key format.Key, data []byte) {
 	t.Helper()
-	tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+	tiertest.Put(t, m, key, data, tier.CommitOptions{})
 	m.WaitLocked()
 }
 
@@ -46,7 +47,7 @@ func putLocked(t *testing.T, m *tiers.MemTier, key format.Key, data []byte) {
 // active) committed files are mapped and locked after commit, and
 // unlocked when they go.
 func TestMemLocksPages(t *testing.T) {
-	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Lock: tiers.LockAlways})
+	m := newMem(t, mem.Config{Capacity: 64 << 20, Lock: mem.LockAlways})
 	if !m.PagesLocked() {
 		t.Fatal("Lock always does not lock")
 	}
@@ -95,10 +96,10 @@ func TestMemLocksPages(t *testing.T) {
 // TestMemLockSkipsRemoved: a file removed before the locking worker got
 // to it is not left mapped.
 func TestMemLockSkipsRemoved(t *testing.T) {
-	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Lock: tiers.LockAlways})
+	m := newMem(t, mem.Config{Capacity: 64 << 20, Lock: mem.LockAlways})
 	for i := 0; i < 20; i++ {
 		key := tiertest.Key("m", i)
-		tiertest.Put(t, m, key, tiertest.Payload(uint64(i), 256<<10), tiers.CommitOptions{})
+		tiertest.Put(t, m, key, tiertest.Payload(uint64(i), 256<<10), tier.CommitOptions{})
 		if err := m.Remove(key); err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +110,7 @@ func TestMemLockSkipsRemoved(t *testing.T) {
 	}
 	// Close with files still queued closes them: nothing is left mapped.
 	for i := 0; i < 20; i++ {
-		tiertest.Put(t, m, tiertest.Key("n", i), tiertest.Payload(uint64(i), 256<<10), tiers.CommitOptions{})
+		tiertest.Put(t, m, tiertest.Key("n", i), tiertest.Payload(uint64(i), 256<<10), tier.CommitOptions{})
 	}
 	m.Close()
 	if m.MappedBytes() != 0 {
@@ -120,14 +121,14 @@ func TestMemLockSkipsRemoved(t *testing.T) {
 // TestMemMapsWithoutLocking: with Lock "never" (what "auto" does without
 // swap) files are mapped at commit, not locked.
 func TestMemMapsWithoutLocking(t *testing.T) {
-	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Lock: tiers.LockNever})
+	m := newMem(t, mem.Config{Capacity: 64 << 20, Lock: mem.LockNever})
 	if m.PagesLocked() {
 		t.Fatal("Lock never locks")
 	}
 	before := vmLocked(t)
 	key := tiertest.Key("m", 1)
 	data := tiertest.Payload(1, 2<<20)
-	tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+	tiertest.Put(t, m, key, data, tier.CommitOptions{})
 	mp := m.Mapping(key)
 	if mp == nil || !bytes.Equal(mp, data) {
 		t.Fatal("the file is not mapped at commit")
@@ -138,14 +139,14 @@ func TestMemMapsWithoutLocking(t *testing.T) {
 	if grew := vmLocked(t) - before; grew != 0 {
 		t.Fatalf("VmLck grew by %d bytes without locking", grew)
 	}
-	if _, err := tiers.NewMemTier(tiers.MemConfig{Capacity: 1 << 20, Dir: shmDir(t), Lock: "sometimes", Logger: quiet}); err == nil {
+	if _, err := mem.New(mem.Config{Capacity: 1 << 20, Dir: shmDir(t), Lock: "sometimes", Logger: quiet}); err == nil {
 		t.Fatal("an unknown lock mode is accepted")
 	}
 }
 
 func TestMemMappingBudget(t *testing.T) {
-	for _, mode := range []string{tiers.LockNever, tiers.LockAlways} {
-		m := newMem(t, tiers.MemConfig{Capacity: 1 << 20, MaxMappings: 2, Lock: mode})
+	for _, mode := range []string{mem.LockNever, mem.LockAlways} {
+		m := newMem(t, mem.Config{Capacity: 1 << 20, MaxMappings: 2, Lock: mode})
 		for i := 0; i < 3; i++ {
 			putLocked(t, m, tiertest.Key("m", i), tiertest.Payload(uint64(i), 10000))
 		}
@@ -170,7 +171,7 @@ func TestMemMappingBudget(t *testing.T) {
 		if m.Mapping(tiertest.Key("m", 4)) != nil {
 			t.Fatal("empty file mapped")
 		}
-		off := newMem(t, tiers.MemConfig{Capacity: 1 << 20, MaxMappings: -1, Lock: mode})
+		off := newMem(t, mem.Config{Capacity: 1 << 20, MaxMappings: -1, Lock: mode})
 		putLocked(t, off, tiertest.Key("m", 0), []byte("data"))
 		if off.Mapping(tiertest.Key("m", 0)) != nil || off.MappedBytes() != 0 {
 			t.Fatalf("%s: MaxMappings < 0 still maps", mode)

@@ -1,4 +1,4 @@
-package tiers_test
+package mem_test
 
 import (
 	"bytes"
@@ -10,7 +10,8 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/tiertest"
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/tiers/mem"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // hostBook is a HostRegistrar that keeps the registered ranges, as a
@@ -93,7 +94,7 @@ func (h *hostBook) check(t *testing.T) {
 // Close.
 func TestMemHostRegistrar(t *testing.T) {
 	book := newHostBook()
-	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Host: book})
+	m := newMem(t, mem.Config{Capacity: 64 << 20, Host: book})
 	keys := make([]format.Key, 6)
 	for i := range keys {
 		keys[i] = tiertest.Key("m", i)
@@ -101,7 +102,7 @@ func TestMemHostRegistrar(t *testing.T) {
 			keys[i] = tiertest.Key("other", i)
 		}
 		data := tiertest.Payload(uint64(i), 64<<10+i)
-		tiertest.Put(t, m, keys[i], data, tiers.CommitOptions{})
+		tiertest.Put(t, m, keys[i], data, tier.CommitOptions{})
 		mp := m.Mapping(keys[i])
 		if mp == nil {
 			t.Skip("this host does not let the process lock memory")
@@ -132,7 +133,7 @@ func TestMemHostRegistrar(t *testing.T) {
 	if book.count() != 0 {
 		t.Fatalf("after RemoveModel %d ranges registered", book.count())
 	}
-	tiertest.Put(t, m, keys[0], []byte("again"), tiers.CommitOptions{})
+	tiertest.Put(t, m, keys[0], []byte("again"), tier.CommitOptions{})
 	m.Close()
 	if book.count() != 0 || book.total != len(keys)+1 {
 		t.Fatalf("after Close %d ranges registered, %d registrations", book.count(), book.total)
@@ -145,10 +146,10 @@ func TestMemHostRegistrar(t *testing.T) {
 func TestMemHostRegistrarRefuses(t *testing.T) {
 	book := newHostBook()
 	book.refuse = true
-	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Host: book})
+	m := newMem(t, mem.Config{Capacity: 64 << 20, Host: book})
 	key := tiertest.Key("m", 1)
 	data := tiertest.Payload(1, 100<<10)
-	tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+	tiertest.Put(t, m, key, data, tier.CommitOptions{})
 	if m.Mapping(key) != nil || m.LockedBytes() != 0 {
 		t.Fatalf("a refused mapping is kept: %d bytes locked", m.LockedBytes())
 	}
@@ -171,10 +172,10 @@ func TestMemHostRegistrarRefuses(t *testing.T) {
 // mapping at commit, locked first.
 func TestMemHostRegistrarLocked(t *testing.T) {
 	book := newHostBook()
-	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Host: book, Lock: tiers.LockAlways})
+	m := newMem(t, mem.Config{Capacity: 64 << 20, Host: book, Lock: mem.LockAlways})
 	key := tiertest.Key("m", 1)
 	data := tiertest.Payload(1, 300<<10)
-	tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+	tiertest.Put(t, m, key, data, tier.CommitOptions{})
 	mp := m.Mapping(key)
 	if mp == nil {
 		t.Skip("this host does not let the process lock memory")
@@ -197,10 +198,10 @@ func TestMemHostRegistrarLocked(t *testing.T) {
 // registrar lets go.
 func TestMemHostUnregisterFails(t *testing.T) {
 	book := newHostBook()
-	m := newMem(t, tiers.MemConfig{Capacity: 64 << 20, Host: book})
+	m := newMem(t, mem.Config{Capacity: 64 << 20, Host: book})
 	key := tiertest.Key("m", 1)
 	data := tiertest.Payload(1, 100<<10)
-	tiertest.Put(t, m, key, data, tiers.CommitOptions{})
+	tiertest.Put(t, m, key, data, tier.CommitOptions{})
 	mp := m.Mapping(key)
 	if mp == nil {
 		t.Skip("this host does not let the process map memory")

@@ -1,4 +1,4 @@
-package tiers
+package mem
 
 import (
 	"sync"
@@ -47,7 +47,7 @@ type lateDrops struct {
 }
 
 // startLate starts the worker releasing t's late drops.
-func (t *MemTier) startLate() {
+func (t *Tier) startLate() {
 	t.late = &lateDrops{
 		pending: make(map[format.Key]*index.Entry),
 		wake:    make(chan struct{}, 1),
@@ -59,7 +59,7 @@ func (t *MemTier) startLate() {
 // RemoveLate is Remove for a user's removal: the file leaves the index at
 // once; its release is left to the worker while fewer than the bound
 // wait, done in line otherwise.
-func (t *MemTier) RemoveLate(key format.Key) error { return t.remove(key, true) }
+func (t *Tier) RemoveLate(key format.Key) error { return t.remove(key, true) }
 
 // pageCharge is what a tmpfs file of size bytes takes: whole pages.
 func pageCharge(size int64) int64 { return (size + 4095) &^ 4095 }
@@ -126,7 +126,7 @@ func (l *lateDrops) busy(key format.Key) bool {
 }
 
 // release drops one entry taken from the queue.
-func (t *MemTier) release(key *format.Key) bool {
+func (t *Tier) release(key *format.Key) bool {
 	l := t.late
 	l.run.Lock()
 	defer l.run.Unlock()
@@ -143,7 +143,7 @@ func (t *MemTier) release(key *format.Key) bool {
 
 // settle releases key's file now if it waits, and waits for the worker's
 // release of it in flight: key's path is then free for a new file.
-func (t *MemTier) settle(key format.Key) {
+func (t *Tier) settle(key format.Key) {
 	if !t.late.busy(key) {
 		return
 	}
@@ -151,7 +151,7 @@ func (t *MemTier) settle(key format.Key) {
 }
 
 // SettleAll releases every file waiting.
-func (t *MemTier) SettleAll() {
+func (t *Tier) SettleAll() {
 	for t.release(nil) {
 	}
 	t.late.run.Lock() // a release in flight finishes
@@ -159,7 +159,7 @@ func (t *MemTier) SettleAll() {
 }
 
 // lateLoop is the worker: it releases what is queued until stopLate.
-func (t *MemTier) lateLoop() {
+func (t *Tier) lateLoop() {
 	l := t.late
 	defer close(l.done)
 	for range l.wake {
@@ -169,7 +169,7 @@ func (t *MemTier) lateLoop() {
 }
 
 // stopLate stops the worker and releases what still waits.
-func (t *MemTier) stopLate() {
+func (t *Tier) stopLate() {
 	l := t.late
 	l.mu.Lock()
 	if l.stopped {

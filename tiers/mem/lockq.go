@@ -1,4 +1,4 @@
-package tiers
+package mem
 
 import (
 	"bufio"
@@ -10,7 +10,7 @@ import (
 	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
-// Page locking modes of MemConfig.Lock.
+// Page locking modes of Config.Lock.
 const (
 	// LockAuto locks pages while swap is active (the default).
 	LockAuto = "auto"
@@ -37,7 +37,7 @@ func swapActive() bool {
 	return lines > 1 // a header line, then one line per area
 }
 
-// resolveLock turns MemConfig.Lock into whether to mlock, and why.
+// resolveLock turns Config.Lock into whether to mlock, and why.
 func resolveLock(mode string) (lock bool, why string, err error) {
 	switch mode {
 	case "", LockAuto:
@@ -138,7 +138,7 @@ func (q *lockQueue) stop() {
 // lockLoop is the locking worker: for each job it maps and locks the file
 // and attaches the mapping to its entry, unless the entry left the index
 // meanwhile (removed, evicted) or the tier closed.
-func (t *MemTier) lockLoop(q *lockQueue) {
+func (t *Tier) lockLoop(q *lockQueue) {
 	defer close(q.done)
 	for {
 		j, ok := q.next()
@@ -149,7 +149,7 @@ func (t *MemTier) lockLoop(q *lockQueue) {
 	}
 }
 
-func (t *MemTier) lockOne(j lockJob) {
+func (t *Tier) lockOne(j lockJob) {
 	defer j.f.Close()
 	if err := t.enter(); err != nil {
 		return

@@ -1,4 +1,4 @@
-package tiers_test
+package mem_test
 
 import (
 	"os"
@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/internal/tiertest"
-	"github.com/ucmfs/ucmfs/tiers"
+	"github.com/ucmfs/ucmfs/tiers/mem"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,7 +18,7 @@ func TestMemPrivateTmpfs(t *testing.T) {
 		t.Skip("mounting a private tmpfs needs root")
 	}
 	before, _ := os.ReadFile("/proc/self/mounts")
-	m := newMem(t, tiers.MemConfig{Capacity: 4 << 20})
+	m := newMem(t, mem.Config{Capacity: 4 << 20})
 	if !strings.HasPrefix(m.Dir(), "/proc/self/fd/") {
 		t.Fatalf("memory tier dir %q: want a private tmpfs", m.Dir())
 	}
@@ -31,7 +32,7 @@ func TestMemPrivateTmpfs(t *testing.T) {
 	}
 	k := tiertest.Key("m", 1)
 	data := tiertest.Payload(1, 3<<20)
-	tiertest.Put(t, m, k, data, tiers.CommitOptions{})
+	tiertest.Put(t, m, k, data, tier.CommitOptions{})
 	if got := tiertest.Read(t, m, k); string(got) != string(data) {
 		t.Fatal("bytes read back differ from those written")
 	}

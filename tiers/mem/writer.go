@@ -1,4 +1,4 @@
-package tiers
+package mem
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 // .tmp-<random> in the private directory, renamed to <model>/<hh>/<id>.bin
 // by Commit.
 type memWriter struct {
-	t   *MemTier
+	t   *Tier
 	key format.Key
 	tmp string
 
@@ -34,7 +34,7 @@ func (w *memWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {
-		return 0, fmt.Errorf("memory tier: write %s: %w", w.key, ErrClosed)
+		return 0, fmt.Errorf("memory tier: write %s: %w", w.key, tier.ErrClosed)
 	}
 	n, err := w.f.WriteAt(p, w.off)
 	w.off += int64(n)
@@ -48,32 +48,32 @@ func (w *memWriter) Write(p []byte) (int, error) {
 // budget allows; when pages are locked after commit (pageLocker.deferred)
 // the file goes to the locking worker instead. ErrFull (capacity, or the tmpfs itself full)
 // leaves the Writer usable; ErrExist and other errors discard the file.
-func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
+func (w *memWriter) Commit(opts tier.CommitOptions) (tier.Info, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {
-		return Info{}, fmt.Errorf("memory tier: commit %s: %w", w.key, ErrClosed)
+		return tier.Info{}, fmt.Errorf("memory tier: commit %s: %w", w.key, tier.ErrClosed)
 	}
 	t := w.t
 	if err := t.enter(); err != nil {
 		w.finish()
-		return Info{}, err
+		return tier.Info{}, err
 	}
 	defer t.life.RUnlock()
 	fi, err := tier.FileStat(w.f)
 	if err != nil {
 		w.discard()
-		return Info{}, err
+		return tier.Info{}, err
 	}
 	size := fi.Size()
 	if !t.idx.Reserve(size) {
-		return Info{}, fmt.Errorf("memory tier: %s: %w", w.key, tier.NoRoom(t.idx, size))
+		return tier.Info{}, fmt.Errorf("memory tier: %s: %w", w.key, tier.NoRoom(t.idx, size))
 	}
 	mtime := opts.PublishTime()
 	if err := t.fs.Chtimes(w.tmp, mtime, mtime); err != nil {
 		t.idx.Unreserve(size)
 		w.discard()
-		return Info{}, err
+		return tier.Info{}, err
 	}
 	var mapping []byte
 	if !t.pages.deferred() {
@@ -83,13 +83,13 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 	if err != nil {
 		t.pages.unlock(mapping)
 		t.idx.Unreserve(size)
-		if errors.Is(err, ErrFull) {
-			return Info{}, err
+		if errors.Is(err, tier.ErrFull) {
+			return tier.Info{}, err
 		}
 		w.discard()
-		return Info{}, err
+		return tier.Info{}, err
 	}
-	e := tier.NewMemEntry(Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC})
+	e := tier.NewMemEntry(tier.Info{Key: w.key, Size: size, MTime: mtime, CRC: opts.CRC, HasCRC: opts.HasCRC})
 	e.Set(index.Dirty, true)
 	e.Set(index.CRCRead, true)
 	e.SetMapping(mapping)
@@ -109,7 +109,7 @@ func (w *memWriter) Commit(opts CommitOptions) (Info, error) {
 // creating its directories as needed; ErrExist when a file is there. The
 // tier is on tmpfs (or, in tests only, a local disk): renameat2's
 // RENAME_NOREPLACE is always there.
-func (t *MemTier) publish(tmp string, key format.Key) error {
+func (t *Tier) publish(tmp string, key format.Key) error {
 	rel := key.Path()
 	t.settle(key) // a removed file of key's still at rel is released first
 	settled, remade := false, false
@@ -129,7 +129,7 @@ func (t *MemTier) publish(tmp string, key format.Key) error {
 			return nil
 		}
 		if errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("%w: %s", ErrExist, t.fs.Path(rel))
+			return fmt.Errorf("%w: %s", tier.ErrExist, t.fs.Path(rel))
 		}
 		if errors.Is(err, unix.ENOENT) && !remade {
 			// A RemoveModel took the directory away: make it again.

@@ -1,4 +1,4 @@
-package tiers
+package mem
 
 import (
 	"errors"
@@ -7,13 +7,12 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
-	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
 // Create starts a file for key in the tier's staging area.
-func (t *MemTier) Create(key format.Key) (Writer, error) {
+func (t *Tier) Create(key format.Key) (tier.Writer, error) {
 	if err := tier.CheckKey(key); err != nil {
 		return nil, err
 	}
@@ -35,13 +34,13 @@ func (t *MemTier) Create(key format.Key) (Writer, error) {
 }
 
 // Open opens a published file and marks it used.
-func (t *MemTier) Open(key format.Key) (*os.File, error) {
+func (t *Tier) Open(key format.Key) (*os.File, error) {
 	if err := t.enter(); err != nil {
 		return nil, err
 	}
 	defer t.life.RUnlock()
 	if !t.idx.Touch(key) {
-		return nil, fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
+		return nil, fmt.Errorf("memory tier: %s: %w", key, tier.ErrNotFound)
 	}
 	f, err := t.openKey(key, unix.O_RDONLY)
 	if err != nil {
@@ -53,7 +52,7 @@ func (t *MemTier) Open(key format.Key) (*os.File, error) {
 // OpenHit is Open for the stack's read path: it reports a miss as false
 // (no error built) and returns the file's size from the index (no fstat)
 // and its index entry (the Token of the handle).
-func (t *MemTier) OpenHit(key format.Key) (*os.File, int64, *index.Entry, bool) {
+func (t *Tier) OpenHit(key format.Key) (*os.File, int64, *index.Entry, bool) {
 	if t.enter() != nil {
 		return nil, 0, nil, false
 	}
@@ -70,10 +69,10 @@ func (t *MemTier) OpenHit(key format.Key) (*os.File, int64, *index.Entry, bool) 
 }
 
 // Stat describes a published file.
-func (t *MemTier) Stat(key format.Key) (Info, error) {
+func (t *Tier) Stat(key format.Key) (tier.Info, error) {
 	info, _, ok := tier.IndexGet(t.idx, key)
 	if !ok {
-		return Info{}, fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
+		return tier.Info{}, fmt.Errorf("memory tier: %s: %w", key, tier.ErrNotFound)
 	}
 	return info, nil
 }
@@ -84,41 +83,28 @@ func (t *MemTier) Stat(key format.Key) (Info, error) {
 // changed was written behind the tier's back: through a descriptor its
 // writer kept after publishing, which with FUSE passthrough the kernel
 // writes directly.
-func (t *MemTier) Unchanged(key format.Key) (unchanged, held bool) {
+func (t *Tier) Unchanged(key format.Key) (unchanged, held bool) {
 	info, _, ok := tier.IndexGet(t.idx, key)
 	if !ok {
 		return false, false
 	}
-	return sameFile(t.fs, key.Path(), info)
-}
-
-// sameFile reports whether the file rel beneath r still has the size and
-// mtime of info; held is false when it is gone.
-func sameFile(r rootfs.FS, rel string, info Info) (unchanged, held bool) {
-	if info.MTime.IsZero() {
-		return true, true // no time recorded: nothing to tell a change by
-	}
-	var st unix.Stat_t
-	if err := r.Stat(rel, &st); err != nil {
-		return false, false
-	}
-	return st.Size == info.Size && st.Mtim.Nano() == info.MTime.UnixNano(), true
+	return tier.SameFile(t.fs, key.Path(), info)
 }
 
 // Remove deletes a published file, pinned or dirty alike. Its mapping is
 // unmapped: a caller using Mapping must pin the key and not remove it.
-func (t *MemTier) Remove(key format.Key) error { return t.remove(key, false) }
+func (t *Tier) Remove(key format.Key) error { return t.remove(key, false) }
 
 // remove is Remove; late: the release is left to the late-drop worker
 // when it has room (RemoveLate).
-func (t *MemTier) remove(key format.Key, late bool) error {
+func (t *Tier) remove(key format.Key, late bool) error {
 	if err := t.enter(); err != nil {
 		return err
 	}
 	defer t.life.RUnlock()
 	e, ok := t.idx.Remove(key)
 	if !ok {
-		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
+		return fmt.Errorf("memory tier: %s: %w", key, tier.ErrNotFound)
 	}
 	if late && t.late.add(e) {
 		return nil
@@ -127,7 +113,7 @@ func (t *MemTier) remove(key format.Key, late bool) error {
 }
 
 // drop releases a removed entry: unmaps it and unlinks its file.
-func (t *MemTier) drop(e *index.Entry) error {
+func (t *Tier) drop(e *index.Entry) error {
 	t.pages.unlock(e.Mapping())
 	e.SetMapping(nil)
 	if err := t.fs.Unlink(e.Key().Path()); err != nil && !errors.Is(err, unix.ENOENT) {
@@ -137,18 +123,18 @@ func (t *MemTier) drop(e *index.Entry) error {
 }
 
 // List calls fn for the published files of model ("" for all).
-func (t *MemTier) List(model string, fn func(Info) bool) {
+func (t *Tier) List(model string, fn func(tier.Info) bool) {
 	t.idx.Each(model, func(e *index.Entry) bool { return fn(tier.InfoOf(e)) })
 }
 
 // Models returns the models that have files in the tier, sorted.
-func (t *MemTier) Models() []string { return t.idx.ModelNames() }
+func (t *Tier) Models() []string { return t.idx.ModelNames() }
 
 // ModelUsage returns the number of files and bytes of model in the tier.
-func (t *MemTier) ModelUsage(model string) (files, bytes int64) { return t.idx.ModelUsage(model) }
+func (t *Tier) ModelUsage(model string) (files, bytes int64) { return t.idx.ModelUsage(model) }
 
 // RemoveModel removes every file of model, dirty and pinned ones included.
-func (t *MemTier) RemoveModel(model string) error {
+func (t *Tier) RemoveModel(model string) error {
 	if err := format.ValidateModel(model); err != nil {
 		return err
 	}
@@ -169,19 +155,19 @@ func (t *MemTier) RemoveModel(model string) error {
 }
 
 // Usage reports capacity and use.
-func (t *MemTier) Usage() Usage { return Usage(t.idx.Usage()) }
+func (t *Tier) Usage() tier.Usage { return tier.Usage(t.idx.Usage()) }
 
 // Room is the capacity left: Capacity minus Used minus bytes of commits in
 // flight.
-func (t *MemTier) Room() int64 { return t.idx.Room() }
+func (t *Tier) Room() int64 { return t.idx.Room() }
 
 // Touch marks key as just used (LRU).
-func (t *MemTier) Touch(key format.Key) { t.idx.Touch(key) }
+func (t *Tier) Touch(key format.Key) { t.idx.Touch(key) }
 
 // SetDirty marks key dirty (not yet on a persistent tier) or clean.
-func (t *MemTier) SetDirty(key format.Key, dirty bool) error {
+func (t *Tier) SetDirty(key format.Key, dirty bool) error {
 	if !t.idx.SetFlags(key, func(e *index.Entry) { e.Set(index.Dirty, dirty) }) {
-		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
+		return fmt.Errorf("memory tier: %s: %w", key, tier.ErrNotFound)
 	}
 	return nil
 }
@@ -191,22 +177,22 @@ func (t *MemTier) SetDirty(key format.Key, dirty bool) error {
 // the first copy that reads it). A CRC already known is kept. from is the
 // Entry whose file the CRC was computed from: when key's Entry is another
 // one (a File replaced since), nothing is recorded (ErrNotFound).
-func (t *MemTier) SetCRC(key format.Key, from *index.Entry, crc uint32) error {
+func (t *Tier) SetCRC(key format.Key, from *index.Entry, crc uint32) error {
 	if !t.idx.FillCRCOf(key, from, crc) {
-		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
+		return fmt.Errorf("memory tier: %s: %w", key, tier.ErrNotFound)
 	}
 	return nil
 }
 
 // SetPinned pins key in the tier (EvictClean skips it) or unpins it.
-func (t *MemTier) SetPinned(key format.Key, pinned bool) error {
+func (t *Tier) SetPinned(key format.Key, pinned bool) error {
 	if !t.idx.SetFlags(key, func(e *index.Entry) { e.Set(index.Pinned, pinned) }) {
-		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
+		return fmt.Errorf("memory tier: %s: %w", key, tier.ErrNotFound)
 	}
 	return nil
 }
 
-// pinLimit is the bound MemConfig.MaxPinned gives a tier of capacity
+// pinLimit is the bound Config.MaxPinned gives a tier of capacity
 // bytes (0: none).
 func pinLimit(n, capacity int64) int64 {
 	switch {
@@ -224,27 +210,27 @@ func pinLimit(n, capacity int64) int64 {
 // every other user's write would wait for room that never comes, then
 // go to the next tier. A GPU load's pin (SetPinned) is not bounded: it
 // ends with the load.
-func (t *MemTier) PinWithin(key format.Key) error {
+func (t *Tier) PinWithin(key format.Key) error {
 	found, fits := t.idx.PinWithin(key)
 	switch {
 	case !found:
-		return fmt.Errorf("memory tier: %s: %w", key, ErrNotFound)
+		return fmt.Errorf("memory tier: %s: %w", key, tier.ErrNotFound)
 	case !fits:
-		return fmt.Errorf("memory tier: %s: pinned files take %d bytes, the most pins may keep: %w", key, t.idx.Pinned(), ErrFull)
+		return fmt.Errorf("memory tier: %s: pinned files take %d bytes, the most pins may keep: %w", key, t.idx.Pinned(), tier.ErrFull)
 	}
 	return nil
 }
 
 // Pinned reports whether key is pinned (false if absent).
-func (t *MemTier) Pinned(key format.Key) bool { p, _ := t.idx.Flags(key); return p }
+func (t *Tier) Pinned(key format.Key) bool { p, _ := t.idx.Flags(key); return p }
 
 // Dirty reports whether key is dirty (false if absent).
-func (t *MemTier) Dirty(key format.Key) bool { _, d := t.idx.Flags(key); return d }
+func (t *Tier) Dirty(key format.Key) bool { _, d := t.idx.Flags(key); return d }
 
 // EvictClean removes least recently used files that are neither dirty nor
 // pinned until Room() >= need or nothing evictable is left. It returns the
 // bytes freed and the keys removed.
-func (t *MemTier) EvictClean(need int64) (freed int64, evicted []format.Key) {
+func (t *Tier) EvictClean(need int64) (freed int64, evicted []format.Key) {
 	if err := t.enter(); err != nil {
 		return 0, nil
 	}

@@ -1,4 +1,4 @@
-package tiers
+package mem
 
 import (
 	"os"
@@ -16,14 +16,14 @@ import (
 
 // Index is the tier's index of its files, with their dirty and pinned
 // flags.
-func (t *MemTier) Index() *index.Index { return t.idx }
+func (t *Tier) Index() *index.Index { return t.idx }
 
 // Root is the tier's private directory, held: its files are reached
 // beneath it, through no link.
-func (t *MemTier) Root() rootfs.FS { return t.fs }
+func (t *Tier) Root() rootfs.FS { return t.fs }
 
 // OpenUntouched opens key's published file read-only, whether the index
 // holds it or not, without counting a use (no LRU touch, unlike Open).
-func (t *MemTier) OpenUntouched(key format.Key) (*os.File, error) {
+func (t *Tier) OpenUntouched(key format.Key) (*os.File, error) {
 	return t.openKey(key, unix.O_RDONLY)
 }
