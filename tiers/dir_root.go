@@ -125,26 +125,3 @@ func (t *sharedDir) reindex() error {
 	t.view.mu.Unlock()
 	return nil
 }
-
-// keepLost marks dirty again what the memory tier holds of keys, the
-// files a directory tier lost with its directory (dir_root.go), and
-// queues them for write-back: they go where they belong once a tier
-// takes them again, and the clean stop writes them. It returns how many
-// memory holds.
-func (s *Stack) keepLost(keys []format.Key) int {
-	kept := 0
-	for _, k := range keys {
-		mu := s.keyLock(k)
-		mu.Lock()
-		held := false
-		if _, err := s.mem.Stat(k); err == nil {
-			held = s.mem.Dirty(k) || s.mem.SetDirty(k, true) == nil
-		}
-		mu.Unlock()
-		if held {
-			kept++
-			s.queueDirty(k)
-		}
-	}
-	return kept
-}

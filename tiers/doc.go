@@ -27,11 +27,13 @@
 //     (O_DIRECT files staged and published on the nvme tier), stack_open.go
 //     and stack_lookup.go (reads, stat, CRC), stack_reuse.go (kept
 //     descriptors), stack_pins.go, stack_tiers.go, stack_stats.go,
-//     stack_times.go, stack_verify.go;
+//     stack_times.go, stack_verify.go, stack_shared.go (what the stack
+//     does for a shared tier);
 //   - moving files between tiers: move_dirty.go (the write-back queue,
 //     its workers and their pacing), move_writeback.go, move_copy.go
 //     (CRC-checked copies), move_promote.go, move_demote.go (demotion,
-//     removal), move_errors.go;
+//     removal), move_errors.go, move_shared.go (write-back to a shared
+//     tier first), move_owed.go (what a host owes a shared tier);
 //   - the memory tier: package tiers/mem (stack_memfull.go is the
 //     stack's answer when it is full);
 //   - a directory tier: dir*.go, with dir_stack.go for what the stack

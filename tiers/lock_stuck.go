@@ -146,17 +146,3 @@ func freeStuckHolder(dir rootfs.FS, lockPath string, log *slog.Logger) (*os.File
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-// RecordOwner records, beside the lock of each private directory tier,
-// this daemon's pid and the number of its FUSE connection (its mount's
-// minor device number), for the next daemon to free the lock if this one
-// dies stuck in the kernel.
-func (s *Stack) RecordOwner(fuseConn uint32) error {
-	var errs []error
-	for _, d := range s.dirs {
-		if err := d.RecordOwner(fuseConn); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}

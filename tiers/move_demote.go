@@ -24,7 +24,7 @@ func (s *Stack) demoteLoop() {
 			return
 		case <-t.C:
 		}
-		_ = s.payOwed(context.Background(), nil) // each round until the shared tiers are up (shared_owed.go)
+		_ = s.payOwed(context.Background(), nil) // each round until the shared tiers are up (move_owed.go)
 		for i := range s.dirs {
 			if s.dirs[i].OverHigh() {
 				s.demote(i)

@@ -55,8 +55,3 @@ func (t *DirTier) SupersedeForeign(key format.Key, ours time.Time) (superseded, 
 	sp.m[key] = tier.NewEntry(Info{Key: key, Size: st.Size, MTime: there})
 	return true, false
 }
-
-// staleVersion drops this host's copies of k, a version older than the
-// one another host published on the share since: lookups find the
-// share's.
-func (s *Stack) staleVersion(k format.Key) { go s.dropGone([]format.Key{k}, true) }

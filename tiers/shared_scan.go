@@ -138,19 +138,6 @@ func (t *DirTier) setFreeCapacity() error {
 	return nil
 }
 
-// ScanTree indexes at once, on every shared tier, the files of model's
-// tree its index does not hold yet, as the background scan would (for a
-// caller that plans from the index before that scan is done: a directory
-// move a crash cut short, finished at start).
-func (s *Stack) ScanTree(model string) {
-	if format.ValidateModel(model) != nil {
-		return
-	}
-	for _, d := range s.dirs {
-		d.AdoptTree(model) // nothing on a private tier
-	}
-}
-
 // adoptTree indexes the files of the tree of Files of model that the
 // index does not hold yet (a files model on a shared tier: the files its
 // daemons wrote), and removes the stale temp files it meets (staleTemp;

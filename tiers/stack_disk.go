@@ -193,7 +193,7 @@ func (s *Stack) publishOnDisk(p *PendingWrite, dw *diskWriter, size int64, opts 
 		case err == nil:
 			info.Tier = TierID(i + 1)
 			s.stats.directWrites.Add(1)
-			s.owe(p.key, i) // published on a private tier: the share gets it within a second (shared_owed.go)
+			s.owe(p.key, i) // published on a private tier: the share gets it within a second (move_owed.go)
 			s.mu.Lock()
 			// Its writer wrote it in this run and no CRC is known to check
 			// it against: its first read is served without reading it

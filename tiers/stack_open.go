@@ -16,7 +16,7 @@ import (
 // when the admission filter has seen it before, is queued for a
 // background worker (move_promote.go), never waited for. A file of a
 // shared tier is always copied first, into memory or a private memfd
-// (shared_stack.go), so other daemons may remove it during the read.
+// (stack_shared.go), so other daemons may remove it during the read.
 func (s *Stack) Open(k format.Key) (*Handle, error) {
 	replaced := 0
 	for attempt := 0; attempt < 3; attempt++ {
@@ -48,7 +48,7 @@ func (s *Stack) Open(k format.Key) (*Handle, error) {
 		var f *os.File
 		var tok Token
 		if d := s.sharedAt(id); d != nil {
-			f, err = s.privateCopy(d, k) // no room in memory (shared_stack.go)
+			f, err = s.privateCopy(d, k) // no room in memory (stack_shared.go)
 		} else if id == Memory { // promoted by locate
 			f, err = t.Open(k)
 		} else {

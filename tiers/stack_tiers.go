@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -138,4 +139,41 @@ func (s *Stack) HasModel(model string) bool {
 		}
 	}
 	return false
+}
+
+// keepLost marks dirty again what the memory tier holds of keys, the
+// files a directory tier lost with its directory (dir_root.go), and
+// queues them for write-back: they go where they belong once a tier
+// takes them again, and the clean stop writes them. It returns how many
+// memory holds.
+func (s *Stack) keepLost(keys []format.Key) int {
+	kept := 0
+	for _, k := range keys {
+		mu := s.keyLock(k)
+		mu.Lock()
+		held := false
+		if _, err := s.mem.Stat(k); err == nil {
+			held = s.mem.Dirty(k) || s.mem.SetDirty(k, true) == nil
+		}
+		mu.Unlock()
+		if held {
+			kept++
+			s.queueDirty(k)
+		}
+	}
+	return kept
+}
+
+// RecordOwner records, beside the lock of each private directory tier,
+// this daemon's pid and the number of its FUSE connection (its mount's
+// minor device number), for the next daemon to free the lock if this one
+// dies stuck in the kernel.
+func (s *Stack) RecordOwner(fuseConn uint32) error {
+	var errs []error
+	for _, d := range s.dirs {
+		if err := d.RecordOwner(fuseConn); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
