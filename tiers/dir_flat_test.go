@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/internal/blocktest"
 )
 
 // TestTreeDirFlat: on the private first tier, a name whose parent holds
@@ -25,11 +26,11 @@ func TestTreeDirFlat(t *testing.T) {
 		t.Fatal("after mkdir the model is still taken for flat")
 	}
 
-	writeFile(t, d, format.FileKey("pages", "p.bin"), []byte("a page at the root"))
+	blocktest.WriteFile(t, d, format.FileKey("pages", "p.bin"), []byte("a page at the root"))
 	if !d.NoSubdirs("pages", "") {
 		t.Fatal("a model with files at its root only is not flat")
 	}
-	writeFile(t, d, format.FileKey("pages", "ns/q.bin"), []byte("a page in a subdirectory"))
+	blocktest.WriteFile(t, d, format.FileKey("pages", "ns/q.bin"), []byte("a page in a subdirectory"))
 	if d.NoSubdirs("pages", "") || !s.TreeDirOnDisk("pages", "ns") {
 		t.Fatal("the directory a File was written into is not seen")
 	}
@@ -43,26 +44,4 @@ func TestTreeDirFlat(t *testing.T) {
 		t.Fatal("a directory made in a leaf taken for flat is not seen")
 	}
 
-	// A stat that began before a mkdir does not leave a flat answer.
-	gen := d.flat.generation()
-	d.flat.madeDir("other")
-	d.flat.learn("other", "", gen, true)
-	if _, ok := d.flat.known("other", ""); ok {
-		t.Fatal("a flat answer older than a mkdir was kept")
-	}
-}
-
-// writeFile writes data as k on d.
-func writeFile(t *testing.T, d *DirTier, k format.Key, data []byte) {
-	t.Helper()
-	w, err := d.Create(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Commit(CommitOptions{CRC: format.CRC32C(data), HasCRC: true}); err != nil {
-		t.Fatal(err)
-	}
 }

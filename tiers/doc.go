@@ -2,24 +2,25 @@
 // between those tiers.
 //
 // A Tier is one level: the memory tier (package tiers/mem, each block a
-// file in a private RAM-backed directory) or a directory tier (DirTier,
-// kind nvme, nfs or ds3fs: a plain directory in the <model>/<hh>/<id>.bin
-// layout). Every tier is file-backed, so the mount can hand the kernel a
-// file descriptor of whichever tier holds a block (FUSE passthrough).
+// file in a private RAM-backed directory) or a directory tier (package
+// tiers/dir, kind nvme, nfs or ds3fs: a plain directory in the
+// <model>/<hh>/<id>.bin layout). Every tier is file-backed, so the mount
+// can hand the kernel a file descriptor of whichever tier holds a block
+// (FUSE passthrough). Both are built on package tiers/tier, the contract.
 //
 // The Stack puts the tiers together, through their exported methods only,
 // and is the way in for the rest of the daemon: New builds it from the
 // tiers' configurations; writes land dirty in memory, a bounded pool
-// writes them back to the first persistent tier
-// (paced like the kernel's dirty pages: an expiry age, a background
+// writes them back to the first persistent tier (paced like the kernel's
+// dirty pages: an expiry age, a background
 // threshold and a limit at which writers wait; StackConfig), reads fall
 // through to lower tiers and promote, and CRC-32C is checked on
 // every copy between tiers. Results say which tier they came from (a
 // TierID: Memory, then the directory tiers in order); Tiers describes
 // them; pins and mappings for the GPU path are Stack methods too.
 //
-// Fsck checks a tier directory offline with the same walk of the layout
-// that a directory tier's index rebuild uses.
+// Fsck (tiers/dir's) checks a tier directory offline with the same walk
+// of the layout that a directory tier's index rebuild uses.
 //
 // Files by concept, so the folder shows the parts:
 //   - the stack: stack.go (construction, lifecycle, lock order),
@@ -36,17 +37,13 @@
 //     tier first), move_owed.go (what a host owes a shared tier);
 //   - the memory tier: package tiers/mem (stack_memfull.go is the
 //     stack's answer when it is full);
-//   - a directory tier: dir*.go, with dir_stack.go for what the stack
-//     asks of it beyond Tier, dir_staged.go for a file staged on it
-//     (stack_disk.go), dir_sharing.go for what depends on
-//     who else uses its directory (privateDir there, sharedDir in
-//     shared*.go: the index revalidated, reads copied off it, eviction by
-//     mtime, crash leftovers);
+//   - a directory tier: package tiers/dir (stack_shared.go, move_shared.go
+//     and move_owed.go are what the stack does for a shared one);
 //   - what every tier shares: package tiers/tier (the Tier interface,
 //     Info, Usage, the errors, temp names and key checks, index entries
 //     as Info, the tier lock, the tree mark), whose names tier.go
-//     re-exports; layout.go and fsck.go (the on-disk layout),
-//     model_meta.go;
+//     re-exports, as dirs.go does tiers/dir's; model_meta.go (the
+//     models' settings records);
 //   - the in-memory index of a tier: package tiers/index, behind its
 //     exported methods.
 //

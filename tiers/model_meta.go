@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
@@ -19,11 +20,6 @@ import (
 // at the first ModelMeta of a model from the first directory tier that
 // has it, then served from memory; a memory-only stack keeps it in memory
 // only. The tiers treat its bytes as opaque.
-
-// ModelMetaName is the settings file of a model in a tier directory. Its
-// leading '.' keeps it out of every layout rule: the layout walk skips it
-// by name.
-const ModelMetaName = ".ucmfs-model.json"
 
 // modelMetas is the stack's copy of every model's record read or written
 // this run (b nil: read, and absent).
@@ -87,7 +83,7 @@ func (s *Stack) readMeta(model string) metaRecord {
 
 // readMetaFrom reads model's record from the directory tier d (nil: none
 // there, or unreadable, which is logged).
-func (s *Stack) readMetaFrom(d *DirTier, model string) []byte {
+func (s *Stack) readMetaFrom(d *dir.Tier, model string) []byte {
 	var b []byte
 	err := d.Do("read settings", func() error {
 		f, err := d.Root().OpenRegular(model + "/" + ModelMetaName) // no link followed
@@ -101,7 +97,7 @@ func (s *Stack) readMetaFrom(d *DirTier, model string) []byte {
 	if err == nil {
 		return b
 	}
-	if !isENOENT(err) {
+	if !tier.IsENOENT(err) {
 		s.log.Warn("model settings unreadable", "model", model, "tier", d.Name(), "err", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 )
@@ -142,7 +143,7 @@ func (s *Stack) evictFrom(i int, v Info, force bool) error {
 }
 
 // moveDown copies k from d to the next tier, then removes it from d.
-func (s *Stack) moveDown(d, next *DirTier, k format.Key) error {
+func (s *Stack) moveDown(d, next *dir.Tier, k format.Key) error {
 	w, opts, err := s.copyOut(d, next, k)
 	if errors.Is(err, ErrCorrupt) {
 		s.quarantine(d, k, err)
@@ -170,7 +171,7 @@ var errStays = fmt.Errorf("stays: %w", ErrNotFound)
 // version's to replace; drop then does nothing (ErrNotFound). (Dropping
 // the key from every tier dropped the new version with the old one:
 // files written whole vanished under eviction.)
-func (s *Stack) drop(d *DirTier, v Info, force bool) error {
+func (s *Stack) drop(d *dir.Tier, v Info, force bool) error {
 	k := v.Key
 	pin := k // a sidecar goes with its block, and stays while it is pinned
 	if k.Kind == format.Repr {
@@ -209,7 +210,7 @@ func (s *Stack) drop(d *DirTier, v Info, force bool) error {
 // dropVersionLocked removes k from every tier whose index holds the
 // version v (its size and publish time), under k's stripe lock, if d's
 // does; it reports whether d's did.
-func (s *Stack) dropVersionLocked(d *DirTier, v Info) bool {
+func (s *Stack) dropVersionLocked(d *dir.Tier, v Info) bool {
 	k := v.Key
 	same := func(x *index.Index) bool {
 		info, _, ok := tier.IndexGet(x, k)
@@ -261,7 +262,7 @@ func (s *Stack) Remove(k format.Key) error { return s.remove(k, false) }
 
 // Delete is Remove for a user's removal (unlink, a rename over, rm): a
 // local tier moves the file into its trash and unlinks it behind
-// (dir_trash.go), so the removal answers sooner. The stack's own removals
+// (dir/trash.go), so the removal answers sooner. The stack's own removals
 // (eviction, the drops that make room) use Remove: they need the space
 // now.
 func (s *Stack) Delete(k format.Key) error { return s.remove(k, true) }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 )
 
 // writeBack copies a dirty block from memory to the first persistent tier
@@ -59,7 +60,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 	for n := 0; n < len(order); n++ {
 		i := order[n]
 		d := s.dirs[i]
-		if d.Health() == Down {
+		if d.Health() == dir.Down {
 			lastErr = d.Stalled("write-back")
 			continue
 		}
@@ -83,7 +84,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			lastErr = err
 			if errors.Is(err, ErrFull) && !retried {
 				retried = true
-				if info, serr := s.mem.Stat(k); serr == nil && s.makeRoomOn(i, info.Size+fsSlack) {
+				if info, serr := s.mem.Stat(k); serr == nil && s.makeRoomOn(i, info.Size+dir.FSSlack) {
 					n--
 				}
 			}

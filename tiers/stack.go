@@ -26,7 +26,9 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/mem"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -85,7 +87,7 @@ type Stack struct {
 	cfg  StackConfig
 	log  *slog.Logger
 	mem  *mem.Tier
-	dirs []*DirTier
+	dirs []*dir.Tier
 
 	locks [256]sync.Mutex
 	seed  maphash.Seed
@@ -116,7 +118,7 @@ type Stack struct {
 	keptWarned atomic.Int64
 	// dropLog lets the line of the last tier's drops out once a minute;
 	// dropsLogged is the drops counter at the last line.
-	dropLog     logEvery
+	dropLog     tier.LogEvery
 	dropsLogged atomic.Int64
 
 	stop chan struct{}
@@ -143,7 +145,7 @@ type HostRegistrar = mem.HostRegistrar
 // then on (Stack.Close closes them). A tier config without a Logger gets
 // cfg's. On failure New closes what it built; the error of a tier that
 // could not be built is a *TierError naming it.
-func New(cfg StackConfig, mc MemConfig, dirs ...DirConfig) (*Stack, error) {
+func New(cfg StackConfig, mc MemConfig, dirs ...dir.Config) (*Stack, error) {
 	cfg.setDefaults()
 	if mc.Logger == nil {
 		mc.Logger = cfg.Logger
@@ -152,7 +154,7 @@ func New(cfg StackConfig, mc MemConfig, dirs ...DirConfig) (*Stack, error) {
 	if err != nil {
 		return nil, &TierError{ID: Memory, Err: err}
 	}
-	var ds []*DirTier
+	var ds []*dir.Tier
 	fail := func(err error) (*Stack, error) {
 		for _, d := range ds {
 			d.Close()
@@ -164,7 +166,7 @@ func New(cfg StackConfig, mc MemConfig, dirs ...DirConfig) (*Stack, error) {
 		if dc.Logger == nil {
 			dc.Logger = cfg.Logger
 		}
-		d, err := NewDirTier(dc)
+		d, err := dir.New(dc)
 		if err != nil {
 			return fail(&TierError{ID: TierID(i + 1), Err: err})
 		}
@@ -190,7 +192,7 @@ func (e *TierError) Error() string { return e.Err.Error() }
 func (e *TierError) Unwrap() error { return e.Err }
 
 // newStack is New once the tiers are built.
-func newStack(cfg StackConfig, mt *mem.Tier, dirs []*DirTier) (*Stack, error) {
+func newStack(cfg StackConfig, mt *mem.Tier, dirs []*dir.Tier) (*Stack, error) {
 	cfg.setDefaults()
 	if mt == nil {
 		return nil, errors.New("tiers: a stack needs a memory tier")

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/tiers/tier"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 )
 
 // Files staged on disk. A writer that opens its file with O_DIRECT asks
@@ -28,7 +28,7 @@ import (
 // diskWriter is the Writer of a file staged on a directory tier: that
 // tier's StagedFile, listed in the stack's stagedSet until it ends.
 type diskWriter struct {
-	*StagedFile
+	*dir.StagedFile
 	set *stagedSet // where it is listed until it ends
 	// linked: a hard link of a published file (LinkOnDisk), whose CRC
 	// (crc, when hasCRC) was checked this run when checked.
@@ -83,7 +83,7 @@ func (s *Stack) CreateOnDisk(key format.Key) (*PendingWrite, error) {
 		return s.CreateStaging(key)
 	}
 	d := s.dirs[0]
-	if !d.Inline() || !d.InPlace() || !d.DirectIO() || d.Health() != Up {
+	if !d.Inline() || !d.InPlace() || !d.DirectIO() || d.Health() != dir.Up {
 		return s.CreateStaging(key)
 	}
 	w, err := d.CreateStaged(key)
@@ -118,24 +118,14 @@ func (p *PendingWrite) DirectFile() *os.File {
 // through an aligned buffer, so it does not pass through the page cache
 // either; any other write goes through File.
 func (p *PendingWrite) WriteAt(data []byte, off int64) (int, error) {
-	if !p.OnDisk() || off%directAlign != 0 || len(data)%directAlign != 0 || len(data) == 0 {
+	if !p.OnDisk() || off%dir.DirectAlign != 0 || len(data)%dir.DirectAlign != 0 || len(data) == 0 {
 		return p.File().WriteAt(data, off)
 	}
 	f := p.DirectFile()
 	if f == nil {
 		return p.File().WriteAt(data, off)
 	}
-	bp := directPool.Get().(*[]byte)
-	defer directPool.Put(bp)
-	done := 0
-	for done < len(data) {
-		c := copy(*bp, data[done:])
-		if err := pwriteAll(int(f.Fd()), (*bp)[:c], off+int64(done)); err != nil {
-			return done, tier.OSErr("write", err)
-		}
-		done += c
-	}
-	return done, nil
+	return dir.WriteAligned(f, data, off)
 }
 
 // Commit publishes the file on its tier (StagedFile.Commit).

@@ -95,7 +95,7 @@ func TestCreateOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := append(append(append([]byte{}, data...), data[:4096]...), "xy"...)
-	staged := p.w.(*diskWriter).tmp
+	staged := p.w.(*diskWriter).TempName()
 	p.SetReplace()
 	if info, err = s.Publish(p, false); err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestCloseDiscardsStaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeDirect(t, p, bytes.Repeat([]byte{7}, 4096))
-	staged := p.w.(*diskWriter).tmp
+	staged := p.w.(*diskWriter).TempName()
 	p.Park()
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"path"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // Files moved on disk. A file of a files model moved to another name (a
@@ -74,12 +76,12 @@ func (s *Stack) Linkable(k format.Key) bool {
 
 // linkTier is the first directory tier when it can take a link now (this
 // daemon's alone, in place, Up), else nil.
-func (s *Stack) linkTier() *DirTier {
+func (s *Stack) linkTier() *dir.Tier {
 	if len(s.dirs) == 0 {
 		return nil
 	}
 	d := s.dirs[0]
-	if !d.Inline() || !d.InPlace() || d.Health() != Up {
+	if !d.Inline() || !d.InPlace() || d.Health() != dir.Up {
 		return nil
 	}
 	return d
@@ -100,7 +102,7 @@ func (s *Stack) SyncLinks(keys []format.Key) error {
 			continue
 		}
 		done[dir] = true
-		if err := d.Do("sync", func() error { return syncDir(d.Root(), dir) }); err != nil {
+		if err := d.Do("sync", func() error { return tier.SyncDir(d.Root(), dir) }); err != nil {
 			return fmt.Errorf("%s tier: %w", d.Name(), err)
 		}
 	}

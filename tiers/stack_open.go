@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
@@ -145,7 +146,7 @@ func (s *Stack) locate(k format.Key, force bool) (TierID, error) {
 			if force {
 				return TierID(i + 1), err
 			}
-			if errors.Is(err, ErrNotFound) || goneErr(err) {
+			if errors.Is(err, ErrNotFound) || dir.GoneErr(err) {
 				lastErr = fmt.Errorf("%s: %w", k, ErrNotFound)
 				continue
 			}
@@ -186,7 +187,7 @@ func (s *Stack) shouldPromote(k format.Key, size int64) bool {
 }
 
 // promote copies k from d into memory (CRC-checked) as a clean block.
-func (s *Stack) promote(d *DirTier, k format.Key) error {
+func (s *Stack) promote(d *dir.Tier, k format.Key) error {
 	info, err := d.Stat(k)
 	if err != nil {
 		return err
@@ -217,7 +218,7 @@ func (s *Stack) promote(d *DirTier, k format.Key) error {
 // serves it in place, so a damaged file is a miss, never wrong data. info
 // is what d said of k's entry from; a check that fails because the file
 // was replaced since is errReplaced (corruptOrReplaced).
-func (s *Stack) verifyOnce(d *DirTier, k format.Key, info Info, from *index.Entry) error {
+func (s *Stack) verifyOnce(d *dir.Tier, k format.Key, info Info, from *index.Entry) error {
 	s.mu.Lock()
 	done := s.verified[k]
 	s.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 )
@@ -77,7 +78,7 @@ func (s *Stack) Put(key format.Key, data []byte, durable bool) (Info, error) {
 // A new version (SetReplace) takes the published one's place atomically:
 // readers find one or the other, and each directory tier keeps the old
 // one's file until the new one is written over it there
-// (dir_supersede.go).
+// (dir/supersede.go).
 func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 	info, err := s.publish(p, durable)
 	if err != nil && p.replace {
@@ -274,7 +275,7 @@ func (s *Stack) makeRoom(size int64, deadline time.Time) error {
 // free memory until the probe brings one back).
 func (s *Stack) allDown() bool {
 	for _, d := range s.dirs {
-		if d.Health() != Down {
+		if d.Health() != dir.Down {
 			return false
 		}
 	}
@@ -288,7 +289,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 	opts.Sync = durable
 	var lastErr error = ErrNoSpace
 	for i, d := range s.dirs {
-		if d.Health() == Down {
+		if d.Health() == dir.Down {
 			lastErr = d.Stalled("create")
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,7 +36,7 @@ func (s *Stack) HasShared() bool {
 }
 
 // sharedAt is the shared directory tier id, or nil.
-func (s *Stack) sharedAt(id TierID) *DirTier {
+func (s *Stack) sharedAt(id TierID) *dir.Tier {
 	if id == Memory || int(id) > len(s.dirs) || !s.dirs[id-1].Shared() {
 		return nil
 	}
@@ -98,7 +99,7 @@ func (s *Stack) dropGone(keys []format.Key, replaced bool) {
 // privateCopy copies k from the shared tier d into an anonymous memory
 // file (memfd), CRC-checked: the descriptor of a read when memory has no
 // room, readable whatever other hosts do to the file.
-func (s *Stack) privateCopy(d *DirTier, k format.Key) (*os.File, error) {
+func (s *Stack) privateCopy(d *dir.Tier, k format.Key) (*os.File, error) {
 	fd, err := unix.MemfdCreate("ucmfs-"+k.FileName(), unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("%s: private copy: %w", k, err)
@@ -106,7 +107,7 @@ func (s *Stack) privateCopy(d *DirTier, k format.Key) (*os.File, error) {
 	w := &memfdWriter{f: os.NewFile(uintptr(fd), "memfd:"+k.FileName())}
 	if _, _, err := s.copyOut(d, w, k); err != nil {
 		w.f.Close()
-		if goneErr(err) && !errors.Is(err, ErrNotFound) {
+		if dir.GoneErr(err) && !errors.Is(err, ErrNotFound) {
 			return nil, fmt.Errorf("%s: %w: %w", k, ErrNotFound, err)
 		}
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
@@ -26,7 +27,7 @@ func (s *Stack) MakeDir(model, rel string) error {
 	}
 	var first error
 	for _, d := range s.dirs {
-		if d.Health() == Down {
+		if d.Health() == dir.Down {
 			continue
 		}
 		if err := d.MakeTreeDir(model, rel); err != nil && first == nil {
@@ -114,15 +115,16 @@ func treePath(model, rel string) error {
 	return format.ValidateFilePath(rel)
 }
 
-// removeTempFiles removes the tiers' temp files in dir beneath r.
-func removeTempFiles(r rootfs.FS, dir string) {
-	names, err := r.ReadDirAll(dir)
+// removeTempFiles removes the tiers' temp files in the directory rel
+// beneath r.
+func removeTempFiles(r rootfs.FS, rel string) {
+	names, err := r.ReadDirAll(rel)
 	if err != nil {
 		return
 	}
 	for _, name := range names {
-		if IsTempName(name) {
-			_ = r.Unlink(dir + "/" + name)
+		if dir.IsTempName(name) {
+			_ = r.Unlink(rel + "/" + name)
 		}
 	}
 }
@@ -135,7 +137,7 @@ func (s *Stack) MarkTree(model string) error {
 	}
 	var first error
 	for _, d := range s.dirs {
-		if d.Health() == Down {
+		if d.Health() == dir.Down {
 			continue
 		}
 		if err := d.MarkTree(model); err != nil && first == nil {

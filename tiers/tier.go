@@ -48,3 +48,11 @@ const LockFileName = tier.LockFileName
 // TreeMarkName marks a model directory of a tier as a tree of Files
 // (tier.TreeMarkName).
 const TreeMarkName = tier.TreeMarkName
+
+// ModelMetaName is the settings file of a model in a tier directory
+// (tier.ModelMetaName).
+const ModelMetaName = tier.ModelMetaName
+
+// ReservedInModel reports whether name, in a model directory of a tier,
+// is one of the tiers' own records there (tier.ReservedInModel).
+func ReservedInModel(name string) bool { return tier.ReservedInModel(name) }

@@ -20,7 +20,8 @@ var allowed = map[string][]string{
 	"tiers/rootfs/crashfs": {"tiers/rootfs"}, // test support: a filesystem that fails and loses power
 	"tiers/tier":           {"format", "tiers/index", "tiers/rootfs"},
 	"tiers/mem":            {"format", "tiers/index", "tiers/rootfs", "tiers/tier"},
-	"tiers":                {"format", "tiers/index", "tiers/rootfs", "tiers/tier", "tiers/mem"},
+	"tiers/dir":            {"format", "tiers/index", "tiers/rootfs", "tiers/tier"},
+	"tiers":                {"format", "tiers/index", "tiers/rootfs", "tiers/tier", "tiers/mem", "tiers/dir"},
 	"sparse":               {"format"},
 	"hybrid":               {"format"},
 	"gpu":                  {},
@@ -38,8 +39,9 @@ var allowed = map[string][]string{
 	"fs":                   {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring"},           // gpu, transfer: their sentinels in the errno table
 	"cmd/ucmfs":            {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "internal/connlimit", "events/vllm"}, // tiers: wiring only
 	"internal/faultfs":     {},
-	"internal/tiertest":    {"format", "tiers"}, // test support: stacks over real directories
-	"internal/engine":      {"gpu/fdpass"},      // test support: a stand-in engine process
+	"internal/tiertest":    {"format", "tiers"},      // test support: stacks over real directories
+	"internal/blocktest":   {"format", "tiers/tier"}, // test support: blocks and files for the tiers' own tests
+	"internal/engine":      {"gpu/fdpass"},           // test support: a stand-in engine process
 	"internal/ucmproto":    {},
 	"internal/engineproto": {},
 	"internal/lint":        {},

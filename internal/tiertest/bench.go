@@ -10,7 +10,7 @@ import (
 
 // Benchmarks of a tier beside the raw file operations it wraps, on the
 // same directory in the same run, so the ratios show what a tier costs
-// (tiers/bench_test.go, tiers/mem/bench_test.go).
+// (tiers/dir/bench_test.go, tiers/mem/bench_test.go).
 
 const (
 	blockBytes = 2 << 20

@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
@@ -164,3 +166,25 @@ func SameFile(r rootfs.FS, rel string, info Info) (unchanged, held bool) {
 	}
 	return st.Size == info.Size && st.Mtim.Nano() == info.MTime.UnixNano(), true
 }
+
+// SyncDir fsyncs the directory rel beneath r so the entries in it are
+// durable.
+func SyncDir(r rootfs.FS, rel string) error {
+	if err := r.SyncDir(rel); err != nil {
+		return OSErr("fsync directory", err)
+	}
+	return nil
+}
+
+// LogEvery lets a log line through at most once a minute: what others put
+// in a shared directory must not flood the log.
+type LogEvery struct{ last atomic.Int64 }
+
+// Allow reports whether a line may be logged at now, and if so counts it.
+func (l *LogEvery) Allow(now time.Time) bool {
+	last := l.last.Load()
+	return now.UnixNano()-last >= int64(time.Minute) && l.last.CompareAndSwap(last, now.UnixNano())
+}
+
+// IsENOENT reports a missing file or directory.
+func IsENOENT(err error) bool { return errors.Is(err, unix.ENOENT) }

@@ -2,10 +2,25 @@ package tier
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
+
+// ModelMetaName is the settings file of a model in a tier directory. Its
+// leading '.' keeps it out of every layout rule: the layout walk skips it
+// by name.
+const ModelMetaName = ".ucmfs-model.json"
+
+// ReservedInModel reports whether name, in a model directory of a tier,
+// is one of the tiers' own records there: the settings record
+// (ModelMetaName) and its temp files, and the tree mark. No File of a
+// files model may take such a name at the model's root: it would be
+// written over the record on every tier.
+func ReservedInModel(name string) bool {
+	return name == ModelMetaName || name == TreeMarkName || strings.HasPrefix(name, ModelMetaName+TmpPrefix)
+}
 
 // TreeMarkName marks a model directory of a tier as a tree of Files.
 const TreeMarkName = ".ucmfs-tree"
