@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/internal/blocktest"
 )
 
 // TestTreeDirFlat: on the private first tier, a name whose parent holds
@@ -15,25 +16,25 @@ import (
 func TestTreeDirFlat(t *testing.T) {
 	s := newTestStack(t, 16<<20, t.TempDir(), StackConfig{})
 	d := s.dirs[0]
-	if s.TreeDirOnDisk("flat", "a") || !d.noSubdirs("flat", "") {
+	if s.TreeDirOnDisk("flat", "a") || !d.NoSubdirs("flat", "") {
 		t.Fatal("a model with no directory on disk is not flat")
 	}
 	if err := s.MakeDir("flat", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if !s.TreeDirOnDisk("flat", "a") || d.noSubdirs("flat", "") {
+	if !s.TreeDirOnDisk("flat", "a") || d.NoSubdirs("flat", "") {
 		t.Fatal("after mkdir the model is still taken for flat")
 	}
 
-	writeFile(t, d, format.FileKey("pages", "p.bin"), []byte("a page at the root"))
-	if !d.noSubdirs("pages", "") {
+	blocktest.WriteFile(t, d, format.FileKey("pages", "p.bin"), []byte("a page at the root"))
+	if !d.NoSubdirs("pages", "") {
 		t.Fatal("a model with files at its root only is not flat")
 	}
-	writeFile(t, d, format.FileKey("pages", "ns/q.bin"), []byte("a page in a subdirectory"))
-	if d.noSubdirs("pages", "") || !s.TreeDirOnDisk("pages", "ns") {
+	blocktest.WriteFile(t, d, format.FileKey("pages", "ns/q.bin"), []byte("a page in a subdirectory"))
+	if d.NoSubdirs("pages", "") || !s.TreeDirOnDisk("pages", "ns") {
 		t.Fatal("the directory a File was written into is not seen")
 	}
-	if s.TreeDirOnDisk("pages", "ns/x") || !d.noSubdirs("pages", "ns") {
+	if s.TreeDirOnDisk("pages", "ns/x") || !d.NoSubdirs("pages", "ns") {
 		t.Fatal("a leaf directory holding one file is not flat")
 	}
 	if err := s.MakeDir("pages", "ns/x"); err != nil {
@@ -43,26 +44,4 @@ func TestTreeDirFlat(t *testing.T) {
 		t.Fatal("a directory made in a leaf taken for flat is not seen")
 	}
 
-	// A stat that began before a mkdir does not leave a flat answer.
-	gen := d.flat.generation()
-	d.flat.madeDir("other")
-	d.flat.learn("other", "", gen, true)
-	if _, ok := d.flat.known("other", ""); ok {
-		t.Fatal("a flat answer older than a mkdir was kept")
-	}
-}
-
-// writeFile writes data as k on d.
-func writeFile(t *testing.T, d *DirTier, k format.Key, data []byte) {
-	t.Helper()
-	w, err := d.Create(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Commit(CommitOptions{CRC: format.CRC32C(data), HasCRC: true}); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -49,9 +49,9 @@ func TestInterruptedCallsRetried(t *testing.T) {
 	// that file.
 	k, _ := testBlock("m", 0, 64<<10)
 	ffs.Inject(faultfs.Fault{Op: faultfs.OpStat, Errno: syscall.EINTR, PathContains: k.ID.String(), Times: 2})
-	d.share.(*sharedDir).checkShard(shardRef{model: k.Model, hh: k.ID[0]}, shardCheck{}, true)
+	d.ListShard(k)
 	ffs.Clear()
-	if !d.idx.Has(k) {
+	if !d.Index().Has(k) {
 		t.Fatal("a listing whose stat of a file was interrupted dropped the file from the index")
 	}
 }

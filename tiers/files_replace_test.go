@@ -136,10 +136,10 @@ func TestFilesReplacedKeepsOldOnDisk(t *testing.T) {
 	if got := onDisk(); got != "version 1" {
 		t.Fatalf("the tier's file before the new version's write-back: %q, want the old version", got)
 	}
-	if d.idx.Has(k) {
+	if d.Index().Has(k) {
 		t.Error("the superseded file is still in the tier's index")
 	}
-	if r, u := d.idx.Room(), d.Usage(); r != u.Capacity || u.Files != 0 {
+	if r, u := d.Index().Room(), d.Usage(); r != u.Capacity || u.Files != 0 {
 		t.Errorf("tier room %d of %d, %d files, with only a superseded file: it must not count", r, u.Capacity, u.Files)
 	}
 	if err := s.Flush(context.Background(), k); err != nil {
@@ -148,7 +148,7 @@ func TestFilesReplacedKeepsOldOnDisk(t *testing.T) {
 	if got := onDisk(); got != "version 2, longer" {
 		t.Fatalf("the tier's file after the write-back: %q", got)
 	}
-	if r, u := d.idx.Room(), d.Usage(); r != u.Capacity-u.Charged || u.Files != 1 {
+	if r, u := d.Index().Room(), d.Usage(); r != u.Capacity-u.Charged || u.Files != 1 {
 		t.Errorf("tier room %d after the write-back, capacity %d, charged %d, %d files", r, u.Capacity, u.Charged, u.Files)
 	}
 	if err := replaceFile(s, k, []byte("version 3"), false); err != nil {
@@ -160,7 +160,7 @@ func TestFilesReplacedKeepsOldOnDisk(t *testing.T) {
 	if got := onDisk(); got != "(none)" {
 		t.Fatalf("the tier's file after an unlink of the new version: %q", got)
 	}
-	if r, u := d.idx.Room(), d.Usage(); r != u.Capacity || u.Files != 0 {
+	if r, u := d.Index().Room(), d.Usage(); r != u.Capacity || u.Files != 0 {
 		t.Errorf("tier room %d of %d, %d files, after the unlink", r, u.Capacity, u.Files)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,13 +25,13 @@ import (
 // (the tiers' temp files removed, '.' names kept), reads return the
 // bytes, fsck passes the tree, and an empty File is a File.
 func TestFilesTree(t *testing.T) {
-	dir := t.TempDir()
+	root := t.TempDir()
 	const model = "engine"
 	names := []string{"config.json", "m_0123456789ab_r0/abc/de_g0/" + fmt.Sprintf("%064x", 7) + ".bin",
 		"namespace-1/page_1_0_1.bin", ".lock", "deep/a/b/c/d/e", "empty",
 		".tmp-x", "deep/.tmp-0123456789abcdef"} // an engine's own names: Files, not a tier's temps
 	datas := map[format.Key][]byte{}
-	s := newTestStack(t, 16<<20, dir, StackConfig{})
+	s := newTestStack(t, 16<<20, root, StackConfig{})
 	for i, n := range names {
 		k := format.FileKey(model, n)
 		d := bytes.Repeat([]byte{byte(i + 1)}, 1000*i)
@@ -44,30 +46,30 @@ func TestFilesTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, d := range datas {
-		p := filepath.Join(dir, model, k.Name)
+		p := filepath.Join(root, model, k.Name)
 		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, d) {
 			t.Errorf("tier file %s: %v, equal %v", p, err, bytes.Equal(got, d))
 		}
 		var buf [8]byte
-		if n, err := unix.Getxattr(p, crcXattr, buf[:]); err != nil || string(buf[:n]) != fmt.Sprintf("%08x", format.CRC32C(d)) {
+		if n, err := unix.Getxattr(p, format.CRCXattr, buf[:]); err != nil || string(buf[:n]) != fmt.Sprintf("%08x", format.CRC32C(d)) {
 			t.Errorf("crc xattr of %s: %q %v", p, buf[:n], err)
 		}
 	}
-	if !isTreeDir(filepath.Join(dir, model)) {
+	if _, err := os.Stat(filepath.Join(root, model, TreeMarkName)); err != nil {
 		t.Fatal("no tree mark in the model directory")
 	}
-	leftover := filepath.Join(dir, model, "deep", tempName(format.FileKey(model, "deep/x").ID.String()))
-	metaTemp := filepath.Join(dir, model, ModelMetaName+tmpPrefix+randomSuffix()) // a settings write cut short
+	leftover := filepath.Join(root, model, "deep", dir.TempName(format.FileKey(model, "deep/x").ID.String()))
+	metaTemp := filepath.Join(root, model, ModelMetaName+tier.TmpPrefix+tier.RandomSuffix()) // a settings write cut short
 	for _, p := range []string{leftover, metaTemp} {
 		if err := os.WriteFile(p, []byte("half"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if rep, err := Fsck(dir, FsckOptions{}); err != nil || rep.Bad+rep.Errors != 0 || rep.OK != len(names) || rep.Leftovers != 2 {
+	if rep, err := Fsck(root, FsckOptions{}); err != nil || rep.Bad+rep.Errors != 0 || rep.OK != len(names) || rep.Leftovers != 2 {
 		t.Fatalf("fsck of the tree: %+v %v", rep, err)
 	}
 
-	s = newTestStack(t, 16<<20, dir, StackConfig{})
+	s = newTestStack(t, 16<<20, root, StackConfig{})
 	var listed []string
 	s.List(model, func(k format.Key) bool { listed = append(listed, k.Name); return true })
 	slices.Sort(listed)
@@ -92,8 +94,8 @@ func TestFilesTree(t *testing.T) {
 // reader of the first keeps its bytes; a pending write renamed (Rekey)
 // publishes under its new key.
 func TestFilesReplace(t *testing.T) {
-	dir := t.TempDir()
-	s := newTestStack(t, 16<<20, dir, StackConfig{})
+	root := t.TempDir()
+	s := newTestStack(t, 16<<20, root, StackConfig{})
 	k := format.FileKey("engine", "a/b.bin")
 	if _, err := s.Put(k, []byte("first version"), true); err != nil {
 		t.Fatal(err)
@@ -119,7 +121,7 @@ func TestFilesReplace(t *testing.T) {
 	if got := readAll(t, s, k); string(got) != "second" {
 		t.Errorf("after the replace: %q", got)
 	}
-	if got, err := os.ReadFile(filepath.Join(dir, "engine", "a", "b.bin")); err != nil || string(got) != "second" {
+	if got, err := os.ReadFile(filepath.Join(root, "engine", "a", "b.bin")); err != nil || string(got) != "second" {
 		t.Errorf("tier file after the replace: %q %v", got, err)
 	}
 	if s.Has(tmp) {
@@ -144,7 +146,7 @@ func TestFilesKeep(t *testing.T) {
 	}
 	last := len(s.dirs) - 1
 	info := func(k format.Key) Info {
-		i, _, _ := indexGet(s.dirs[last].idx, k)
+		i, _, _ := tier.IndexGet(s.dirs[last].Index(), k)
 		return i
 	}
 	if err := s.evictFrom(last, info(cfg), false); err == nil {
@@ -162,8 +164,8 @@ func TestFilesKeep(t *testing.T) {
 // revalidation of shards (a tree has none), and another daemon of the
 // same directory adopts them with its background scan.
 func TestFilesShared(t *testing.T) {
-	dir := t.TempDir()
-	a := sharedStack(t, 1<<20, dir, testTTL, DirConfig{})
+	root := t.TempDir()
+	a := sharedStack(t, 1<<20, root, testTTL, DirConfig{})
 	k := format.FileKey("eng", "ab/page.bin") // a directory with a shard's name
 	if _, err := a.Put(k, []byte("shared file"), true); err != nil {
 		t.Fatal(err)
@@ -175,7 +177,7 @@ func TestFilesShared(t *testing.T) {
 	if !a.HasKey(k) {
 		t.Fatal("the writer lost its file")
 	}
-	b := sharedStack(t, 1<<20, dir, testTTL, DirConfig{})
+	b := sharedStack(t, 1<<20, root, testTTL, DirConfig{})
 	if !eventually(20*testTTL, func() bool { return b.HasKey(k) }) {
 		t.Fatal("another daemon does not adopt the file")
 	}
@@ -194,8 +196,8 @@ func TestFilesShared(t *testing.T) {
 func TestFilesReplacedWhileCopied(t *testing.T) {
 	for _, crcKnown := range []bool{true, false} {
 		t.Run(fmt.Sprintf("crc known %v", crcKnown), func(t *testing.T) {
-			dir := t.TempDir()
-			s := newTestStack(t, 16<<20, dir, StackConfig{DirtyExpire: time.Hour})
+			root := t.TempDir()
+			s := newTestStack(t, 16<<20, root, StackConfig{DirtyExpire: time.Hour})
 			k := format.FileKey("engine", "conf.txt")
 			if _, err := s.Put(k, []byte("first version"), false); err != nil {
 				t.Fatal(err)
@@ -240,7 +242,7 @@ func TestFilesReplacedWhileCopied(t *testing.T) {
 			if got := readAll(t, s, k); !bytes.Equal(got, second) {
 				t.Fatalf("after the replace: %d bytes", len(got))
 			}
-			if got, err := os.ReadFile(filepath.Join(dir, "engine", "conf.txt")); err != nil || !bytes.Equal(got, second) {
+			if got, err := os.ReadFile(filepath.Join(root, "engine", "conf.txt")); err != nil || !bytes.Equal(got, second) {
 				t.Errorf("tier file: %d bytes, %v", len(got), err)
 			}
 		})

@@ -60,8 +60,8 @@ func TestMaxFiles(t *testing.T) {
 		t.Fatalf("reopened with %d files, bound 10: not over the high watermark", d.Usage().Files)
 	}
 	s.demote(0)
-	if u := d.Usage(); float64(u.Files) > d.low*10 {
-		t.Fatalf("after demotion %d files, low watermark %.0f", u.Files, d.low*10)
+	if u := d.Usage(); float64(u.Files) > d.LowWatermark()*10 {
+		t.Fatalf("after demotion %d files, low watermark %.0f", u.Files, d.LowWatermark()*10)
 	}
 	if !s.Has(key(n - 1)) {
 		t.Fatal("demotion dropped the newest file")

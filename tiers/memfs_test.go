@@ -278,16 +278,12 @@ func TestSharedTierOnMemfs(t *testing.T) {
 	var logs lockedLog
 	dc := DirConfig{Kind: "nfs", Dir: disk.Dir(), OpenFS: disk.Open, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	s := buildStack(t, StackConfig{}, MemConfig{Capacity: 8 << 20}, dc)
-	sd, ok := s.dirs[0].share.(*sharedDir)
-	if !ok {
-		t.Fatalf("an nfs tier shares by %T", s.dirs[0].share)
+	if !s.dirs[0].Shared() {
+		t.Fatal("an nfs tier does not share")
 	}
-	<-sd.view.scanned // the probe runs first
-	sd.view.mu.Lock()
-	noDirMTime := sd.view.noDirMTime
-	sd.view.mu.Unlock()
-	if noDirMTime || strings.Contains(logs.String(), "lacks") {
-		t.Fatalf("the probe found memfs lacking (no moving directory mtime: %v):\n%s", noDirMTime, logs.String())
+	waitFor(t, "the shared tier's background scan (the probe runs first)", s.dirs[0].Scanned)
+	if strings.Contains(logs.String(), "lacks") {
+		t.Fatalf("the probe found memfs lacking:\n%s", logs.String())
 	}
 	k, data := testBlock("m", 1, 64<<10)
 	if _, err := s.Put(k, data, true); err != nil {

@@ -7,7 +7,9 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,11 +20,6 @@ import (
 // at the first ModelMeta of a model from the first directory tier that
 // has it, then served from memory; a memory-only stack keeps it in memory
 // only. The tiers treat its bytes as opaque.
-
-// ModelMetaName is the settings file of a model in a tier directory. Its
-// leading '.' keeps it out of every layout rule: the layout walk skips it
-// by name.
-const ModelMetaName = ".ucmfs-model.json"
 
 // modelMetas is the stack's copy of every model's record read or written
 // this run (b nil: read, and absent).
@@ -86,22 +83,22 @@ func (s *Stack) readMeta(model string) metaRecord {
 
 // readMetaFrom reads model's record from the directory tier d (nil: none
 // there, or unreadable, which is logged).
-func (s *Stack) readMetaFrom(d *DirTier, model string) []byte {
+func (s *Stack) readMetaFrom(d *dir.Tier, model string) []byte {
 	var b []byte
-	err := d.do("read settings", func() error {
-		f, err := d.openBeneath(model + "/" + ModelMetaName) // no link followed
+	err := d.Do("read settings", func() error {
+		f, err := d.Root().OpenRegular(model + "/" + ModelMetaName) // no link followed
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		b, err = io.ReadAll(io.LimitReader(f, maxMetaSize))
 		return err
-	}, nil)
+	})
 	if err == nil {
 		return b
 	}
-	if !isENOENT(err) {
-		s.log.Warn("model settings unreadable", "model", model, "tier", d.kind, "err", err)
+	if !tier.IsENOENT(err) {
+		s.log.Warn("model settings unreadable", "model", model, "tier", d.Name(), "err", err)
 	}
 	return nil
 }
@@ -127,8 +124,8 @@ func (s *Stack) SetModelMeta(model string, b []byte) error {
 	s.metas.mu.Unlock()
 	var errs []error
 	for _, d := range s.dirs {
-		if err := d.do("write settings", func() error { return writeMeta(d.fs, model, b) }, nil); err != nil {
-			errs = append(errs, fmt.Errorf("%s tier: settings of model %s: %w", d.kind, model, osErr("write", err)))
+		if err := d.Do("write settings", func() error { return writeMeta(d.Root(), model, b) }); err != nil {
+			errs = append(errs, fmt.Errorf("%s tier: settings of model %s: %w", d.Name(), model, tier.OSErr("write", err)))
 		}
 	}
 	return errors.Join(errs...)
@@ -144,10 +141,10 @@ func (s *Stack) forgetMeta(model string) {
 // writeMeta writes b as dir/ModelMetaName beneath r: temp file, fsync,
 // rename, fsync of dir.
 func writeMeta(r rootfs.FS, dir string, b []byte) error {
-	if err := mkdirAllDurable(r, dir, 0o755); err != nil {
+	if err := tier.MkdirAllDurable(r, dir, 0o755); err != nil {
 		return err
 	}
-	tmp := dir + "/" + ModelMetaName + tmpPrefix + randomSuffix()
+	tmp := dir + "/" + ModelMetaName + tier.TmpPrefix + tier.RandomSuffix()
 	f, err := r.OpenFile(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 	if err != nil {
 		return err

@@ -9,7 +9,9 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // copyFile writes the first size bytes of src, a file of kind kind, into
@@ -46,7 +48,7 @@ const copyBufSize = 1 << 20
 
 // copyBufs are aligned for O_DIRECT (alignedBlock), so that a directory
 // tier writing with O_DIRECT writes a copy's chunks from them as they are.
-var copyBufs = sync.Pool{New: func() any { b := alignedBlock(copyBufSize); return &b }}
+var copyBufs = sync.Pool{New: func() any { b := dir.AlignedBlock(copyBufSize); return &b }}
 
 // flaggedCRC returns the payload CRC a header states, if its flag is set.
 // UCMB and UCMR headers keep payload_crc32c at 48 and flags at 52.
@@ -60,33 +62,11 @@ func flaggedCRC(hdr []byte) (uint32, bool) {
 	return binary.LittleEndian.Uint32(hdr[48:52]), true
 }
 
-// payloadCRC reads f, a file of kind kind, from the start and returns
-// its size and the CRC-32C of everything after its header (the whole file
-// of a raw block).
+// payloadCRC is tier.PayloadCRC through one of the copy buffers.
 func payloadCRC(f *os.File, kind format.Kind) (int64, uint32, error) {
-	hdrLen := kind.HeaderLen()
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
-	buf := *bp
-	var off int64
-	var crc uint32
-	for {
-		n, err := f.ReadAt(buf, off)
-		if n > 0 {
-			chunk := buf[:n]
-			if off < hdrLen {
-				chunk = chunk[min(hdrLen-off, int64(n)):]
-			}
-			crc = format.UpdateCRC32C(crc, chunk)
-			off += int64(n)
-		}
-		if errors.Is(err, io.EOF) {
-			return off, crc, nil
-		}
-		if err != nil {
-			return off, crc, err
-		}
-	}
+	return tier.PayloadCRC(f, kind, *bp)
 }
 
 // knownCRC is the payload CRC-32C that t keeps for k, given its Stat
@@ -95,7 +75,7 @@ func knownCRC(t Tier, k format.Key, info Info) (uint32, bool) {
 	if info.HasCRC {
 		return info.CRC, true
 	}
-	if d, ok := t.(*DirTier); ok {
+	if d, ok := t.(*dir.Tier); ok {
 		if crc, has, err := d.CRC(k); err == nil && has {
 			return crc, true
 		}
@@ -189,11 +169,11 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 	if !info.HasCRC && src == Tier(s.mem) {
 		_ = s.mem.SetCRC(key, from, crc) // removed or replaced meanwhile: nothing to record
 	}
-	if d, ok := src.(*DirTier); ok && !known && d.idx.SetCRCOf(key, from, crc) {
-		d.keepCRC(key, f, crc) // a file staged on disk: its first copy computed its CRC
+	if d, ok := src.(*dir.Tier); ok && !known && d.Index().SetCRCOf(key, from, crc) {
+		d.KeepCRC(key, f, crc) // a file staged on disk: its first copy computed its CRC
 	}
 	s.stats.bytesOut.Add(off)
-	opts := CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime, from: from}
+	opts := CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime, From: from}
 	if !key.Kind.Headerless() {
 		opts.HeaderCRC, opts.HasHeaderCRC = format.HeaderCRC(hdr[:]), true
 	}
@@ -246,7 +226,7 @@ func (s *Stack) commitCopy(src Tier, w Writer, opts CommitOptions, k format.Key,
 		w.Abort()
 		return err
 	}
-	if entryOf(src, k) != opts.from {
+	if entryOf(src, k) != opts.From {
 		w.Abort()
 		return fmt.Errorf("%s on %s: replaced while copied: %w", k, src.Name(), ErrNotFound)
 	}
@@ -259,14 +239,17 @@ func (s *Stack) commitCopy(src Tier, w Writer, opts CommitOptions, k format.Key,
 	return then()
 }
 
+// indexed is a tier that keeps an index of its files (both kinds do):
+// the stack reads residency and versions from it.
+type indexed interface {
+	Index() *index.Index
+}
+
 // entryOf is t's index entry of k (nil when t holds none): what a copy
 // read from, and must still find at its commit.
 func entryOf(t Tier, k format.Key) *index.Entry {
-	switch t := t.(type) {
-	case *MemTier:
-		return t.idx.EntryOf(k)
-	case *DirTier:
-		return t.idx.EntryOf(k)
+	if t, ok := t.(indexed); ok {
+		return t.Index().EntryOf(k)
 	}
 	return nil
 }

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // demoteLoop keeps every directory tier under its high watermark: once a
@@ -23,7 +25,7 @@ func (s *Stack) demoteLoop() {
 			return
 		case <-t.C:
 		}
-		_ = s.payOwed(context.Background(), nil) // each round until the shared tiers are up (shared_owed.go)
+		_ = s.payOwed(context.Background(), nil) // each round until the shared tiers are up (move_owed.go)
 		for i := range s.dirs {
 			if s.dirs[i].OverHigh() {
 				s.demote(i)
@@ -42,15 +44,15 @@ func (s *Stack) demoteLoop() {
 func (s *Stack) demote(i int) {
 	d := s.dirs[i]
 	var seen int64 // files looked at since one went
-	for d.overLow() {
+	for d.OverLow() {
 		victims := d.Oldest(64)
 		progress, passed := false, false
 		for _, v := range victims {
-			if !d.overLow() {
+			if !d.OverLow() {
 				return
 			}
-			if !d.share.mayEvict(v.Key) { // used by some daemon lately, or gone
-				d.idx.Touch(v.Key)
+			if !d.MayEvict(v.Key) { // used by some daemon lately, or gone
+				d.Index().Touch(v.Key)
 				passed = true
 				continue
 			}
@@ -97,8 +99,8 @@ func (s *Stack) makeRoomOn(i int, size int64) bool {
 			if freed >= need || freed > 0 && d.FSNeed(size) == 0 { // a tier at its MaxFiles needs a file, not size+1 bytes
 				break
 			}
-			if !d.share.mayEvict(v.Key) { // used by some daemon lately, or gone
-				d.idx.Touch(v.Key)
+			if !d.MayEvict(v.Key) { // used by some daemon lately, or gone
+				d.Index().Touch(v.Key)
 				passed = true
 				continue
 			}
@@ -109,7 +111,7 @@ func (s *Stack) makeRoomOn(i int, size int64) bool {
 				passed = true
 			}
 		}
-		d.fsForget()
+		d.FSForget()
 		if freed > 0 {
 			seen = 0
 			round++
@@ -141,7 +143,7 @@ func (s *Stack) evictFrom(i int, v Info, force bool) error {
 }
 
 // moveDown copies k from d to the next tier, then removes it from d.
-func (s *Stack) moveDown(d, next *DirTier, k format.Key) error {
+func (s *Stack) moveDown(d, next *dir.Tier, k format.Key) error {
 	w, opts, err := s.copyOut(d, next, k)
 	if errors.Is(err, ErrCorrupt) {
 		s.quarantine(d, k, err)
@@ -169,7 +171,7 @@ var errStays = fmt.Errorf("stays: %w", ErrNotFound)
 // version's to replace; drop then does nothing (ErrNotFound). (Dropping
 // the key from every tier dropped the new version with the old one:
 // files written whole vanished under eviction.)
-func (s *Stack) drop(d *DirTier, v Info, force bool) error {
+func (s *Stack) drop(d *dir.Tier, v Info, force bool) error {
 	k := v.Key
 	pin := k // a sidecar goes with its block, and stays while it is pinned
 	if k.Kind == format.Repr {
@@ -178,10 +180,10 @@ func (s *Stack) drop(d *DirTier, v Info, force bool) error {
 	keep := s.keep.Load()
 	switch {
 	case s.mem.Pinned(pin):
-		d.idx.Touch(k)
+		d.Index().Touch(k)
 		return fmt.Errorf("%s: pinned: %w", k, errStays)
 	case !force && keep != nil && (*keep)(k):
-		d.idx.Touch(k)
+		d.Index().Touch(k)
 		return fmt.Errorf("%s: kept, never dropped while others may be: %w", k, errStays)
 	}
 	mu := s.keyLock(k)
@@ -208,23 +210,23 @@ func (s *Stack) drop(d *DirTier, v Info, force bool) error {
 // dropVersionLocked removes k from every tier whose index holds the
 // version v (its size and publish time), under k's stripe lock, if d's
 // does; it reports whether d's did.
-func (s *Stack) dropVersionLocked(d *DirTier, v Info) bool {
+func (s *Stack) dropVersionLocked(d *dir.Tier, v Info) bool {
 	k := v.Key
 	same := func(x *index.Index) bool {
-		info, _, ok := indexGet(x, k)
+		info, _, ok := tier.IndexGet(x, k)
 		return ok && info.Size == v.Size && info.MTime.Equal(v.MTime)
 	}
-	if !same(d.idx) {
+	if !same(d.Index()) {
 		return false
 	}
-	if same(s.mem.idx) {
+	if same(s.mem.Index()) {
 		_ = s.mem.Remove(k)
 	}
 	for _, t := range s.dirs {
-		if !same(t.idx) {
+		if !same(t.Index()) {
 			continue
 		}
-		if err := t.remove(k, false); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := t.Remove(k); err != nil && !errors.Is(err, ErrNotFound) {
 			s.log.Warn("remove failed on a tier", "key", k.String(), "tier", t.Name(), "err", err)
 		}
 	}
@@ -234,7 +236,7 @@ func (s *Stack) dropVersionLocked(d *DirTier, v Info) bool {
 	return true
 }
 
-// Unchanged is MemTier.Unchanged of the memory tier, under k's lock so
+// Unchanged is mem.Tier.Unchanged of the memory tier, under k's lock so
 // that a SetMTime (file and record) is seen whole; for a file not in
 // memory, the same check of the first directory tier, where a file staged
 // on disk is published (CreateOnDisk) and the kernel may write it too.
@@ -246,11 +248,11 @@ func (s *Stack) Unchanged(k format.Key) (unchanged, held bool) {
 		return unchanged, held
 	}
 	d := s.dirs[0]
-	info, _, ok := indexGet(d.idx, k)
-	if !ok || !d.share.inPlace() {
+	info, _, ok := tier.IndexGet(d.Index(), k)
+	if !ok || !d.InPlace() {
 		return false, false
 	}
-	return sameFile(d.fs, k.Path(), info)
+	return tier.SameFile(d.Root(), k.Path(), info)
 }
 
 // Remove deletes k from every tier; removing a block removes its sidecar
@@ -260,7 +262,7 @@ func (s *Stack) Remove(k format.Key) error { return s.remove(k, false) }
 
 // Delete is Remove for a user's removal (unlink, a rename over, rm): a
 // local tier moves the file into its trash and unlinks it behind
-// (dir_trash.go), so the removal answers sooner. The stack's own removals
+// (dir/trash.go), so the removal answers sooner. The stack's own removals
 // (eviction, the drops that make room) use Remove: they need the space
 // now.
 func (s *Stack) Delete(k format.Key) error { return s.remove(k, true) }
@@ -296,7 +298,11 @@ func (s *Stack) removeKeyLocked(k format.Key, trash bool) bool {
 		removed = true
 	}
 	for _, d := range s.dirs {
-		if err := d.remove(k, trash); err == nil {
+		dirRemove := d.Remove
+		if trash {
+			dirRemove = d.Delete
+		}
+		if err := dirRemove(k); err == nil {
 			removed = true
 		} else if !errors.Is(err, ErrNotFound) {
 			s.log.Warn("remove failed on a tier", "key", k.String(), "tier", d.Name(), "err", err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 )
 
 // Dirty blocks and their write-back, paced as the kernel paces its dirty
@@ -50,7 +51,7 @@ type dirtyRef struct {
 
 // setDirtyDefaults fills in the dirty thresholds from the memory tier's
 // capacity and turns the deferral off where it must not apply.
-func (c *StackConfig) setDirtyDefaults(capacity int64, dirs []*DirTier) {
+func (c *StackConfig) setDirtyDefaults(capacity int64, dirs []*dir.Tier) {
 	if c.DirtyBackground <= 0 {
 		c.DirtyBackground = capacity * DefaultDirtyBackgroundPercent / 100
 	}
@@ -65,7 +66,7 @@ func (c *StackConfig) setDirtyDefaults(capacity int64, dirs []*DirTier) {
 
 // DirtyUsage is what the memory tier holds dirty: not yet on a persistent
 // tier.
-func (s *Stack) DirtyUsage() ModelCount { return ModelCount(s.mem.idx.DirtyTotal()) }
+func (s *Stack) DirtyUsage() ModelCount { return ModelCount(s.mem.Index().DirtyTotal()) }
 
 // enqueue schedules a just published key for write-back, and makes its
 // writer wait while the dirty bytes are over the limit (throttle). A

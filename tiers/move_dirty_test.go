@@ -108,6 +108,19 @@ func TestDirtyBackgroundOldestFirst(t *testing.T) {
 	}
 }
 
+// gate holds a tier's operations named in ops until release is closed
+// (its SetOpHook).
+type gate struct {
+	ops     map[string]bool
+	release chan struct{}
+}
+
+func (g *gate) hook(op string) {
+	if g.ops[op] {
+		<-g.release
+	}
+}
+
 func TestDirtyLimitThrottles(t *testing.T) {
 	s := newTestStack(t, 16<<20, t.TempDir(), StackConfig{DirtyExpire: time.Hour, DirtyBackground: 256 << 10,
 		DirtyLimit: 512 << 10, RoomWait: time.Minute})
@@ -116,8 +129,7 @@ func TestDirtyLimitThrottles(t *testing.T) {
 	var once sync.Once
 	release := func() { once.Do(func() { close(g.release) }) }
 	t.Cleanup(release) // before the stack's Close, which waits for the stalled write-back
-	hook := g.hook
-	s.dirs[0].hook.Store(&hook)
+	s.dirs[0].SetOpHook(g.hook)
 	done := make(chan []format.Key)
 	go func() { done <- putDirty(t, s, "d", 0, 10) }()
 	waitFor(t, "a throttled writer", func() bool { return s.Stats().Throttles > 0 })

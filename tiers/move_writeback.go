@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 )
 
 // writeBack copies a dirty block from memory to the first persistent tier
@@ -59,8 +60,8 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 	for n := 0; n < len(order); n++ {
 		i := order[n]
 		d := s.dirs[i]
-		if d.Health() == Down {
-			lastErr = d.stalled("write-back")
+		if d.Health() == dir.Down {
+			lastErr = d.Stalled("write-back")
 			continue
 		}
 		if info, serr := s.mem.Stat(k); serr == nil && d.FSNeed(info.Size) > 0 {
@@ -83,7 +84,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			lastErr = err
 			if errors.Is(err, ErrFull) && !retried {
 				retried = true
-				if info, serr := s.mem.Stat(k); serr == nil && s.makeRoomOn(i, info.Size+fsSlack) {
+				if info, serr := s.mem.Stat(k); serr == nil && s.makeRoomOn(i, info.Size+dir.FSSlack) {
 					n--
 				}
 			}
@@ -91,7 +92,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 		}
 		mu := s.keyLock(k)
 		mu.Lock()
-		if !s.mem.Dirty(k) || entryOf(s.mem, k) != opts.from {
+		if !s.mem.Dirty(k) || entryOf(s.mem, k) != opts.From {
 			// Written back by another, removed, or replaced by a new
 			// version (queued in its turn) since the bytes were read.
 			mu.Unlock()
@@ -108,7 +109,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			// replaces the other (shared_replace.go).
 			replaced = true
 			var sup bool
-			if sup, stale = d.supersedeForeign(k, opts.MTime); sup {
+			if sup, stale = d.SupersedeForeign(k, opts.MTime); sup {
 				mu.Unlock()
 				w.Abort()
 				n--
@@ -126,7 +127,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			if stale {
 				s.staleVersion(k) // the share's is newer
 			} else if d.Shared() {
-				s.cacheCopy(k, i, opts.from) // the share has it: the host's nvme keeps a copy
+				s.cacheCopy(k, i, opts.From) // the share has it: the host's nvme keeps a copy
 			} else {
 				s.owe(k, i) // the share was down or failed: it gets the file once up
 			}

@@ -30,14 +30,14 @@ func TestPinBudget(t *testing.T) {
 			t.Fatalf("pin %d: %v", i, err)
 		}
 	}
-	if pinned != 4 || s.mem.idx.Pinned() != 2<<20 {
-		t.Fatalf("%d pins of 512 KiB kept %d bytes, want 4 and half of 4 MiB", pinned, s.mem.idx.Pinned())
+	if pinned != 4 || s.mem.Index().Pinned() != 2<<20 {
+		t.Fatalf("%d pins of 512 KiB kept %d bytes, want 4 and half of 4 MiB", pinned, s.mem.Index().Pinned())
 	}
 	for i := 8; i < 24; i++ { // 8 MiB more: the unpinned half takes them
 		if _, err := s.Put(key(i), data, true); err != nil {
 			t.Fatal(err)
 		}
-		if !s.mem.idx.Has(key(i)) {
+		if !s.mem.Index().Has(key(i)) {
 			t.Fatalf("block %d went past memory with half of it unpinned", i)
 		}
 	}

@@ -78,7 +78,7 @@ func TestRawTierAdopt(t *testing.T) {
 		t.Fatalf("the tier file %s: %v, equal %v", p, err, bytes.Equal(got, d))
 	}
 	var buf [8]byte
-	if n, err := unix.Getxattr(p, crcXattr, buf[:]); err != nil || string(buf[:n]) != fmt.Sprintf("%08x", format.CRC32C(d)) {
+	if n, err := unix.Getxattr(p, format.CRCXattr, buf[:]); err != nil || string(buf[:n]) != fmt.Sprintf("%08x", format.CRC32C(d)) {
 		t.Errorf("crc xattr of the tier file: %q %v", buf[:n], err)
 	}
 	empty, _ := rawBlock(model, 10, 2, 0)

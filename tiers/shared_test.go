@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // sharedStack builds a stack of a memory tier of memCap bytes over one
@@ -176,8 +178,8 @@ func TestSharedTempsOfDeadProcess(t *testing.T) {
 	shard := filepath.Join(dir, "m", k.ID.Shard())
 	os.MkdirAll(shard, 0o755)
 	host, _, _ := cutTag()
-	dead := filepath.Join(shard, tmpPrefix+host+"@"+strconv.Itoa(deadPID(t))+"-"+k.ID.String()+"-x")
-	other := filepath.Join(shard, tmpPrefix+"otherhost@1-"+k.ID.String()+"-y")
+	dead := filepath.Join(shard, tier.TmpPrefix+host+"@"+strconv.Itoa(deadPID(t))+"-"+k.ID.String()+"-x")
+	other := filepath.Join(shard, tier.TmpPrefix+"otherhost@1-"+k.ID.String()+"-y")
 	os.WriteFile(dead, []byte("crashed here"), 0o644)
 	os.WriteFile(other, []byte("another host writing"), 0o644)
 	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{})
@@ -194,9 +196,10 @@ func TestSharedTempsOfDeadProcess(t *testing.T) {
 
 // cutTag splits this process's temp tag.
 func cutTag() (host, pid string, ok bool) {
-	for i := len(tempTag) - 1; i >= 0; i-- {
-		if tempTag[i] == '@' {
-			return tempTag[:i], tempTag[i+1:], true
+	tag := dir.TempTag()
+	for i := len(tag) - 1; i >= 0; i-- {
+		if tag[i] == '@' {
+			return tag[:i], tag[i+1:], true
 		}
 	}
 	return "", "", false
@@ -250,8 +253,7 @@ func BenchmarkSharedLookup(b *testing.B) {
 // TestSharedRescanFollowsDeletes: files removed from the share in shards
 // no lookup asks about leave the tier's counts at the next rescan.
 func TestSharedRescanFollowsDeletes(t *testing.T) {
-	defer func(d time.Duration) { rescanEvery = d }(rescanEvery)
-	rescanEvery = 50 * time.Millisecond
+	defer dir.SetRescanEvery(dir.SetRescanEvery(50 * time.Millisecond))
 	dir := t.TempDir()
 	keys := plantFiles(dir, 10, 64)
 	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{})

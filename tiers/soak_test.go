@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/rootfs/crashfs"
 	"golang.org/x/sys/unix"
 )
@@ -328,8 +329,7 @@ func (sr *soakRun) reopen(restored bool) {
 // soak runs one seed.
 func soak(t testing.TB, seed uint64) int {
 	base := t.TempDir()
-	defer func(was time.Duration) { probeInterval = was }(probeInterval)
-	probeInterval = 5 * time.Millisecond // a tier down comes back soon
+	defer dir.SetProbeInterval(dir.SetProbeInterval(5 * time.Millisecond)) // a tier down comes back soon
 	disk, err := crashfs.New(filepath.Join(base, "nvme"))
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,9 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/mem"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -83,8 +86,8 @@ func (c *StackConfig) setDefaults() {
 type Stack struct {
 	cfg  StackConfig
 	log  *slog.Logger
-	mem  *MemTier
-	dirs []*DirTier
+	mem  *mem.Tier
+	dirs []*dir.Tier
 
 	locks [256]sync.Mutex
 	seed  maphash.Seed
@@ -115,14 +118,14 @@ type Stack struct {
 	keptWarned atomic.Int64
 	// dropLog lets the line of the last tier's drops out once a minute;
 	// dropsLogged is the drops counter at the last line.
-	dropLog     logEvery
+	dropLog     tier.LogEvery
 	dropsLogged atomic.Int64
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 
 	pressure     atomic.Int32 // writers waiting for memory room (makeRoom)
-	memFullState              // the last log line of MemFull (mem_full.go)
+	memFullState              // the last log line of MemFull (stack_memfull.go)
 
 	stats counters
 
@@ -130,21 +133,28 @@ type Stack struct {
 	copies    treeCopies   // copies of Files that may make a directory RemoveDir removes (tree_copies.go)
 }
 
-// New builds the memory tier of mem and the directory tiers of dirs (in
+// MemConfig configures the memory tier (package tiers/mem).
+type MemConfig = mem.Config
+
+// HostRegistrar registers the memory tier's mappings with the GPU driver
+// (mem.HostRegistrar).
+type HostRegistrar = mem.HostRegistrar
+
+// New builds the memory tier of mc and the directory tiers of dirs (in
 // order, fastest first), and the stack over them, which owns them from
 // then on (Stack.Close closes them). A tier config without a Logger gets
 // cfg's. On failure New closes what it built; the error of a tier that
 // could not be built is a *TierError naming it.
-func New(cfg StackConfig, mem MemConfig, dirs ...DirConfig) (*Stack, error) {
+func New(cfg StackConfig, mc MemConfig, dirs ...dir.Config) (*Stack, error) {
 	cfg.setDefaults()
-	if mem.Logger == nil {
-		mem.Logger = cfg.Logger
+	if mc.Logger == nil {
+		mc.Logger = cfg.Logger
 	}
-	m, err := NewMemTier(mem)
+	m, err := mem.New(mc)
 	if err != nil {
 		return nil, &TierError{ID: Memory, Err: err}
 	}
-	var ds []*DirTier
+	var ds []*dir.Tier
 	fail := func(err error) (*Stack, error) {
 		for _, d := range ds {
 			d.Close()
@@ -156,7 +166,7 @@ func New(cfg StackConfig, mem MemConfig, dirs ...DirConfig) (*Stack, error) {
 		if dc.Logger == nil {
 			dc.Logger = cfg.Logger
 		}
-		d, err := NewDirTier(dc)
+		d, err := dir.New(dc)
 		if err != nil {
 			return fail(&TierError{ID: TierID(i + 1), Err: err})
 		}
@@ -182,12 +192,12 @@ func (e *TierError) Error() string { return e.Err.Error() }
 func (e *TierError) Unwrap() error { return e.Err }
 
 // newStack is New once the tiers are built.
-func newStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
+func newStack(cfg StackConfig, mt *mem.Tier, dirs []*dir.Tier) (*Stack, error) {
 	cfg.setDefaults()
-	if mem == nil {
+	if mt == nil {
 		return nil, errors.New("tiers: a stack needs a memory tier")
 	}
-	slots := mem.Usage().Capacity / (64 << 10)
+	slots := mt.Usage().Capacity / (64 << 10)
 	if slots < 64 {
 		slots = 64
 	}
@@ -202,7 +212,7 @@ func newStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 	s := &Stack{
 		cfg:      cfg,
 		log:      cfg.Logger,
-		mem:      mem,
+		mem:      mt,
 		dirs:     dirs,
 		seed:     maphash.MakeSeed(),
 		admit:    adm,
@@ -213,10 +223,9 @@ func newStack(cfg StackConfig, mem *MemTier, dirs []*DirTier) (*Stack, error) {
 		promo:    newPromoteQueue(),
 		stop:     make(chan struct{}),
 	}
-	s.cfg.setDirtyDefaults(mem.Usage().Capacity, dirs)
-	keep := s.keepLost
+	s.cfg.setDirtyDefaults(mt.Usage().Capacity, dirs)
 	for _, d := range dirs {
-		d.onRootLost.Store(&keep)
+		d.OnRootLost(s.keepLost)
 	}
 	s.watchShared()
 	for i := 0; i < cfg.WriteBackWorkers; i++ {

@@ -4,11 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
-	"golang.org/x/sys/unix"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 )
 
 // Files staged on disk. A writer that opens its file with O_DIRECT asks
@@ -27,12 +26,10 @@ import (
 // in its index and the file's xattr.
 
 // diskWriter is the Writer of a file staged on a directory tier: that
-// tier's dirWriter (never written through Write: the kernel or the
-// daemon write its descriptors) and the O_DIRECT descriptor.
+// tier's StagedFile, listed in the stack's stagedSet until it ends.
 type diskWriter struct {
-	*dirWriter
-	direct *os.File   // the temp file opened O_DIRECT; nil while parked
-	set    *stagedSet // where it is listed until it ends
+	*dir.StagedFile
+	set *stagedSet // where it is listed until it ends
 	// linked: a hard link of a published file (LinkOnDisk), whose CRC
 	// (crc, when hasCRC) was checked this run when checked.
 	linked, checked, hasCRC bool
@@ -86,21 +83,14 @@ func (s *Stack) CreateOnDisk(key format.Key) (*PendingWrite, error) {
 		return s.CreateStaging(key)
 	}
 	d := s.dirs[0]
-	if !d.inline || !d.share.inPlace() || !d.direct.Load() || d.Health() != Up {
+	if !d.Inline() || !d.InPlace() || !d.DirectIO() || d.Health() != dir.Up {
 		return s.CreateStaging(key)
 	}
-	w, err := d.create(key, false)
+	w, err := d.CreateStaged(key)
 	if err != nil {
 		return s.CreateStaging(key) // memory takes it; the tier's fault is logged there
 	}
-	dw := &diskWriter{dirWriter: w.(*dirWriter), set: &s.staged}
-	if err := dw.openDirect(); err != nil {
-		if errors.Is(err, unix.EINVAL) {
-			d.disableDirect(err) // the filesystem takes no O_DIRECT: one warning, buffered from now on
-		}
-		dw.Abort()
-		return s.CreateStaging(key)
-	}
+	dw := &diskWriter{StagedFile: w, set: &s.staged}
 	s.staged.add(dw)
 	return &PendingWrite{key: key, w: dw}, nil
 }
@@ -119,14 +109,7 @@ func (p *PendingWrite) DirectFile() *os.File {
 	if !ok {
 		return nil
 	}
-	dw.mu.Lock()
-	defer dw.mu.Unlock()
-	if dw.direct == nil && !dw.done && dw.f != nil {
-		if err := dw.openDirect(); err != nil {
-			dw.t.log.Warn("a staged file could not be opened O_DIRECT again: its writer's writes go through the daemon", "key", dw.key.String(), "err", err)
-		}
-	}
-	return dw.direct
+	return dw.StagedFile.DirectFile()
 }
 
 // WriteAt writes data at off into the file being written, for a writer
@@ -135,60 +118,20 @@ func (p *PendingWrite) DirectFile() *os.File {
 // through an aligned buffer, so it does not pass through the page cache
 // either; any other write goes through File.
 func (p *PendingWrite) WriteAt(data []byte, off int64) (int, error) {
-	if !p.OnDisk() || off%directAlign != 0 || len(data)%directAlign != 0 || len(data) == 0 {
+	if !p.OnDisk() || off%dir.DirectAlign != 0 || len(data)%dir.DirectAlign != 0 || len(data) == 0 {
 		return p.File().WriteAt(data, off)
 	}
 	f := p.DirectFile()
 	if f == nil {
 		return p.File().WriteAt(data, off)
 	}
-	bp := directPool.Get().(*[]byte)
-	defer directPool.Put(bp)
-	done := 0
-	for done < len(data) {
-		c := copy(*bp, data[done:])
-		if err := pwriteAll(int(f.Fd()), (*bp)[:c], off+int64(done)); err != nil {
-			return done, osErr("write", err)
-		}
-		done += c
-	}
-	return done, nil
+	return dir.WriteAligned(f, data, off)
 }
 
-// openDirect opens the temp file again with O_DIRECT (under mu, or
-// before the Writer is handed out).
-func (w *diskWriter) openDirect() error {
-	f, err := w.t.fs.OpenFile(w.tmp, unix.O_RDWR|unix.O_DIRECT, 0)
-	if err != nil {
-		return err
-	}
-	w.direct = f
-	return nil
-}
-
-// closeDirect closes the O_DIRECT descriptor (under mu).
-func (w *diskWriter) closeDirect() {
-	if w.direct != nil {
-		w.direct.Close()
-		w.direct = nil
-	}
-}
-
-// Commit publishes the file on its tier (dirWriter.Commit).
+// Commit publishes the file on its tier (StagedFile.Commit).
 func (w *diskWriter) Commit(opts CommitOptions) (Info, error) {
-	if err := w.unpark(); err != nil {
-		return Info{}, err
-	}
-	if path.Dir(w.tmp) != path.Dir(w.key.Path()) { // renamed before it was published (Rekey)
-		if err := w.t.do("mkdir", func() error { return w.t.ensureDir(w.key) }, nil); err != nil {
-			return Info{}, fmt.Errorf("%s tier: %w", w.t.kind, err)
-		}
-	}
-	info, err := w.dirWriter.Commit(opts)
+	info, err := w.StagedFile.Commit(opts)
 	if err == nil || !errors.Is(err, ErrFull) {
-		w.mu.Lock()
-		w.closeDirect()
-		w.mu.Unlock()
 		w.set.remove(w)
 	}
 	return info, err
@@ -196,40 +139,8 @@ func (w *diskWriter) Commit(opts CommitOptions) (Info, error) {
 
 // Abort discards the file.
 func (w *diskWriter) Abort() {
-	w.mu.Lock()
-	w.closeDirect()
-	w.mu.Unlock()
-	w.dirWriter.Abort()
+	w.StagedFile.Abort()
 	w.set.remove(w)
-}
-
-// park closes both descriptors while no writer needs them.
-func (w *diskWriter) park() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.done || w.f == nil {
-		return
-	}
-	w.closeDirect()
-	w.f.Close()
-	w.f = nil
-}
-
-// unpark opens the file again after park; the O_DIRECT descriptor is
-// opened when a writer asks for it (DirectFile): a staging file is most
-// often opened again only to be renamed.
-func (w *diskWriter) unpark() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.done || w.f != nil {
-		return nil
-	}
-	f, err := w.t.fs.OpenFile(w.tmp, unix.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("%s tier: reopen %s: %w", w.t.kind, w.key, osErr("open", err))
-	}
-	w.f = f
-	return nil
 }
 
 // errTierFull: the tier a file was staged on had no room for it, even
@@ -272,7 +183,7 @@ func (s *Stack) publishOnDisk(p *PendingWrite, dw *diskWriter, size int64, opts 
 		case err == nil:
 			info.Tier = TierID(i + 1)
 			s.stats.directWrites.Add(1)
-			s.owe(p.key, i) // published on a private tier: the share gets it within a second (shared_owed.go)
+			s.owe(p.key, i) // published on a private tier: the share gets it within a second (move_owed.go)
 			s.mu.Lock()
 			// Its writer wrote it in this run and no CRC is known to check
 			// it against: its first read is served without reading it

@@ -66,7 +66,7 @@ func TestCreateOnDisk(t *testing.T) {
 	if info.Tier != 1 {
 		t.Errorf("published on tier %d, want 1 (the nvme tier)", info.Tier)
 	}
-	if s.mem.idx.Has(final) {
+	if s.mem.Index().Has(final) {
 		t.Error("the memory tier holds a file staged on disk")
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "m", "b", "c", "x.bin")); err != nil || !bytes.Equal(got, data) {
@@ -95,7 +95,7 @@ func TestCreateOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := append(append(append([]byte{}, data...), data[:4096]...), "xy"...)
-	staged := p.w.(*diskWriter).tmp
+	staged := p.w.(*diskWriter).TempName()
 	p.SetReplace()
 	if info, err = s.Publish(p, false); err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestCloseDiscardsStaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeDirect(t, p, bytes.Repeat([]byte{7}, 4096))
-	staged := p.w.(*diskWriter).tmp
+	staged := p.w.(*diskWriter).TempName()
 	p.Park()
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)

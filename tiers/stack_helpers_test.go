@@ -3,16 +3,14 @@ package tiers
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
-	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/internal/blocktest"
 )
 
 // testLogger discards logs unless UCMFS_TEST_LOG is set.
@@ -24,16 +22,9 @@ func testLogger() *slog.Logger {
 }
 
 // testBlock builds a valid block of the given payload size, its id derived
-// from (model, n) so tests can find it again.
+// from (model, n) so tests can find it again (blocktest.Block).
 func testBlock(model string, n, payload int) (format.Key, []byte) {
-	id := format.ID(md5.Sum([]byte(fmt.Sprintf("%s/%d", model, n))))
-	data := make([]byte, payload)
-	r := rand.New(rand.NewPCG(uint64(n), 7))
-	for i := range data {
-		data[i] = byte(r.Uint32())
-	}
-	h := format.BlockHeader{ID: id, NumLayers: 1, BlockSize: 1, Dtype: format.Uint8, TensorsPerLayer: 1}
-	return format.Key{Model: model, ID: id}, format.NewBlock(h, data)
+	return blocktest.Block(model, n, payload)
 }
 
 // newTestStack builds a stack of a memory tier of memCap bytes over one
@@ -90,7 +81,7 @@ func mustEqual(t testing.TB, what string, got, want []byte) {
 func waitPromoted(t testing.TB, s *Stack, k format.Key) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if s.promoting() == 0 && s.mem.idx.Has(k) {
+		if s.promoting() == 0 && s.mem.Index().Has(k) {
 			return
 		}
 	}

@@ -6,7 +6,8 @@ import (
 	"path"
 
 	"github.com/ucmfs/ucmfs/format"
-	"golang.org/x/sys/unix"
+	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // Files moved on disk. A file of a files model moved to another name (a
@@ -49,14 +50,14 @@ func (s *Stack) LinkOnDisk(from, to format.Key) (*PendingWrite, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := d.link(from, to)
+	w, err := d.Link(from, to)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	checked := s.verified[from]
 	s.mu.Unlock()
-	dw := &diskWriter{dirWriter: w, set: &s.staged, linked: true, checked: checked, crc: crc, hasCRC: hasCRC}
+	dw := &diskWriter{StagedFile: w, set: &s.staged, linked: true, checked: checked, crc: crc, hasCRC: hasCRC}
 	s.staged.add(dw)
 	return &PendingWrite{key: to, w: dw}, nil
 }
@@ -75,53 +76,15 @@ func (s *Stack) Linkable(k format.Key) bool {
 
 // linkTier is the first directory tier when it can take a link now (this
 // daemon's alone, in place, Up), else nil.
-func (s *Stack) linkTier() *DirTier {
+func (s *Stack) linkTier() *dir.Tier {
 	if len(s.dirs) == 0 {
 		return nil
 	}
 	d := s.dirs[0]
-	if !d.inline || !d.share.inPlace() || d.Health() != Up {
+	if !d.Inline() || !d.InPlace() || d.Health() != dir.Up {
 		return nil
 	}
 	return d
-}
-
-// link starts the temp file of to as a hard link of from's file, beside
-// to's final name (LinkOnDisk).
-func (t *DirTier) link(from, to format.Key) (*dirWriter, error) {
-	if err := checkKey(to); err != nil {
-		return nil, err
-	}
-	w := &dirWriter{t: t, key: to}
-	src, dir := from.Path(), path.Dir(to.Path())
-	err := t.do("link", func() error {
-		if err := t.ensureDir(to); err != nil {
-			return err
-		}
-		for {
-			tmp := dir + "/" + tempName(to.ID.String())
-			err := t.fs.Link(src, tmp)
-			if errors.Is(err, unix.EEXIST) {
-				continue
-			}
-			if err != nil {
-				return osErr("link", err)
-			}
-			// Read-only: the file is published (0444) already, and
-			// Commit only syncs it and sets its times and mode.
-			f, err := t.fs.OpenFile(tmp, unix.O_RDONLY, 0)
-			if err != nil {
-				_ = t.fs.Unlink(tmp)
-				return osErr("open", err)
-			}
-			w.tmp, w.f = tmp, f
-			return nil
-		}
-	}, func() { w.cleanup() })
-	if err != nil {
-		return nil, fmt.Errorf("%s tier: %w", t.kind, err)
-	}
-	return w, nil
 }
 
 // SyncLinks makes the names of files published by LinkOnDisk without a
@@ -139,8 +102,8 @@ func (s *Stack) SyncLinks(keys []format.Key) error {
 			continue
 		}
 		done[dir] = true
-		if err := d.do("sync", func() error { return syncDir(d.fs, dir) }, nil); err != nil {
-			return fmt.Errorf("%s tier: %w", d.kind, err)
+		if err := d.Do("sync", func() error { return tier.SyncDir(d.Root(), dir) }); err != nil {
+			return fmt.Errorf("%s tier: %w", d.Name(), err)
 		}
 	}
 	return nil

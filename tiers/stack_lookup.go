@@ -9,7 +9,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/index"
-	"golang.org/x/sys/unix"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // Handle is a published file opened for reading, and where it was found.
@@ -55,11 +55,11 @@ func (s *Stack) HasBlock(model string, id format.ID) bool {
 // HasKey is HasBlock for any key (a raw block's, a sidecar's).
 func (s *Stack) HasKey(k format.Key) bool {
 	s.revalidateShared(k)
-	if s.mem.idx.Has(k) {
+	if s.mem.Index().Has(k) {
 		return true
 	}
 	for _, d := range s.dirs {
-		if d.share.has(k) { // revalidated above
+		if d.Has(k) { // revalidated above
 			return true
 		}
 	}
@@ -139,14 +139,14 @@ func (s *Stack) AppendShardKeys(model string, shard byte, keys []format.Key) ([]
 
 // appendShardKeys is one reading of AppendShardKeys.
 func (s *Stack) appendShardKeys(model string, shard byte, keys []format.Key) ([]format.Key, bool) {
-	keys = s.mem.idx.ShardKeys(model, shard, keys)
+	keys = s.mem.Index().ShardKeys(model, shard, keys)
 	// A block is usually in several tiers, but a tier lists each key
 	// once: only keys added after others may repeat them.
 	repeats := false
 	for _, d := range s.dirs {
-		d.share.revalidate(format.Key{Model: model, ID: format.ID{shard}})
+		d.Revalidate(format.Key{Model: model, ID: format.ID{shard}})
 		before := len(keys)
-		keys = d.idx.ShardKeys(model, shard, keys)
+		keys = d.Index().ShardKeys(model, shard, keys)
 		repeats = repeats || (before > 0 && len(keys) > before)
 	}
 	return keys, repeats
@@ -184,14 +184,14 @@ func (s *Stack) Stat(k format.Key) (BlockInfo, error) {
 
 // stat is Stat's look at the tiers' indexes.
 func (s *Stack) stat(k format.Key) (bi BlockInfo, found bool) {
-	if e, ok := s.mem.idx.Get(k); ok {
-		in, pinned, dirty := infoOf(&e), e.Is(index.Pinned), e.Is(index.Dirty)
+	if e, ok := s.mem.Index().Get(k); ok {
+		in, pinned, dirty := tier.InfoOf(&e), e.Is(index.Pinned), e.Is(index.Dirty)
 		bi.Info, found = in, true
 		bi.Holders = append(bi.Holders, s.mem.Name())
 		bi.Dirty, bi.Pinned = dirty, pinned
 	}
 	for i, d := range s.dirs {
-		in, ok := d.share.get(k) // revalidated above; no error built for a miss
+		in, ok := d.Lookup(k) // revalidated above; no error built for a miss
 		if !ok {
 			continue
 		}
@@ -240,7 +240,7 @@ func (s *Stack) memCRC(k format.Key) (uint32, bool) {
 	// The entry of the file opened next, unless it is replaced between:
 	// then SetCRC records nothing.
 	from := entryOf(s.mem, k)
-	f, err := s.mem.openKey(k, unix.O_RDONLY) // not mem.Open: no LRU use
+	f, err := s.mem.OpenUntouched(k) // not mem.Open: no LRU use
 	if err != nil {
 		return 0, false
 	}

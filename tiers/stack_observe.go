@@ -31,9 +31,9 @@ func (s *Stack) Observe(fn Observer) {
 // indexes are the tiers' indexes, by TierID.
 func (s *Stack) indexes() []*index.Index {
 	out := make([]*index.Index, 0, 1+len(s.dirs))
-	out = append(out, s.mem.idx)
+	out = append(out, s.mem.Index())
 	for _, d := range s.dirs {
-		out = append(out, d.idx)
+		out = append(out, d.Index())
 	}
 	return out
 }
@@ -77,9 +77,9 @@ func (s *Stack) TierHolds(id TierID, key format.Key) bool {
 func (s *Stack) indexOf(id TierID) *index.Index {
 	switch {
 	case id == Memory:
-		return s.mem.idx
+		return s.mem.Index()
 	case id > 0 && int(id) <= len(s.dirs):
-		return s.dirs[id-1].idx
+		return s.dirs[id-1].Index()
 	}
 	return nil
 }

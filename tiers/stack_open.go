@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
@@ -16,11 +17,11 @@ import (
 // when the admission filter has seen it before, is queued for a
 // background worker (move_promote.go), never waited for. A file of a
 // shared tier is always copied first, into memory or a private memfd
-// (shared_stack.go), so other daemons may remove it during the read.
+// (stack_shared.go), so other daemons may remove it during the read.
 func (s *Stack) Open(k format.Key) (*Handle, error) {
 	replaced := 0
 	for attempt := 0; attempt < 3; attempt++ {
-		if f, size, e, ok := s.mem.openHit(k); ok {
+		if f, size, e, ok := s.mem.OpenHit(k); ok {
 			s.admit.Get(s.admitKey(k))
 			s.stats.memHits.Add(1)
 			return &Handle{File: f, Tier: s.mem.Name(), TierID: Memory, Size: size, Token: Token{e: e, id: Memory}}, nil
@@ -48,7 +49,7 @@ func (s *Stack) Open(k format.Key) (*Handle, error) {
 		var f *os.File
 		var tok Token
 		if d := s.sharedAt(id); d != nil {
-			f, err = s.privateCopy(d, k) // no room in memory (shared_stack.go)
+			f, err = s.privateCopy(d, k) // no room in memory (stack_shared.go)
 		} else if id == Memory { // promoted by locate
 			f, err = t.Open(k)
 		} else {
@@ -131,7 +132,7 @@ func (s *Stack) locate(k format.Key, force bool) (TierID, error) {
 			continue
 		}
 		d.Touch(k)
-		shared := !d.share.inPlace() // always copied: never read in place
+		shared := !d.InPlace() // always copied: never read in place
 		if force || shared {
 			err := s.promote(d, k)
 			if err == nil {
@@ -145,7 +146,7 @@ func (s *Stack) locate(k format.Key, force bool) (TierID, error) {
 			if force {
 				return TierID(i + 1), err
 			}
-			if errors.Is(err, ErrNotFound) || goneErr(err) {
+			if errors.Is(err, ErrNotFound) || dir.GoneErr(err) {
 				lastErr = fmt.Errorf("%s: %w", k, ErrNotFound)
 				continue
 			}
@@ -186,7 +187,7 @@ func (s *Stack) shouldPromote(k format.Key, size int64) bool {
 }
 
 // promote copies k from d into memory (CRC-checked) as a clean block.
-func (s *Stack) promote(d *DirTier, k format.Key) error {
+func (s *Stack) promote(d *dir.Tier, k format.Key) error {
 	info, err := d.Stat(k)
 	if err != nil {
 		return err
@@ -217,7 +218,7 @@ func (s *Stack) promote(d *DirTier, k format.Key) error {
 // serves it in place, so a damaged file is a miss, never wrong data. info
 // is what d said of k's entry from; a check that fails because the file
 // was replaced since is errReplaced (corruptOrReplaced).
-func (s *Stack) verifyOnce(d *DirTier, k format.Key, info Info, from *index.Entry) error {
+func (s *Stack) verifyOnce(d *dir.Tier, k format.Key, info Info, from *index.Entry) error {
 	s.mu.Lock()
 	done := s.verified[k]
 	s.mu.Unlock()
@@ -255,8 +256,8 @@ func (s *Stack) verifyOnce(d *DirTier, k format.Key, info Info, from *index.Entr
 		return err
 	}
 	if !known { // the check computed it: the tier's index keeps it, the file too
-		if d.idx.SetCRCOf(k, from, crc) { // false when replaced since
-			d.keepCRC(k, f, crc)
+		if d.Index().SetCRCOf(k, from, crc) { // false when replaced since
+			d.KeepCRC(k, f, crc)
 		}
 	}
 	s.mu.Lock()

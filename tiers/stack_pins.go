@@ -13,7 +13,7 @@ import (
 // registered, view of the file (MemConfig.Host).
 
 // Pin keeps k in memory (promoting it first) or releases it: a user's
-// pin, bounded by MemConfig.MaxPinned (MemTier.PinWithin).
+// pin, bounded by MemConfig.MaxPinned (mem.Tier.PinWithin).
 func (s *Stack) Pin(k format.Key, pinned bool) error {
 	if !pinned {
 		return s.SetPinned(k, false)
@@ -43,7 +43,7 @@ func (s *Stack) Pinned(k format.Key) bool { return s.mem.Pinned(k) }
 
 // Mapping returns the memory tier's read-only mapping of k's file, or nil
 // when it has none (not in memory, past the mapping budget, or not mapped
-// yet); see MemTier.Mapping. It stays valid while k is pinned and not
+// yet); see mem.Tier.Mapping. It stays valid while k is pinned and not
 // removed: pin k first (SetPinned or Pin).
 func (s *Stack) Mapping(k format.Key) []byte { return s.mem.Mapping(k) }
 
@@ -59,7 +59,7 @@ func (s *Stack) Evict(k format.Key) error {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
-	e, ok := s.mem.idx.Get(k)
+	e, ok := s.mem.Index().Get(k)
 	pinned, dirty := e.Is(index.Pinned), e.Is(index.Dirty)
 	switch {
 	case !ok:
@@ -80,4 +80,4 @@ func (s *Stack) Evict(k format.Key) error {
 // and that rule holds for, enter pinned (the store's: the files beneath
 // a pinned directory of a files model). rule runs under the memory
 // tier's index lock: it must not block or call the stack.
-func (s *Stack) SetPinRule(rule func(format.Key) bool) { s.mem.idx.SetPinRule(rule) }
+func (s *Stack) SetPinRule(rule func(format.Key) bool) { s.mem.Index().SetPinRule(rule) }

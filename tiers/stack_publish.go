@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // ErrInvalid wraps the format validation error of a rejected file.
@@ -76,7 +78,7 @@ func (s *Stack) Put(key format.Key, data []byte, durable bool) (Info, error) {
 // A new version (SetReplace) takes the published one's place atomically:
 // readers find one or the other, and each directory tier keeps the old
 // one's file until the new one is written over it there
-// (dir_supersede.go).
+// (dir/supersede.go).
 func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 	info, err := s.publish(p, durable)
 	if err != nil && p.replace {
@@ -250,7 +252,7 @@ func (s *Stack) makeRoom(size int64, deadline time.Time) error {
 			s.stats.evictions.Add(int64(len(ev)))
 			continue
 		}
-		if !s.Persistent() || time.Now().After(deadline) || s.allDown() || s.mem.idx.DirtyTotal().Files == 0 {
+		if !s.Persistent() || time.Now().After(deadline) || s.allDown() || s.mem.Index().DirtyTotal().Files == 0 {
 			// No write-back will free memory (nothing is dirty: what
 			// is left is pinned, or being written): do not wait.
 			return ErrFull
@@ -273,7 +275,7 @@ func (s *Stack) makeRoom(size int64, deadline time.Time) error {
 // free memory until the probe brings one back).
 func (s *Stack) allDown() bool {
 	for _, d := range s.dirs {
-		if d.Health() != Down {
+		if d.Health() != dir.Down {
 			return false
 		}
 	}
@@ -287,8 +289,8 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 	opts.Sync = durable
 	var lastErr error = ErrNoSpace
 	for i, d := range s.dirs {
-		if d.Health() == Down {
-			lastErr = d.stalled("create")
+		if d.Health() == dir.Down {
+			lastErr = d.Stalled("create")
 			continue
 		}
 		w, err := d.Create(p.key)
@@ -344,7 +346,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 // when the header states a CRC: then a mismatch rejects the file.
 // Errors wrap ErrInvalid.
 func validate(key format.Key, f *os.File) (size int64, crc uint32, hasCRC bool, err error) {
-	fi, err := fileStat(f)
+	fi, err := tier.FileStat(f)
 	if err != nil {
 		return 0, 0, false, err
 	}

@@ -39,7 +39,7 @@ func (s *Stack) Reuse(k format.Key, t Token) bool {
 	case t.e == nil:
 		return false
 	case t.id == Memory:
-		if _, ok := s.mem.idx.TouchIf(k, t.e); !ok {
+		if _, ok := s.mem.Index().TouchIf(k, t.e); !ok {
 			return false
 		}
 		s.admit.Get(s.admitKey(k))
@@ -47,10 +47,10 @@ func (s *Stack) Reuse(k format.Key, t Token) bool {
 		return true
 	}
 	d := s.dirs[t.id-1]
-	if s.mem.idx.Has(k) {
+	if s.mem.Index().Has(k) {
 		return false // promoted meanwhile: Open reads memory
 	}
-	size, ok := d.idx.TouchIf(k, t.e)
+	size, ok := d.Index().TouchIf(k, t.e)
 	if !ok {
 		return false
 	}
@@ -66,9 +66,9 @@ func (s *Stack) Current(k format.Key, t Token) bool {
 	case t.e == nil:
 		return false
 	case t.id == Memory:
-		return s.mem.idx.IsEntry(k, t.e)
+		return s.mem.Index().IsEntry(k, t.e)
 	}
-	return !s.mem.idx.Has(k) && s.dirs[t.id-1].idx.IsEntry(k, t.e)
+	return !s.mem.Index().Has(k) && s.dirs[t.id-1].Index().IsEntry(k, t.e)
 }
 
 // openLower opens k on directory tier id with its token: the entry is
@@ -76,12 +76,12 @@ func (s *Stack) Current(k format.Key, t Token) bool {
 // zero token (the descriptor is used once, never reused).
 func (s *Stack) openLower(k format.Key, id TierID) (*os.File, Token, error) {
 	d := s.dirs[id-1]
-	e := d.idx.EntryOf(k)
+	e := d.Index().EntryOf(k)
 	f, err := d.Open(k)
 	if err != nil {
 		return nil, Token{}, err
 	}
-	if e == nil || d.idx.EntryOf(k) != e {
+	if e == nil || d.Index().EntryOf(k) != e {
 		return f, Token{}, nil
 	}
 	return f, Token{e: e, id: id}, nil

@@ -67,7 +67,7 @@ type Stats struct {
 	// Throttles counts publishes that waited at the dirty limit.
 	Throttles int64 `json:"dirty_throttles"`
 	// MemFull counts ENOSPC from the memory tier's filesystem while its
-	// capacity showed room (mem_full.go).
+	// capacity showed room (stack_memfull.go).
 	MemFull int64 `json:"mem_full"`
 }
 

@@ -4,33 +4,34 @@ import (
 	"errors"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 )
 
 // A new version of a name (a PendingWrite with SetReplace) takes the
 // published one's place in every index at once, and its files' place on
 // the directory tiers only when it is committed there
-// (dir_supersede.go). These run under the key's stripe lock.
+// (dir/supersede.go). These run under the key's stripe lock.
 
 // supersedeLocked makes way for a new version of k: memory drops the
 // published version; each directory tier keeps its file, superseded, for
 // the new version's commit there to rename over (a file a tier never
 // indexed is removed, as before).
-func (s *Stack) supersedeLocked(k format.Key) { s.clearLocked(k, (*DirTier).supersede) }
+func (s *Stack) supersedeLocked(k format.Key) { s.clearLocked(k, (*dir.Tier).Supersede) }
 
 // revertLocked takes k's newest version, which did not become durable,
 // out of every tier and brings back the version it replaced, if a tier
 // still has that one's file (superseded); else k is gone.
-func (s *Stack) revertLocked(k format.Key) { s.clearLocked(k, (*DirTier).restoreSuperseded) }
+func (s *Stack) revertLocked(k format.Key) { s.clearLocked(k, (*dir.Tier).RestoreSuperseded) }
 
 // clearLocked takes k out of memory and out of each directory tier where
 // keep(d, k) does not report that it kept the file its own way.
-func (s *Stack) clearLocked(k format.Key, keep func(*DirTier, format.Key) bool) {
+func (s *Stack) clearLocked(k format.Key, keep func(*dir.Tier, format.Key) bool) {
 	_ = s.mem.Remove(k)
 	for _, d := range s.dirs {
 		if keep(d, k) {
 			continue
 		}
-		if err := d.remove(k, false); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := d.Remove(k); err != nil && !errors.Is(err, ErrNotFound) {
 			s.log.Warn("remove failed on a tier", "key", k.String(), "tier", d.Name(), "err", err)
 		}
 	}
@@ -47,7 +48,7 @@ func (s *Stack) dropSupersededLocked(k format.Key, committed int) {
 		if i == committed {
 			continue
 		}
-		if err := d.dropSuperseded(k); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := d.DropSuperseded(k); err != nil && !errors.Is(err, ErrNotFound) {
 			s.log.Warn("remove of a replaced version failed on a tier", "key", k.String(), "tier", d.Name(), "err", err)
 		}
 	}
@@ -63,7 +64,7 @@ func (s *Stack) abandonSuperseded(k format.Key) {
 	defer mu.Unlock()
 	if _, held := s.stat(k); !held {
 		for _, d := range s.dirs {
-			d.restoreSuperseded(k)
+			d.RestoreSuperseded(k)
 		}
 	}
 }

@@ -40,17 +40,18 @@ func (p *PendingWrite) SetMTime(t time.Time) { p.mtime = t }
 // Readers that have the old file open keep reading it.
 func (p *PendingWrite) SetReplace() { p.replace = true }
 
+// rekeyer is a Writer that can publish under another key than it was
+// created with (the memory tier's, and a file staged on disk).
+type rekeyer interface {
+	Rekey(key format.Key)
+}
+
 // Rekey makes the pending write publish as key instead (a staging file
 // renamed to its final name before it was published).
 func (p *PendingWrite) Rekey(key format.Key) {
 	p.key = key
-	switch w := p.w.(type) {
-	case *memWriter:
-		w.key = key
-	case *diskWriter:
-		w.mu.Lock()
-		w.key = key // its directory is made at Commit
-		w.mu.Unlock()
+	if w, ok := p.w.(rekeyer); ok {
+		w.Rekey(key)
 	}
 }
 
@@ -73,12 +74,12 @@ func (s *Stack) SetMTime(k format.Key, t time.Time) error {
 		}
 		return nil
 	}
-	if err := set(s.mem.idx, s.mem.fs); err != nil {
+	if err := set(s.mem.Index(), s.mem.Root()); err != nil {
 		return err
 	}
 	s.mem.Touch(k)
 	for _, d := range s.dirs {
-		if err := set(d.idx, d.fs); err != nil {
+		if err := set(d.Index(), d.Root()); err != nil {
 			return err
 		}
 	}
@@ -89,10 +90,10 @@ func (s *Stack) SetMTime(k format.Key, t time.Time) error {
 }
 
 // parker is a Writer whose file can be closed while idle (the memory
-// tier's).
+// tier's, and a file staged on disk).
 type parker interface {
-	park()
-	unpark() error
+	Park()
+	Unpark() error
 }
 
 // Park closes the temporary file's descriptor while no writer needs it:
@@ -100,7 +101,7 @@ type parker interface {
 // descriptors. File is nil until Unpark.
 func (p *PendingWrite) Park() {
 	if pk, ok := p.w.(parker); ok {
-		pk.park()
+		pk.Park()
 	}
 }
 
@@ -108,7 +109,7 @@ func (p *PendingWrite) Park() {
 // descriptor); a no-op when it is open.
 func (p *PendingWrite) Unpark() error {
 	if pk, ok := p.w.(parker); ok {
-		return pk.unpark()
+		return pk.Unpark()
 	}
 	return nil
 }

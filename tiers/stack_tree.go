@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,18 +27,11 @@ func (s *Stack) MakeDir(model, rel string) error {
 	}
 	var first error
 	for _, d := range s.dirs {
-		if d.Health() == Down {
+		if d.Health() == dir.Down {
 			continue
 		}
-		err := d.do("mkdir", func() error {
-			if err := d.fs.MkdirAll(model+"/"+rel, 0o755); err != nil {
-				return osErr("mkdir", err)
-			}
-			d.flat.madeDir(model)
-			return markTree(d.fs, model)
-		}, nil)
-		if err != nil && first == nil {
-			first = fmt.Errorf("%s tier: %w", d.kind, err)
+		if err := d.MakeTreeDir(model, rel); err != nil && first == nil {
+			first = fmt.Errorf("%s tier: %w", d.Name(), err)
 		}
 	}
 	return first
@@ -49,13 +44,13 @@ func (s *Stack) RemoveDir(model, rel string) error {
 	if err := treePath(model, rel); err != nil {
 		return err
 	}
-	s.mem.settleAll() // a removed file still in it must not keep it
+	s.mem.SettleAll() // a removed file still in it must not keep it
 	if !s.copies.wait(model, rel) {
 		s.log.Warn("directory removed while a copy into it still runs", "model", model, "dir", rel)
 	}
-	roots := []rootfs.FS{s.mem.fs}
+	roots := []rootfs.FS{s.mem.Root()}
 	for _, d := range s.dirs {
-		roots = append(roots, d.fs)
+		roots = append(roots, d.Root())
 	}
 	var first error
 	dir := model + "/" + rel
@@ -66,7 +61,7 @@ func (s *Stack) RemoveDir(model, rel string) error {
 			err = root.Rmdir(dir)
 		}
 		if err != nil && !errors.Is(err, unix.ENOENT) && first == nil {
-			first = osErr("rmdir", err)
+			first = tier.OSErr("rmdir", err)
 		}
 	}
 	return first
@@ -83,11 +78,11 @@ func (s *Stack) TreeDirOnDisk(model, rel string) bool {
 	}
 	parent, _ := format.SplitFilePath(rel)
 	for _, d := range s.dirs {
-		if d.noSubdirs(model, parent) {
+		if d.NoSubdirs(model, parent) {
 			continue
 		}
 		var st unix.Stat_t
-		if d.fs.Stat(model+"/"+rel, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if d.Root().Stat(model+"/"+rel, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			return true
 		}
 	}
@@ -107,30 +102,7 @@ func (s *Stack) TreeSubdirs(model, rel string) []string {
 	}
 	var out []string
 	for _, d := range s.dirs {
-		out = append(out, d.treeSubdirs(dir)...)
-	}
-	return out
-}
-
-// treeSubdirs lists the subdirectories of dir on the tier.
-func (t *DirTier) treeSubdirs(dir string) []string {
-	var st unix.Stat_t
-	if t.fs.Stat(dir, &st) != nil || st.Nlink == 2 && t.subdirLinks {
-		// A directory's link count is 2 plus its subdirectories on
-		// ext4, xfs and tmpfs: 2 says there are none, without reading
-		// a flat directory of 10^5 files. (Other filesystems are read:
-		// btrfs says 1, a FUSE filesystem may say 2 of any directory.)
-		return nil
-	}
-	ents, err := t.fs.ReadDir(dir) // unsorted: the caller sorts; links left out
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range ents {
-		if e.IsDir() {
-			out = append(out, e.Name())
-		}
+		out = append(out, d.TreeSubdirs(dir)...)
 	}
 	return out
 }
@@ -143,15 +115,16 @@ func treePath(model, rel string) error {
 	return format.ValidateFilePath(rel)
 }
 
-// removeTempFiles removes the tiers' temp files in dir beneath r.
-func removeTempFiles(r rootfs.FS, dir string) {
-	names, err := r.ReadDirAll(dir)
+// removeTempFiles removes the tiers' temp files in the directory rel
+// beneath r.
+func removeTempFiles(r rootfs.FS, rel string) {
+	names, err := r.ReadDirAll(rel)
 	if err != nil {
 		return
 	}
 	for _, name := range names {
-		if IsTempName(name) {
-			_ = r.Unlink(dir + "/" + name)
+		if dir.IsTempName(name) {
+			_ = r.Unlink(rel + "/" + name)
 		}
 	}
 }
@@ -164,17 +137,11 @@ func (s *Stack) MarkTree(model string) error {
 	}
 	var first error
 	for _, d := range s.dirs {
-		if d.Health() == Down {
+		if d.Health() == dir.Down {
 			continue
 		}
-		err := d.do("mark", func() error {
-			if err := d.fs.MkdirAll(model, 0o755); err != nil {
-				return osErr("mkdir", err)
-			}
-			return markTree(d.fs, model)
-		}, nil)
-		if err != nil && first == nil {
-			first = fmt.Errorf("%s tier: %w", d.kind, err)
+		if err := d.MarkTree(model); err != nil && first == nil {
+			first = fmt.Errorf("%s tier: %w", d.Name(), err)
 		}
 	}
 	return first
@@ -187,7 +154,7 @@ func (s *Stack) IsTree(model string) bool {
 		return false
 	}
 	for _, d := range s.dirs {
-		if isTree(d.fs, model) {
+		if tier.IsTree(d.Root(), model) {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 )
 
 // checkHeader checks the 64 header bytes of key's file on src before they
@@ -14,7 +15,7 @@ import (
 // were published and are not checked again. A failure wraps ErrCorrupt:
 // the caller quarantines the file and the block is a miss.
 func checkHeader(src Tier, key format.Key, hdr []byte, size int64) error {
-	d, ok := src.(*DirTier)
+	d, ok := src.(*dir.Tier)
 	if !ok || key.Kind.Headerless() {
 		return nil // a raw block (ucm-posix) or a File has no header: its CRC covers it all
 	}

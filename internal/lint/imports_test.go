@@ -20,7 +20,10 @@ var allowed = map[string][]string{
 	"tiers/rootfs/crashfs":    {"tiers/rootfs"}, // test support: a filesystem that fails and loses power
 	"tiers/rootfs/memfs":      {"tiers/rootfs"}, // test support: a filesystem in memory, memfd files
 	"tiers/rootfs/rootfstest": {"tiers/rootfs"}, // test support: one table every rootfs.FS answers as Root does
-	"tiers":                   {"format", "tiers/index", "tiers/rootfs"},
+	"tiers/tier":              {"format", "tiers/index", "tiers/rootfs"},
+	"tiers/mem":               {"format", "tiers/index", "tiers/rootfs", "tiers/tier"},
+	"tiers/dir":               {"format", "tiers/index", "tiers/rootfs", "tiers/tier"},
+	"tiers":                   {"format", "tiers/index", "tiers/rootfs", "tiers/tier", "tiers/mem", "tiers/dir"},
 	"sparse":                  {"format"},
 	"hybrid":                  {"format"},
 	"gpu":                     {},
@@ -39,8 +42,9 @@ var allowed = map[string][]string{
 	"fs":                      {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring", "vfs"},    // gpu, transfer: their sentinels in the errno table
 	"cmd/ucmfs":               {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "internal/connlimit", "events/vllm"}, // tiers: wiring only
 	"internal/faultfs":        {},
-	"internal/tiertest":       {"format", "tiers"}, // test support: stacks over real directories
-	"internal/engine":         {"gpu/fdpass"},      // test support: a stand-in engine process
+	"internal/tiertest":       {"format", "tiers"},      // test support: stacks over real directories
+	"internal/blocktest":      {"format", "tiers/tier"}, // test support: blocks and files for the tiers' own tests
+	"internal/engine":         {"gpu/fdpass"},           // test support: a stand-in engine process
 	"internal/ucmproto":       {},
 	"internal/engineproto":    {},
 	"internal/lint":           {},

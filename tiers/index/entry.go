@@ -30,7 +30,7 @@ type Entry struct {
 // memEntry is an Entry of the memory tier: the Entry and the start of the
 // tier's read-only mapping of the file (size bytes), or nil. Once an Entry
 // leaves the index its remover owns the mapping. Only the memory tier
-// makes them (newMemEntry), so directory-tier entries carry no mapping.
+// makes them (tier.NewMemEntry), so directory-tier entries carry no mapping.
 type memEntry struct {
 	Entry
 	mapped *byte

@@ -1,0 +1,51 @@
+package dir
+
+import (
+	"time"
+
+	"github.com/ucmfs/ucmfs/format"
+)
+
+// What the tests of the stack (package tiers) set or read on directory
+// tiers, beyond what the stack itself uses; the daemon calls none of it.
+
+// SetOpHook sets fn to run before each operation of the tier, with the
+// operation's name (nil: none).
+func (t *Tier) SetOpHook(fn func(op string)) {
+	if fn == nil {
+		t.hook.Store(nil)
+		return
+	}
+	t.hook.Store(&fn)
+}
+
+// LowWatermark is the tier's low watermark, a fraction of its capacity
+// and of its MaxFiles: eviction frees down to it.
+func (t *Tier) LowWatermark() float64 { return t.low }
+
+// ListShard lists key's shard directory of a shared tier again now,
+// whatever its TTL and mtime say (nothing on a private tier).
+func (t *Tier) ListShard(key format.Key) {
+	if sd := t.sharedDir(); sd != nil {
+		sd.checkShard(shardRef{model: key.Model, hh: key.ID[0]}, shardCheck{}, true)
+	}
+}
+
+// SetProbeInterval sets how often a tier that is down is probed, and
+// returns the interval it replaces.
+func SetProbeInterval(d time.Duration) time.Duration {
+	old := probeInterval
+	probeInterval = d
+	return old
+}
+
+// SetRescanEvery sets how often a shared tier lists its whole directory
+// again, and returns the period it replaces.
+func SetRescanEvery(d time.Duration) time.Duration {
+	old := rescanEvery
+	rescanEvery = d
+	return old
+}
+
+// TempTag is this process's part of its temp names: "<host>@<pid>".
+func TempTag() string { return tempTag }

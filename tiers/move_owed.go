@@ -1,0 +1,97 @@
+package tiers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/dir"
+)
+
+// What the stack does with the files a host owes a shared tier
+// (shared_owed.go): it records them at write-back, and copies them to
+// the share once it is up again.
+
+// owe records k, just written back to dirs[to], as owed to every shared
+// tier the write-back passed over to get there.
+func (s *Stack) owe(k format.Key, to int) {
+	if s.dirs[to].Shared() {
+		return
+	}
+	for _, d := range s.dirs {
+		d.Owe(k) // nothing on a private tier
+	}
+}
+
+// payOwed copies to each shared tier that is not down the files owed to
+// it that keep takes (nil: all), from the private tier that holds them.
+// It returns ErrStalled when a shared tier that is down is owed one of
+// them, or the first copy's failure.
+func (s *Stack) payOwed(ctx context.Context, keep func(format.Key) bool) error {
+	var errs []error
+	for _, d := range s.dirs {
+		keys := d.Owed(keep) // none on a private tier
+		if len(keys) == 0 {
+			continue
+		}
+		if d.Health() == dir.Down {
+			errs = append(errs, fmt.Errorf("%d files owed: %w", len(keys), d.Stalled("write-back")))
+			continue
+		}
+		for _, k := range keys {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err := s.payOne(d, k); err != nil {
+				errs = append(errs, err)
+				break // the share fails: the rest waits for the next round
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// payOne copies k from the first private tier that holds it to sd, and
+// forgets it as owed once the share has it or nothing holds it. A File
+// replaces another host's older version at its name, and is dropped when
+// the share's is newer (shared_replace.go).
+func (s *Stack) payOne(sd *dir.Tier, k format.Key) error {
+	if k.Kind != format.File {
+		if _, err := sd.Stat(k); err == nil {
+			sd.Paid(k) // there already (evicted to it, or another host's: a block's name is its contents)
+			return nil
+		}
+	}
+	for _, src := range s.dirs {
+		if src.Shared() {
+			continue
+		}
+		info, err := src.Stat(k)
+		if err != nil {
+			continue
+		}
+		if k.Kind == format.File {
+			if _, newer := sd.SupersedeForeign(k, info.MTime); newer {
+				sd.Paid(k)
+				s.staleVersion(k)
+				return nil
+			}
+		}
+		w, opts, err := s.copyOut(src, sd, k)
+		if err == nil {
+			err = s.commitCopy(src, w, opts, k, func() error { return nil })
+		}
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrCorrupt) {
+			continue // removed or replaced meanwhile; a corrupt copy is not sent
+		}
+		if err != nil {
+			return fmt.Errorf("owed %s to %s: %w", k, sd.Name(), err)
+		}
+		s.stats.writeBacks.Add(1)
+		sd.Paid(k)
+		return nil
+	}
+	sd.Paid(k) // on no private tier now: removed (or a new version, which has its own write-back)
+	return nil
+}
