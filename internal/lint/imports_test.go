@@ -15,6 +15,11 @@ const mod = "github.com/ucmfs/ucmfs/"
 // imports tiers.
 var allowed = map[string][]string{
 	"format":                  {},
+	"layout":                  {"format"},
+	"layout/ucmb":             {"format", "layout"},
+	"layout/posix":            {"format", "layout"},
+	"layout/files":            {"format", "layout"},
+	"layout/registry":         {"format", "layout", "layout/ucmb", "layout/posix", "layout/files"}, // the one table of the layouts
 	"tiers/index":             {"format", "internal/hashtab"},
 	"tiers/rootfs":            {},
 	"tiers/rootfs/crashfs":    {"tiers/rootfs"}, // test support: a filesystem that fails and loses power
