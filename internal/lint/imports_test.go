@@ -30,19 +30,19 @@ var allowed = map[string][]string{
 	"hybrid":                  {"format"},
 	"gpu":                     {},
 	"gpu/fdpass":              {},
-	"events":                  {"format"},
+	"events":                  {"format", "layout/registry"},
 	"events/vllm":             {"format", "events", "internal/connlimit"},
-	"store":                   {"format", "tiers", "sparse", "gpu", "hybrid", "events"},
+	"store":                   {"format", "layout", "layout/registry", "tiers", "sparse", "gpu", "hybrid", "events"},
 	"control/line":            {"format"},
-	"transfer":                {"format", "gpu", "gpu/fdpass", "store", "control/line"},
+	"transfer":                {"format", "layout/registry", "gpu", "gpu/fdpass", "store", "control/line"},
 	"control":                 {"format", "sparse", "hybrid", "store", "control/line", "transfer", "events", "gpu"},
 	"metrics":                 {"store"},
 	"fs/light":                {"format", "internal/hashtab"},
 	"fs/ino":                  {"format"},
 	"fs/uring":                {},
-	"vfs":                     {"format", "store", "fs/ino"},                                                                                 // the adapter's kernel-agnostic half
-	"fs":                      {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring", "vfs"},    // gpu, transfer: their sentinels in the errno table
-	"cmd/ucmfs":               {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "internal/connlimit", "events/vllm"}, // tiers: wiring only
+	"vfs":                     {"format", "layout", "layout/registry", "store", "fs/ino"},                                                                              // the adapter's kernel-agnostic half
+	"fs":                      {"format", "layout", "layout/registry", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring", "vfs"}, // gpu, transfer: their sentinels in the errno table
+	"cmd/ucmfs":               {"format", "layout/registry", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "internal/connlimit", "events/vllm"},        // tiers: wiring only
 	"internal/faultfs":        {},
 	"internal/tiertest":       {"format", "tiers"}, // test support: stacks over real directories
 	"internal/engine":         {"gpu/fdpass"},      // test support: a stand-in engine process
