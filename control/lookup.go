@@ -61,7 +61,7 @@ func (l *lookupSession) answer(ctx context.Context, req []byte, out []byte) ([]b
 	}
 	var n int
 	var has presence
-	if l.s.store.Models().Files(model) {
+	if l.s.store.Models().LayoutOf(model).Tree() {
 		keys, err := parsePaths(&t, model, l.keys[:0])
 		l.keys = line.Keep(keys)
 		if err != nil {

@@ -47,7 +47,7 @@ func parseIDs(t *line.Tokens, ids []format.ID) ([]format.ID, error) {
 // keys: paths for a files model (parsePaths), block ids for the others
 // (parseIDs, using ids as scratch). It returns both buffers for reuse.
 func (s *Env) parseKeys(t *line.Tokens, model string, keys []format.Key, ids []format.ID) ([]format.Key, []format.ID, error) {
-	if s.store.Models().Files(model) {
+	if s.store.Models().LayoutOf(model).Tree() {
 		keys, err := parsePaths(t, model, keys)
 		return keys, ids, err
 	}

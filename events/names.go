@@ -1,27 +1,18 @@
 package events
 
 import (
-	"encoding/binary"
-	"encoding/hex"
-	"path"
 	"strconv"
-	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 )
 
 // Layout names the layout of the model a key belongs to, as
-// user.ucm.layout does: "ucmb" for a block with a UCMB header,
-// "ucm-posix" for UCM's raw names, "files" for a file of a files model;
-// "" for a sidecar, which events do not report.
+// user.ucm.layout does (registry.Of: by its kind); "" for a sidecar,
+// which events do not report.
 func Layout(k format.Key) string {
-	switch {
-	case k.Kind == format.Block:
-		return "ucmb"
-	case k.Kind == format.File:
-		return "files"
-	case k.Kind.Raw():
-		return "ucm-posix"
+	if l := registry.Of(k); l != nil && !l.IsSidecar(k) {
+		return l.Name()
 	}
 	return ""
 }
@@ -65,39 +56,15 @@ func Mediums(kinds []string) []string {
 }
 
 // EngineHash is the block hash a router of the block's engine knows it
-// by, as vLLM publishes block hashes by default: the last 8 bytes of the
-// digest, read big-endian. A block of a ucmb or ucm-posix model is named
-// by UCM's id (an MD5); a file of a files model by the digest its engine
-// wrote as its name, where the name is "<hex digest>.bin" (vLLM's fs
-// offloading tier and llm-d's fs backend:
-// <hhh>/<hh>_g<group>/<sha256 hex>.bin). ok is false where no hash can
-// be known (any other file name): such a file is reported on .ucm/events
+// by (layout.Layout.EngineHash, as vLLM publishes block hashes by
+// default: the last 8 bytes of the digest, read big-endian): UCM's id
+// for a block of a ucmb or ucm-posix model, the digest a file of a files
+// model holds in its name where it is "<hex digest>.bin". ok is false
+// where no hash can be known: such a file is reported on .ucm/events
 // only.
 func EngineHash(k format.Key) (h uint64, ok bool) {
-	switch {
-	case k.Kind == format.Block || k.Kind.Raw():
-		return binary.BigEndian.Uint64(k.ID[len(k.ID)-8:]), true
-	case k.Kind == format.File:
-		return fileHash(path.Base(k.Name))
+	if l := registry.Of(k); l != nil {
+		return l.EngineHash(k)
 	}
 	return 0, false
-}
-
-// fileHash parses "<hex>.bin", 16 to 128 lowercase hex digits of an even
-// count, to its last 8 bytes.
-func fileHash(name string) (uint64, bool) {
-	digits, ok := strings.CutSuffix(name, ".bin")
-	if !ok || len(digits) < 16 || len(digits) > 128 || len(digits)%2 != 0 {
-		return 0, false
-	}
-	for i := 0; i < len(digits); i++ {
-		if c := digits[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return 0, false
-		}
-	}
-	var b [8]byte
-	if _, err := hex.Decode(b[:], []byte(digits[len(digits)-16:])); err != nil {
-		return 0, false
-	}
-	return binary.BigEndian.Uint64(b[:]), true
 }

@@ -10,6 +10,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -170,7 +171,7 @@ func newChild(ctx context.Context, parent *gofs.Inode, name string, ino uint64, 
 		if ch.StableAttr().Ino == ino {
 			return ch
 		}
-		if b, ok := ch.Operations().(*blockFile); ok && b.key.Kind == format.File {
+		if b, ok := ch.Operations().(*blockFile); ok && registry.Of(b.key).Replaces() {
 			b.s.files.Replaced(b.StableAttr().Ino, b)
 		}
 	}
@@ -284,7 +285,7 @@ func (s *fsState) notifyPublished(k format.Key) {
 // (its entry named the reader's node until the notification landed: a
 // read right after the close read the old bytes).
 func (s *fsState) notifyReplacedBy(uid uint32, k format.Key) {
-	if k.Kind != format.File || s.store.Writes().Gen(k) == 0 {
+	if !registry.Of(k).Replaces() || s.store.Writes().Gen(k) == 0 {
 		return
 	}
 	parent := s.parentOf(k)
@@ -306,7 +307,7 @@ func (s *fsState) notifyReplacedBy(uid uint32, k format.Key) {
 // may be waiting for the thread that would send it (an io_uring queue has
 // two).
 func (s *fsState) notifyReplaced(k format.Key) {
-	if k.Kind == format.File && s.store.Writes().Gen(k) != 0 {
+	if registry.Of(k).Replaces() && s.store.Writes().Gen(k) != 0 {
 		go func() {
 			s.notifyGone(s.parentOf(k), k.FileName())
 			s.namesReplaced.Add(1)
@@ -323,7 +324,7 @@ func (s *fsState) parentOf(k format.Key) *gofs.Inode {
 	}
 	n := s.root.GetChild(k.Model)
 	dir := k.ShardDir()
-	if k.Kind != format.File {
+	if !registry.Of(k).Tree() {
 		if n == nil {
 			return nil
 		}

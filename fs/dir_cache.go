@@ -7,7 +7,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/light"
-	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/layout"
 	"github.com/ucmfs/ucmfs/vfs"
 )
 
@@ -41,10 +41,11 @@ import (
 // for the daemon), so it cannot wait on this one.
 
 // CacheListing grants a cached listing to shard ref opened now: a ucmb
-// model's shard with no file being written in it.
+// model's shard (of the 256 always there, layout.HexShards) with no file
+// being written in it.
 func (h lightHost) CacheListing(ref light.Ref, node uint64) bool {
 	s := h.s
-	if s.store.Models().Layout(ref.Model) != store.LayoutUCMB || s.store.Writes().InShard(ref.Model, ref.Dir) {
+	if s.store.Models().LayoutOf(ref.Model).Dirs() != layout.HexShards || s.store.Writes().InShard(ref.Model, ref.Dir) {
 		return false
 	}
 	s.listings.Store(vfs.ShardListingKey(ref.Model, ref.Shard), &cachedListing{drop: func() { s.invalidateListing(node) }})

@@ -11,6 +11,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
@@ -61,7 +62,7 @@ var (
 
 // newStoredNode returns the node type of key's kind.
 func newStoredNode(s *fsState, key format.Key, ino uint64) gofs.InodeEmbedder {
-	if key.Kind == format.Repr {
+	if registry.Of(key).IsSidecar(key) {
 		n := &reprFile{}
 		n.s, n.key = s, key
 		return n
@@ -83,7 +84,7 @@ func (n *storedFile) OnForget() {
 // until it looks the name up again).
 func (n *storedFile) served() format.Key {
 	k := n.s.files.Follow(n.key, n.StableAttr().Ino)
-	if k.Kind == format.File && n.s.dirMoves.Wait(k.Model, k.Name) {
+	if registry.Of(k).Tree() && n.s.dirMoves.Wait(k.Model, k.Name) {
 		k = n.s.files.Follow(n.key, n.StableAttr().Ino) // moved meanwhile
 	}
 	return k
@@ -131,7 +132,7 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 // what it reads). ok is false when the node is not open or reads the
 // current file.
 func (n *storedFile) openVersionAttr(k format.Key) (size int64, mtime time.Time, ok bool) {
-	if k.Kind != format.File {
+	if !registry.Of(k).Replaces() {
 		return 0, time.Time{}, false
 	}
 	f := n.open.OpenDescriptor()
@@ -162,7 +163,7 @@ func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 			return errno
 		}
 	}
-	if size, ok := in.GetSize(); ok && n.served().Kind == format.File {
+	if size, ok := in.GetSize(); ok && registry.Of(n.served()).Replaces() {
 		return n.truncate(ctx, int64(size), in, out)
 	}
 	if err := n.s.checkSetattr(in); err != nil {
@@ -203,7 +204,7 @@ func (s *fsState) checkSetattr(in *fuse.SetAttrIn) error {
 func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	key := n.served()
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
-		if key.Kind == format.File {
+		if registry.Of(key).Replaces() {
 			return n.rewrite(ctx, key)
 		}
 		if n.s.store.Tiers().Has(key) || n.open.Readers() > 0 {
@@ -242,7 +243,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 // version's, or, for a node whose File was moved to key, key's
 // generation moved on since.
 func (n *storedFile) superseded(key format.Key) bool {
-	if key.Kind != format.File {
+	if !registry.Of(key).Replaces() {
 		return false
 	}
 	if gen, ok := n.s.files.MovedGen(n.StableAttr().Ino); ok {

@@ -15,7 +15,7 @@ import (
 	"github.com/ucmfs/ucmfs/vfs"
 )
 
-// The directories of a files model (store/layout_files.go): any tree of
+// The directories of a files model (store/files_dirs.go, layout/files): any tree of
 // names. The model's root is its modelNode, every directory below it a
 // filesDir; both answer through filesOps. A published file is a
 // storedFile of a File key, numbered by its generation (a replaced File
@@ -283,7 +283,7 @@ func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fu
 		return nil, nil, 0, o.s.fail("create", o.what(name), err)
 	}
 	key := format.FileKey(o.model, rel)
-	w, h, errno := o.s.beginWrite(callerProc(ctx), key, name, store.IsStagingName(name), flags)
+	w, h, errno := o.s.beginWrite(callerProc(ctx), key, name, o.s.store.Models().Staging(o.model, o.dir, name), flags)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}

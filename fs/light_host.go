@@ -7,6 +7,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
 )
@@ -26,7 +27,7 @@ func (s *fsState) madeShard(d *shardNode) *shardNode {
 
 // shardOf is the shard ref names, with its names and rules.
 func shardOf(ref light.Ref) vfs.Shard {
-	return vfs.Shard{Model: ref.Model, Num: ref.Shard, Dir: ref.Dir, Width: ref.Width}
+	return vfs.RefShard(ref.Model, ref.Shard, ref.Dir, ref.Width)
 }
 
 // ShardIno reports whether ino is a shard directory's number.
@@ -49,7 +50,7 @@ func (h lightHost) Lookup(ref light.Ref, name string, out *fuse.EntryOut) (forma
 	case f.Err == nil:
 		h.fill(key, f.Info, s.inos.Peek(ino.FileName(key)), out)
 		return key, light.Hit, fuse.OK
-	case f.Missing() && key.Kind != format.Repr:
+	case f.Missing() && !registry.Of(key).IsSidecar(key):
 		// As the bridge answers a miss: cached for the negative TTL
 		// unless missEntry set a timeout.
 		errno := s.missEntry(f, out)

@@ -8,7 +8,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/fs/ino"
-	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/layout"
 	"github.com/ucmfs/ucmfs/vfs"
 )
 
@@ -74,11 +74,13 @@ type modelLayout interface {
 	filesRoot() (filesOps, bool)
 }
 
-// modelLayouts make a model node's layout type, by the layout's name.
-var modelLayouts = map[string]func(*modelNode) modelLayout{
-	store.LayoutUCMB:     func(m *modelNode) modelLayout { return ucmbModel{shardModel{m}} },
-	store.LayoutUCMPosix: func(m *modelNode) modelLayout { return posixModel{shardModel{m}} },
-	store.LayoutFiles:    func(m *modelNode) modelLayout { return filesModel{m} },
+// modelLayouts make a model node's layout type, by the shape of the
+// layout's directories (layout.Layout.Dirs): a layout of a shape there
+// is needs no type of its own.
+var modelLayouts = map[layout.Dirs]func(*modelNode) modelLayout{
+	layout.HexShards:  func(m *modelNode) modelLayout { return ucmbModel{shardModel{m}} },
+	layout.MadeShards: func(m *modelNode) modelLayout { return posixModel{shardModel{m}} },
+	layout.TreeDirs:   func(m *modelNode) modelLayout { return filesModel{m} },
 }
 
 // chosenLayout is a node's layout type and the name of the layout it
@@ -98,7 +100,7 @@ func (m *modelNode) layout() modelLayout {
 	if c := m.cur.Load(); c != nil && c.name == want {
 		return c.l
 	}
-	c := &chosenLayout{name: want, l: modelLayouts[want](m)}
+	c := &chosenLayout{name: want, l: modelLayouts[m.s.store.Models().LayoutOf(m.model).Dirs()](m)}
 	m.cur.Store(c)
 	return c.l
 }

@@ -10,6 +10,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
 )
@@ -43,7 +44,7 @@ func (p *pendingNode) draftOf(ctx context.Context, f gofs.FileHandle) *store.Dra
 	if h, ok := f.(*writeHandle); ok {
 		return h.d.Draft()
 	}
-	if !p.w.Writable() && p.w.Key().Kind == format.File {
+	if !p.w.Writable() && registry.Of(p.w.Key()).Replaces() {
 		if w := p.s.store.Writes().Own(p.w.Key(), p.w.Name(), callerProc(ctx).Tgid); w != nil {
 			return w
 		}
@@ -91,7 +92,7 @@ func (p *pendingNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.S
 func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	d, err := p.w.Open(flags&syscall.O_TRUNC != 0)
 	key := p.w.Key()
-	if errors.Is(err, store.ErrDone) && key.Kind == format.File && flags&syscall.O_ACCMODE != syscall.O_RDONLY && p.s.store.Tiers().Has(key) {
+	if errors.Is(err, store.ErrDone) && registry.Of(key).Replaces() && flags&syscall.O_ACCMODE != syscall.O_RDONLY && p.s.store.Tiers().Has(key) {
 		_, d, err = p.s.store.Writes().Reopen(callerProc(ctx), key)
 		if err != nil {
 			return nil, 0, p.s.fail("open", key.Path(), err)
@@ -286,7 +287,7 @@ func (h *writeHandle) Release(ctx context.Context) syscall.Errno {
 // 0644 and its writer's owner while it is written, 0444 once published.
 func (s *fsState) writeAttr(w *store.Draft, a *fuse.Attr) {
 	size, mtime, published := w.Attr()
-	if key := w.Key(); published && key.Kind == format.File && errors.Is(w.Verdict(), store.ErrDiscarded) {
+	if key := w.Key(); published && registry.Of(key).Replaces() && errors.Is(w.Verdict(), store.ErrDiscarded) {
 		// A File's version dropped (its writer wrote nothing, or unlinked
 		// it): the name's published file, if any, is what the kernel must
 		// take the size of, for the offset of an append on this node.

@@ -26,7 +26,7 @@ import (
 func newRawShardNode(s *fsState, model, dir string, w int, ino uint64) *shardNode {
 	return &shardNode{
 		dirCommon: dirCommon{common: common{s: s}, what: model + "/" + dir, anyMode: true},
-		sh:        vfs.Shard{Model: model, Dir: dir, Width: w}, ino: ino,
+		sh:        vfs.MadeShard(model, dir, w), ino: ino,
 		attr: func(a *fuse.Attr) { s.modelAttr(a, 2, model) },
 	}
 }
@@ -89,7 +89,7 @@ func (m *modelNode) rawRmdir(ctx context.Context, name string) syscall.Errno {
 	if !ok {
 		return errnoMissing
 	}
-	if len((vfs.Shard{Model: m.model, Dir: name, Width: w}).Keys(m.s.store)) > 0 {
+	if len(vfs.MadeShard(m.model, name, w).Keys(m.s.store)) > 0 {
 		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", store.ErrNotEmpty))
 	}
 	return 0

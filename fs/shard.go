@@ -11,6 +11,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
@@ -49,7 +50,7 @@ var (
 )
 
 func newShardNode(s *fsState, model string, shard byte, ino uint64) *shardNode {
-	sh := vfs.UCMBShard(model, shard)
+	sh := vfs.HexShard(model, shard)
 	return &shardNode{dirCommon: dirCommon{common: common{s: s}, what: model + "/" + sh.Dir}, sh: sh, ino: ino,
 		attr: func(a *fuse.Attr) { s.shardAttr(a, model, shard) }}
 }
@@ -83,7 +84,7 @@ func (d *shardNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		return nil, d.s.otherWriter(d.sh.Model, d.sh.Dir, name, out)
 	}
 	key := f.Key
-	if f.Missing() && key.Kind == format.Repr {
+	if f.Missing() && registry.Of(key).IsSidecar(key) {
 		size, mtime, ok, derr := d.s.store.Sidecars().Derivable(key)
 		if derr != nil {
 			return nil, d.s.fail("lookup", key.Path(), derr)
@@ -231,8 +232,7 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	if err := vfs.RemovePublished(d.s.store, key); err != nil {
 		return d.s.fail("unlink", key.Path(), err)
 	}
-	if key.Kind == format.Block {
-		side := format.Key{Model: key.Model, ID: key.ID, Kind: format.Repr}
+	if side, ok := registry.Of(key).Sidecar(key); ok {
 		d.s.store.ForgetHits(side, false)
 		if d.GetChild(side.FileName()) != nil || d.s.light.Holds(d.sh.Dir, side) {
 			// In the background: the kernel holds this directory's lock

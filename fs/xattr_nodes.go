@@ -6,7 +6,7 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -18,7 +18,7 @@ import (
 // derivable.
 func (n *storedFile) xattrs() *store.Attrs {
 	a := n.s.store.FileAttrs(n.served(), n.readHeader)
-	if n.key.Kind != format.Repr {
+	if !registry.Of(n.key).IsSidecar(n.key) {
 		return a
 	}
 	get := a.Get

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -52,7 +53,7 @@ func (a *Attrs) Has(name string) bool {
 // file's 64-byte header (the front end may cache it: a file is immutable).
 func (s *Store) FileAttrs(k format.Key, header func() ([]byte, error)) *Attrs {
 	switch {
-	case k.Kind == format.Repr:
+	case registry.Of(k).IsSidecar(k):
 		return &Attrs{Names: reprAttrNames, Get: func(name string) (string, error) { return s.reprAttr(k, name, header) }}
 	case k.Kind.Headerless():
 		return &Attrs{Names: rawAttrNames, Writable: map[string]bool{"pinned": true},
@@ -167,7 +168,10 @@ func (s *Store) blockAttr(k format.Key, name string, header func() ([]byte, erro
 // reprKindOf names the kind of block k's stored sidecar, "" when it has
 // none.
 func (s *Store) reprKindOf(k format.Key) (string, error) {
-	side := format.Key{Model: k.Model, ID: k.ID, Kind: format.Repr}
+	side, ok := registry.Of(k).Sidecar(k)
+	if !ok {
+		return "", nil
+	}
 	h, err := s.stack.Open(side)
 	if errors.Is(err, tiers.ErrNotFound) {
 		return "", nil
@@ -230,7 +234,7 @@ func (s *Store) reprAttr(k format.Key, name string, header func() ([]byte, error
 // A files model has pinned too: its root's directory pin (dir_pins.go).
 func (ms Models) Attrs(model string, uid uint32) *Attrs {
 	names, writable := modelAttrNames, map[string]bool{"quota": true, "repr_kind": true, "layout": true, "group": true, "key_pattern": true}
-	if ms.Layout(model) == LayoutFiles {
+	if ms.LayoutOf(model).Tree() {
 		names, writable["pinned"] = append(slices.Clone(names), "pinned"), true
 	}
 	return &Attrs{Names: names, Writable: writable,

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -84,7 +85,7 @@ func beneath(path, dir string) bool {
 // dirPinned is the memory tier's pin rule (tiers.Stack.SetPinRule): k is
 // a File beneath a pinned directory.
 func (s *Store) dirPinned(k format.Key) bool {
-	return k.Kind == format.File && s.dirPins.covers(k.Model, k.Name)
+	return registry.Of(k).Tree() && s.dirPins.covers(k.Model, k.Name)
 }
 
 // DirPinned reports whether dir ("" is the root) of the files model is
@@ -99,7 +100,7 @@ func (s *Store) DirPinned(model, dir string) bool {
 // files beneath do not fit in memory (nothing is left pinned by this
 // call) or the model has MaxDirPins pinned directories.
 func (s *Store) SetDirPin(model, dir string, pin bool) error {
-	if s.Models().Layout(model) != LayoutFiles {
+	if !s.Models().LayoutOf(model).Tree() {
 		return fmt.Errorf("%s: a directory pin needs the files layout: %w", model, ErrInvalid)
 	}
 	if !s.FilesDir(model, dir) {

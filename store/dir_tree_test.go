@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/ucmfs/ucmfs/layout/files"
 )
 
 // TestDirTree: the tree of a files model's directories finds, lists and
@@ -57,7 +59,7 @@ func TestDirTree(t *testing.T) {
 // an rmdir gives its directory back, and directories found on a tier
 // count in all but against no user.
 func TestFilesMkdirBounded(t *testing.T) {
-	s := newTestStore(t, Options{Layout: LayoutFiles, MaxDirs: 6, MaxDirsPerUser: 3})
+	s := newTestStore(t, Options{Layout: files.Name, MaxDirs: 6, MaxDirsPerUser: 3})
 	s.Models().Add("e")
 	const bad, other = 1000, 1001
 	for i := range 3 {

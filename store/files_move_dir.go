@@ -84,7 +84,7 @@ func (m *dirMove) key(k format.Key) format.Key { return format.FileKey(m.toModel
 // file published beneath from meanwhile stays there, with the
 // directories it needs; one removed meanwhile is left out.
 func (s *Store) MoveFilesDir(ctx context.Context, model, from, toModel, to string, uid uint32) error {
-	if s.Models().Layout(model) != LayoutFiles || s.Models().Layout(toModel) != LayoutFiles {
+	if !s.Models().LayoutOf(model).Tree() || !s.Models().LayoutOf(toModel).Tree() {
 		return fmt.Errorf("%s to %s: a directory moves between files models: %w", model, toModel, ErrInvalid)
 	}
 	if from == "" || !s.FilesDir(model, from) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 )
 
 // A directory move is not atomic on the tiers (files_move_dir.go): its
@@ -53,7 +54,7 @@ type DirMoveRecord struct {
 // from a shared tier, where ToModel must be model itself (another model
 // is another owner's on this host).
 func checkMoveRecord(model, layout string, r DirMoveRecord, shared bool) error {
-	if layout != LayoutFiles {
+	if l, ok := registry.ByName(layout); !ok || !l.Tree() {
 		return fmt.Errorf("model %s has the layout %q, not files: %w", model, layout, ErrInvalid)
 	}
 	for _, p := range []string{r.From, r.To} {
@@ -143,7 +144,7 @@ func (s *Store) finishDirMoves() {
 // crash only loses its old path, the others move (Writes.Move); then the
 // old directories go.
 func (s *Store) finishDirMove(model string, r DirMoveRecord) error {
-	if !s.Models().Files(r.ToModel) {
+	if !s.Models().LayoutOf(r.ToModel).Tree() {
 		return fmt.Errorf("model %s has the layout %q, not files: %w", r.ToModel, s.Models().Layout(r.ToModel), ErrInvalid)
 	}
 	if !s.FilesDir(model, r.From) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/files"
 )
 
 // TestDirMoveFinishedAfterCrash: a directory move a crash cut short, its
@@ -21,7 +22,7 @@ import (
 func TestDirMoveFinishedAfterCrash(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	open := storeOver(t, dir, Options{Layout: LayoutFiles})
+	open := storeOver(t, dir, Options{Layout: files.Name})
 	s, st := open()
 	s.Models().Add("e")
 	for _, d := range []string{"a", "a/sub", "b", "b/sub"} {

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 )
 
 // genTable counts, per File published again under its name this run, the
@@ -68,7 +69,7 @@ func (s *Store) bumpGen(k format.Key) {
 // nobody has open needs none: the kernel drops its node, and the next
 // file of the name is version 0 again, as after a prune.
 func (ws Writes) EndVersion(k format.Key) {
-	if k.Kind == format.File {
+	if registry.Of(k).Replaces() {
 		ws.s.bumpGen(k)
 	}
 }

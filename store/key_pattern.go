@@ -9,6 +9,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/events"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 )
 
 // user.ucm.key_pattern: how the block hash a router knows a file of a
@@ -122,7 +123,7 @@ func (s *Store) keyPatternAttr(model string) string {
 // EngineHash is the hash a router knows k by: events.EngineHash, or for
 // a file of a model with a key_pattern, the pattern's capture.
 func (s *Store) EngineHash(k format.Key) (uint64, bool) {
-	if k.Kind != format.File {
+	if !registry.Of(k).Tree() {
 		return events.EngineHash(k)
 	}
 	return patternHash(s.modelSettings(k.Model).KeyPattern, k)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/events"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -102,7 +103,7 @@ func (s *Store) announceRekey(model string, rk *rekey, pattern string) {
 // and when made), and the old pattern's where the model's key_pattern is
 // changing and k's shard in tier is not announced yet.
 func (s *Store) eventHash(tier tiers.TierID, k format.Key) (uint64, bool) {
-	if k.Kind != format.File {
+	if !registry.Of(k).Tree() {
 		return events.EngineHash(k)
 	}
 	if v, ok := s.rekeys.m.Load(k.Model); ok {

@@ -11,13 +11,14 @@ import (
 
 	"github.com/ucmfs/ucmfs/events"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/files"
 )
 
 // TestKeyPattern: a files model's user.ucm.key_pattern reads the hash
 // from SGLang-like names; without one the default rule (vLLM's names)
 // applies; a pattern without exactly one group, or not RE2, is refused.
 func TestKeyPattern(t *testing.T) {
-	s := newTestStore(t, Options{Layout: LayoutFiles})
+	s := newTestStore(t, Options{Layout: files.Name})
 	s.Models().Add("sg")
 	a := s.Models().Attrs("sg", 0)
 	vllm := format.FileKey("sg", "abc/de_g0/"+"abcdef0000000000000000000000000000000000000000000000000000000102.bin")
@@ -58,7 +59,7 @@ func TestKeyPattern(t *testing.T) {
 // under the default rule's hash and then its storing under the
 // pattern's; a later removal of the file says the pattern's hash.
 func TestKeyPatternReannounces(t *testing.T) {
-	s := newTestStore(t, Options{Layout: LayoutFiles})
+	s := newTestStore(t, Options{Layout: files.Name})
 	s.Models().Add("sg")
 	k := format.FileKey("sg", "000000000000000a"+strings.Repeat("0", 47)+"b.bin")
 	if _, err := publish(t, s, k, []byte("kv")); err != nil {
@@ -90,7 +91,7 @@ func TestKeyPatternReannounces(t *testing.T) {
 // program of megabytes is refused, and an owner setting one pattern
 // after another leaves a bounded number of them compiled.
 func TestKeyPatternBounded(t *testing.T) {
-	s := newTestStore(t, Options{Layout: LayoutFiles})
+	s := newTestStore(t, Options{Layout: files.Name})
 	s.Models().Add("sg")
 	a := s.Models().Attrs("sg", 0)
 	for _, huge := range []string{"^([0-9a-f]{16})" + strings.Repeat(`\pL{999}`, 24), `^([0-9a-f]{16})_\pL{900}`} {

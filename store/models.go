@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 )
 
 // modelSet is the registry of model directories: the models made with
@@ -209,7 +210,7 @@ func (ms Models) Add(name string) {
 	if err := ms.s.stack.ShareModel(name); err != nil {
 		ms.s.log.Warn("model directory not made on a shared tier", "model", name, "err", err)
 	}
-	if ms.s.opts.Layout != "" && ms.s.opts.Layout != LayoutUCMB && settingsEqual(ms.s.modelSettings(name), Settings{}) {
+	if ms.s.opts.Layout != "" && layoutNamed(ms.s.opts.Layout) != registry.Default() && settingsEqual(ms.s.modelSettings(name), Settings{}) {
 		if err := ms.s.setLayout(name, ms.s.opts.Layout); err != nil {
 			ms.s.log.Warn("default layout not recorded", "model", name, "err", err)
 		}

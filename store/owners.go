@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 )
 
 // Models belong to users. A model directory is owned by the uid and gid of
@@ -101,8 +102,14 @@ const (
 // owner and group; PublishedPerm masked by the model's read bits, or for
 // a File of a files model FilesPerm masked by the model's mode.
 func (ms Models) FileOwner(model string, kind format.Kind) ModelOwner {
+	return ms.fileOwner(model, registry.Of(format.Key{Kind: kind}).Tree())
+}
+
+// fileOwner is FileOwner of a file of a tree of Files (tree) or of a
+// block.
+func (ms Models) fileOwner(model string, tree bool) ModelOwner {
 	o := ms.Owner(model)
-	if kind == format.File {
+	if tree {
 		o.Mode = FilesPerm & o.Mode
 	} else {
 		o.Mode = PublishedPerm & (o.Mode | 0o7000) & 0o444
@@ -119,11 +126,7 @@ func (ms Models) FileOwner(model string, kind format.Kind) ModelOwner {
 // AccessRead: search permission on the model, which lookup, prefetch and
 // flush need, tells only which files exist.
 func (ms Models) FilesPermit(model string, uid, gid uint32, inGroup func(uint32) bool, want uint32) bool {
-	kind := format.Block
-	if ms.Files(model) {
-		kind = format.File
-	}
-	return permits(ms.FileOwner(model, kind), uid, gid, inGroup, want)
+	return permits(ms.fileOwner(model, ms.LayoutOf(model).Tree()), uid, gid, inGroup, want)
 }
 
 // permits applies the kernel's rule (generic_permission) to a file or

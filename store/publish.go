@@ -3,7 +3,7 @@ package store
 import (
 	"fmt"
 
-	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -28,7 +28,8 @@ func (s *Store) publish(pw *DraftFile, size int64, durable, charge bool) (Info, 
 		s.stack.Abort(pw)
 		return tiers.Info{}, fmt.Errorf("%d bytes pass the %d-byte limit: %w", size, s.opts.MaxFileSize, ErrTooBig)
 	}
-	if key.Kind == format.Repr {
+	l := registry.Of(key)
+	if l.IsSidecar(key) {
 		if err := s.checkSidecar(pw); err != nil {
 			s.stack.Abort(pw)
 			return tiers.Info{}, err
@@ -48,7 +49,7 @@ func (s *Store) publish(pw *DraftFile, size int64, durable, charge bool) (Info, 
 			return tiers.Info{}, fmt.Errorf("model %s: %w", key.Model, err)
 		}
 	}
-	replacing := key.Kind == format.File && s.stack.Has(key)
+	replacing := l.Replaces() && s.stack.Has(key)
 	info, err := s.stack.Publish(pw, durable)
 	if err != nil {
 		if charge {
@@ -62,7 +63,7 @@ func (s *Store) publish(pw *DraftFile, size int64, durable, charge bool) (Info, 
 	if replacing {
 		s.bumpGen(key)
 	}
-	if key.Kind == format.File {
+	if l.Tree() {
 		s.trees.add(key.Model, key.ShardDir()) // its directories, made by the tiers as they take it
 	}
 	s.countIn(info.Tier, info.Size)

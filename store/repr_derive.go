@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/sparse"
 	"github.com/ucmfs/ucmfs/tiers"
 )
@@ -69,13 +70,12 @@ func (s *Store) checkWhole(k format.Key, size int64) error {
 }
 
 // blockOf is the key of the block a sidecar key belongs to.
-func blockOf(k format.Key) format.Key {
-	return format.Key{Model: k.Model, ID: k.ID, Kind: format.Block}
-}
+func blockOf(k format.Key) format.Key { return registry.Of(k).BlockOf(k) }
 
 // sidecarOf is the key of a block's sidecar.
 func sidecarOf(k format.Key) format.Key {
-	return format.Key{Model: k.Model, ID: k.ID, Kind: format.Repr}
+	side, _ := registry.Of(k).Sidecar(k)
+	return side
 }
 
 // blockHeader reads and decodes the header of a stored block.

@@ -15,8 +15,8 @@ import (
 // model without a record has the zero value: layout ucmb, no group, the
 // mount's sidecar kind, no quota.
 type Settings struct {
-	// Layout is the model's file layout: LayoutUCMB ("" reads as it) or
-	// LayoutUCMPosix.
+	// Layout is the name of the model's layout (layout/registry); ""
+	// reads as the default one.
 	Layout string `json:"layout,omitempty"`
 	// Models.ShardWidths are the shard widths (0: the directory "data", 1..4 hex
 	// characters) of a ucm-posix model's shard directories, as the store
@@ -177,7 +177,7 @@ func (s *Store) applySettings(model string) {
 	if v.Quota > 0 {
 		s.quotas.set(model, v.Quota)
 	}
-	if v.Layout == LayoutFiles {
+	if layoutNamed(v.Layout).Tree() {
 		s.applyDirPins(model, v.PinnedDirs)
 	}
 }

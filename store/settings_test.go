@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/internal/tiertest"
+	"github.com/ucmfs/ucmfs/layout/posix"
+	"github.com/ucmfs/ucmfs/layout/ucmb"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -23,7 +25,7 @@ func TestSettingsPersist(t *testing.T) {
 	s, st := open()
 	s.Models().Add(testModel)
 	for _, err := range []error{
-		s.setLayout(testModel, LayoutUCMPosix), s.Models().SetGroup(testModel, "swa:4096"),
+		s.setLayout(testModel, posix.Name), s.Models().SetGroup(testModel, "swa:4096"),
 		s.setReprKind(testModel, "max"), s.Models().SetQuota(testModel, 1<<20, 0),
 	} {
 		if err != nil {
@@ -52,7 +54,7 @@ func TestSettingsPersist(t *testing.T) {
 	s2, st2 := open()
 	defer st2.Close(ctx)
 	defer s2.Close()
-	if l, g, r, q := s2.Models().Layout(testModel), s2.Models().Group(testModel).String(), s2.Sidecars().Setting(testModel).String(), s2.quota(testModel); l != LayoutUCMPosix || g != "swa:4096" || r != "max" || q != 1<<20 {
+	if l, g, r, q := s2.Models().Layout(testModel), s2.Models().Group(testModel).String(), s2.Sidecars().Setting(testModel).String(), s2.quota(testModel); l != posix.Name || g != "swa:4096" || r != "max" || q != 1<<20 {
 		t.Errorf("after a restart: layout %q group %q repr_kind %q quota %d", l, g, r, q)
 	}
 	if !s2.Models().Exists(testModel) {
@@ -65,10 +67,10 @@ func TestSettingsPersist(t *testing.T) {
 	if _, err := s3.stack.Put(k, d, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s3.setLayout(testModel, LayoutUCMPosix); !errors.Is(err, ErrNotEmpty) {
+	if err := s3.setLayout(testModel, posix.Name); !errors.Is(err, ErrNotEmpty) {
 		t.Errorf("layout of a model with files: %v, want ErrNotEmpty", err)
 	}
-	if err := s3.setLayout(testModel, LayoutUCMB); err != nil {
+	if err := s3.setLayout(testModel, ucmb.Name); err != nil {
 		t.Errorf("the layout it has: %v", err)
 	}
 }

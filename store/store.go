@@ -8,6 +8,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/events"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
@@ -48,7 +49,7 @@ type Options struct {
 	// takes DefaultStagingTTL, negative: never.
 	StagingTTL time.Duration
 	// Layout is the layout of every model made from then on (mkdir at the
-	// mount root): LayoutUCMB (also ""), LayoutUCMPosix or LayoutFiles.
+	// mount root): a name of layout/registry ("" is the default one).
 	Layout string
 	// EventsWindow is how many events .ucm/events and the KV-event
 	// publisher can replay (events.Journal); 0: events.DefaultWindow.
@@ -116,9 +117,9 @@ type Store struct {
 	Latency Latency
 
 	writes   writeTable    // files being written, by name (writes_table.go)
-	trees    treeSet       // the directories of files models (layout_files.go)
+	trees    treeSet       // the directories of files models (files_dirs.go)
 	dirPins  dirPinTable   // the pinned directories of files models (dir_pins.go)
-	gens     genTable      // the generations of replaced Files (layout_files.go)
+	gens     genTable      // the generations of replaced Files (gens.go)
 	writeSeq atomic.Uint64 // numbers of files being written
 	parked   atomic.Int64  // staging files parked without a descriptor (writes.go)
 
@@ -178,7 +179,7 @@ func New(st *tiers.Stack, opts Options) (*Store, error) {
 	st.SetPinRule(s.dirPinned)
 	s.seedModels()
 	s.finishDirMoves()
-	st.SetKeep(KeptFile)
+	st.SetKeep(func(k format.Key) bool { return registry.Of(k).Kept(k) })
 	s.startEvents()
 	return s, nil
 }

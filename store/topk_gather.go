@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -24,8 +25,13 @@ type SourceToken struct {
 // CandidateToken is the token of candidate id of model now.
 func (sc Sidecars) CandidateToken(model string, id format.ID) SourceToken {
 	var t SourceToken
-	t.repr, t.hasRepr = sc.s.statToken(format.Key{Model: model, ID: id, Kind: format.Repr})
-	t.block, t.hasBlock = sc.s.statToken(format.Key{Model: model, ID: id, Kind: format.Block})
+	bk := sc.s.Models().BlockKey(model, id)
+	rk, ok := registry.Of(bk).Sidecar(bk)
+	if !ok {
+		return t // a layout without sidecars has no candidates
+	}
+	t.repr, t.hasRepr = sc.s.statToken(rk)
+	t.block, t.hasBlock = sc.s.statToken(bk)
 	return t
 }
 
@@ -45,11 +51,11 @@ func reprIs(data []byte, kind format.ReprKind, param uint32) bool {
 // derived for this call.
 func (sc Sidecars) Topk(model string, id format.ID, kind format.ReprKind, param uint32) (data []byte, tok SourceToken, derived bool) {
 	tok = sc.CandidateToken(model, id)
-	rk := format.Key{Model: model, ID: id, Kind: format.Repr}
-	bk := blockOf(rk)
 	if !tok.hasBlock {
 		return nil, tok, false // a sidecar without its block is not a candidate's
 	}
+	bk := sc.s.Models().BlockKey(model, id)
+	rk := sidecarOf(bk)
 	if tok.hasRepr {
 		ck := reprCacheKey{key: rk}
 		data = sc.s.reprCache.get(ck, tok.repr)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
@@ -132,7 +133,7 @@ func (s *Store) beginWrite(p Proc, key format.Key, name string, m OpenMode) (w *
 	if w != nil && excl {
 		return nil, nil, false, fmt.Errorf("%s is being written: %w", name, tiers.ErrExist)
 	}
-	if excl && key.Kind == format.File && s.stack.Has(key) {
+	if excl && registry.Of(key).Replaces() && s.stack.Has(key) {
 		return nil, nil, false, fmt.Errorf("%s: %w", key, tiers.ErrExist)
 	}
 	for try := 0; ; try++ {
@@ -173,7 +174,7 @@ func (s *Store) claimExcl(wk writeKey, fresh *Draft, key format.Key, name string
 		fresh.Discard()
 		return fmt.Errorf("%s is being written: %w", name, tiers.ErrExist)
 	}
-	if key.Kind == format.File && s.stack.Has(key) {
+	if registry.Of(key).Replaces() && s.stack.Has(key) {
 		fresh.Discard()
 		return fmt.Errorf("%s: %w", key, tiers.ErrExist)
 	}
@@ -195,7 +196,7 @@ func (s *Store) startWrite(key format.Key, wk writeKey, m OpenMode, p Proc) (*Dr
 	var err error
 	replaces := s.Models().LayoutOf(key.Model).Replaces()
 	switch {
-	case m.Direct && key.Kind == format.File:
+	case m.Direct && replaces:
 		pw, err = s.stack.CreateOnDisk(key)
 	case staging || replaces:
 		pw, err = s.stack.CreateStaging(key)
@@ -388,7 +389,7 @@ func (w *Draft) emptyLocked() bool {
 // the kernel would write whatever it writes next into the published file.
 func (d *Writer) Sync(ctx context.Context, direct bool) (published bool, verdict error) {
 	w := d.w
-	if w.key.Kind == format.File && !w.IsStaging() {
+	if registry.Of(w.key).Replaces() && !w.IsStaging() {
 		return d.SyncVersion(ctx) // the writer writes on: writes_versions.go
 	}
 	w.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
@@ -17,7 +18,7 @@ import (
 // Until it publishes (a descriptor still open) it is its process's file
 // under key's name (rename).
 func (w *Draft) RenameTo(ctx context.Context, key format.Key) error {
-	if key.Kind != format.File || key.Model != w.key.Model {
+	if !registry.Of(key).Tree() || key.Model != w.key.Model {
 		return fmt.Errorf("%w: %s cannot become %s", ErrInvalid, w.key, key)
 	}
 	if err := w.roomToPublish(key.Model); err != nil {
@@ -61,7 +62,7 @@ func (ws Writes) Own(key format.Key, name string, tgid uint32) *Draft {
 // ErrNotFound when from is not published, ErrInvalid for keys that are
 // not Files of files models.
 func (ws Writes) Move(ctx context.Context, from, to format.Key) error {
-	if from == to && from.Kind == format.File {
+	if from == to && registry.Of(from).Tree() {
 		return nil
 	}
 	durable, _, err := ws.s.copyFile(from, to, false)
@@ -88,8 +89,8 @@ func (ws Writes) Move(ctx context.Context, from, to format.Key) error {
 // goes (from was on a persistent tier; from stays, durable, if that
 // fails).
 func (s *Store) copyFile(from, to format.Key, batch bool) (durable, linked bool, err error) {
-	if from.Kind != format.File || to.Kind != format.File || from == to ||
-		from.Model != to.Model && (s.Models().Layout(from.Model) != LayoutFiles || s.Models().Layout(to.Model) != LayoutFiles) {
+	if !registry.Of(from).Tree() || !registry.Of(to).Tree() || from == to ||
+		from.Model != to.Model && (!s.Models().LayoutOf(from.Model).Tree() || !s.Models().LayoutOf(to.Model).Tree()) {
 		return false, false, fmt.Errorf("%w: %s cannot move to %s", ErrInvalid, from, to)
 	}
 	if s.Stopped() {

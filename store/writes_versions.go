@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,7 +49,7 @@ type fillMark struct {
 // version go on reading it. When p is writing the name already, its
 // write is joined as it is.
 func (ws Writes) Reopen(p Proc, key format.Key) (*Draft, *Writer, error) {
-	if key.Kind != format.File {
+	if !registry.Of(key).Replaces() {
 		return nil, nil, fmt.Errorf("%w: %s is not a file of a files model", ErrInvalid, key)
 	}
 	w, d, started, err := ws.s.beginWrite(p, key, key.FileName(), OpenMode{})
@@ -152,7 +153,7 @@ func (d *Writer) SyncVersion(ctx context.Context) (published bool, verdict error
 // file emptied (an O_TRUNC open) is not settled: its close did not
 // publish it (emptyLocked), and a write through a duplicate may yet come.
 func (w *Draft) settledLocked() bool {
-	return w.key.Kind == format.File && !w.done && !w.staging && w.closed && w.allClosed() && w.asFilledLocked()
+	return registry.Of(w.key).Replaces() && !w.done && !w.staging && w.closed && w.allClosed() && w.asFilledLocked()
 }
 
 // DropSettled discards the draft if it is settled (settledLocked): what

@@ -117,7 +117,7 @@ func (g *Session) parseDumpItems(t *line.Tokens, model string, size int64) ([]du
 	room := g.e.store.MemoryCapacity()
 	layout := g.e.store.Models().LayoutOf(model)
 	raw := layout.Headerless() // a raw block or a File is its payload: no header to hold
-	files := g.e.store.Models().Files(model)
+	files := layout.Tree()     // a tree of Files names its items by path
 	for tok := t.Next(); tok != nil; tok = t.Next() {
 		i := len(items) + 1
 		if i > line.MaxIDs {

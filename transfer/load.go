@@ -13,6 +13,7 @@ import (
 	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/gpu"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -82,7 +83,7 @@ func (g *Session) load(ctx context.Context, t *line.Tokens, out []byte) ([]byte,
 	if err := line.CheckContent(ctx, model, g.e.store.Models().FilesPermit, "gpu load"); err != nil {
 		return out, err
 	}
-	items, err := parseLoadItems(t, model, g.e.store.Models().Files(model), g.items[:0])
+	items, err := parseLoadItems(t, model, g.e.store.Models().LayoutOf(model).Tree(), g.items[:0])
 	defer g.release(items)
 	if err != nil {
 		return out, err
@@ -208,7 +209,7 @@ func parseFileItem(model string, tok []byte) (loadItem, bool) {
 // in the memory tier, or else in its file (memory full, or not mapped).
 // kv is the number of K (and V) regions of the target, 0 for one region.
 func (g *Session) resolve(it *loadItem, kv int) error {
-	if it.key.Kind != format.File { // a File's key is its path's already
+	if !registry.Of(it.key).Tree() { // a File's key is its path's already
 		it.key = g.e.store.Models().BlockKey(it.key.Model, it.key.ID)
 	}
 	s, k := g.e, it.key

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -41,7 +42,7 @@ func OwnWriting(st *store.Store, key format.Key, name string, tgid, uid uint32, 
 		return nil
 	}
 	var w *store.Draft
-	if store.IsStagingName(name) {
+	if st.Models().Staging(key.Model, key.ShardDir(), name) {
 		w = st.Writes().Staging(key, name, uid)
 	} else {
 		w = st.Writes().Own(key, name, tgid)
@@ -74,12 +75,7 @@ func RemovePublished(st *store.Store, key format.Key) error {
 
 // BlockOf is the key whose GPU loads a removal of k waits for: the block
 // of a sidecar, k itself otherwise.
-func BlockOf(k format.Key) format.Key {
-	if k.Kind == format.Repr {
-		k.Kind = format.Block
-	}
-	return k
-}
+func BlockOf(k format.Key) format.Key { return registry.Of(k).BlockOf(k) }
 
 // DropOldVersion removes the published version of from that a file
 // being written under from left when it was renamed away (a version its

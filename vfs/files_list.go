@@ -70,12 +70,5 @@ func ListFilesDir(st *store.Store, model, dir string, tgid, uid uint32, publishe
 // has: 256, or a ucm-posix model's of each width it uses (16^width, the
 // one "data" directory for width 0).
 func ModelShards(st *store.Store, model string) int {
-	if !st.Models().Raw(model) {
-		return 256
-	}
-	n := 0
-	for _, w := range st.Models().ShardWidths(model) {
-		n += 1 << (4 * w)
-	}
-	return n
+	return st.Models().Shards(model)
 }

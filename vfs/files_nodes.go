@@ -5,6 +5,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
+	"github.com/ucmfs/ucmfs/layout/registry"
 )
 
 // FilesNodes is what the adapter keeps about Files' nodes beyond their
@@ -92,7 +93,7 @@ func (f *FilesNodes[N]) MovedGen(n uint64) (gen uint64, ok bool) {
 
 // Follow is the key node number n of k serves: k, or where it was moved.
 func (f *FilesNodes[N]) Follow(k format.Key, n uint64) format.Key {
-	if k.Kind != format.File {
+	if !registry.Of(k).Tree() {
 		return k
 	}
 	if m, ok := f.moves.Load(n); ok {
@@ -104,7 +105,7 @@ func (f *FilesNodes[N]) Follow(k format.Key, n uint64) format.Key {
 // Forget drops what is kept for node number n of key, and returns the
 // number name to release.
 func (f *FilesNodes[N]) Forget(key format.Key, n uint64) ino.Name {
-	if key.Kind != format.File {
+	if !registry.Of(key).Tree() {
 		return ino.FileName(key)
 	}
 	f.offTree.Delete(n)

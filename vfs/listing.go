@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 )
 
 // The directories whose listing the kernel may cache, and the times of
@@ -37,7 +38,7 @@ func (lk ListingKey) Files() bool { return lk.files }
 
 // ListingOf names the directory whose listing a change of key changes.
 func ListingOf(key format.Key) ListingKey {
-	if key.Kind == format.File {
+	if registry.Of(key).Tree() {
 		return FilesListingKey(key.Model, key.ShardDir())
 	}
 	return ShardListingKey(key.Model, key.ID[0])

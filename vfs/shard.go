@@ -3,87 +3,83 @@ package vfs
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
+	"github.com/ucmfs/ucmfs/layout"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 )
 
-// Shard is a shard directory and the rules of its names: <model>/<hh> of
-// a ucmb model, the published blocks and sidecars whose id starts with
-// hh; or a raw shard <model>/<dir> of a ucm-posix model (docs/spec.md
-// §2), the raw blocks of its width whose id starts with its name (every
-// id for "data"). The adapter's shard node and its light layer both look
-// names up and list them through it, so the two answer alike.
+// Shard is a shard directory and the rules of its names, its layout's:
+// <model>/<hh> of a ucmb model, the published blocks and sidecars whose
+// id starts with hh; or a raw shard <model>/<dir> of a ucm-posix model
+// (docs/spec.md §2), the raw blocks of its width whose id starts with its
+// name (every id for "data"). The adapter's shard node and its light
+// layer both look names up and list them through it, so the two answer
+// alike.
 type Shard struct {
-	Model string
-	Num   byte   // a ucmb shard's number
-	Dir   string // the directory's name
-	Width int    // -1: a ucmb shard; 0..4: a raw shard of that width
+	Model  string
+	Num    byte          // a ucmb shard's number
+	Dir    string        // the directory's name
+	Width  int           // -1: a ucmb shard; 0..4: a raw shard of that width (its node's number)
+	Layout layout.Layout // the model's
 }
 
-// UCMBShard is shard number sh of ucmb model model.
-func UCMBShard(model string, sh byte) Shard {
-	return Shard{Model: model, Num: sh, Dir: format.ShardName(sh), Width: -1}
+// HexShard is shard number sh of model, one of the 256 of its layout
+// (layout.HexShards).
+func HexShard(model string, sh byte) Shard {
+	return Shard{Model: model, Num: sh, Dir: format.ShardName(sh), Width: -1, Layout: hexShards}
 }
 
-// Key parses a file name of the shard: a block or sidecar name in a ucmb
-// shard, a raw block's in a raw shard.
+// MadeShard is the shard directory dir, of width w, that the store made
+// in model (layout.MadeShards).
+func MadeShard(model, dir string, w int) Shard {
+	return Shard{Model: model, Dir: dir, Width: w, Layout: madeShards}
+}
+
+// RefShard is the shard of a light layer's directory: number num (width
+// -1) or the made shard dir of width w.
+func RefShard(model string, num byte, dir string, w int) Shard {
+	if w < 0 {
+		return Shard{Model: model, Num: num, Dir: dir, Width: -1, Layout: hexShards}
+	}
+	return MadeShard(model, dir, w)
+}
+
+// hexShards and madeShards are the layouts of the two shapes of shard
+// directories.
+var hexShards, madeShards = shaped(layout.HexShards), shaped(layout.MadeShards)
+
+// shaped is the layout whose directories have shape d.
+func shaped(d layout.Dirs) layout.Layout {
+	return registry.Find(func(l layout.Layout) bool { return l.Dirs() == d })
+}
+
+// Key parses a final file name of the shard (layout.Layout.ParseFinal).
 func (sh Shard) Key(name string) (format.Key, error) {
-	id, kind, err := format.ParseFileName(sh.Dir, name)
-	if err != nil {
-		return format.Key{}, err
-	}
-	if kind.Raw() != (sh.Width >= 0) {
-		if sh.Width >= 0 {
-			return format.Key{}, fmt.Errorf("%w: %q: a ucm-posix model holds <id> files only", format.ErrName, name)
-		}
-		return format.Key{}, fmt.Errorf("%w: %q is neither <id>.bin nor <id>.repr", format.ErrName, name)
-	}
-	return format.Key{Model: sh.Model, ID: id, Kind: kind}, nil
+	return sh.Layout.ParseFinal(sh.Model, sh.Dir, name)
 }
 
 // ParseName parses a final or a staging name of the shard: the key it
 // stands for, and whether it is a staging name.
 func (sh Shard) ParseName(name string) (format.Key, bool, error) {
-	if final, ok := format.ParseStagingName(sh.Dir, name); ok {
-		key, err := sh.Key(final)
-		return key, true, err
-	}
-	key, err := sh.Key(name)
-	return key, false, err
+	return sh.Layout.ParseName(sh.Model, sh.Dir, name)
 }
 
-// Keys returns the published files of the shard: for a raw shard, the
-// raw blocks of its width whose id starts with its name.
+// Keys returns the published files of the shard: those of the index
+// groups it reads (layout.Layout.ShardRange) that are its files.
 func (sh Shard) Keys(st *store.Store) []format.Key {
-	if sh.Width < 0 {
-		keys := st.Tiers().ShardKeys(sh.Model, sh.Num)
-		out := keys[:0]
-		for _, k := range keys {
-			if !k.Kind.Raw() {
-				out = append(out, k)
-			}
-		}
-		return out
-	}
-	lo, hi := 0, 256 // the id bytes the shard's ids start with
-	switch {
-	case sh.Width == 1:
-		b, _ := format.ParseShard(sh.Dir + "0")
-		lo, hi = int(b), int(b)+16
-	case sh.Width >= 2:
-		b, _ := format.ParseShard(sh.Dir[:2])
-		lo, hi = int(b), int(b)+1
-	}
-	kind := format.RawKind(sh.Width)
+	lo, hi := sh.Layout.ShardRange(sh.Dir)
 	var out []format.Key
 	for b := lo; b < hi; b++ {
-		for _, k := range st.Tiers().ShardKeys(sh.Model, byte(b)) {
-			if k.Kind == kind && (sh.Width <= 2 || strings.HasPrefix(k.ID.String(), sh.Dir)) {
+		keys := st.Tiers().ShardKeys(sh.Model, byte(b))
+		if hi-lo == 1 {
+			out = keys[:0] // one group: filtered in its own array
+		}
+		for _, k := range keys {
+			if sh.Layout.InShard(k, sh.Dir) {
 				out = append(out, k)
 			}
 		}

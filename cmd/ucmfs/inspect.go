@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/urfave/cli/v3"
 	"golang.org/x/sys/unix"
@@ -59,9 +59,10 @@ func inspectCommand() *cli.Command {
 // user.ucm.layout; in a tier directory, tiers.LocateTierFile), else a
 // block or sidecar with a UCMB header.
 func inspectPath(path string) (format.FileReport, error) {
-	switch layout := mountLayout(path); layout {
-	case "":
-	case store.LayoutUCMB:
+	name := mountLayout(path)
+	switch l, ok := registry.ByName(name); {
+	case name == "":
+	case ok && !l.Headerless():
 		return format.InspectFile(path)
 	default:
 		return format.InspectRawFile(path)

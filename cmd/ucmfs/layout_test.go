@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/layout/posix"
 )
 
 // TestDefaultLayout: --default-layout and the default_layout key choose
@@ -14,7 +14,7 @@ func TestDefaultLayout(t *testing.T) {
 		t.Errorf("default: exit %d (%s), layout %q", code, msg, cfg.DefaultLayout)
 	}
 	conf := writeTemp(t, t.TempDir(), "c.yaml", "default_layout: ucm-posix\n")
-	if cfg, code, msg := parseMount(t, "--config", conf, "--memory-only", "/m"); code != exitOK || cfg.DefaultLayout != store.LayoutUCMPosix {
+	if cfg, code, msg := parseMount(t, "--config", conf, "--memory-only", "/m"); code != exitOK || cfg.DefaultLayout != posix.Name {
 		t.Errorf("from the file: exit %d (%s), layout %q", code, msg, cfg.DefaultLayout)
 	}
 	if cfg, code, msg := parseMount(t, "--config", conf, "--default-layout", "ucmb", "--memory-only", "/m"); code != exitOK || cfg.DefaultLayout != "" {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/urfave/cli/v3"
 	"golang.org/x/sys/unix"
 )
@@ -66,12 +66,16 @@ func warmupCommand() *cli.Command {
 	}
 }
 
-// filesModel reports whether model of the mount at mnt has the files
-// layout (its user.ucm.layout), whose files are named by path.
+// filesModel reports whether model of the mount at mnt has a files
+// layout (its user.ucm.layout): a tree of Files, named by path.
 func filesModel(mnt, model string) bool {
 	buf := make([]byte, 64)
 	n, err := unix.Getxattr(filepath.Join(mnt, model), "user.ucm.layout", buf)
-	return err == nil && string(buf[:n]) == store.LayoutFiles
+	if err != nil {
+		return false
+	}
+	l, ok := registry.ByName(string(buf[:n]))
+	return ok && l.Tree()
 }
 
 // warmupIDs checks and returns the ids of the arguments, or of the file:

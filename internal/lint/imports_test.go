@@ -15,6 +15,11 @@ const mod = "github.com/ucmfs/ucmfs/"
 // imports tiers.
 var allowed = map[string][]string{
 	"format":                  {},
+	"layout":                  {"format"},
+	"layout/ucmb":             {"format", "layout"},
+	"layout/posix":            {"format", "layout"},
+	"layout/files":            {"format", "layout"},
+	"layout/registry":         {"format", "layout", "layout/ucmb", "layout/posix", "layout/files"}, // the one table of the layouts
 	"tiers/index":             {"format", "internal/hashtab"},
 	"tiers/rootfs":            {},
 	"tiers/rootfs/crashfs":    {"tiers/rootfs"}, // test support: a filesystem that fails and loses power
@@ -28,19 +33,19 @@ var allowed = map[string][]string{
 	"hybrid":                  {"format"},
 	"gpu":                     {},
 	"gpu/fdpass":              {},
-	"events":                  {"format"},
+	"events":                  {"format", "layout/registry"},
 	"events/vllm":             {"format", "events", "internal/connlimit"},
-	"store":                   {"format", "tiers", "sparse", "gpu", "hybrid", "events"},
+	"store":                   {"format", "layout", "layout/registry", "tiers", "sparse", "gpu", "hybrid", "events"},
 	"control/line":            {"format"},
-	"transfer":                {"format", "gpu", "gpu/fdpass", "store", "control/line"},
+	"transfer":                {"format", "layout/registry", "gpu", "gpu/fdpass", "store", "control/line"},
 	"control":                 {"format", "sparse", "hybrid", "store", "control/line", "transfer", "events", "gpu"},
 	"metrics":                 {"store"},
 	"fs/light":                {"format", "internal/hashtab"},
 	"fs/ino":                  {"format"},
 	"fs/uring":                {},
-	"vfs":                     {"format", "store", "fs/ino"},                                                                                 // the adapter's kernel-agnostic half
-	"fs":                      {"format", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring", "vfs"},    // gpu, transfer: their sentinels in the errno table
-	"cmd/ucmfs":               {"format", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "internal/connlimit", "events/vllm"}, // tiers: wiring only
+	"vfs":                     {"format", "layout", "layout/registry", "store", "fs/ino"},                                                                              // the adapter's kernel-agnostic half
+	"fs":                      {"format", "layout", "layout/registry", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring", "vfs"}, // gpu, transfer: their sentinels in the errno table
+	"cmd/ucmfs":               {"format", "layout/registry", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "internal/connlimit", "events/vllm"},        // tiers: wiring only
 	"internal/faultfs":        {},
 	"internal/tiertest":       {"format", "tiers"},      // test support: stacks over real directories
 	"internal/blocktest":      {"format", "tiers/tier"}, // test support: blocks and files for the tiers' own tests

@@ -3,76 +3,19 @@ package store
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers"
 )
 
-// The files layout (docs/semantics.md, "The files layout"): a model
-// directory an engine fills as it would a local disk, with any tree of
-// names (vLLM's and llm-d's fs tier, LMCache, SGLang, Mooncake write a
-// file per block, under a temporary name, renamed). Every published
-// regular file is a File (format/files.go): raw, tiered, written back,
-// checked by CRC-32C and evicted like a block. What is ucmfs's here:
-//
-//   - A directory exists when it was made (mkdir, kept in every directory
-//     tier, so it outlives a restart), or holds a file. The store knows
-//     those of this run (treeSet) and asks the first directory tier about
-//     older ones.
-//   - A file a process creates is private to it until it publishes: at
-//     the creating process's last close, fsync, or rename. A staging name
-//     (IsStagingName: `*.tmp`, `*.tmp.*`, rsync's `.<name>.XXXXXX`) is a
-//     temporary file: it publishes only at its rename, under the name it
-//     is renamed to, so the temporary name itself never reaches a tier.
-//   - Publishing under a name that is published replaces the file (the
-//     engines' rename over, or a create with O_TRUNC): readers that have
-//     the old one open keep its bytes.
-//   - rename of a published file moves it (Writes.Move); rename of a
-//     directory moves each file beneath it (MoveFilesDir), up to bounds
-//     past which it is EXDEV: tools (mv) copy instead.
-//   - an engine's own files (KeptFile: '.' names, configs, locks, logs)
-//     are never evicted.
-
-// keptExts are the extensions of an engine's own small files: its run
-// config, locks, logs, pid files.
-var keptExts = []string{".json", ".lock", ".log", ".pid", ".yaml", ".yml", ".conf", ".config", ".toml", ".txt"}
-
-// KeptFile reports whether the File k is one of an engine's own files
-// rather than a KV block: its name starts with '.' (lock and probe files,
-// UCM's GC files), or ends in one of keptExts. Such a file is never
-// dropped by eviction (tiers.Stack.SetKeep): losing a block is a miss
-// the engine recomputes, losing its config or a lock file another process
-// holds is not. Everything else about it is a block's: it is tiered,
-// checked and counted.
-func KeptFile(k format.Key) bool {
-	if k.Kind != format.File {
-		return false
-	}
-	_, name := format.SplitFilePath(k.Name)
-	if strings.HasPrefix(name, ".") {
-		return true
-	}
-	for _, ext := range keptExts {
-		if strings.HasSuffix(name, ext) {
-			return true
-		}
-	}
-	return false
-}
-
-// filesLayout is LayoutFiles.
-type filesLayout struct{}
-
-func (filesLayout) Name() string     { return LayoutFiles }
-func (filesLayout) Replaces() bool   { return true }
-func (filesLayout) Headerless() bool { return true }
-
-// BlockKey: a files model names its files by path, not by block id; an
-// id names no file there.
-func (filesLayout) BlockKey(_ *Store, model string, id format.ID) format.Key {
-	return format.Key{Model: model, ID: id, Kind: format.File}
-}
+// The store's steps of a model whose layout is a tree of Files
+// (layout.Layout.Tree; layout/files says the layout's rules): its
+// directories (a directory exists when it was made, kept in every
+// directory tier, or holds a file: the store knows those of this run,
+// treeSet, and asks the first directory tier about older ones), their
+// listing and fsync.
 
 // ReservedFileName reports whether name, in the directory dir of a files
 // model ("" its root), is a name no file may take: at the root, the
@@ -85,48 +28,13 @@ func ReservedFileName(dir, name string) bool {
 	return dir == "" && tiers.ReservedInModel(name)
 }
 
-// IsStagingName reports whether name is a temporary name in a files
-// model: it ends in ".tmp" (vLLM's and llm-d's <final>_<rand>.tmp,
-// LMCache's <name>.tmp, UCM's <id>.tmp), holds ".tmp." (SGLang's
-// <final>.tmp.<pid>.<tid>.<uuid>, UCM's .ucm_gc.config.tmp.<host>...), or
-// is rsync's .<name>.XXXXXX, whose six letters and digits (mkstemp's)
-// hold a digit or a capital (so that .ucm_gc.config is a final name), or
-// is a ucmfs tier's own temp name (tiers.IsTempName: another daemon whose
-// tier is this model writes back through it: its fsync before the
-// rename must not publish the temp name). A temporary name taken for a
-// final one still works: it publishes at its close and its rename moves
-// it.
-func IsStagingName(name string) bool {
-	if strings.HasSuffix(name, ".tmp") || strings.Contains(name, ".tmp.") || tiers.IsTempName(name) {
-		return true
-	}
-	if len(name) < 9 || name[0] != '.' {
-		return false
-	}
-	i := strings.LastIndexByte(name, '.')
-	if i < 2 || len(name)-i-1 != 6 {
-		return false
-	}
-	mixed := false
-	for _, c := range name[i+1:] {
-		switch {
-		case c >= '0' && c <= '9', c >= 'A' && c <= 'Z':
-			mixed = true
-		case c >= 'a' && c <= 'z':
-		default:
-			return false
-		}
-	}
-	return mixed
-}
-
 // adoptTree gives a model whose tier directory is a tree of Files (an
 // engine's directory taken as a tier, or a files model of an earlier run
 // whose record is gone) the files layout when it has no record.
 func (s *Store) adoptTree(model string) {
 	err := s.updateSettings(model, func(v *Settings) error {
 		if v.Layout == "" {
-			v.Layout = LayoutFiles
+			v.Layout = registry.Find(layout.Layout.Tree).Name()
 		}
 		return nil
 	})
@@ -226,7 +134,7 @@ func uniqueFiles(files []format.Key) []format.Key {
 func filesIn(keys []format.Key, dir string) []format.Key {
 	files := keys[:0]
 	for _, k := range keys {
-		if k.Kind == format.File && k.ShardDir() == dir {
+		if registry.Of(k).Tree() && k.ShardDir() == dir {
 			files = append(files, k)
 		}
 	}
