@@ -33,6 +33,6 @@
 //     directories with another layout: a shard then takes the one layout
 //     of its shape, so it would have to be given the model's;
 //   - tiers (until the tiers ask the layouts too): its walk of a model
-//     directory (tiers/layout.go, tiers/layout_tree.go) and its tests of
+//     directory (tiers/dir/layout.go, tiers/dir/layout_tree.go) and its tests of
 //     a key's kind.
 package layout

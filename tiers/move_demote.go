@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/tier"
@@ -173,10 +174,7 @@ var errStays = fmt.Errorf("stays: %w", ErrNotFound)
 // files written whole vanished under eviction.)
 func (s *Stack) drop(d *dir.Tier, v Info, force bool) error {
 	k := v.Key
-	pin := k // a sidecar goes with its block, and stays while it is pinned
-	if k.Kind == format.Repr {
-		pin = format.Key{Model: k.Model, ID: k.ID}
-	}
+	pin := registry.Of(k).BlockOf(k) // a sidecar goes with its block, and stays while it is pinned
 	keep := s.keep.Load()
 	switch {
 	case s.mem.Pinned(pin):
@@ -200,8 +198,8 @@ func (s *Stack) drop(d *dir.Tier, v Info, force bool) error {
 		s.log.Info("the last tier made room: files dropped, a miss when asked for again",
 			"tier", d.Name(), "dropped", n-s.dropsLogged.Swap(n), "last", k.String())
 	}
-	if k.Kind == format.Block {
-		s.removeKey(format.Key{Model: k.Model, ID: k.ID, Kind: format.Repr}, false)
+	if side, ok := registry.Of(k).Sidecar(k); ok {
+		s.removeKey(side, false)
 	}
 	s.signalRoom()
 	return nil
@@ -269,8 +267,8 @@ func (s *Stack) Delete(k format.Key) error { return s.remove(k, true) }
 
 func (s *Stack) remove(k format.Key, trash bool) error {
 	removed := s.removeKey(k, trash)
-	if k.Kind == format.Block {
-		s.removeKey(format.Key{Model: k.Model, ID: k.ID, Kind: format.Repr}, trash)
+	if side, ok := registry.Of(k).Sidecar(k); ok {
+		s.removeKey(side, trash)
 	}
 	if !removed {
 		return fmt.Errorf("%s: %w", k, ErrNotFound)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/dir"
 )
 
@@ -57,7 +58,7 @@ func (s *Stack) payOwed(ctx context.Context, keep func(format.Key) bool) error {
 // replaces another host's older version at its name, and is dropped when
 // the share's is newer (shared_replace.go).
 func (s *Stack) payOne(sd *dir.Tier, k format.Key) error {
-	if k.Kind != format.File {
+	if !registry.Of(k).Replaces() {
 		if _, err := sd.Stat(k); err == nil {
 			sd.Paid(k) // there already (evicted to it, or another host's: a block's name is its contents)
 			return nil
@@ -71,7 +72,7 @@ func (s *Stack) payOne(sd *dir.Tier, k format.Key) error {
 		if err != nil {
 			continue
 		}
-		if k.Kind == format.File {
+		if registry.Of(k).Replaces() {
 			if _, newer := sd.SupersedeForeign(k, info.MTime); newer {
 				sd.Paid(k)
 				s.staleVersion(k)

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/dir"
 )
 
@@ -104,7 +105,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			s.dropSupersededLocked(k, i) // on the tiers this version skipped
 		}
 		stale := false
-		if errors.Is(err, ErrExist) && k.Kind == format.File && d.Shared() && !replaced {
+		if errors.Is(err, ErrExist) && registry.Of(k).Replaces() && d.Shared() && !replaced {
 			// Another host's version of the name: the last published
 			// replaces the other (shared_replace.go).
 			replaced = true

@@ -6,6 +6,7 @@ import (
 	"path"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 )
@@ -35,7 +36,7 @@ func (s *Stack) LinkOnDisk(from, to format.Key) (*PendingWrite, error) {
 		return nil, ErrClosed
 	}
 	d := s.linkTier()
-	if d == nil || from.Kind != format.File || to.Kind != format.File {
+	if d == nil || !registry.Of(from).Tree() || !registry.Of(to).Tree() {
 		return nil, errNoLink
 	}
 	mu := s.keyLock(from) // no publish of from in between
@@ -67,7 +68,7 @@ func (s *Stack) LinkOnDisk(from, to format.Key) (*PendingWrite, error) {
 // memory holds no version of it not written back.
 func (s *Stack) Linkable(k format.Key) bool {
 	d := s.linkTier()
-	if d == nil || k.Kind != format.File || s.mem.Dirty(k) {
+	if d == nil || !registry.Of(k).Tree() || s.mem.Dirty(k) {
 		return false
 	}
 	_, err := d.Stat(k)

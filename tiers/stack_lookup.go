@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 )
@@ -40,7 +41,7 @@ func (s *Stack) Has(k format.Key) bool {
 	if s.inDirs(k) {
 		return true
 	}
-	return k.Kind == format.File && s.heldLocked(k)
+	return registry.Of(k).Replaces() && s.heldLocked(k)
 }
 
 // HasBlock reports whether any tier holds the block id of model. It is
@@ -63,7 +64,7 @@ func (s *Stack) HasKey(k format.Key) bool {
 			return true
 		}
 	}
-	return k.Kind == format.File && s.heldLocked(k) // being replaced (Stat)
+	return registry.Of(k).Replaces() && s.heldLocked(k) // being replaced (Stat)
 }
 
 // inDirs reports whether a directory tier holds k.
@@ -169,7 +170,7 @@ func listKeys(t Tier, model string) []format.Key {
 func (s *Stack) Stat(k format.Key) (BlockInfo, error) {
 	s.revalidateShared(k)
 	bi, found := s.stat(k)
-	if !found && k.Kind == format.File {
+	if !found && registry.Of(k).Replaces() {
 		// A File published over an earlier version (commitToMemory) is
 		// removed and committed again under its stripe lock: a miss seen
 		// outside the lock is asked again inside it, so that a File being

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
 )
@@ -27,7 +28,7 @@ func (s *Stack) Open(k format.Key) (*Handle, error) {
 			return &Handle{File: f, Tier: s.mem.Name(), TierID: Memory, Size: size, Token: Token{e: e, id: Memory}}, nil
 		}
 		v, err, _ := s.flights.Do("rd\x00"+k.Path(), func() (any, error) { return s.locate(k, false) })
-		if errors.Is(err, ErrNotFound) && k.Kind == format.File && replaced < maxReplacedLooks && s.heldLocked(k) {
+		if errors.Is(err, ErrNotFound) && registry.Of(k).Replaces() && replaced < maxReplacedLooks && s.heldLocked(k) {
 			// As in Stat: a File published over an earlier version is
 			// removed and committed again under its stripe lock, and a
 			// look between the two finds neither. A look under the lock

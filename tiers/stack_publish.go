@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/tier"
@@ -100,7 +101,7 @@ func (s *Stack) publish(p *PendingWrite, durable bool) (Info, error) {
 		s.stats.rejected.Add(1)
 		return Info{}, err
 	}
-	if key.Kind == format.Repr && !s.Has(format.Key{Model: key.Model, ID: key.ID}) {
+	if l := registry.Of(key); l.IsSidecar(key) && !s.Has(l.BlockOf(key)) {
 		p.w.Abort()
 		return Info{}, fmt.Errorf("sidecar %s: %w: its block is not stored", key, ErrNotFound)
 	}
@@ -379,7 +380,7 @@ func validate(key format.Key, f *os.File) (size int64, crc uint32, hasCRC bool, 
 	}
 	if size < format.HeaderSize {
 		err = fmt.Errorf("file is %d bytes, shorter than the %d-byte header", size, format.HeaderSize)
-	} else if key.Kind == format.Repr {
+	} else if registry.Of(key).IsSidecar(key) {
 		var h format.ReprHeader
 		if h, err = format.DecodeReprHeader(hdr[:]); err == nil {
 			err = format.ValidateRepr(h, key.ID, size, crcFn)

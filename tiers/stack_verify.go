@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/dir"
 )
 
@@ -29,7 +30,7 @@ func checkHeader(src Tier, key format.Key, hdr []byte, size int64) error {
 	if got := format.HeaderCRC(hdr); has && got != want {
 		return fmt.Errorf("%w: %s on %s: header CRC-32C %08x, expected %08x", ErrCorrupt, key, src.Name(), got, want)
 	}
-	if key.Kind == format.Repr {
+	if registry.Of(key).IsSidecar(key) {
 		var h format.ReprHeader
 		if h, err = format.DecodeReprHeader(hdr); err == nil {
 			err = format.ValidateRepr(h, key.ID, size, nil)

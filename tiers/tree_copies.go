@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 )
 
 // treeCopies orders the stack's own copies of Files (write-back,
@@ -46,7 +47,7 @@ const treeCopyWait = 10 * time.Second
 // (a tree's file) is registered: other keys' directories are the tiers'
 // own shards, never removed by RemoveDir.
 func (c *treeCopies) begin(k format.Key) func() {
-	if k.Kind != format.File {
+	if !registry.Of(k).Tree() {
 		return func() {}
 	}
 	dir := k.Model + "/" + k.ShardDir()

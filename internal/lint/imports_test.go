@@ -25,10 +25,10 @@ var allowed = map[string][]string{
 	"tiers/rootfs/crashfs":    {"tiers/rootfs"}, // test support: a filesystem that fails and loses power
 	"tiers/rootfs/memfs":      {"tiers/rootfs"}, // test support: a filesystem in memory, memfd files
 	"tiers/rootfs/rootfstest": {"tiers/rootfs"}, // test support: one table every rootfs.FS answers as Root does
-	"tiers/tier":              {"format", "tiers/index", "tiers/rootfs"},
+	"tiers/tier":              {"format", "tiers/index", "tiers/rootfs", "layout/registry"},
 	"tiers/mem":               {"format", "tiers/index", "tiers/rootfs", "tiers/tier"},
-	"tiers/dir":               {"format", "tiers/index", "tiers/rootfs", "tiers/tier"},
-	"tiers":                   {"format", "tiers/index", "tiers/rootfs", "tiers/tier", "tiers/mem", "tiers/dir"},
+	"tiers/dir":               {"format", "tiers/index", "tiers/rootfs", "tiers/tier", "layout/registry"},
+	"tiers":                   {"format", "tiers/index", "tiers/rootfs", "tiers/tier", "tiers/mem", "tiers/dir", "layout/registry"},
 	"sparse":                  {"format"},
 	"hybrid":                  {"format"},
 	"gpu":                     {},

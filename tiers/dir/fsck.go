@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
@@ -191,7 +192,7 @@ func (f *fscker) shard(model, hh string, ents []shardEntry) {
 		case e.class == badEntry:
 			f.entry()
 			f.bad(rel, e.why)
-		case e.kind == format.Repr:
+		case registry.Of(format.Key{Kind: e.kind}).IsSidecar(format.Key{Kind: e.kind}):
 			reprs = append(reprs, e.name)
 		case e.kind.Headerless():
 			f.rep.Blocks++

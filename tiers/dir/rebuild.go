@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"github.com/ucmfs/ucmfs/tiers/tier"
@@ -151,7 +152,7 @@ func (t *Tier) adoptShard(s *rebuildScan, model, hh string, ents []shardEntry) {
 		case e.class == fileEntry:
 			n := &block[len(found)]
 			n.ID, n.Kind, n.Size = e.id, e.kind, e.size
-			if e.kind == format.File {
+			if registry.Of(format.Key{Kind: e.kind}).Tree() {
 				n.SetName(format.JoinFilePath(hh, e.name))
 			}
 			n.MTime = time.Unix(e.mtime.Unix()).UnixNano()

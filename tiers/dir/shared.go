@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/sys/unix"
@@ -128,7 +129,7 @@ func (t *sharedDir) revalidate(key format.Key) {
 	if t.view.ttl < 0 {
 		return
 	}
-	if key.Kind == format.File {
+	if registry.Of(key).Tree() {
 		t.revalidateFile(key) // a tree of Files has no shard directories (shared_files.go)
 		return
 	}
@@ -219,7 +220,7 @@ func (t *sharedDir) reconcile(ref shardRef, before []format.Key, ents []shardEnt
 	}
 	var gone []format.Key
 	for _, k := range before {
-		if _, ok := listed[k]; ok || k.Kind == format.File {
+		if _, ok := listed[k]; ok || registry.Of(k).Tree() {
 			continue // a File is in a tree, not in a shard directory
 		}
 		if _, ok := t.idx.Remove(k); ok {

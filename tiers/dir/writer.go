@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
@@ -80,7 +81,7 @@ func (t *Tier) create(key format.Key, direct bool) (tier.Writer, error) {
 // EnsureDir makes the directory of key's file, when missing.
 func (t *Tier) EnsureDir(key format.Key) error {
 	made, err := t.dirs.Ensure(t.fs, key)
-	if made && key.Kind == format.File && key.ShardDir() != "" {
+	if made && registry.Of(key).Tree() && key.ShardDir() != "" {
 		t.flat.madeDir(key.Model) // made, or found there
 	}
 	return err

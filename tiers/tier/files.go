@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"golang.org/x/sys/unix"
 )
@@ -98,7 +99,7 @@ func (c *DirCache) Ensure(r rootfs.FS, key format.Key) (made bool, err error) {
 	if err := MkdirAllDurable(r, strings.TrimSuffix(rel, "/"), 0o755); err != nil {
 		return true, OSErr("mkdir", err)
 	}
-	if key.Kind == format.File {
+	if registry.Of(key).Tree() {
 		if err := MarkTree(r, key.Model); err != nil {
 			return true, err
 		}
