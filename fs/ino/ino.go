@@ -56,6 +56,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 )
 
 // Reserved is the last of the fixed numbers, which no name gets: the
@@ -264,7 +265,7 @@ func (t *Table) Peek(name Name) uint64 {
 // under another tag, so the two never share a number.
 func FileName(key format.Key) Name {
 	tag := Block
-	if key.Kind == format.Repr {
+	if registry.Of(key).IsSidecar(key) {
 		tag = Repr
 	}
 	return Name{Tag: tag, Model: key.Model, ID: key.ID}

@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"control":                 {"format", "sparse", "hybrid", "store", "control/line", "transfer", "events", "gpu"},
 	"metrics":                 {"store"},
 	"fs/light":                {"format", "internal/hashtab"},
-	"fs/ino":                  {"format"},
+	"fs/ino":                  {"format", "layout/registry"},
 	"fs/uring":                {},
 	"vfs":                     {"format", "layout", "layout/registry", "store", "fs/ino"},                                                                              // the adapter's kernel-agnostic half
 	"fs":                      {"format", "layout", "layout/registry", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring", "vfs"}, // gpu, transfer: their sentinels in the errno table

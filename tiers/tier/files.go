@@ -58,7 +58,7 @@ func CheckKey(key format.Key) error {
 	if !key.Kind.Valid() {
 		return fmt.Errorf("%w: kind %d", format.ErrName, key.Kind)
 	}
-	if key.Kind == format.File {
+	if registry.Of(key).Tree() {
 		if err := format.ValidateFilePath(key.Name); err != nil {
 			return err
 		}
