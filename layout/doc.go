@@ -32,7 +32,9 @@
 //     vfs/shard.go (HexShard, MadeShard), when it shares a shape of shard
 //     directories with another layout: a shard then takes the one layout
 //     of its shape, so it would have to be given the model's;
-//   - tiers (until the tiers ask the layouts too): its walk of a model
-//     directory (tiers/dir/layout.go, tiers/dir/layout_tree.go) and its tests of
-//     a key's kind.
+//   - tiers, only when its keys are of a new Kind: the walk of a model
+//     directory (tiers/dir/layout.go, tiers/dir/layout_tree.go) parses
+//     the names a tier holds by format's kinds. The stack and the tiers
+//     otherwise ask a key's layout (registry.Of) what it replaces, whether
+//     it is a tree's file, a sidecar and whose.
 package layout
