@@ -64,6 +64,7 @@ type sharedView struct {
 	models   map[string]struct{} // the root's listing
 	modelsAt time.Time
 	files    map[format.Key]time.Time // when each File was last checked (shared_files.go)
+	trees    map[string]treeCheck     // when each directory of a tree was last checked (shared_tree.go)
 	// noDirMTime: the filesystem does not move a directory's mtime
 	// (shared_probe.go): every check of a shard lists it.
 	noDirMTime bool
