@@ -63,9 +63,13 @@ func (t *sharedDir) mayEvict(key format.Key) bool {
 		return false
 	}
 	mtime := statMTime(&st)
-	if time.Since(mtime) < t.keepRecent && !t.yieldRecent(key) {
+	if time.Since(mtime) < t.keepRecent {
+		if t.yieldRecent(key) {
+			return true
+		}
 		t.idx.SetMTime(key, mtime)
 		return false
 	}
+	t.sawOld()
 	return true
 }

@@ -67,7 +67,8 @@ type sizeCheck struct {
 	// over while the share was full: at the next look, the older files
 	// having gone first, they go (yieldRecent).
 	passedMu sync.Mutex
-	passed   map[format.Key]struct{}
+	passed   map[format.Key]time.Time // when each was passed over
+	lastOld  time.Time                // when eviction last met a file older than KeepRecent
 }
 
 // measureDue reports whether the share must be measured before size more
@@ -121,11 +122,12 @@ func (t *sharedDir) full() bool {
 }
 
 // yieldRecent reports whether key, younger than KeepRecent, may go: the
-// share is full and eviction passed over key once already while it was.
-// Passed over, a file goes to the recent end of the order (the stack's
-// Touch), so every other file is looked at before it again: the older
-// ones go first, whatever this host's order of the share (the order it
-// learned the files in, not their mtimes).
+// share is full, and eviction passed over key once already while it was
+// and met no file older than KeepRecent since (sawOld). Passed over, a
+// file goes to the recent end of the order (the stack's Touch), so every
+// other file is looked at before it again: the older ones go first,
+// whatever this host's order of the share (the order it learned the
+// files in, not their mtimes).
 func (t *sharedDir) yieldRecent(key format.Key) bool {
 	s := &t.size
 	s.passedMu.Lock()
@@ -134,13 +136,21 @@ func (t *sharedDir) yieldRecent(key format.Key) bool {
 		s.passed = nil
 		return false
 	}
-	if _, ok := s.passed[key]; ok {
+	if at, ok := s.passed[key]; ok && s.lastOld.Before(at) {
 		delete(s.passed, key)
 		return true
 	}
 	if s.passed == nil {
-		s.passed = make(map[format.Key]struct{})
+		s.passed = make(map[format.Key]time.Time)
 	}
-	s.passed[key] = struct{}{}
+	s.passed[key] = time.Now()
 	return false
+}
+
+// sawOld records that eviction met a file older than KeepRecent.
+func (t *sharedDir) sawOld() {
+	s := &t.size
+	s.passedMu.Lock()
+	s.lastOld = time.Now()
+	s.passedMu.Unlock()
 }
