@@ -214,9 +214,9 @@ func TestSharedCoherentDeletes(t *testing.T) {
 }
 
 // TestSharedEvictionAgreed: A restarts with a size far below what the
-// shared directory holds. It evicts the blocks nobody used for an hour
-// (oldest mtime first) and none of those B uses now; B stops showing the
-// evicted ones within the TTL.
+// shared directory holds, above what B uses. It evicts the blocks nobody
+// used for an hour (oldest mtime first) and none of those B uses now; B
+// stops showing the evicted ones within the TTL.
 func TestSharedEvictionAgreed(t *testing.T) {
 	dir := sharedDir(t)
 	cold, hot := testIDs("cold", 40), testIDs("hot", 20)
@@ -230,7 +230,11 @@ func TestSharedEvictionAgreed(t *testing.T) {
 	}
 	b := sharedDaemon(t, dir)
 	readsExact(t, b, "m", hot) // B's use moves their mtime in the directory
-	size := int64(len(goodBlock(hot[0]))) * 25
+	// Room for 25 blocks as the tier charges them (a block of 1 KiB takes
+	// one 4 KiB block of the filesystem): the 20 hot ones fit, so that
+	// none has to go (a share over its size would take recent blocks too:
+	// tiers/dir/shared_size.go).
+	size := int64(4096) * 25
 	mountUCM(t, sharedMount("nfs:"+dir+":"+strconv.FormatInt(size, 10)))
 	took := until(t, "A evicts the cold blocks", func() bool {
 		n := 0

@@ -19,9 +19,10 @@ import (
 // the three hosts each write as much as the size at once. Eviction by
 // A's and C's writes may take B's pinned blocks off the share, but
 // never out of B's memory: they stay pinned there and read exact. The
-// share's use should never go past the size (sampled while they write,
-// and after), though the three wrote three times it: subtest size, a
-// finding where it does.
+// share's use, sampled while they write, passes the size by at most the
+// bound tiers/dir/shared_size.go states (each host's view lacks what the
+// others published since its last measure), though the three wrote
+// three times it, and comes back under the size after: subtest size.
 func TestSharedFSPinsAndSize(t *testing.T) {
 	const mib = 1 << 20
 	const size = 16 * mib
@@ -116,19 +117,22 @@ func TestSharedFSPinsAndSize(t *testing.T) {
 			close(stop)
 			peak := <-most
 			use := shareUse(share)
-			t.Logf("%s: the share's use: at most %.1f MiB while the three wrote %d MiB each, %.1f MiB after (size %d MiB)",
-				name, float64(peak)/mib, size/mib, float64(use)/mib, size/mib)
+			// The bound of tiers/dir/shared_size.go: each host measures the
+			// share again once it published a sixteenth of the size since
+			// its last measure, and has up to two files in flight (its
+			// write-back workers): the others' part missing from a host's
+			// view is at most that, for each of the two others.
+			const bound = size + 2*(size/16+2*mib)
+			t.Logf("%s: the share's use: at most %.1f MiB while the three wrote %d MiB each, %.1f MiB after (size %d MiB, bound %d MiB)",
+				name, float64(peak)/mib, size/mib, float64(use)/mib, size/mib, bound/mib)
 			t.Run("size", func(t *testing.T) {
-				if peak <= size && use <= size {
-					return
+				if peak > bound {
+					t.Errorf("the share's use went past its size and the bound: at most %d bytes, size %d, bound %d", peak, size, bound)
 				}
-				if os.Getenv("UCMFS_SHAREDFS_FINDINGS") != "1" {
-					t.Skipf("finding: the share's use went past its size (at most %d bytes, %d after, size %d): "+
-						"each host admits a write-back by its own index of the share, which learns what the others wrote "+
-						"only at its rescan (a second here, with --kv-events; else a minute), and no host evicts a file "+
-						"younger than 10 minutes; UCMFS_SHAREDFS_FINDINGS=1 fails on it", peak, use, size)
-				}
-				t.Errorf("the share's use went past its size: at most %d bytes, %d after, size %d", peak, use, size)
+				// Over its size, the oldest files go even if younger than
+				// KeepRecent: the share comes back under it.
+				took := until(t, "the share back under its size", func() bool { return shareUse(share) <= size })
+				t.Logf("%s: the share's use %.1f MiB, %v after the writes", name, float64(shareUse(share))/mib, took)
 			})
 
 			onShare := 0

@@ -46,14 +46,17 @@ func (s *Store) adoptTree(model string) {
 // FilesDir reports whether dir ("" is the model's root) is a directory of
 // the files model.
 func (s *Store) FilesDir(model, dir string) bool {
-	if dir == "" || s.trees.known(model, dir) {
+	if dir == "" {
 		return true
 	}
-	if s.stack.TreeDirOnDisk(model, dir) {
-		s.trees.add(model, dir)
-		return true
+	if !s.trees.known(model, dir) && !s.stack.TreeDirOnDisk(model, dir) {
+		return false
 	}
-	return false
+	if s.filesDirGone(model, dir) { // moved or removed on the share by another host (files_shared.go)
+		return false
+	}
+	s.trees.add(model, dir)
+	return true
 }
 
 // FilesMkdir makes the directory dir of the files model for the user
@@ -148,6 +151,9 @@ func filesIn(keys []format.Key, dir string) []format.Key {
 // rest of the listing). Its cost is that of the files whose directories
 // share dir's shard (format.FileShard), not of the model.
 func (s *Store) FilesList(model, dir string) (subdirs []string, files []format.Key) {
+	if s.filesDirGone(model, dir) {
+		return nil, nil
+	}
 	keys, repeats := s.stack.AppendShardKeys(model, format.FileShard(dir), nil)
 	files = filesIn(keys, dir)
 	if repeats {

@@ -154,8 +154,10 @@ func TestSharedEvictsOldestMTimeOnly(t *testing.T) {
 			os.Chtimes(filepath.Join(dir, k.Path()), old, old)
 		}
 	}
-	// Room for fewer than 20: the odd ones are recent and must stay.
-	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{Capacity: 12 * (4096 + format.HeaderSize + 64)})
+	// Room for fewer than 20 but more than the 10 recent ones (a file
+	// of 4 KiB and a header takes two 4 KiB blocks): the odd ones are
+	// recent and must stay, the share being within its size without them.
+	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{Capacity: 12 * 8192})
 	if !eventually(10*time.Second, func() bool {
 		_, err := os.Stat(filepath.Join(dir, keys[0].Path()))
 		return errors.Is(err, os.ErrNotExist)
@@ -169,6 +171,29 @@ func TestSharedEvictsOldestMTimeOnly(t *testing.T) {
 			t.Errorf("recent block %d evicted: %v", i, err)
 		}
 	}
+	_ = s
+}
+
+// TestSharedRecentYieldOverSize: a share over its size holding only
+// files younger than KeepRecent (other hosts wrote them at once) comes
+// back under its size: KeepRecent yields then (dir/shared_size.go).
+func TestSharedRecentYieldOverSize(t *testing.T) {
+	dir := t.TempDir()
+	keys := plantFiles(dir, 20, 4096)
+	const capacity = 8 * 8192 // 8 of the 20 (two 4 KiB blocks each)
+	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{Capacity: capacity})
+	use := func() (n int) {
+		for _, k := range keys {
+			if _, err := os.Stat(filepath.Join(dir, k.Path())); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	if !eventually(10*time.Second, func() bool { return use() <= 8 }) {
+		t.Fatalf("the share holds %d recent files of 20, past its size of 8", use())
+	}
+	t.Logf("the share holds %d recent files of 20 (size 8 files)", use())
 	_ = s
 }
 

@@ -65,6 +65,7 @@ type sharedView struct {
 	models   map[string]struct{} // the root's listing
 	modelsAt time.Time
 	files    map[format.Key]time.Time // when each File was last checked (shared_files.go)
+	trees    map[string]treeCheck     // when each directory of a tree was last checked (shared_tree.go)
 	// noDirMTime: the filesystem does not move a directory's mtime
 	// (shared_probe.go): every check of a shard lists it.
 	noDirMTime bool
@@ -85,12 +86,14 @@ type sharedDir struct {
 	rescan      time.Duration // how often the background scan checks every shard again
 	owed        owedSet       // files written back to a private tier while this one was down (shared_owed.go)
 	remountBusy atomic.Bool   // a look for a remounted client is under way (shared_remount.go)
+	size        sizeCheck     // the share measured against its size (shared_size.go)
 }
 
 // newSharedDir is the sharing of shared tier t, as cfg sets it.
 func newSharedDir(t *Tier, cfg Config) *sharedDir {
 	sd := &sharedDir{Tier: t, keepRecent: cfg.KeepRecent, rescan: cfg.Rescan,
 		view: sharedView{ttl: cfg.Revalidate, shards: make(map[shardRef]shardCheck), scanned: make(chan struct{})}}
+	sd.size.sized = cfg.Capacity > 0
 	if cfg.Revalidate == 0 {
 		sd.view.ttl = DefaultRevalidate
 	}

@@ -47,8 +47,11 @@ func (t *sharedDir) touched(key format.Key) {
 
 // mayEvict reports whether the shared tier may evict key now: its file
 // is there and its mtime (which any daemon moves on use) is older than
-// KeepRecent. A younger file gets its mtime in the index and moves to the
-// back of the eviction order; a file gone is dropped from the index.
+// KeepRecent, or the share is full (over its size, or short of the room
+// a write waits for) and the older files went first (yieldRecent,
+// shared_size.go). A younger file gets its mtime in
+// the index and moves to the back of the eviction order; a file gone is
+// dropped from the index.
 func (t *sharedDir) mayEvict(key format.Key) bool {
 	var st unix.Stat_t
 	p := key.Path()
@@ -61,8 +64,12 @@ func (t *sharedDir) mayEvict(key format.Key) bool {
 	}
 	mtime := statMTime(&st)
 	if time.Since(mtime) < t.keepRecent {
+		if t.yieldRecent(key) {
+			return true
+		}
 		t.idx.SetMTime(key, mtime)
 		return false
 	}
+	t.sawOld()
 	return true
 }

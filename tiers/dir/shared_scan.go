@@ -28,7 +28,7 @@ func (t *sharedDir) scanShared(sizeless bool) {
 	defer t.wg.Done()
 	t.probeShared()
 	start := time.Now()
-	done := t.walkShards(true)
+	done := t.walkShards(walkList)
 	if done && sizeless {
 		t.setFreeCapacity()
 	}
@@ -47,17 +47,27 @@ func (t *sharedDir) scanShared(sizeless bool) {
 			return
 		case <-tick.C:
 		}
-		if t.view.ttl >= 0 && !t.walkShards(false) {
+		if t.view.ttl >= 0 && !t.walkShards(walkStale) {
 			return
 		}
 	}
 }
 
+// walkMode is what walkShards does with each shard.
+type walkMode int
+
+const (
+	walkList  walkMode = iota // list every shard (the first scan)
+	walkStale                 // check, as a lookup would, the shards not checked within the TTL (the rescan)
+	walkAll                   // check every shard, whenever it was checked last (a measure of the share's use, shared_size.go)
+)
+
 // walkShards checks every shard of every model of the directory and of
-// the index: listing each (force), or as a lookup would (a stat, and a
+// the index: listing each (walkList), or as a lookup would (a stat, and a
 // listing where the directory changed). It reports false when the tier
 // was closed meanwhile.
-func (t *sharedDir) walkShards(force bool) bool {
+func (t *sharedDir) walkShards(mode walkMode) bool {
+	force := mode == walkList
 	jobs := make(chan shardRef)
 	var wg sync.WaitGroup
 	for i := 0; i < rebuildWorkers; i++ {
@@ -68,7 +78,7 @@ func (t *sharedDir) walkShards(force bool) bool {
 				t.view.mu.Lock()
 				last, ok := t.view.shards[ref]
 				t.view.mu.Unlock()
-				if !force && ok && time.Since(last.at) < t.view.ttl {
+				if mode == walkStale && ok && time.Since(last.at) < t.view.ttl {
 					continue
 				}
 				t.view.flights.Do(ref.model+"/"+format.ShardName(ref.hh), func() (any, error) {

@@ -50,12 +50,16 @@ func (t *Tier) fsFree() (int64, bool) {
 	return s.free, s.known
 }
 
-// fsTake takes n bytes off the estimate of free space (a commit).
+// fsTake takes n bytes off the estimate of free space (a commit); a
+// shared tier counts them toward its next measure (shared_size.go).
 func (t *Tier) fsTake(n int64) {
 	s := &t.space
 	s.mu.Lock()
 	s.free -= n
 	s.mu.Unlock()
+	if sd := t.sharedDir(); sd != nil {
+		sd.size.written.Add(n)
+	}
 }
 
 // FSForget drops the estimate: the next fsFree asks statfs (after a
@@ -75,10 +79,20 @@ func (t *Tier) fsFull(size int64) bool {
 
 // FSNeed returns how many bytes must be freed on the tier, by the index
 // and by its filesystem, before a file of size bytes fits; 0 when it fits.
+// A shared tier with a size measures the share first when due
+// (shared_size.go).
 func (t *Tier) FSNeed(size int64) int64 {
+	sd := t.sharedDir()
+	if sd != nil {
+		sd.measure(size)
+	}
 	need := size - t.idx.Room()
 	if free, ok := t.fsFree(); ok {
 		need = max(need, size+FSSlack-free)
 	}
-	return max(need, 0)
+	need = max(need, 0)
+	if sd != nil {
+		sd.needRoom(size, need)
+	}
+	return need
 }
