@@ -2,6 +2,7 @@ package tiers
 
 import (
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/dir"
 )
 
@@ -39,7 +40,7 @@ func (s *Stack) holdsTreeFiles(model, rel string) bool {
 		}
 	}
 	for _, k := range keys {
-		if k.Kind == format.File && k.ShardDir() == rel {
+		if registry.Of(k).Tree() && k.ShardDir() == rel {
 			return true
 		}
 	}

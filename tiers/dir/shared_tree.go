@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
@@ -134,7 +135,7 @@ func (t *sharedDir) treeDirKeys(model, rel string, deep bool) []format.Key {
 	var keys []format.Key
 	if !deep {
 		for _, k := range t.idx.ShardKeys(model, format.FileShard(rel), nil) {
-			if k.Kind == format.File && k.ShardDir() == rel {
+			if registry.Of(k).Tree() && k.ShardDir() == rel {
 				keys = append(keys, k)
 			}
 		}
@@ -142,7 +143,7 @@ func (t *sharedDir) treeDirKeys(model, rel string, deep bool) []format.Key {
 	}
 	t.idx.Each(model, func(e *index.Entry) bool {
 		k := e.Key()
-		if k.Kind == format.File && (rel == "" || k.ShardDir() == rel || strings.HasPrefix(k.Name, rel+"/")) {
+		if registry.Of(k).Tree() && (rel == "" || k.ShardDir() == rel || strings.HasPrefix(k.Name, rel+"/")) {
 			keys = append(keys, k)
 		}
 		return true
