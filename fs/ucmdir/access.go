@@ -19,8 +19,8 @@ import (
 // writes the descriptor later. paths: the file's requests name paths
 // (control.File.Paths). An open from inside the daemon (no caller) is the
 // daemon's own.
-func (x *shared) creds(ctx context.Context, paths bool) (*line.Creds, error) {
-	return x.access.Capture(requestCaller(ctx), paths)
+func (x *Config) creds(ctx context.Context, paths bool) (*line.Creds, error) {
+	return x.Access.Capture(requestCaller(ctx), paths)
 }
 
 // requestCaller is the sender of the request ctx carries, as the kernel

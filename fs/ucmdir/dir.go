@@ -71,22 +71,9 @@ type Config struct {
 	Mounted  time.Time     // the files' times
 }
 
-// shared is Config as the nodes hold it.
-type shared struct {
-	host     Host
-	env      *control.Env
-	store    *store.Store
-	access   control.Access
-	open     *vfs.UserBudget
-	log      *slog.Logger
-	entryTTL time.Duration
-	mounted  time.Time
-}
-
 // New returns the node of the control directory.
 func New(c Config) gofs.InodeEmbedder {
-	x := &shared{host: c.Host, env: c.Env, store: c.Store, access: c.Access, open: c.Open, log: c.Log, entryTTL: c.EntryTTL, mounted: c.Mounted}
-	return &ucmDir{DirNode: c.Host.Dir(ucmName), x: x}
+	return &ucmDir{DirNode: c.Host.Dir(ucmName), x: &c}
 }
 
 // ucmDir is <mnt>/.ucm/, the control directory. Its files are a static
@@ -94,7 +81,7 @@ func New(c Config) gofs.InodeEmbedder {
 type ucmDir struct {
 	gofs.Inode
 	DirNode
-	x *shared
+	x *Config
 }
 
 var (
@@ -112,19 +99,19 @@ var (
 // file per Requests row, the stats snapshot, the link to the GPU socket,
 // each with the row's inode number.
 func (d *ucmDir) OnAdd(ctx context.Context) {
-	for _, spec := range control.Files(d.x.env) {
+	for _, spec := range control.Files(d.x.Env) {
 		var node gofs.InodeEmbedder
 		mode := uint32(syscall.S_IFREG)
 		switch spec.Kind {
 		case control.Requests, control.Stream:
-			node = &controlFile{Common: d.x.host.Node(), x: d.x, spec: spec}
+			node = &controlFile{Common: d.x.Host.Node(), x: d.x, spec: spec}
 		case control.Snapshot:
-			node = &statsFile{Common: d.x.host.Node(), x: d.x, perm: spec.Perm}
+			node = &statsFile{Common: d.x.Host.Node(), x: d.x, perm: spec.Perm}
 		case control.SocketLink:
-			node = &gpuSockLink{Common: d.x.host.Node(), x: d.x, target: d.x.env.GPUSocket().Path(), perm: spec.Perm}
+			node = &gpuSockLink{Common: d.x.Host.Node(), x: d.x, target: d.x.Env.GPUSocket().Path(), perm: spec.Perm}
 			mode = syscall.S_IFLNK
 		default:
-			d.x.log.Error("control file of an unknown kind", "file", spec.Name, "kind", spec.Kind)
+			d.x.Log.Error("control file of an unknown kind", "file", spec.Name, "kind", spec.Kind)
 			continue
 		}
 		d.AddChild(spec.Name, d.NewPersistentInode(ctx, node, gofs.StableAttr{Mode: mode, Ino: spec.Ino}), false)
@@ -133,17 +120,17 @@ func (d *ucmDir) OnAdd(ctx context.Context) {
 
 // Getattr describes the control directory.
 func (d *ucmDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	d.x.host.DirAttr(&out.Attr, 2)
-	out.SetTimeout(d.x.entryTTL)
+	d.x.Host.DirAttr(&out.Attr, 2)
+	out.SetTimeout(d.x.EntryTTL)
 	return 0
 }
 
 // Mkdir is refused in the control directory.
 func (d *ucmDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, d.x.host.Fail("mkdir", ucmName+"/"+name, store.ErrImmutable)
+	return nil, d.x.Host.Fail("mkdir", ucmName+"/"+name, store.ErrImmutable)
 }
 
 // Rmdir is refused in the control directory.
 func (d *ucmDir) Rmdir(ctx context.Context, name string) syscall.Errno {
-	return d.x.host.Fail("rmdir", ucmName+"/"+name, store.ErrImmutable)
+	return d.x.Host.Fail("rmdir", ucmName+"/"+name, store.ErrImmutable)
 }

@@ -15,11 +15,11 @@ import (
 )
 
 // statsFile is .ucm/stats: a JSON snapshot of the stack's and the
-// mount's counters (mountStats), taken at each open, read-only.
+// mount's counters (store.Store.Snapshot), taken at each open, read-only.
 type statsFile struct {
 	gofs.Inode
 	Common
-	x    *shared
+	x    *Config
 	perm uint32 // its row's mode (0444)
 }
 
@@ -32,9 +32,9 @@ var (
 
 // snapshot is the file's content now.
 func (f *statsFile) snapshot() []byte {
-	b, err := json.MarshalIndent(f.x.store.Snapshot(), "", "  ")
+	b, err := json.MarshalIndent(f.x.Store.Snapshot(), "", "  ")
 	if err != nil {
-		f.x.log.Error("stats: encoding", "err", err)
+		f.x.Log.Error("stats: encoding", "err", err)
 		return nil
 	}
 	return append(b, '\n')
@@ -47,13 +47,13 @@ func (f *statsFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.A
 	if h, ok := fh.(*bytesHandle); ok {
 		size = len(h.data)
 	}
-	f.x.host.FileAttr(&out.Attr, int64(size), time.Now(), f.perm)
+	f.x.Host.FileAttr(&out.Attr, int64(size), time.Now(), f.perm)
 	return 0
 }
 
 // Setattr is refused.
 func (f *statsFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return f.x.host.Fail("setattr", ucmName+"/stats", store.ErrImmutable)
+	return f.x.Host.Fail("setattr", ucmName+"/stats", store.ErrImmutable)
 }
 
 // Open takes the snapshot this descriptor reads; writing is EACCES. Any
@@ -61,13 +61,13 @@ func (f *statsFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.Se
 // (vfs/user_budget.go), as the snapshot is the daemon's memory.
 func (f *statsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		return nil, 0, f.x.host.Fail("open", ucmName+"/stats", line.ErrAccess)
+		return nil, 0, f.x.Host.Fail("open", ucmName+"/stats", line.ErrAccess)
 	}
-	uid := f.x.host.Uid(ctx)
-	if err := f.x.open.Hold(uid, 1); err != nil {
-		return nil, 0, f.x.host.Fail("open", ucmName+"/stats", err)
+	uid := f.x.Host.Uid(ctx)
+	if err := f.x.Open.Hold(uid, 1); err != nil {
+		return nil, 0, f.x.Host.Fail("open", ucmName+"/stats", err)
 	}
-	return &bytesHandle{data: f.snapshot(), held: f.x.open, uid: uid}, fuse.FOPEN_DIRECT_IO, 0
+	return &bytesHandle{data: f.snapshot(), held: f.x.Open, uid: uid}, fuse.FOPEN_DIRECT_IO, 0
 }
 
 // bytesHandle reads a byte slice fixed at open; it gives back the open
@@ -108,7 +108,7 @@ func (h *bytesHandle) Flush(ctx context.Context) syscall.Errno { return 0 }
 type controlFile struct {
 	gofs.Inode
 	Common
-	x    *shared
+	x    *Config
 	spec control.File
 }
 
@@ -126,8 +126,8 @@ func (f *controlFile) path() string { return ucmName + "/" + f.spec.Name }
 // Getattr describes the file: size 0, mode 0600 for the mounting user, or
 // 0660 with the control group (Options.ControlGroup).
 func (f *controlFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	f.x.host.FileAttr(&out.Attr, 0, f.x.mounted, f.x.access.Perm)
-	out.Owner.Gid = f.x.access.Gid
+	f.x.Host.FileAttr(&out.Attr, 0, f.x.Mounted, f.x.Access.Perm)
+	out.Owner.Gid = f.x.Access.Gid
 	return 0
 }
 
@@ -137,7 +137,7 @@ func (f *controlFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse
 func (f *controlFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	sz, sized := in.GetSize()
 	if in.Valid&(fuse.FATTR_MODE|fuse.FATTR_UID|fuse.FATTR_GID) != 0 || (sized && sz != 0) {
-		return f.x.host.Fail("setattr", f.path(), store.ErrImmutable)
+		return f.x.Host.Fail("setattr", f.path(), store.ErrImmutable)
 	}
 	return f.Getattr(ctx, fh, out)
 }
@@ -145,13 +145,13 @@ func (f *controlFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.
 // Access answers access(2) with the same rule as Open.
 func (f *controlFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 	if mask&1 != 0 { // X_OK
-		return f.x.host.Errno(line.ErrAccess)
+		return f.x.Host.Errno(line.ErrAccess)
 	}
 	c, err := f.x.creds(ctx, false)
 	if err == nil {
 		c.Close()
 	}
-	return f.x.host.Errno(err)
+	return f.x.Host.Errno(err)
 }
 
 // Open starts a session. The opener must be the mounting user, root, or
@@ -160,12 +160,12 @@ func (f *controlFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 func (f *controlFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	c, err := f.x.creds(ctx, f.spec.Paths)
 	if err != nil {
-		return nil, 0, f.x.host.Fail("open", f.path(), err)
+		return nil, 0, f.x.Host.Fail("open", f.path(), err)
 	}
 	if f.spec.Kind == control.Stream {
-		es, err := f.x.env.OpenEvents(c)
+		es, err := f.x.Env.OpenEvents(c)
 		if err != nil {
-			return nil, 0, f.x.host.Fail("open", f.path(), err)
+			return nil, 0, f.x.Host.Fail("open", f.path(), err)
 		}
 		return &eventsHandle{x: f.x, path: f.path(), es: es}, fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NONSEEKABLE, 0
 	}
@@ -176,15 +176,15 @@ func (f *controlFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 	held := 0
 	if c.Root() >= 0 {
 		held = 2
-		if err := f.x.open.Hold(c.Uid, held); err != nil {
+		if err := f.x.Open.Hold(c.Uid, held); err != nil {
 			c.Close()
-			return nil, 0, f.x.host.Fail("open", f.path(), err)
+			return nil, 0, f.x.Host.Fail("open", f.path(), err)
 		}
 	}
-	ss, err := f.spec.OpenAs(f.x.env, c)
+	ss, err := f.spec.OpenAs(f.x.Env, c)
 	if err != nil {
-		f.x.open.Free(c.Uid, held)
-		return nil, 0, f.x.host.Fail("open", f.path(), err)
+		f.x.Open.Free(c.Uid, held)
+		return nil, 0, f.x.Host.Fail("open", f.path(), err)
 	}
 	return &sessionHandle{x: f.x, path: f.path(), ss: ss, uid: c.Uid, held: held}, fuse.FOPEN_DIRECT_IO, 0
 }
@@ -192,11 +192,11 @@ func (f *controlFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 // sessionHandle is one open descriptor of a control file: the kernel's
 // reads and writes of it are the session's (control.Session).
 type sessionHandle struct {
-	x    *shared
+	x    *Config
 	path string
 	ss   *control.Session
 	uid  uint32 // the opener
-	held int    // the open files it is charged (fsState.reading)
+	held int    // the open files it is charged (Config.Open)
 }
 
 var (
@@ -212,7 +212,7 @@ var (
 func (h *sessionHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	n, err := h.ss.Write(withCaller(ctx), data)
 	if err != nil {
-		return uint32(n), h.x.host.Fail("write", h.path, err)
+		return uint32(n), h.x.Host.Fail("write", h.path, err)
 	}
 	return uint32(n), 0
 }
@@ -221,7 +221,7 @@ func (h *sessionHandle) Write(ctx context.Context, data []byte, off int64) (uint
 func (h *sessionHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := h.ss.Read(withCaller(ctx), dest)
 	if err != nil {
-		return nil, h.x.host.Fail("read", h.path, err)
+		return nil, h.x.Host.Fail("read", h.path, err)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }
@@ -235,7 +235,7 @@ func (h *sessionHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 // Release ends the session and gives back the open files it held.
 func (h *sessionHandle) Release(ctx context.Context) syscall.Errno {
 	h.ss.Close()
-	h.x.open.Free(h.uid, h.held)
+	h.x.Open.Free(h.uid, h.held)
 	return 0
 }
 

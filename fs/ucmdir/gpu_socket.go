@@ -19,7 +19,7 @@ import (
 type gpuSockLink struct {
 	gofs.Inode
 	Common
-	x      *shared
+	x      *Config
 	target string
 	perm   uint32 // its row's mode (0777, as for any link)
 }
@@ -36,7 +36,7 @@ func (l *gpuSockLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 
 // Getattr describes the link.
 func (l *gpuSockLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	l.x.host.FileAttr(&out.Attr, int64(len(l.target)), l.x.mounted, l.perm)
+	l.x.Host.FileAttr(&out.Attr, int64(len(l.target)), l.x.Mounted, l.perm)
 	out.Mode = syscall.S_IFLNK | l.perm
 	out.Blocks = 0
 	return 0
