@@ -23,10 +23,15 @@
 //	                             block on first read (repr_node.go; store)
 //
 // One node type per kind of file (root.go, model.go, shard.go, file.go,
-// pending.go, repr_node.go, control.go) shares the mount's state by pointer
+// pending.go, repr_node.go) shares the mount's state by pointer
 // (state.go); a model directory's requests go to the type of its layout
 // (model_layouts.go), chosen when its node is made, so no node method
-// asks which layout it serves. Mount (mount.go) is the entry point the command line uses.
+// asks which layout it serves. Mount (mount.go) is the entry point the
+// command line uses; the FUSE connection it opens, on the transport
+// chosen, is package fs/conn's. Three families of nodes are packages of
+// their own, with the adapter as their host (its errnos, its log, its
+// attributes): .ucm/ (package fs/ucmdir), the private entries of
+// ucm-posix models (package fs/scratch), and the light layer below.
 // Between the kernel and go-fuse's bridge a thin layer (package fs/light)
 // answers listings and lookups of published files in shard directories
 // from the index with light nodes, which get a go-fuse node only when
@@ -39,8 +44,8 @@
 //
 // Each open descriptor of a request file under .ucm/ is a
 // control.Session (package control: the line protocol, bytes in and
-// out); control.go here only moves the kernel's reads and writes to it and
-// passes on the caller. .ucm/stats is the store's snapshot as JSON, the
+// out); package fs/ucmdir only moves the kernel's reads and writes to it
+// and passes on the caller. .ucm/stats is the store's snapshot as JSON, the
 // same one package metrics exports; docs/control.md is the user's
 // reference.
 //

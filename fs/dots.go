@@ -1,13 +1,9 @@
 package fs
 
 import (
-	"context"
 	"path"
-	"slices"
-	"strings"
 	"syscall"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/fs/ino"
@@ -48,19 +44,6 @@ func (s *fsState) filesDirInos(model, dir string) (self, parent uint64) {
 	}
 	return self, s.modelIno(model)
 }
-
-// Readdir lists .ucm: its dots, then its files by name.
-func (d *ucmDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	ents := dots(control.DirIno, rootIno)
-	for name, ch := range d.Children() {
-		st := ch.StableAttr()
-		ents = append(ents, fuse.DirEntry{Name: name, Mode: st.Mode, Ino: st.Ino})
-	}
-	slices.SortFunc(ents[2:], func(a, b fuse.DirEntry) int { return strings.Compare(a.Name, b.Name) })
-	return gofs.NewListDirStream(ents), 0
-}
-
-var _ = (gofs.NodeReaddirer)((*ucmDir)(nil))
 
 // rootIno is the number of the mount's root.
 const rootIno = control.RootIno

@@ -9,6 +9,7 @@ import (
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/scratch"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/transfer"
@@ -34,7 +35,6 @@ const (
 	errnoExists  = syscall.EEXIST  // the name exists
 	errnoNotDir  = syscall.ENOTDIR // a file where a directory was asked for
 	errnoBadFD   = syscall.EBADF   // a descriptor that cannot do what is asked
-	errnoTooBig  = syscall.EFBIG   // a private entry past its size bound
 	errnoBadOff  = syscall.EINVAL  // a directory offset past its listing
 	// errnoStale: a node that no longer stands for its name (a file
 	// published between the lookup that found it being written and the
@@ -46,14 +46,20 @@ const (
 	// errnoNoLock: a POSIX lock request, which the mount does not claim
 	// (vfs/flock.go; the kernel keeps those).
 	errnoNoLock = syscall.ENOTSUP
-	// errnoNoSpecial: a symlink, hard link or device node among the
-	// private entries of a ucm-posix model (scratch_node.go), which are
-	// plain files and directories.
-	errnoNoSpecial = syscall.EPERM
-	// errnoNoCopy: copy_file_range into a private file, which the kernel
-	// then does as writes, each admitted by the budget.
-	errnoNoCopy = syscall.EOPNOTSUPP
 )
+
+// scratchErrnos are the plain answers of the private entries of ucm-posix
+// models (package fs/scratch).
+var scratchErrnos = scratch.Errnos{
+	// A private entry past its size bound (scratch.MaxFile).
+	TooBig: syscall.EFBIG,
+	// A symlink, hard link or device node among them: they are plain
+	// files and directories.
+	NoSpecial: syscall.EPERM,
+	// copy_file_range into a private file, which the kernel then does as
+	// writes, each admitted by the budget.
+	NoCopy: syscall.EOPNOTSUPP,
+}
 
 // errnoRule is one line of the mapping table: errors.Is(err, target)
 // gives errno.

@@ -15,7 +15,7 @@ import (
 // modelNode is a model directory. What it shows and allows is its
 // layout's (model_layouts.go): a ucmb model always shows the 256 shard
 // directories 00..ff, a ucm-posix model the shards its store made
-// (raw_shard.go) and its private entries (model_dot.go), a files model
+// (raw_shard.go) and its private entries (package fs/scratch), a files model
 // the root of the engine's tree (files.go). The node asks its layout once
 // per request (layout) and never branches on it.
 type modelNode struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
+	"github.com/ucmfs/ucmfs/fs/scratch"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
 )
@@ -126,13 +127,13 @@ func (l ucmbModel) create(ctx context.Context, name string, flags, mode uint32, 
 
 // posixModel is a ucm-posix model: the shard directories its store made
 // (raw_shard.go), and its private entries, the names starting with '.'
-// (model_dot.go).
+// (package fs/scratch).
 type posixModel struct{ shardModel }
 
 // lookup finds a private entry or a raw shard directory.
 func (l posixModel) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if isDotName(name) {
-		return l.m.dotLookup(ctx, name, out)
+	if scratch.IsName(name) {
+		return l.m.s.scratch.Lookup(ctx, &l.m.Inode, l.m.model, name, out)
 	}
 	return l.m.rawLookup(ctx, name, out)
 }
@@ -141,14 +142,14 @@ func (l posixModel) lookup(ctx context.Context, name string, out *fuse.EntryOut)
 // shard directories of the model's widths, taken now.
 func (l posixModel) opendir(ctx context.Context) (gofs.FileHandle, uint32, syscall.Errno) {
 	m := l.m
-	ents := append(dots(m.ino, rootIno), m.dotEntries()...)
+	ents := append(dots(m.ino, rootIno), m.s.scratch.Entries(m.model)...)
 	return gofs.NewListDirStream(append(ents, m.rawReaddir()...)), 0, 0
 }
 
 // mkdir makes a private directory or a shard directory (rawMkdir).
 func (l posixModel) mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if isDotName(name) {
-		return l.m.dotMkdir(ctx, name, mode, out)
+	if scratch.IsName(name) {
+		return l.m.s.scratch.Mkdir(ctx, &l.m.Inode, l.m.model, name, mode, out)
 	}
 	return l.m.rawMkdir(ctx, name, out)
 }
@@ -156,24 +157,24 @@ func (l posixModel) mkdir(ctx context.Context, name string, mode uint32, out *fu
 // rmdir removes a private directory; a shard directory stays
 // (rawRmdir).
 func (l posixModel) rmdir(ctx context.Context, name string) syscall.Errno {
-	if isDotName(name) {
-		return l.m.dotRemove(name, true)
+	if scratch.IsName(name) {
+		return l.m.s.scratch.Remove(l.m.model, name, true)
 	}
 	return l.m.rawRmdir(ctx, name)
 }
 
 // create makes a private file; anything else is refused (EPERM).
 func (l posixModel) create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	if isDotName(name) {
-		return l.m.dotCreate(ctx, name, flags, mode, out)
+	if scratch.IsName(name) {
+		return l.m.s.scratch.Create(ctx, &l.m.Inode, l.m.model, name, flags, mode, out)
 	}
 	return l.m.dirCommon.Create(ctx, name, flags, mode, out)
 }
 
 // unlink removes a private file; anything else is refused (EPERM).
 func (l posixModel) unlink(ctx context.Context, name string) syscall.Errno {
-	if isDotName(name) {
-		return l.m.dotRemove(name, false)
+	if scratch.IsName(name) {
+		return l.m.s.scratch.Remove(l.m.model, name, false)
 	}
 	return l.shardModel.unlink(ctx, name)
 }
@@ -181,8 +182,8 @@ func (l posixModel) unlink(ctx context.Context, name string) syscall.Errno {
 // rename renames between private entries; anything else is refused
 // (EPERM).
 func (l posixModel) rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	if isDotName(name) {
-		return l.m.dotRename(name, newParent, newName, flags)
+	if scratch.IsName(name) {
+		return l.m.s.scratch.Rename(&l.m.Inode, l.m.model, name, newParent, newName, flags)
 	}
 	return l.shardModel.rename(ctx, name, newParent, newName, flags)
 }

@@ -13,8 +13,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/moby/sys/mountinfo"
 	"github.com/ucmfs/ucmfs/control"
+	"github.com/ucmfs/ucmfs/fs/conn"
 	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/store"
@@ -89,9 +89,25 @@ func (o *Options) setDefaults() {
 // maxIO is the largest read and write request (1 MiB).
 const maxIO = 1 << 20
 
+// Transports: how requests travel between the kernel and the daemon
+// (Options.Transport, --fuse-transport; package fs/conn).
+const (
+	// TransportAuto uses io_uring where the kernel offers it and else
+	// /dev/fuse, saying why in one log line.
+	TransportAuto = conn.Auto
+	// TransportUring uses FUSE over io_uring (package uring), or fails the
+	// mount.
+	TransportUring = conn.Uring
+	// TransportDev reads and writes /dev/fuse (go-fuse's own loop).
+	TransportDev = conn.Dev
+)
+
+// Transports lists the values of Options.Transport.
+var Transports = conn.Transports
+
 // Server is a mounted ucmfs.
 type Server struct {
-	conn  *connection
+	conn  *conn.Conn
 	state *fsState
 	mnt   string
 }
@@ -159,18 +175,18 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 	if !s.opts.bridgeOnly {
 		rawFS = light.NewLayer(rawFS, lightHost{s}, s.light, s.shards)
 	}
-	conn, err := connect(mnt, rawFS, &gopts.MountOptions, s.opts.Transport, s.log, &s.ring)
+	c, err := conn.Connect(mnt, rawFS, &gopts.MountOptions, s.opts.Transport, s.log, &s.ring)
 	if err != nil {
 		s.env.CloseGPUSocket()
 		return nil, fmt.Errorf("mount %s: %w", mnt, err)
 	}
-	server := &Server{conn: conn, state: s, mnt: mnt}
+	server := &Server{conn: c, state: s, mnt: mnt}
 	if s.opts.Passthrough {
 		if err := s.backing.Probe(s.store.TierDirs(), s.log); err != nil {
 			s.log.Warn("FUSE passthrough unavailable; the daemon serves reads and writes itself", "mountpoint", mnt, "err", err)
 		}
 	}
-	s.log.Info("mounted", "mountpoint", mnt, "passthrough", s.backing.Active(), "transport", conn.transportName())
+	s.log.Info("mounted", "mountpoint", mnt, "passthrough", s.backing.Active(), "transport", c.Transport())
 	return server, nil
 }
 
@@ -193,7 +209,7 @@ func checkMountpoint(mnt string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("mountpoint %s is not a directory: %w", mnt, syscall.ENOTDIR)
 	}
-	mounted, err := isMountpoint(mnt)
+	mounted, err := conn.IsMountpoint(mnt)
 	if err != nil {
 		return err
 	}
@@ -214,7 +230,7 @@ func checkMountpoint(mnt string) error {
 // Wait returns once the file system is unmounted (by Unmount or by an
 // external umount); the prefetch pool is stopped by then.
 func (s *Server) Wait() {
-	s.conn.wait()
+	s.conn.Wait()
 	s.state.env.CloseGPUSocket()
 	s.state.Close()
 }
@@ -232,7 +248,7 @@ func (s *Server) PassthroughActive() bool { return s.state.backing.Active() }
 
 // Transport says which transport serves the mount: TransportUring or
 // TransportDev.
-func (s *Server) Transport() string { return s.conn.transportName() }
+func (s *Server) Transport() string { return s.conn.Transport() }
 
 // Mountpoint is the absolute path of the mount.
 func (s *Server) Mountpoint() string { return s.mnt }
@@ -243,10 +259,10 @@ func (s *Server) Mountpoint() string { return s.mnt }
 func (s *Server) Unmount() error {
 	defer s.state.Close()
 	defer s.state.env.CloseGPUSocket()
-	if mounted, err := isMountpoint(s.mnt); err == nil && !mounted {
+	if mounted, err := conn.IsMountpoint(s.mnt); err == nil && !mounted {
 		return nil // unmounted already (an external umount)
 	}
-	err := s.conn.unmount()
+	err := s.conn.Unmount()
 	if err == nil {
 		return nil
 	}
@@ -258,17 +274,4 @@ func (s *Server) Unmount() error {
 	}
 	s.state.log.Warn("mount was busy; detached it", "mountpoint", s.mnt, "err", err)
 	return nil
-}
-
-// isMountpoint reports whether path is the mount point of a mount in this
-// mount namespace (the mount table, /proc/thread-self/mountinfo).
-func isMountpoint(path string) (bool, error) {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
-	}
-	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(path))
-	if err != nil {
-		return false, fmt.Errorf("checking the mountpoint: %w", err)
-	}
-	return len(mounts) > 0, nil
 }

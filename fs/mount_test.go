@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/fs/conn"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
@@ -136,7 +137,7 @@ func TestUnmount(t *testing.T) {
 	if err := m.srv.Unmount(); err != nil {
 		t.Fatalf("busy unmount: %v", err)
 	}
-	if mounted, _ := isMountpoint(m.mnt); mounted {
+	if mounted, _ := conn.IsMountpoint(m.mnt); mounted {
 		t.Fatal("still mounted after Unmount")
 	}
 	f.Close()

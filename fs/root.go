@@ -10,6 +10,7 @@ import (
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
+	"github.com/ucmfs/ucmfs/fs/ucmdir"
 	"github.com/ucmfs/ucmfs/store"
 )
 
@@ -42,7 +43,8 @@ func newRoot(s *fsState) *rootNode {
 
 // OnAdd builds the static .ucm subtree.
 func (r *rootNode) OnAdd(ctx context.Context) {
-	ucm := newUCMDir(r.s)
+	ucm := ucmdir.New(ucmdir.Config{Host: ucmHost{r.s}, Env: r.s.env, Store: r.s.store, Access: r.s.control,
+		Open: &r.s.reading, Log: r.s.log, EntryTTL: r.s.opts.EntryTTL, Mounted: r.s.mounted})
 	ch := r.NewPersistentInode(ctx, ucm, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: control.DirIno})
 	r.AddChild(ucmName, ch, false)
 }
@@ -147,4 +149,22 @@ func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return r.s.fail("rmdir", name, err)
 	}
 	return 0
+}
+
+// ucmName is the control directory's name in the root.
+const ucmName = control.Dir
+
+// ucmHost is the adapter as the control directory sees it (ucmdir.Host).
+type ucmHost struct{ s *fsState }
+
+func (h ucmHost) Fail(op, path string, err error) syscall.Errno { return h.s.fail(op, path, err) }
+func (h ucmHost) Errno(err error) syscall.Errno                 { return toErrno(err) }
+func (h ucmHost) Uid(ctx context.Context) uint32                { return callerProc(ctx).Uid }
+func (h ucmHost) DirAttr(a *fuse.Attr, nlink uint32)            { h.s.dirAttr(a, nlink) }
+func (h ucmHost) Node() ucmdir.Common                           { return common{s: h.s} }
+func (h ucmHost) Dir(what string) ucmdir.DirNode {
+	return dirCommon{common: common{s: h.s}, what: what}
+}
+func (h ucmHost) FileAttr(a *fuse.Attr, size int64, mtime time.Time, perm uint32) {
+	h.s.fileAttr(a, size, mtime, perm)
 }

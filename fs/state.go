@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -15,6 +16,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
+	"github.com/ucmfs/ucmfs/fs/scratch"
 	"github.com/ucmfs/ucmfs/fs/uring"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
@@ -53,14 +55,11 @@ type fsState struct {
 	root     *gofs.Inode                 // the root node, once mounted
 	server   atomic.Pointer[fuse.Server] // the FUSE server, once it has started
 	rootNode gofs.InodeEmbedder
-	// scratchDir holds the private entries of ucm-posix models
-	// (model_dot.go).
-	scratchDir scratchRoot
-	// scratchUse is what the private entries take of the memory tier
-	// (vfs/scratch_budget.go).
-	scratchUse vfs.ScratchBudget
-	listed     vfs.UserBudget // names the listings of open directories hold (vfs/user_budget.go)
-	reading    vfs.UserBudget // open handles of published files
+	// scratch holds the private entries of ucm-posix models, and what
+	// they take of the memory tier (package fs/scratch).
+	scratch *scratch.Dir
+	listed  vfs.UserBudget // names the listings of open directories hold (vfs/user_budget.go)
+	reading vfs.UserBudget // open handles of published files
 
 	seq          atomic.Uint64 // numbers of files being written
 	daemonReads  atomic.Int64  // read requests the daemon served (none with passthrough)
@@ -100,6 +99,8 @@ func newState(st *store.Store, opts Options) *fsState {
 		listed:  vfs.NewListingBudget(),
 		reading: vfs.NewReadBudget(),
 	}
+	s.scratch = scratch.New(scratchHost{s}, scratchErrnos, errCrossDir,
+		func() string { return st.TierDirs()[store.MemoryTier] })
 	s.descs = &vfs.Descriptors{Store: st, Cache: s.opens, Backing: &s.backing, Log: s.log}
 	s.kernel = light.NewPruner(opts.KernelNodes, s.light, s.log,
 		func() *gofs.Inode { return s.root }, func() *fuse.Server { return s.server.Load() })
@@ -172,4 +173,16 @@ func (s *fsState) fileAttr(a *fuse.Attr, size int64, mtime time.Time, perm uint3
 	a.Blksize = 4096
 	a.Owner = fuse.Owner{Uid: s.uid, Gid: s.gid}
 	a.SetTimes(&mtime, &mtime, &mtime)
+}
+
+// scratchHost is the adapter as the private entries see it
+// (scratch.Host).
+type scratchHost struct{ s *fsState }
+
+func (h scratchHost) Fail(op, path string, err error) syscall.Errno { return h.s.fail(op, path, err) }
+func (h scratchHost) Errno(err error) syscall.Errno                 { return toErrno(err) }
+func (h scratchHost) Root() gofs.InodeEmbedder                      { return h.s.rootNode }
+func (h scratchHost) Caller(ctx context.Context) (uid, gid uint32) {
+	p := callerProc(ctx)
+	return p.Uid, p.Gid
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ucmfs/ucmfs/fs/scratch"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/ucmfs/ucmfs/vfs"
@@ -87,7 +88,7 @@ func TestModelsPerUserBounded(t *testing.T) {
 
 // TestScratchBoundedAndOwned: the private entries of a ucm-posix model
 // (UCM's GC lease files) belong to who made them, and one cannot grow past
-// maxScratchFile: they live in the memory tier's tmpfs, which the blocks
+// scratch.MaxFile: they live in the memory tier's tmpfs, which the blocks
 // need.
 func TestScratchBoundedAndOwned(t *testing.T) {
 	m := newOpenMount(t, Options{Passthrough: true})
@@ -117,8 +118,8 @@ func TestScratchBoundedAndOwned(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.Write(make([]byte, maxScratchFile+1)); !errors.Is(err, syscall.EFBIG) {
-		t.Errorf("a private file past %d bytes: %v, want EFBIG", maxScratchFile, err)
+	if _, err := f.Write(make([]byte, scratch.MaxFile+1)); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("a private file past %d bytes: %v, want EFBIG", scratch.MaxFile, err)
 	}
 	if err := f.Truncate(64 << 20); !errors.Is(err, syscall.EFBIG) {
 		t.Errorf("a truncate to 64 MiB: %v, want EFBIG", err)

@@ -13,6 +13,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/ucmfs/ucmfs/fs/conn"
 	"github.com/ucmfs/ucmfs/fs/uring"
 )
 
@@ -116,7 +117,7 @@ func TestTransportInterrupt(t *testing.T) {
 				root.AddChild("stuck", root.NewPersistentInode(ctx, f, gofs.StableAttr{Ino: 2}), false)
 			}})
 			mnt := t.TempDir()
-			c, err := connect(mnt, raw, &fuse.MountOptions{DirectMount: true, MaxWrite: maxIO, FsName: "ucmfs-test",
+			c, err := conn.Connect(mnt, raw, &fuse.MountOptions{DirectMount: true, MaxWrite: maxIO, FsName: "ucmfs-test",
 				Name: "ucmfs-test", DisableSplice: true}, ask, testLogger(), new(atomic.Pointer[uring.Transport]))
 			if err != nil {
 				t.Fatal(err)
@@ -125,7 +126,7 @@ func TestTransportInterrupt(t *testing.T) {
 			mounted.dirs = append(mounted.dirs, mnt)
 			mounted.Unlock()
 			defer func() {
-				if err := c.unmount(); err != nil {
+				if err := c.Unmount(); err != nil {
 					t.Errorf("unmount: %v", err)
 				}
 			}()

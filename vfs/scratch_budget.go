@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The private entries of ucm-posix models (fs/model_dot.go) live in the
+// The private entries of ucm-posix models (fs/scratch/dir.go) live in the
 // memory tier's tmpfs, which the blocks need, and any user who may write
 // in a model may make them: 585 files of 1 MiB by another user filled it,
 // and every user's writes failed with ENOSPC. So what they take is

@@ -74,7 +74,7 @@ const (
 	Block   Tag = 3
 	Repr    Tag = 4
 	Pending Tag = 5
-	Scratch Tag = 6 // private entries of a ucm-posix model (fs/model_dot.go)
+	Scratch Tag = 6 // private entries of a ucm-posix model (fs/scratch/dir.go)
 	TreeDir Tag = 7 // a directory of a files model (fs/files.go)
 )
 

@@ -1,4 +1,4 @@
-package fs
+package ucmdir
 
 import (
 	"context"
@@ -18,7 +18,8 @@ import (
 // gpuSockLink is .ucm/gpu.sock, a symbolic link to the GPU socket.
 type gpuSockLink struct {
 	gofs.Inode
-	common
+	Common
+	x      *Config
 	target string
 	perm   uint32 // its row's mode (0777, as for any link)
 }
@@ -35,7 +36,7 @@ func (l *gpuSockLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 
 // Getattr describes the link.
 func (l *gpuSockLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	l.s.fileAttr(&out.Attr, int64(len(l.target)), l.s.mounted, l.perm)
+	l.x.Host.FileAttr(&out.Attr, int64(len(l.target)), l.x.Mounted, l.perm)
 	out.Mode = syscall.S_IFLNK | l.perm
 	out.Blocks = 0
 	return 0

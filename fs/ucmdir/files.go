@@ -1,4 +1,4 @@
-package fs
+package ucmdir
 
 import (
 	"context"
@@ -14,76 +14,12 @@ import (
 	"github.com/ucmfs/ucmfs/vfs"
 )
 
-// ucmName is the control directory's name in the root.
-const ucmName = control.Dir
-
-// ucmDir is <mnt>/.ucm/, the control directory. Its files are a static
-// subtree built in OnAdd, with numbers from the reserved range.
-type ucmDir struct {
-	gofs.Inode
-	dirCommon
-}
-
-var (
-	_ = (gofs.NodeOnAdder)((*ucmDir)(nil))
-	_ = (gofs.NodeGetattrer)((*ucmDir)(nil))
-	_ = (gofs.NodeCreater)((*ucmDir)(nil))
-	_ = (gofs.NodeUnlinker)((*ucmDir)(nil))
-	_ = (gofs.NodeMkdirer)((*ucmDir)(nil))
-	_ = (gofs.NodeRmdirer)((*ucmDir)(nil))
-	_ = (gofs.NodeRenamer)((*ucmDir)(nil))
-	_ = (gofs.NodeStatfser)((*ucmDir)(nil))
-)
-
-func newUCMDir(s *fsState) *ucmDir {
-	return &ucmDir{dirCommon: dirCommon{common: common{s: s}, what: ucmName}}
-}
-
-// OnAdd adds the files of control's table (control.Files): a session
-// file per Requests row, the stats snapshot, the link to the GPU socket,
-// each with the row's inode number.
-func (d *ucmDir) OnAdd(ctx context.Context) {
-	for _, spec := range control.Files(d.s.env) {
-		var node gofs.InodeEmbedder
-		mode := uint32(syscall.S_IFREG)
-		switch spec.Kind {
-		case control.Requests, control.Stream:
-			node = &controlFile{common: common{s: d.s}, spec: spec}
-		case control.Snapshot:
-			node = &statsFile{common: common{s: d.s}, perm: spec.Perm}
-		case control.SocketLink:
-			node = &gpuSockLink{common: common{s: d.s}, target: d.s.env.GPUSocket().Path(), perm: spec.Perm}
-			mode = syscall.S_IFLNK
-		default:
-			d.s.log.Error("control file of an unknown kind", "file", spec.Name, "kind", spec.Kind)
-			continue
-		}
-		d.AddChild(spec.Name, d.NewPersistentInode(ctx, node, gofs.StableAttr{Mode: mode, Ino: spec.Ino}), false)
-	}
-}
-
-// Getattr describes the control directory.
-func (d *ucmDir) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	d.s.dirAttr(&out.Attr, 2)
-	out.SetTimeout(d.s.opts.EntryTTL)
-	return 0
-}
-
-// Mkdir is refused in the control directory.
-func (d *ucmDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, d.s.fail("mkdir", ucmName+"/"+name, store.ErrImmutable)
-}
-
-// Rmdir is refused in the control directory.
-func (d *ucmDir) Rmdir(ctx context.Context, name string) syscall.Errno {
-	return d.s.fail("rmdir", ucmName+"/"+name, store.ErrImmutable)
-}
-
 // statsFile is .ucm/stats: a JSON snapshot of the stack's and the
-// mount's counters (mountStats), taken at each open, read-only.
+// mount's counters (store.Store.Snapshot), taken at each open, read-only.
 type statsFile struct {
 	gofs.Inode
-	common
+	Common
+	x    *Config
 	perm uint32 // its row's mode (0444)
 }
 
@@ -96,9 +32,9 @@ var (
 
 // snapshot is the file's content now.
 func (f *statsFile) snapshot() []byte {
-	b, err := json.MarshalIndent(f.s.store.Snapshot(), "", "  ")
+	b, err := json.MarshalIndent(f.x.Store.Snapshot(), "", "  ")
 	if err != nil {
-		f.s.log.Error("stats: encoding", "err", err)
+		f.x.Log.Error("stats: encoding", "err", err)
 		return nil
 	}
 	return append(b, '\n')
@@ -111,13 +47,13 @@ func (f *statsFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.A
 	if h, ok := fh.(*bytesHandle); ok {
 		size = len(h.data)
 	}
-	f.s.fileAttr(&out.Attr, int64(size), time.Now(), f.perm)
+	f.x.Host.FileAttr(&out.Attr, int64(size), time.Now(), f.perm)
 	return 0
 }
 
 // Setattr is refused.
 func (f *statsFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return f.s.fail("setattr", ucmName+"/stats", store.ErrImmutable)
+	return f.x.Host.Fail("setattr", ucmName+"/stats", store.ErrImmutable)
 }
 
 // Open takes the snapshot this descriptor reads; writing is EACCES. Any
@@ -125,13 +61,13 @@ func (f *statsFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.Se
 // (vfs/user_budget.go), as the snapshot is the daemon's memory.
 func (f *statsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		return nil, 0, f.s.fail("open", ucmName+"/stats", line.ErrAccess)
+		return nil, 0, f.x.Host.Fail("open", ucmName+"/stats", line.ErrAccess)
 	}
-	uid := callerProc(ctx).Uid
-	if err := f.s.reading.Hold(uid, 1); err != nil {
-		return nil, 0, f.s.fail("open", ucmName+"/stats", err)
+	uid := f.x.Host.Uid(ctx)
+	if err := f.x.Open.Hold(uid, 1); err != nil {
+		return nil, 0, f.x.Host.Fail("open", ucmName+"/stats", err)
 	}
-	return &bytesHandle{data: f.snapshot(), held: &f.s.reading, uid: uid}, fuse.FOPEN_DIRECT_IO, 0
+	return &bytesHandle{data: f.snapshot(), held: f.x.Open, uid: uid}, fuse.FOPEN_DIRECT_IO, 0
 }
 
 // bytesHandle reads a byte slice fixed at open; it gives back the open
@@ -164,14 +100,15 @@ func (h *bytesHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 	return fuse.ReadResultData(h.data[off:min(int64(len(h.data)), off+int64(len(dest)))]), 0
 }
 
-// Flush has nothing to do (see readHandle.Flush for why it exists).
+// Flush has nothing to do (see package fs's readHandle.Flush for why it exists).
 func (h *bytesHandle) Flush(ctx context.Context) syscall.Errno { return 0 }
 
 // controlFile is the node of a session control file (package control):
 // each open descriptor is one control.Session.
 type controlFile struct {
 	gofs.Inode
-	common
+	Common
+	x    *Config
 	spec control.File
 }
 
@@ -189,8 +126,8 @@ func (f *controlFile) path() string { return ucmName + "/" + f.spec.Name }
 // Getattr describes the file: size 0, mode 0600 for the mounting user, or
 // 0660 with the control group (Options.ControlGroup).
 func (f *controlFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	f.s.fileAttr(&out.Attr, 0, f.s.mounted, f.s.control.Perm)
-	out.Owner.Gid = f.s.control.Gid
+	f.x.Host.FileAttr(&out.Attr, 0, f.x.Mounted, f.x.Access.Perm)
+	out.Owner.Gid = f.x.Access.Gid
 	return 0
 }
 
@@ -200,7 +137,7 @@ func (f *controlFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse
 func (f *controlFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	sz, sized := in.GetSize()
 	if in.Valid&(fuse.FATTR_MODE|fuse.FATTR_UID|fuse.FATTR_GID) != 0 || (sized && sz != 0) {
-		return f.s.fail("setattr", f.path(), store.ErrImmutable)
+		return f.x.Host.Fail("setattr", f.path(), store.ErrImmutable)
 	}
 	return f.Getattr(ctx, fh, out)
 }
@@ -208,29 +145,29 @@ func (f *controlFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.
 // Access answers access(2) with the same rule as Open.
 func (f *controlFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 	if mask&1 != 0 { // X_OK
-		return toErrno(line.ErrAccess)
+		return f.x.Host.Errno(line.ErrAccess)
 	}
-	c, err := f.s.controlCreds(ctx, false)
+	c, err := f.x.creds(ctx, false)
 	if err == nil {
 		c.Close()
 	}
-	return toErrno(err)
+	return f.x.Host.Errno(err)
 }
 
 // Open starts a session. The opener must be the mounting user, root, or
 // a member of the control group; the session keeps its credentials
 // (controlCreds).
 func (f *controlFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	c, err := f.s.controlCreds(ctx, f.spec.Paths)
+	c, err := f.x.creds(ctx, f.spec.Paths)
 	if err != nil {
-		return nil, 0, f.s.fail("open", f.path(), err)
+		return nil, 0, f.x.Host.Fail("open", f.path(), err)
 	}
 	if f.spec.Kind == control.Stream {
-		es, err := f.s.env.OpenEvents(c)
+		es, err := f.x.Env.OpenEvents(c)
 		if err != nil {
-			return nil, 0, f.s.fail("open", f.path(), err)
+			return nil, 0, f.x.Host.Fail("open", f.path(), err)
 		}
-		return &eventsHandle{s: f.s, path: f.path(), es: es}, fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NONSEEKABLE, 0
+		return &eventsHandle{x: f.x, path: f.path(), es: es}, fuse.FOPEN_DIRECT_IO | fuse.FOPEN_NONSEEKABLE, 0
 	}
 	// A session of a file whose requests name paths holds two
 	// descriptors of the daemon (the opener's root and working
@@ -239,27 +176,27 @@ func (f *controlFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 	held := 0
 	if c.Root() >= 0 {
 		held = 2
-		if err := f.s.reading.Hold(c.Uid, held); err != nil {
+		if err := f.x.Open.Hold(c.Uid, held); err != nil {
 			c.Close()
-			return nil, 0, f.s.fail("open", f.path(), err)
+			return nil, 0, f.x.Host.Fail("open", f.path(), err)
 		}
 	}
-	ss, err := f.spec.OpenAs(f.s.env, c)
+	ss, err := f.spec.OpenAs(f.x.Env, c)
 	if err != nil {
-		f.s.reading.Free(c.Uid, held)
-		return nil, 0, f.s.fail("open", f.path(), err)
+		f.x.Open.Free(c.Uid, held)
+		return nil, 0, f.x.Host.Fail("open", f.path(), err)
 	}
-	return &sessionHandle{s: f.s, path: f.path(), ss: ss, uid: c.Uid, held: held}, fuse.FOPEN_DIRECT_IO, 0
+	return &sessionHandle{x: f.x, path: f.path(), ss: ss, uid: c.Uid, held: held}, fuse.FOPEN_DIRECT_IO, 0
 }
 
 // sessionHandle is one open descriptor of a control file: the kernel's
 // reads and writes of it are the session's (control.Session).
 type sessionHandle struct {
-	s    *fsState
+	x    *Config
 	path string
 	ss   *control.Session
 	uid  uint32 // the opener
-	held int    // the open files it is charged (fsState.reading)
+	held int    // the open files it is charged (Config.Open)
 }
 
 var (
@@ -275,7 +212,7 @@ var (
 func (h *sessionHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	n, err := h.ss.Write(withCaller(ctx), data)
 	if err != nil {
-		return uint32(n), h.s.fail("write", h.path, err)
+		return uint32(n), h.x.Host.Fail("write", h.path, err)
 	}
 	return uint32(n), 0
 }
@@ -284,12 +221,12 @@ func (h *sessionHandle) Write(ctx context.Context, data []byte, off int64) (uint
 func (h *sessionHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := h.ss.Read(withCaller(ctx), dest)
 	if err != nil {
-		return nil, h.s.fail("read", h.path, err)
+		return nil, h.x.Host.Fail("read", h.path, err)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }
 
-// Flush has nothing to do (see readHandle.Flush for why it exists).
+// Flush has nothing to do (see package fs's readHandle.Flush for why it exists).
 func (h *sessionHandle) Flush(ctx context.Context) syscall.Errno { return 0 }
 
 // Fsync has nothing to do: every request is answered when written.
@@ -298,7 +235,7 @@ func (h *sessionHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 // Release ends the session and gives back the open files it held.
 func (h *sessionHandle) Release(ctx context.Context) syscall.Errno {
 	h.ss.Close()
-	h.s.reading.Free(h.uid, h.held)
+	h.x.Open.Free(h.uid, h.held)
 	return 0
 }
 

@@ -1,35 +1,36 @@
-package fs
+package conn
 
 import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/moby/sys/mountinfo"
 	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/fs/uring"
 )
 
 // Transports: how requests travel between the kernel and the daemon
-// (Options.Transport, --fuse-transport).
+// (fs.Options.Transport, --fuse-transport).
 const (
-	// TransportAuto uses io_uring where the kernel offers it and else
-	// /dev/fuse, saying why in one log line.
-	TransportAuto = "auto"
-	// TransportUring uses FUSE over io_uring (package uring), or fails the
-	// mount.
-	TransportUring = "uring"
-	// TransportDev reads and writes /dev/fuse (go-fuse's own loop).
-	TransportDev = "dev"
+	// Auto uses io_uring where the kernel offers it and else /dev/fuse,
+	// saying why in one log line.
+	Auto = "auto"
+	// Uring uses FUSE over io_uring (package uring), or fails the mount.
+	Uring = "uring"
+	// Dev reads and writes /dev/fuse (go-fuse's own loop).
+	Dev = "dev"
 )
 
-// Transports lists the values of Options.Transport.
-var Transports = []string{TransportAuto, TransportUring, TransportDev}
+// Transports lists the transports Connect takes.
+var Transports = []string{Auto, Uring, Dev}
 
-// connection is a mount's FUSE connection, served on one transport.
-type connection struct {
+// Conn is a mount's FUSE connection, served on one transport.
+type Conn struct {
 	// srv answered INIT; it sends notifications and registers passthrough
 	// backing files on either transport.
 	srv *fuse.Server
@@ -39,20 +40,20 @@ type connection struct {
 	mnt  string
 }
 
-// connect mounts fs at mnt and serves it on the transport asked for.
+// Connect mounts fs at mnt and serves it on the transport asked for.
 // ring is given the io_uring transport, if that is the one, before it
 // serves the first request (vfs/flock.go).
-func connect(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, transport string, log *slog.Logger, ring *atomic.Pointer[uring.Transport]) (*connection, error) {
+func Connect(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, transport string, log *slog.Logger, ring *atomic.Pointer[uring.Transport]) (*Conn, error) {
 	switch transport {
-	case "", TransportAuto, TransportUring:
-	case TransportDev:
+	case "", Auto, Uring:
+	case Dev:
 		return connectDev(mnt, fs, o)
 	default:
 		return nil, fmt.Errorf("FUSE transport %q: want one of %v", transport, Transports)
 	}
 	t, err := uring.Prepare(uring.Options{MaxWrite: o.MaxWrite, Logger: log, Mountpoint: mnt})
 	if err == nil {
-		var c *connection
+		var c *Conn
 		if c, err = connectRing(mnt, fs, o, t, log, ring); err == nil {
 			return c, nil
 		}
@@ -61,7 +62,7 @@ func connect(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, transport 
 			return nil, err
 		}
 	}
-	if transport == TransportUring {
+	if transport == Uring {
 		return nil, fmt.Errorf("FUSE transport uring: %w", err)
 	}
 	log.Info("FUSE over io_uring not used; requests go through /dev/fuse", "why", err.Error())
@@ -69,17 +70,17 @@ func connect(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, transport 
 }
 
 // connectDev mounts fs at mnt and serves it with go-fuse's /dev/fuse loop.
-func connectDev(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions) (*connection, error) {
+func connectDev(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions) (*Conn, error) {
 	srv, err := light.Serve(mnt, fs, o)
 	if err != nil {
 		return nil, err
 	}
-	return &connection{srv: srv, mnt: mnt}, nil
+	return &Conn{srv: srv, mnt: mnt}, nil
 }
 
 // connectRing mounts with mount(2), has go-fuse answer INIT (asking for
 // io_uring) on the connection's descriptor, and serves the rest with t.
-func connectRing(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, t *uring.Transport, log *slog.Logger, ring *atomic.Pointer[uring.Transport]) (*connection, error) {
+func connectRing(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, t *uring.Transport, log *slog.Logger, ring *atomic.Pointer[uring.Transport]) (*Conn, error) {
 	fd, err := uring.Mount(mnt, o)
 	if err != nil {
 		return nil, err
@@ -107,11 +108,11 @@ func connectRing(mnt string, fs fuse.RawFileSystem, o *fuse.MountOptions, t *uri
 	case !offered:
 		log.Warn("FUSE over io_uring not in use: the kernel did not offer it at INIT; requests go through /dev/fuse", "mountpoint", mnt)
 	}
-	return &connection{srv: srv, ring: t, mnt: mnt}, uring.PollHack(mnt)
+	return &Conn{srv: srv, ring: t, mnt: mnt}, uring.PollHack(mnt)
 }
 
-// wait returns once the file system is unmounted and its loops stopped.
-func (c *connection) wait() {
+// Wait returns once the file system is unmounted and its loops stopped.
+func (c *Conn) Wait() {
 	if c.ring == nil {
 		c.srv.Wait()
 		return
@@ -119,10 +120,10 @@ func (c *connection) wait() {
 	c.ring.Wait()
 }
 
-// unmount unmounts the file system and waits for its loops to stop. A
+// Unmount unmounts the file system and waits for its loops to stop. A
 // busy mount is retried a few times, as go-fuse does, for the kernel to
 // see the last files closed.
-func (c *connection) unmount() error {
+func (c *Conn) Unmount() error {
 	if c.ring == nil {
 		return c.srv.Unmount()
 	}
@@ -139,10 +140,23 @@ func (c *connection) unmount() error {
 	return err
 }
 
-// transportName says which transport serves the mount, for the log.
-func (c *connection) transportName() string {
+// Transport says which transport serves the mount: Uring or Dev.
+func (c *Conn) Transport() string {
 	if c.ring != nil && c.ring.InRing() {
-		return TransportUring
+		return Uring
 	}
-	return TransportDev
+	return Dev
+}
+
+// IsMountpoint reports whether path is the mount point of a mount in this
+// mount namespace (the mount table, /proc/thread-self/mountinfo).
+func IsMountpoint(path string) (bool, error) {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(path))
+	if err != nil {
+		return false, fmt.Errorf("checking the mountpoint: %w", err)
+	}
+	return len(mounts) > 0, nil
 }

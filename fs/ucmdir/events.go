@@ -1,4 +1,4 @@
-package fs
+package ucmdir
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // stream's lines, its writes move the stream's position
 // (control.EventStream).
 type eventsHandle struct {
-	s    *fsState
+	x    *Config
 	path string
 	es   *control.EventStream
 }
@@ -30,10 +30,10 @@ var (
 func (h *eventsHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := h.es.Read(withCaller(ctx), dest, control.EventWait)
 	if err != nil {
-		return nil, h.s.fail("read", h.path, err)
+		return nil, h.x.Host.Fail("read", h.path, err)
 	}
 	if n == 0 && ctx.Err() != nil {
-		return nil, toErrno(ctx.Err())
+		return nil, h.x.Host.Errno(ctx.Err())
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }
@@ -42,7 +42,7 @@ func (h *eventsHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.R
 func (h *eventsHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	n, err := h.es.Write(withCaller(ctx), data)
 	if err != nil {
-		return 0, h.s.fail("write", h.path, err)
+		return 0, h.x.Host.Fail("write", h.path, err)
 	}
 	return uint32(n), 0
 }
