@@ -117,3 +117,34 @@ func TestFaults(t *testing.T) {
 		t.Fatalf("sync after the cut: %v, want EIO", err)
 	}
 }
+
+// TestTornKeepsLatestXattrs: a durable name whose latest bytes were never
+// synced comes back, with Torn, as a prefix of those bytes, and with the
+// xattrs set on it last (metadata, which a journaling filesystem commits
+// with the names). It came back empty and without them: Restore read
+// the latest file at its path after it had cleared the directory.
+func TestTornKeepsLatestXattrs(t *testing.T) {
+	dir, d, fs := openDisk(t)
+	d.Torn = true
+	d.TornLen = func(n int) int { return n / 2 }
+	write(t, fs, "f", "latest bytes, never synced", false)
+	if err := unix.Setxattr(filepath.Join(dir, "f"), "user.crc", []byte("1234"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SyncDir("."); err != nil {
+		t.Fatal(err)
+	}
+	d.PowerCut()
+	fs.Close()
+	if err := d.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "f")
+	if got, err := os.ReadFile(p); err != nil || string(got) != "latest bytes," {
+		t.Errorf("f after the cut: %q %v, want the torn prefix %q", got, err, "latest bytes,")
+	}
+	val := make([]byte, 16)
+	if n, err := unix.Getxattr(p, "user.crc", val); err != nil || string(val[:n]) != "1234" {
+		t.Errorf("f's xattr after the cut: %q %v, want the latest, %q", val[:max(n, 0)], err, "1234")
+	}
+}

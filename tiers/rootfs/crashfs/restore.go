@@ -17,21 +17,31 @@ func (d *Disk) Restore() error {
 	defer d.ops.Unlock()
 	d.cut.Store(true)
 	d.mu.Lock()
-	now := map[ident]string{}
-	current(d.dir, now)
-	ents, err := os.ReadDir(d.dir)
-	if err != nil {
-		d.mu.Unlock()
-		return err
+	// What the directory holds now is moved aside, not removed: a torn
+	// file is made from its latest bytes, with its latest xattrs.
+	latest := filepath.Join(d.shadow, "latest")
+	err := os.RemoveAll(latest)
+	if err == nil {
+		err = os.Mkdir(latest, 0o700)
+	}
+	var ents []os.DirEntry
+	if err == nil {
+		ents, err = os.ReadDir(d.dir)
 	}
 	for _, e := range ents {
-		if err := os.RemoveAll(filepath.Join(d.dir, e.Name())); err != nil {
-			d.mu.Unlock()
-			return err
+		if err == nil {
+			err = os.Rename(filepath.Join(d.dir, e.Name()), filepath.Join(latest, e.Name()))
 		}
 	}
-	err = d.make(d.root, d.dir, map[ident]string{}, now)
+	now := map[ident]string{}
+	current(latest, now)
+	if err == nil {
+		err = d.make(d.root, d.dir, map[ident]string{}, now)
+	}
 	d.mu.Unlock()
+	if err == nil {
+		err = os.RemoveAll(latest)
+	}
 	if err != nil {
 		return err
 	}
