@@ -17,12 +17,20 @@ import (
 // crashStack builds a stack over a directory tier on a crash disk.
 func crashStack(t *testing.T, cfg StackConfig) (*Stack, *crashfs.Disk) {
 	t.Helper()
+	disk, dc := crashDir(t)
+	return buildStack(t, cfg, MemConfig{Capacity: 8 << 20}, dc), disk
+}
+
+// crashDir makes a crash disk and the configuration of an nvme tier on
+// it that fsyncs only what it is asked to.
+func crashDir(t *testing.T) (*crashfs.Disk, DirConfig) {
+	t.Helper()
 	disk, err := crashfs.New(filepath.Join(t.TempDir(), "nvme"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	no := false
-	return buildStack(t, cfg, MemConfig{Capacity: 8 << 20}, DirConfig{Kind: "nvme", Dir: disk.Dir(), SyncOnCommit: &no, OpenFS: disk.Open}), disk
+	return disk, DirConfig{Kind: "nvme", Dir: disk.Dir(), SyncOnCommit: &no, OpenFS: disk.Open}
 }
 
 // putFile publishes data as a new version of the File k.
@@ -45,14 +53,11 @@ func putFile(s *Stack, k format.Key, data []byte, durable bool) error {
 // written back, and a durable publish of a new version over it whose
 // fsync fails (EDQUOT): the name is what it was (the old version), as
 // after a failed rename(2). It was gone: memory dropped the old version
-// when the new one took its place, and no tier had its file to restore.
-//
-// Not fixed yet (the skip says where): the durable write-back of the new
-// version renames it over the old one's file on the tier before its
-// fsync (writeBackOnce, then syncKey), so when the fsync fails the old
-// version is gone from the tier too, and the revert removes the new.
+// when the new one took its place, and no tier had its file to restore;
+// and where a tier had it, the durable write-back renamed the new
+// version over it before its fsync. The old version is written back
+// first now (keepReplaced), and a new version fsynced before its rename.
 func TestFailedDurableReplaceKeepsMemoryVersion(t *testing.T) {
-	t.Skip("soak finding, open: a failed fsync of a durable new version loses the name (move_writeback.go renames before it fsyncs)")
 	s, disk := crashStack(t, StackConfig{DirtyExpire: time.Hour})
 	k := format.FileKey("files", "d1/f3.bin")
 	if err := putFile(s, k, []byte("the old version, in memory only"), false); err != nil {

@@ -291,6 +291,9 @@ func (w *dirWriter) commitFS(opts tier.CommitOptions) (info tier.Info, keep bool
 	info, added = tier.InfoOf(&rec), true
 	if sync {
 		if err := tier.SyncDir(t.fs, path.Dir(dst)); err != nil {
+			if replacing {
+				return info, false, fmt.Errorf("published %s: %w: %w", w.key, tier.ErrUnsynced, err)
+			}
 			return info, false, fmt.Errorf("published %s, but: %w", w.key, err)
 		}
 	}
