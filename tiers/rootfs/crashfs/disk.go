@@ -32,6 +32,10 @@ type Disk struct {
 	mu    sync.Mutex
 	files map[ident]image            // the durable bytes of each file
 	dirs  map[ident]map[string]entry // the durable entries of each directory
+	// attrs: the xattrs of each file as of the last sync of a directory
+	// naming it (metadata, committed with the names), for a file gone
+	// since (renamed over, unlinked) whose durable name still is its.
+	attrs map[ident]map[string][]byte
 	root  ident
 	seq   int
 }

@@ -148,3 +148,35 @@ func TestTornKeepsLatestXattrs(t *testing.T) {
 		t.Errorf("f's xattr after the cut: %q %v, want the latest, %q", val[:max(n, 0)], err, "1234")
 	}
 }
+
+// TestNameKeepsXattrsOfItsSync: a file whose name a directory's sync made
+// durable, its bytes never synced, then renamed over (its inode gone)
+// before the cut, comes back empty with the xattrs it had at that sync.
+// It came back without them.
+func TestNameKeepsXattrsOfItsSync(t *testing.T) {
+	dir, d, fs := openDisk(t)
+	write(t, fs, "f", "bytes never synced", false)
+	if err := unix.Setxattr(filepath.Join(dir, "f"), "user.crc", []byte("1234"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SyncDir("."); err != nil {
+		t.Fatal(err)
+	}
+	write(t, fs, "g", "the next version", false)
+	if err := fs.Rename("g", "f", 0); err != nil {
+		t.Fatal(err)
+	}
+	d.PowerCut()
+	fs.Close()
+	if err := d.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "f")
+	if got, err := os.ReadFile(p); err != nil || len(got) != 0 {
+		t.Errorf("f after the cut: %q %v, want it empty", got, err)
+	}
+	val := make([]byte, 16)
+	if n, err := unix.Getxattr(p, "user.crc", val); err != nil || string(val[:n]) != "1234" {
+		t.Errorf("f's xattr after the cut: %q %v, want the one of its sync, %q", val[:max(n, 0)], err, "1234")
+	}
+}
