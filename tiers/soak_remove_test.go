@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -55,5 +56,33 @@ func TestRemoveWhileTierDownIsNotDone(t *testing.T) {
 		if _, err := s.Open(k); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("open after the removal: %v, want not found", err)
 		}
+	}
+}
+
+// TestNoTierOperationAfterClose: a Writer of a directory tier used after
+// the stack's Close is refused, and the clean-up of its temp file,
+// which runs in the background, does not act on the directory after the
+// Close: the next start removes the temp file. It unlinked it after the
+// Close (the soak met such an unlink in a directory the next stack over
+// the same disk had opened, seed 1796649779445888009).
+func TestNoTierOperationAfterClose(t *testing.T) {
+	s, disk := crashStack(t, StackConfig{})
+	k, data := testBlock("m", 1, 1000)
+	w, err := s.dirs[0].Create(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(CommitOptions{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("commit after the close: %v, want ErrClosed", err)
+	}
+	s.dirs[0].WaitCleanups()
+	if late := disk.Late(); len(late) > 0 {
+		t.Fatalf("the tier directory was used after the close: %q", late)
 	}
 }

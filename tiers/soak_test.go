@@ -126,6 +126,7 @@ func (sr *soakRun) fail(format string, args ...any) {
 
 // start builds the stack over the disk, its settings drawn for this start.
 func (sr *soakRun) start() {
+	sr.checkLate()
 	sr.sync, sr.wt = sr.r.IntN(3) == 0, sr.r.IntN(3) == 0
 	sync := sr.sync
 	cfg := StackConfig{Logger: testLogger(), WriteThrough: sr.wt, RetryDelay: 5 * time.Millisecond, RoomWait: 200 * time.Millisecond}
@@ -140,6 +141,16 @@ func (sr *soakRun) start() {
 	}
 	sr.s = s
 	sr.faulted = false
+}
+
+// checkLate fails the run if a stack closed before used the disk after
+// its close: work left running past Close, which acts on a directory
+// the stack no longer owns.
+func (sr *soakRun) checkLate() {
+	sr.t.Helper()
+	if late := sr.disk.Late(); len(late) > 0 {
+		sr.fail("the tier directory was used after the stack's Close: %q", late)
+	}
 }
 
 // close closes the stack; after a power cut its errors are expected.
@@ -227,7 +238,7 @@ func (sr *soakRun) step() {
 		err := sr.s.Remove(k.key)
 		sr.logf("remove %s: %v", k.key, err)
 		switch {
-		case err == nil, errors.Is(err, ErrNotFound) && len(k.now) == 1 && k.now[0] == -1:
+		case err == nil, errors.Is(err, ErrNotFound) && slices.Contains(k.now, -1):
 			k.removed()
 		case errors.Is(err, ErrNotFound):
 			sr.open("gone", "remove %s: not found, but it holds one of %v", k.key, k.now)
@@ -352,6 +363,7 @@ func soak(t testing.TB, seed uint64) int {
 	}
 	sr.restart()
 	sr.close()
+	sr.checkLate()
 	return sr.ops
 }
 

@@ -140,17 +140,52 @@ func (w *dirWriter) op(name string, fn func() error, late func()) error {
 		return fn()
 	}, func() {
 		if ran && late != nil {
-			late()
+			w.whileOpen(late)
 		}
 	})
 	if errors.Is(err, tier.ErrStalled) || errors.Is(err, tier.ErrClosed) {
 		w.done = true
 		w.dio = nil // fn may still read it: leave it to the GC, not the pool
 		if claim.CompareAndSwap(false, true) {
-			go w.cleanup()
+			w.t.lates.Add(1)
+			go w.cleanupLate()
 		}
 	}
 	return err
+}
+
+// cleanupLate is the background clean-up of a Writer the tier refused
+// an operation of (closed, Down): whileOpen, counted in t.lates.
+func (w *dirWriter) cleanupLate() {
+	defer w.t.lates.Done()
+	w.whileOpen(func() {
+		if w.t.health.get() == Down {
+			if w.f != nil {
+				w.f.Close() // no answer to wait for: the next start removes the file
+			}
+			return
+		}
+		w.cleanup()
+	})
+}
+
+// whileOpen runs fn, a clean-up of the Writer after the tier gave up on
+// it, unless the tier is closed by then: then it closes the temp file
+// and leaves it for the next start, which removes temp files. The
+// directory is no longer the tier's to act on after Close (a clean-up
+// that ran after it unlinked in a directory another stack had opened:
+// the soak's crashfs.Disk.Late).
+func (w *dirWriter) whileOpen(fn func()) {
+	t := w.t
+	t.lateMu.RLock()
+	defer t.lateMu.RUnlock()
+	if t.closed.Load() {
+		if w.f != nil {
+			w.f.Close()
+		}
+		return
+	}
+	fn()
 }
 
 // Commit publishes the file: the CRC xattr when given, fsync when asked

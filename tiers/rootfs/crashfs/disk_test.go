@@ -180,3 +180,16 @@ func TestNameKeepsXattrsOfItsSync(t *testing.T) {
 		t.Errorf("f's xattr after the cut: %q %v, want the one of its sync, %q", val[:max(n, 0)], err, "1234")
 	}
 }
+
+// TestLateOperationsListed: an operation on a filesystem after its Close
+// is refused and listed by Late.
+func TestLateOperationsListed(t *testing.T) {
+	_, d, fs := openDisk(t)
+	fs.Close()
+	if err := fs.Mkdir("a", 0o700); !errors.Is(err, unix.EBADF) {
+		t.Fatalf("mkdir after the close: %v, want EBADF", err)
+	}
+	if late := d.Late(); len(late) != 1 || late[0] != "mkdir a" {
+		t.Fatalf("late operations %q, want the mkdir", late)
+	}
+}
