@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/tier"
@@ -174,7 +175,7 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 	}
 	s.stats.bytesOut.Add(off)
 	opts := CommitOptions{CRC: crc, HasCRC: true, MTime: info.MTime, From: from}
-	if !key.Kind.Headerless() {
+	if !registry.Of(key).Headerless() {
 		opts.HeaderCRC, opts.HasHeaderCRC = format.HeaderCRC(hdr[:]), true
 	}
 	return w, opts, nil

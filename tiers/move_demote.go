@@ -266,7 +266,10 @@ func (s *Stack) Remove(k format.Key) error { return s.remove(k, false) }
 func (s *Stack) Delete(k format.Key) error { return s.remove(k, true) }
 
 func (s *Stack) remove(k format.Key, trash bool) error {
-	removed := s.removeKey(k, trash)
+	removed, err := s.removeKey(k, trash)
+	if err != nil {
+		return err
+	}
 	if side, ok := registry.Of(k).Sidecar(k); ok {
 		s.removeKey(side, trash)
 	}
@@ -277,7 +280,7 @@ func (s *Stack) remove(k format.Key, trash bool) error {
 	return nil
 }
 
-func (s *Stack) removeKey(k format.Key, trash bool) bool {
+func (s *Stack) removeKey(k format.Key, trash bool) (bool, error) {
 	mu := s.keyLock(k)
 	mu.Lock()
 	defer mu.Unlock()
@@ -285,16 +288,24 @@ func (s *Stack) removeKey(k format.Key, trash bool) bool {
 }
 
 // removeKeyLocked is removeKey under k's stripe lock; trash: into the
-// local tiers' trash (Delete).
-func (s *Stack) removeKeyLocked(k format.Key, trash bool) bool {
+// local tiers' trash (Delete). It reports whether a tier held k.
+//
+// A directory tier that fails to remove its file fails the removal,
+// and memory keeps its copy: the name is still there, and the caller
+// is told (EIO, ETIMEDOUT at the mount), never told it is gone while
+// a tier keeps the file, which a read finds again once the tier is
+// back. A tier that is Down and holds k fails it before anything is
+// removed. Before, the failure was logged: the removal answered done
+// when memory held k (the soak's "back"), and not found when it did not
+// (its "gone"), with the file still on the tier.
+func (s *Stack) removeKeyLocked(k format.Key, trash bool) (bool, error) {
+	for _, d := range s.dirs {
+		if d.Health() == dir.Down && d.Index().Has(k) {
+			return false, fmt.Errorf("%s: %w", k, d.Stalled("remove"))
+		}
+	}
 	removed := false
-	memRemove := s.mem.Remove
-	if trash {
-		memRemove = s.mem.RemoveLate
-	}
-	if err := memRemove(k); err == nil {
-		removed = true
-	}
+	var failed error
 	for _, d := range s.dirs {
 		dirRemove := d.Remove
 		if trash {
@@ -302,14 +313,24 @@ func (s *Stack) removeKeyLocked(k format.Key, trash bool) bool {
 		}
 		if err := dirRemove(k); err == nil {
 			removed = true
-		} else if !errors.Is(err, ErrNotFound) {
-			s.log.Warn("remove failed on a tier", "key", k.String(), "tier", d.Name(), "err", err)
+		} else if !errors.Is(err, ErrNotFound) && failed == nil {
+			failed = fmt.Errorf("%s: %w", k, err)
 		}
 	}
 	s.mu.Lock()
 	delete(s.verified, k)
 	s.mu.Unlock()
-	return removed
+	if failed != nil {
+		return removed, failed
+	}
+	memRemove := s.mem.Remove
+	if trash {
+		memRemove = s.mem.RemoveLate
+	}
+	if err := memRemove(k); err == nil {
+		removed = true
+	}
+	return removed, nil
 }
 
 // RemoveModel drops every block and sidecar of model from every tier.

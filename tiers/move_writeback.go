@@ -8,6 +8,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // writeBack copies a dirty block from memory to the first persistent tier
@@ -29,17 +30,29 @@ import (
 // write-back of it started meanwhile). A sync that then finds the key on
 // no directory tier while memory holds it writes back again, a few times
 // at most, rather than report the key absent.
+//
+// With sync, the copy is committed durable (fsynced before its rename,
+// its directory after: dirWriter.Commit), so that a failed fsync never
+// leaves the new bytes under the name; syncKey fsyncs what an earlier
+// write-back left there, or one without sync that this call joined (one
+// attempt per key: two would copy the block twice, and hold its memory
+// file open, which an eviction then does not free).
 func (s *Stack) writeBack(k format.Key, sync bool) error {
-	attempt := func() (any, error) { return nil, s.writeBackOnce(k) }
+	flight := "wb\x00" + k.Path()
+	attempt := func() (any, error) { return s.writeBackOnce(k, sync) }
 	for try := 0; ; try++ {
-		_, err, shared := s.flights.Do("wb\x00"+k.Path(), attempt)
+		v, err, shared := s.flights.Do(flight, attempt)
 		if err != nil && shared {
-			if _, again, _ := s.flights.Do("wb\x00"+k.Path(), attempt); again == nil {
+			var again error
+			if v, again, _ = s.flights.Do(flight, attempt); again == nil {
 				err = nil
 			}
 		}
 		if err != nil || !sync {
 			return err
+		}
+		if synced, _ := v.(bool); synced {
+			return nil
 		}
 		err = s.syncKey(k)
 		if errors.Is(err, ErrNotFound) && try < 3 {
@@ -51,9 +64,11 @@ func (s *Stack) writeBack(k format.Key, sync bool) error {
 	}
 }
 
-func (s *Stack) writeBackOnce(k format.Key) error {
+// writeBackOnce is one attempt of writeBack; synced reports that it
+// committed the copy durable (sync).
+func (s *Stack) writeBackOnce(k format.Key, sync bool) (synced bool, err error) {
 	if !s.mem.Dirty(k) {
-		return nil // clean already, or removed
+		return false, nil // clean already, or removed
 	}
 	var lastErr error = ErrNoSpace
 	retried, replaced := false, false
@@ -70,7 +85,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 		}
 		w, opts, err := s.copyOut(s.mem, d, k)
 		if errors.Is(err, errReplaced) {
-			return nil // a new version, queued in its turn
+			return false, nil // a new version, queued in its turn
 		}
 		if errors.Is(err, ErrCorrupt) {
 			// The RAM copy itself is damaged: it must not reach disk.
@@ -79,7 +94,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			s.quarantine(s.mem, k, err)
 			mu.Unlock()
 			s.signalRoom()
-			return err
+			return false, err
 		}
 		if err != nil {
 			lastErr = err
@@ -98,10 +113,15 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			// version (queued in its turn) since the bytes were read.
 			mu.Unlock()
 			w.Abort()
-			return nil
+			return false, nil
 		}
+		opts.Sync = sync
 		_, err = w.Commit(opts)
-		if err == nil {
+		// ErrUnsynced: committed over the old version's file, whose
+		// directory's fsync failed: the name holds this version, written
+		// back, not durable; the caller is told.
+		unsynced := errors.Is(err, tier.ErrUnsynced)
+		if err == nil || unsynced {
 			s.dropSupersededLocked(k, i) // on the tiers this version skipped
 		}
 		stale := false
@@ -117,12 +137,12 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 				continue
 			}
 		}
-		if err == nil || errors.Is(err, ErrExist) {
+		if err == nil || unsynced || errors.Is(err, ErrExist) {
 			_ = s.mem.SetDirty(k, false)
 		}
 		mu.Unlock()
-		if err == nil || errors.Is(err, ErrExist) {
-			if err != nil {
+		if err == nil || unsynced || errors.Is(err, ErrExist) {
+			if errors.Is(err, ErrExist) {
 				w.Abort()
 			}
 			if stale {
@@ -134,7 +154,10 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			}
 			s.stats.writeBacks.Add(1)
 			s.signalRoom()
-			return nil
+			if unsynced {
+				return false, err
+			}
+			return err == nil && sync, nil
 		}
 		w.Abort()
 		lastErr = err
@@ -147,7 +170,7 @@ func (s *Stack) writeBackOnce(k format.Key) error {
 			}
 		}
 	}
-	return lastErr
+	return false, lastErr
 }
 
 // syncKey makes k durable on the first persistent tier holding it.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // Files staged on disk. A writer that opens its file with O_DIRECT asks
@@ -157,6 +158,12 @@ func (s *Stack) publishOnDisk(p *PendingWrite, dw *diskWriter, size int64, opts 
 	if d.FSNeed(size) > 0 {
 		s.makeRoomOn(i, size)
 	}
+	if p.replace {
+		if err := s.keepReplaced(p.key); err != nil {
+			dw.Abort()
+			return Info{}, err
+		}
+	}
 	opts.Sync = durable || s.cfg.WriteThrough
 	if dw.linked {
 		opts.CRC, opts.HasCRC = dw.crc, dw.hasCRC
@@ -171,7 +178,7 @@ func (s *Stack) publishOnDisk(p *PendingWrite, dw *diskWriter, size int64, opts 
 		var info Info
 		err := ErrExist
 		if _, merr := s.mem.Stat(p.key); merr != nil && !s.inDirs(p.key) {
-			if info, err = dw.Commit(opts); err == nil {
+			if info, err = dw.Commit(opts); err == nil || errors.Is(err, tier.ErrUnsynced) {
 				s.dropSupersededLocked(p.key, i)
 			}
 		}

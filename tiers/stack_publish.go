@@ -112,6 +112,12 @@ func (s *Stack) publish(p *PendingWrite, durable bool) (Info, error) {
 	// Without a CRC in the header the payload is not read here: the
 	// write-back copy computes the CRC (copyOut), and Stat on demand.
 	opts := CommitOptions{CRC: crc, HasCRC: hasCRC, MTime: p.mtime}
+	if p.replace && (durable || s.cfg.WriteThrough) {
+		if err := s.keepReplaced(key); err != nil {
+			p.w.Abort()
+			return Info{}, err
+		}
+	}
 	if dw, ok := p.w.(*diskWriter); ok {
 		info, err := s.publishOnDisk(p, dw, size, opts, durable)
 		if !errors.Is(err, errTierFull) {
@@ -147,6 +153,12 @@ func (s *Stack) publish(p *PendingWrite, durable bool) (Info, error) {
 		// Write-through is durable: the file and its directory entry are
 		// fsynced on the first persistent tier before Publish returns.
 		if err := s.writeBack(key, true); err != nil {
+			if errors.Is(err, tier.ErrUnsynced) {
+				// Renamed over the old version's file on the tier, whose
+				// directory's fsync failed: the name holds this version
+				// (not durable), the old one is gone; the writer is told.
+				return Info{}, err
+			}
 			if !s.dropFailed(key, mine, err) {
 				// Replaced since by a newer version (another writer's
 				// publish) or removed: nothing of this one is left to make
@@ -287,6 +299,11 @@ func (s *Stack) allDown() bool {
 // it, for when memory has no room.
 func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, durable bool) (Info, error) {
 	defer p.w.Abort()
+	if p.replace {
+		if err := s.keepReplaced(p.key); err != nil {
+			return Info{}, err
+		}
+	}
 	opts.Sync = durable
 	var lastErr error = ErrNoSpace
 	for i, d := range s.dirs {
@@ -316,7 +333,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 			s.supersedeLocked(p.key)
 		}
 		info, err := w.Commit(opts)
-		if err == nil {
+		if err == nil || errors.Is(err, tier.ErrUnsynced) {
 			s.dropSupersededLocked(p.key, i)
 		}
 		mu.Unlock()
@@ -327,6 +344,9 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 			s.stats.directWrites.Add(1)
 			info.Tier = TierID(i + 1)
 			return info, nil
+		}
+		if errors.Is(err, tier.ErrUnsynced) {
+			return Info{}, err // this version is the name's here, not durable
 		}
 		w.Abort()
 		if errors.Is(err, ErrExist) {
@@ -352,7 +372,7 @@ func validate(key format.Key, f *os.File) (size int64, crc uint32, hasCRC bool, 
 		return 0, 0, false, err
 	}
 	size = fi.Size()
-	if key.Kind.Headerless() {
+	if registry.Of(key).Headerless() {
 		// A raw block or a File has no rule of its own: UCM's PosixStore takes a
 		// file's existence as the block, so an empty one is a block too.
 		// Its CRC is computed by the write-back copy (copyOut) or on

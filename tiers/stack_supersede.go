@@ -2,6 +2,7 @@ package tiers
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/dir"
@@ -67,4 +68,24 @@ func (s *Stack) abandonSuperseded(k format.Key) {
 			d.RestoreSuperseded(k)
 		}
 	}
+}
+
+// keepReplaced writes back k's published version when memory holds it
+// alone (dirty), before a publish of a new version that may fail after
+// the old one was superseded (a durable or write-through publish, a
+// direct write to a directory tier): memory drops the old version at
+// the supersede, and a tier that has its file keeps it superseded, for
+// the failed publish to bring back (revertLocked, abandonSuperseded).
+// Without a file on a tier a failed publish left the name with no
+// version (TestFailedDurableReplaceKeepsMemoryVersion). An error is the
+// publish's: it fails before anything was superseded, the name as it
+// was.
+func (s *Stack) keepReplaced(k format.Key) error {
+	if !s.Persistent() || !s.mem.Dirty(k) {
+		return nil
+	}
+	if err := s.writeBack(k, false); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%s: writing back the version it replaces: %w", k, err)
+	}
+	return nil
 }

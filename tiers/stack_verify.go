@@ -17,7 +17,7 @@ import (
 // the caller quarantines the file and the block is a miss.
 func checkHeader(src Tier, key format.Key, hdr []byte, size int64) error {
 	d, ok := src.(*dir.Tier)
-	if !ok || key.Kind.Headerless() {
+	if !ok || registry.Of(key).Headerless() {
 		return nil // a raw block (ucm-posix) or a File has no header: its CRC covers it all
 	}
 	if len(hdr) < format.HeaderSize || size < format.HeaderSize {

@@ -171,6 +171,11 @@ type Tier struct {
 	reattachLog tier.LogEvery
 
 	closed atomic.Bool
+	// lateMu is held for reading by the clean-ups of Writers the tier
+	// gave up on (whileOpen), for writing by Close before it closes the
+	// directory: none runs after.
+	lateMu sync.RWMutex
+	lates  sync.WaitGroup // those clean-ups started in the background
 	stop   chan struct{}
 	wg     sync.WaitGroup
 }
@@ -366,6 +371,8 @@ func (t *Tier) Close() error {
 	t.wg.Wait()
 	t.share.release(true) // the index snapshot is written from the index
 	t.idx.Drain()
+	t.lateMu.Lock() // the clean-ups under way end; later ones see closed
+	t.lateMu.Unlock()
 	t.fs.Close()
 	return nil
 }

@@ -194,7 +194,7 @@ func (f *fscker) shard(model, hh string, ents []shardEntry) {
 			f.bad(rel, e.why)
 		case registry.Of(format.Key{Kind: e.kind}).IsSidecar(format.Key{Kind: e.kind}):
 			reprs = append(reprs, e.name)
-		case e.kind.Headerless():
+		case registry.Of(format.Key{Kind: e.kind}).Headerless():
 			f.rep.Blocks++
 			f.verdict(rel, checkRaw(f.root, rel, f.sums))
 		default:

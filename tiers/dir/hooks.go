@@ -49,3 +49,7 @@ func SetRescanEvery(d time.Duration) time.Duration {
 
 // TempTag is this process's part of its temp names: "<host>@<pid>".
 func TempTag() string { return tempTag }
+
+// WaitCleanups waits for the background clean-ups of Writers the tier
+// refused an operation of (closed, Down) to end.
+func (t *Tier) WaitCleanups() { t.lates.Wait() }

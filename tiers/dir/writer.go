@@ -141,22 +141,66 @@ func (w *dirWriter) op(name string, fn func() error, late func()) error {
 		return fn()
 	}, func() {
 		if ran && late != nil {
-			late()
+			w.whileOpen(late)
 		}
 	})
 	if errors.Is(err, tier.ErrStalled) || errors.Is(err, tier.ErrClosed) {
 		w.done = true
 		w.dio = nil // fn may still read it: leave it to the GC, not the pool
 		if claim.CompareAndSwap(false, true) {
-			go w.cleanup()
+			w.t.lates.Add(1)
+			go w.cleanupLate()
 		}
 	}
 	return err
 }
 
+// cleanupLate is the background clean-up of a Writer the tier refused
+// an operation of (closed, Down): whileOpen, counted in t.lates.
+func (w *dirWriter) cleanupLate() {
+	defer w.t.lates.Done()
+	w.whileOpen(func() {
+		if w.t.health.get() == Down {
+			if w.f != nil {
+				w.f.Close() // no answer to wait for: the next start removes the file
+			}
+			return
+		}
+		w.cleanup()
+	})
+}
+
+// whileOpen runs fn, a clean-up of the Writer after the tier gave up on
+// it, unless the tier is closed by then: then it closes the temp file
+// and leaves it for the next start, which removes temp files. The
+// directory is no longer the tier's to act on after Close (a clean-up
+// that ran after it unlinked in a directory another stack had opened:
+// the soak's crashfs.Disk.Late).
+func (w *dirWriter) whileOpen(fn func()) {
+	t := w.t
+	t.lateMu.RLock()
+	defer t.lateMu.RUnlock()
+	if t.closed.Load() {
+		if w.f != nil {
+			w.f.Close()
+		}
+		return
+	}
+	fn()
+}
+
 // Commit publishes the file: the CRC xattr when given, fsync when asked
 // (or SyncOnCommit), a no-replace rename, fsync of the directory when
-// syncing. ErrFull from the capacity check, or ENOSPC from the rename,
+// syncing. A new version of a name (its old version's file superseded
+// here) is fsynced before it is renamed over the old one, asked or not:
+// the rename makes the new file the name's, and a later fsync of the
+// directory (another file's durable publish) would make that durable
+// while the new bytes were not; a power cut then left the name with
+// torn bytes, which the CRC check refuses, and so with no version at
+// all, where the old one had been acknowledged durable (the soak's
+// "torn", seed 1796638164599371907). ext4 does the same on its own for
+// a rename over a file (auto_da_alloc); not every filesystem does.
+// ErrFull from the capacity check, or ENOSPC from the rename,
 // leaves the Writer usable; ENOSPC from fsync is reported as ErrFull too,
 // but the data may be lost, so that copy is discarded. ErrExist and other
 // errors discard the file.
@@ -242,7 +286,15 @@ func (w *dirWriter) commitFS(opts tier.CommitOptions) (info tier.Info, keep bool
 	// Published files are read-only; a filesystem that refuses the mode
 	// change still gets the file.
 	_ = w.f.Chmod(0o444)
-	if sync {
+	dst := w.key.Path()
+	publish := t.pub.publish
+	replacing := t.superseded(w.key)
+	if replacing {
+		publish = t.pub.replace // over the version this one replaces
+	}
+	// A new version's bytes are durable before it is renamed over the old
+	// one's file, durable or not (Commit).
+	if sync || replacing {
 		if err := t.fs.SyncFile(w.f); err != nil {
 			w.cleanup()
 			if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
@@ -250,12 +302,6 @@ func (w *dirWriter) commitFS(opts tier.CommitOptions) (info tier.Info, keep bool
 			}
 			return tier.Info{}, false, tier.OSErr("fsync", err)
 		}
-	}
-	dst := w.key.Path()
-	publish := t.pub.publish
-	replacing := t.superseded(w.key)
-	if replacing {
-		publish = t.pub.replace // over the version this one replaces
 	}
 	if err := publish(t.fs, w.tmp, dst); err != nil {
 		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
@@ -281,6 +327,9 @@ func (w *dirWriter) commitFS(opts tier.CommitOptions) (info tier.Info, keep bool
 	info, added = tier.InfoOf(&rec), true
 	if sync {
 		if err := tier.SyncDir(t.fs, path.Dir(dst)); err != nil {
+			if replacing {
+				return info, false, fmt.Errorf("published %s: %w: %w", w.key, tier.ErrUnsynced, err)
+			}
 			return info, false, fmt.Errorf("published %s, but: %w", w.key, err)
 		}
 	}

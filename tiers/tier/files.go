@@ -78,52 +78,89 @@ func FileStat(f *os.File) (os.FileInfo, error) {
 	return fi, nil
 }
 
-// DirCache remembers which <model>/<hh> directories exist under a root, so
-// publishing does not stat them every time.
+// DirCache remembers which directories beneath a root exist with their
+// names durable (each one's parent fsynced since it was there), so
+// publishing neither stats nor fsyncs them every time.
 type DirCache struct {
 	mu    sync.Mutex
-	known map[string]struct{}
+	known map[string]struct{} // "<dir>/", and "<model>/"+TreeMarkName
 }
 
-// Ensure creates <model>/<shard> beneath r unless it is known to exist
-// (for a File, its directory, and the model's tree mark). made reports
-// that it was not known: a directory may have been made.
+// Ensure makes <model>/<shard> beneath r (for a File, its directory, and
+// the model's tree mark) unless it is known, and makes the names of the
+// directories durable. made reports that it was not known: a directory
+// may have been made.
+//
+// A directory found there is not taken for durable: an earlier attempt
+// whose fsync failed, a mkdir that made it without one (a model's), or a
+// run before a crash may have left it, and a durable publish into it
+// was lost at a power cut (the soak's "older", seed
+// 1796638164599371838). So the parent of each directory not known is
+// fsynced once per run, made or found: one fsync of a directory per
+// shard (and one per model) the first time a run publishes into it.
 func (c *DirCache) Ensure(r rootfs.FS, key format.Key) (made bool, err error) {
 	rel := key.Model + "/" + key.ShardDir()
-	c.mu.Lock()
-	_, ok := c.known[rel]
-	c.mu.Unlock()
-	if ok {
+	if c.has(rel) {
 		return false, nil
 	}
-	if err := MkdirAllDurable(r, strings.TrimSuffix(rel, "/"), 0o755); err != nil {
+	if err := c.mkdirAll(r, strings.TrimSuffix(rel, "/"), 0o755); err != nil {
 		return true, OSErr("mkdir", err)
 	}
 	if registry.Of(key).Tree() {
-		if err := MarkTree(r, key.Model); err != nil {
-			return true, err
+		mark := key.Model + "/" + TreeMarkName
+		if !c.has(mark) {
+			if err := markTree(r, key.Model, true); err != nil {
+				return true, err
+			}
+			c.add(mark)
 		}
 	}
+	return true, nil
+}
+
+// has reports whether rel is known.
+func (c *DirCache) has(rel string) bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.known[rel]
+	return ok
+}
+
+// add makes rel known.
+func (c *DirCache) add(rel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.known == nil {
 		c.known = make(map[string]struct{})
 	}
 	c.known[rel] = struct{}{}
-	c.mu.Unlock()
-	return true, nil
 }
 
 // MkdirAllDurable makes rel and its missing parents beneath r, and
-// fsyncs the parent of each directory it made, so that the new names are
-// durable: a file fsynced with its own directory is found after a power
-// cut only if every directory above it is (the fsyncs of a file and of
-// its directory make neither the directory's own name durable).
+// fsyncs the parent of each directory, made or found, so that their
+// names are durable: a file fsynced with its own directory is found
+// after a power cut only if every directory above it is (the fsyncs of a
+// file and of its directory make neither the directory's own name
+// durable).
 func MkdirAllDurable(r rootfs.FS, rel string, perm uint32) error {
-	var st unix.Stat_t
-	if r.Lstat(rel, &st) == nil {
-		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
-			return r.MkdirAll(rel, perm) // there: MkdirAll refuses a file
+	var c DirCache
+	return c.mkdirAll(r, rel, perm)
+}
+
+// mkdirAll is MkdirAllDurable, skipping the directories known and
+// making known those it made durable.
+func (c *DirCache) mkdirAll(r rootfs.FS, rel string, perm uint32) error {
+	if c.has(rel + "/") {
+		return nil
+	}
+	parent := path.Dir(rel)
+	if parent != "." {
+		if err := c.mkdirAll(r, parent, perm); err != nil {
+			return err
 		}
+	}
+	var st unix.Stat_t
+	if r.Lstat(rel, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		// A link where a directory of the layout goes (planted on a
 		// share, or where the tier wrote before): it is removed, the link
 		// itself, and the directory made; it kept every write there
@@ -132,16 +169,20 @@ func MkdirAllDurable(r rootfs.FS, rel string, perm uint32) error {
 			return err
 		}
 	}
-	parent := path.Dir(rel)
-	if parent != "." {
-		if err := MkdirAllDurable(r, parent, perm); err != nil {
-			return err
+	if err := r.Mkdir(rel, perm); errors.Is(err, unix.EEXIST) {
+		if err := r.MkdirAll(rel, perm); err != nil {
+			return err // not a directory: MkdirAll refuses a file
 		}
-	}
-	if err := r.Mkdir(rel, perm); err != nil && !errors.Is(err, unix.EEXIST) {
+	} else if err != nil {
 		return err
 	}
-	return r.SyncDir(parent) // also when another made it meanwhile: it may not have synced yet
+	// Made, or found (another made it, perhaps without the fsync):
+	// its name is durable once its parent is fsynced.
+	if err := r.SyncDir(parent); err != nil {
+		return err
+	}
+	c.add(rel + "/")
+	return nil
 }
 
 // Forget drops what is known about model ("" forgets everything).

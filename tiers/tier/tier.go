@@ -33,6 +33,11 @@ var (
 	ErrTierFailed = errors.New("tier failed a write")
 	// ErrClosed: the tier or stack was closed.
 	ErrClosed = errors.New("closed")
+	// ErrUnsynced: a new version of a name, asked durable, was renamed
+	// over its old version's file, and the fsync of its directory failed
+	// after: the name holds the new version, not durable (the old one's
+	// file is gone; the error wraps the fsync's).
+	ErrUnsynced = errors.New("published over the old version, not durable")
 )
 
 // ID is a tier's place in a stack: 0 for the memory tier, then 1, 2,

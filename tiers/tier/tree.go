@@ -38,19 +38,34 @@ func IsTree(r rootfs.FS, model string) bool {
 // file is read-only (EACCES), and a mark made by another daemon sharing
 // the tier is published there.
 func MarkTree(r rootfs.FS, model string) error {
+	return markTree(r, model, false)
+}
+
+// markTree is MarkTree; found also fsyncs the model directory when the
+// mark is there already (its name may not be durable: a mark made by a
+// call whose fsync failed, or by another daemon).
+func markTree(r rootfs.FS, model string, found bool) error {
 	if IsTree(r, model) {
-		return nil
+		if !found {
+			return nil
+		}
+		return syncMark(r, model)
 	}
 	fd, err := r.OpenFD(model+"/"+TreeMarkName, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, 0o600)
-	if errors.Is(err, unix.EEXIST) {
-		return nil // made meanwhile, by another daemon or another call
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, unix.EEXIST) { // EEXIST: made meanwhile, by another daemon or another call
 		return OSErr("mark tree", err)
 	}
-	unix.Close(fd)
-	// The mark's name durable: without it the model's files are not
-	// found after a power cut (the model is not taken for a tree).
+	if err == nil {
+		unix.Close(fd)
+	} else if !found {
+		return nil
+	}
+	return syncMark(r, model)
+}
+
+// syncMark makes the mark's name durable: without it the model's files
+// are not found after a power cut (the model is not taken for a tree).
+func syncMark(r rootfs.FS, model string) error {
 	if err := r.SyncDir(model); err != nil {
 		return OSErr("mark tree", err)
 	}

@@ -32,6 +32,11 @@ type Disk struct {
 	mu    sync.Mutex
 	files map[ident]image            // the durable bytes of each file
 	dirs  map[ident]map[string]entry // the durable entries of each directory
+	// attrs: the xattrs of each file as of the last sync of a directory
+	// naming it (metadata, committed with the names), for a file gone
+	// since (renamed over, unlinked) whose durable name still is its.
+	attrs map[ident]map[string][]byte
+	lates []string // operations on a filesystem after its Close
 	root  ident
 	seq   int
 }
@@ -163,3 +168,20 @@ func (d *Disk) PowerCut() {
 
 // Cut reports whether the power is off.
 func (d *Disk) Cut() bool { return d.cut.Load() }
+
+// late records an operation on a filesystem after its Close.
+func (d *Disk) late(op string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lates = append(d.lates, op)
+}
+
+// Late lists the operations tried on the disk's filesystems after their
+// Close (refused): whoever owned the filesystem left work running past
+// its close, which on a real disk would act on a directory it no longer
+// owns (a restored one, another daemon's).
+func (d *Disk) Late() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.lates...)
+}

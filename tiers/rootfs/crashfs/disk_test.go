@@ -117,3 +117,79 @@ func TestFaults(t *testing.T) {
 		t.Fatalf("sync after the cut: %v, want EIO", err)
 	}
 }
+
+// TestTornKeepsLatestXattrs: a durable name whose latest bytes were never
+// synced comes back, with Torn, as a prefix of those bytes, and with the
+// xattrs set on it last (metadata, which a journaling filesystem commits
+// with the names). It came back empty and without them: Restore read
+// the latest file at its path after it had cleared the directory.
+func TestTornKeepsLatestXattrs(t *testing.T) {
+	dir, d, fs := openDisk(t)
+	d.Torn = true
+	d.TornLen = func(n int) int { return n / 2 }
+	write(t, fs, "f", "latest bytes, never synced", false)
+	if err := unix.Setxattr(filepath.Join(dir, "f"), "user.crc", []byte("1234"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SyncDir("."); err != nil {
+		t.Fatal(err)
+	}
+	d.PowerCut()
+	fs.Close()
+	if err := d.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "f")
+	if got, err := os.ReadFile(p); err != nil || string(got) != "latest bytes," {
+		t.Errorf("f after the cut: %q %v, want the torn prefix %q", got, err, "latest bytes,")
+	}
+	val := make([]byte, 16)
+	if n, err := unix.Getxattr(p, "user.crc", val); err != nil || string(val[:n]) != "1234" {
+		t.Errorf("f's xattr after the cut: %q %v, want the latest, %q", val[:max(n, 0)], err, "1234")
+	}
+}
+
+// TestNameKeepsXattrsOfItsSync: a file whose name a directory's sync made
+// durable, its bytes never synced, then renamed over (its inode gone)
+// before the cut, comes back empty with the xattrs it had at that sync.
+// It came back without them.
+func TestNameKeepsXattrsOfItsSync(t *testing.T) {
+	dir, d, fs := openDisk(t)
+	write(t, fs, "f", "bytes never synced", false)
+	if err := unix.Setxattr(filepath.Join(dir, "f"), "user.crc", []byte("1234"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SyncDir("."); err != nil {
+		t.Fatal(err)
+	}
+	write(t, fs, "g", "the next version", false)
+	if err := fs.Rename("g", "f", 0); err != nil {
+		t.Fatal(err)
+	}
+	d.PowerCut()
+	fs.Close()
+	if err := d.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "f")
+	if got, err := os.ReadFile(p); err != nil || len(got) != 0 {
+		t.Errorf("f after the cut: %q %v, want it empty", got, err)
+	}
+	val := make([]byte, 16)
+	if n, err := unix.Getxattr(p, "user.crc", val); err != nil || string(val[:n]) != "1234" {
+		t.Errorf("f's xattr after the cut: %q %v, want the one of its sync, %q", val[:max(n, 0)], err, "1234")
+	}
+}
+
+// TestLateOperationsListed: an operation on a filesystem after its Close
+// is refused and listed by Late.
+func TestLateOperationsListed(t *testing.T) {
+	_, d, fs := openDisk(t)
+	fs.Close()
+	if err := fs.Mkdir("a", 0o700); !errors.Is(err, unix.EBADF) {
+		t.Fatalf("mkdir after the close: %v, want EBADF", err)
+	}
+	if late := d.Late(); len(late) != 1 || late[0] != "mkdir a" {
+		t.Fatalf("late operations %q, want the mkdir", late)
+	}
+}

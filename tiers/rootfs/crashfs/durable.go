@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -117,8 +118,23 @@ func (d *Disk) syncDir(r *rootfs.Root, rel string) error {
 	if err != nil {
 		return err
 	}
+	attrs := map[ident]map[string][]byte{}
+	for name, e := range ents {
+		if e.dir {
+			continue
+		}
+		f, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // gone since the listing
+		}
+		if x, err := xattrs(f); err == nil {
+			attrs[e.id] = x
+		}
+		unix.Close(f)
+	}
 	d.mu.Lock()
 	d.dirs[id] = ents
+	maps.Copy(d.attrs, attrs)
 	d.mu.Unlock()
 	return nil
 }
@@ -160,7 +176,7 @@ func (d *Disk) syncAll() error {
 	for _, img := range d.files {
 		os.Remove(img.bytes)
 	}
-	d.files, d.dirs = map[ident]image{}, map[ident]map[string]entry{}
+	d.files, d.dirs, d.attrs = map[ident]image{}, map[ident]map[string]entry{}, map[ident]map[string][]byte{}
 	fd, err := unix.Open(d.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err

@@ -1,7 +1,9 @@
 package crashfs
 
 import (
+	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
@@ -12,14 +14,15 @@ import (
 // the Disk's fault hook, and the syncs recorded as durable.
 type FS struct {
 	*rootfs.Root
-	d *Disk
+	d      *Disk
+	closed atomic.Bool
 }
 
 var _ rootfs.FS = (*FS)(nil)
 
 // OpenFile is Root.OpenFile after the fault hook.
 func (f *FS) OpenFile(rel string, flag int, perm uint32) (*os.File, error) {
-	if err := f.d.before("open", rel); err != nil {
+	if err := f.before("open", rel); err != nil {
 		return nil, err
 	}
 	return f.Root.OpenFile(rel, flag, perm)
@@ -27,7 +30,7 @@ func (f *FS) OpenFile(rel string, flag int, perm uint32) (*os.File, error) {
 
 // OpenFD is Root.OpenFD after the fault hook.
 func (f *FS) OpenFD(rel string, flag int, perm uint32) (int, error) {
-	if err := f.d.before("open", rel); err != nil {
+	if err := f.before("open", rel); err != nil {
 		return -1, err
 	}
 	return f.Root.OpenFD(rel, flag, perm)
@@ -35,7 +38,7 @@ func (f *FS) OpenFD(rel string, flag int, perm uint32) (int, error) {
 
 // OpenRegular is Root.OpenRegular after the fault hook.
 func (f *FS) OpenRegular(rel string) (*os.File, error) {
-	if err := f.d.before("open", rel); err != nil {
+	if err := f.before("open", rel); err != nil {
 		return nil, err
 	}
 	return f.Root.OpenRegular(rel)
@@ -43,7 +46,7 @@ func (f *FS) OpenRegular(rel string) (*os.File, error) {
 
 // CreateTemp is Root.CreateTemp after the fault hook.
 func (f *FS) CreateTemp(dir, prefix string, perm uint32) (*os.File, string, error) {
-	if err := f.d.before("create", dir); err != nil {
+	if err := f.before("create", dir); err != nil {
 		return nil, "", err
 	}
 	return f.Root.CreateTemp(dir, prefix, perm)
@@ -51,7 +54,7 @@ func (f *FS) CreateTemp(dir, prefix string, perm uint32) (*os.File, string, erro
 
 // ReadFile is Root.ReadFile after the fault hook.
 func (f *FS) ReadFile(rel string) ([]byte, error) {
-	if err := f.d.before("read", rel); err != nil {
+	if err := f.before("read", rel); err != nil {
 		return nil, err
 	}
 	return f.Root.ReadFile(rel)
@@ -79,7 +82,7 @@ func (f *FS) Statfs(st *unix.Statfs_t) error {
 
 // Getxattr is Root.Getxattr after the fault hook.
 func (f *FS) Getxattr(rel, name string, buf []byte) (int, error) {
-	if err := f.d.before("getxattr", rel); err != nil {
+	if err := f.before("getxattr", rel); err != nil {
 		return 0, err
 	}
 	return f.Root.Getxattr(rel, name, buf)
@@ -137,7 +140,7 @@ func (f *FS) LinkOnce(oldRel, newRel string) error {
 
 // ReadDir is Root.ReadDir after the fault hook.
 func (f *FS) ReadDir(rel string) ([]rootfs.Entry, error) {
-	if err := f.d.before("readdir", rel); err != nil {
+	if err := f.before("readdir", rel); err != nil {
 		return nil, err
 	}
 	return f.Root.ReadDir(rel)
@@ -145,7 +148,7 @@ func (f *FS) ReadDir(rel string) ([]rootfs.Entry, error) {
 
 // ReadDirNames is Root.ReadDirNames after the fault hook.
 func (f *FS) ReadDirNames(rel string) ([]string, error) {
-	if err := f.d.before("readdir", rel); err != nil {
+	if err := f.before("readdir", rel); err != nil {
 		return nil, err
 	}
 	return f.Root.ReadDirNames(rel)
@@ -153,7 +156,7 @@ func (f *FS) ReadDirNames(rel string) ([]string, error) {
 
 // ReadDirAll is Root.ReadDirAll after the fault hook.
 func (f *FS) ReadDirAll(rel string) ([]string, error) {
-	if err := f.d.before("readdir", rel); err != nil {
+	if err := f.before("readdir", rel); err != nil {
 		return nil, err
 	}
 	return f.Root.ReadDirAll(rel)
@@ -161,7 +164,7 @@ func (f *FS) ReadDirAll(rel string) ([]string, error) {
 
 // ReadDirStat is Root.ReadDirStat after the fault hook.
 func (f *FS) ReadDirStat(rel string) ([]rootfs.Stat, error) {
-	if err := f.d.before("readdir", rel); err != nil {
+	if err := f.before("readdir", rel); err != nil {
 		return nil, err
 	}
 	return f.Root.ReadDirStat(rel)
@@ -201,7 +204,7 @@ func (f *FS) Syncfs() error {
 // do runs fn after the fault hook, under the Disk's read lock, so a
 // power cut waits for the operation (its sync recorded or not) to end.
 func (f *FS) do(op, rel string, fn func() error) error {
-	if err := f.d.before(op, rel); err != nil {
+	if err := f.before(op, rel); err != nil {
 		return err
 	}
 	f.d.ops.RLock()
@@ -210,4 +213,21 @@ func (f *FS) do(op, rel string, fn func() error) error {
 		return &os.PathError{Op: op, Path: f.Path(rel), Err: unix.EIO}
 	}
 	return fn()
+}
+
+// Close closes the filesystem. An operation on it after that is
+// recorded (Disk.Late lists it) and fails as the closed Root fails it
+// (EBADF).
+func (f *FS) Close() error {
+	f.closed.Store(true)
+	return f.Root.Close()
+}
+
+// before is Disk.before, for an operation on a filesystem not closed.
+func (f *FS) before(op, rel string) error {
+	if f.closed.Load() {
+		f.d.late(fmt.Sprintf("%s %s", op, rel))
+		return nil
+	}
+	return f.d.before(op, rel)
 }

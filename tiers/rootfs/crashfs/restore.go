@@ -17,21 +17,31 @@ func (d *Disk) Restore() error {
 	defer d.ops.Unlock()
 	d.cut.Store(true)
 	d.mu.Lock()
-	now := map[ident]string{}
-	current(d.dir, now)
-	ents, err := os.ReadDir(d.dir)
-	if err != nil {
-		d.mu.Unlock()
-		return err
+	// What the directory holds now is moved aside, not removed: a torn
+	// file is made from its latest bytes, with its latest xattrs.
+	latest := filepath.Join(d.shadow, "latest")
+	err := os.RemoveAll(latest)
+	if err == nil {
+		err = os.Mkdir(latest, 0o700)
+	}
+	var ents []os.DirEntry
+	if err == nil {
+		ents, err = os.ReadDir(d.dir)
 	}
 	for _, e := range ents {
-		if err := os.RemoveAll(filepath.Join(d.dir, e.Name())); err != nil {
-			d.mu.Unlock()
-			return err
+		if err == nil {
+			err = os.Rename(filepath.Join(d.dir, e.Name()), filepath.Join(latest, e.Name()))
 		}
 	}
-	err = d.make(d.root, d.dir, map[ident]string{}, now)
+	now := map[ident]string{}
+	current(latest, now)
+	if err == nil {
+		err = d.make(d.root, d.dir, map[ident]string{}, now)
+	}
 	d.mu.Unlock()
+	if err == nil {
+		err = os.RemoveAll(latest)
+	}
 	if err != nil {
 		return err
 	}
@@ -85,9 +95,10 @@ func (d *Disk) make(id ident, p string, made map[ident]string, now map[ident]str
 
 // makeFile makes the file id at p from its durable image (empty if it
 // has none), torn with the bytes at latest when Torn is set. Its xattrs
-// are those of the file at latest when there is one: an xattr is
-// metadata, which a journaling filesystem commits with the names
-// (ext4's delayed allocation loses the bytes, not the inode).
+// are those of the file at latest when there is one, else those it had
+// at the last sync of a directory naming it: an xattr is metadata, which
+// a journaling filesystem commits with the names (ext4's delayed
+// allocation loses the bytes, not the inode).
 func (d *Disk) makeFile(p string, id ident, latest string) error {
 	img, synced := d.files[id]
 	var b []byte
@@ -98,6 +109,9 @@ func (d *Disk) makeFile(p string, id ident, latest string) error {
 		}
 	}
 	attrs := img.xattrs
+	if x, ok := d.attrs[id]; ok {
+		attrs = x
+	}
 	if latest != "" {
 		cur, err := os.ReadFile(latest)
 		if err == nil && d.Torn && string(cur) != string(b) {
