@@ -169,7 +169,18 @@ func (c *DirCache) mkdirAll(r rootfs.FS, rel string, perm uint32) error {
 			return err
 		}
 	}
-	if err := r.Mkdir(rel, perm); errors.Is(err, unix.EEXIST) {
+	err := r.Mkdir(rel, perm)
+	if errors.Is(err, unix.ENOENT) && parent != "." {
+		// A parent the cache knew went since (a directory moved or
+		// removed): it is made again, and what the cache knew beneath
+		// it forgotten.
+		c.forgetTree(parent)
+		if err = c.mkdirAll(r, parent, perm); err != nil {
+			return err
+		}
+		err = r.Mkdir(rel, perm)
+	}
+	if errors.Is(err, unix.EEXIST) {
 		if err := r.MkdirAll(rel, perm); err != nil {
 			return err // not a directory: MkdirAll refuses a file
 		}
@@ -183,6 +194,17 @@ func (c *DirCache) mkdirAll(r rootfs.FS, rel string, perm uint32) error {
 	}
 	c.add(rel + "/")
 	return nil
+}
+
+// forgetTree drops what is known of the directory rel and beneath it.
+func (c *DirCache) forgetTree(rel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.known {
+		if k == rel+"/" || strings.HasPrefix(k, rel+"/") {
+			delete(c.known, k)
+		}
+	}
 }
 
 // Forget drops what is known about model ("" forgets everything).
