@@ -84,7 +84,7 @@ type fsState struct {
 }
 
 func newState(st *store.Store, opts Options) *fsState {
-	opts.setDefaults()
+	opts.SetDefaults()
 	s := &fsState{
 		store:   st,
 		opts:    opts,

@@ -5,6 +5,8 @@
 //
 // It holds the mount's own bookkeeping above the store:
 //
+//   - the options of a mount and their defaults (options.go; package fs
+//     names them fs.Options);
 //   - the per-user budgets of what users hold open: listings of open
 //     directories and open handles (user_budget.go), the private entries
 //     of ucm-posix models, charged by their paths in the scratch
