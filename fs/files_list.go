@@ -22,12 +22,12 @@ import (
 // made through it; every other change of the files the directory holds
 // (a publish at a writer's close, an eviction, a removal behind the
 // kernel's back) passes through a tier's index and reaches
-// listingChanged with the file's key, which names the directory.
+// vfs.CachedListings.Changed with the file's key, which names the directory.
 //
 // As a shard's, the cached listing registers again each time it is taken
 // (at the first read of an open, and at a rewind), not only at the open:
 // the kernel refills a cache it was told to drop through the same open
-// directory, and that refill must be followed too (listingTaken).
+// directory, and that refill must be followed too (vfs.CachedListings.Taken).
 //
 // Not cached where a tier is shared with other daemons: a subdirectory
 // another daemon makes there passes through no index of this one.
@@ -68,7 +68,7 @@ func (o filesOps) opendir(ctx context.Context) (gofs.FileHandle, uint32, syscall
 		return h, 0, 0
 	}
 	h.cached = true
-	o.s.listings.Store(o.listing(), &cachedListing{drop: o.dropListing, owner: o.node})
+	o.s.listings.Opened(o.listing(), o.node, o.dropListing)
 	return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 
@@ -122,7 +122,7 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 			h.o = d.ops() // where it is now, once no move is in flight beneath it
 		}
 		if h.cached {
-			h.o.s.listingTaken(h.o.listing(), h.o.node, h.o.dropListing)
+			h.o.s.listings.Taken(h.o.listing(), h.o.node, h.o.dropListing)
 		}
 		ents, h.files, h.nsub = h.o.entries(ctx, h.cached)
 	})

@@ -160,7 +160,7 @@ func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, old map[uint
 		return
 	case *filesDir:
 		s.inos.Rename(ino.DirName(op.where()), ino.DirName(model, path), op.ino)
-		s.forgetListing(vfs.FilesListingKey(op.where()), n) // registered under the old path
+		s.listings.Forget(vfs.FilesListingKey(op.where()), n) // registered under the old path
 		op.moved.Store(&movedDir{model, path})
 		*dirs = append(*dirs, op)
 	default:

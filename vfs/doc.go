@@ -30,8 +30,10 @@
 //     buffers (xattr.go);
 //   - the rules of a files model's names, which file being written a
 //     caller sees, and the removal of published files (files.go);
-//   - the directories whose listing the kernel may cache, and the times
-//     of their last changes, their mtimes (listing.go);
+//   - the directories whose listing the kernel may cache, those it
+//     was let cache, by the node that registered them, and the times
+//     of their last changes, their mtimes (listing.go,
+//     cached_listings.go);
 //   - a shard directory's names, what it lists, the shard directories a
 //     ucm-posix model shows, and the one lookup of a
 //     published name (shard.go: LookupKey), which the adapter's shard
