@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
-	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -71,7 +70,7 @@ func (p *pendingNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.S
 	case published && f == nil:
 		return errnoStale
 	case published:
-		return p.s.fail("setattr", w.Key().Path(), fmt.Errorf("already published: %w", store.ErrImmutable))
+		return p.s.fail("setattr", w.Key().Path(), vfs.ErrPublished)
 	}
 	return errno
 }
@@ -137,7 +136,7 @@ type writeHandle struct {
 	s   *fsState
 	d   *store.Writer
 	key format.Key
-	pt  bool // the kernel writes the file itself (passthrough; writePassthrough)
+	pt  bool // the kernel writes the file itself (passthrough; vfs.Options.WritePassthrough)
 	// direct: the kernel writes the file's O_DIRECT descriptor (a file
 	// staged on disk, opened O_DIRECT: tiers.Stack.CreateOnDisk).
 	direct bool
@@ -150,25 +149,12 @@ type writeHandle struct {
 // one backing file per node, the first one given, so a second descriptor
 // opened while an O_DIRECT one is open is written O_DIRECT too).
 func (s *fsState) newWriteHandle(d *store.Writer, key format.Key, uid uint32, flags uint32) *writeHandle {
-	h := &writeHandle{s: s, d: d, key: key, pt: s.backing.Active() && s.writePassthrough(uid)}
+	h := &writeHandle{s: s, d: d, key: key, pt: s.backing.Active() && s.opts.WritePassthrough(uid, s.uid)}
 	if d.OnDisk() {
 		h.direct = flags&syscall.O_DIRECT != 0
 		h.pt = h.pt && h.direct
 	}
 	return h
-}
-
-// writePassthrough reports whether the kernel may write a file uid writes
-// itself (FUSE passthrough), out of the daemon's sight: on a mount only
-// its user can use, always; on an --allow-other mount, for root and the
-// daemon's own user, and for the other users only with
-// Options.TenantWritePassthrough. Otherwise the daemon serves each write,
-// so that its user's share of the pending budget
-// (--max-pending-per-user) is enforced at each write, where passthrough
-// is seen only at the writer's close and at the daemon's refresh each
-// second, and bounded in the kernel only by the tmpfs's size, everyone's.
-func (s *fsState) writePassthrough(uid uint32) bool {
-	return !s.opts.AllowOther || s.opts.TenantWritePassthrough || uid == 0 || uid == s.uid
 }
 
 // openFlags are the FOPEN flags of the descriptor: none when the kernel
@@ -304,14 +290,12 @@ func (s *fsState) writeAttr(w *store.Draft, a *fuse.Attr) {
 	a.Owner = fuse.Owner{Uid: w.Owner().Uid, Gid: w.Owner().Gid}
 }
 
-// setWrite applies a setattr to a file being written: a new size
-// (ftruncate, within MaxFileSize) and new times (kept as the published
-// mtime) apply; chmod and chown are accepted and change nothing (a
-// published file is always 0444). After publish every change is EPERM.
+// setWrite applies a setattr to a file being written (vfs.SetWriting).
+// After publish every change is EPERM.
 func (s *fsState) setWrite(w *store.Draft, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	errno, published := s.setWriting(w, in, out)
 	if published {
-		return s.fail("setattr", w.Key().Path(), fmt.Errorf("already published: %w", store.ErrImmutable))
+		return s.fail("setattr", w.Key().Path(), vfs.ErrPublished)
 	}
 	return errno
 }
@@ -319,20 +303,12 @@ func (s *fsState) setWrite(w *store.Draft, in *fuse.SetAttrIn, out *fuse.AttrOut
 // setWriting is setWrite, but when w was published before the change
 // took it changes nothing, logs nothing and reports published.
 func (s *fsState) setWriting(w *store.Draft, in *fuse.SetAttrIn, out *fuse.AttrOut) (errno syscall.Errno, published bool) {
-	var size *int64
-	if sz, ok := in.GetSize(); ok {
-		n := int64(sz)
-		size = &n
-	}
-	var mtime *time.Time
-	if t, ok := in.GetMTime(); ok {
-		mtime = &t
-	}
-	if err := w.Setattr(size, mtime); err != nil {
-		if errors.Is(err, store.ErrImmutable) && !w.Writable() {
-			return 0, true
-		}
+	published, err := vfs.SetWriting(w, setAttrOf(in))
+	if err != nil {
 		return s.fail("setattr", w.Key().Path(), err), false
+	}
+	if published {
+		return 0, true
 	}
 	s.writeAttr(w, &out.Attr)
 	return 0, false

@@ -7,6 +7,11 @@
 //
 //   - the options of a mount and their defaults (options.go; package fs
 //     names them fs.Options);
+//   - what a setattr lets change: a directory's times only, a model's
+//     owner and mode by its owner or root, a file being written's size
+//     and mtime (setattr.go, over a plain SetAttr);
+//   - statfs's figures of the store's space, and the fsync of a
+//     directory's entries (space.go);
 //   - the per-user budgets of what users hold open: listings of open
 //     directories and open handles (user_budget.go), the private entries
 //     of ucm-posix models, charged by their paths in the scratch

@@ -18,7 +18,7 @@ type Options struct {
 	AllowOther  bool // let other users than the mounting one use the mount
 	// TenantWritePassthrough lets the kernel write, with passthrough, the
 	// files that users other than root and the daemon's own write on an
-	// AllowOther mount (fsState.writePassthrough in package fs): faster
+	// AllowOther mount (WritePassthrough): faster
 	// writes, their share of the pending budget then checked only at
 	// close and each second.
 	TenantWritePassthrough bool
@@ -74,4 +74,17 @@ func (o *Options) SetDefaults() {
 	if o.KernelNodes == 0 {
 		o.KernelNodes = DefaultKernelNodes
 	}
+}
+
+// WritePassthrough reports whether the kernel may write a file uid writes
+// itself (FUSE passthrough), out of the daemon's sight, on a mount whose
+// daemon runs as daemon: on a mount only its user can use, always; on an
+// --allow-other mount, for root and the daemon's own user, and for the
+// other users only with TenantWritePassthrough. Otherwise the daemon
+// serves each write, so that its user's share of the pending budget
+// (--max-pending-per-user) is enforced at each write, where passthrough
+// is seen only at the writer's close and at the daemon's refresh each
+// second, and bounded in the kernel only by the tmpfs's size, everyone's.
+func (o *Options) WritePassthrough(uid, daemon uint32) bool {
+	return !o.AllowOther || o.TenantWritePassthrough || uid == 0 || uid == daemon
 }
