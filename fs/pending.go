@@ -9,7 +9,6 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
 )
@@ -43,12 +42,7 @@ func (p *pendingNode) draftOf(ctx context.Context, f gofs.FileHandle) *store.Dra
 	if h, ok := f.(*writeHandle); ok {
 		return h.d.Draft()
 	}
-	if !p.w.Writable() && registry.Of(p.w.Key()).Replaces() {
-		if w := p.s.store.Writes().Own(p.w.Key(), p.w.Name(), callerProc(ctx).Tgid); w != nil {
-			return w
-		}
-	}
-	return p.w
+	return vfs.DraftOf(p.s.store, p.w, callerProc(ctx).Tgid)
 }
 
 // Getattr describes the file as written so far (never cached).
@@ -87,27 +81,23 @@ func (p *pendingNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.S
 // next version, opened here (a loop of opens for appending meets this:
 // the kernel looked the name up before the last close's release ended
 // the file, and an ESTALE here would meet the published file's own,
-// rewrite, on the retry, and reach the caller).
+// rewrite, on the retry, and reach the caller: vfs.OpenDraft).
 func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	d, err := p.w.Open(flags&syscall.O_TRUNC != 0)
 	key := p.w.Key()
-	if errors.Is(err, store.ErrDone) && registry.Of(key).Replaces() && flags&syscall.O_ACCMODE != syscall.O_RDONLY && p.s.store.Tiers().Has(key) {
-		_, d, err = p.s.store.Writes().Reopen(callerProc(ctx), key)
-		if err != nil {
-			return nil, 0, p.s.fail("open", key.Path(), err)
-		}
-		h := p.s.newWriteHandle(d, key, callerProc(ctx).Uid, flags)
-		return h, h.openFlags(), 0
-	}
-	if errors.Is(err, store.ErrDone) {
-		p.s.log.Debug("open of a file published meanwhile: the kernel looks it up again", "path", p.w.Key().Path(), "errno", "ESTALE")
+	d, reopened, err := vfs.OpenDraft(p.s.store, p.w, callerProc(ctx), flags&syscall.O_TRUNC != 0, flags&syscall.O_ACCMODE != syscall.O_RDONLY)
+	switch {
+	case reopened && err != nil:
+		return nil, 0, p.s.fail("open", key.Path(), err)
+	case errors.Is(err, store.ErrDone):
+		p.s.log.Debug("open of a file published meanwhile: the kernel looks it up again", "path", key.Path(), "errno", "ESTALE")
 		return nil, 0, errnoStale
+	case err != nil:
+		return nil, 0, p.s.fail("open", key.Path(), fmt.Errorf("%w (%w)", err, errReadOnly))
 	}
-	if err != nil {
-		return nil, 0, p.s.fail("open", p.w.Key().Path(), fmt.Errorf("%w (%w)", err, errReadOnly))
+	h := p.s.newWriteHandle(d, key, callerProc(ctx).Uid, flags)
+	if !reopened {
+		p.s.reopens.Take(callerProc(ctx).Tgid, key) // a new version's retried open (vfs/reopen.go)
 	}
-	h := p.s.newWriteHandle(d, p.w.Key(), callerProc(ctx).Uid, flags)
-	p.s.reopens.Take(callerProc(ctx).Tgid, p.w.Key()) // a new version's retried open (vfs/reopen.go)
 	return h, h.openFlags(), 0
 }
 
@@ -246,7 +236,7 @@ func (h *writeHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 // verdict turns a publish's verdict into the errno of the close or fsync,
 // logging it when this call published.
 func (h *writeHandle) verdict(op string, published bool, err error) syscall.Errno {
-	if err == nil || errors.Is(err, store.ErrDiscarded) {
+	if err = vfs.Verdict(err); err == nil {
 		return 0
 	}
 	if published {
@@ -269,19 +259,11 @@ func (h *writeHandle) Release(ctx context.Context) syscall.Errno {
 	return 0
 }
 
-// writeAttr describes a file being written as its writers see it: mode
-// 0644 and its writer's owner while it is written, 0444 once published.
+// writeAttr describes a file being written as its writers see it
+// (vfs.DraftAttr): mode 0644 and its writer's owner while it is written,
+// 0444 once published.
 func (s *fsState) writeAttr(w *store.Draft, a *fuse.Attr) {
-	size, mtime, published := w.Attr()
-	if key := w.Key(); published && registry.Of(key).Replaces() && errors.Is(w.Verdict(), store.ErrDiscarded) {
-		// A File's version dropped (its writer wrote nothing, or unlinked
-		// it): the name's published file, if any, is what the kernel must
-		// take the size of, for the offset of an append on this node.
-		if bi, err := s.store.Tiers().Stat(key); err == nil {
-			s.blockAttr(a, bi.Size, bi.MTime, key)
-			return
-		}
-	}
+	size, mtime, published := vfs.DraftAttr(s.store, w)
 	if published {
 		s.blockAttr(a, size, mtime, w.Key())
 		return

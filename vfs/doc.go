@@ -12,6 +12,9 @@
 //     and mtime (setattr.go, over a plain SetAttr);
 //   - statfs's figures of the store's space, and the fsync of a
 //     directory's entries (space.go);
+//   - which file being written a request on its node is about, what
+//     its open starts, how it shows and what its close answers
+//     (drafts.go);
 //   - the per-user budgets of what users hold open: listings of open
 //     directories and open handles (user_budget.go), the private entries
 //     of ucm-posix models, charged by their paths in the scratch
