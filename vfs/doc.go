@@ -15,6 +15,9 @@
 //   - which file being written a request on its node is about, what
 //     its open starts, how it shows and what its close answers
 //     (drafts.go);
+//   - which version of a published file a node serves, whether a newer
+//     one replaced it, what its open descriptors read, and what a
+//     setattr may change of it (files_versions.go);
 //   - the per-user budgets of what users hold open: listings of open
 //     directories and open handles (user_budget.go), the private entries
 //     of ucm-posix models, charged by their paths in the scratch
