@@ -142,7 +142,7 @@ func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 	}
 	sa := setAttrOf(in)
 	if sa.Size != nil && registry.Of(n.served()).Replaces() {
-		return n.truncate(ctx, *sa.Size, in, out)
+		return n.truncate(ctx, *sa.Size, sa, out)
 	}
 	if err := vfs.CheckPublishedSetattr(sa, n.s.uid, n.s.gid); err != nil {
 		return n.s.fail("setattr", n.key.Path(), err)
@@ -204,31 +204,17 @@ func (n *storedFile) superseded(key format.Key) bool {
 }
 
 // truncate is truncate(2) of a published File of a files model: a new
-// version of it (store.Writes.Reopen) cut or grown to size and published at
-// once, as a process that opens, truncates and closes it would (a size it
-// already has publishes nothing).
-func (n *storedFile) truncate(ctx context.Context, size int64, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+// version of it cut or grown to size and published at once
+// (vfs.Truncate); a size it already has publishes nothing.
+func (n *storedFile) truncate(ctx context.Context, size int64, sa vfs.SetAttr, out *fuse.AttrOut) syscall.Errno {
 	key := n.served()
 	if bi, err := n.s.store.Tiers().Stat(key); err == nil && bi.Size == size {
 		n.s.blockAttr(&out.Attr, bi.Size, bi.MTime, key)
 		return 0
 	}
 	p := callerProc(ctx)
-	w, d, err := n.s.store.Writes().Reopen(p, key)
-	if err != nil {
-		return n.s.fail("truncate", key.Path(), err)
-	}
-	if errno := n.s.setWrite(w, in, out); errno != 0 {
-		d.Release(ctx)
-		return errno
-	}
-	_, err = d.Close(ctx, p.Tgid)
-	d.Release(ctx) // an empty version publishes here, at its last release
-	if err == nil {
-		err = w.Verdict()
-	}
-	if err != nil && !errors.Is(err, store.ErrDiscarded) {
-		return n.s.fail("truncate", key.Path(), err)
+	if op, err := vfs.Truncate(ctx, n.s.store, p, key, sa); err != nil {
+		return n.s.fail(op, key.Path(), err)
 	}
 	// The kernel's entry for the name names this node, the old version:
 	// it goes before the answer, so the caller's next stat or open of the

@@ -51,7 +51,7 @@ func (p *pendingNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.
 	return 0
 }
 
-// Setattr applies to the file being written (see fsState.setWrite). By
+// Setattr applies to the file being written (see fsState.setWriting). By
 // path (a truncate) of one that published or was discarded meanwhile
 // (its writer's close, or its last release), it is ESTALE: the name's
 // file is the published one now, and the kernel looks the name up again
@@ -272,18 +272,9 @@ func (s *fsState) writeAttr(w *store.Draft, a *fuse.Attr) {
 	a.Owner = fuse.Owner{Uid: w.Owner().Uid, Gid: w.Owner().Gid}
 }
 
-// setWrite applies a setattr to a file being written (vfs.SetWriting).
-// After publish every change is EPERM.
-func (s *fsState) setWrite(w *store.Draft, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	errno, published := s.setWriting(w, in, out)
-	if published {
-		return s.fail("setattr", w.Key().Path(), vfs.ErrPublished)
-	}
-	return errno
-}
-
-// setWriting is setWrite, but when w was published before the change
-// took it changes nothing, logs nothing and reports published.
+// setWriting applies a setattr to a file being written (vfs.SetWriting);
+// when w was published before the change took it changes nothing, logs
+// nothing and reports published.
 func (s *fsState) setWriting(w *store.Draft, in *fuse.SetAttrIn, out *fuse.AttrOut) (errno syscall.Errno, published bool) {
 	published, err := vfs.SetWriting(w, setAttrOf(in))
 	if err != nil {

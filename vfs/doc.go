@@ -13,8 +13,8 @@
 //   - statfs's figures of the store's space, and the fsync of a
 //     directory's entries (space.go);
 //   - which file being written a request on its node is about, what
-//     its open starts, how it shows and what its close answers
-//     (drafts.go);
+//     its open starts, how it shows and what its close answers, and
+//     the truncate of a published File, a new version (drafts.go);
 //   - which version of a published file a node serves, whether a newer
 //     one replaced it, what its open descriptors read, and what a
 //     setattr may change of it (files_versions.go);

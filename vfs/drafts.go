@@ -1,9 +1,11 @@
 package vfs
 
 import (
+	"context"
 	"errors"
 	"time"
 
+	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 )
@@ -66,4 +68,29 @@ func Verdict(err error) error {
 		return nil
 	}
 	return err
+}
+
+// Truncate publishes a new version of the published File key
+// (store.Writes.Reopen) changed as sa asks (SetWriting: cut or grown to
+// its size) at once, as a process p that opens, truncates and closes it
+// would. An error comes with the operation to log it under.
+func Truncate(ctx context.Context, st *store.Store, p store.Proc, key format.Key, sa SetAttr) (op string, err error) {
+	w, d, err := st.Writes().Reopen(p, key)
+	if err != nil {
+		return "truncate", err
+	}
+	published, err := SetWriting(w, sa)
+	if published {
+		err = ErrPublished
+	}
+	if err != nil {
+		d.Release(ctx)
+		return "setattr", err
+	}
+	_, err = d.Close(ctx, p.Tgid)
+	d.Release(ctx) // an empty version publishes here, at its last release
+	if err == nil {
+		err = w.Verdict()
+	}
+	return "truncate", Verdict(err)
 }
