@@ -35,8 +35,9 @@
 //     (dir_moves.go);
 //   - the flock(2) locks the daemon keeps by name (flock.go);
 //   - what a directory of a files model lists, and how many shard
-//     directories a model shows (files_list.go), and the hidden names
-//     of O_TMPFILE files (tmpfile.go);
+//     directories a model shows (files_list.go), the listing an open
+//     directory holds, read by offset (dir_listing.go), and the hidden
+//     names of O_TMPFILE files (tmpfile.go);
 //   - the rules of the user.ucm.* attributes' names, values and answer
 //     buffers (xattr.go);
 //   - the rules of a files model's names, which file being written a
