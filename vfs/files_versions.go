@@ -82,3 +82,36 @@ func CheckPublishedSetattr(sa SetAttr, uid, gid uint32) error {
 	}
 	return nil
 }
+
+// SupersededOffTree adds to old the numbers of the File nodes off
+// go-fuse's tree (Replaced) that serve a replaced version of a file
+// beneath dir of model, as the adapter does for those in the tree (fs's
+// supersededBeneath); keyOf is the key a node was looked up as. A move
+// takes the files' current versions along, and these stay what they are.
+func (f *FilesNodes[N]) SupersededOffTree(st *store.Store, inos *ino.Table, model, dir string, old map[uint64]bool, keyOf func(N) format.Key) {
+	f.eachOffTree(func(n uint64, b N) bool {
+		if k := f.Follow(keyOf(b), n); k.Model == model && Beneath(k.Name, dir) && f.Superseded(st, inos, k, n) {
+			old[n] = true
+		}
+		return true
+	})
+}
+
+// FollowMove points the File nodes off go-fuse's tree (Replaced) that
+// serve a file the move m takes along, unless in old, at the file's new
+// path. The adapter does so for the nodes in the tree beneath the moved
+// directory's node (fs's followMovedDir); the kernel may still hold one
+// of these under its name (a lookup's answer that replaced it in the
+// tree, racing a move or a revalidation, was not taken), and a reader
+// right after the move found the file missing (TestFilesDirMoveReaders,
+// about 1 run in 100).
+func (f *FilesNodes[N]) FollowMove(st *store.Store, m DirMove, old map[uint64]bool, keyOf func(N) format.Key) {
+	f.eachOffTree(func(n uint64, b N) bool {
+		dst, ok := m.Moves(f.Follow(keyOf(b), n))
+		if old[n] || !ok {
+			return true
+		}
+		f.Moved(n, dst, st.Writes().Gen(dst))
+		return true
+	})
+}
