@@ -2,7 +2,6 @@ package fs
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"syscall"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // common is embedded in every node type: the shared state, and the answers
@@ -22,28 +22,15 @@ type common struct {
 }
 
 // Statfs reports the tiers' capacity and use in 4096-byte blocks, and
-// the files they hold of the most they may hold.
+// the files they hold of the most they may hold (vfs.StatfsOf).
 func (c common) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	if h := c.s.statfsHook.Load(); h != nil {
 		(*h)()
 	}
-	sp := c.s.store.Space()
-	capacity, used, files := sp.Capacity, sp.Used, sp.Files
-	const bs = 4096
-	free := capacity - used
-	if free < 0 {
-		free = 0
-	}
-	out.Bsize = bs
-	out.Frsize = bs
-	out.Blocks = uint64((capacity + bs - 1) / bs)
-	out.Bfree = uint64(free / bs)
-	out.Bavail = out.Bfree
-	// Inodes: the most files the tiers hold (summed as the bytes are),
-	// of which the published files are used, so df -i shows IUsed = the
-	// files (each once) and IFree the room left for more.
-	out.Files = uint64(max(sp.MaxFiles, files))
-	out.Ffree = out.Files - uint64(files)
+	sf := vfs.StatfsOf(c.s.store.Space())
+	out.Bsize, out.Frsize = vfs.StatfsBlock, vfs.StatfsBlock
+	out.Blocks, out.Bfree, out.Bavail = sf.Blocks, sf.Bfree, sf.Bfree
+	out.Files, out.Ffree = sf.Files, sf.Ffree
 	out.NameLen = 255
 	return 0
 }
@@ -115,19 +102,9 @@ func (d dirCommon) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) s
 }
 
 // syncDir answers the fsync of the directory what of model, whose entries
-// are the published files keys lists: a file's name is on a persistent
-// tier only with its bytes, so its entry is durable once the file is.
-// Those in memory only are written back, then every directory tier is
-// synced, as a flush of them would (store.FlushKeys). The files are
-// listed only when the model has some in memory only (a listing of a
-// directory of 20 000 files took 40 ms). Like a flush it completes across
-// interrupts: its work is bounded by the tiers' timeouts.
+// are the published files keys lists (vfs.SyncDir).
 func (s *fsState) syncDir(ctx context.Context, what, model string, keys func() []format.Key) syscall.Errno {
-	var listed []format.Key
-	if keys != nil && s.store.Tiers().ModelDirty(model) {
-		listed = keys()
-	}
-	if err := s.store.FlushKeys(context.WithoutCancel(ctx), listed); err != nil {
+	if err := vfs.SyncDir(ctx, s.store, model, keys); err != nil {
 		return s.fail("fsyncdir", what, err)
 	}
 	return 0
@@ -141,23 +118,14 @@ func (s *fsState) syncDir(ctx context.Context, what, model string, keys func() [
 // changes nothing.
 func (d dirCommon) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	d.s.dirAttr(&out.Attr, 2)
-	return d.sameAttr(in, &out.Attr)
+	return d.sameAttr(setAttrOf(in), &out.Attr)
 }
 
 // sameAttr accepts a setattr of a directory whose attributes are cur only
-// when it changes nothing but times; else EPERM.
-func (d dirCommon) sameAttr(in *fuse.SetAttrIn, cur *fuse.Attr) syscall.Errno {
-	if _, ok := in.GetSize(); ok {
-		return d.s.fail("setattr", d.what, store.ErrImmutable)
-	}
-	if mode, ok := in.GetMode(); ok && mode&0o7777 != cur.Mode&0o7777 && !d.anyMode {
-		return d.s.fail("chmod", d.what, fmt.Errorf("this directory is %o: %w", cur.Mode&0o7777, store.ErrImmutable))
-	}
-	if uid, ok := in.GetUID(); ok && uid != cur.Uid {
-		return d.s.fail("chown", d.what, store.ErrImmutable)
-	}
-	if gid, ok := in.GetGID(); ok && gid != cur.Gid {
-		return d.s.fail("chgrp", d.what, store.ErrImmutable)
+// when it changes nothing but times (vfs.SameAttr); else EPERM.
+func (d dirCommon) sameAttr(sa vfs.SetAttr, cur *fuse.Attr) syscall.Errno {
+	if op, err := vfs.SameAttr(sa, store.ModelOwner{Uid: cur.Uid, Gid: cur.Gid, Mode: cur.Mode}, d.anyMode); err != nil {
+		return d.s.fail(op, d.what, err)
 	}
 	return 0
 }

@@ -1,9 +1,11 @@
 // Package fs is the FUSE adapter of ucmfs. It presents a store.Store
 // (models, publish rules, sidecars, counters: the kernel-agnostic core)
 // as a tree of files: each request calls the core (store, and package
-// vfs, the adapter's kernel-agnostic half: the one lookup of a published
-// name, listings, budgets, directory moves, flock locks, the kept
-// descriptors) and turns its error into an errno in one place
+// vfs, the adapter's kernel-agnostic half: the mount's options, the one
+// lookup of a published name, listings and the cached ones, budgets,
+// directory moves, flock locks, the kept descriptors, what a setattr may
+// change, the life of a file being written) and turns its error into an
+// errno in one place
 // (errno.go). go-fuse is imported here, by its subpackages fs/light (the
 // raw-protocol layer) and fs/uring (FUSE over io_uring), and by the test
 // support internal/faultfs, and nowhere else (internal/lint holds it):
@@ -27,7 +29,7 @@
 // (state.go); a model directory's requests go to the type of its layout
 // (model_layouts.go), chosen when its node is made, so no node method
 // asks which layout it serves. Mount (mount.go) is the entry point the
-// command line uses; the FUSE connection it opens, on the transport
+// command line uses, with Options (vfs.Options under the adapter's name); the FUSE connection it opens, on the transport
 // chosen, is package fs/conn's. Three families of nodes are packages of
 // their own, with the adapter as their host (its errnos, its log, its
 // attributes): .ucm/ (package fs/ucmdir), the private entries of

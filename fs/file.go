@@ -10,7 +10,6 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
@@ -78,16 +77,9 @@ func (n *storedFile) OnForget() {
 	n.s.inos.Release(n.s.files.Forget(n.key, n.StableAttr().Ino), n.StableAttr().Ino)
 }
 
-// served is the key the node serves: its own, or for a published File
-// renamed since it was looked up, the File's new key (the kernel moved
-// its entry, and this node with it, to the new name, and may use it there
-// until it looks the name up again).
+// served is the key the node serves (vfs.FilesNodes.Serves).
 func (n *storedFile) served() format.Key {
-	k := n.s.files.Follow(n.key, n.StableAttr().Ino)
-	if registry.Of(k).Tree() && n.s.dirMoves.Wait(k.Model, k.Name) {
-		k = n.s.files.Follow(n.key, n.StableAttr().Ino) // moved meanwhile
-	}
-	return k
+	return n.s.files.Serves(&n.s.dirMoves, n.key, n.StableAttr().Ino)
 }
 
 // Getattr describes the file: 0444, size = header + payload, st_blocks in
@@ -125,25 +117,10 @@ func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.A
 }
 
 // openVersionAttr is the size and mtime of what the node's open
-// descriptors read, a File of key k, when the store's file under the name
-// is no longer that one (replaced by a new version, or removed): a
-// descriptor opened before goes on reading its version, and fstat must
-// describe it (SGLang's fast_file drops a page whose fstat size is not
-// what it reads). ok is false when the node is not open or reads the
-// current file.
+// descriptors read, when that is not the store's file under k's name
+// (vfs.Opened.VersionAttr).
 func (n *storedFile) openVersionAttr(k format.Key) (size int64, mtime time.Time, ok bool) {
-	if !registry.Of(k).Replaces() {
-		return 0, time.Time{}, false
-	}
-	f := n.open.OpenDescriptor()
-	if f == nil || !n.superseded(k) && n.s.store.Tiers().Has(k) {
-		return 0, time.Time{}, false // not open, or the current version (a moved node's, where it was moved)
-	}
-	fi, err := f.Stat() // a descriptor the node holds while it is open
-	if err != nil {
-		return 0, time.Time{}, false
-	}
-	return fi.Size(), fi.ModTime(), true
+	return n.open.VersionAttr(n.s.store, k, func() bool { return n.superseded(k) })
 }
 
 // Setattr of a published file: new times are a use (the mtime moves to
@@ -163,37 +140,19 @@ func (n *storedFile) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Se
 			return errno
 		}
 	}
-	if size, ok := in.GetSize(); ok && registry.Of(n.served()).Replaces() {
-		return n.truncate(ctx, int64(size), in, out)
+	sa := setAttrOf(in)
+	if sa.Size != nil && registry.Of(n.served()).Replaces() {
+		return n.truncate(ctx, *sa.Size, sa, out)
 	}
-	if err := n.s.checkSetattr(in); err != nil {
+	if err := vfs.CheckPublishedSetattr(sa, n.s.uid, n.s.gid); err != nil {
 		return n.s.fail("setattr", n.key.Path(), err)
 	}
-	if mtime, ok := in.GetMTime(); ok {
-		if err := n.s.store.Tiers().SetMTime(n.served(), mtime); err != nil {
+	if sa.MTime != nil {
+		if err := n.s.store.Tiers().SetMTime(n.served(), *sa.MTime); err != nil {
 			return n.s.fail("utimes", n.key.Path(), err)
 		}
 	}
 	return n.Getattr(ctx, f, out)
-}
-
-// checkSetattr refuses a change of a published file's size, special mode
-// bits or owner (a chmod of permission bits, which is kept as it was, and
-// a chown to what it already is pass).
-func (s *fsState) checkSetattr(in *fuse.SetAttrIn) error {
-	if _, ok := in.GetSize(); ok {
-		return fmt.Errorf("truncate: published files are immutable: %w", store.ErrImmutable)
-	}
-	if mode, ok := in.GetMode(); ok && mode&0o7000 != 0 {
-		return fmt.Errorf("chmod %o: published files take no setuid, setgid or sticky bit: %w", mode&0o7777, store.ErrImmutable)
-	}
-	if uid, ok := in.GetUID(); ok && uid != s.uid {
-		return fmt.Errorf("chown: published files belong to uid %d: %w", s.uid, store.ErrImmutable)
-	}
-	if gid, ok := in.GetGID(); ok && gid != s.gid {
-		return fmt.Errorf("chgrp: published files belong to gid %d: %w", s.gid, store.ErrImmutable)
-	}
-	return nil
 }
 
 // Open opens the file for reading from the fastest tier holding it. An
@@ -239,47 +198,23 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 }
 
 // superseded reports whether the node is a version of the File key (the
-// one it serves) that a newer one replaced: its number is not the current
-// version's, or, for a node whose File was moved to key, key's
-// generation moved on since.
+// one it serves) that a newer one replaced (vfs.FilesNodes.Superseded).
 func (n *storedFile) superseded(key format.Key) bool {
-	if !registry.Of(key).Replaces() {
-		return false
-	}
-	if gen, ok := n.s.files.MovedGen(n.StableAttr().Ino); ok {
-		// Moved (perhaps back to its first name, whose generation the
-		// move away moved on): the generation it had where it went.
-		return n.s.store.Writes().Gen(key) != gen
-	}
-	return n.StableAttr().Ino != n.s.inos.Peek(ino.FileVersion(key, n.s.store.Writes().Gen(key)))
+	return n.s.files.Superseded(n.s.store, n.s.inos, key, n.StableAttr().Ino)
 }
 
 // truncate is truncate(2) of a published File of a files model: a new
-// version of it (store.Writes.Reopen) cut or grown to size and published at
-// once, as a process that opens, truncates and closes it would (a size it
-// already has publishes nothing).
-func (n *storedFile) truncate(ctx context.Context, size int64, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+// version of it cut or grown to size and published at once
+// (vfs.Truncate); a size it already has publishes nothing.
+func (n *storedFile) truncate(ctx context.Context, size int64, sa vfs.SetAttr, out *fuse.AttrOut) syscall.Errno {
 	key := n.served()
 	if bi, err := n.s.store.Tiers().Stat(key); err == nil && bi.Size == size {
 		n.s.blockAttr(&out.Attr, bi.Size, bi.MTime, key)
 		return 0
 	}
 	p := callerProc(ctx)
-	w, d, err := n.s.store.Writes().Reopen(p, key)
-	if err != nil {
-		return n.s.fail("truncate", key.Path(), err)
-	}
-	if errno := n.s.setWrite(w, in, out); errno != 0 {
-		d.Release(ctx)
-		return errno
-	}
-	_, err = d.Close(ctx, p.Tgid)
-	d.Release(ctx) // an empty version publishes here, at its last release
-	if err == nil {
-		err = w.Verdict()
-	}
-	if err != nil && !errors.Is(err, store.ErrDiscarded) {
-		return n.s.fail("truncate", key.Path(), err)
+	if op, err := vfs.Truncate(ctx, n.s.store, p, key, sa); err != nil {
+		return n.s.fail(op, key.Path(), err)
 	}
 	// The kernel's entry for the name names this node, the old version:
 	// it goes before the answer, so the caller's next stat or open of the

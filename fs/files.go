@@ -69,7 +69,7 @@ func (d *filesDir) ops() filesOps {
 func (d *filesDir) OnForget() {
 	model, dir := d.where()
 	d.s.inos.Release(ino.DirName(model, dir), d.ino)
-	d.s.forgetListing(vfs.FilesListingKey(model, dir), &d.Inode)
+	d.s.listings.Forget(vfs.FilesListingKey(model, dir), &d.Inode)
 }
 
 // Getattr describes the directory with its model's owner and mode, and

@@ -22,12 +22,12 @@ import (
 // made through it; every other change of the files the directory holds
 // (a publish at a writer's close, an eviction, a removal behind the
 // kernel's back) passes through a tier's index and reaches
-// listingChanged with the file's key, which names the directory.
+// vfs.CachedListings.Changed with the file's key, which names the directory.
 //
 // As a shard's, the cached listing registers again each time it is taken
 // (at the first read of an open, and at a rewind), not only at the open:
 // the kernel refills a cache it was told to drop through the same open
-// directory, and that refill must be followed too (listingTaken).
+// directory, and that refill must be followed too (vfs.CachedListings.Taken).
 //
 // Not cached where a tier is shared with other daemons: a subdirectory
 // another daemon makes there passes through no index of this one.
@@ -68,7 +68,7 @@ func (o filesOps) opendir(ctx context.Context) (gofs.FileHandle, uint32, syscall
 		return h, 0, 0
 	}
 	h.cached = true
-	o.s.listings.Store(o.listing(), &cachedListing{drop: o.dropListing, owner: o.node})
+	o.s.listings.Opened(o.listing(), o.node, o.dropListing)
 	return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 
@@ -79,28 +79,17 @@ func (o filesOps) dropListing() {
 	}
 }
 
-// filesListing is an open directory of a files model. Its listing is
-// taken at the first read and again at a rewind (offset 0), and read by
-// offset (an entry's offset is its position plus one). What it holds is
-// charged to the user who took it (vfs/user_budget.go) until the next
-// take or the release.
+// filesListing is an open directory of a files model. Its listing
+// (vfs.DirListing) is taken at the first read and again at a rewind
+// (offset 0). What it holds is charged to the user who took it
+// (vfs/user_budget.go) until the next take or the release.
 type filesListing struct {
 	o      filesOps
 	cached bool // opened with FOPEN_CACHE_DIR
 
-	mu    sync.Mutex
-	ents  []fuse.DirEntry
-	pos   int
-	taken bool
-	uid   uint32 // who the listing is charged to
-	// The published files' keys: ents[nsub+i] is files[i]. byKey says
-	// they may serve READDIRPLUS's lookups (Lookup): the listing was
-	// taken while no directory move began or ended, moves is DirMoves.Seq
-	// then.
-	files []format.Key
-	nsub  int
-	byKey bool
-	moves uint64
+	mu  sync.Mutex
+	l   vfs.DirListing[fuse.DirEntry]
+	uid uint32 // who the listing is charged to
 }
 
 var (
@@ -116,29 +105,31 @@ var (
 func (h *filesListing) take(ctx context.Context) syscall.Errno {
 	h.drop()
 	var ents []fuse.DirEntry
-	h.byKey = h.o.s.dirMoves.Settled(func() {
-		h.moves = h.o.s.dirMoves.Seq()
+	var files []format.Key
+	var nsub int
+	var moves uint64
+	byKey := h.o.s.dirMoves.Settled(func() {
+		moves = h.o.s.dirMoves.Seq()
 		if d, ok := h.o.node.Operations().(*filesDir); ok {
 			h.o = d.ops() // where it is now, once no move is in flight beneath it
 		}
 		if h.cached {
-			h.o.s.listingTaken(h.o.listing(), h.o.node, h.o.dropListing)
+			h.o.s.listings.Taken(h.o.listing(), h.o.node, h.o.dropListing)
 		}
-		ents, h.files, h.nsub = h.o.entries(ctx, h.cached)
+		ents, files, nsub = h.o.entries(ctx, h.cached)
 	})
 	uid := callerProc(ctx).Uid
 	if err := h.o.s.listed.Hold(uid, charged(len(ents))); err != nil {
-		h.files = nil
 		return h.o.s.fail("readdir", h.o.model+"/"+h.o.dir, err)
 	}
-	h.ents, h.pos, h.taken, h.uid = ents, 0, true, uid
+	h.l.Take(ents, files, nsub, byKey, moves)
+	h.uid = uid
 	return 0
 }
 
 // drop gives back the listing h holds (under h.mu).
 func (h *filesListing) drop() {
-	h.o.s.listed.Free(h.uid, charged(len(h.ents)))
-	h.ents, h.files, h.taken = nil, nil, false
+	h.o.s.listed.Free(h.uid, charged(h.l.Drop()))
 }
 
 // Lookup answers the lookup go-fuse makes of each entry of a READDIRPLUS
@@ -165,15 +156,12 @@ func (h *filesListing) Lookup(ctx context.Context, name string, out *fuse.EntryO
 
 // listedFile returns the listing's directory and, when name is the
 // published file Readdirent returned last, its key and the DirMoves.Seq
-// the listing was taken at.
+// the listing was taken at (vfs.DirListing.LastFile).
 func (h *filesListing) listedFile(name string) (filesOps, format.Key, uint64, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	i := h.pos - 1 - h.nsub
-	if !h.byKey || i < 0 || i >= len(h.files) || h.ents[h.pos-1].Name != name {
-		return h.o, format.Key{}, 0, false
-	}
-	return h.o, h.files[i], h.moves, true
+	e, key, moves, ok := h.l.LastFile()
+	return h.o, key, moves, ok && e.Name == name
 }
 
 // Releasedir gives back the listing.
@@ -187,17 +175,15 @@ func (h *filesListing) Releasedir(ctx context.Context, flags uint32) {
 func (h *filesListing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.taken {
+	if !h.l.Taken() {
 		if errno := h.take(ctx); errno != 0 {
 			return nil, errno
 		}
 	}
-	if h.pos >= len(h.ents) {
-		return nil, 0
+	e, off := h.l.Next() // go-fuse copies it before the next call
+	if e != nil {
+		e.Off = off
 	}
-	e := &h.ents[h.pos] // go-fuse copies it before the next call
-	h.pos++
-	e.Off = uint64(h.pos)
 	return e, 0
 }
 
@@ -205,15 +191,14 @@ func (h *filesListing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.
 func (h *filesListing) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if off == 0 || !h.taken {
+	if off == 0 || !h.l.Taken() {
 		if errno := h.take(ctx); errno != 0 {
 			return errno
 		}
 	}
-	if off > uint64(len(h.ents)) {
+	if !h.l.Seek(off) {
 		return errnoBadOff
 	}
-	h.pos = int(off)
 	return 0
 }
 

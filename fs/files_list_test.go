@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // TestFilesListingCached: a files model's directory (the model's root
@@ -149,16 +148,7 @@ func TestFilesListingForgotten(t *testing.T) {
 		}
 		listNames(t, p)
 	}
-	count := func() int {
-		n := 0
-		m.srv.state.listings.Range(func(k, _ any) bool {
-			if k.(vfs.ListingKey).Files() {
-				n++
-			}
-			return true
-		})
-		return n
-	}
+	count := m.srv.state.listings.FilesDirs
 	// (A write-back after a listing may drop its entry already: a
 	// change of what a directory holds, as far as the index can tell.)
 	if n := count(); n < 10 {

@@ -49,14 +49,14 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 	if ch != nil {
 		o.s.supersededBeneath(ch, old)
 	}
-	o.s.supersededOffTree(o.model, rel, old)
+	o.s.files.SupersededOffTree(o.s.store, o.s.inos, o.model, rel, old, keyOf)
 	err := o.s.store.MoveFilesDir(ctx, o.model, rel, model, target, uid)
 	var dirs []*filesDir
 	if ch != nil && err == nil {
 		o.s.followMovedDir(ch, model, target, old, &dirs)
 	}
 	if err == nil {
-		o.s.followMovedFiles(span, old)
+		o.s.files.FollowMove(o.s.store, span, old, keyOf)
 	}
 	o.s.dirMoves.End(span)
 	switch {
@@ -108,46 +108,16 @@ func (s *fsState) supersededBeneath(n *gofs.Inode, old map[uint64]bool) {
 	}
 }
 
-// supersededOffTree adds to old the numbers of the File nodes off
-// go-fuse's tree (vfs.FilesNodes.Replaced) that serve a replaced version of a
-// file beneath dir of model, as supersededBeneath does for those in the
-// tree.
-func (s *fsState) supersededOffTree(model, dir string, old map[uint64]bool) {
-	s.files.EachOffTree(func(b *blockFile) bool {
-		n := b.StableAttr().Ino
-		if k := s.files.Follow(b.key, n); k.Model == model && vfs.Beneath(k.Name, dir) && b.superseded(k) {
-			old[n] = true
-		}
-		return true
-	})
-}
-
-// followMovedFiles points the File nodes off go-fuse's tree
-// (vfs.FilesNodes.Replaced) that serve a file the move m takes along,
-// unless in old, at the file's new path.
-// followMovedDir does so for the nodes in the tree beneath the moved
-// directory's node; the kernel may still hold one of these under its
-// name (a lookup's answer that replaced it in the tree, racing a move or
-// a revalidation, was not taken), and a reader right after the move
-// found the file missing (TestFilesDirMoveReaders, about 1 run in 100).
-func (s *fsState) followMovedFiles(m vfs.DirMove, old map[uint64]bool) {
-	s.files.EachOffTree(func(b *blockFile) bool {
-		n := b.StableAttr().Ino
-		dst, ok := m.Moves(s.files.Follow(b.key, n))
-		if old[n] || !ok {
-			return true
-		}
-		s.files.Moved(n, dst, s.store.Writes().Gen(dst))
-		return true
-	})
-}
+// keyOf is the key a published File's node was looked up as.
+func keyOf(b *blockFile) format.Key { return b.key }
 
 // followMovedDir points node n, now at path in model, and the nodes the
 // kernel holds beneath it at their new paths: a directory's moved path
 // and the name its number is held by (ino.Table.Rename), a published
 // file's key (vfs.FilesNodes.Moved; its old name moved to a new generation,
 // so a new file there is numbered anew), unless the node is in old (a
-// version replaced before the move: supersededBeneath). The directories
+// version replaced before the move: supersededBeneath; those off
+// go-fuse's tree: vfs.FilesNodes.FollowMove). The directories
 // are appended to dirs: the listings the kernel cached of them are
 // dropped once the rename is answered.
 func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, old map[uint64]bool, dirs *[]*filesDir) {
@@ -160,7 +130,7 @@ func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, old map[uint
 		return
 	case *filesDir:
 		s.inos.Rename(ino.DirName(op.where()), ino.DirName(model, path), op.ino)
-		s.forgetListing(vfs.FilesListingKey(op.where()), n) // registered under the old path
+		s.listings.Forget(vfs.FilesListingKey(op.where()), n) // registered under the old path
 		op.moved.Store(&movedDir{model, path})
 		*dirs = append(*dirs, op)
 	default:

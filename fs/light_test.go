@@ -56,7 +56,7 @@ func TestLightSameAnswers(t *testing.T) {
 	st := newTestStackWith(t, tiers.MemConfig{Capacity: 64 << 20}, tiers.DirConfig{Kind: "nvme"})
 	keys, _ := lightModel(t, st, "m", 300)
 	walk := func(bridgeOnly bool) (string, int, int) {
-		m := mountAt(t, t.TempDir(), st, Options{bridgeOnly: bridgeOnly})
+		m := mountAt(t, t.TempDir(), st, Options{BridgeOnly: bridgeOnly})
 		defer m.srv.Unmount()
 		var b strings.Builder
 		model := m.path("m")

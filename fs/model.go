@@ -109,7 +109,7 @@ func (m *modelNode) layout() modelLayout {
 // files model's root (the kernel keeps none of a node it forgot).
 func (m *modelNode) OnForget() {
 	m.s.inos.Release(ino.ModelName(m.model), m.ino)
-	m.s.forgetListing(vfs.FilesListingKey(m.model, ""), &m.Inode)
+	m.s.listings.Forget(vfs.FilesListingKey(m.model, ""), &m.Inode)
 }
 
 // Getattr describes the model directory (the root of a files model with

@@ -9,82 +9,26 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/fs/conn"
 	"github.com/ucmfs/ucmfs/fs/light"
-	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
-// DefaultKernelNodes is the default of Options.KernelNodes: no bound
-// (light.Pruner says why).
-const DefaultKernelNodes = -1
-
-// Options configure a mount. Zero values take the defaults.
-type Options struct {
-	Passthrough bool // use FUSE passthrough (fallback: daemon-served I/O)
-	AllowOther  bool // let other users than the mounting one use the mount
-	// TenantWritePassthrough lets the kernel write, with passthrough, the
-	// files that users other than root and the daemon's own write on an
-	// AllowOther mount (fsState.writePassthrough): faster writes, their
-	// share of the pending budget then checked only at close and each
-	// second.
-	TenantWritePassthrough bool
-	EntryTTL               time.Duration // published entries and attrs (default 1h)
-	NegativeTTL            time.Duration // misses (default 1s)
-	Logger                 *slog.Logger  // one line per refused request (default slog.Default())
-	Debug                  bool          // go-fuse debug log
-	// ControlGroup, a group name or numeric id, lets its members use the
-	// control files (mode 0660 with that group); by default they are 0600,
-	// for the mounting user (and root) only.
-	ControlGroup string
-	// KernelNodes bounds the nodes of published files the kernel is let
-	// keep (light.Pruner); 0 takes DefaultKernelNodes (no bound), a negative
-	// value leaves it to the kernel.
-	KernelNodes int
-	// GPU is the device .ucm/gpu moves blocks to and from (CUDA or the
-	// simulated one); nil: the mount has no .ucm/gpu. The caller opens it
-	// and closes it after the stack, since the memory tier registers its
-	// mappings with it (tiers.MemConfig.Host).
-	GPU gpu.Device
-	// GPUSocket is where the socket that passes VMM descriptors to
-	// .ucm/gpu (register vmm) listens, outside the mount; .ucm/gpu.sock
-	// links to it. Empty: no socket (register vmm is refused). Used only
-	// with a GPU device.
-	GPUSocket string
-	// Transport is how requests travel between the kernel and the daemon:
-	// TransportAuto (the default), TransportUring or TransportDev.
-	Transport string
-
-	// bridgeOnly leaves the light-node layer out (package light): every
-	// request goes to go-fuse's bridge. For tests that compare the two.
-	bridgeOnly bool
-}
+// Options configure a mount (vfs.Options: what each field is for). Zero
+// values take the defaults.
+type Options = vfs.Options
 
 // Defaults of Options.
 const (
-	DefaultEntryTTL    = time.Hour
-	DefaultNegativeTTL = time.Second
+	DefaultKernelNodes = vfs.DefaultKernelNodes // no bound (light.Pruner says why)
+	DefaultEntryTTL    = vfs.DefaultEntryTTL
+	DefaultNegativeTTL = vfs.DefaultNegativeTTL
 )
-
-func (o *Options) setDefaults() {
-	if o.EntryTTL <= 0 {
-		o.EntryTTL = DefaultEntryTTL
-	}
-	if o.NegativeTTL <= 0 {
-		o.NegativeTTL = DefaultNegativeTTL
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.KernelNodes == 0 {
-		o.KernelNodes = DefaultKernelNodes
-	}
-}
 
 // maxIO is the largest read and write request (1 MiB).
 const maxIO = 1 << 20
@@ -172,7 +116,7 @@ func Mount(mountpoint string, st *store.Store, opts Options) (*Server, error) {
 	root := newRoot(s)
 	s.root, s.rootNode = &root.Inode, root
 	var rawFS fuse.RawFileSystem = light.NewBridge(root, gopts, &s.backing, s.server.Store)
-	if !s.opts.bridgeOnly {
+	if !s.opts.BridgeOnly {
 		rawFS = light.NewLayer(rawFS, lightHost{s}, s.light, s.shards)
 	}
 	c, err := conn.Connect(mnt, rawFS, &gopts.MountOptions, s.opts.Transport, s.log, &s.ring)

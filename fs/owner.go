@@ -2,14 +2,13 @@ package fs
 
 import (
 	"context"
-	"fmt"
 	"syscall"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // Ownership and permissions (docs/semantics.md, "Owners"). The kernel
@@ -42,7 +41,7 @@ func (s *fsState) rootAttr(a *fuse.Attr) {
 // Setattr of the root: only times, or a change to what it already is.
 func (r *rootNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	r.s.rootAttr(&out.Attr)
-	return r.sameAttr(in, &out.Attr)
+	return r.sameAttr(setAttrOf(in), &out.Attr)
 }
 
 // modelAttr fills the attributes of model's directory or of one of its
@@ -67,37 +66,14 @@ func (s *fsState) blockAttr(a *fuse.Attr, size int64, mtime time.Time, key forma
 	a.Owner = fuse.Owner{Uid: o.Uid, Gid: o.Gid}
 }
 
-// Setattr of a model directory: chmod by its owner or root, chown to
-// another user by root, chgrp by its owner (to a group the kernel lets it
-// choose) or root, kept across restarts; new times change nothing. The
-// kernel checked the caller first (default_permissions); the same rules
-// are applied here, so they hold without it.
+// Setattr of a model directory: a change of its owner or mode as
+// vfs.SetModelOwner decides; new times change nothing.
 func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if _, ok := in.GetSize(); ok {
-		return m.s.fail("setattr", m.model, store.ErrImmutable)
+	changed, op, err := vfs.SetModelOwner(m.s.store.Models(), m.model, callerProc(ctx).Uid, setAttrOf(in))
+	if err != nil {
+		return m.s.fail(op, m.model, err)
 	}
-	c := callerProc(ctx)
-	o := m.s.store.Models().Owner(m.model)
-	next := o
-	if mode, ok := in.GetMode(); ok {
-		next.Mode = mode & 0o7777
-	}
-	if uid, ok := in.GetUID(); ok {
-		next.Uid = uid
-	}
-	if gid, ok := in.GetGID(); ok {
-		next.Gid = gid
-	}
-	if next != o {
-		if err := m.s.store.Models().CheckOwner(m.model, c.Uid); err != nil {
-			return m.s.fail("setattr", m.model, err)
-		}
-		if next.Uid != o.Uid && c.Uid != 0 {
-			return m.s.fail("chown", m.model, fmt.Errorf("only root gives a model away: %w", store.ErrNotOwner))
-		}
-		if err := m.s.store.Models().SetOwner(m.model, next); err != nil {
-			return m.s.fail("setattr", m.model, err)
-		}
+	if changed {
 		// The kernel checks permissions on the attributes it holds: those
 		// of the model's directories and files, which show the model's
 		// owner and mode, go before the change is answered (the kernel
@@ -140,13 +116,14 @@ func (s *fsState) dropModelAttrs(root *gofs.Inode, model string) {
 // owner is EPERM; times change nothing.
 func (d *shardNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	d.attr(&out.Attr)
-	if _, ok := in.GetMode(); ok {
+	sa := setAttrOf(in)
+	if sa.Mode != nil {
 		if err := d.s.store.Models().CheckOwner(d.sh.Model, callerProc(ctx).Uid); err != nil {
 			return d.s.fail("chmod", d.what, err)
 		}
-		in.Valid &^= fuse.FATTR_MODE
+		sa.Mode = nil
 	}
-	return d.sameAttr(in, &out.Attr)
+	return d.sameAttr(sa, &out.Attr)
 }
 
 // checkModelOwner refuses a change of model's settings (its xattrs) by
@@ -156,4 +133,26 @@ func (s *fsState) checkModelOwner(ctx context.Context, model, attr string) sysca
 		return s.fail("setxattr", model+" "+attr, err)
 	}
 	return 0
+}
+
+// setAttrOf reads what a setattr asks to change.
+func setAttrOf(in *fuse.SetAttrIn) vfs.SetAttr {
+	var sa vfs.SetAttr
+	if sz, ok := in.GetSize(); ok {
+		n := int64(sz)
+		sa.Size = &n
+	}
+	if t, ok := in.GetMTime(); ok {
+		sa.MTime = &t
+	}
+	if mode, ok := in.GetMode(); ok {
+		sa.Mode = &mode
+	}
+	if uid, ok := in.GetUID(); ok {
+		sa.UID = &uid
+	}
+	if gid, ok := in.GetGID(); ok {
+		sa.GID = &gid
+	}
+	return sa
 }

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
-	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
 )
@@ -44,12 +42,7 @@ func (p *pendingNode) draftOf(ctx context.Context, f gofs.FileHandle) *store.Dra
 	if h, ok := f.(*writeHandle); ok {
 		return h.d.Draft()
 	}
-	if !p.w.Writable() && registry.Of(p.w.Key()).Replaces() {
-		if w := p.s.store.Writes().Own(p.w.Key(), p.w.Name(), callerProc(ctx).Tgid); w != nil {
-			return w
-		}
-	}
-	return p.w
+	return vfs.DraftOf(p.s.store, p.w, callerProc(ctx).Tgid)
 }
 
 // Getattr describes the file as written so far (never cached).
@@ -58,7 +51,7 @@ func (p *pendingNode) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.
 	return 0
 }
 
-// Setattr applies to the file being written (see fsState.setWrite). By
+// Setattr applies to the file being written (see fsState.setWriting). By
 // path (a truncate) of one that published or was discarded meanwhile
 // (its writer's close, or its last release), it is ESTALE: the name's
 // file is the published one now, and the kernel looks the name up again
@@ -71,7 +64,7 @@ func (p *pendingNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.S
 	case published && f == nil:
 		return errnoStale
 	case published:
-		return p.s.fail("setattr", w.Key().Path(), fmt.Errorf("already published: %w", store.ErrImmutable))
+		return p.s.fail("setattr", w.Key().Path(), vfs.ErrPublished)
 	}
 	return errno
 }
@@ -88,27 +81,23 @@ func (p *pendingNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.S
 // next version, opened here (a loop of opens for appending meets this:
 // the kernel looked the name up before the last close's release ended
 // the file, and an ESTALE here would meet the published file's own,
-// rewrite, on the retry, and reach the caller).
+// rewrite, on the retry, and reach the caller: vfs.OpenDraft).
 func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	d, err := p.w.Open(flags&syscall.O_TRUNC != 0)
 	key := p.w.Key()
-	if errors.Is(err, store.ErrDone) && registry.Of(key).Replaces() && flags&syscall.O_ACCMODE != syscall.O_RDONLY && p.s.store.Tiers().Has(key) {
-		_, d, err = p.s.store.Writes().Reopen(callerProc(ctx), key)
-		if err != nil {
-			return nil, 0, p.s.fail("open", key.Path(), err)
-		}
-		h := p.s.newWriteHandle(d, key, callerProc(ctx).Uid, flags)
-		return h, h.openFlags(), 0
-	}
-	if errors.Is(err, store.ErrDone) {
-		p.s.log.Debug("open of a file published meanwhile: the kernel looks it up again", "path", p.w.Key().Path(), "errno", "ESTALE")
+	d, reopened, err := vfs.OpenDraft(p.s.store, p.w, callerProc(ctx), flags&syscall.O_TRUNC != 0, flags&syscall.O_ACCMODE != syscall.O_RDONLY)
+	switch {
+	case reopened && err != nil:
+		return nil, 0, p.s.fail("open", key.Path(), err)
+	case errors.Is(err, store.ErrDone):
+		p.s.log.Debug("open of a file published meanwhile: the kernel looks it up again", "path", key.Path(), "errno", "ESTALE")
 		return nil, 0, errnoStale
+	case err != nil:
+		return nil, 0, p.s.fail("open", key.Path(), fmt.Errorf("%w (%w)", err, errReadOnly))
 	}
-	if err != nil {
-		return nil, 0, p.s.fail("open", p.w.Key().Path(), fmt.Errorf("%w (%w)", err, errReadOnly))
+	h := p.s.newWriteHandle(d, key, callerProc(ctx).Uid, flags)
+	if !reopened {
+		p.s.reopens.Take(callerProc(ctx).Tgid, key) // a new version's retried open (vfs/reopen.go)
 	}
-	h := p.s.newWriteHandle(d, p.w.Key(), callerProc(ctx).Uid, flags)
-	p.s.reopens.Take(callerProc(ctx).Tgid, p.w.Key()) // a new version's retried open (vfs/reopen.go)
 	return h, h.openFlags(), 0
 }
 
@@ -137,7 +126,7 @@ type writeHandle struct {
 	s   *fsState
 	d   *store.Writer
 	key format.Key
-	pt  bool // the kernel writes the file itself (passthrough; writePassthrough)
+	pt  bool // the kernel writes the file itself (passthrough; vfs.Options.WritePassthrough)
 	// direct: the kernel writes the file's O_DIRECT descriptor (a file
 	// staged on disk, opened O_DIRECT: tiers.Stack.CreateOnDisk).
 	direct bool
@@ -150,25 +139,12 @@ type writeHandle struct {
 // one backing file per node, the first one given, so a second descriptor
 // opened while an O_DIRECT one is open is written O_DIRECT too).
 func (s *fsState) newWriteHandle(d *store.Writer, key format.Key, uid uint32, flags uint32) *writeHandle {
-	h := &writeHandle{s: s, d: d, key: key, pt: s.backing.Active() && s.writePassthrough(uid)}
+	h := &writeHandle{s: s, d: d, key: key, pt: s.backing.Active() && s.opts.WritePassthrough(uid, s.uid)}
 	if d.OnDisk() {
 		h.direct = flags&syscall.O_DIRECT != 0
 		h.pt = h.pt && h.direct
 	}
 	return h
-}
-
-// writePassthrough reports whether the kernel may write a file uid writes
-// itself (FUSE passthrough), out of the daemon's sight: on a mount only
-// its user can use, always; on an --allow-other mount, for root and the
-// daemon's own user, and for the other users only with
-// Options.TenantWritePassthrough. Otherwise the daemon serves each write,
-// so that its user's share of the pending budget
-// (--max-pending-per-user) is enforced at each write, where passthrough
-// is seen only at the writer's close and at the daemon's refresh each
-// second, and bounded in the kernel only by the tmpfs's size, everyone's.
-func (s *fsState) writePassthrough(uid uint32) bool {
-	return !s.opts.AllowOther || s.opts.TenantWritePassthrough || uid == 0 || uid == s.uid
 }
 
 // openFlags are the FOPEN flags of the descriptor: none when the kernel
@@ -260,7 +236,7 @@ func (h *writeHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 // verdict turns a publish's verdict into the errno of the close or fsync,
 // logging it when this call published.
 func (h *writeHandle) verdict(op string, published bool, err error) syscall.Errno {
-	if err == nil || errors.Is(err, store.ErrDiscarded) {
+	if err = vfs.Verdict(err); err == nil {
 		return 0
 	}
 	if published {
@@ -283,19 +259,11 @@ func (h *writeHandle) Release(ctx context.Context) syscall.Errno {
 	return 0
 }
 
-// writeAttr describes a file being written as its writers see it: mode
-// 0644 and its writer's owner while it is written, 0444 once published.
+// writeAttr describes a file being written as its writers see it
+// (vfs.DraftAttr): mode 0644 and its writer's owner while it is written,
+// 0444 once published.
 func (s *fsState) writeAttr(w *store.Draft, a *fuse.Attr) {
-	size, mtime, published := w.Attr()
-	if key := w.Key(); published && registry.Of(key).Replaces() && errors.Is(w.Verdict(), store.ErrDiscarded) {
-		// A File's version dropped (its writer wrote nothing, or unlinked
-		// it): the name's published file, if any, is what the kernel must
-		// take the size of, for the offset of an append on this node.
-		if bi, err := s.store.Tiers().Stat(key); err == nil {
-			s.blockAttr(a, bi.Size, bi.MTime, key)
-			return
-		}
-	}
+	size, mtime, published := vfs.DraftAttr(s.store, w)
 	if published {
 		s.blockAttr(a, size, mtime, w.Key())
 		return
@@ -304,35 +272,16 @@ func (s *fsState) writeAttr(w *store.Draft, a *fuse.Attr) {
 	a.Owner = fuse.Owner{Uid: w.Owner().Uid, Gid: w.Owner().Gid}
 }
 
-// setWrite applies a setattr to a file being written: a new size
-// (ftruncate, within MaxFileSize) and new times (kept as the published
-// mtime) apply; chmod and chown are accepted and change nothing (a
-// published file is always 0444). After publish every change is EPERM.
-func (s *fsState) setWrite(w *store.Draft, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	errno, published := s.setWriting(w, in, out)
-	if published {
-		return s.fail("setattr", w.Key().Path(), fmt.Errorf("already published: %w", store.ErrImmutable))
-	}
-	return errno
-}
-
-// setWriting is setWrite, but when w was published before the change
-// took it changes nothing, logs nothing and reports published.
+// setWriting applies a setattr to a file being written (vfs.SetWriting);
+// when w was published before the change took it changes nothing, logs
+// nothing and reports published.
 func (s *fsState) setWriting(w *store.Draft, in *fuse.SetAttrIn, out *fuse.AttrOut) (errno syscall.Errno, published bool) {
-	var size *int64
-	if sz, ok := in.GetSize(); ok {
-		n := int64(sz)
-		size = &n
-	}
-	var mtime *time.Time
-	if t, ok := in.GetMTime(); ok {
-		mtime = &t
-	}
-	if err := w.Setattr(size, mtime); err != nil {
-		if errors.Is(err, store.ErrImmutable) && !w.Writable() {
-			return 0, true
-		}
+	published, err := vfs.SetWriting(w, setAttrOf(in))
+	if err != nil {
 		return s.fail("setattr", w.Key().Path(), err), false
+	}
+	if published {
+		return 0, true
 	}
 	s.writeAttr(w, &out.Attr)
 	return 0, false

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -75,16 +74,13 @@ type fsState struct {
 	files vfs.FilesNodes[*blockFile]
 	// dirMoves are the directory moves in flight (vfs/dir_moves.go).
 	dirMoves vfs.DirMoves
-	// listings are the shard directories whose listing the kernel may
-	// have cached (dir_cache.go): vfs.ListingKey -> the shard's node id.
-	listings sync.Map
-	// shardTimes are the shards' last changes: their directories' mtimes
-	// (dir_cache.go).
-	shardTimes vfs.ListingClock
+	// listings are the directories whose listing the kernel may have
+	// cached, and their mtimes (vfs.CachedListings; dir_cache.go).
+	listings vfs.CachedListings[*gofs.Inode]
 }
 
 func newState(st *store.Store, opts Options) *fsState {
-	opts.setDefaults()
+	opts.SetDefaults()
 	s := &fsState{
 		store:   st,
 		opts:    opts,
@@ -107,7 +103,7 @@ func newState(st *store.Store, opts Options) *fsState {
 	s.env = control.NewEnv(st, opts.GPU, opts.Logger, errName)
 	s.control = control.NewAccess(opts.ControlGroup, s.uid, s.gid)
 	st.OnPublish(s.notifyPublished)
-	st.OnListingChange(s.listingChanged)
+	st.OnListingChange(s.listings.Changed)
 	st.Writes().OnGenInUse(func(k format.Key, gen uint64) bool { return s.inos.Holds(ino.FileVersion(k, gen)) })
 	return s
 }

@@ -5,6 +5,19 @@
 //
 // It holds the mount's own bookkeeping above the store:
 //
+//   - the options of a mount and their defaults (options.go; package fs
+//     names them fs.Options);
+//   - what a setattr lets change: a directory's times only, a model's
+//     owner and mode by its owner or root, a file being written's size
+//     and mtime (setattr.go, over a plain SetAttr);
+//   - statfs's figures of the store's space, and the fsync of a
+//     directory's entries (space.go);
+//   - which file being written a request on its node is about, what
+//     its open starts, how it shows and what its close answers, and
+//     the truncate of a published File, a new version (drafts.go);
+//   - which version of a published file a node serves, whether a newer
+//     one replaced it, what its open descriptors read, and what a
+//     setattr may change of it (files_versions.go);
 //   - the per-user budgets of what users hold open: listings of open
 //     directories and open handles (user_budget.go), the private entries
 //     of ucm-posix models, charged by their paths in the scratch
@@ -22,14 +35,17 @@
 //     (dir_moves.go);
 //   - the flock(2) locks the daemon keeps by name (flock.go);
 //   - what a directory of a files model lists, and how many shard
-//     directories a model shows (files_list.go), and the hidden names
-//     of O_TMPFILE files (tmpfile.go);
+//     directories a model shows (files_list.go), the listing an open
+//     directory holds, read by offset (dir_listing.go), and the hidden
+//     names of O_TMPFILE files (tmpfile.go);
 //   - the rules of the user.ucm.* attributes' names, values and answer
 //     buffers (xattr.go);
 //   - the rules of a files model's names, which file being written a
 //     caller sees, and the removal of published files (files.go);
-//   - the directories whose listing the kernel may cache, and the times
-//     of their last changes, their mtimes (listing.go);
+//   - the directories whose listing the kernel may cache, those it
+//     was let cache, by the node that registered them, and the times
+//     of their last changes, their mtimes (listing.go,
+//     cached_listings.go);
 //   - a shard directory's names, what it lists, the shard directories a
 //     ucm-posix model shows, and the one lookup of a
 //     published name (shard.go: LookupKey), which the adapter's shard

@@ -17,7 +17,7 @@ import (
 // another node (off the tree): the kernel may keep such a node under the
 // name (a lookup whose answer it did not take, racing a move or a
 // revalidation), and a directory move, which walks the tree, points
-// these at their new paths too (fs's followMovedFiles). Few as well, and
+// these at their new paths too (FollowMove). Few as well, and
 // dropped when the kernel forgets them.
 //
 // N is the adapter's node of a published File.
@@ -41,10 +41,10 @@ type movedFile struct {
 // name in go-fuse's tree another node takes.
 func (f *FilesNodes[N]) Replaced(n uint64, b N) { f.offTree.Store(n, b) }
 
-// EachOffTree calls fn with every node Replaced recorded, until it
-// returns false.
-func (f *FilesNodes[N]) EachOffTree(fn func(b N) bool) {
-	f.offTree.Range(func(_, v any) bool { return fn(v.(N)) })
+// eachOffTree calls fn with every node Replaced recorded, and its
+// number, until it returns false.
+func (f *FilesNodes[N]) eachOffTree(fn func(n uint64, b N) bool) {
+	f.offTree.Range(func(k, v any) bool { return fn(k.(uint64), v.(N)) })
 }
 
 // Named records the number name of node number n.

@@ -10,8 +10,9 @@ import (
 )
 
 // The directories whose listing the kernel may cache, and the times of
-// the last changes of what they hold (their mtimes). The adapter
-// (fs/dir_cache.go) registers the cached listings and drops them.
+// the last changes of what they hold (their mtimes). CachedListings
+// (cached_listings.go) registers the cached listings; the adapter
+// (fs/dir_cache.go) drops the kernel's copies.
 
 // ListingKey names a directory whose listing the kernel may cache: a
 // ucmb model's shard (its index shard), or a files model's directory (its
