@@ -2,6 +2,7 @@ package dir
 
 import (
 	"errors"
+	"path"
 	"strings"
 	"time"
 
@@ -35,7 +36,8 @@ import (
 // treeCheck is what the last check of a directory of a tree found.
 type treeCheck struct {
 	at   time.Time
-	gone bool // the share had no such directory
+	gone bool      // the share had no such directory
+	made time.Time // when this host made it (madeTreeDir): a listing begun before finds it gone
 }
 
 // treeChecksMax bounds the map of directory checks, as fileChecksMax
@@ -120,7 +122,14 @@ func (t *sharedDir) revalidateTreeDir(model, rel string) ([]format.Key, bool) {
 		if v.trees == nil || len(v.trees) >= treeChecksMax {
 			v.trees = make(map[string]treeCheck)
 		}
-		v.trees[name] = treeCheck{at: now, gone: res.gone}
+		if cur := v.trees[name]; !cur.made.Before(now) {
+			// This host made the directory while the listing ran: what
+			// the listing says of it is older than the mkdir.
+			res.gone = false
+			v.trees[name] = treeCheck{at: cur.made, made: cur.made}
+		} else {
+			v.trees[name] = treeCheck{at: now, gone: res.gone}
+		}
 		v.mu.Unlock()
 		return res, nil
 	})
@@ -177,4 +186,31 @@ func (t *sharedDir) forgetTreeChecks(model string) {
 		}
 	}
 	v.mu.Unlock()
+}
+
+// madeTreeDir records that this host made the directory rel of model's
+// tree (and so its parents) on the share: a check of any of them made
+// before (a TTL's cached answer) or still listing says nothing of it.
+// Before, a directory this host had just made could be taken for gone
+// on the strength of a check from before its mkdir, and forgotten with
+// the store's tree: the engine's next mkdir beneath it (llm-d's
+// makedirs) was ENOENT.
+func (t *sharedDir) madeTreeDir(model, rel string) {
+	now := time.Now()
+	v := &t.view
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.trees == nil || len(v.trees) >= treeChecksMax {
+		v.trees = make(map[string]treeCheck)
+	}
+	for {
+		v.trees[model+"/"+rel] = treeCheck{at: now, made: now}
+		if rel == "" {
+			return
+		}
+		rel = path.Dir(rel)
+		if rel == "." {
+			rel = ""
+		}
+	}
 }

@@ -77,6 +77,9 @@ func (t *Tier) MakeTreeDir(model, rel string) error {
 			return tier.OSErr("mkdir", err)
 		}
 		t.flat.madeDir(model)
+		if sd := t.sharedDir(); sd != nil {
+			sd.madeTreeDir(model, rel)
+		}
 		return tier.MarkTree(t.fs, model)
 	}, nil)
 }
