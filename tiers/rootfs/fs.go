@@ -23,6 +23,9 @@ import (
 //     any disk, a tree in memory whose files are memfd_create files (real
 //     descriptors, no disk behind them).
 //
+// crashfs.Wrap puts crashfs's fault hook before the operations of any of
+// them (a test's way to act between two operations of a tier).
+//
 // Package tiers/rootfs/rootfstest holds the table of operations all
 // three answer alike.
 //

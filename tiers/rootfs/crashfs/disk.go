@@ -97,7 +97,7 @@ func (d *Disk) Open(dir string, perm uint32) (rootfs.FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FS{Root: r, d: d}, nil
+	return newFS(d, r), nil
 }
 
 // Ops is how many operations the disk's filesystems have begun.

@@ -22,6 +22,11 @@
 // durable entries down, every directory and file (a file at two durable
 // names is made again as two links of one file).
 //
+// Wrap puts the same hook before the operations of any rootfs.FS,
+// without a Disk (no durable record, no power cut): a test stands a tier
+// on it to fail, stall or act between two of the tier's operations (the
+// memory tier's private directory: mem.Config.WrapFS).
+//
 // A Disk outlives the filesystems opened on it (Open, the tier's
 // DirConfig.OpenFS), as a disk outlives the daemons that mount it: a
 // restart closes the stack and opens another over the same Disk, a

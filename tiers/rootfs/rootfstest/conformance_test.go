@@ -31,6 +31,19 @@ var crash = Impl{Name: "crashfs", New: func(t *testing.T) func() (rootfs.FS, err
 	return func() (rootfs.FS, error) { return d.Open(dir, 0o700) }
 }}
 
+// wrapped is a Root under crashfs.Wrap with a hook that lets every
+// operation through: the wrapper changes no answer.
+var wrapped = Impl{Name: "crashfs.Wrap", New: func(t *testing.T) func() (rootfs.FS, error) {
+	open := root.New(t)
+	return func() (rootfs.FS, error) {
+		fs, err := open()
+		if err != nil {
+			return nil, err
+		}
+		return crashfs.Wrap(fs, func(op, rel string) error { return nil }), nil
+	}
+}}
+
 // mem is memfs: no directory anywhere.
 var mem = Impl{Name: "memfs", New: func(t *testing.T) func() (rootfs.FS, error) {
 	const dir = "/memfs/tier"
@@ -42,8 +55,9 @@ var mem = Impl{Name: "memfs", New: func(t *testing.T) func() (rootfs.FS, error) 
 	return func() (rootfs.FS, error) { return d.Open(dir, 0o700) }
 }}
 
-// TestConformance: the three implementations of rootfs.FS answer every
-// case of the table as the real Root does, errors and trees alike.
+// TestConformance: the three implementations of rootfs.FS, and a Root
+// wrapped, answer every case of the table as the real Root does, errors
+// and trees alike.
 func TestConformance(t *testing.T) {
-	Run(t, root, crash, mem)
+	Run(t, root, crash, wrapped, mem)
 }
