@@ -278,10 +278,9 @@ func BenchmarkSharedLookup(b *testing.B) {
 // TestSharedRescanFollowsDeletes: files removed from the share in shards
 // no lookup asks about leave the tier's counts at the next rescan.
 func TestSharedRescanFollowsDeletes(t *testing.T) {
-	defer dir.SetRescanEvery(dir.SetRescanEvery(50 * time.Millisecond))
 	dir := t.TempDir()
 	keys := plantFiles(dir, 10, 64)
-	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{})
+	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{Rescan: 50 * time.Millisecond})
 	d := s.dirs[0]
 	if !eventually(5*time.Second, func() bool { return d.Usage().Files == 10 }) {
 		t.Fatalf("scan: %+v", d.Usage())

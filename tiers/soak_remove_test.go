@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucmfs/ucmfs/tiers/dir"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,9 +17,10 @@ import (
 // the tier: the soak's "back"), and not found when it did not (the
 // soak's "gone"), the file still on the tier.
 func TestRemoveWhileTierDownIsNotDone(t *testing.T) {
-	defer dir.SetProbeInterval(dir.SetProbeInterval(5 * time.Millisecond))
 	for _, inMemory := range []bool{true, false} {
-		s, disk := crashStack(t, StackConfig{DirtyExpire: time.Hour})
+		disk, dc := crashDir(t)
+		dc.ProbeInterval = 5 * time.Millisecond // a tier down comes back soon
+		s := buildStack(t, StackConfig{DirtyExpire: time.Hour}, MemConfig{Capacity: 8 << 20}, dc)
 		k, data := testBlock("m", 1, 1000)
 		if _, err := s.Put(k, data, true); err != nil {
 			t.Fatal(err)

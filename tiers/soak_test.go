@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/rootfs/crashfs"
 	"golang.org/x/sys/unix"
 )
@@ -139,7 +138,8 @@ func (sr *soakRun) start() {
 	if sr.r.IntN(2) == 0 {
 		cfg.DirtyExpire = time.Hour // write-back only under pressure, a flush or the close
 	}
-	dc := DirConfig{Kind: "nvme", Dir: sr.disk.Dir(), Capacity: 16 << 20, SyncOnCommit: &sync, OpenFS: sr.disk.Open, OpTimeout: 10 * time.Second}
+	dc := DirConfig{Kind: "nvme", Dir: sr.disk.Dir(), Capacity: 16 << 20, SyncOnCommit: &sync, OpenFS: sr.disk.Open, OpTimeout: 10 * time.Second,
+		ProbeInterval: 5 * time.Millisecond} // a tier down comes back soon
 	s, err := New(cfg, MemConfig{Capacity: 256 << 10, Dir: sr.shm}, dc)
 	sr.logf("open sync=%v write-through=%v expire=%v: %v", sr.sync, sr.wt, cfg.DirtyExpire, err)
 	if err != nil {
@@ -351,7 +351,6 @@ func (sr *soakRun) reopen(restored bool) {
 // soak runs one seed.
 func soak(t testing.TB, seed uint64) int {
 	base := t.TempDir()
-	defer dir.SetProbeInterval(dir.SetProbeInterval(5 * time.Millisecond)) // a tier down comes back soon
 	disk, err := crashfs.New(filepath.Join(base, "nvme"))
 	if err != nil {
 		t.Fatal(err)

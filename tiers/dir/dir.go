@@ -89,10 +89,14 @@ type Config struct {
 	// as on an unshared tier). See shared.go.
 	Revalidate time.Duration
 	// Rescan is how often a shared tier checks every shard it knows again
-	// in the background (0: a minute): the longest before a block another
-	// host published or removed, in a shard no lookup asks about, enters
-	// or leaves the index (and its events go out: package events).
+	// in the background (0: DefaultRescan): the longest before a block
+	// another host published or removed, in a shard no lookup asks about,
+	// enters or leaves the index (and its events go out: package events).
 	Rescan time.Duration
+	// ProbeInterval is how often the tier asks its directory whether it
+	// answers (a statfs of its root), which takes a Down tier back up
+	// (0: DefaultProbeInterval). See Health.
+	ProbeInterval time.Duration
 	// KeepRecent is the age under which a shared tier never evicts a file:
 	// its mtime is moved on use by every daemon, so a block another host
 	// is using is not deleted under it (0: DefaultKeepRecent).
@@ -138,6 +142,7 @@ type Tier struct {
 	high        float64
 	low         float64
 	timeout     time.Duration
+	probeEvery  time.Duration // the period of the health probe (Config.ProbeInterval)
 	syncAll     bool
 	share       dirSharing    // private or shared: who else uses the directory (sharing.go)
 	fs          rootfs.FS     // the root, held: every path operation resolves beneath it, through no link (package rootfs)
@@ -209,6 +214,10 @@ func New(cfg Config) (*Tier, error) {
 	}
 	if cfg.OpTimeout > 0 {
 		t.timeout = cfg.OpTimeout
+	}
+	t.probeEvery = cfg.ProbeInterval
+	if t.probeEvery <= 0 {
+		t.probeEvery = DefaultProbeInterval
 	}
 	if t.log == nil {
 		t.log = slog.Default()

@@ -20,8 +20,9 @@ import (
 //	Down      an operation found no answer within the timeout (a stalled
 //	          NFS mount), or a FUSE mount lost its daemon (ENOTCONN).
 //	          Operations fail fast with ErrStalled instead of piling up
-//	          blocked goroutines; a probe (statfs of the root, every second)
-//	          makes it Unstable when the directory answers again.
+//	          blocked goroutines; a probe (statfs of the root, every
+//	          Config.ProbeInterval, a second by default) makes it
+//	          Unstable when the directory answers again.
 //
 // I/O errors alone never take a tier Down: the directory answers, so
 // callers get the errno (errors.Is(err, syscall.EIO)) and decide.
@@ -50,8 +51,10 @@ func (h Health) String() string {
 // upAfter is the number of successes in a row that take Unstable to Up.
 const upAfter = 3
 
-// probeInterval is the period of the health probe (a variable for tests).
-var probeInterval = time.Second
+// DefaultProbeInterval is the period of the health probe when
+// Config.ProbeInterval is 0: a tier Down is back within a second of its
+// directory answering again, for one statfs a second.
+const DefaultProbeInterval = time.Second
 
 // healthState is a tier's Health and its counters, all atomics.
 type healthState struct {
@@ -218,11 +221,11 @@ func (t *Tier) run(op string, fn func() error, late func()) error {
 	}
 }
 
-// probeLoop runs probe every second, and the watchdog of inline
+// probeLoop runs probe every probeEvery (a second), and the watchdog of inline
 // operations every quarter of the timeout, until Close.
 func (t *Tier) probeLoop() {
 	defer t.wg.Done()
-	tick := time.NewTicker(probeInterval)
+	tick := time.NewTicker(t.probeEvery)
 	defer tick.Stop()
 	var watch <-chan time.Time
 	if t.inline {

@@ -36,15 +36,13 @@ func (g *gate) hook(op string) {
 }
 
 func TestHealthStallDownAndBack(t *testing.T) {
-	old := probeInterval
-	probeInterval = time.Hour // the test probes by hand
-	defer func() { probeInterval = old }()
 	dir := t.TempDir()
 	// Real I/O gets the time it needs on a loaded machine; the stalls
 	// below are the gate's, answered past the short timeout set for them.
 	// (The timeout is read by the caller of each operation, this test's
 	// goroutine, and never by a detached one.)
-	d, err := New(Config{Kind: "nfs", Dir: dir, Capacity: 1 << 20, OpTimeout: 30 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	d, err := New(Config{Kind: "nfs", Dir: dir, Capacity: 1 << 20, OpTimeout: 30 * time.Second, Logger: slog.New(slog.DiscardHandler),
+		ProbeInterval: time.Hour}) // the test probes by hand
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,12 +104,10 @@ func TestHealthStallDownAndBack(t *testing.T) {
 }
 
 func TestHealthLateCreateCleansUp(t *testing.T) {
-	old := probeInterval
-	probeInterval = time.Hour
-	defer func() { probeInterval = old }()
 	dir := t.TempDir()
 	// nfs: its operations run detached, so a stalled one is abandoned.
-	d, err := New(Config{Kind: "nfs", Dir: dir, Capacity: 1 << 20, OpTimeout: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	d, err := New(Config{Kind: "nfs", Dir: dir, Capacity: 1 << 20, OpTimeout: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		ProbeInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +139,6 @@ func TestHealthLateCreateCleansUp(t *testing.T) {
 // fast meanwhile, and the stalled caller gets its own answer once the
 // directory gives it.
 func TestHealthInlineStall(t *testing.T) {
-	old := probeInterval
-	probeInterval = time.Hour // the test probes by hand
-	defer func() { probeInterval = old }()
 	dir := t.TempDir()
 	// The block is written by a tier with the kind's own timeout: a real
 	// create past 20 ms on a loaded machine would take the tier below
@@ -164,7 +157,8 @@ func TestHealthInlineStall(t *testing.T) {
 		t.Fatal(err)
 	}
 	w0.Close()
-	d, err := New(Config{Kind: "nvme", Dir: dir, Capacity: 1 << 20, OpTimeout: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	d, err := New(Config{Kind: "nvme", Dir: dir, Capacity: 1 << 20, OpTimeout: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		ProbeInterval: time.Hour}) // the test probes by hand
 	if err != nil {
 		t.Fatal(err)
 	}

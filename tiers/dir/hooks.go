@@ -1,8 +1,6 @@
 package dir
 
 import (
-	"time"
-
 	"github.com/ucmfs/ucmfs/format"
 )
 
@@ -29,22 +27,6 @@ func (t *Tier) ListShard(key format.Key) {
 	if sd := t.sharedDir(); sd != nil {
 		sd.checkShard(shardRef{model: key.Model, hh: key.ID[0]}, shardCheck{}, true)
 	}
-}
-
-// SetProbeInterval sets how often a tier that is down is probed, and
-// returns the interval it replaces.
-func SetProbeInterval(d time.Duration) time.Duration {
-	old := probeInterval
-	probeInterval = d
-	return old
-}
-
-// SetRescanEvery sets how often a shared tier lists its whole directory
-// again, and returns the period it replaces.
-func SetRescanEvery(d time.Duration) time.Duration {
-	old := rescanEvery
-	rescanEvery = d
-	return old
 }
 
 // TempTag is this process's part of its temp names: "<host>@<pid>".

@@ -101,7 +101,7 @@ func newSharedDir(t *Tier, cfg Config) *sharedDir {
 		sd.keepRecent = DefaultKeepRecent
 	}
 	if sd.rescan <= 0 {
-		sd.rescan = rescanEvery
+		sd.rescan = DefaultRescan
 	}
 	return sd
 }

@@ -14,11 +14,11 @@ import (
 // The background scan of a shared tier (shared.go): what a rebuild at
 // start does for an unshared tier, done while the tier already serves.
 
-// rescanEvery is how often a shared tier checks every shard it knows
+// DefaultRescan is how often a shared tier checks every shard it knows
 // again by default (Config.Rescan): a stat of each directory, a
 // listing of those that changed, so its counts follow other daemons'
 // publishes and deletes in shards no lookup asks about.
-var rescanEvery = time.Minute
+const DefaultRescan = time.Minute
 
 // scanShared lists every shard of a shared tier once, in the background,
 // so its use is known; then it sets the capacity a tier without a size
