@@ -10,6 +10,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/faultfs"
+	"github.com/ucmfs/ucmfs/tiers/rootfs/crashfs"
 )
 
 // dirtyBlock is the payload size of the blocks of the dirty tests.
@@ -108,28 +109,14 @@ func TestDirtyBackgroundOldestFirst(t *testing.T) {
 	}
 }
 
-// gate holds a tier's operations named in ops until release is closed
-// (its SetOpHook).
-type gate struct {
-	ops     map[string]bool
-	release chan struct{}
-}
-
-func (g *gate) hook(op string) {
-	if g.ops[op] {
-		<-g.release
-	}
-}
-
 func TestDirtyLimitThrottles(t *testing.T) {
-	s := newTestStack(t, 16<<20, t.TempDir(), StackConfig{DirtyExpire: time.Hour, DirtyBackground: 256 << 10,
-		DirtyLimit: 512 << 10, RoomWait: time.Minute})
+	g := crashfs.NewGate()
+	s := buildStack(t, StackConfig{DirtyExpire: time.Hour, DirtyBackground: 256 << 10, DirtyLimit: 512 << 10, RoomWait: time.Minute},
+		MemConfig{Capacity: 16 << 20}, DirConfig{Kind: "nvme", Dir: t.TempDir(), OpenFS: crashfs.OpenWrapped(g.Before)})
 	distinctStripes(t, s, "d", 10)
-	g := &gate{ops: map[string]bool{"commit": true}, release: make(chan struct{})}
-	var once sync.Once
-	release := func() { once.Do(func() { close(g.release) }) }
+	release := g.Open
 	t.Cleanup(release) // before the stack's Close, which waits for the stalled write-back
-	s.dirs[0].SetOpHook(g.hook)
+	g.Hold("utimes")   // the first operation of a commit on the tier (its mtime)
 	done := make(chan []format.Key)
 	go func() { done <- putDirty(t, s, "d", 0, 10) }()
 	waitFor(t, "a throttled writer", func() bool { return s.Stats().Throttles > 0 })

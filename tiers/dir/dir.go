@@ -160,9 +160,8 @@ type Tier struct {
 	inline    bool    // operations run on the caller's goroutine (see do)
 	watch     opWatch // inline operations in flight
 	probeBusy atomic.Bool
-	probes    atomic.Int64                    // probes done (Probes)
-	stuck     atomic.Int32                    // operations abandoned after the timeout, still blocked
-	hook      atomic.Pointer[func(op string)] // runs before each operation (tests)
+	probes    atomic.Int64 // probes done (Probes)
+	stuck     atomic.Int32 // operations abandoned after the timeout, still blocked
 
 	trash dirTrash      // removed files the reaper unlinks (trash.go)
 	sup   supersededSet // files replaced by versions not committed here yet (supersede.go)

@@ -160,9 +160,6 @@ func (t *Tier) do(op string, fn func() error, late func()) error {
 // runInline runs fn on the caller's goroutine, watched by watchLoop.
 func (t *Tier) runInline(op string, fn func() error) error {
 	id := t.watch.begin(op)
-	if hook := t.hook.Load(); hook != nil {
-		(*hook)(op)
-	}
 	err := fn()
 	t.watch.end(id)
 	if t.health.observe(op, t.healthErr(err)) {
@@ -183,11 +180,7 @@ const (
 func (t *Tier) run(op string, fn func() error, late func()) error {
 	var state atomic.Int32
 	done := make(chan error, 1)
-	hook := t.hook.Load()
 	go func() {
-		if hook != nil {
-			(*hook)(op)
-		}
 		err := fn()
 		if state.CompareAndSwap(opRunning, opDelivered) {
 			done <- err

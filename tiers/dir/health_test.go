@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -15,25 +14,12 @@ import (
 	"github.com/ucmfs/ucmfs/tiers/tier"
 
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/rootfs/crashfs"
 	"golang.org/x/sys/unix"
 )
 
 // healthKey is block n of model "h".
 func healthKey(n byte) format.Key { return format.Key{Model: "h", ID: format.ID{n, 1, 2, 3}} }
-
-// gate blocks the operations it names until released.
-type gate struct {
-	ops     map[string]bool
-	release chan struct{}
-	calls   atomic.Int32
-}
-
-func (g *gate) hook(op string) {
-	g.calls.Add(1)
-	if g.ops[op] {
-		<-g.release
-	}
-}
 
 func TestHealthStallDownAndBack(t *testing.T) {
 	dir := t.TempDir()
@@ -41,8 +27,10 @@ func TestHealthStallDownAndBack(t *testing.T) {
 	// below are the gate's, answered past the short timeout set for them.
 	// (The timeout is read by the caller of each operation, this test's
 	// goroutine, and never by a detached one.)
+	g := crashfs.NewGate()
 	d, err := New(Config{Kind: "nfs", Dir: dir, Capacity: 1 << 20, OpTimeout: 30 * time.Second, Logger: slog.New(slog.DiscardHandler),
-		ProbeInterval: time.Hour}) // the test probes by hand
+		ProbeInterval: time.Hour, // the test probes by hand
+		OpenFS:        crashfs.OpenWrapped(g.Before)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,16 +45,14 @@ func TestHealthStallDownAndBack(t *testing.T) {
 	}
 
 	d.timeout = 50 * time.Millisecond
-	g := &gate{ops: map[string]bool{"open": true, "create": true}, release: make(chan struct{})}
-	hook := g.hook
-	d.hook.Store(&hook)
+	g.Hold("open", "mkdir") // the directory's answer to Open and Create
 	if _, err := d.Open(healthKey(1)); !errors.Is(err, tier.ErrStalled) {
 		t.Fatalf("open of a stalled directory: %v, want ErrStalled", err)
 	}
 	if d.Health() != Down {
 		t.Fatalf("health %v after a stall, want down", d.Health())
 	}
-	calls := g.calls.Load()
+	calls := g.Calls()
 	// While Down, operations fail fast without touching the directory.
 	if _, err := d.Create(healthKey(2)); !errors.Is(err, tier.ErrStalled) {
 		t.Fatalf("create while down: %v", err)
@@ -77,7 +63,7 @@ func TestHealthStallDownAndBack(t *testing.T) {
 	if err := d.Sync(healthKey(1)); !errors.Is(err, tier.ErrStalled) {
 		t.Fatalf("sync while down: %v", err)
 	}
-	if n := g.calls.Load(); n != calls {
+	if n := g.Calls(); n != calls {
 		t.Fatalf("%d operations reached the directory while down", n-calls)
 	}
 	// The index still answers Stat.
@@ -85,7 +71,7 @@ func TestHealthStallDownAndBack(t *testing.T) {
 		t.Fatalf("stat from the index while down: %+v %v", info, err)
 	}
 
-	close(g.release)
+	g.Open()
 	d.timeout = 30 * time.Second // real I/O again
 	d.probe()
 	if d.Health() != Unstable {
@@ -106,19 +92,18 @@ func TestHealthStallDownAndBack(t *testing.T) {
 func TestHealthLateCreateCleansUp(t *testing.T) {
 	dir := t.TempDir()
 	// nfs: its operations run detached, so a stalled one is abandoned.
+	g := crashfs.NewGate()
 	d, err := New(Config{Kind: "nfs", Dir: dir, Capacity: 1 << 20, OpTimeout: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
-		ProbeInterval: time.Hour})
+		ProbeInterval: time.Hour, OpenFS: crashfs.OpenWrapped(g.Before)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	g := &gate{ops: map[string]bool{"create": true}, release: make(chan struct{})}
-	hook := g.hook
-	d.hook.Store(&hook)
+	g.Hold("open", "mkdir") // the directory's answer to Create
 	if _, err := d.Create(healthKey(1)); !errors.Is(err, tier.ErrStalled) {
 		t.Fatalf("create: %v, want ErrStalled", err)
 	}
-	close(g.release)
+	g.Open()
 	// The abandoned create finishes in the background and removes its
 	// temp file: wait for it (bounded), then check nothing is left.
 	deadline := time.Now().Add(10 * time.Second)
@@ -157,8 +142,10 @@ func TestHealthInlineStall(t *testing.T) {
 		t.Fatal(err)
 	}
 	w0.Close()
+	g := crashfs.NewGate()
 	d, err := New(Config{Kind: "nvme", Dir: dir, Capacity: 1 << 20, OpTimeout: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
-		ProbeInterval: time.Hour}) // the test probes by hand
+		ProbeInterval: time.Hour, // the test probes by hand
+		OpenFS:        crashfs.OpenWrapped(g.Before)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,9 +153,7 @@ func TestHealthInlineStall(t *testing.T) {
 	if !d.inline {
 		t.Fatal("nvme operations do not run inline")
 	}
-	g := &gate{ops: map[string]bool{"open": true}, release: make(chan struct{})}
-	hook := g.hook
-	d.hook.Store(&hook)
+	g.Hold("open")
 	opened := make(chan error, 1)
 	go func() {
 		f, err := d.Open(healthKey(1))
@@ -184,18 +169,17 @@ func TestHealthInlineStall(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	calls := g.calls.Load()
+	calls := g.Calls()
 	if _, err := d.Create(healthKey(2)); !errors.Is(err, tier.ErrStalled) {
 		t.Fatalf("create while down: %v, want ErrStalled", err)
 	}
-	if n := g.calls.Load(); n != calls {
+	if n := g.Calls(); n != calls {
 		t.Fatal("an operation reached the directory while down")
 	}
-	close(g.release)
+	g.Open()
 	if err := <-opened; err != nil {
 		t.Fatalf("the stalled open, once answered: %v", err)
 	}
-	d.hook.Store(nil)
 	d.probe()
 	if d.Health() != Unstable {
 		t.Fatalf("health %v after a good probe, want unstable", d.Health())

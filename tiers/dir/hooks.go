@@ -7,16 +7,6 @@ import (
 // What the tests of the stack (package tiers) set or read on directory
 // tiers, beyond what the stack itself uses; the daemon calls none of it.
 
-// SetOpHook sets fn to run before each operation of the tier, with the
-// operation's name (nil: none).
-func (t *Tier) SetOpHook(fn func(op string)) {
-	if fn == nil {
-		t.hook.Store(nil)
-		return
-	}
-	t.hook.Store(&fn)
-}
-
 // LowWatermark is the tier's low watermark, a fraction of its capacity
 // and of its MaxFiles: eviction frees down to it.
 func (t *Tier) LowWatermark() float64 { return t.low }
