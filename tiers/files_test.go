@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/rootfs/crashfs"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
@@ -194,28 +197,22 @@ func TestFilesShared(t *testing.T) {
 // its own turn, and a flush writes it to the tier. Before, the new
 // version was quarantined as corrupt: a lost file.
 func TestFilesReplacedWhileCopied(t *testing.T) {
+	// Longer than the copy's buffer: a copy that reads the first
+	// version's length of it stops after its first MiB.
+	second := bytes.Repeat([]byte("second version "), 100_000)
 	for _, crcKnown := range []bool{true, false} {
 		t.Run(fmt.Sprintf("crc known %v", crcKnown), func(t *testing.T) {
 			root := t.TempDir()
-			s := newTestStack(t, 16<<20, root, StackConfig{DirtyExpire: time.Hour})
 			k := format.FileKey("engine", "conf.txt")
-			if _, err := s.Put(k, []byte("first version"), false); err != nil {
-				t.Fatal(err)
-			}
-			if crcKnown { // the CRC the write-back checks against
-				if _, has, err := s.CRC(k); err != nil || !has {
-					t.Fatalf("CRC of the first version: %v %v", has, err)
+			// The replace runs when the write-back opens the file in
+			// memory, after its stat there: replaceFirst, by the memory
+			// tier's filesystem.
+			var s *Stack
+			var armed, replaced atomic.Bool
+			replaceFirst := func(op, rel string) error {
+				if op != "open" || rel != k.Path() || !armed.Load() || !replaced.CompareAndSwap(false, true) {
+					return nil
 				}
-			}
-			// Longer than the copy's buffer: a copy that reads the first
-			// version's length of it stops after its first MiB.
-			second := bytes.Repeat([]byte("second version "), 100_000)
-			replaced := false
-			s.copyReadHook = func(format.Key) {
-				if replaced {
-					return
-				}
-				replaced = true
 				p, err := s.CreateStaging(k)
 				if err != nil {
 					t.Fatal(err)
@@ -225,13 +222,25 @@ func TestFilesReplacedWhileCopied(t *testing.T) {
 				if _, err := s.Publish(p, false); err != nil {
 					t.Fatal(err)
 				}
+				return nil
 			}
+			wrap := func(fs rootfs.FS) rootfs.FS { return crashfs.Wrap(fs, replaceFirst) }
+			s = buildStack(t, StackConfig{DirtyExpire: time.Hour}, MemConfig{Capacity: 16 << 20, WrapFS: wrap}, DirConfig{Kind: "nvme", Dir: root})
+			if _, err := s.Put(k, []byte("first version"), false); err != nil {
+				t.Fatal(err)
+			}
+			if crcKnown { // the CRC the write-back checks against
+				if _, has, err := s.CRC(k); err != nil || !has {
+					t.Fatalf("CRC of the first version: %v %v", has, err)
+				}
+			}
+			armed.Store(true)
 			if err := s.writeBack(k, false); err != nil {
 				t.Fatalf("write-back across a replace: %v", err)
 			}
 
-			if !replaced {
-				t.Fatal("the hook did not run")
+			if !replaced.Load() {
+				t.Fatal("the replace did not run")
 			}
 			if err := s.Flush(context.Background(), k); err != nil {
 				t.Fatalf("flush of the new version: %v", err)

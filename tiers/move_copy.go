@@ -100,17 +100,11 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 	if err != nil {
 		return nil, CommitOptions{}, err
 	}
-	if s.copyReadHook != nil {
-		s.copyReadHook(key)
-	}
 	f, err := src.Open(key)
 	if err != nil {
 		return nil, CommitOptions{}, err
 	}
 	defer f.Close()
-	if s.copyCreateHook != nil {
-		s.copyCreateHook(key)
-	}
 	w, err := dst.Create(key)
 	copied()
 	if err != nil {

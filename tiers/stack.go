@@ -102,14 +102,8 @@ type Stack struct {
 	room     chan struct{}       // closed and replaced whenever memory may have room
 	verified map[format.Key]bool // lower-tier files whose CRC was checked this run
 	staged   stagedSet           // files staged on disk, not yet published or discarded (stack_disk.go)
-	// copyReadHook, when set (tests), runs in copyOut between the stat of
-	// the source file and its open.
-	copyReadHook func(format.Key)
-	// copyCreateHook, when set (tests), runs in copyOut between the open
-	// of the source file and the create of the copy.
-	copyCreateHook func(format.Key)
-	closed         bool
-	promo          promoteQueue // promotions decided by reads (move_promote.go)
+	closed   bool
+	promo    promoteQueue // promotions decided by reads (move_promote.go)
 
 	metas modelMetas                            // the models' settings records (model_meta.go)
 	keep  atomic.Pointer[func(format.Key) bool] // files never dropped from the last tier (SetKeep)

@@ -3,10 +3,13 @@ package tiers
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/rootfs/crashfs"
 )
 
 // TestRemoveDirAfterCopy: a File removed while its write-back runs, and
@@ -19,25 +22,18 @@ import (
 // ENOTEMPTY.
 func TestRemoveDirAfterCopy(t *testing.T) {
 	dir := t.TempDir()
-	s := newTestStack(t, 16<<20, dir, StackConfig{DirtyExpire: time.Hour})
 	k := format.FileKey("eng", "a/s3/f.bin")
-	if err := s.MakeDir("eng", "a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.MakeDir("eng", "a/s3"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Put(k, []byte("page"), false); err != nil {
-		t.Fatal(err)
-	}
+	// The file and its directories go when the copy, having opened the
+	// source, makes its writer on the tier: removeFirst, by the directory
+	// tier's filesystem, at its first operation in the model's directory.
+	var s *Stack
+	var armed, ran atomic.Bool
 	removed := make(chan error, 2)
 	waiting := make(chan struct{})
-	s.copies.waiting = func() { close(waiting) }
-	ran := false
-	s.copyCreateHook = func(format.Key) {
-		// The copy opened the source; the file and its directories go
-		// now, before it makes its writer.
-		ran = true
+	removeFirst := func(op, rel string) error {
+		if !strings.HasPrefix(rel, "eng/") || !armed.Load() || !ran.CompareAndSwap(false, true) {
+			return nil
+		}
 		if err := s.Delete(k); err != nil {
 			t.Error(err)
 		}
@@ -53,12 +49,26 @@ func TestRemoveDirAfterCopy(t *testing.T) {
 		case err := <-removed: // done before the copy made its writer
 			removed <- err
 		}
+		return nil
 	}
+	s = buildStack(t, StackConfig{DirtyExpire: time.Hour}, MemConfig{Capacity: 16 << 20},
+		DirConfig{Kind: "nvme", Dir: dir, OpenFS: crashfs.OpenWrapped(removeFirst)})
+	if err := s.MakeDir("eng", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MakeDir("eng", "a/s3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(k, []byte("page"), false); err != nil {
+		t.Fatal(err)
+	}
+	s.copies.waiting = func() { close(waiting) }
+	armed.Store(true)
 	if err := s.writeBack(k, false); err != nil {
 		t.Logf("write-back of the removed file: %v", err)
 	}
-	if !ran {
-		t.Fatal("the hook did not run")
+	if !ran.Load() {
+		t.Fatal("the removal did not run")
 	}
 	if err := <-removed; err != nil {
 		t.Fatalf("RemoveDir: %v", err)

@@ -26,5 +26,5 @@
 //
 // The stack (package tiers) uses a tier through its exported methods
 // only: the Tier interface of package tiers/tier and what stack.go lists;
-// hooks.go holds what only the stack's tests set.
+// hooks.go holds what only the stack's tests call.
 package dir

@@ -4,7 +4,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 )
 
-// What the tests of the stack (package tiers) set or read on directory
+// What the tests of the stack (package tiers) call on directory
 // tiers, beyond what the stack itself uses; the daemon calls none of it.
 
 // LowWatermark is the tier's low watermark, a fraction of its capacity

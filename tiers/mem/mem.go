@@ -54,6 +54,12 @@ type Config struct {
 	// pages when the process may mount, falling back to a directory under
 	// Dir; PrivateOff always uses the directory under Dir.
 	Private string
+	// WrapFS, when set, is given the filesystem of the tier's private
+	// directory, and the tier's operations on its files go through the
+	// one it returns (nil: the directory's own). Tests stand the tier on
+	// one that fails, stalls or acts at a chosen operation (crashfs.Wrap),
+	// as a directory tier's Config.OpenFS does.
+	WrapFS func(rootfs.FS) rootfs.FS
 }
 
 // Values of Config.Private.
@@ -160,8 +166,12 @@ func New(cfg Config) (*Tier, error) {
 		}
 		dirFd = int(rootf.Fd())
 	}
+	var fs rootfs.FS = rootfs.FromFD(dirFd, root)
+	if cfg.WrapFS != nil {
+		fs = cfg.WrapFS(fs)
+	}
 	t := &Tier{
-		fs:      rootfs.FromFD(dirFd, root),
+		fs:      fs,
 		rootf:   rootf,
 		root:    root,
 		private: isProcFd(root),
