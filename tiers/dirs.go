@@ -3,8 +3,9 @@ package tiers
 import "github.com/ucmfs/ucmfs/tiers/dir"
 
 // The directory tiers are package tiers/dir; these are its names as the
-// rest of the daemon knows them (the configuration, the health a stack
-// reports, the offline tools over a tier directory).
+// rest of the daemon knows them (the configuration, the offline tools
+// over a tier directory). The health a stack reports is tier.Health
+// (tier.go).
 
 // DirConfig configures a directory tier (dir.Config).
 type DirConfig = dir.Config
@@ -15,16 +16,6 @@ type DirTier = dir.Tier
 // NewDirTier opens a directory tier (dir.New); a Stack builds its own
 // (New).
 func NewDirTier(cfg DirConfig) (*DirTier, error) { return dir.New(cfg) }
-
-// Health is the state of a directory tier (dir.Health).
-type Health = dir.Health
-
-// The states of a directory tier (dir.Up, dir.Unstable, dir.Down).
-const (
-	Up       = dir.Up
-	Unstable = dir.Unstable
-	Down     = dir.Down
-)
 
 // Defaults of DirConfig.Revalidate and DirConfig.KeepRecent.
 const (

@@ -8,8 +8,10 @@
 // can hand the kernel a file descriptor of whichever tier holds a block
 // (FUSE passthrough). Both are built on package tiers/tier, the contract.
 //
-// The Stack puts the tiers together, through their exported methods only,
-// and is the way in for the rest of the daemon: New builds it from the
+// The Stack puts the tiers together, through their exported methods only
+// (the directory tiers through tier.Lower, what the stack asks of a tier
+// below memory, but for files staged on disk and links, which only a
+// directory tier makes), and is the way in for the rest of the daemon: New builds it from the
 // tiers' configurations; writes land dirty in memory, a bounded pool
 // writes them back to the first persistent tier (paced like the kernel's
 // dirty pages: an expiry age, a background

@@ -17,7 +17,7 @@ import (
 func TestInterruptedCallsRetried(t *testing.T) {
 	s, ffs, _ := faultStackOn(t, StackConfig{RetryDelay: time.Hour},
 		MemConfig{Capacity: 8 << 20}, DirConfig{Kind: "nfs", OpTimeout: 10 * time.Second, Revalidate: -1})
-	d := s.dirs[0]
+	d := dirTier(s, 0)
 	ctx := context.Background()
 	writes := []faultfs.Op{faultfs.OpStat, faultfs.OpCreate, faultfs.OpMkdir, faultfs.OpSetxattr,
 		faultfs.OpRename, faultfs.OpSetattr, faultfs.OpFsync}

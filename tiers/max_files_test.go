@@ -55,7 +55,7 @@ func TestMaxFiles(t *testing.T) {
 
 	s = buildStack(t, StackConfig{}, MemConfig{Capacity: 64 << 20},
 		DirConfig{Kind: "nvme", Dir: dir, Capacity: 1 << 30, MaxFiles: 10})
-	d := s.dirs[0]
+	d := dirTier(s, 0)
 	if !d.OverHigh() {
 		t.Fatalf("reopened with %d files, bound 10: not over the high watermark", d.Usage().Files)
 	}

@@ -281,7 +281,7 @@ func TestSharedTierOnMemfs(t *testing.T) {
 	if !s.dirs[0].Shared() {
 		t.Fatal("an nfs tier does not share")
 	}
-	waitFor(t, "the shared tier's background scan (the probe runs first)", s.dirs[0].Scanned)
+	waitFor(t, "the shared tier's background scan (the probe runs first)", dirTier(s, 0).Scanned)
 	if strings.Contains(logs.String(), "lacks") {
 		t.Fatalf("the probe found memfs lacking:\n%s", logs.String())
 	}

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
@@ -83,7 +82,7 @@ func (s *Stack) readMeta(model string) metaRecord {
 
 // readMetaFrom reads model's record from the directory tier d (nil: none
 // there, or unreadable, which is logged).
-func (s *Stack) readMetaFrom(d *dir.Tier, model string) []byte {
+func (s *Stack) readMetaFrom(d tier.Lower, model string) []byte {
 	var b []byte
 	err := d.Do("read settings", func() error {
 		f, err := d.Root().OpenRegular(model + "/" + ModelMetaName) // no link followed

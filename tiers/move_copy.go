@@ -76,7 +76,7 @@ func knownCRC(t Tier, k format.Key, info Info) (uint32, bool) {
 	if info.HasCRC {
 		return info.CRC, true
 	}
-	if d, ok := t.(*dir.Tier); ok {
+	if d, ok := t.(tier.Lower); ok {
 		if crc, has, err := d.CRC(k); err == nil && has {
 			return crc, true
 		}
@@ -164,7 +164,7 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 	if !info.HasCRC && src == Tier(s.mem) {
 		_ = s.mem.SetCRC(key, from, crc) // removed or replaced meanwhile: nothing to record
 	}
-	if d, ok := src.(*dir.Tier); ok && !known && d.Index().SetCRCOf(key, from, crc) {
+	if d, ok := src.(tier.Lower); ok && !known && d.Index().SetCRCOf(key, from, crc) {
 		d.KeepCRC(key, f, crc) // a file staged on disk: its first copy computed its CRC
 	}
 	s.stats.bytesOut.Add(off)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/layout/registry"
-	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 )
@@ -144,7 +143,7 @@ func (s *Stack) evictFrom(i int, v Info, force bool) error {
 }
 
 // moveDown copies k from d to the next tier, then removes it from d.
-func (s *Stack) moveDown(d, next *dir.Tier, k format.Key) error {
+func (s *Stack) moveDown(d, next tier.Lower, k format.Key) error {
 	w, opts, err := s.copyOut(d, next, k)
 	if errors.Is(err, ErrCorrupt) {
 		s.quarantine(d, k, err)
@@ -172,7 +171,7 @@ var errStays = fmt.Errorf("stays: %w", ErrNotFound)
 // version's to replace; drop then does nothing (ErrNotFound). (Dropping
 // the key from every tier dropped the new version with the old one:
 // files written whole vanished under eviction.)
-func (s *Stack) drop(d *dir.Tier, v Info, force bool) error {
+func (s *Stack) drop(d tier.Lower, v Info, force bool) error {
 	k := v.Key
 	pin := registry.Of(k).BlockOf(k) // a sidecar goes with its block, and stays while it is pinned
 	keep := s.keep.Load()
@@ -208,7 +207,7 @@ func (s *Stack) drop(d *dir.Tier, v Info, force bool) error {
 // dropVersionLocked removes k from every tier whose index holds the
 // version v (its size and publish time), under k's stripe lock, if d's
 // does; it reports whether d's did.
-func (s *Stack) dropVersionLocked(d *dir.Tier, v Info) bool {
+func (s *Stack) dropVersionLocked(d tier.Lower, v Info) bool {
 	k := v.Key
 	same := func(x *index.Index) bool {
 		info, _, ok := tier.IndexGet(x, k)
@@ -300,7 +299,7 @@ func (s *Stack) removeKey(k format.Key, trash bool) (bool, error) {
 // (its "gone"), with the file still on the tier.
 func (s *Stack) removeKeyLocked(k format.Key, trash bool) (bool, error) {
 	for _, d := range s.dirs {
-		if d.Health() == dir.Down && d.Index().Has(k) {
+		if d.Health() == Down && d.Index().Has(k) {
 			return false, fmt.Errorf("%s: %w", k, d.Stalled("remove"))
 		}
 	}

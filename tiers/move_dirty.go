@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // Dirty blocks and their write-back, paced as the kernel paces its dirty
@@ -51,7 +51,7 @@ type dirtyRef struct {
 
 // setDirtyDefaults fills in the dirty thresholds from the memory tier's
 // capacity and turns the deferral off where it must not apply.
-func (c *StackConfig) setDirtyDefaults(capacity int64, dirs []*dir.Tier) {
+func (c *StackConfig) setDirtyDefaults(capacity int64, dirs []tier.Lower) {
 	if c.DirtyBackground <= 0 {
 		c.DirtyBackground = capacity * DefaultDirtyBackgroundPercent / 100
 	}

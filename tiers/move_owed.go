@@ -7,7 +7,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/layout/registry"
-	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // What the stack does with the files a host owes a shared tier
@@ -36,7 +36,7 @@ func (s *Stack) payOwed(ctx context.Context, keep func(format.Key) bool) error {
 		if len(keys) == 0 {
 			continue
 		}
-		if d.Health() == dir.Down {
+		if d.Health() == Down {
 			errs = append(errs, fmt.Errorf("%d files owed: %w", len(keys), d.Stalled("write-back")))
 			continue
 		}
@@ -57,7 +57,7 @@ func (s *Stack) payOwed(ctx context.Context, keep func(format.Key) bool) error {
 // forgets it as owed once the share has it or nothing holds it. A File
 // replaces another host's older version at its name, and is dropped when
 // the share's is newer (shared_replace.go).
-func (s *Stack) payOne(sd *dir.Tier, k format.Key) error {
+func (s *Stack) payOne(sd tier.Lower, k format.Key) error {
 	if !registry.Of(k).Replaces() {
 		if _, err := sd.Stat(k); err == nil {
 			sd.Paid(k) // there already (evicted to it, or another host's: a block's name is its contents)

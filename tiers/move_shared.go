@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
 )
 
@@ -50,7 +49,7 @@ func (s *Stack) writeBackOrder() []int {
 func (s *Stack) cacheCopy(k format.Key, shared int, from *index.Entry) {
 	for i := 0; i < shared; i++ {
 		d := s.dirs[i]
-		if d.Shared() || d.Health() == dir.Down {
+		if d.Shared() || d.Health() == Down {
 			continue
 		}
 		if info, err := s.mem.Stat(k); err != nil || d.FSNeed(info.Size) > 0 {

@@ -76,7 +76,7 @@ func (s *Stack) writeBackOnce(k format.Key, sync bool) (synced bool, err error) 
 	for n := 0; n < len(order); n++ {
 		i := order[n]
 		d := s.dirs[i]
-		if d.Health() == dir.Down {
+		if d.Health() == Down {
 			lastErr = d.Stalled("write-back")
 			continue
 		}

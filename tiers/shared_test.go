@@ -208,7 +208,7 @@ func TestSharedTempsOfDeadProcess(t *testing.T) {
 	os.WriteFile(dead, []byte("crashed here"), 0o644)
 	os.WriteFile(other, []byte("another host writing"), 0o644)
 	s := sharedStack(t, 1<<20, dir, testTTL, DirConfig{})
-	if !eventually(5*time.Second, func() bool { return s.dirs[0].Scanned() }) {
+	if !eventually(5*time.Second, func() bool { return dirTier(s, 0).Scanned() }) {
 		t.Fatal("scan not done")
 	}
 	if _, err := os.Stat(dead); err == nil {
@@ -262,7 +262,7 @@ func BenchmarkSharedLookup(b *testing.B) {
 	}{{"revalidate=off", -1}, {"revalidate=1s", time.Second}, {"revalidate=10ms", 10 * time.Millisecond}} {
 		b.Run(c.name, func(b *testing.B) {
 			s := sharedStack(b, 1<<20, dir, c.ttl, DirConfig{})
-			eventually(time.Minute, func() bool { return s.dirs[0].Scanned() })
+			eventually(time.Minute, func() bool { return dirTier(s, 0).Scanned() })
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				k := keys[i%n]

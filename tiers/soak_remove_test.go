@@ -81,7 +81,7 @@ func TestNoTierOperationAfterClose(t *testing.T) {
 	if _, err := w.Commit(CommitOptions{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("commit after the close: %v, want ErrClosed", err)
 	}
-	s.dirs[0].WaitCleanups()
+	dirTier(s, 0).WaitCleanups()
 	if late := disk.Late(); len(late) > 0 {
 		t.Fatalf("the tier directory was used after the close: %q", late)
 	}

@@ -87,7 +87,7 @@ type Stack struct {
 	cfg  StackConfig
 	log  *slog.Logger
 	mem  *mem.Tier
-	dirs []*dir.Tier
+	dirs []tier.Lower
 
 	locks [256]sync.Mutex
 	seed  maphash.Seed
@@ -148,7 +148,7 @@ func New(cfg StackConfig, mc MemConfig, dirs ...dir.Config) (*Stack, error) {
 	if err != nil {
 		return nil, &TierError{ID: Memory, Err: err}
 	}
-	var ds []*dir.Tier
+	var ds []tier.Lower
 	fail := func(err error) (*Stack, error) {
 		for _, d := range ds {
 			d.Close()
@@ -186,7 +186,7 @@ func (e *TierError) Error() string { return e.Err.Error() }
 func (e *TierError) Unwrap() error { return e.Err }
 
 // newStack is New once the tiers are built.
-func newStack(cfg StackConfig, mt *mem.Tier, dirs []*dir.Tier) (*Stack, error) {
+func newStack(cfg StackConfig, mt *mem.Tier, dirs []tier.Lower) (*Stack, error) {
 	cfg.setDefaults()
 	if mt == nil {
 		return nil, errors.New("tiers: a stack needs a memory tier")

@@ -83,8 +83,8 @@ func (s *Stack) CreateOnDisk(key format.Key) (*PendingWrite, error) {
 	if len(s.dirs) == 0 {
 		return s.CreateStaging(key)
 	}
-	d := s.dirs[0]
-	if !d.Inline() || !d.InPlace() || !d.DirectIO() || d.Health() != dir.Up {
+	d, ok := s.dirs[0].(*dir.Tier) // only a directory tier stages files (tier.Lower)
+	if !ok || !d.Inline() || !d.InPlace() || !d.DirectIO() || d.Health() != Up {
 		return s.CreateStaging(key)
 	}
 	w, err := d.CreateStaged(key)

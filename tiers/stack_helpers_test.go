@@ -11,6 +11,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/blocktest"
+	"github.com/ucmfs/ucmfs/tiers/dir"
 )
 
 // testLogger discards logs unless UCMFS_TEST_LOG is set.
@@ -87,3 +88,7 @@ func waitPromoted(t testing.TB, s *Stack, k format.Key) {
 	}
 	t.Fatalf("%s not promoted into memory", k)
 }
+
+// dirTier is the stack's lower tier i as the directory tier it is in
+// these tests, for what the stack does not ask of a lower tier.
+func dirTier(s *Stack, i int) *dir.Tier { return s.dirs[i].(*dir.Tier) }

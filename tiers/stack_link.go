@@ -75,14 +75,14 @@ func (s *Stack) Linkable(k format.Key) bool {
 	return err == nil
 }
 
-// linkTier is the first directory tier when it can take a link now (this
-// daemon's alone, in place, Up), else nil.
+// linkTier is the first directory tier when it can take a link now (a
+// directory tier, this daemon's alone, in place, Up), else nil.
 func (s *Stack) linkTier() *dir.Tier {
 	if len(s.dirs) == 0 {
 		return nil
 	}
-	d := s.dirs[0]
-	if !d.Inline() || !d.InPlace() || d.Health() != dir.Up {
+	d, ok := s.dirs[0].(*dir.Tier) // only a directory tier links files (tier.Lower)
+	if !ok || !d.Inline() || !d.InPlace() || d.Health() != Up {
 		return nil
 	}
 	return d

@@ -10,6 +10,7 @@ import (
 	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // Open opens k for reading from the fastest tier that holds it. A file
@@ -188,7 +189,7 @@ func (s *Stack) shouldPromote(k format.Key, size int64) bool {
 }
 
 // promote copies k from d into memory (CRC-checked) as a clean block.
-func (s *Stack) promote(d *dir.Tier, k format.Key) error {
+func (s *Stack) promote(d tier.Lower, k format.Key) error {
 	info, err := d.Stat(k)
 	if err != nil {
 		return err
@@ -219,7 +220,7 @@ func (s *Stack) promote(d *dir.Tier, k format.Key) error {
 // serves it in place, so a damaged file is a miss, never wrong data. info
 // is what d said of k's entry from; a check that fails because the file
 // was replaced since is errReplaced (corruptOrReplaced).
-func (s *Stack) verifyOnce(d *dir.Tier, k format.Key, info Info, from *index.Entry) error {
+func (s *Stack) verifyOnce(d tier.Lower, k format.Key, info Info, from *index.Entry) error {
 	s.mu.Lock()
 	done := s.verified[k]
 	s.mu.Unlock()

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/layout/registry"
-	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 )
@@ -288,7 +287,7 @@ func (s *Stack) makeRoom(size int64, deadline time.Time) error {
 // free memory until the probe brings one back).
 func (s *Stack) allDown() bool {
 	for _, d := range s.dirs {
-		if d.Health() != dir.Down {
+		if d.Health() != Down {
 			return false
 		}
 	}
@@ -307,7 +306,7 @@ func (s *Stack) directWrite(p *PendingWrite, size int64, opts CommitOptions, dur
 	opts.Sync = durable
 	var lastErr error = ErrNoSpace
 	for i, d := range s.dirs {
-		if d.Health() == dir.Down {
+		if d.Health() == Down {
 			lastErr = d.Stalled("create")
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,7 +37,7 @@ func (s *Stack) HasShared() bool {
 }
 
 // sharedAt is the shared directory tier id, or nil.
-func (s *Stack) sharedAt(id TierID) *dir.Tier {
+func (s *Stack) sharedAt(id TierID) tier.Lower {
 	if id == Memory || int(id) > len(s.dirs) || !s.dirs[id-1].Shared() {
 		return nil
 	}
@@ -99,7 +100,7 @@ func (s *Stack) dropGone(keys []format.Key, replaced bool) {
 // privateCopy copies k from the shared tier d into an anonymous memory
 // file (memfd), CRC-checked: the descriptor of a read when memory has no
 // room, readable whatever other hosts do to the file.
-func (s *Stack) privateCopy(d *dir.Tier, k format.Key) (*os.File, error) {
+func (s *Stack) privateCopy(d tier.Lower, k format.Key) (*os.File, error) {
 	fd, err := unix.MemfdCreate("ucmfs-"+k.FileName(), unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("%s: private copy: %w", k, err)

@@ -3,7 +3,6 @@ package tiers
 import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/layout/registry"
-	"github.com/ucmfs/ucmfs/tiers/dir"
 )
 
 // RevalidateTreeDir makes every shared tier's index of the directory rel
@@ -18,7 +17,7 @@ func (s *Stack) RevalidateTreeDir(model, rel string) (gone bool) {
 	shared := 0
 	gone = rel != ""
 	for _, d := range s.dirs {
-		if !d.Shared() || d.Health() == dir.Down {
+		if !d.Shared() || d.Health() == Down {
 			continue
 		}
 		dropped, g := d.RevalidateTreeDir(model, rel)

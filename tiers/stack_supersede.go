@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // A new version of a name (a PendingWrite with SetReplace) takes the
@@ -17,16 +17,16 @@ import (
 // published version; each directory tier keeps its file, superseded, for
 // the new version's commit there to rename over (a file a tier never
 // indexed is removed, as before).
-func (s *Stack) supersedeLocked(k format.Key) { s.clearLocked(k, (*dir.Tier).Supersede) }
+func (s *Stack) supersedeLocked(k format.Key) { s.clearLocked(k, tier.Lower.Supersede) }
 
 // revertLocked takes k's newest version, which did not become durable,
 // out of every tier and brings back the version it replaced, if a tier
 // still has that one's file (superseded); else k is gone.
-func (s *Stack) revertLocked(k format.Key) { s.clearLocked(k, (*dir.Tier).RestoreSuperseded) }
+func (s *Stack) revertLocked(k format.Key) { s.clearLocked(k, tier.Lower.RestoreSuperseded) }
 
 // clearLocked takes k out of memory and out of each directory tier where
 // keep(d, k) does not report that it kept the file its own way.
-func (s *Stack) clearLocked(k format.Key, keep func(*dir.Tier, format.Key) bool) {
+func (s *Stack) clearLocked(k format.Key, keep func(tier.Lower, format.Key) bool) {
 	_ = s.mem.Remove(k)
 	for _, d := range s.dirs {
 		if keep(d, k) {

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/index"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 )
@@ -21,10 +20,10 @@ const Memory TierID = 0
 // TierInfo describes one tier of a stack, as Tiers reports it.
 type TierInfo struct {
 	ID         TierID
-	Name       string     // the kind: "mem", "nvme", "nfs" or "ds3fs"
-	Dir        string     // root directory (the memory tier's private one)
-	Persistent bool       // files survive a restart (every directory tier)
-	Health     dir.Health // Up for the memory tier
+	Name       string // the kind: "mem", "nvme", "nfs" or "ds3fs"
+	Dir        string // root directory (the memory tier's private one)
+	Persistent bool   // files survive a restart (every directory tier)
+	Health     Health // Up for the memory tier
 	Usage      Usage
 	// LinksRefused counts the symbolic links the tier met and refused.
 	LinksRefused int64
@@ -36,7 +35,7 @@ type TierInfo struct {
 // tier id. The slice is the caller's.
 func (s *Stack) Tiers() []TierInfo {
 	out := make([]TierInfo, 0, 1+len(s.dirs))
-	out = append(out, TierInfo{ID: Memory, Name: s.mem.Name(), Dir: s.mem.Dir(), Health: dir.Up, Usage: s.mem.Usage(),
+	out = append(out, TierInfo{ID: Memory, Name: s.mem.Name(), Dir: s.mem.Dir(), Health: Up, Usage: s.mem.Usage(),
 		LinksRefused: s.mem.Root().Links()})
 	for i, d := range s.dirs {
 		out = append(out, TierInfo{ID: TierID(i + 1), Name: d.Name(), Dir: d.Dir(), Persistent: true,

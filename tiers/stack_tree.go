@@ -27,7 +27,7 @@ func (s *Stack) MakeDir(model, rel string) error {
 	}
 	var first error
 	for _, d := range s.dirs {
-		if d.Health() == dir.Down {
+		if d.Health() == Down {
 			continue
 		}
 		if err := d.MakeTreeDir(model, rel); err != nil && first == nil {
@@ -137,7 +137,7 @@ func (s *Stack) MarkTree(model string) error {
 	}
 	var first error
 	for _, d := range s.dirs {
-		if d.Health() == dir.Down {
+		if d.Health() == Down {
 			continue
 		}
 		if err := d.MarkTree(model); err != nil && first == nil {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/layout/registry"
-	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // checkHeader checks the 64 header bytes of key's file on src before they
@@ -16,7 +16,7 @@ import (
 // were published and are not checked again. A failure wraps ErrCorrupt:
 // the caller quarantines the file and the block is a miss.
 func checkHeader(src Tier, key format.Key, hdr []byte, size int64) error {
-	d, ok := src.(*dir.Tier)
+	d, ok := src.(tier.Lower)
 	if !ok || registry.Of(key).Headerless() {
 		return nil // a raw block (ucm-posix) or a File has no header: its CRC covers it all
 	}

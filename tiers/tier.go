@@ -22,6 +22,17 @@ type Tier = tier.Tier
 // Writer is a file being written into a tier (tier.Writer).
 type Writer = tier.Writer
 
+// Health is the state of a tier below memory (tier.Health; a directory
+// tier's: dir.Health).
+type Health = tier.Health
+
+// The states of a tier below memory (tier.Up, tier.Unstable, tier.Down).
+const (
+	Up       = tier.Up
+	Unstable = tier.Unstable
+	Down     = tier.Down
+)
+
 // Errors returned by tiers and the stack (tier's). Callers test them with
 // errors.Is; the FUSE layer maps them to errno in one place.
 var (

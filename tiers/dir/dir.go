@@ -184,7 +184,7 @@ type Tier struct {
 	wg     sync.WaitGroup
 }
 
-var _ tier.Tier = (*Tier)(nil)
+var _ tier.Lower = (*Tier)(nil)
 
 // New opens (creating it if needed) the tier directory, rebuilds
 // the index from its listing, and starts the health probe.

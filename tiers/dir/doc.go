@@ -25,6 +25,8 @@
 //     what a daemon adopts.
 //
 // The stack (package tiers) uses a tier through its exported methods
-// only: the Tier interface of package tiers/tier and what stack.go lists;
+// only: the Lower interface of package tiers/tier, which the Tier
+// implements (stack.go and the others), and for files staged on disk
+// CreateStaged and Link;
 // hooks.go holds what only the stack's tests call.
 package dir

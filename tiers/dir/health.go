@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Health is the state of a directory tier.
+// Health is the state of a directory tier (tier.Health).
 //
 //	Up        operations run normally.
 //	Unstable  the directory answered with I/O errors (EIO, ETIMEDOUT,
@@ -26,27 +26,14 @@ import (
 //
 // I/O errors alone never take a tier Down: the directory answers, so
 // callers get the errno (errors.Is(err, syscall.EIO)) and decide.
-type Health int32
+type Health = tier.Health
 
 // The states of a directory tier; see Health.
 const (
-	Up Health = iota
-	Unstable
-	Down
+	Up       = tier.Up
+	Unstable = tier.Unstable
+	Down     = tier.Down
 )
-
-// String is "up", "unstable" or "down".
-func (h Health) String() string {
-	switch h {
-	case Up:
-		return "up"
-	case Unstable:
-		return "unstable"
-	case Down:
-		return "down"
-	}
-	return fmt.Sprintf("health(%d)", int32(h))
-}
 
 // upAfter is the number of successes in a row that take Unstable to Up.
 const upAfter = 3

@@ -1,6 +1,7 @@
 // Package tier is what every tier of block storage is and shares, below
 // the tiers themselves: the contract (Tier, Writer, Info, Usage,
-// CommitOptions, the errors) and the pieces both the memory tier and a
+// CommitOptions, the errors; Lower and Health, what the stack asks of a
+// tier below memory, a directory tier or any other) and the pieces both the memory tier and a
 // directory tier are built with.
 //
 // Decided here:
