@@ -25,7 +25,9 @@
 // Wrap puts the same hook before the operations of any rootfs.FS,
 // without a Disk (no durable record, no power cut): a test stands a tier
 // on it to fail, stall or act between two of the tier's operations (the
-// memory tier's private directory: mem.Config.WrapFS).
+// memory tier's private directory: mem.Config.WrapFS; a directory tier's
+// real Root: OpenWrapped, for dir.Config.OpenFS). Gate is such a hook
+// that holds the operations a test names until it opens.
 //
 // A Disk outlives the filesystems opened on it (Open, the tier's
 // DirConfig.OpenFS), as a disk outlives the daemons that mount it: a
