@@ -17,16 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Errors of the adapter itself, mapped below.
-var (
-	// errReadOnly: a write open of a published file, or a read open of one
-	// being written (EACCES).
-	errReadOnly = errors.New("read-only")
-	// errCrossDir: a rename out of its directory (EXDEV: tools copy then).
-	errCrossDir = errors.New("rename across directories")
-	// errIsDir: a file request on a directory of a files model (EISDIR).
-	errIsDir = errors.New("is a directory")
-)
+// errCrossDir is vfs.ErrCrossDir under the name files_move_dir.go uses.
+var errCrossDir = vfs.ErrCrossDir
 
 // The plain answers nodes give with no error to log (a lookup's miss, an
 // existing name), named by what they mean; this file decides their errno.
@@ -73,12 +65,13 @@ type errnoRule struct {
 // (see toErrno).
 var errnoRules = []errnoRule{
 	{format.ErrNameTooLong, syscall.ENAMETOOLONG}, // before the rules of what may wrap it
-	{errReadOnly, syscall.EACCES},
+	{vfs.ErrReadOnly, syscall.EACCES},
 	{store.ErrNoAttr, syscall.ENODATA},
 	{vfs.ErrOtherNS, syscall.ENOTSUP},
 	{vfs.ErrRange, syscall.ERANGE},
-	{errCrossDir, syscall.EXDEV},
-	{errIsDir, syscall.EISDIR},
+	{vfs.ErrCrossDir, syscall.EXDEV},
+	{vfs.ErrIsDir, syscall.EISDIR},
+	{vfs.ErrNotDir, syscall.ENOTDIR},
 	{vfs.ErrUserBudget, syscall.EMFILE},
 	{vfs.ErrFullBudget, syscall.ENFILE},
 	{store.ErrImmutable, syscall.EPERM},

@@ -167,7 +167,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 			return n.rewrite(ctx, key)
 		}
 		if n.s.store.Tiers().Has(key) || n.open.Readers() > 0 {
-			return nil, 0, n.s.fail("open", key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
+			return nil, 0, n.s.fail("open", key.Path(), fmt.Errorf("published files are read-only: %w", vfs.ErrReadOnly))
 		}
 		ip, h, errno := n.s.beginWrite(callerProc(ctx), key, key.FileName(), false, flags)
 		if errno != 0 {
@@ -253,9 +253,9 @@ func (n *storedFile) rewrite(ctx context.Context, key format.Key) (gofs.FileHand
 func (n *blockFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 	switch {
 	case mask&unix.X_OK != 0:
-		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are not executable: %w", errReadOnly))
+		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are not executable: %w", vfs.ErrReadOnly))
 	case mask&unix.W_OK != 0 && !n.key.Kind.Headerless() && callerProc(ctx).Uid != 0:
-		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
+		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are read-only: %w", vfs.ErrReadOnly))
 	}
 	return 0
 }

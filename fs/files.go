@@ -253,22 +253,13 @@ func (o filesOps) mkdir(ctx context.Context, name string, out *fuse.EntryOut) (*
 	return o.dirInode(ctx, name, rel, out), 0
 }
 
-// rmdir removes an empty directory (store.FilesRmdir).
+// rmdir removes an empty directory (vfs.FilesRmdir).
 func (o filesOps) rmdir(name string) syscall.Errno {
 	rel, err := o.path(name)
 	if err != nil {
 		return errnoMissing
 	}
-	if o.s.store.Tiers().Has(format.FileKey(o.model, rel)) {
-		return errnoNotDir
-	}
-	if err := o.s.store.FilesRmdir(o.model, rel); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return errnoMissing
-		}
-		return o.s.fail("rmdir", o.what(name), err)
-	}
-	return 0
+	return o.s.refuse("rmdir", o.what(name), vfs.FilesRmdir(o.s.store, o.model, rel))
 }
 
 // create starts writing a file: a staging file, published at its rename,
@@ -277,7 +268,7 @@ func (o filesOps) rmdir(name string) syscall.Errno {
 func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
 	rel, err := o.path(name)
 	if err == nil && o.s.store.FilesDir(o.model, rel) {
-		err = errIsDir
+		err = vfs.ErrIsDir
 	}
 	if err != nil {
 		return nil, nil, 0, o.s.fail("create", o.what(name), err)
@@ -290,34 +281,17 @@ func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fu
 	return o.pendingInode(ctx, w, out), h, h.openFlags(), 0
 }
 
-// unlink removes a file being written (dropped) or a published one (from
-// every tier; open descriptors keep reading it).
+// unlink removes a file being written (dropped) or a published one
+// (vfs.UnlinkFile).
 func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 	rel, err := o.path(name)
 	if err != nil {
 		return errnoMissing
 	}
 	key := format.FileKey(o.model, rel)
-	if w := o.s.ownWriting(ctx, key, name, true); w != nil {
-		w.Discard()
-		if !o.s.store.Tiers().Has(key) {
-			return 0
-		}
-		// A published version of the name too (one its writer's fsync
-		// published, or the one it was writing a new version of): the
-		// name goes, as on a local disk.
-	}
-	if !o.s.store.Tiers().Has(key) && o.s.store.FilesDir(o.model, rel) {
-		return o.s.fail("unlink", key.Path(), errIsDir)
-	}
-	open := o.openVersion(name) || o.s.files.MovedTo(key)
-	if err := vfs.RemovePublished(o.s.store, key); err != nil {
-		return o.s.fail("unlink", key.Path(), err)
-	}
-	if open {
-		o.s.store.Writes().EndVersion(key) // its node serves the open descriptors
-	}
-	return 0
+	w := o.s.ownWriting(ctx, key, name, true)
+	err = vfs.UnlinkFile(o.s.store, key, w, func() bool { return o.openVersion(name) || o.s.files.MovedTo(key) })
+	return o.s.refuse("unlink", key.Path(), err)
 }
 
 // openVersion reports whether the node the kernel has under name, a

@@ -92,7 +92,7 @@ func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 		p.s.log.Debug("open of a file published meanwhile: the kernel looks it up again", "path", key.Path(), "errno", "ESTALE")
 		return nil, 0, errnoStale
 	case err != nil:
-		return nil, 0, p.s.fail("open", key.Path(), fmt.Errorf("%w (%w)", err, errReadOnly))
+		return nil, 0, p.s.fail("open", key.Path(), fmt.Errorf("%w (%w)", err, vfs.ErrReadOnly))
 	}
 	h := p.s.newWriteHandle(d, key, callerProc(ctx).Uid, flags)
 	if !reopened {
@@ -102,21 +102,13 @@ func (p *pendingNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 }
 
 // beginWrite opens a descriptor on the file name (key; a staging name
-// when staging is set) that p writes, starting it if there is none. An id
-// already published is EEXIST with O_EXCL and EACCES without; after
-// StopWrites every write is EROFS.
+// when staging is set) that p writes, starting it if there is none
+// (vfs.BeginWrite).
 func (s *fsState) beginWrite(p store.Proc, key format.Key, name string, staging bool, flags uint32) (*store.Draft, *writeHandle, syscall.Errno) {
-	excl := flags&syscall.O_EXCL != 0
-	m := store.OpenMode{Staging: staging, Excl: excl, Trunc: flags&syscall.O_TRUNC != 0, Direct: flags&syscall.O_DIRECT != 0}
-	w, d, err := s.store.Writes().Begin(p, key, name, m)
-	if errors.Is(err, store.ErrExist) {
-		if !excl {
-			err = fmt.Errorf("%w: published files are read-only", errReadOnly)
-		}
-		return nil, nil, s.debugFail("create", key.Path(), err)
-	}
+	m := store.OpenMode{Staging: staging, Excl: flags&syscall.O_EXCL != 0, Trunc: flags&syscall.O_TRUNC != 0, Direct: flags&syscall.O_DIRECT != 0}
+	w, d, err := vfs.BeginWrite(s.store, p, key, name, m)
 	if err != nil {
-		return nil, nil, s.fail("create", key.Path(), err)
+		return nil, nil, s.refuse("create", key.Path(), err)
 	}
 	return w, s.newWriteHandle(d, key, p.Uid, flags), 0
 }

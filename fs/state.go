@@ -95,7 +95,7 @@ func newState(st *store.Store, opts Options) *fsState {
 		listed:  vfs.NewListingBudget(),
 		reading: vfs.NewReadBudget(),
 	}
-	s.scratch = scratch.New(scratchHost{s}, scratchErrnos, errCrossDir,
+	s.scratch = scratch.New(scratchHost{s}, scratchErrnos, vfs.ErrCrossDir,
 		func() string { return st.TierDirs()[store.MemoryTier] })
 	s.descs = &vfs.Descriptors{Store: st, Cache: s.opens, Backing: &s.backing, Log: s.log}
 	s.kernel = light.NewPruner(opts.KernelNodes, s.light, s.log,
@@ -125,6 +125,19 @@ func (s *fsState) fail(op, path string, err error) syscall.Errno {
 		s.log.Error("unexpected error", "op", op, "path", path, "errno", unix.ErrnoName(errno), "err", err)
 	}
 	return errno
+}
+
+// refuse answers a request err refused: a plain refusal (vfs.IsPlain)
+// by its errno with one line at debug level, as debugFail; any other as
+// fail does. A nil err is 0.
+func (s *fsState) refuse(op, path string, err error) syscall.Errno {
+	switch {
+	case err == nil:
+		return 0
+	case vfs.IsPlain(err):
+		return s.debugFail(op, path, err)
+	}
+	return s.fail(op, path, err)
 }
 
 // panicked answers a request whose handler panicked: EIO, and one error

@@ -41,7 +41,13 @@
 //   - the rules of the user.ucm.* attributes' names, values and answer
 //     buffers (xattr.go);
 //   - the rules of a files model's names, which file being written a
-//     caller sees, and the removal of published files (files.go);
+//     caller sees, and the removal of published files (files.go); what
+//     an rmdir, an unlink and a rename of a file mean there
+//     (files_requests.go);
+//   - the making and removal of a model at the root (models.go);
+//   - the errors of the requests' decisions, and the plain refusals
+//     (a miss, a name that exists) the adapter answers with no warning
+//     (answers.go);
 //   - the directories whose listing the kernel may cache, those it
 //     was let cache, by the node that registered them, and the times
 //     of their last changes, their mtimes (listing.go,
