@@ -55,7 +55,9 @@
 //   - a shard directory's names, what it lists, the shard directories a
 //     ucm-posix model shows, and the one lookup of a
 //     published name (shard.go: LookupKey), which the adapter's shard
-//     and files nodes and its light layer all answer from.
+//     and files nodes and its light layer all answer from; the staging
+//     file a lookup in a shard finds, a rename's target there and an
+//     unlink (shard_requests.go).
 //
 // Decided: it is a package of its own beside store, not a part of store,
 // and it uses store's exported API only. The store is the core every
