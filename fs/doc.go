@@ -25,15 +25,17 @@
 //	                             block on first read (repr_node.go; store)
 //
 // One node type per kind of file (root.go, model.go, shard.go, file.go,
-// pending.go, repr_node.go) shares the mount's state by pointer
+// repr_node.go) shares the mount's state by pointer
 // (state.go); a model directory's requests go to the type of its layout
 // (model_layouts.go), chosen when its node is made, so no node method
 // asks which layout it serves. Mount (mount.go) is the entry point the
 // command line uses, with Options (vfs.Options under the adapter's name); the FUSE connection it opens, on the transport
-// chosen, is package fs/conn's. Three families of nodes are packages of
+// chosen, is package fs/conn's. Four families of nodes are packages of
 // their own, with the adapter as their host (its errnos, its log, its
 // attributes): .ucm/ (package fs/ucmdir), the private entries of
-// ucm-posix models (package fs/scratch), and the light layer below.
+// ucm-posix models (package fs/scratch), the files being written
+// (package fs/pending: a file's node and its descriptors; writing.go
+// starts them), and the light layer below.
 // Between the kernel and go-fuse's bridge a thin layer (package fs/light)
 // answers listings and lookups of published files in shard directories
 // from the index with light nodes, which get a go-fuse node only when

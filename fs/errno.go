@@ -9,6 +9,7 @@ import (
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/pending"
 	"github.com/ucmfs/ucmfs/fs/scratch"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/store"
@@ -39,6 +40,10 @@ const (
 	// (vfs/flock.go; the kernel keeps those).
 	errnoNoLock = syscall.ENOTSUP
 )
+
+// pendingErrnos are the plain answers of the files being written
+// (package fs/pending).
+var pendingErrnos = pending.Errnos{Stale: errnoStale, BadFD: errnoBadFD}
 
 // scratchErrnos are the plain answers of the private entries of ucm-posix
 // models (package fs/scratch).

@@ -10,6 +10,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/pending"
 	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
@@ -87,7 +88,7 @@ func (n *storedFile) served() format.Key {
 // name reopened for writing after its block went away) it describes that.
 func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if ip := n.open.Writer(); ip != nil {
-		if _, ok := f.(*writeHandle); ok {
+		if _, ok := f.(*pending.Handle); ok {
 			n.s.writeAttr(ip, &out.Attr)
 			return 0
 		}
@@ -174,7 +175,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 			return nil, 0, errno
 		}
 		n.open.SetWriter(ip)
-		return h, h.openFlags(), 0
+		return h, h.OpenFlags(), 0
 	}
 	uid := callerProc(ctx).Uid
 	if err := n.s.reading.Hold(uid, 1); err != nil {

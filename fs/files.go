@@ -19,7 +19,7 @@ import (
 // names. The model's root is its modelNode, every directory below it a
 // filesDir; both answer through filesOps. A published file is a
 // storedFile of a File key, numbered by its generation (a replaced File
-// is a new node); a file being written is a pendingNode, seen by its
+// is a new node); a file being written is a pending.Node, seen by its
 // writer (a staging name: by the writer's user).
 
 // filesDir is a directory of a files model below the model's root.
@@ -225,7 +225,7 @@ func (o filesOps) dirInode(ctx context.Context, name, rel string, out *fuse.Entr
 // caches nothing of it.
 func (o filesOps) pendingInode(ctx context.Context, w *store.Draft, out *fuse.EntryOut) *gofs.Inode {
 	ch := newChild(ctx, o.node, w.Name(), vfs.PendingIno(w), syscall.S_IFREG, func() gofs.InodeEmbedder {
-		return &pendingNode{common: common{s: o.s}, w: w}
+		return o.s.pending.NewNode(w)
 	})
 	o.s.writeAttr(w, &out.Attr)
 	ttl(out, 0)
@@ -278,7 +278,7 @@ func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fu
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	return o.pendingInode(ctx, w, out), h, h.openFlags(), 0
+	return o.pendingInode(ctx, w, out), h, h.OpenFlags(), 0
 }
 
 // unlink removes a file being written (dropped) or a published one

@@ -184,7 +184,7 @@ func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode 
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	return d.pendingInode(ctx, w, out), h, h.openFlags(), 0
+	return d.pendingInode(ctx, w, out), h, h.OpenFlags(), 0
 }
 
 // staging returns the staging file name is in this shard for the caller
@@ -197,7 +197,7 @@ func (d *shardNode) staging(ctx context.Context, name string) *store.Draft {
 // nothing is cached by the kernel, so other processes never see it.
 func (d *shardNode) pendingInode(ctx context.Context, w *store.Draft, out *fuse.EntryOut) *gofs.Inode {
 	ch := newChild(ctx, &d.Inode, w.Name(), vfs.PendingIno(w), syscall.S_IFREG, func() gofs.InodeEmbedder {
-		return &pendingNode{common: common{s: d.s}, w: w}
+		return d.s.pending.NewNode(w)
 	})
 	d.s.writeAttr(w, &out.Attr)
 	ttl(out, 0)

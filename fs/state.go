@@ -15,6 +15,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
+	"github.com/ucmfs/ucmfs/fs/pending"
 	"github.com/ucmfs/ucmfs/fs/scratch"
 	"github.com/ucmfs/ucmfs/fs/uring"
 	"github.com/ucmfs/ucmfs/store"
@@ -54,6 +55,8 @@ type fsState struct {
 	root     *gofs.Inode                 // the root node, once mounted
 	server   atomic.Pointer[fuse.Server] // the FUSE server, once it has started
 	rootNode gofs.InodeEmbedder
+	// pending serves the files being written (package fs/pending).
+	pending *pending.Files
 	// scratch holds the private entries of ucm-posix models, and what
 	// they take of the memory tier (package fs/scratch).
 	scratch *scratch.Dir
@@ -97,6 +100,8 @@ func newState(st *store.Store, opts Options) *fsState {
 	}
 	s.scratch = scratch.New(scratchHost{s}, scratchErrnos, vfs.ErrCrossDir,
 		func() string { return st.TierDirs()[store.MemoryTier] })
+	s.pending = &pending.Files{Host: pendingHost{s}, Errnos: pendingErrnos, Store: st,
+		Reopens: &s.reopens, Log: s.log, Writes: &s.daemonWrites}
 	s.descs = &vfs.Descriptors{Store: st, Cache: s.opens, Backing: &s.backing, Log: s.log}
 	s.kernel = light.NewPruner(opts.KernelNodes, s.light, s.log,
 		func() *gofs.Inode { return s.root }, func() *fuse.Server { return s.server.Load() })
