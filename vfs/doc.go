@@ -39,7 +39,7 @@
 //     directory holds, read by offset (dir_listing.go), and the hidden
 //     names of O_TMPFILE files (tmpfile.go);
 //   - the rules of the user.ucm.* attributes' names, values and answer
-//     buffers (xattr.go);
+//     buffers, and the requests answered by them (xattr.go);
 //   - the rules of a files model's names, which file being written a
 //     caller sees, and the removal of published files (files.go); what
 //     an rmdir, an unlink and a rename of a file mean there
