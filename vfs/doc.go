@@ -57,7 +57,8 @@
 //     published name (shard.go: LookupKey), which the adapter's shard
 //     and files nodes and its light layer all answer from; the staging
 //     file a lookup in a shard finds, a rename's target there and an
-//     unlink (shard_requests.go).
+//     unlink, and a mkdir and an rmdir of a shard directory at a
+//     model's root (shard_requests.go).
 //
 // Decided: it is a package of its own beside store, not a part of store,
 // and it uses store's exported API only. The store is the core every
