@@ -8,7 +8,6 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/control"
-	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/ucmdir"
 	"github.com/ucmfs/ucmfs/store"
@@ -65,12 +64,8 @@ func (r *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		ttl(out, r.s.opts.EntryTTL)
 		return ch, 0
 	}
-	if err := format.ValidateModel(name); err != nil {
-		r.s.debugFail("lookup", name, err)
-		return nil, errnoMissing
-	}
-	if !r.s.store.Models().Exists(name) {
-		return nil, errnoMissing
+	if err := vfs.FindModel(r.s.store, name); err != nil {
+		return nil, r.s.refuse("lookup", name, err)
 	}
 	return r.modelInode(ctx, name, out), 0
 }

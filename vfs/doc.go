@@ -41,10 +41,13 @@
 //   - the rules of the user.ucm.* attributes' names, values and answer
 //     buffers, and the requests answered by them (xattr.go);
 //   - the rules of a files model's names, which file being written a
-//     caller sees, and the removal of published files (files.go); what
+//     caller sees, the removal of published files, a derivable sidecar's
+//     derivation and whether a File replaced an earlier version
+//     (files.go); what
 //     an rmdir, an unlink and a rename of a file mean there
 //     (files_requests.go);
-//   - the making and removal of a model at the root (models.go);
+//   - the lookup, making and removal of a model at the root
+//     (models.go);
 //   - the errors of the requests' decisions, and the plain refusals
 //     (a miss, a name that exists) the adapter answers with no warning
 //     (answers.go);

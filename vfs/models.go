@@ -8,8 +8,20 @@ import (
 	"github.com/ucmfs/ucmfs/store"
 )
 
-// The making and removal of a model directory at the mount's root
+// The lookup, making and removal of a model directory at the mount's root
 // (fs/root.go serves the requests by them).
+
+// FindModel is a lookup of model name at the root: a name that is no
+// valid model name, or of no model, is ErrNoEntry.
+func FindModel(st *store.Store, name string) error {
+	if err := format.ValidateModel(name); err != nil {
+		return fmt.Errorf("%w: %v", ErrNoEntry, err)
+	}
+	if !st.Models().Exists(name) {
+		return ErrNoEntry
+	}
+	return nil
+}
 
 // MakeModel makes model name, a mkdir at the root by user uid of group
 // gid with mode: the name must be a valid model name (EINVAL otherwise);
@@ -45,11 +57,8 @@ func MakeModel(st *store.Store, name string, uid, gid, mode uint32) error {
 // by another user: EPERM (store.Models.Remove); a name that is no model:
 // ErrNoEntry.
 func RemoveModel(st *store.Store, name string, uid uint32) error {
-	if err := format.ValidateModel(name); err != nil {
-		return fmt.Errorf("%w: %v", ErrNoEntry, err)
-	}
-	if !st.Models().Exists(name) {
-		return ErrNoEntry
+	if err := FindModel(st, name); err != nil {
+		return err
 	}
 	return st.Models().Remove(name, uid)
 }
