@@ -153,18 +153,11 @@ func (s *fsState) ownWriting(ctx context.Context, key format.Key, name string, d
 }
 
 // lookup finds, in order, a file the caller is writing, a published
-// file, a directory.
+// file, a directory (a bad name: vfs.LookupName).
 func (o filesOps) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if vfs.IsTmpfileName(name) {
-		return nil, errnoMissing // an O_TMPFILE file has no name yet
-	}
-	rel, err := o.path(name)
+	rel, err := vfs.LookupName(o.dir, name)
 	if err != nil {
-		o.s.debugFail("lookup", o.what(name), err)
-		if errors.Is(err, format.ErrNameTooLong) {
-			return nil, toErrno(err) // as a local disk answers
-		}
-		return nil, errnoMissing
+		return nil, o.s.refuse("lookup", o.what(name), err)
 	}
 	return o.lookupKey(ctx, name, rel, format.FileKey(o.model, rel), out)
 }
@@ -262,19 +255,15 @@ func (o filesOps) rmdir(name string) syscall.Errno {
 	return o.s.refuse("rmdir", o.what(name), vfs.FilesRmdir(o.s.store, o.model, rel))
 }
 
-// create starts writing a file: a staging file, published at its rename,
-// or a file published at its writer's last close, replacing a published
-// one (O_EXCL: EEXIST).
+// create starts writing a file (vfs.FilesCreate): a staging file,
+// published at its rename, or a file published at its writer's last
+// close, replacing a published one (O_EXCL: EEXIST).
 func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	rel, err := o.path(name)
-	if err == nil && o.s.store.FilesDir(o.model, rel) {
-		err = vfs.ErrIsDir
-	}
+	key, staging, err := vfs.FilesCreate(o.s.store, o.model, o.dir, name)
 	if err != nil {
 		return nil, nil, 0, o.s.fail("create", o.what(name), err)
 	}
-	key := format.FileKey(o.model, rel)
-	w, h, errno := o.s.beginWrite(callerProc(ctx), key, name, o.s.store.Models().Staging(o.model, o.dir, name), flags)
+	w, h, errno := o.s.beginWrite(callerProc(ctx), key, name, staging, flags)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}

@@ -41,11 +41,10 @@
 //   - the rules of the user.ucm.* attributes' names, values and answer
 //     buffers, and the requests answered by them (xattr.go);
 //   - the rules of a files model's names, which file being written a
-//     caller sees, the removal of published files, a derivable sidecar's
-//     derivation and whether a File replaced an earlier version
-//     (files.go); what
-//     an rmdir, an unlink and a rename of a file mean there
-//     (files_requests.go);
+//     caller sees, the removal of published files, a derivable
+//     sidecar's derivation and whether a File replaced an earlier
+//     version (files.go); what a lookup, a create, an rmdir, an unlink
+//     and a rename of a file mean there (files_requests.go);
 //   - the lookup, making and removal of a model at the root
 //     (models.go);
 //   - the errors of the requests' decisions, and the plain refusals

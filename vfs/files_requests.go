@@ -9,9 +9,42 @@ import (
 	"github.com/ucmfs/ucmfs/store"
 )
 
-// What an rmdir, an unlink and a rename of a file mean in a files model
+// What a lookup, a create, an rmdir, an unlink and a rename of a file
+// mean in a files model
 // (fs/files.go and fs/files_rename.go serve the requests by them; a
 // rename of a directory is fs/files_move_dir.go's).
+
+// LookupName is the path in its model of name, looked up in directory
+// dir (CheckFileName): an O_TMPFILE file's (it has no name yet) and a bad
+// name are ErrNoEntry, a name too long format.ErrNameTooLong (as a local
+// disk answers); all plain refusals.
+func LookupName(dir, name string) (string, error) {
+	if IsTmpfileName(name) {
+		return "", ErrNoEntry
+	}
+	if err := CheckFileName(dir, name); err != nil {
+		if errors.Is(err, format.ErrNameTooLong) {
+			return "", Plain(err)
+		}
+		return "", fmt.Errorf("%w: %v", ErrNoEntry, err)
+	}
+	return format.JoinFilePath(dir, name), nil
+}
+
+// FilesCreate is the File a create of name in directory dir of files
+// model model starts, and whether it is a staging file (published at its
+// rename; else at its writer's last close). A directory of that name is
+// ErrIsDir; a bad name an error wrapping format.ErrName.
+func FilesCreate(st *store.Store, model, dir, name string) (key format.Key, staging bool, err error) {
+	if err := CheckFileName(dir, name); err != nil {
+		return key, false, err
+	}
+	rel := format.JoinFilePath(dir, name)
+	if st.FilesDir(model, rel) {
+		return key, false, ErrIsDir
+	}
+	return format.FileKey(model, rel), st.Models().Staging(model, dir, name), nil
+}
 
 // FilesRmdir removes the empty directory rel of files model model
 // (store.Store.FilesRmdir): a file of that name is ErrNotDir, nothing
