@@ -100,7 +100,8 @@
 // Below this package there are only Go errors and sentinels. They become
 // an errno in one place (errno.go, which also names the plain answers
 // such as a lookup's ENOENT), and every refused request logs one line
-// (fsState.fail); internal/lint keeps errno constants out of every other
-// file but the mount-time checks of mount.go.
+// (fsState.fail; a plain refusal of vfs, such as a miss, at debug level:
+// fsState.refuse); internal/lint keeps errno constants out of every
+// other file but the mount-time checks of mount.go.
 // docs/semantics.md and docs/xattrs.md describe what users see.
 package fs
