@@ -19,7 +19,8 @@
 //     one replaced it, what its open descriptors read, and what a
 //     setattr may change of it (files_versions.go);
 //   - the per-user budgets of what users hold open: listings of open
-//     directories and open handles (user_budget.go), the private entries
+//     directories, charged without their dots, and open handles
+//     (user_budget.go), the private entries
 //     of ucm-posix models, charged by their paths in the scratch
 //     directory (scratch_budget.go);
 //   - the order a shard lists its files in (shard_order.go);
@@ -51,8 +52,9 @@
 //     (a miss, a name that exists) the adapter answers with no warning
 //     (answers.go);
 //   - the directories whose listing the kernel may cache, those it
-//     was let cache, by the node that registered them, and the times
-//     of their last changes, their mtimes (listing.go,
+//     was let cache, by the node that registered them, which may be
+//     cached when opened, the times of their last changes, their
+//     mtimes, and a files model's directories' numbers (listing.go,
 //     cached_listings.go);
 //   - a shard directory's names, what it lists, the shard directories a
 //     ucm-posix model shows, and the one lookup of a
