@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/pkg/xattr"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/pending"
 	"github.com/ucmfs/ucmfs/tiers"
 	"golang.org/x/sys/unix"
 )
@@ -47,7 +48,7 @@ func (e *caseEnv) nodeWrite(k format.Key, data []byte) syscall.Errno {
 	return h.Flush(context.Background())
 }
 
-func writeAll(h *writeHandle, data []byte) syscall.Errno {
+func writeAll(h *pending.Handle, data []byte) syscall.Errno {
 	_, errno := h.Write(context.Background(), data, 0)
 	return errno
 }

@@ -253,7 +253,7 @@ func (s *fsState) notifyPublished(k format.Key) {
 // (its entry named the reader's node until the notification landed: a
 // read right after the close read the old bytes).
 func (s *fsState) notifyReplacedBy(uid uint32, k format.Key) {
-	if !registry.Of(k).Replaces() || s.store.Writes().Gen(k) == 0 {
+	if !vfs.ReplacedVersion(s.store, k) {
 		return
 	}
 	parent := s.parentOf(k)
@@ -275,7 +275,7 @@ func (s *fsState) notifyReplacedBy(uid uint32, k format.Key) {
 // may be waiting for the thread that would send it (an io_uring queue has
 // two).
 func (s *fsState) notifyReplaced(k format.Key) {
-	if registry.Of(k).Replaces() && s.store.Writes().Gen(k) != 0 {
+	if vfs.ReplacedVersion(s.store, k) {
 		go func() {
 			s.notifyGone(s.parentOf(k), k.FileName())
 			s.namesReplaced.Add(1)

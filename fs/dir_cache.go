@@ -3,7 +3,6 @@ package fs
 import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/fs/light"
-	"github.com/ucmfs/ucmfs/layout"
 	"github.com/ucmfs/ucmfs/vfs"
 )
 
@@ -12,12 +11,11 @@ import (
 // vfs.CachedListings; what is here grants a shard's cached listing and
 // tells the kernel to drop one.
 
-// CacheListing grants a cached listing to shard ref opened now: a ucmb
-// model's shard (of the 256 always there, layout.HexShards) with no file
-// being written in it.
+// CacheListing grants a cached listing to shard ref opened now
+// (vfs.CacheableShard).
 func (h lightHost) CacheListing(ref light.Ref, node uint64) bool {
 	s := h.s
-	if s.store.Models().LayoutOf(ref.Model).Dirs() != layout.HexShards || s.store.Writes().InShard(ref.Model, ref.Dir) {
+	if !vfs.CacheableShard(s.store, ref.Model, ref.Dir) {
 		return false
 	}
 	s.listings.Opened(vfs.ShardListingKey(ref.Model, ref.Shard), nil, func() { s.invalidateListing(node) })

@@ -25,15 +25,17 @@
 //	                             block on first read (repr_node.go; store)
 //
 // One node type per kind of file (root.go, model.go, shard.go, file.go,
-// pending.go, repr_node.go) shares the mount's state by pointer
+// repr_node.go) shares the mount's state by pointer
 // (state.go); a model directory's requests go to the type of its layout
 // (model_layouts.go), chosen when its node is made, so no node method
 // asks which layout it serves. Mount (mount.go) is the entry point the
 // command line uses, with Options (vfs.Options under the adapter's name); the FUSE connection it opens, on the transport
-// chosen, is package fs/conn's. Three families of nodes are packages of
+// chosen, is package fs/conn's. Four families of nodes are packages of
 // their own, with the adapter as their host (its errnos, its log, its
 // attributes): .ucm/ (package fs/ucmdir), the private entries of
-// ucm-posix models (package fs/scratch), and the light layer below.
+// ucm-posix models (package fs/scratch), the files being written
+// (package fs/pending: a file's node and its descriptors; writing.go
+// starts them), and the light layer below.
 // Between the kernel and go-fuse's bridge a thin layer (package fs/light)
 // answers listings and lookups of published files in shard directories
 // from the index with light nodes, which get a go-fuse node only when
@@ -98,7 +100,8 @@
 // Below this package there are only Go errors and sentinels. They become
 // an errno in one place (errno.go, which also names the plain answers
 // such as a lookup's ENOENT), and every refused request logs one line
-// (fsState.fail); internal/lint keeps errno constants out of every other
-// file but the mount-time checks of mount.go.
+// (fsState.fail; a plain refusal of vfs, such as a miss, at debug level:
+// fsState.refuse); internal/lint keeps errno constants out of every
+// other file but the mount-time checks of mount.go.
 // docs/semantics.md and docs/xattrs.md describe what users see.
 package fs

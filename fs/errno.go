@@ -9,6 +9,7 @@ import (
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/pending"
 	"github.com/ucmfs/ucmfs/fs/scratch"
 	"github.com/ucmfs/ucmfs/gpu"
 	"github.com/ucmfs/ucmfs/store"
@@ -17,16 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Errors of the adapter itself, mapped below.
-var (
-	// errReadOnly: a write open of a published file, or a read open of one
-	// being written (EACCES).
-	errReadOnly = errors.New("read-only")
-	// errCrossDir: a rename out of its directory (EXDEV: tools copy then).
-	errCrossDir = errors.New("rename across directories")
-	// errIsDir: a file request on a directory of a files model (EISDIR).
-	errIsDir = errors.New("is a directory")
-)
+// errCrossDir is vfs.ErrCrossDir under the name files_move_dir.go uses.
+var errCrossDir = vfs.ErrCrossDir
 
 // The plain answers nodes give with no error to log (a lookup's miss, an
 // existing name), named by what they mean; this file decides their errno.
@@ -47,6 +40,10 @@ const (
 	// (vfs/flock.go; the kernel keeps those).
 	errnoNoLock = syscall.ENOTSUP
 )
+
+// pendingErrnos are the plain answers of the files being written
+// (package fs/pending).
+var pendingErrnos = pending.Errnos{Stale: errnoStale, BadFD: errnoBadFD}
 
 // scratchErrnos are the plain answers of the private entries of ucm-posix
 // models (package fs/scratch).
@@ -73,12 +70,13 @@ type errnoRule struct {
 // (see toErrno).
 var errnoRules = []errnoRule{
 	{format.ErrNameTooLong, syscall.ENAMETOOLONG}, // before the rules of what may wrap it
-	{errReadOnly, syscall.EACCES},
+	{vfs.ErrReadOnly, syscall.EACCES},
 	{store.ErrNoAttr, syscall.ENODATA},
 	{vfs.ErrOtherNS, syscall.ENOTSUP},
 	{vfs.ErrRange, syscall.ERANGE},
-	{errCrossDir, syscall.EXDEV},
-	{errIsDir, syscall.EISDIR},
+	{vfs.ErrCrossDir, syscall.EXDEV},
+	{vfs.ErrIsDir, syscall.EISDIR},
+	{vfs.ErrNotDir, syscall.ENOTDIR},
 	{vfs.ErrUserBudget, syscall.EMFILE},
 	{vfs.ErrFullBudget, syscall.ENFILE},
 	{store.ErrImmutable, syscall.EPERM},

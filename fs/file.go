@@ -10,6 +10,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/pending"
 	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
@@ -87,7 +88,7 @@ func (n *storedFile) served() format.Key {
 // name reopened for writing after its block went away) it describes that.
 func (n *storedFile) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if ip := n.open.Writer(); ip != nil {
-		if _, ok := f.(*writeHandle); ok {
+		if _, ok := f.(*pending.Handle); ok {
 			n.s.writeAttr(ip, &out.Attr)
 			return 0
 		}
@@ -167,14 +168,14 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 			return n.rewrite(ctx, key)
 		}
 		if n.s.store.Tiers().Has(key) || n.open.Readers() > 0 {
-			return nil, 0, n.s.fail("open", key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
+			return nil, 0, n.s.fail("open", key.Path(), fmt.Errorf("published files are read-only: %w", vfs.ErrReadOnly))
 		}
 		ip, h, errno := n.s.beginWrite(callerProc(ctx), key, key.FileName(), false, flags)
 		if errno != 0 {
 			return nil, 0, errno
 		}
 		n.open.SetWriter(ip)
-		return h, h.openFlags(), 0
+		return h, h.OpenFlags(), 0
 	}
 	uid := callerProc(ctx).Uid
 	if err := n.s.reading.Hold(uid, 1); err != nil {
@@ -253,9 +254,9 @@ func (n *storedFile) rewrite(ctx context.Context, key format.Key) (gofs.FileHand
 func (n *blockFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 	switch {
 	case mask&unix.X_OK != 0:
-		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are not executable: %w", errReadOnly))
+		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are not executable: %w", vfs.ErrReadOnly))
 	case mask&unix.W_OK != 0 && !n.key.Kind.Headerless() && callerProc(ctx).Uid != 0:
-		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are read-only: %w", errReadOnly))
+		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are read-only: %w", vfs.ErrReadOnly))
 	}
 	return 0
 }

@@ -19,7 +19,7 @@ import (
 // names. The model's root is its modelNode, every directory below it a
 // filesDir; both answer through filesOps. A published file is a
 // storedFile of a File key, numbered by its generation (a replaced File
-// is a new node); a file being written is a pendingNode, seen by its
+// is a new node); a file being written is a pending.Node, seen by its
 // writer (a staging name: by the writer's user).
 
 // filesDir is a directory of a files model below the model's root.
@@ -153,18 +153,11 @@ func (s *fsState) ownWriting(ctx context.Context, key format.Key, name string, d
 }
 
 // lookup finds, in order, a file the caller is writing, a published
-// file, a directory.
+// file, a directory (a bad name: vfs.LookupName).
 func (o filesOps) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if vfs.IsTmpfileName(name) {
-		return nil, errnoMissing // an O_TMPFILE file has no name yet
-	}
-	rel, err := o.path(name)
+	rel, err := vfs.LookupName(o.dir, name)
 	if err != nil {
-		o.s.debugFail("lookup", o.what(name), err)
-		if errors.Is(err, format.ErrNameTooLong) {
-			return nil, toErrno(err) // as a local disk answers
-		}
-		return nil, errnoMissing
+		return nil, o.s.refuse("lookup", o.what(name), err)
 	}
 	return o.lookupKey(ctx, name, rel, format.FileKey(o.model, rel), out)
 }
@@ -225,7 +218,7 @@ func (o filesOps) dirInode(ctx context.Context, name, rel string, out *fuse.Entr
 // caches nothing of it.
 func (o filesOps) pendingInode(ctx context.Context, w *store.Draft, out *fuse.EntryOut) *gofs.Inode {
 	ch := newChild(ctx, o.node, w.Name(), vfs.PendingIno(w), syscall.S_IFREG, func() gofs.InodeEmbedder {
-		return &pendingNode{common: common{s: o.s}, w: w}
+		return o.s.pending.NewNode(w)
 	})
 	o.s.writeAttr(w, &out.Attr)
 	ttl(out, 0)
@@ -253,71 +246,41 @@ func (o filesOps) mkdir(ctx context.Context, name string, out *fuse.EntryOut) (*
 	return o.dirInode(ctx, name, rel, out), 0
 }
 
-// rmdir removes an empty directory (store.FilesRmdir).
+// rmdir removes an empty directory (vfs.FilesRmdir).
 func (o filesOps) rmdir(name string) syscall.Errno {
 	rel, err := o.path(name)
 	if err != nil {
 		return errnoMissing
 	}
-	if o.s.store.Tiers().Has(format.FileKey(o.model, rel)) {
-		return errnoNotDir
-	}
-	if err := o.s.store.FilesRmdir(o.model, rel); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return errnoMissing
-		}
-		return o.s.fail("rmdir", o.what(name), err)
-	}
-	return 0
+	return o.s.refuse("rmdir", o.what(name), vfs.FilesRmdir(o.s.store, o.model, rel))
 }
 
-// create starts writing a file: a staging file, published at its rename,
-// or a file published at its writer's last close, replacing a published
-// one (O_EXCL: EEXIST).
+// create starts writing a file (vfs.FilesCreate): a staging file,
+// published at its rename, or a file published at its writer's last
+// close, replacing a published one (O_EXCL: EEXIST).
 func (o filesOps) create(ctx context.Context, name string, flags uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	rel, err := o.path(name)
-	if err == nil && o.s.store.FilesDir(o.model, rel) {
-		err = errIsDir
-	}
+	key, staging, err := vfs.FilesCreate(o.s.store, o.model, o.dir, name)
 	if err != nil {
 		return nil, nil, 0, o.s.fail("create", o.what(name), err)
 	}
-	key := format.FileKey(o.model, rel)
-	w, h, errno := o.s.beginWrite(callerProc(ctx), key, name, o.s.store.Models().Staging(o.model, o.dir, name), flags)
+	w, h, errno := o.s.beginWrite(callerProc(ctx), key, name, staging, flags)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	return o.pendingInode(ctx, w, out), h, h.openFlags(), 0
+	return o.pendingInode(ctx, w, out), h, h.OpenFlags(), 0
 }
 
-// unlink removes a file being written (dropped) or a published one (from
-// every tier; open descriptors keep reading it).
+// unlink removes a file being written (dropped) or a published one
+// (vfs.UnlinkFile).
 func (o filesOps) unlink(ctx context.Context, name string) syscall.Errno {
 	rel, err := o.path(name)
 	if err != nil {
 		return errnoMissing
 	}
 	key := format.FileKey(o.model, rel)
-	if w := o.s.ownWriting(ctx, key, name, true); w != nil {
-		w.Discard()
-		if !o.s.store.Tiers().Has(key) {
-			return 0
-		}
-		// A published version of the name too (one its writer's fsync
-		// published, or the one it was writing a new version of): the
-		// name goes, as on a local disk.
-	}
-	if !o.s.store.Tiers().Has(key) && o.s.store.FilesDir(o.model, rel) {
-		return o.s.fail("unlink", key.Path(), errIsDir)
-	}
-	open := o.openVersion(name) || o.s.files.MovedTo(key)
-	if err := vfs.RemovePublished(o.s.store, key); err != nil {
-		return o.s.fail("unlink", key.Path(), err)
-	}
-	if open {
-		o.s.store.Writes().EndVersion(key) // its node serves the open descriptors
-	}
-	return 0
+	w := o.s.ownWriting(ctx, key, name, true)
+	err = vfs.UnlinkFile(o.s.store, key, w, func() bool { return o.openVersion(name) || o.s.files.MovedTo(key) })
+	return o.s.refuse("unlink", key.Path(), err)
 }
 
 // openVersion reports whether the node the kernel has under name, a

@@ -39,7 +39,7 @@ func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirE
 	p := callerProc(ctx)
 	l := vfs.ListFilesDir(o.s.store, o.model, o.dir, p.Tgid, p.Uid, published)
 	ents = make([]fuse.DirEntry, 0, 2+len(l.Subdirs)+len(l.Files))
-	ents = append(ents, dots(o.s.filesDirInos(o.model, o.dir))...)
+	ents = append(ents, dots(vfs.FilesDirInos(o.s.inos, o.model, o.dir, rootIno))...)
 	for _, d := range l.Subdirs {
 		ents = append(ents, fuse.DirEntry{Name: d, Mode: syscall.S_IFDIR,
 			Ino: o.s.inos.Peek(ino.DirName(o.model, format.JoinFilePath(o.dir, d)))})
@@ -64,7 +64,7 @@ func (o filesOps) listing() vfs.ListingKey { return vfs.FilesListingKey(o.model,
 // being written in it and no tier is shared.
 func (o filesOps) opendir(ctx context.Context) (gofs.FileHandle, uint32, syscall.Errno) {
 	h := &filesListing{o: o}
-	if o.s.store.Writes().InShard(o.model, o.dir) || o.s.store.Tiers().HasShared() {
+	if !vfs.CacheableFilesDir(o.s.store, o.model, o.dir) {
 		return h, 0, 0
 	}
 	h.cached = true
@@ -119,7 +119,7 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 		ents, files, nsub = h.o.entries(ctx, h.cached)
 	})
 	uid := callerProc(ctx).Uid
-	if err := h.o.s.listed.Hold(uid, charged(len(ents))); err != nil {
+	if err := h.o.s.listed.Hold(uid, vfs.ListingCharge(len(ents))); err != nil {
 		return h.o.s.fail("readdir", h.o.model+"/"+h.o.dir, err)
 	}
 	h.l.Take(ents, files, nsub, byKey, moves)
@@ -129,7 +129,7 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 
 // drop gives back the listing h holds (under h.mu).
 func (h *filesListing) drop() {
-	h.o.s.listed.Free(h.uid, charged(h.l.Drop()))
+	h.o.s.listed.Free(h.uid, vfs.ListingCharge(h.l.Drop()))
 }
 
 // Lookup answers the lookup go-fuse makes of each entry of a READDIRPLUS

@@ -2,13 +2,10 @@ package fs
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -35,54 +32,15 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 	if errno != 0 {
 		return errno
 	}
-	if model != o.model && w != nil {
-		// Another model's directory takes a published file (MoveFile)
-		// but not one being written, whose draft is this model's.
-		return o.s.fail("rename", what, fmt.Errorf("a file being written to another model: %w", errCrossDir))
-	}
 	target := format.FileKey(model, path)
-	if o.s.store.FilesDir(model, target.Name) {
-		return o.s.fail("rename", what, errIsDir)
+	if err := vfs.CheckRename(o.s.store, from, target, w, flags&unix.RENAME_NOREPLACE != 0); err != nil {
+		return o.s.refuse("rename", what, err)
 	}
-	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.Tiers().Has(target) {
-		return errnoExists
-	}
-	if w != nil {
-		err = w.RenameTo(ctx, target)
-		switch {
-		case err == nil:
-			o.s.dropPublishedName(newParent.EmbeddedInode(), newName)
-			err = vfs.DropOldVersion(ctx, o.s.store, from, target)
-		case errors.Is(err, store.ErrDiscarded) && o.s.store.Tiers().Has(from):
-			// A new version its writer left as it was, discarded by the
-			// release that follows the close meanwhile: the published
-			// file is the name's, and it moves.
-			w, err = nil, nil
-		}
-	}
-	if w == nil {
-		ch := o.node.GetChild(name)
-		if ch != nil {
-			if b, ok := ch.Operations().(*blockFile); !ok || b.superseded(b.served()) {
-				ch = nil // not the file's current version: it stays what it is
-			}
-		}
-		done := o.s.store.Removal(from) // after the GPU loads of the file
-		// Not interrupted (a rename on a local disk never is: EINTR
-		// would fail a Go caller, whose runtime signals its threads).
-		err = o.s.store.Writes().Move(context.WithoutCancel(ctx), from, target)
-		done()
-		if err == nil {
-			// The kernel moves its entry, and the node of from with it,
-			// to the new name: until it looks the name up again (it is
-			// told to at once), that node serves target. (A new file
-			// under from's name gets a node of its own: the move made
-			// it a new generation.)
-			if ch != nil {
-				o.s.files.Moved(ch.StableAttr().Ino, target, o.s.store.Writes().Gen(target))
-			}
-			go o.s.notifyGone(newParent.EmbeddedInode(), newName)
-		}
+	published, err := vfs.RenameFile(ctx, o.s.store, from, target, w, func() func() {
+		return o.moving(name, target, newParent, newName)
+	})
+	if published {
+		o.s.dropPublishedName(newParent.EmbeddedInode(), newName)
 	}
 	if err != nil {
 		return o.s.fail("rename", target.Path(), err)
@@ -95,6 +53,28 @@ func (o filesOps) rename(ctx context.Context, name string, newParent gofs.InodeE
 		d.Discard()
 	}
 	return 0
+}
+
+// moving is what a move of the published file under name to target
+// does to the kernel's nodes (vfs.RenameFile): the kernel moves its
+// entry, and the node of name with it, to the new name; until it looks
+// the name up again (it is told to at once), that node serves target. (A
+// new file under name gets a node of its own: the move made it a new
+// generation.) A node that is not the file's current version stays what
+// it is.
+func (o filesOps) moving(name string, target format.Key, newParent gofs.InodeEmbedder, newName string) (moved func()) {
+	ch := o.node.GetChild(name)
+	if ch != nil {
+		if b, ok := ch.Operations().(*blockFile); !ok || b.superseded(b.served()) {
+			ch = nil
+		}
+	}
+	return func() {
+		if ch != nil {
+			o.s.files.Moved(ch.StableAttr().Ino, target, o.s.store.Writes().Gen(target))
+		}
+		go o.s.notifyGone(newParent.EmbeddedInode(), newName)
+	}
 }
 
 // filesDirOf returns the files model and directory a node is, or false.

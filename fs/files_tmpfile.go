@@ -7,6 +7,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/pending"
 	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -29,8 +30,8 @@ func (o filesOps) tmpfile(ctx context.Context, flags uint32, out *fuse.EntryOut)
 // link names a tmpfile of the model name in this directory; a name that
 // exists is EEXIST (link never replaces).
 func (o filesOps) link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	p, ok := target.(*pendingNode)
-	if !ok || !vfs.IsTmpfileName(p.w.Name()) || p.w.Key().Model != o.model {
+	p, ok := target.(*pending.Node)
+	if !ok || !vfs.IsTmpfileName(p.Draft().Name()) || p.Draft().Key().Model != o.model {
 		return common{s: o.s}.Link(ctx, target, name, out)
 	}
 	rel, err := o.path(name)
@@ -41,11 +42,11 @@ func (o filesOps) link(ctx context.Context, target gofs.InodeEmbedder, name stri
 	if o.s.store.Tiers().Has(key) || o.s.store.FilesDir(o.model, rel) || o.writing(ctx, key, name) != nil {
 		return nil, errnoExists
 	}
-	if err := p.w.RenameTo(ctx, key); err != nil {
+	if err := p.Draft().RenameTo(ctx, key); err != nil {
 		return nil, o.s.fail("link", key.Path(), err)
 	}
 	o.s.dropPublishedName(o.node, name)
-	o.s.writeAttr(p.w, &out.Attr)
+	o.s.writeAttr(p.Draft(), &out.Attr)
 	ttl(out, 0)
 	return p.EmbeddedInode(), 0
 }

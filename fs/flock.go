@@ -48,11 +48,3 @@ func (h *readHandle) Setlk(ctx context.Context, owner uint64, lk *fuse.FileLock,
 func (h *readHandle) Setlkw(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {
 	return h.node.s.flock(ctx, h.node.served(), owner, lk, flags, true)
 }
-
-// Setlk and Setlkw of a descriptor of a file being written (flock).
-func (h *writeHandle) Setlk(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {
-	return h.s.flock(ctx, h.d.Draft().Key(), owner, lk, flags, false)
-}
-func (h *writeHandle) Setlkw(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {
-	return h.s.flock(ctx, h.d.Draft().Key(), owner, lk, flags, true)
-}

@@ -113,14 +113,14 @@ func (h lightHost) Attr(key format.Key, out *fuse.AttrOut) bool {
 // HoldListing charges uid the names of a shard's listing an open
 // directory takes (vfs/user_budget.go).
 func (h lightHost) HoldListing(uid uint32, n int) fuse.Status {
-	if err := h.s.listed.Hold(uid, charged(n)); err != nil {
+	if err := h.s.listed.Hold(uid, vfs.ListingCharge(n)); err != nil {
 		return fuse.Status(h.s.fail("readdir", "a shard directory", err))
 	}
 	return fuse.OK
 }
 
 // FreeListing gives back what HoldListing charged.
-func (h lightHost) FreeListing(uid uint32, n int) { h.s.listed.Free(uid, charged(n)) }
+func (h lightHost) FreeListing(uid uint32, n int) { h.s.listed.Free(uid, vfs.ListingCharge(n)) }
 
 // HoldOpen charges uid an open directory as one of its open files
 // (vfs/user_budget.go).

@@ -10,7 +10,6 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/scratch"
-	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
 )
 
@@ -92,28 +91,16 @@ func (l ucmbModel) opendir(ctx context.Context) (gofs.FileHandle, uint32, syscal
 	return gofs.NewListDirStream(append(dots(m.ino, rootIno), ents...)), 0, 0
 }
 
-// mkdir is refused: the shard directories always exist (EEXIST), nothing
-// else may be made here (EPERM).
+// mkdir is refused: the shard directories always exist (EEXIST),
+// nothing else may be made here (EPERM: vfs.MkdirHexShard).
 func (l ucmbModel) mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if _, ok := format.ParseShard(name); ok {
-		return nil, errnoExists
-	}
-	return nil, l.m.s.fail("mkdir", l.m.model+"/"+name, store.ErrImmutable)
+	return nil, l.m.s.refuse("mkdir", l.m.model+"/"+name, vfs.MkdirHexShard(name))
 }
 
-// rmdir of an empty shard directory succeeds and changes nothing (shard
-// directories are virtual and keep being listed); this is what lets
-// rm -r drop a model. A shard that holds files: ENOTEMPTY.
+// rmdir of an empty shard directory succeeds and changes nothing; one
+// that holds files: ENOTEMPTY (vfs.RmdirHexShard).
 func (l ucmbModel) rmdir(ctx context.Context, name string) syscall.Errno {
-	m := l.m
-	sh, ok := format.ParseShard(name)
-	if !ok {
-		return errnoMissing
-	}
-	if len(m.s.store.Tiers().ShardKeys(m.model, sh)) > 0 {
-		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", store.ErrNotEmpty))
-	}
-	return 0
+	return l.m.s.refuse("rmdir", l.m.model+"/"+name, vfs.RmdirHexShard(l.m.s.store, l.m.model, name))
 }
 
 // create is refused (EPERM) but for a settings record copied in

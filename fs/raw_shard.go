@@ -2,14 +2,11 @@ package fs
 
 import (
 	"context"
-	"fmt"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
-	"github.com/ucmfs/ucmfs/store"
 	"github.com/ucmfs/ucmfs/vfs"
 )
 
@@ -18,7 +15,7 @@ import (
 // of a shard name of a new width records the width in the model's
 // settings (store.AddShardWidth); from then on every shard directory of
 // that width exists (a mkdir of another one is EEXIST, which UCM takes as
-// success, or 0 when the kernel asks: see rawMkdir), listed, kept across
+// success, or 0 when the kernel asks: see vfs.MkdirRawShard), listed, kept across
 // restarts, like the 256 of a ucmb model.
 
 // newRawShardNode is the node of raw shard directory dir (width w) of
@@ -61,36 +58,18 @@ func (m *modelNode) rawReaddir() []fuse.DirEntry {
 	return ents
 }
 
-// rawMkdir makes a shard directory: a new width is recorded; a name of a
-// width the model has exists already, and its mkdir succeeds too (the
-// kernel answers EEXIST itself while it holds the entry; it asks only
-// when it holds none, or a miss cached from before the width was
-// recorded, and then cp and rsync take EEXIST for an error). Anything
-// else is refused.
+// rawMkdir makes a shard directory, or finds one of a width the model
+// has (vfs.MkdirRawShard).
 func (m *modelNode) rawMkdir(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if w, ok := vfs.RawShard(m.s.store, m.model, name); ok {
-		return m.rawChild(ctx, name, w, out), 0
-	}
-	w, ok := format.ParseRawShard(name)
-	if !ok {
-		return nil, m.s.fail("mkdir", m.model+"/"+name,
-			fmt.Errorf("%w: %q is not a shard directory (data or 1..4 lowercase hex characters)", format.ErrName, name))
-	}
-	if err := m.s.store.Models().AddShardWidth(m.model, w); err != nil {
+	w, err := vfs.MkdirRawShard(m.s.store, m.model, name)
+	if err != nil {
 		return nil, m.s.fail("mkdir", m.model+"/"+name, err)
 	}
 	return m.rawChild(ctx, name, w, out), 0
 }
 
-// rawRmdir removes nothing: an empty shard directory stays (its width is
-// the model's); one that holds blocks is ENOTEMPTY.
+// rawRmdir removes nothing: an empty shard directory stays; one that
+// holds blocks is ENOTEMPTY (vfs.RmdirRawShard).
 func (m *modelNode) rawRmdir(ctx context.Context, name string) syscall.Errno {
-	w, ok := vfs.RawShard(m.s.store, m.model, name)
-	if !ok {
-		return errnoMissing
-	}
-	if len(vfs.MadeShard(m.model, name, w).Keys(m.s.store)) > 0 {
-		return m.s.fail("rmdir", m.model+"/"+name, fmt.Errorf("shard still holds files: %w", store.ErrNotEmpty))
-	}
-	return 0
+	return m.s.refuse("rmdir", m.model+"/"+name, vfs.RmdirRawShard(m.s.store, m.model, name))
 }

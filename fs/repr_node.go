@@ -2,7 +2,6 @@ package fs
 
 import (
 	"context"
-	"errors"
 	"syscall"
 	"time"
 
@@ -10,7 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
-	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // The sidecar node's answers for a sidecar that is derivable but not yet
@@ -66,16 +65,11 @@ func (n *reprFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 }
 
 // ensure derives and stores the sidecar if it is derivable and not
-// stored. A sidecar that is neither is left for the caller to find
-// absent; an underivable block or a failed derivation is refused (with
-// one log line).
+// stored (vfs.EnsureSidecar); an underivable block or a failed
+// derivation is refused (with one log line).
 func (n *storedFile) ensure(op string) syscall.Errno {
-	if n.s.store.Tiers().Has(n.key) {
-		return 0
+	if err := vfs.EnsureSidecar(n.s.store, n.key); err != nil {
+		return n.s.fail(op, n.key.Path(), err)
 	}
-	err := n.s.store.Sidecars().Derive(n.key)
-	if err == nil || errors.Is(err, store.ErrNotFound) {
-		return 0
-	}
-	return n.s.fail(op, n.key.Path(), err)
+	return 0
 }

@@ -8,10 +8,10 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/control"
-	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/ucmdir"
 	"github.com/ucmfs/ucmfs/store"
+	"github.com/ucmfs/ucmfs/vfs"
 )
 
 // rootNode is the mount's root: one directory per model, and .ucm/.
@@ -64,12 +64,8 @@ func (r *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		ttl(out, r.s.opts.EntryTTL)
 		return ch, 0
 	}
-	if err := format.ValidateModel(name); err != nil {
-		r.s.debugFail("lookup", name, err)
-		return nil, errnoMissing
-	}
-	if !r.s.store.Models().Exists(name) {
-		return nil, errnoMissing
+	if err := vfs.FindModel(r.s.store, name); err != nil {
+		return nil, r.s.refuse("lookup", name, err)
 	}
 	return r.modelInode(ctx, name, out), 0
 }
@@ -99,56 +95,25 @@ func (r *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) 
 	return gofs.NewListDirStream(ents), 0
 }
 
-// Mkdir creates a model directory: the name must be a valid model name
-// (EINVAL otherwise); it exists at once, empty.
+// Mkdir creates a model directory (vfs.MakeModel).
 func (r *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if name == ucmName {
 		return nil, errnoExists
 	}
-	if err := format.ValidateModel(name); err != nil {
-		return nil, r.s.fail("mkdir", name, err)
-	}
-	if r.s.store.Stopped() {
-		return nil, r.s.fail("mkdir", name, store.ErrStopped)
-	}
-	if r.s.store.Models().Exists(name) {
-		return nil, errnoExists
-	}
 	c := callerProc(ctx)
-	if err := r.s.store.Models().Admit(c.Uid); err != nil {
-		return nil, r.s.fail("mkdir", name, err)
-	}
-	r.s.store.Models().Add(name)
-	if err := r.s.store.Models().SetOwner(name, store.ModelOwner{Uid: c.Uid, Gid: c.Gid, Mode: mode & 0o7777}); err != nil {
-		r.s.store.Models().Abandon(name) // a failed mkdir makes nothing
-		return nil, r.s.fail("mkdir", name, err)
-	}
-	if err := r.s.store.Models().SetMade(name, time.Now()); err != nil {
-		return nil, r.s.fail("mkdir", name, err)
+	if err := vfs.MakeModel(r.s.store, name, c.Uid, c.Gid, mode); err != nil {
+		return nil, r.s.refuse("mkdir", name, err)
 	}
 	return r.modelInode(ctx, name, out), 0
 }
 
-// Rmdir drops a model once it holds no file (rm -r unlinks them first and
-// removes the shard directories, which always succeeds when they are
-// empty): the model's directories go from every tier, and it leaves the
-// registry. A model that still holds files: ENOTEMPTY; one with a quota
-// root set, removed by another user: EPERM (store.RemoveModel).
+// Rmdir drops a model once it holds no file (vfs.RemoveModel); .ucm
+// stays.
 func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if name == ucmName {
 		return r.s.fail("rmdir", name, store.ErrImmutable)
 	}
-	if err := format.ValidateModel(name); err != nil {
-		r.s.debugFail("rmdir", name, err)
-		return errnoMissing
-	}
-	if !r.s.store.Models().Exists(name) {
-		return errnoMissing
-	}
-	if err := r.s.store.Models().Remove(name, callerProc(ctx).Uid); err != nil {
-		return r.s.fail("rmdir", name, err)
-	}
-	return 0
+	return r.s.refuse("rmdir", name, vfs.RemoveModel(r.s.store, name, callerProc(ctx).Uid))
 }
 
 // ucmName is the control directory's name in the root.

@@ -2,7 +2,6 @@ package fs
 
 import (
 	"context"
-	"fmt"
 	"syscall"
 	"time"
 
@@ -185,30 +184,20 @@ func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode 
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	return d.pendingInode(ctx, w, out), h, h.openFlags(), 0
+	return d.pendingInode(ctx, w, out), h, h.OpenFlags(), 0
 }
 
-// staging returns the staging file name is in this shard for the caller,
-// or nil. A file being written under its final name is never found by
-// name: no process, its writer included, reads or stats a block before
-// it is published (a second descriptor of it comes from a create by the
-// same process, see store.Writes.Begin).
+// staging returns the staging file name is in this shard for the caller
+// (vfs.Shard.Staging), or nil.
 func (d *shardNode) staging(ctx context.Context, name string) *store.Draft {
-	if !d.s.store.Writes().Named(d.sh.Model, d.sh.Dir, name) {
-		return nil
-	}
-	key, staging, err := d.sh.ParseName(name)
-	if err != nil || !staging {
-		return nil
-	}
-	return d.s.store.Writes().Staging(key, name, callerProc(ctx).Uid)
+	return d.sh.Staging(d.s.store, name, callerProc(ctx).Uid)
 }
 
 // pendingInode returns the node of a file being written and fills out;
 // nothing is cached by the kernel, so other processes never see it.
 func (d *shardNode) pendingInode(ctx context.Context, w *store.Draft, out *fuse.EntryOut) *gofs.Inode {
 	ch := newChild(ctx, &d.Inode, w.Name(), vfs.PendingIno(w), syscall.S_IFREG, func() gofs.InodeEmbedder {
-		return &pendingNode{common: common{s: d.s}, w: w}
+		return d.s.pending.NewNode(w)
 	})
 	d.s.writeAttr(w, &out.Attr)
 	ttl(out, 0)
@@ -228,24 +217,22 @@ func (d *shardNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		d.s.debugFail("unlink", d.what+"/"+name, err)
 		return errnoMissing
 	}
-	// After the GPU loads of the block.
-	if err := vfs.RemovePublished(d.s.store, key); err != nil {
+	side, ok, err := vfs.UnlinkPublished(d.s.store, key) // after the GPU loads of the block
+	if err != nil {
 		return d.s.fail("unlink", key.Path(), err)
 	}
-	if side, ok := registry.Of(key).Sidecar(key); ok {
-		d.s.store.ForgetHits(side, false)
-		if d.GetChild(side.FileName()) != nil || d.s.light.Holds(d.sh.Dir, side) {
-			// In the background: the kernel holds this directory's lock
-			// until UNLINK is answered, and the notification takes it.
-			go d.s.notifyGone(&d.Inode, side.FileName())
-		}
+	if ok && (d.GetChild(side.FileName()) != nil || d.s.light.Holds(d.sh.Dir, side)) {
+		// In the background: the kernel holds this directory's lock
+		// until UNLINK is answered, and the notification takes it.
+		go d.s.notifyGone(&d.Inode, side.FileName())
 	}
 	return 0
 }
 
 // Rename publishes a staging file under the final name it stands for
-// (store.Draft.Rename): at once when no descriptor of it is open (the errno is
-// the verdict), else when its writer has closed them all. Every other
+// (vfs.Shard.RenameTarget, store.Draft.Rename): at once when no
+// descriptor of it is open (the errno is the verdict), else when its
+// writer has closed them all. Every other
 // rename is refused: published names are immutable.
 func (d *shardNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	w := d.staging(ctx, name)
@@ -253,20 +240,11 @@ func (d *shardNode) Rename(ctx context.Context, name string, newParent gofs.Inod
 		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, store.ErrImmutable)
 	}
 	if newParent.EmbeddedInode() != &d.Inode {
-		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, errCrossDir)
+		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, vfs.ErrCrossDir)
 	}
-	key, err := d.sh.Key(newName)
-	if err == nil && key != w.Key() {
-		err = fmt.Errorf("%w: staging file %s publishes as %s, not %s", format.ErrName, name, w.Key().FileName(), newName)
-	}
+	key, err := d.sh.RenameTarget(d.s.store, w, name, newName, flags&unix.RENAME_EXCHANGE != 0, flags&unix.RENAME_NOREPLACE != 0)
 	if err != nil {
-		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, err)
-	}
-	if flags&unix.RENAME_EXCHANGE != 0 {
-		return d.s.fail("rename", d.what+"/"+name+" -> "+newName, fmt.Errorf("exchange: %w", store.ErrImmutable))
-	}
-	if flags&unix.RENAME_NOREPLACE != 0 && d.s.store.Tiers().Has(key) {
-		return errnoExists
+		return d.s.refuse("rename", d.what+"/"+name+" -> "+newName, err)
 	}
 	if err := w.Rename(ctx); err != nil {
 		return d.s.fail("rename", key.Path(), err)

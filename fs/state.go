@@ -15,6 +15,7 @@ import (
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
+	"github.com/ucmfs/ucmfs/fs/pending"
 	"github.com/ucmfs/ucmfs/fs/scratch"
 	"github.com/ucmfs/ucmfs/fs/uring"
 	"github.com/ucmfs/ucmfs/store"
@@ -54,6 +55,8 @@ type fsState struct {
 	root     *gofs.Inode                 // the root node, once mounted
 	server   atomic.Pointer[fuse.Server] // the FUSE server, once it has started
 	rootNode gofs.InodeEmbedder
+	// pending serves the files being written (package fs/pending).
+	pending *pending.Files
 	// scratch holds the private entries of ucm-posix models, and what
 	// they take of the memory tier (package fs/scratch).
 	scratch *scratch.Dir
@@ -95,8 +98,10 @@ func newState(st *store.Store, opts Options) *fsState {
 		listed:  vfs.NewListingBudget(),
 		reading: vfs.NewReadBudget(),
 	}
-	s.scratch = scratch.New(scratchHost{s}, scratchErrnos, errCrossDir,
+	s.scratch = scratch.New(scratchHost{s}, scratchErrnos, vfs.ErrCrossDir,
 		func() string { return st.TierDirs()[store.MemoryTier] })
+	s.pending = &pending.Files{Host: pendingHost{s}, Errnos: pendingErrnos, Store: st,
+		Reopens: &s.reopens, Log: s.log, Writes: &s.daemonWrites}
 	s.descs = &vfs.Descriptors{Store: st, Cache: s.opens, Backing: &s.backing, Log: s.log}
 	s.kernel = light.NewPruner(opts.KernelNodes, s.light, s.log,
 		func() *gofs.Inode { return s.root }, func() *fuse.Server { return s.server.Load() })
@@ -125,6 +130,19 @@ func (s *fsState) fail(op, path string, err error) syscall.Errno {
 		s.log.Error("unexpected error", "op", op, "path", path, "errno", unix.ErrnoName(errno), "err", err)
 	}
 	return errno
+}
+
+// refuse answers a request err refused: a plain refusal (vfs.IsPlain)
+// by its errno with one line at debug level, as debugFail; any other as
+// fail does. A nil err is 0.
+func (s *fsState) refuse(op, path string, err error) syscall.Errno {
+	switch {
+	case err == nil:
+		return 0
+	case vfs.IsPlain(err):
+		return s.debugFail(op, path, err)
+	}
+	return s.fail(op, path, err)
 }
 
 // panicked answers a request whose handler panicked: EIO, and one error

@@ -1,7 +1,6 @@
 package fs
 
 import (
-	"strconv"
 	"syscall"
 
 	"github.com/ucmfs/ucmfs/store"
@@ -9,73 +8,47 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// getxattr answers a getxattr from the table, with the size protocol
-// (vfs.Sized).
+// The user.ucm.* requests, answered by vfs (vfs/xattr.go) from a node's
+// attribute table (store.Attrs).
+
+// getxattr answers a getxattr from the table (vfs.Getxattr).
 func (s *fsState) getxattr(x *store.Attrs, path, full string, dest []byte) (uint32, syscall.Errno) {
-	name, err := vfs.Served(x, full)
-	if err != nil {
-		return 0, s.xattrRefused("getxattr", path, full, err)
-	}
-	val, err := x.Get(name)
-	if err != nil {
-		return 0, s.fail("getxattr", path+" "+full, err)
-	}
-	return sized([]byte(val), dest)
+	n, err := vfs.Getxattr(x, full, dest)
+	return n, s.xattrAnswer("getxattr", path, full, err)
 }
 
-// sized answers val in dest (vfs.Sized): a short buffer is ERANGE, with
-// nothing logged.
-func sized(val, dest []byte) (uint32, syscall.Errno) {
-	n, err := vfs.Sized(val, dest)
-	if err != nil {
-		return n, toErrno(err)
-	}
-	return n, 0
-}
-
-// setxattr writes a writable attribute; a read-only one is EPERM.
+// setxattr writes a writable attribute; a read-only one is EPERM
+// (vfs.Setxattr).
 func (s *fsState) setxattr(x *store.Attrs, path, full string, data []byte) syscall.Errno {
-	name, err := vfs.Served(x, full)
-	if err != nil {
-		return s.xattrRefused("setxattr", path, full, err)
-	}
-	if err := vfs.Writable(x, name); err != nil {
-		return s.fail("setxattr", path+" "+full, err)
-	}
-	value := vfs.Value(data)
-	if err := x.Set(name, value); err != nil {
-		return s.fail("setxattr", path+" "+full+"="+strconv.Quote(value), err)
-	}
-	return 0
+	return s.xattrAnswer("setxattr", path, full, vfs.Setxattr(x, full, data))
 }
 
 // removexattr: every attribute of the table always exists, so removing
-// one is EPERM.
+// one is EPERM (vfs.Removexattr).
 func (s *fsState) removexattr(x *store.Attrs, path, full string) syscall.Errno {
-	if _, err := vfs.Served(x, full); err != nil {
-		return s.xattrRefused("removexattr", path, full, err)
-	}
-	return s.fail("removexattr", path+" "+full, vfs.ErrNoRemove)
+	return s.xattrAnswer("removexattr", path, full, vfs.Removexattr(x, full))
 }
 
-// listxattr lists the table's names (vfs.Names), with the size protocol
-// of getxattr.
-func listxattr(x *store.Attrs, dest []byte) (uint32, syscall.Errno) {
-	return sized(vfs.Names(x), dest)
+// listxattr lists the table's names (vfs.Listxattr).
+func (s *fsState) listxattr(x *store.Attrs, dest []byte) (uint32, syscall.Errno) {
+	n, err := vfs.Listxattr(x, dest)
+	return n, s.xattrAnswer("listxattr", "", "", err)
 }
 
-// noXattr answers a request for a node without attributes.
+// noXattr answers a request for a node without attributes
+// (vfs.NoXattr).
 func (s *fsState) noXattr(op, full string) syscall.Errno {
-	_, err := vfs.AttrName(full)
-	if err == nil {
-		err = store.ErrNoAttr
-	}
-	return s.xattrRefused(op, "", full, err)
+	return s.xattrAnswer(op, "", full, vfs.NoXattr(full))
 }
 
-// xattrRefused logs, at debug level (tools probe security.* and ACL names
-// on every file), a name that is not served, and returns its errno.
-func (s *fsState) xattrRefused(op, path, full string, err error) syscall.Errno {
+// xattrAnswer answers a request for the attribute full of path that err
+// refused: a plain refusal (a name that is not served, a short buffer)
+// with one line at debug level (tools probe security.* and ACL names on
+// every file), any other as fail does.
+func (s *fsState) xattrAnswer(op, path, full string, err error) syscall.Errno {
+	if err == nil || !vfs.IsPlain(err) {
+		return s.refuse(op, path+" "+full, err)
+	}
 	errno := toErrno(err)
 	s.log.Debug("xattr refused", "op", op, "path", path, "name", full, "errno", unix.ErrnoName(errno))
 	return errno

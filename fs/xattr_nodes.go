@@ -49,7 +49,7 @@ func (n *storedFile) Removexattr(ctx context.Context, attr string) syscall.Errno
 
 // Listxattr lists user.ucm.* of a published file.
 func (n *storedFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	return listxattr(n.xattrs(), dest)
+	return n.s.listxattr(n.xattrs(), dest)
 }
 
 // xattrs is the attribute table of a model directory. A change of
@@ -108,7 +108,7 @@ func (m *modelNode) Removexattr(ctx context.Context, attr string) syscall.Errno 
 
 // Listxattr lists user.ucm.* of a model.
 func (m *modelNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	return listxattr(m.xattrs(ctx), dest)
+	return m.s.listxattr(m.xattrs(ctx), dest)
 }
 
 // xattrs is the attribute table of a directory below a files model's
@@ -139,5 +139,5 @@ func (d *filesDir) Removexattr(ctx context.Context, attr string) syscall.Errno {
 
 // Listxattr lists user.ucm.pinned.
 func (d *filesDir) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	return listxattr(d.xattrs(), dest)
+	return d.s.listxattr(d.xattrs(), dest)
 }

@@ -19,7 +19,8 @@
 //     one replaced it, what its open descriptors read, and what a
 //     setattr may change of it (files_versions.go);
 //   - the per-user budgets of what users hold open: listings of open
-//     directories and open handles (user_budget.go), the private entries
+//     directories, charged without their dots, and open handles
+//     (user_budget.go), the private entries
 //     of ucm-posix models, charged by their paths in the scratch
 //     directory (scratch_budget.go);
 //   - the order a shard lists its files in (shard_order.go);
@@ -39,17 +40,29 @@
 //     directory holds, read by offset (dir_listing.go), and the hidden
 //     names of O_TMPFILE files (tmpfile.go);
 //   - the rules of the user.ucm.* attributes' names, values and answer
-//     buffers (xattr.go);
+//     buffers, and the requests answered by them (xattr.go);
 //   - the rules of a files model's names, which file being written a
-//     caller sees, and the removal of published files (files.go);
+//     caller sees, the removal of published files, a derivable
+//     sidecar's derivation and whether a File replaced an earlier
+//     version (files.go); what a lookup, a create, an rmdir, an unlink
+//     and a rename of a file mean there (files_requests.go);
+//   - the lookup, making and removal of a model at the root
+//     (models.go);
+//   - the errors of the requests' decisions, and the plain refusals
+//     (a miss, a name that exists) the adapter answers with no warning
+//     (answers.go);
 //   - the directories whose listing the kernel may cache, those it
-//     was let cache, by the node that registered them, and the times
-//     of their last changes, their mtimes (listing.go,
+//     was let cache, by the node that registered them, which may be
+//     cached when opened, the times of their last changes, their
+//     mtimes, and a files model's directories' numbers (listing.go,
 //     cached_listings.go);
 //   - a shard directory's names, what it lists, the shard directories a
 //     ucm-posix model shows, and the one lookup of a
 //     published name (shard.go: LookupKey), which the adapter's shard
-//     and files nodes and its light layer all answer from.
+//     and files nodes and its light layer all answer from; the staging
+//     file a lookup in a shard finds, a rename's target there and an
+//     unlink, and a mkdir and an rmdir of a shard directory at a
+//     model's root (shard_requests.go).
 //
 // Decided: it is a package of its own beside store, not a part of store,
 // and it uses store's exported API only. The store is the core every

@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -93,4 +94,20 @@ func Truncate(ctx context.Context, st *store.Store, p store.Proc, key format.Key
 		err = w.Verdict()
 	}
 	return "truncate", Verdict(err)
+}
+
+// BeginWrite opens a descriptor on the file name (key; a staging name
+// when m.Staging is set) that p writes, starting it if there is none
+// (store.Writes.Begin). An id already published is a plain refusal:
+// store.ErrExist with m.Excl (EEXIST), ErrReadOnly without (EACCES);
+// after Stop every write is store.ErrStopped (EROFS).
+func BeginWrite(st *store.Store, p store.Proc, key format.Key, name string, m store.OpenMode) (*store.Draft, *store.Writer, error) {
+	w, d, err := st.Writes().Begin(p, key, name, m)
+	if errors.Is(err, store.ErrExist) {
+		if !m.Excl {
+			err = fmt.Errorf("%w: published files are read-only", ErrReadOnly)
+		}
+		err = Plain(err)
+	}
+	return w, d, err
 }

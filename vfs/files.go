@@ -104,3 +104,23 @@ func DropOldVersion(ctx context.Context, st *store.Store, from, to format.Key) e
 	st.Writes().EndVersion(from)
 	return nil
 }
+
+// EnsureSidecar derives and stores the sidecar key if it is derivable and
+// not stored (store.Sidecars.Derive). A sidecar that is neither is left
+// for the caller to find absent; an underivable block or a failed
+// derivation is the error.
+func EnsureSidecar(st *store.Store, key format.Key) error {
+	if st.Tiers().Has(key) {
+		return nil
+	}
+	if err := st.Sidecars().Derive(key); !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// ReplacedVersion reports whether the published file k is a File
+// published over an earlier version (its generation is not the first).
+func ReplacedVersion(st *store.Store, k format.Key) bool {
+	return registry.Of(k).Replaces() && st.Writes().Gen(k) != 0
+}

@@ -2,11 +2,15 @@ package vfs
 
 import (
 	"hash/maphash"
+	"path"
 	"sync/atomic"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/ino"
+	"github.com/ucmfs/ucmfs/layout"
 	"github.com/ucmfs/ucmfs/layout/registry"
+	"github.com/ucmfs/ucmfs/store"
 )
 
 // The directories whose listing the kernel may cache, and the times of
@@ -90,3 +94,33 @@ func (c *ListingClock) Touch(lk ListingKey) {
 // Get is the directory's last change time, 0 when it has not changed this
 // run.
 func (c *ListingClock) Get(lk ListingKey) int64 { return c.slot(lk).Load() }
+
+// CacheableFilesDir reports whether directory dir of files model model,
+// opened now, may have its listing cached by the kernel: no file is
+// being written in it, and no tier is shared (a subdirectory another
+// daemon makes there passes through no index of this one).
+func CacheableFilesDir(st *store.Store, model, dir string) bool {
+	return !st.Writes().InShard(model, dir) && !st.Tiers().HasShared()
+}
+
+// CacheableShard reports whether shard directory dir of model, opened
+// now, may have its listing cached by the kernel: a ucmb model's shard
+// (of the 256 always there, layout.HexShards) with no file being written
+// in it.
+func CacheableShard(st *store.Store, model, dir string) bool {
+	return st.Models().LayoutOf(model).Dirs() == layout.HexShards && !st.Writes().InShard(model, dir)
+}
+
+// FilesDirInos are the numbers inos holds of directory dir of files
+// model model ("" its root, the model's directory, whose parent is the
+// mount's root, numbered root) and of its parent.
+func FilesDirInos(inos *ino.Table, model, dir string, root uint64) (self, parent uint64) {
+	if dir == "" {
+		return inos.Peek(ino.ModelName(model)), root
+	}
+	self = inos.Peek(ino.DirName(model, dir))
+	if up := path.Dir(dir); up != "." {
+		return self, inos.Peek(ino.DirName(model, up))
+	}
+	return self, inos.Peek(ino.ModelName(model))
+}

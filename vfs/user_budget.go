@@ -34,6 +34,11 @@ import (
 // Past a user's share the request fails with EMFILE ("too many open
 // files": what the user holds open), past the bound with ENFILE.
 
+// ListingCharge is what a listing of n entries, its two dots among them,
+// holds of its user's budget of listed names: the dots cost nothing, as
+// they are in every listing.
+func ListingCharge(n int) int { return max(n-2, 0) }
+
 // Errors of the budgets, mapped to errno in fs/errno.go.
 var (
 	ErrUserBudget = errors.New("the user's share is used")

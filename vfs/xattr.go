@@ -3,6 +3,7 @@ package vfs
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/ucmfs/ucmfs/store"
@@ -10,8 +11,11 @@ import (
 
 // The user.ucm.* attributes: the store names and computes them
 // (store.Attrs); these are the rules of their names and of the buffers
-// they are answered in. The adapter (fs/xattr.go) turns the errors into
-// errnos and logs them.
+// they are answered in, and the requests answered by them (Getxattr,
+// Setxattr, Removexattr, Listxattr, NoXattr). The adapter (fs/xattr.go)
+// turns the errors into errnos and logs them: a name that is not served
+// and a short buffer are plain refusals (IsPlain), since tools probe
+// security.* and ACL names on every file.
 
 // XattrPrefix is the namespace of every attribute ucmfs serves.
 const XattrPrefix = "user.ucm."
@@ -82,4 +86,68 @@ func Names(x *store.Attrs) []byte {
 		b = append(b, 0)
 	}
 	return b
+}
+
+// Getxattr answers a getxattr of full from x in dest (Sized).
+func Getxattr(x *store.Attrs, full string, dest []byte) (uint32, error) {
+	name, err := Served(x, full)
+	if err != nil {
+		return 0, Plain(err)
+	}
+	val, err := x.Get(name)
+	if err != nil {
+		return 0, err
+	}
+	return sized([]byte(val), dest)
+}
+
+// sized is Sized, a short buffer a plain refusal.
+func sized(val, dest []byte) (uint32, error) {
+	n, err := Sized(val, dest)
+	if err != nil {
+		return n, Plain(err)
+	}
+	return n, nil
+}
+
+// Setxattr writes a writable attribute of x; a read-only one is
+// store.ErrImmutable (Writable).
+func Setxattr(x *store.Attrs, full string, data []byte) error {
+	name, err := Served(x, full)
+	if err != nil {
+		return Plain(err)
+	}
+	if err := Writable(x, name); err != nil {
+		return err
+	}
+	value := Value(data)
+	if err := x.Set(name, value); err != nil {
+		return fmt.Errorf("value %s: %w", strconv.Quote(value), err)
+	}
+	return nil
+}
+
+// Removexattr: every attribute of the table always exists, so removing
+// one is ErrNoRemove.
+func Removexattr(x *store.Attrs, full string) error {
+	if _, err := Served(x, full); err != nil {
+		return Plain(err)
+	}
+	return ErrNoRemove
+}
+
+// Listxattr lists the table's names (Names), with the size protocol of
+// getxattr.
+func Listxattr(x *store.Attrs, dest []byte) (uint32, error) {
+	return sized(Names(x), dest)
+}
+
+// NoXattr answers a request for the attribute full of a node without
+// attributes: store.ErrNoAttr in user.ucm., else ErrOtherNS.
+func NoXattr(full string) error {
+	_, err := AttrName(full)
+	if err == nil {
+		err = store.ErrNoAttr
+	}
+	return Plain(err)
 }

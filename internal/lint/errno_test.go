@@ -59,7 +59,7 @@ func errnoFiles(t *testing.T, dir string) []string {
 // mount-time checks (mount.go).
 func TestErrnoInOnePlace(t *testing.T) {
 	root := filepath.Join("..", "..")
-	for _, pkg := range []string{"store", "control", "control/line", "transfer", "metrics", "fs/light", "fs/conn", "fs/scratch", "fs/ucmdir", "vfs"} {
+	for _, pkg := range []string{"store", "control", "control/line", "transfer", "metrics", "fs/light", "fs/conn", "fs/scratch", "fs/ucmdir", "fs/pending", "vfs"} {
 		if files := errnoFiles(t, filepath.Join(root, pkg)); len(files) > 0 {
 			t.Errorf("%s names errno constants in %v: return a Go error or sentinel; package fs decides the errno", pkg, files)
 		}
