@@ -118,6 +118,9 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 		}
 		ents, files, nsub = h.o.entries(ctx, h.cached)
 	})
+	if len(ents) == 2 && h.o.goneDir() {
+		return errnoMissing // another host moved or removed it (files_shared.go)
+	}
 	uid := callerProc(ctx).Uid
 	if err := h.o.s.listed.Hold(uid, vfs.ListingCharge(len(ents))); err != nil {
 		return h.o.s.fail("readdir", h.o.model+"/"+h.o.dir, err)

@@ -53,6 +53,7 @@ type dirMove struct {
 	dirs        []string
 	files       []format.Key
 	settled     []*Draft // Files beneath whose writers are done (Draft.settledLocked)
+	onShare     bool     // renamed on the shared tiers (renameOnShare)
 }
 
 // target is where p, a path beneath from (or from itself), goes.
@@ -75,7 +76,9 @@ func (m *dirMove) key(k format.Key) format.Key { return format.FileKey(m.toModel
 // file beneath from is still being written after busyWait,
 // ErrDirTooLarge past the bounds.
 //
-// It is not atomic on the tiers, but recorded (files_move_record.go): a
+// On a shared tier it is one rename(2) of the directory
+// (files_shared.go: renameOnShare), which other hosts see whole at either
+// name. On memory and the private tiers it is not atomic, but recorded (files_move_record.go): a
 // crash part-way leaves some files under either name (none lost: each is
 // published under its new name before its old one goes), and the next
 // start finishes the move. A reader of the store sees the files go one
@@ -118,9 +121,7 @@ func (s *Store) MoveFilesDir(ctx context.Context, model, from, toModel, to strin
 			return fmt.Errorf("%s: %w", w.Key(), ErrBusy)
 		}
 	}
-	made, err := s.makeMovedDirs(m, uid)
-	if err != nil {
-		s.undoDirMove(m, made)
+	if err := s.shareWhole(ctx, m); err != nil {
 		return err
 	}
 	rec := m.record(uid)
@@ -130,7 +131,16 @@ func (s *Store) MoveFilesDir(ctx context.Context, model, from, toModel, to strin
 		s.log.Warn("directory move: not recorded on every tier", "model", model, "dir", from, "err", err)
 	}
 	defer s.endDirMove(model, rec)
-	if err := s.moveDirFiles(ctx, m); err != nil {
+	shareDone, err := s.renameOnShare(m)
+	if err != nil {
+		return err
+	}
+	made, err := s.makeMovedDirs(m, uid)
+	if err == nil {
+		err = s.moveDirFiles(ctx, m)
+	}
+	shareDone(err == nil)
+	if err != nil {
 		s.undoDirMove(m, made)
 		return fmt.Errorf("moving %s/%s to %s/%s: %w", model, from, toModel, to, err)
 	}
@@ -276,11 +286,17 @@ func (s *Store) planDirMove(model, from, toModel, to string) (*dirMove, error) {
 func (s *Store) makeMovedDirs(m *dirMove, uid uint32) (made []string, err error) {
 	for _, d := range m.dirs {
 		t := m.target(d)
-		if !s.FilesDir(m.toModel, t) {
+		switch {
+		case !s.FilesDir(m.toModel, t):
 			if err := s.FilesMkdir(m.toModel, t, uid); err != nil {
 				return made, err
 			}
 			made = append(made, t)
+		case m.onShare:
+			// The share has it (renameOnShare): the other tiers too.
+			if err := s.stack.MakeDir(m.toModel, t); err != nil {
+				return made, err
+			}
 		}
 		if s.DirPinned(m.model, d) {
 			if err := s.SetDirPin(m.toModel, t, true); err != nil {

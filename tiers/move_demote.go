@@ -299,13 +299,16 @@ func (s *Stack) removeKey(k format.Key, trash bool) (bool, error) {
 // (its "gone"), with the file still on the tier.
 func (s *Stack) removeKeyLocked(k format.Key, trash bool) (bool, error) {
 	for _, d := range s.dirs {
-		if d.Health() == Down && d.Index().Has(k) {
+		if d.Health() == Down && d.Index().Has(k) && !s.skipShared(d, k) {
 			return false, fmt.Errorf("%s: %w", k, d.Stalled("remove"))
 		}
 	}
 	removed := false
 	var failed error
 	for _, d := range s.dirs {
+		if s.skipShared(d, k) {
+			continue
+		}
 		dirRemove := d.Remove
 		if trash {
 			dirRemove = d.Delete

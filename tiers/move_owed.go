@@ -17,8 +17,8 @@ import (
 // owe records k, just written back to dirs[to], as owed to every shared
 // tier the write-back passed over to get there.
 func (s *Stack) owe(k format.Key, to int) {
-	if s.dirs[to].Shared() {
-		return
+	if s.dirs[to].Shared() || s.shareMoves.held(k) {
+		return // (a File of a directory moved on the share: there under its new name)
 	}
 	for _, d := range s.dirs {
 		d.Owe(k) // nothing on a private tier
@@ -43,6 +43,9 @@ func (s *Stack) payOwed(ctx context.Context, keep func(format.Key) bool) error {
 		for _, k := range keys {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if s.shareMoves.held(k) {
+				continue // beneath a directory being moved on the share: there already
 			}
 			if err := s.payOne(d, k); err != nil {
 				errs = append(errs, err)

@@ -76,6 +76,9 @@ func (s *Stack) writeBackOnce(k format.Key, sync bool) (synced bool, err error) 
 	for n := 0; n < len(order); n++ {
 		i := order[n]
 		d := s.dirs[i]
+		if s.skipShared(d, k) {
+			continue
+		}
 		if d.Health() == Down {
 			lastErr = d.Stalled("write-back")
 			continue

@@ -125,6 +125,9 @@ type Stack struct {
 
 	replacing replaceWatch // the replacements running, for listings (stack_replacing.go)
 	copies    treeCopies   // copies of Files that may make a directory RemoveDir removes (tree_copies.go)
+	// shareMoves: the directories a move renamed on the shared tiers,
+	// whose files' per-file move leaves those tiers alone (stack_dir_rename.go).
+	shareMoves shareMoves
 }
 
 // MemConfig configures the memory tier (package tiers/mem).

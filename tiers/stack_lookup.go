@@ -70,6 +70,9 @@ func (s *Stack) HasKey(k format.Key) bool {
 // inDirs reports whether a directory tier holds k.
 func (s *Stack) inDirs(k format.Key) bool {
 	for _, d := range s.dirs {
+		if s.skipShared(d, k) {
+			continue
+		}
 		if _, err := d.Stat(k); err == nil {
 			return true
 		}

@@ -29,7 +29,7 @@ func (s *Stack) revertLocked(k format.Key) { s.clearLocked(k, tier.Lower.Restore
 func (s *Stack) clearLocked(k format.Key, keep func(tier.Lower, format.Key) bool) {
 	_ = s.mem.Remove(k)
 	for _, d := range s.dirs {
-		if keep(d, k) {
+		if s.skipShared(d, k) || keep(d, k) {
 			continue
 		}
 		if err := d.Remove(k); err != nil && !errors.Is(err, ErrNotFound) {
@@ -46,7 +46,7 @@ func (s *Stack) clearLocked(k format.Key, keep func(tier.Lower, format.Key) bool
 // committed over its own.
 func (s *Stack) dropSupersededLocked(k format.Key, committed int) {
 	for i, d := range s.dirs {
-		if i == committed {
+		if i == committed || s.skipShared(d, k) {
 			continue
 		}
 		if err := d.DropSuperseded(k); err != nil && !errors.Is(err, ErrNotFound) {

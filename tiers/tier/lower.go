@@ -107,6 +107,12 @@ type Lower interface {
 	// Shared reports whether other daemons use the tier too. What follows
 	// does nothing on a tier that is not shared.
 	Shared() bool
+	// RenameTreeDir renames the directory from of model's tree to to
+	// on a shared tier in one rename(2), and gives the entries of the
+	// files moved; AdoptMoved records them under their new keys (rename
+	// maps a key to its new one). A private tier does nothing in either.
+	RenameTreeDir(model, from, to string) ([]*index.Entry, error)
+	AdoptMoved(entries []*index.Entry, rename func(format.Key) format.Key)
 	// Revalidate makes the index of key's shard at most a TTL old.
 	Revalidate(key format.Key)
 	// WatchGone has the tier tell gone the keys it finds removed by
