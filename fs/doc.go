@@ -7,8 +7,9 @@
 // change, the life of a file being written) and turns its error into an
 // errno in one place
 // (errno.go). go-fuse is imported here, by its subpackages fs/light (the
-// raw-protocol layer) and fs/uring (FUSE over io_uring), and by the test
-// support internal/faultfs, and nowhere else (internal/lint holds it):
+// raw-protocol layer), fs/uring (FUSE over io_uring), fs/conn and the
+// node kinds below, and by the test support internal/faultfs, and
+// nowhere else (internal/lint holds it):
 //
 //	<mnt>/                       root: one directory per model, and .ucm/
 //	<mnt>/.ucm/stats             JSON snapshot of the stack's and the mount's counters
@@ -30,12 +31,13 @@
 // (model_layouts.go), chosen when its node is made, so no node method
 // asks which layout it serves. Mount (mount.go) is the entry point the
 // command line uses, with Options (vfs.Options under the adapter's name); the FUSE connection it opens, on the transport
-// chosen, is package fs/conn's. Four families of nodes are packages of
+// chosen, is package fs/conn's. Five families of nodes are packages of
 // their own, with the adapter as their host (its errnos, its log, its
 // attributes): .ucm/ (package fs/ucmdir), the private entries of
 // ucm-posix models (package fs/scratch), the files being written
 // (package fs/pending: a file's node and its descriptors; writing.go
-// starts them), and the light layer below.
+// starts them), the directories of files models (package fs/filesdir;
+// files.go is its host), and the light layer below.
 // Between the kernel and go-fuse's bridge a thin layer (package fs/light)
 // answers listings and lookups of published files in shard directories
 // from the index with light nodes, which get a go-fuse node only when

@@ -9,6 +9,7 @@ import (
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/control/line"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/filesdir"
 	"github.com/ucmfs/ucmfs/fs/pending"
 	"github.com/ucmfs/ucmfs/fs/scratch"
 	"github.com/ucmfs/ucmfs/gpu"
@@ -17,9 +18,6 @@ import (
 	"github.com/ucmfs/ucmfs/vfs"
 	"golang.org/x/sys/unix"
 )
-
-// errCrossDir is vfs.ErrCrossDir under the name files_move_dir.go uses.
-var errCrossDir = vfs.ErrCrossDir
 
 // The plain answers nodes give with no error to log (a lookup's miss, an
 // existing name), named by what they mean; this file decides their errno.
@@ -44,6 +42,10 @@ const (
 // pendingErrnos are the plain answers of the files being written
 // (package fs/pending).
 var pendingErrnos = pending.Errnos{Stale: errnoStale, BadFD: errnoBadFD}
+
+// filesDirErrnos are the plain answers of the directories of files
+// models (package fs/filesdir).
+var filesDirErrnos = filesdir.Errnos{Missing: errnoMissing, Exists: errnoExists, NotDir: errnoNotDir, BadOff: errnoBadOff}
 
 // scratchErrnos are the plain answers of the private entries of ucm-posix
 // models (package fs/scratch).

@@ -16,7 +16,7 @@ import (
 // layout's (model_layouts.go): a ucmb model always shows the 256 shard
 // directories 00..ff, a ucm-posix model the shards its store made
 // (raw_shard.go) and its private entries (package fs/scratch), a files model
-// the root of the engine's tree (files.go). The node asks its layout once
+// the root of the engine's tree (package fs/filesdir). The node asks its layout once
 // per request (layout) and never branches on it.
 type modelNode struct {
 	gofs.Inode
@@ -69,9 +69,9 @@ type modelLayout interface {
 	fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno
 	tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno)
 	link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno)
-	// filesRoot is the requests of the root of a files model; false in
-	// the other layouts.
-	filesRoot() (filesOps, bool)
+	// filesRoot reports whether the model is a files model, whose root
+	// package fs/filesdir serves.
+	filesRoot() bool
 }
 
 // modelLayouts make a model node's layout type, by the shape of the

@@ -8,6 +8,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/filesdir"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/scratch"
 	"github.com/ucmfs/ucmfs/vfs"
@@ -52,7 +53,7 @@ func (l shardModel) link(ctx context.Context, target gofs.InodeEmbedder, name st
 }
 
 // filesRoot: not a files model.
-func (l shardModel) filesRoot() (filesOps, bool) { return filesOps{}, false }
+func (l shardModel) filesRoot() bool { return false }
 
 // ucmbModel is a ucmb model: it always shows the 256 shard directories
 // 00..ff.
@@ -176,54 +177,54 @@ func (l posixModel) rename(ctx context.Context, name string, newParent gofs.Inod
 }
 
 // filesModel is a files model: its directory is the root of the
-// engine's tree, served as its other directories are (filesOps).
+// engine's tree, served as its other directories are (filesdir.Ops).
 type filesModel struct{ m *modelNode }
 
 // ops are the requests of the model's root.
-func (l filesModel) ops() filesOps { return filesOps{s: l.m.s, node: &l.m.Inode, model: l.m.model} }
+func (l filesModel) ops() filesdir.Ops { return l.m.s.filesDirs.Root(&l.m.Inode, l.m.model) }
 
 // attr is the model's attributes with the time of the last change of
 // what its root holds as its mtime.
 func (l filesModel) attr(a *fuse.Attr) { l.m.s.filesDirAttr(a, l.m.model, "") }
 
 func (l filesModel) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return l.ops().lookup(ctx, name, out)
+	return l.ops().Lookup(ctx, name, out)
 }
 
 func (l filesModel) opendir(ctx context.Context) (gofs.FileHandle, uint32, syscall.Errno) {
-	return l.ops().opendir(ctx)
+	return l.ops().Opendir(ctx)
 }
 
 func (l filesModel) mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return l.ops().mkdir(ctx, name, out)
+	return l.ops().Mkdir(ctx, name, out)
 }
 
 func (l filesModel) rmdir(ctx context.Context, name string) syscall.Errno {
-	return l.ops().rmdir(name)
+	return l.ops().Rmdir(name)
 }
 
 func (l filesModel) create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	return l.ops().create(ctx, name, flags, out)
+	return l.ops().Create(ctx, name, flags, out)
 }
 
 func (l filesModel) unlink(ctx context.Context, name string) syscall.Errno {
-	return l.ops().unlink(ctx, name)
+	return l.ops().Unlink(ctx, name)
 }
 
 func (l filesModel) rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	return l.ops().rename(ctx, name, newParent, newName, flags)
+	return l.ops().Rename(ctx, name, newParent, newName, flags)
 }
 
 func (l filesModel) fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
-	return l.ops().fsync(ctx)
+	return l.ops().Fsync(ctx)
 }
 
 func (l filesModel) tmpfile(ctx context.Context, flags, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	return l.ops().tmpfile(ctx, flags, out)
+	return l.ops().Tmpfile(ctx, flags, out)
 }
 
 func (l filesModel) link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return l.ops().link(ctx, target, name, out)
+	return l.ops().Link(ctx, target, name, out)
 }
 
-func (l filesModel) filesRoot() (filesOps, bool) { return l.ops(), true }
+func (l filesModel) filesRoot() bool { return true }

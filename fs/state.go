@@ -13,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/ucmfs/ucmfs/control"
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/fs/filesdir"
 	"github.com/ucmfs/ucmfs/fs/ino"
 	"github.com/ucmfs/ucmfs/fs/light"
 	"github.com/ucmfs/ucmfs/fs/pending"
@@ -57,6 +58,9 @@ type fsState struct {
 	rootNode gofs.InodeEmbedder
 	// pending serves the files being written (package fs/pending).
 	pending *pending.Files
+	// filesDirs serve the directories of files models (package
+	// fs/filesdir).
+	filesDirs *filesdir.Dirs
 	// scratch holds the private entries of ucm-posix models, and what
 	// they take of the memory tier (package fs/scratch).
 	scratch *scratch.Dir
@@ -74,7 +78,7 @@ type fsState struct {
 	// files are the nodes of files models' Files that are not numbered
 	// by FileName alone, and the Files moved under their nodes
 	// (vfs/files_nodes.go).
-	files vfs.FilesNodes[*blockFile]
+	files vfs.FilesNodes[filesdir.File]
 	// dirMoves are the directory moves in flight (vfs/dir_moves.go).
 	dirMoves vfs.DirMoves
 	// listings are the directories whose listing the kernel may have
@@ -102,6 +106,9 @@ func newState(st *store.Store, opts Options) *fsState {
 		func() string { return st.TierDirs()[store.MemoryTier] })
 	s.pending = &pending.Files{Host: pendingHost{s}, Errnos: pendingErrnos, Store: st,
 		Reopens: &s.reopens, Log: s.log, Writes: &s.daemonWrites}
+	s.filesDirs = &filesdir.Dirs{Host: filesHost{s}, Errnos: filesDirErrnos, Store: st, Inos: s.inos,
+		Pending: s.pending, EntryTTL: s.opts.EntryTTL, Log: s.log, Files: &s.files, Moves: &s.dirMoves,
+		Listings: &s.listings, Listed: &s.listed}
 	s.descs = &vfs.Descriptors{Store: st, Cache: s.opens, Backing: &s.backing, Log: s.log}
 	s.kernel = light.NewPruner(opts.KernelNodes, s.light, s.log,
 		func() *gofs.Inode { return s.root }, func() *fuse.Server { return s.server.Load() })

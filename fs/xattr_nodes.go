@@ -110,34 +110,3 @@ func (m *modelNode) Removexattr(ctx context.Context, attr string) syscall.Errno 
 func (m *modelNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
 	return m.s.listxattr(m.xattrs(ctx), dest)
 }
-
-// xattrs is the attribute table of a directory below a files model's
-// root: user.ucm.pinned, its directory pin.
-func (d *filesDir) xattrs() *store.Attrs { return d.s.store.DirAttrs(d.where()) }
-
-// what names the directory in logs.
-func (d *filesDir) whatDir() string {
-	model, dir := d.where()
-	return model + "/" + dir
-}
-
-// Getxattr serves user.ucm.pinned of a directory of a files model.
-func (d *filesDir) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	return d.s.getxattr(d.xattrs(), d.whatDir(), attr, dest)
-}
-
-// Setxattr pins the directory (1: every file beneath kept in memory) or
-// unpins it (0). The kernel checked write permission on the directory.
-func (d *filesDir) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	return d.s.setxattr(d.xattrs(), d.whatDir(), attr, data)
-}
-
-// Removexattr is refused: the attribute always exists.
-func (d *filesDir) Removexattr(ctx context.Context, attr string) syscall.Errno {
-	return d.s.removexattr(d.xattrs(), d.whatDir(), attr)
-}
-
-// Listxattr lists user.ucm.pinned.
-func (d *filesDir) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	return d.s.listxattr(d.xattrs(), dest)
-}

@@ -8,7 +8,7 @@ import (
 )
 
 // Cached listings of shard directories (docs/design.md, "Cached
-// listings"; a files model's directories: fs/files_list.go). A shard
+// listings"; a files model's directories: fs/filesdir/list.go). A shard
 // directory of a ucmb model opened while no file is being written in it
 // is opened with FOPEN_CACHE_DIR and KEEP_CACHE: the kernel keeps its
 // listing and answers the next getdents (a second `du`, `ls`) without a

@@ -10,7 +10,7 @@ import (
 )
 
 // DirMoves are the directory moves in flight. A request on a path
-// beneath one's old or new path waits for it to end (fs's filesDir.ops,
+// beneath one's old or new path waits for it to end (fs/filesdir's Dir.ops,
 // storedFile.served), as the kernel's locks make a local disk's rename
 // look atomic: no request sees the files go one by one, and no lookup
 // leaves the kernel a cached miss of a file that was only on its way

@@ -11,7 +11,7 @@ import (
 )
 
 // The rules of a files model's names and of removing its published files
-// (fs/files.go serves the requests by them).
+// (fs/filesdir serves the requests by them).
 
 // CheckFileName checks name as a name in the directory dir of a files
 // model: a valid name, and not one of the tiers' records at the model's

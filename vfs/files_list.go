@@ -6,7 +6,7 @@ import (
 )
 
 // The listings of a files model's directories: what they hold. The
-// adapter (fs/files_list.go) numbers the entries, caches the listings in
+// adapter (fs/filesdir/list.go) numbers the entries, caches the listings in
 // the kernel and serves them.
 
 // FilesListing is what a directory of a files model lists, before the

@@ -11,8 +11,8 @@ import (
 
 // What a lookup, a create, an rmdir, an unlink and a rename of a file
 // mean in a files model
-// (fs/files.go and fs/files_rename.go serve the requests by them; a
-// rename of a directory is fs/files_move_dir.go's).
+// (fs/filesdir/ops.go and fs/filesdir/rename.go serve the requests by them; a
+// rename of a directory is fs/filesdir/move_dir.go's).
 
 // LookupName is the path in its model of name, looked up in directory
 // dir (CheckFileName): an O_TMPFILE file's (it has no name yet) and a bad

@@ -18,7 +18,7 @@ import (
 // on the published node therefore starts the new version, holds it with a
 // descriptor kept here, and answers ESTALE: the kernel looks the name up
 // again, and that lookup finds the caller's own file being written (a
-// pending node, fs's filesOps.lookup), whose open joins it and takes the held
+// pending node, fs/filesdir's Ops.Lookup), whose open joins it and takes the held
 // descriptor's place (Take). A held descriptor nobody takes (a caller
 // that does not retry) is released after reopenHold, which drops the
 // unwritten version.

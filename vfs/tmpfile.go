@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 )
 
-// The hidden names of O_TMPFILE files of files models (fs/files_tmpfile.go):
+// The hidden names of O_TMPFILE files of files models (fs/filesdir/tmpfile.go):
 // no lookup or listing shows them.
 
 // tmpfilePrefix starts the hidden staging name of an O_TMPFILE file.

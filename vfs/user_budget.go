@@ -14,7 +14,7 @@ import (
 //
 //   - the listings of open directories (listed): an open directory keeps
 //     the listing its first read took, so that offsets stay valid while
-//     names come and go (fs/files_list.go, light.Layer's snapshot): 2,000
+//     names come and go (fs/filesdir/list.go, light.Layer's snapshot): 2,000
 //     descriptors of one 20,000-name directory, each read once, took 2 GB
 //     of the daemon (~50 bytes a name). 2^22 names per user (the daemon
 //     grew by ~300 MB at it; a directory of 10^6 names listed four times

@@ -75,7 +75,7 @@ const (
 	Repr    Tag = 4
 	Pending Tag = 5
 	Scratch Tag = 6 // private entries of a ucm-posix model (fs/scratch/dir.go)
-	TreeDir Tag = 7 // a directory of a files model (fs/files.go)
+	TreeDir Tag = 7 // a directory of a files model (package fs/filesdir)
 )
 
 const (

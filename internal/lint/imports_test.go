@@ -47,9 +47,10 @@ var allowed = map[string][]string{
 	"fs/scratch":              {"fs/ino", "vfs"},
 	"fs/ucmdir":               {"control", "control/line", "store", "vfs"},
 	"fs/pending":              {"format", "store", "vfs"},
-	"vfs":                     {"format", "layout", "layout/registry", "store", "fs/ino", "gpu"},                                                                                                                           // the adapter's kernel-agnostic half
-	"fs":                      {"format", "layout", "layout/registry", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring", "fs/conn", "fs/scratch", "fs/ucmdir", "fs/pending", "vfs"}, // gpu, transfer: their sentinels in the errno table
-	"cmd/ucmfs":               {"format", "layout/registry", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "internal/connlimit", "events/vllm"},                                                            // tiers: wiring only
+	"fs/filesdir":             {"format", "fs/ino", "fs/pending", "store", "vfs"},
+	"vfs":                     {"format", "layout", "layout/registry", "store", "fs/ino", "gpu"},                                                                                                                                          // the adapter's kernel-agnostic half
+	"fs":                      {"format", "layout", "layout/registry", "gpu", "store", "control", "control/line", "transfer", "fs/light", "fs/ino", "fs/uring", "fs/conn", "fs/scratch", "fs/ucmdir", "fs/pending", "fs/filesdir", "vfs"}, // gpu, transfer: their sentinels in the errno table
+	"cmd/ucmfs":               {"format", "layout/registry", "tiers", "gpu", "store", "metrics", "fs", "internal/ratelog", "internal/connlimit", "events/vllm"},                                                                           // tiers: wiring only
 	"internal/faultfs":        {},
 	"internal/tiertest":       {"format", "tiers"},      // test support: stacks over real directories
 	"internal/blocktest":      {"format", "tiers/tier"}, // test support: blocks and files for the tiers' own tests
@@ -72,7 +73,7 @@ var allowed = map[string][]string{
 
 // restricted third-party imports and the only packages that may use them.
 var restricted = map[string][]string{
-	"github.com/hanwen/go-fuse/v2":         {"fs", "fs/light", "fs/uring", "fs/conn", "fs/scratch", "fs/ucmdir", "fs/pending", "internal/faultfs"},
+	"github.com/hanwen/go-fuse/v2":         {"fs", "fs/light", "fs/uring", "fs/conn", "fs/scratch", "fs/ucmdir", "fs/pending", "fs/filesdir", "internal/faultfs"},
 	"github.com/urfave/cli/v3":             {"cmd/ucmfs"},
 	"github.com/prometheus/client_golang/": {"metrics"},
 	"github.com/go-zeromq/zmq4":            {"events/vllm"},

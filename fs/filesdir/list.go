@@ -1,4 +1,4 @@
-package fs
+package filesdir
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 // The listings of a files model's directories (docs/design.md, "Cached
 // listings"). A directory opened while no file is being written in it is
-// opened with FOPEN_CACHE_DIR, as a ucmb shard is (dir_cache.go): the
+// opened with FOPEN_CACHE_DIR, as a ucmb shard is (fs/dir_cache.go): the
 // kernel keeps the listing and answers the next getdents of any process
 // from it, with no READDIRPLUS and no lookup of each name. Such a listing
 // holds the subdirectories and the published files alone, since the
@@ -35,18 +35,18 @@ import (
 // entries lists the directory (vfs.ListFilesDir) with its dots and the
 // entries' numbers. The published files' keys come with it:
 // ents[nsub+i] is files[i], nsub the dots and the subdirectories.
-func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirEntry, files []format.Key, nsub int) {
-	p := callerProc(ctx)
-	l := vfs.ListFilesDir(o.s.store, o.model, o.dir, p.Tgid, p.Uid, published)
+func (o Ops) entries(ctx context.Context, published bool) (ents []fuse.DirEntry, files []format.Key, nsub int) {
+	p := o.x.Host.Caller(ctx)
+	l := vfs.ListFilesDir(o.x.Store, o.model, o.dir, p.Tgid, p.Uid, published)
 	ents = make([]fuse.DirEntry, 0, 2+len(l.Subdirs)+len(l.Files))
-	ents = append(ents, dots(vfs.FilesDirInos(o.s.inos, o.model, o.dir, rootIno))...)
+	ents = append(ents, o.x.Host.Dots(o.model, o.dir)...)
 	for _, d := range l.Subdirs {
 		ents = append(ents, fuse.DirEntry{Name: d, Mode: syscall.S_IFDIR,
-			Ino: o.s.inos.Peek(ino.DirName(o.model, format.JoinFilePath(o.dir, d)))})
+			Ino: o.x.Inos.Peek(ino.DirName(o.model, format.JoinFilePath(o.dir, d)))})
 	}
 	for _, k := range l.Files {
 		ents = append(ents, fuse.DirEntry{Name: k.FileName(), Mode: syscall.S_IFREG,
-			Ino: o.s.inos.Peek(ino.FileVersion(k, o.s.store.Writes().Gen(k)))})
+			Ino: o.x.Inos.Peek(ino.FileVersion(k, o.x.Store.Writes().Gen(k)))})
 	}
 	for _, w := range l.Writing {
 		ents = append(ents, fuse.DirEntry{Name: w.Name(), Mode: syscall.S_IFREG, Ino: vfs.PendingIno(w)})
@@ -54,37 +54,37 @@ func (o filesOps) entries(ctx context.Context, published bool) (ents []fuse.DirE
 	return ents, l.Files, 2 + len(l.Subdirs)
 }
 
-// listing is the vfs.ListingKey of the directory. An entry of s.listings
+// listing is the vfs.ListingKey of the directory. An entry of x.Listings
 // is kept until a change after its listing was taken, or until the
 // kernel forgets the directory's node (OnForget), so there are no more of
 // them than directories the kernel holds.
-func (o filesOps) listing() vfs.ListingKey { return vfs.FilesListingKey(o.model, o.dir) }
+func (o Ops) listing() vfs.ListingKey { return vfs.FilesListingKey(o.model, o.dir) }
 
-// opendir opens the directory: with a cached listing when no file is
+// Opendir opens the directory: with a cached listing when no file is
 // being written in it and no tier is shared.
-func (o filesOps) opendir(ctx context.Context) (gofs.FileHandle, uint32, syscall.Errno) {
-	h := &filesListing{o: o}
-	if !vfs.CacheableFilesDir(o.s.store, o.model, o.dir) {
+func (o Ops) Opendir(ctx context.Context) (gofs.FileHandle, uint32, syscall.Errno) {
+	h := &openDir{o: o}
+	if !vfs.CacheableFilesDir(o.x.Store, o.model, o.dir) {
 		return h, 0, 0
 	}
 	h.cached = true
-	o.s.listings.Opened(o.listing(), o.node, o.dropListing)
+	o.x.Listings.Opened(o.listing(), o.node, o.dropListing)
 	return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
 }
 
 // dropListing drops the kernel's cached listing of the directory.
-func (o filesOps) dropListing() {
-	if errno := o.node.NotifyContent(0, 0); errno != 0 && errno != errnoMissing {
-		o.s.log.Debug("listing invalidation", "dir", o.model+"/"+o.dir, "errno", errno)
+func (o Ops) dropListing() {
+	if errno := o.node.NotifyContent(0, 0); errno != 0 && errno != o.x.Errnos.Missing {
+		o.x.Log.Debug("listing invalidation", "dir", o.model+"/"+o.dir, "errno", errno)
 	}
 }
 
-// filesListing is an open directory of a files model. Its listing
+// openDir is an open directory of a files model. Its listing
 // (vfs.DirListing) is taken at the first read and again at a rewind
 // (offset 0). What it holds is charged to the user who took it
 // (vfs/user_budget.go) until the next take or the release.
-type filesListing struct {
-	o      filesOps
+type openDir struct {
+	o      Ops
 	cached bool // opened with FOPEN_CACHE_DIR
 
 	mu  sync.Mutex
@@ -93,37 +93,37 @@ type filesListing struct {
 }
 
 var (
-	_ = (gofs.FileReaddirenter)((*filesListing)(nil))
-	_ = (gofs.FileSeekdirer)((*filesListing)(nil))
-	_ = (gofs.FileReleasedirer)((*filesListing)(nil))
-	_ = (gofs.FileLookuper)((*filesListing)(nil))
+	_ = (gofs.FileReaddirenter)((*openDir)(nil))
+	_ = (gofs.FileSeekdirer)((*openDir)(nil))
+	_ = (gofs.FileReleasedirer)((*openDir)(nil))
+	_ = (gofs.FileLookuper)((*openDir)(nil))
 )
 
 // take lists the directory anew (under h.mu), or fails past the listing
 // budget. A cached listing is registered first, served: any change from
 // now on drops what the kernel caches of it.
-func (h *filesListing) take(ctx context.Context) syscall.Errno {
+func (h *openDir) take(ctx context.Context) syscall.Errno {
 	h.drop()
 	var ents []fuse.DirEntry
 	var files []format.Key
 	var nsub int
 	var moves uint64
-	byKey := h.o.s.dirMoves.Settled(func() {
-		moves = h.o.s.dirMoves.Seq()
-		if d, ok := h.o.node.Operations().(*filesDir); ok {
+	byKey := h.o.x.Moves.Settled(func() {
+		moves = h.o.x.Moves.Seq()
+		if d, ok := h.o.node.Operations().(*Dir); ok {
 			h.o = d.ops() // where it is now, once no move is in flight beneath it
 		}
 		if h.cached {
-			h.o.s.listings.Taken(h.o.listing(), h.o.node, h.o.dropListing)
+			h.o.x.Listings.Taken(h.o.listing(), h.o.node, h.o.dropListing)
 		}
 		ents, files, nsub = h.o.entries(ctx, h.cached)
 	})
 	if len(ents) == 2 && h.o.goneDir() {
-		return errnoMissing // another host moved or removed it (files_shared.go)
+		return h.o.x.Errnos.Missing // another host moved or removed it (shared.go)
 	}
-	uid := callerProc(ctx).Uid
-	if err := h.o.s.listed.Hold(uid, vfs.ListingCharge(len(ents))); err != nil {
-		return h.o.s.fail("readdir", h.o.model+"/"+h.o.dir, err)
+	uid := h.o.x.Host.Caller(ctx).Uid
+	if err := h.o.x.Listed.Hold(uid, vfs.ListingCharge(len(ents))); err != nil {
+		return h.o.x.Host.Fail("readdir", h.o.model+"/"+h.o.dir, err)
 	}
 	h.l.Take(ents, files, nsub, byKey, moves)
 	h.uid = uid
@@ -131,8 +131,8 @@ func (h *filesListing) take(ctx context.Context) syscall.Errno {
 }
 
 // drop gives back the listing h holds (under h.mu).
-func (h *filesListing) drop() {
-	h.o.s.listed.Free(h.uid, vfs.ListingCharge(h.l.Drop()))
+func (h *openDir) drop() {
+	h.o.x.Listed.Free(h.uid, vfs.ListingCharge(h.l.Drop()))
 }
 
 // Lookup answers the lookup go-fuse makes of each entry of a READDIRPLUS
@@ -143,14 +143,14 @@ func (h *filesListing) drop() {
 // first listing of a flat directory. The directory's own Lookup answers
 // anything else, and any entry once a directory move began or ended
 // since the listing was taken (the key may name a path the file left).
-func (h *filesListing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (h *openDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	o, key, moves, ok := h.listedFile(name)
 	dir := o.node.Operations().(gofs.NodeLookuper)
-	if !ok || !o.s.dirMoves.Quiet(moves) {
+	if !ok || !o.x.Moves.Quiet(moves) {
 		return dir.Lookup(ctx, name, out)
 	}
 	ch, errno := o.lookupKey(ctx, name, key.Name, key, out)
-	if o.s.dirMoves.Seq() == moves {
+	if o.x.Moves.Seq() == moves {
 		return ch, errno
 	}
 	*out = fuse.EntryOut{} // a move began meanwhile: asked again, as DirMoves.Settled does
@@ -160,7 +160,7 @@ func (h *filesListing) Lookup(ctx context.Context, name string, out *fuse.EntryO
 // listedFile returns the listing's directory and, when name is the
 // published file Readdirent returned last, its key and the DirMoves.Seq
 // the listing was taken at (vfs.DirListing.LastFile).
-func (h *filesListing) listedFile(name string) (filesOps, format.Key, uint64, bool) {
+func (h *openDir) listedFile(name string) (Ops, format.Key, uint64, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e, key, moves, ok := h.l.LastFile()
@@ -168,14 +168,14 @@ func (h *filesListing) listedFile(name string) (filesOps, format.Key, uint64, bo
 }
 
 // Releasedir gives back the listing.
-func (h *filesListing) Releasedir(ctx context.Context, flags uint32) {
+func (h *openDir) Releasedir(ctx context.Context, flags uint32) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.drop()
 }
 
 // Readdirent returns the next entry, nil at the end.
-func (h *filesListing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+func (h *openDir) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.l.Taken() {
@@ -191,7 +191,7 @@ func (h *filesListing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.
 }
 
 // Seekdir moves to offset off; offset 0 takes the listing anew.
-func (h *filesListing) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+func (h *openDir) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if off == 0 || !h.l.Taken() {
@@ -200,15 +200,7 @@ func (h *filesListing) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 		}
 	}
 	if !h.l.Seek(off) {
-		return errnoBadOff
+		return h.o.x.Errnos.BadOff
 	}
 	return 0
-}
-
-// filesDirAttr fills the attributes of directory dir of files model
-// model: its model's, with the time of the last change of what it holds
-// as its mtime and ctime (vfs.ListingClock).
-func (s *fsState) filesDirAttr(a *fuse.Attr, model, dir string) {
-	s.modelAttr(a, uint32(2+len(s.store.FilesSubdirs(model, dir))), model)
-	s.listingTime(a, vfs.FilesListingKey(model, dir))
 }

@@ -1,4 +1,4 @@
-package fs
+package filesdir
 
 import (
 	"context"
@@ -22,48 +22,48 @@ import (
 // using it, as on a local disk), and it and the nodes beneath it serve
 // the new paths (followMovedDir). Their cached listings are dropped
 // once the rename is answered: they were registered under the old paths.
-func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+func (o Ops) renameDir(ctx context.Context, name, rel string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	what := o.what(name) + " -> " + newName
 	model, target, errno := o.renameTarget(what, newParent, newName, flags)
 	if errno != 0 {
 		return errno
 	}
-	if o.s.store.Tiers().Has(format.FileKey(model, target)) {
-		return errnoNotDir
+	if o.x.Store.Tiers().Has(format.FileKey(model, target)) {
+		return o.x.Errnos.NotDir
 	}
-	if flags&unix.RENAME_NOREPLACE != 0 && o.s.store.FilesDir(model, target) {
-		return errnoExists
+	if flags&unix.RENAME_NOREPLACE != 0 && o.x.Store.FilesDir(model, target) {
+		return o.x.Errnos.Exists
 	}
-	uid := callerProc(ctx).Uid
+	uid := o.x.Host.Caller(ctx).Uid
 	// Not interrupted (a rename on a local disk never is: EINTR would
 	// fail a Go caller, whose runtime signals its threads); the waits are
 	// bounded.
 	ctx = context.WithoutCancel(ctx)
-	if err := o.s.store.AwaitDirWrites(ctx, o.model, rel, model, target); err != nil {
-		return o.s.fail("rename", what, err)
+	if err := o.x.Store.AwaitDirWrites(ctx, o.model, rel, model, target); err != nil {
+		return o.x.Host.Fail("rename", what, err)
 	}
 	span := vfs.DirMove{FromModel: o.model, From: rel, ToModel: model, To: target}
-	o.s.dirMoves.Begin(span)
+	o.x.Moves.Begin(span)
 	ch := o.node.GetChild(name)
 	old := map[uint64]bool{}
 	if ch != nil {
-		o.s.supersededBeneath(ch, old)
+		o.x.supersededBeneath(ch, old)
 	}
-	o.s.files.SupersededOffTree(o.s.store, o.s.inos, o.model, rel, old, keyOf)
-	err := o.s.store.MoveFilesDir(ctx, o.model, rel, model, target, uid)
-	var dirs []*filesDir
+	o.x.Files.SupersededOffTree(o.x.Store, o.x.Inos, o.model, rel, old, File.Key)
+	err := o.x.Store.MoveFilesDir(ctx, o.model, rel, model, target, uid)
+	var dirs []*Dir
 	if ch != nil && err == nil {
-		o.s.followMovedDir(ch, model, target, old, &dirs)
+		o.x.followMovedDir(ch, model, target, old, &dirs)
 	}
 	if err == nil {
-		o.s.files.FollowMove(o.s.store, span, old, keyOf)
+		o.x.Files.FollowMove(o.x.Store, span, old, File.Key)
 	}
-	o.s.dirMoves.End(span)
+	o.x.Moves.End(span)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return errnoMissing
+		return o.x.Errnos.Missing
 	case err != nil:
-		return o.s.fail("rename", what, err)
+		return o.x.Host.Fail("rename", what, err)
 	}
 	go func() {
 		for _, d := range dirs {
@@ -77,16 +77,16 @@ func (o filesOps) renameDir(ctx context.Context, name, rel string, newParent gof
 // in newParent goes: a files model and the path in it. A parent outside
 // the files models or RENAME_EXCHANGE is EXDEV (tools copy then), a bad
 // name its errno.
-func (o filesOps) renameTarget(what string, newParent gofs.InodeEmbedder, newName string, flags uint32) (model, target string, errno syscall.Errno) {
-	model, dir, ok := o.s.filesDirOf(newParent)
+func (o Ops) renameTarget(what string, newParent gofs.InodeEmbedder, newName string, flags uint32) (model, target string, errno syscall.Errno) {
+	model, dir, ok := o.x.dirOf(newParent)
 	if !ok {
-		return "", "", o.s.fail("rename", what, fmt.Errorf("out of the files models: %w", errCrossDir))
+		return "", "", o.x.Host.Fail("rename", what, fmt.Errorf("out of the files models: %w", vfs.ErrCrossDir))
 	}
 	if flags&unix.RENAME_EXCHANGE != 0 {
-		return "", "", o.s.fail("rename", what, fmt.Errorf("exchange: %w", errCrossDir))
+		return "", "", o.x.Host.Fail("rename", what, fmt.Errorf("exchange: %w", vfs.ErrCrossDir))
 	}
 	if err := vfs.CheckFileName(dir, newName); err != nil {
-		return "", "", o.s.fail("rename", what, err)
+		return "", "", o.x.Host.Fail("rename", what, err)
 	}
 	return model, format.JoinFilePath(dir, newName), 0
 }
@@ -95,21 +95,18 @@ func (o filesOps) renameTarget(what string, newParent gofs.InodeEmbedder, newNam
 // beneath n that are versions a newer one replaced (their descriptors go
 // on reading them): a move takes the files' current versions along, and
 // these stay what they are.
-func (s *fsState) supersededBeneath(n *gofs.Inode, old map[uint64]bool) {
+func (x *Dirs) supersededBeneath(n *gofs.Inode, old map[uint64]bool) {
 	switch op := n.Operations().(type) {
-	case *blockFile: // (served() would wait for this move)
-		if op.superseded(s.files.Follow(op.key, n.StableAttr().Ino)) {
+	case File: // (Served() would wait for this move)
+		if op.Superseded(x.Files.Follow(op.Key(), n.StableAttr().Ino)) {
 			old[n.StableAttr().Ino] = true
 		}
-	case *filesDir:
+	case *Dir:
 		for _, ch := range n.Children() {
-			s.supersededBeneath(ch, old)
+			x.supersededBeneath(ch, old)
 		}
 	}
 }
-
-// keyOf is the key a published File's node was looked up as.
-func keyOf(b *blockFile) format.Key { return b.key }
 
 // followMovedDir points node n, now at path in model, and the nodes the
 // kernel holds beneath it at their new paths: a directory's moved path
@@ -120,24 +117,24 @@ func keyOf(b *blockFile) format.Key { return b.key }
 // go-fuse's tree: vfs.FilesNodes.FollowMove). The directories
 // are appended to dirs: the listings the kernel cached of them are
 // dropped once the rename is answered.
-func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, old map[uint64]bool, dirs *[]*filesDir) {
+func (x *Dirs) followMovedDir(n *gofs.Inode, model, path string, old map[uint64]bool, dirs *[]*Dir) {
 	switch op := n.Operations().(type) {
-	case *blockFile: // a published File (a file being written has none: ErrBusy)
+	case File: // a published File (a file being written has none: ErrBusy)
 		if !old[n.StableAttr().Ino] {
 			to := format.FileKey(model, path)
-			s.files.Moved(n.StableAttr().Ino, to, s.store.Writes().Gen(to))
+			x.Files.Moved(n.StableAttr().Ino, to, x.Store.Writes().Gen(to))
 		}
 		return
-	case *filesDir:
-		s.inos.Rename(ino.DirName(op.where()), ino.DirName(model, path), op.ino)
-		s.listings.Forget(vfs.FilesListingKey(op.where()), n) // registered under the old path
+	case *Dir:
+		x.Inos.Rename(ino.DirName(op.where()), ino.DirName(model, path), op.ino)
+		x.Listings.Forget(vfs.FilesListingKey(op.where()), n) // registered under the old path
 		op.moved.Store(&movedDir{model, path})
 		*dirs = append(*dirs, op)
 	default:
 		return
 	}
 	for name, ch := range n.Children() {
-		s.followMovedDir(ch, model, format.JoinFilePath(path, name), old, dirs)
+		x.followMovedDir(ch, model, format.JoinFilePath(path, name), old, dirs)
 	}
 }
 
@@ -145,12 +142,12 @@ func (s *fsState) followMovedDir(n *gofs.Inode, model, path string, old map[uint
 // which the kernel keeps there: a lookup of the name answers it again, so
 // that the kernel keeps the entry (a new number would make it drop the
 // entry, and a process whose working directory it is would lose it).
-func (o filesOps) movedHere(name, rel string) *gofs.Inode {
+func (o Ops) movedHere(name, rel string) *gofs.Inode {
 	ch := o.node.GetChild(name)
 	if ch == nil {
 		return nil
 	}
-	if d, ok := ch.Operations().(*filesDir); ok && d.moved.Load() != nil && *d.moved.Load() == (movedDir{o.model, rel}) {
+	if d, ok := ch.Operations().(*Dir); ok && d.moved.Load() != nil && *d.moved.Load() == (movedDir{o.model, rel}) {
 		return ch
 	}
 	return nil

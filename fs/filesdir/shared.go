@@ -1,4 +1,4 @@
-package fs
+package filesdir
 
 import (
 	"github.com/ucmfs/ucmfs/format"
@@ -22,31 +22,31 @@ import (
 // parent of o's directory, which the store found gone. It waits for the
 // kernel: the caller holds no lock of the parent (a READDIR of the
 // directory itself); a LOOKUP in the parent calls it in a goroutine.
-func (o filesOps) goneFromShare() {
+func (o Ops) goneFromShare() {
 	name, parent := o.node.Parent()
 	if parent == nil || o.dir == "" {
 		return
 	}
 	pdir, _ := format.SplitFilePath(o.dir)
 	names := map[string]bool{name: true}
-	for _, d := range o.s.store.FilesSubdirs(o.model, pdir) {
+	for _, d := range o.x.Store.FilesSubdirs(o.model, pdir) {
 		names[d] = true
 	}
 	for n, ch := range parent.Children() {
-		if _, ok := ch.Operations().(*filesDir); ok {
+		if _, ok := ch.Operations().(*Dir); ok {
 			names[n] = true
 		}
 	}
 	for n := range names {
-		o.s.notifyGone(parent, n)
+		o.x.Host.NotifyGone(parent, n)
 	}
 }
 
 // goneDir reports whether o's directory, which lists nothing, is gone
 // from the shared tier (and drops the kernel's entries then:
 // goneFromShare).
-func (o filesOps) goneDir() bool {
-	if o.dir == "" || !o.s.store.Tiers().HasShared() || o.s.store.FilesDir(o.model, o.dir) {
+func (o Ops) goneDir() bool {
+	if o.dir == "" || !o.x.Store.Tiers().HasShared() || o.x.Store.FilesDir(o.model, o.dir) {
 		return false
 	}
 	o.goneFromShare()
