@@ -18,7 +18,7 @@ import (
 // and some under d2, nor neither whole (subtest never half): A renames
 // the directory on the share in one rename(2) (store/files_shared.go),
 // and B, once it finds d1 gone, drops its kernel's entries of the
-// parent's subdirectories, the miss of d2 with them (fs/files_shared.go).
+// parent's subdirectories, the miss of d2 with them (fs/filesdir/shared.go).
 func TestSharedFSDirMove(t *testing.T) {
 	for _, name := range sharedFSNames {
 		t.Run(name, func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 )
 
 // Files being written, as the adapter's nodes of them show them (its
-// pendingNode, fs/pending.go): which file a request is about, what its
+// pending.Node, fs/pending/): which file a request is about, what its
 // open starts, how it shows, and what its close answers. The rules (who
 // publishes a file and when, staging names, renames) are the store's
 // (store.Draft, store/writes.go).

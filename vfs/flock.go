@@ -15,7 +15,7 @@ import (
 //
 // Left to the kernel, a flock lives on an inode. In a files model every
 // process that opens a file for writing gets an inode of its own (the new
-// version it writes, fs/pending.go), so the lock-file idiom, open(O_RDWR |
+// version it writes, fs/pending/), so the lock-file idiom, open(O_RDWR |
 // O_CREAT) then flock(LOCK_EX), excluded no one: two processes both held
 // the lock. The daemon keeps the locks by name instead: a published file,
 // its versions being written and a file being written under that name
