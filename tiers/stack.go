@@ -231,6 +231,7 @@ func newStack(cfg StackConfig, mt *mem.Tier, dirs []*dir.Tier) (*Stack, error) {
 		d.OnRootLost(s.keepLost)
 	}
 	s.watchShared()
+	s.loadOwed()
 	for i := 0; i < cfg.WriteBackWorkers; i++ {
 		s.wg.Add(1)
 		go s.writeBackLoop()
