@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,20 +66,10 @@ func TestSharedForgedMoves(t *testing.T) {
 	}
 	valid := map[string]any{"from": "b", "to_model": "evil", "to": "c"}
 	rec := filepath.Join(share, "evil", ".ucmfs-model.json")
-	b, err := os.ReadFile(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v map[string]any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
-	v["moves"] = append(forged, valid)
-	v["pinned_dirs"] = []string{"a", "../victim/d", "/etc", "a/../../victim"}
-	b, _ = json.Marshal(v)
-	if err := os.WriteFile(rec, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	editRecord(t, rec, func(v map[string]any) {
+		v["moves"] = append(forged, valid)
+		v["pinned_dirs"] = []string{"a", "../victim/d", "/etc", "a/../../victim"}
+	})
 
 	d = mountUCM(t, o)
 	for p, body := range files {

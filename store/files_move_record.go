@@ -140,7 +140,8 @@ func (s *Store) finishDirMoves() {
 }
 
 // finishDirMove moves what is left beneath r.From of model to r.To of
-// r.ToModel: a file the move published under its new path before the
+// r.ToModel: on a shared tier that still has r.From, the directory in one
+// rename; a file the move published under its new path before the
 // crash only loses its old path, the others move (Writes.Move); then the
 // old directories go.
 func (s *Store) finishDirMove(model string, r DirMoveRecord) error {
@@ -155,6 +156,17 @@ func (s *Store) finishDirMove(model string, r DirMoveRecord) error {
 	if err != nil {
 		return err
 	}
+	// On a shared tier, what the crash left at the old name there moves
+	// in one rename, as the move would have (files_shared.go); a share
+	// that has it no more was renamed before the crash.
+	if err := s.shareWhole(context.Background(), m); err != nil {
+		return err
+	}
+	shareDone, err := s.renameOnShare(m)
+	if err != nil {
+		return err
+	}
+	defer shareDone(true) // finished, not undone: the next start goes on
 	if _, err := s.makeMovedDirs(m, r.UID); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ func (s *Stack) owe(k format.Key, to int) {
 	if s.dirs[to].Shared() || s.shareMoves.held(k) {
 		return // (a File of a directory moved on the share: there under its new name)
 	}
+	s.markOwed(s.dirs[to], k) // (owed_marks.go)
 	for _, d := range s.dirs {
 		d.Owe(k) // nothing on a private tier
 	}
@@ -63,7 +64,7 @@ func (s *Stack) payOwed(ctx context.Context, keep func(format.Key) bool) error {
 func (s *Stack) payOne(sd tier.Lower, k format.Key) error {
 	if !registry.Of(k).Replaces() {
 		if _, err := sd.Stat(k); err == nil {
-			sd.Paid(k) // there already (evicted to it, or another host's: a block's name is its contents)
+			s.paid(sd, k) // there already (evicted to it, or another host's: a block's name is its contents)
 			return nil
 		}
 	}
@@ -77,7 +78,7 @@ func (s *Stack) payOne(sd tier.Lower, k format.Key) error {
 		}
 		if registry.Of(k).Replaces() {
 			if _, newer := sd.SupersedeForeign(k, info.MTime); newer {
-				sd.Paid(k)
+				s.paid(sd, k)
 				s.staleVersion(k)
 				return nil
 			}
@@ -93,9 +94,9 @@ func (s *Stack) payOne(sd tier.Lower, k format.Key) error {
 			return fmt.Errorf("owed %s to %s: %w", k, sd.Name(), err)
 		}
 		s.stats.writeBacks.Add(1)
-		sd.Paid(k)
+		s.paid(sd, k)
 		return nil
 	}
-	sd.Paid(k) // on no private tier now: removed (or a new version, which has its own write-back)
+	s.paid(sd, k) // on no private tier now: removed (or a new version, which has its own write-back)
 	return nil
 }

@@ -225,6 +225,7 @@ func newStack(cfg StackConfig, mt *mem.Tier, dirs []tier.Lower) (*Stack, error) 
 		d.OnRootLost(s.keepLost)
 	}
 	s.watchShared()
+	s.loadOwed()
 	for i := 0; i < cfg.WriteBackWorkers; i++ {
 		s.wg.Add(1)
 		go s.writeBackLoop()

@@ -21,9 +21,9 @@ import (
 // published during an outage of a minute was never seen by another host,
 // and a flush after the outage answered "ok flushed" for it.)
 //
-// The set lives in memory: a daemon restarted before the share came back
-// leaves its owed files on its private tier only, where its own reads
-// still find them.
+// The set lives in memory, and each file of it is marked on its private
+// tier (tiers/owed_marks.go): a daemon restarted before the share came
+// back owes them again.
 
 // owedSet is the set of keys a host owes one shared tier.
 type owedSet struct {
@@ -46,6 +46,14 @@ func (o *owedSet) done(k format.Key) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.keys, k)
+}
+
+// has reports whether k is owed.
+func (o *owedSet) has(k format.Key) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.keys[k]
+	return ok
 }
 
 // list is the keys owed that keep says to take (nil: all).

@@ -112,6 +112,14 @@ func (t *Tier) Owed(keep func(format.Key) bool) []format.Key {
 	return nil
 }
 
+// IsOwed reports whether key is owed to the tier.
+func (t *Tier) IsOwed(key format.Key) bool {
+	if sd := t.sharedDir(); sd != nil {
+		return sd.owed.has(key)
+	}
+	return false
+}
+
 // Paid forgets key as owed.
 func (t *Tier) Paid(key format.Key) {
 	if sd := t.sharedDir(); sd != nil {
