@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/tiers/dir"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,7 +69,7 @@ func parseOwedMark(b string) (format.Key, error) {
 }
 
 // markOwed marks k, just written to the private tier d, as owed.
-func (s *Stack) markOwed(d *dir.Tier, k format.Key) {
+func (s *Stack) markOwed(d tier.Lower, k format.Key) {
 	if !s.HasShared() {
 		return
 	}
@@ -102,7 +102,7 @@ func (s *Stack) unmarkOwed(k format.Key) {
 
 // paid forgets k as owed to sd, and its marks when no other shared tier
 // owes it.
-func (s *Stack) paid(sd *dir.Tier, k format.Key) {
+func (s *Stack) paid(sd tier.Lower, k format.Key) {
 	sd.Paid(k)
 	s.unmarkOwed(k)
 }

@@ -125,9 +125,11 @@ type Lower interface {
 	// and whether the file there is newer (ours is stale).
 	SupersedeForeign(key format.Key, ours time.Time) (superseded, newer bool)
 	// Owe records key as owed to the tier (a write-back it missed), Owed
-	// lists the keys owed that keep takes (nil: all), Paid forgets one.
+	// lists the keys owed that keep takes (nil: all), IsOwed reports
+	// whether one is, Paid forgets one.
 	Owe(key format.Key)
 	Owed(keep func(format.Key) bool) []format.Key
+	IsOwed(key format.Key) bool
 	Paid(key format.Key)
 
 	// A files model's tree of directories on the tier (package layout):
