@@ -29,17 +29,16 @@ type soakBook struct {
 // soakName is one name of the soak and what may be read under it.
 type soakName struct {
 	key format.Key
-	lin int // the lineage the name holds now
+	lin int // the lineage a write to the name writes
 	// now: the versions a read may give now (-1: none, ErrNotFound).
 	now []int
-	// floor: after a power cut, a version of lin at or after floor (the
-	// last acknowledged durable) may be there, and none only if absentOK.
-	floor    int
+	// hist: after a power cut, the lineages whose versions may be there,
+	// each from its floor on (the last acknowledged durable of it; 0:
+	// any), and none only if absentOK. A version acknowledged durable
+	// leaves its own lineage alone there; a removal, or a file moved in
+	// that was not durable, leaves the others (undone by the cut).
+	hist     map[int]int
 	absentOK bool
-	// hist: lineages the name held since the disk was last known
-	// durable; after a power cut, with absentOK, any of their versions
-	// may be back (a removal or a move undone).
-	hist map[int]bool
 }
 
 // soakModels are the soak's models, one of each layout.
@@ -75,7 +74,7 @@ var soakDirs = []string{"d0", "d1", "e0"}
 // fresh is a name that holds nothing, with a lineage of its own.
 func (b *soakBook) fresh(k format.Key) *soakName {
 	b.lines++
-	return &soakName{key: k, lin: b.lines, now: []int{-1}, absentOK: true, hist: map[int]bool{b.lines: true}}
+	return &soakName{key: k, lin: b.lines, now: []int{-1}, absentOK: true, hist: map[int]int{b.lines: 0}}
 }
 
 // version makes the bytes of n's next version (its size drawn from r).
@@ -112,8 +111,10 @@ func (n *soakName) published(v int, durable bool) {
 	}
 }
 
+// durable: v is acknowledged durable: after a power cut, v or a later
+// version of its lineage.
 func (n *soakName) durable(v int) {
-	n.floor = max(n.floor, v)
+	n.hist = map[int]int{n.lin: v}
 	n.absentOK = false
 }
 
@@ -142,10 +143,16 @@ func (n *soakName) flushed() {
 }
 
 // movedTo: the file under n moved to the name to (acknowledged): to
-// holds n's lineage and what n promised, n nothing (a removal).
+// holds n's lineage and what n promised (Writes.Move makes the file
+// durable under to when it was durable, before n goes; one that was not
+// may leave to as it was, after a power cut), n nothing (a removal).
 func (n *soakName) movedTo(to *soakName, b *soakBook) {
-	to.lin, to.now, to.floor, to.absentOK = n.lin, n.now, n.floor, n.absentOK
-	to.hist[n.lin] = true
+	to.lin, to.now = n.lin, n.now
+	if n.absentOK {
+		to.hist[n.lin] = 0
+	} else {
+		to.hist, to.absentOK = map[int]int{n.lin: n.hist[n.lin]}, false
+	}
 	n.leave(b)
 	n.removed()
 }
@@ -154,15 +161,25 @@ func (n *soakName) movedTo(to *soakName, b *soakBook) {
 func (n *soakName) leave(b *soakBook) {
 	b.lines++
 	n.lin = b.lines
-	n.hist[n.lin] = true
+	n.hist[n.lin] = 0
 }
 
 // mayMove: a move of n to to failed: either may hold n's file now.
 func (n *soakName) mayMove(to *soakName) {
-	to.hist[n.lin] = true
+	to.hist[n.lin] = 0
 	to.now = append(to.now, n.now...)
-	to.absentOK = true
 	n.maybe(-1)
+}
+
+// took: a read gave v, of another lineage than n's (a move that failed
+// took place): n holds that lineage now.
+func (n *soakName) took(v int, b *soakBook) {
+	if lin := b.lineage[v]; v >= 0 && lin != n.lin {
+		n.lin = lin
+		if _, ok := n.hist[lin]; !ok {
+			n.hist[lin] = 0
+		}
+	}
 }
 
 // reads reports whether a read may give v now.
@@ -173,20 +190,16 @@ func (n *soakName) reads(v int) bool { return slices.Contains(n.now, v) }
 // what is there now. restored: a power cut, after which what is there is
 // durable.
 func (n *soakName) afterCut(v int, b *soakBook, restored bool) bool {
-	lin := b.lineage[v]
-	ok := v == -1 && n.absentOK || v >= 0 && lin == n.lin && v >= n.floor || v >= 0 && n.absentOK && n.hist[lin]
+	floor, known := n.hist[b.lineage[v]]
+	ok := v == -1 && n.absentOK || v >= 0 && known && v >= floor
 	n.now = []int{v}
-	if v >= 0 && lin != n.lin {
-		n.lin = lin
-	}
-	if !restored {
-		return ok
-	}
-	n.hist = map[int]bool{n.lin: true}
-	if v >= 0 {
-		n.floor, n.absentOK = v, false
-	} else {
-		n.floor, n.absentOK = 0, true
+	n.took(v, b)
+	switch {
+	case !restored:
+	case v >= 0:
+		n.durable(v)
+	default:
+		n.hist, n.absentOK = map[int]int{n.lin: 0}, true
 	}
 	return ok
 }

@@ -19,7 +19,7 @@ import (
 func crashStore(t *testing.T, disk *crashfs.Disk, shm string) (*Store, *tiers.Stack) {
 	t.Helper()
 	no := false
-	log := soakLogger()
+	log := soakLogger(nil)
 	st, err := tiers.New(tiers.StackConfig{Logger: log, DirtyExpire: time.Hour}, tiers.MemConfig{Capacity: 256 << 10, Dir: shm, Logger: log},
 		tiers.DirConfig{Kind: "nvme", Dir: disk.Dir(), SyncOnCommit: &no, OpenFS: disk.Open, Logger: log})
 	if err != nil {

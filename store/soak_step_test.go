@@ -87,6 +87,9 @@ func (sr *storeSoak) put(n *soakName) {
 		if !sr.s.FilesDir(n.key.Model, dir) {
 			err := sr.s.FilesMkdir(n.key.Model, dir, 0) // an engine's makedirs
 			sr.logf("mkdir %s: %v", dir, err)
+			if errors.Is(err, ErrExist) && !sr.s.FilesDir(n.key.Model, dir) {
+				sr.open("dir", "mkdir %s: %v, but it is no directory", dir, err)
+			}
 			if err != nil {
 				return
 			}
@@ -151,8 +154,6 @@ func (sr *storeSoak) check(n *soakName) {
 		}
 		sr.open(class, "read %s: v%d, want one of %v", n.key, v, n.now)
 	}
-	if v >= 0 && sr.book.lineage[v] != n.lin {
-		n.lin = sr.book.lineage[v] // a move that failed took place
-	}
+	n.took(v, &sr.book) // a move that failed took place
 	n.now = []int{v}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +56,7 @@ type storeSoak struct {
 	book    soakBook
 	names   []*soakName
 	ev      soakEvents
+	mu      sync.Mutex // log: the store's warnings come from its goroutines
 	log     []string
 	tgid    uint32
 	cutArm  bool
@@ -63,7 +65,16 @@ type storeSoak struct {
 }
 
 func (sr *storeSoak) logf(format string, args ...any) {
+	sr.mu.Lock()
 	sr.log = append(sr.log, fmt.Sprintf(format, args...))
+	sr.mu.Unlock()
+}
+
+// Write takes the store's and the tiers' warnings into the replay, in
+// their place among the operations (soakLogger).
+func (sr *storeSoak) Write(b []byte) (int, error) {
+	sr.logf("    log: %s", strings.TrimSpace(string(b)))
+	return len(b), nil
 }
 
 // soakOpen are the findings of the store soak not fixed yet: a run meets
@@ -90,12 +101,12 @@ func (sr *storeSoak) fail(format string, args ...any) {
 		sr.seed, fmt.Sprintf(format, args...), sr.seed, strings.Join(sr.log, "\n  "))
 }
 
-// soakLogger discards the store's logs unless UCMFS_TEST_LOG is set.
-func soakLogger() *slog.Logger {
-	if os.Getenv("UCMFS_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+// soakLogger discards the store's logs, or writes its warnings to w.
+func soakLogger(w io.Writer) *slog.Logger {
+	if w == nil {
+		w = io.Discard
 	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // start opens a stack over the disk, its settings drawn for this start,
@@ -105,7 +116,7 @@ func (sr *storeSoak) start() {
 		sr.fail("the tier directory was used after the stack's Close: %q", late)
 	}
 	sync, wt := sr.r.IntN(3) == 0, sr.r.IntN(3) == 0
-	log := soakLogger()
+	log := soakLogger(sr)
 	cfg := tiers.StackConfig{Logger: log, WriteThrough: wt, RetryDelay: 5 * time.Millisecond, RoomWait: 200 * time.Millisecond}
 	if sr.r.IntN(2) == 0 {
 		cfg.DirtyExpire = time.Hour // write-back only under pressure, a flush or the close
@@ -212,7 +223,7 @@ func (sr *storeSoak) reopen(restored bool) {
 	sr.checkLayouts()
 	for _, n := range sr.names {
 		v, err := sr.read(n)
-		sr.logf("  after the cut %s: v%d %v (floor v%d, absent ok %v)", n.key, v, err, n.floor, n.absentOK)
+		sr.logf("  after the cut %s: v%d %v (lineages from their floors %v, absent ok %v)", n.key, v, err, n.hist, n.absentOK)
 		if err != nil {
 			sr.fail("read %s after the power cut: %v", n.key, err)
 		}
@@ -223,8 +234,8 @@ func (sr *storeSoak) reopen(restored bool) {
 			}
 			v = -1
 		}
-		if floor := n.floor; !n.afterCut(v, &sr.book, restored) {
-			sr.open("older", "%s after the power cut: v%d, but v%d was acknowledged durable", n.key, v, floor)
+		if hist := fmt.Sprint(n.hist); !n.afterCut(v, &sr.book, restored) {
+			sr.open("older", "%s after the power cut: v%d, but the versions acknowledged durable are %s (lineage: floor)", n.key, v, hist)
 		}
 	}
 }
