@@ -39,6 +39,16 @@ type soakName struct {
 	// that was not durable, leaves the others (undone by the cut).
 	hist     map[int]int
 	absentOK bool
+	changes  int // operations of the soak that changed or may have changed it
+}
+
+// soakMove is a move of a durable file that failed: after a power cut
+// its lineage, from its floor on, is under one of the two names, unless
+// either was changed since.
+type soakMove struct {
+	from, to               *soakName
+	lin, floor             int
+	fromChanges, toChanges int
 }
 
 // soakModels are the soak's models, one of each layout.
@@ -164,11 +174,31 @@ func (n *soakName) leave(b *soakBook) {
 	n.hist[n.lin] = 0
 }
 
-// mayMove: a move of n to to failed: either may hold n's file now.
-func (n *soakName) mayMove(to *soakName) {
+// mayMove: a move of n to to failed: either may hold n's file now. A
+// durable file is under one of them after a power cut (soakMove).
+func (n *soakName) mayMove(to *soakName) *soakMove {
+	var m *soakMove
+	if !n.absentOK {
+		m = &soakMove{from: n, to: to, lin: n.lin, floor: n.hist[n.lin], fromChanges: n.changes + 1, toChanges: to.changes + 1}
+	}
 	to.hist[n.lin] = 0
 	to.now = append(to.now, n.now...)
 	n.maybe(-1)
+	return m
+}
+
+// holds reports whether the move's file is under one of its names, or
+// either was changed since the move.
+func (m *soakMove) holds(b *soakBook) bool {
+	if m.from.changes != m.fromChanges || m.to.changes != m.toChanges {
+		return true
+	}
+	for _, n := range []*soakName{m.from, m.to} {
+		if v := n.now[0]; v >= 0 && b.lineage[v] == m.lin && v >= m.floor {
+			return true
+		}
+	}
+	return false
 }
 
 // took: a read gave v, of another lineage than n's (a move that failed

@@ -137,8 +137,10 @@ func (sr *storeSoak) moveFile(from *soakName) {
 	case errors.Is(err, ErrNotFound) && from.reads(-1):
 		from.now = []int{-1}
 	default:
-		from.mayMove(to)
+		sr.mayMove(from, to)
 	}
+	from.changes++
+	to.changes++
 }
 
 // moveDir renames a directory of the files model to one that is not
@@ -163,7 +165,17 @@ func (sr *storeSoak) moveDir() {
 		case err == nil:
 			n.movedTo(target, &sr.book)
 		default:
-			n.mayMove(target)
+			sr.mayMove(n, target)
 		}
+		n.changes++
+		target.changes++
+	}
+}
+
+// mayMove holds the model to a move of from to to that failed, and
+// keeps the move of a durable file for the next power cut's check.
+func (sr *storeSoak) mayMove(from, to *soakName) {
+	if m := from.mayMove(to); m != nil {
+		sr.moves = append(sr.moves, m)
 	}
 }

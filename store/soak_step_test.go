@@ -96,6 +96,7 @@ func (sr *storeSoak) put(n *soakName) {
 		}
 	}
 	durable := sr.r.IntN(4) == 0
+	n.changes++
 	v, data := sr.book.version(n, sr.r)
 	how, err := sr.write(n, data, durable)
 	sr.logf("write %s v%d (%d bytes, %s) durable=%v: %v", n.key, v, len(data), how, durable, err)
@@ -120,6 +121,7 @@ func (sr *storeSoak) put(n *soakName) {
 func (sr *storeSoak) remove(n *soakName) {
 	err := sr.unlink(n)
 	sr.logf("unlink %s: %v", n.key, err)
+	n.changes++
 	switch {
 	case err == nil, errors.Is(err, ErrNotFound) && n.reads(-1):
 		n.removed()

@@ -55,6 +55,7 @@ type storeSoak struct {
 	st      *tiers.Stack
 	book    soakBook
 	names   []*soakName
+	moves   []*soakMove // moves of durable files that failed, since the last power cut
 	ev      soakEvents
 	mu      sync.Mutex // log: the store's warnings come from its goroutines
 	log     []string
@@ -237,6 +238,14 @@ func (sr *storeSoak) reopen(restored bool) {
 		if hist := fmt.Sprint(n.hist); !n.afterCut(v, &sr.book, restored) {
 			sr.open("older", "%s after the power cut: v%d, but the versions acknowledged durable are %s (lineage: floor)", n.key, v, hist)
 		}
+	}
+	for _, m := range sr.moves {
+		if !m.holds(&sr.book) {
+			sr.open("older", "after the power cut neither %s nor %s holds the durable file (lineage %d from v%d) a failed move took from one to the other", m.from.key, m.to.key, m.lin, m.floor)
+		}
+	}
+	if restored {
+		sr.moves = nil
 	}
 }
 
