@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/files"
 	"github.com/ucmfs/ucmfs/tiers"
 	"github.com/ucmfs/ucmfs/tiers/rootfs/crashfs"
 )
@@ -96,4 +97,57 @@ func publishDraft(s *Store, key format.Key, data []byte) (bool, error) {
 		return false, err
 	}
 	return d.Close(context.Background(), p.Tgid)
+}
+
+// TestMovedOverDurableVersionSurvivesPowerCut (store soak seed
+// 1796657321693231763): a File acknowledged durable, then written again
+// (the new version in memory alone) and renamed (Writes.Move), is under
+// one of its two names after a flush of something else and a power cut.
+// It was under neither: the move took the new version for in memory
+// alone and so made its copy no more durable than that, while the removal
+// of the old name took the durable version's file off the tier, and the
+// next syncfs made that removal durable.
+func TestMovedOverDurableVersionSurvivesPowerCut(t *testing.T) {
+	base := t.TempDir()
+	disk, err := crashfs.New(filepath.Join(base, "nvme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, st := crashStore(t, disk, t.TempDir())
+	s.Models().Add("fm")
+	if err := s.setLayout("fm", files.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FilesMkdir("fm", "d", 0); err != nil {
+		t.Fatal(err)
+	}
+	from, to := format.FileKey("fm", "d/f.bin"), format.FileKey("fm", "d/g.bin")
+	if _, err := publishDraft(s, from, []byte("the durable version")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.FlushKeys(ctx, []format.Key{from}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := publishDraft(s, from, []byte("a new version, in memory alone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Writes().Move(ctx, from, to); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushKeys(ctx, nil); err != nil { // a flush of something else: its syncfs
+		t.Fatal(err)
+	}
+	disk.PowerCut()
+	s.Close()
+	st.Close(ctx)
+	if err := disk.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	s, st = crashStore(t, disk, t.TempDir())
+	defer st.Close(ctx)
+	defer s.Close()
+	if !st.Has(from) && !st.Has(to) {
+		t.Fatalf("after the move and a power cut neither %s nor %s is there", from, to)
+	}
 }
