@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/ucmfs/ucmfs/format"
-	"golang.org/x/sys/unix"
+	"github.com/ucmfs/ucmfs/internal/soaktest"
 )
 
 // step runs one random operation of the store soak and checks what it
@@ -56,18 +56,13 @@ func (sr *storeSoak) step() {
 		err := sr.s.Models().SetQuota(n.key.Model, limit, 0)
 		sr.logf("quota of %s %d: %v", n.key.Model, limit, err)
 	case x < 82:
-		errno := []unix.Errno{unix.EIO, unix.ENOSPC, unix.EDQUOT}[sr.r.IntN(3)]
-		at := 1 + sr.r.Int64N(20)
-		sr.disk.FailAt(at, "", errno)
+		sr.logf("%s", soaktest.Fault(sr.r, sr.disk))
 		sr.faulted = true
-		sr.logf("fault %v at the %dth operation of the disk", errno, at)
 	case x < 85:
 		sr.restart()
 	case x < 90 && !sr.cutArm:
-		at := 1 + sr.r.Int64N(60)
-		sr.disk.CutAt(at)
+		sr.logf("%s", soaktest.Cut(sr.r, sr.disk))
 		sr.cutArm = true
-		sr.logf("power cut armed at the %dth operation of the disk", at)
 	default:
 		for _, m := range sr.names {
 			sr.check(m)

@@ -9,12 +9,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ucmfs/ucmfs/internal/soaktest"
 	"github.com/ucmfs/ucmfs/layout/files"
 	"github.com/ucmfs/ucmfs/layout/posix"
 	"github.com/ucmfs/ucmfs/layout/ucmb"
@@ -87,8 +87,7 @@ var soakOpen = map[string]string{}
 // is strict or the class is not an open finding.
 func (sr *storeSoak) open(class, format string, args ...any) {
 	sr.t.Helper()
-	v := os.Getenv("UCMFS_SOAK_STRICT")
-	if _, ok := soakOpen[class]; !ok || v == "1" || strings.Contains(","+v+",", ","+class+",") {
+	if _, ok := soakOpen[class]; !ok || soaktest.Strict(class) {
 		sr.fail("%s: %s", class, fmt.Sprintf(format, args...))
 	}
 	sr.logf("OPEN FINDING %s: %s", class, fmt.Sprintf(format, args...))
@@ -204,13 +203,8 @@ func (sr *storeSoak) powerCut() {
 	sr.disk.PowerCut()
 	err := sr.close()
 	sr.logf("power cut: close: %v", err)
-	sr.disk.SetFault(nil)
 	sr.cutArm = false
-	if err := sr.disk.Restore(); err != nil {
-		sr.fail("restore: %v", err)
-	}
-	os.RemoveAll(sr.shm) // the memory tier's RAM is gone with the power
-	if err := os.MkdirAll(sr.shm, 0o700); err != nil {
+	if err := soaktest.Restore(sr.disk, sr.shm); err != nil {
 		sr.fail("%v", err)
 	}
 	sr.reopen(true)
@@ -288,19 +282,10 @@ func soak(t testing.TB, seed uint64) int {
 	return ops
 }
 
-// soakSeconds is how long TestStoreSoak runs: UCMFS_SOAK_SECONDS, or briefly.
-func soakSeconds() time.Duration {
-	if n, err := strconv.Atoi(os.Getenv("UCMFS_SOAK_SECONDS")); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	return 3 * time.Second
-}
-
-// TestStoreSoak runs seeds for soakSeconds (one seed: UCMFS_SOAK_SEED)
-// and logs the operations per second.
+// TestStoreSoak runs seeds for soaktest.Seconds (one seed:
+// UCMFS_SOAK_SEED) and logs the operations per second.
 func TestStoreSoak(t *testing.T) {
-	if s := os.Getenv("UCMFS_SOAK_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
+	if seed, ok, err := soaktest.Seed(); err != nil || ok {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -308,13 +293,12 @@ func TestStoreSoak(t *testing.T) {
 		return
 	}
 	start, ops, seeds := time.Now(), 0, 0
-	for seed := uint64(start.UnixNano()); time.Since(start) < soakSeconds(); seed++ {
+	for seed := uint64(start.UnixNano()); time.Since(start) < soaktest.Seconds(); seed++ {
 		ops += soak(t, seed)
 		seeds++
 	}
 	el := time.Since(start)
-	load, _ := os.ReadFile("/proc/loadavg")
-	t.Logf("store soak: %d seeds, %d operations in %v: %.0f operations/s (load %s)", seeds, ops, el.Round(time.Millisecond), float64(ops)/el.Seconds(), strings.TrimSpace(string(load)))
+	t.Logf("store soak: %d seeds, %d operations in %v: %.0f operations/s (load %s)", seeds, ops, el.Round(time.Millisecond), float64(ops)/el.Seconds(), soaktest.LoadAvg())
 }
 
 // BenchmarkStoreSoak runs b.N seeds of the store soak and reports its
