@@ -102,14 +102,16 @@ bench-anchor: build
 	$(GO) run ./internal/benchplot -anchor $${UCMFS_BENCH_BIN_BEFORE:+before=$(BENCHOUT)/anchor-before.txt,}after=$(BENCHOUT)/anchor-after.txt \
 	  | tee $(BENCHOUT)/anchor.md
 
-# The crash soak (tiers/soak_test.go): seeded random operations on a stack
-# over a filesystem that fails and loses power, for SECONDS; it prints the
-# operations per second, each open finding met, and a failing seed's
-# replay. STRICT=1 fails on the open findings too. `make test` runs it
+# The crash soaks: seeded random operations over a filesystem that fails
+# and loses power, on a stack (tiers/soak_test.go) and on the store over
+# it, through the calls the FUSE adapter makes (store/soak_test.go), each
+# for SECONDS, one after the other; each prints its operations per second
+# (and the load average), each open finding met, and a failing seed's
+# replay. STRICT=1 fails on the open findings too. `make test` runs each
 # for a few seconds.
 SECONDS ?= 60
 soak:
-	UCMFS_SOAK_SECONDS=$(SECONDS) UCMFS_SOAK_STRICT=$(STRICT) $(GO) test -count=1 -run '^TestSoak$$' -v -timeout $$(( $(SECONDS) + 600 ))s ./tiers/ 2>&1 \
+	UCMFS_SOAK_SECONDS=$(SECONDS) UCMFS_SOAK_STRICT=$(STRICT) $(GO) test -count=1 -p 1 -run '^(TestSoak|TestStoreSoak)$$' -v -timeout $$(( $(SECONDS) + 600 ))s ./tiers/ ./store/ 2>&1 \
 	  | grep -vE '^\s{8}' | grep -E 'soak|^(ok|FAIL|---)'
 
 lint:

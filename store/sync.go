@@ -39,7 +39,8 @@ func (s *Store) FlushKeys(ctx context.Context, keys []format.Key) error {
 // is at most 2 minutes).
 const syncTimeout = 2 * time.Minute
 
-// syncTiers syncs the filesystem of every directory tier, in parallel. A
+// syncTiers syncs the filesystem of every directory tier, in parallel,
+// through the filesystem the tier stands on (tiers.Stack.Syncfs). A
 // tier that is Down cannot be synced: its blocks are not known to be
 // durable (ETIMEDOUT).
 func (s *Store) syncTiers(ctx context.Context) error {
@@ -55,7 +56,7 @@ func (s *Store) syncTiers(ctx context.Context) error {
 			errs <- fmt.Errorf("%s tier %s is down: %w", d.Name, d.Dir, tiers.ErrStalled)
 			continue
 		}
-		go func() { errs <- tiers.Syncfs(d.Dir) }()
+		go func() { errs <- s.stack.Syncfs(d.ID) }()
 	}
 	timer := time.NewTimer(syncTimeout)
 	defer timer.Stop()

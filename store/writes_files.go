@@ -57,7 +57,8 @@ func (ws Writes) Own(key format.Key, name string, tgid uint32) *Draft {
 // the first directory tier, or a copy: copyFile), replacing a file
 // published there, with from's modification time, then from is removed
 // from every tier. When from was on a persistent tier (written back, or
-// fsynced), to is made durable before from goes (Writes.KeepDurable). Readers
+// fsynced; or an older version of it, which the removal of from takes off
+// the tier), to is made durable before from goes (Writes.KeepDurable). Readers
 // that have from open go on reading it. Errors:
 // ErrNotFound when from is not published, ErrInvalid for keys that are
 // not Files of files models.
@@ -130,7 +131,9 @@ func (s *Store) copyFile(from, to format.Key, batch bool) (durable, linked bool,
 
 // copyBytes is copyFile's copy of from's bytes through a pending write in
 // memory, published as to; durable is whether from was on a persistent
-// tier (the copy is not yet).
+// tier (the copy is not yet): its version, or an older one that a version
+// in memory alone replaced, whose file the removal of from takes off the
+// tier (TestMovedOverDurableVersionSurvivesPowerCut).
 func (s *Store) copyBytes(from, to format.Key, bi tiers.BlockInfo, charge bool) (durable bool, err error) {
 	h, err := s.stack.Open(from)
 	if err != nil {
@@ -151,7 +154,7 @@ func (s *Store) copyBytes(from, to format.Key, bi tiers.BlockInfo, charge bool) 
 	if _, err := s.publish(pw, n, false, charge); err != nil {
 		return false, fmt.Errorf("move %s to %s: %w", from, to, err)
 	}
-	return !bi.Dirty && s.stack.Persistent(), nil
+	return !bi.Dirty && s.stack.Persistent() || s.stack.OnPersistent(from), nil
 }
 
 // userPinned reports whether a user pinned the File k (user.ucm.pinned),
@@ -191,8 +194,8 @@ func (ws Writes) KeepDurable(ctx context.Context, from, to format.Key) error {
 	if !ws.s.stack.Persistent() {
 		return nil
 	}
-	if bi, err := ws.s.stack.Stat(from); err != nil || bi.Dirty {
-		return nil // from is in memory only: nothing durable to keep
+	if bi, err := ws.s.stack.Stat(from); err != nil || bi.Dirty && !ws.s.stack.OnPersistent(from) {
+		return nil // from is in memory only, no older version on a tier: nothing durable to keep
 	}
 	if !ws.s.stack.Has(to) {
 		return nil // to publishes later (its writer's last close), in memory

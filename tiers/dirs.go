@@ -55,6 +55,3 @@ type TierFile = dir.TierFile
 // LocateTierFile finds the tier directory among the parents of path and
 // says whether the file is raw there (dir.LocateTierFile).
 func LocateTierFile(path string) (TierFile, bool) { return dir.LocateTierFile(path) }
-
-// Syncfs syncs the filesystem holding d, a tier's directory (dir.Syncfs).
-func Syncfs(d string) error { return dir.Syncfs(d) }

@@ -9,14 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/internal/soaktest"
 	"github.com/ucmfs/ucmfs/tiers/rootfs/crashfs"
-	"golang.org/x/sys/unix"
 )
 
 // The soak (issue: nothing acknowledged is ever lost): seeded random
@@ -108,18 +107,11 @@ var soakOpen = map[string]string{}
 // when the soak is strict or the class is not an open finding.
 func (sr *soakRun) open(class, format string, args ...any) {
 	sr.t.Helper()
-	if _, ok := soakOpen[class]; !ok || soakStrict(class) {
+	if _, ok := soakOpen[class]; !ok || soaktest.Strict(class) {
 		sr.fail(format, args...)
 	}
 	sr.logf("OPEN FINDING %s: %s", class, fmt.Sprintf(format, args...))
 	sr.t.Logf("soak seed %d: open finding %s: %s", sr.seed, class, fmt.Sprintf(format, args...))
-}
-
-// soakStrict reports whether UCMFS_SOAK_STRICT makes the open finding
-// class fail the run: "1" all of them, or a comma-separated list.
-func soakStrict(class string) bool {
-	v := os.Getenv("UCMFS_SOAK_STRICT")
-	return v == "1" || slices.Contains(strings.Split(v, ","), class)
 }
 
 // fail stops the run with its replay.
@@ -260,18 +252,13 @@ func (sr *soakRun) step() {
 		err := sr.s.Pin(k.key, pin)
 		sr.logf("pin %s %v: %v", k.key, pin, err)
 	case n < 82:
-		errno := []unix.Errno{unix.EIO, unix.ENOSPC, unix.EDQUOT}[sr.r.IntN(3)]
-		at := 1 + sr.r.Int64N(20)
-		sr.disk.FailAt(at, "", errno)
+		sr.logf("%s", soaktest.Fault(sr.r, sr.disk))
 		sr.faulted = true
-		sr.logf("fault %v at the %dth operation of the disk", errno, at)
 	case n < 85:
 		sr.restart()
 	case n < 90 && !sr.cutArm:
-		at := 1 + sr.r.Int64N(60)
-		sr.disk.CutAt(at)
+		sr.logf("%s", soaktest.Cut(sr.r, sr.disk))
 		sr.cutArm = true
-		sr.logf("power cut armed at the %dth operation of the disk", at)
 	default:
 		for _, k := range sr.keys {
 			sr.check(k)
@@ -311,13 +298,8 @@ func (sr *soakRun) powerCut() {
 	sr.disk.PowerCut()
 	err := sr.close()
 	sr.logf("power cut: close: %v", err)
-	sr.disk.SetFault(nil)
 	sr.cutArm = false
-	if err := sr.disk.Restore(); err != nil {
-		sr.fail("restore: %v", err)
-	}
-	os.RemoveAll(sr.shm) // the memory tier's RAM is gone with the power
-	if err := os.MkdirAll(sr.shm, 0o700); err != nil {
+	if err := soaktest.Restore(sr.disk, sr.shm); err != nil {
 		sr.fail("%v", err)
 	}
 	sr.reopen(true)
@@ -372,19 +354,10 @@ func soak(t testing.TB, seed uint64) int {
 	return sr.ops
 }
 
-// soakSeconds is how long TestSoak runs: UCMFS_SOAK_SECONDS, or briefly.
-func soakSeconds() time.Duration {
-	if n, err := strconv.Atoi(os.Getenv("UCMFS_SOAK_SECONDS")); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	return 3 * time.Second
-}
-
-// TestSoak runs seeds for soakSeconds (one seed: UCMFS_SOAK_SEED) and
-// logs the operations per second.
+// TestSoak runs seeds for soaktest.Seconds (one seed: UCMFS_SOAK_SEED)
+// and logs the operations per second.
 func TestSoak(t *testing.T) {
-	if s := os.Getenv("UCMFS_SOAK_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
+	if seed, ok, err := soaktest.Seed(); err != nil || ok {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -392,18 +365,12 @@ func TestSoak(t *testing.T) {
 		return
 	}
 	start, ops, seeds := time.Now(), 0, 0
-	for seed := uint64(start.UnixNano()); time.Since(start) < soakSeconds(); seed++ {
+	for seed := uint64(start.UnixNano()); time.Since(start) < soaktest.Seconds(); seed++ {
 		ops += soak(t, seed)
 		seeds++
 	}
 	el := time.Since(start)
-	t.Logf("soak: %d seeds, %d operations in %v: %.0f operations/s (load %s)", seeds, ops, el.Round(time.Millisecond), float64(ops)/el.Seconds(), loadavg())
-}
-
-// loadavg is the machine's load average, for the soak's line.
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	return strings.TrimSpace(string(b))
+	t.Logf("soak: %d seeds, %d operations in %v: %.0f operations/s (load %s)", seeds, ops, el.Round(time.Millisecond), float64(ops)/el.Seconds(), soaktest.LoadAvg())
 }
 
 // BenchmarkSoak runs b.N seeds of the soak and reports its operations

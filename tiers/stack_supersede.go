@@ -89,3 +89,18 @@ func (s *Stack) keepReplaced(k format.Key) error {
 	}
 	return nil
 }
+
+// OnPersistent reports whether a directory tier has a file of k: its
+// published version, or an older one a version held in memory alone
+// superseded (its write-back renames over it). Removing k takes that file
+// off the tier: a move of k, or a rename over it, must make what takes
+// its place durable first, or a power cut after the removal became
+// durable leaves neither (store.Writes.Move, KeepDurable).
+func (s *Stack) OnPersistent(k format.Key) bool {
+	for _, d := range s.dirs {
+		if d.HasFile(k) {
+			return true
+		}
+	}
+	return false
+}

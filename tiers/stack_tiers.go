@@ -2,6 +2,7 @@ package tiers
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -42,6 +43,15 @@ func (s *Stack) Tiers() []TierInfo {
 			Health: d.Health(), Usage: d.Usage(), LinksRefused: d.Links(), Probes: d.Probes()})
 	}
 	return out
+}
+
+// Syncfs syncs the filesystem directory tier id stands on, through the
+// filesystem the tier was given (dir.Tier.Syncfs), not by its path.
+func (s *Stack) Syncfs(id TierID) error {
+	if id <= Memory || int(id) > len(s.dirs) {
+		return fmt.Errorf("syncfs of tier %d: %w", id, ErrNotFound)
+	}
+	return s.dirs[id-1].Syncfs()
 }
 
 // tierAt is the tier id.

@@ -54,6 +54,7 @@ var allowed = map[string][]string{
 	"internal/faultfs":        {},
 	"internal/tiertest":       {"format", "tiers"},      // test support: stacks over real directories
 	"internal/blocktest":      {"format", "tiers/tier"}, // test support: blocks and files for the tiers' own tests
+	"internal/soaktest":       {"tiers/rootfs/crashfs"}, // test support: what the crash soaks share
 	"internal/engine":         {"gpu/fdpass"},           // test support: a stand-in engine process
 	"internal/ucmproto":       {},
 	"internal/engineproto":    {},

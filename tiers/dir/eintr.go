@@ -3,7 +3,6 @@ package dir
 import (
 	"fmt"
 
-	"github.com/ucmfs/ucmfs/tiers/rootfs"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
@@ -14,16 +13,14 @@ func lstat(p string, st *unix.Stat_t) error {
 	return tier.IgnoringEINTR(func() error { return unix.Lstat(p, st) })
 }
 
-// Syncfs syncs the filesystem holding dir (a tier's directory, the
-// administrator's path), made again when interrupted.
-func Syncfs(dir string) error {
-	r, err := rootfs.Open(dir, 0)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if err := r.Syncfs(); err != nil {
-		return fmt.Errorf("syncfs %s: %w", dir, err)
+// Syncfs syncs the filesystem the tier stands on, through its root
+// (rootfs.FS.Syncfs, made again when interrupted), never by its path: a
+// filesystem given to the tier (DirConfig.OpenFS: a crash filesystem's)
+// sees the sync, and one mounted over the path since is not the one
+// synced. A flush makes what was written back earlier durable so.
+func (t *Tier) Syncfs() error {
+	if err := t.do("syncfs", t.fs.Syncfs, nil); err != nil {
+		return fmt.Errorf("%s tier: syncfs %s: %w", t.kind, t.root, err)
 	}
 	return nil
 }

@@ -77,6 +77,13 @@ func (t *Tier) superseded(key format.Key) bool {
 	return ok
 }
 
+// HasFile reports whether the tier has a file of key: the published
+// version it indexes, or one a newer version (not committed here yet)
+// superseded.
+func (t *Tier) HasFile(key format.Key) bool {
+	return t.idx.Has(key) || t.superseded(key)
+}
+
 // settle forgets key's superseded file, renamed over or unlinked.
 func (t *Tier) settle(key format.Key) {
 	sp := &t.sup

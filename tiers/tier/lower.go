@@ -71,8 +71,13 @@ type Lower interface {
 	HeaderCRC(key format.Key) (crc uint32, has bool, err error)
 	KeepCRC(key format.Key, f *os.File, crc uint32)
 	// Sync makes an already published file and its name durable, for a
-	// file committed without Sync.
+	// file committed without Sync; Syncfs syncs the whole filesystem the
+	// tier stands on, through its root (a flush). HasFile reports whether
+	// the tier has a file of key: the version it indexes, or one a newer
+	// version not committed here yet superseded.
 	Sync(key format.Key) error
+	Syncfs() error
+	HasFile(key format.Key) bool
 	// Delete is Remove for a user's removal: it answers without waiting
 	// for the unlink. RemoveModel removes every file and directory of
 	// model.
