@@ -88,7 +88,7 @@ func TestSharedFSEngines(t *testing.T) {
 						_, errC := os.Stat(hs[2].path(fmt.Sprintf("eng%d", i)))
 						return errB == nil && errC == nil
 					})
-					replayOnHosts(t, engs, hs, layouts[i] == "files" && !directStore(engs[0]))
+					replayOnHosts(t, engs, hs, layouts[i] == "files" && !(name == "glusterfs" && directStore(engs[0])))
 				})
 			}
 		})
@@ -96,11 +96,15 @@ func TestSharedFSEngines(t *testing.T) {
 }
 
 // directStore reports an engine that stores with O_DIRECT (vLLM's fs tier,
-// LMCache's fs_native): the file is published on the host's nvme, not in
-// memory. A replacement of such a file is not yet seen by a host that
-// held the version it replaces (it kept loading the old bytes after a
-// minute, on CephFS and GlusterFS): their replacement phase is left out
-// until that is fixed.
+// LMCache's fs_native): the file is published on the host's nvme and
+// copied to the share within a second, so a removal leaves the share
+// without the name for that long, and hosts that held the old version
+// met it gone, then the new version. They kept the old version after a
+// minute (on CephFS and GlusterFS) until a File gone from the share was
+// dropped whatever came back under its name (tiers.Stack.dropGone): their
+// replacement phase now runs on CephFS. On GlusterFS it is still left
+// out: LMCache's host B kept loading version 0 of one block for a minute
+// after that fix (one run of one; vLLM's passed), a cause not found yet.
 func directStore(e engineproto.Engine) bool {
 	switch e.(type) {
 	case *engineproto.VLLM, *engineproto.LMCache:
@@ -170,7 +174,7 @@ func replayOnHosts(t *testing.T, engs []engineproto.Engine, hs hosts, replaces b
 		return true
 	})
 	if !replaces {
-		t.Logf("%s: the replacement phase is left out (see directStore and sharedEngines)", engs[0].Name())
+		t.Logf("%s: the replacement phase is left out (the ucm-posix layout takes no new versions; see directStore)", engs[0].Name())
 		return
 	}
 	// The last publish wins: A replaces the even blocks, then B.
@@ -191,7 +195,7 @@ func replayOnHosts(t *testing.T, engs []engineproto.Engine, hs hosts, replaces b
 			for i := 0; i < n; i += 2 {
 				for h, e := range engs {
 					if got, err := e.Load(i, engineBlock); err != nil || !bytes.Equal(got, sharedEngineData(host, v+1, i)) {
-						return report("block %d on host %c: %v, %d bytes, not version %d", i, 'A'+h, err, len(got), v+1)
+						return report("block %d on host %c: %v, %d bytes, %s, not version %d", i, 'A'+h, err, len(got), whichVersion(got, i), v+1)
 					}
 				}
 			}
@@ -199,4 +203,15 @@ func replayOnHosts(t *testing.T, engs []engineproto.Engine, hs hosts, replaces b
 		})
 		t.Logf("%s: host %s's replacements loaded on every host after %v", engs[0].Name(), host, took)
 	}
+}
+
+// whichVersion names the version of block i that data is, for a report:
+// the first store's (0), A's replacement (1), B's (2), or none of them.
+func whichVersion(data []byte, i int) string {
+	for v, h := range []string{"", "A", "B"} {
+		if bytes.Equal(data, sharedEngineData(h, v, i)) {
+			return fmt.Sprintf("version %d", v)
+		}
+	}
+	return "no version stored"
 }
