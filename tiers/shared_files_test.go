@@ -2,10 +2,16 @@ package tiers
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/rootfs/crashfs"
+	"golang.org/x/sys/unix"
 )
 
 // TestSharedFileGoneThenNewVersion: host B holds version 0 of a File
@@ -60,8 +66,8 @@ func TestSharedFileEvictCheckSeesNewVersion(t *testing.T) {
 	readsVersion(t, b, k, v1)
 }
 
-// v0 and v1 are two versions of one File, of one size.
-var v0, v1 = bytes.Repeat([]byte{'0'}, 4096), bytes.Repeat([]byte{'1'}, 4096)
+// v0, v1 and v2 are three versions of one File, of one size.
+var v0, v1, v2 = bytes.Repeat([]byte{'0'}, 4096), bytes.Repeat([]byte{'1'}, 4096), bytes.Repeat([]byte{'2'}, 4096)
 
 // removedOnA makes hosts A and B (B's shared tier as bc says) over one
 // share; A publishes v0 of a File, B reads it (in B's memory and its index
@@ -111,4 +117,76 @@ func TestSharedFileTouchSeesNewVersion(t *testing.T) {
 	}
 	dirTier(b, 0).Touch(k)
 	readsVersion(t, b, k, v1)
+}
+
+// TestSharedOwedFileRacesForeignVersion: host B publishes a File on its
+// nvme (O_DIRECT, as vLLM's and LMCache's stores do), owed to the share;
+// another host's version of the name lands on the share between B's
+// check of the name and B's copy's commit (the check saw nothing). The
+// commit met a file it did not know (ErrExist), which was taken for "on
+// the share already": B's index of the share never knew the name, no
+// check of it ever ran, and once the other host replaced the name, B
+// went on serving its own old version from its nvme for good
+// (TestSharedFSEngines: vLLM's and LMCache's replacements, now and then).
+func TestSharedOwedFileRacesForeignVersion(t *testing.T) {
+	share, nvme := t.TempDir(), t.TempDir()
+	k := format.FileKey("eng", "x/f.bin")
+	foreign := filepath.Join(share, k.Path())
+	var armed, landed atomic.Bool
+	wrap := func(d string, perm uint32) (rootfs.FS, error) {
+		r, err := rootfs.Open(d, os.FileMode(perm))
+		if err != nil {
+			return nil, err
+		}
+		return crashfs.Wrap(r, func(op, rel string) error {
+			if op != "stat" || rel != k.Path() || !armed.Load() || !landed.CompareAndSwap(false, true) {
+				return nil
+			}
+			// The other host's version lands, older than B's: B's is the
+			// last published and replaces it.
+			if err := os.MkdirAll(filepath.Dir(foreign), 0o755); err != nil {
+				t.Error(err)
+			}
+			if err := os.WriteFile(foreign, v1, 0o644); err != nil {
+				t.Error(err)
+			}
+			old := time.Now().Add(-time.Minute)
+			if err := os.Chtimes(foreign, old, old); err != nil {
+				t.Error(err)
+			}
+			return &os.PathError{Op: "stat", Path: rel, Err: unix.ENOENT}
+		}), nil
+	}
+	b := buildStack(t, StackConfig{}, MemConfig{Capacity: 64 << 20},
+		DirConfig{Kind: "nvme", Dir: nvme},
+		DirConfig{Kind: "nfs", Dir: share, Revalidate: testTTL, Logger: testLogger(), OpenFS: wrap})
+	if err := b.MarkTree("eng"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.CreateOnDisk(format.FileKey("eng", "x/f.bin_1.tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeDirect(t, p, v0)
+	p.Rekey(k)
+	p.SetReplace()
+	if _, err := b.Publish(p, false); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true) // the copy to the share runs within a second
+	if !eventually(10*time.Second, func() bool { return len(b.dirs[1].Owed(nil)) == 0 }) {
+		t.Fatal("the File is still owed to the share")
+	}
+	if !landed.Load() {
+		t.Fatal("the other host's version never landed")
+	}
+	// The other host replaces the name (tmp + rename): B finds its version.
+	tmp := foreign + ".tmp"
+	if err := os.WriteFile(tmp, v2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, foreign); err != nil {
+		t.Fatal(err)
+	}
+	readsVersion(t, b, k, v2)
 }
