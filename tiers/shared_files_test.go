@@ -133,30 +133,24 @@ func TestSharedOwedFileRacesForeignVersion(t *testing.T) {
 	k := format.FileKey("eng", "x/f.bin")
 	foreign := filepath.Join(share, k.Path())
 	var armed, landed atomic.Bool
-	wrap := func(d string, perm uint32) (rootfs.FS, error) {
-		r, err := rootfs.Open(d, os.FileMode(perm))
-		if err != nil {
-			return nil, err
+	wrap := hookedFS(func(op, rel string) error {
+		if op != "stat" || rel != k.Path() || !armed.Load() || !landed.CompareAndSwap(false, true) {
+			return nil
 		}
-		return crashfs.Wrap(r, func(op, rel string) error {
-			if op != "stat" || rel != k.Path() || !armed.Load() || !landed.CompareAndSwap(false, true) {
-				return nil
-			}
-			// The other host's version lands, older than B's: B's is the
-			// last published and replaces it.
-			if err := os.MkdirAll(filepath.Dir(foreign), 0o755); err != nil {
-				t.Error(err)
-			}
-			if err := os.WriteFile(foreign, v1, 0o644); err != nil {
-				t.Error(err)
-			}
-			old := time.Now().Add(-time.Minute)
-			if err := os.Chtimes(foreign, old, old); err != nil {
-				t.Error(err)
-			}
-			return &os.PathError{Op: "stat", Path: rel, Err: unix.ENOENT}
-		}), nil
-	}
+		// The other host's version lands, older than B's: B's is the
+		// last published and replaces it.
+		if err := os.MkdirAll(filepath.Dir(foreign), 0o755); err != nil {
+			t.Error(err)
+		}
+		if err := os.WriteFile(foreign, v1, 0o644); err != nil {
+			t.Error(err)
+		}
+		old := time.Now().Add(-time.Minute)
+		if err := os.Chtimes(foreign, old, old); err != nil {
+			t.Error(err)
+		}
+		return &os.PathError{Op: "stat", Path: rel, Err: unix.ENOENT}
+	})
 	b := buildStack(t, StackConfig{}, MemConfig{Capacity: 64 << 20},
 		DirConfig{Kind: "nvme", Dir: nvme},
 		DirConfig{Kind: "nfs", Dir: share, Revalidate: testTTL, Logger: testLogger(), OpenFS: wrap})
@@ -181,12 +175,78 @@ func TestSharedOwedFileRacesForeignVersion(t *testing.T) {
 		t.Fatal("the other host's version never landed")
 	}
 	// The other host replaces the name (tmp + rename): B finds its version.
-	tmp := foreign + ".tmp"
-	if err := os.WriteFile(tmp, v2, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, foreign); err != nil {
-		t.Fatal(err)
-	}
+	replaceOnShare(t, foreign, v2)
 	readsVersion(t, b, k, v2)
+}
+
+// TestSharedWriteBackMeetsUnseenVersion: host B writes a File back from
+// memory, and the share holds another host's version at its name, which
+// a stat on B's client does not find yet (ENOENT: GlusterFS answers so
+// for a moment). The commit met the file (ErrExist) and, the supersede
+// finding nothing to supersede, the write-back took it for "there
+// already": B's version stayed in its memory, the share's unknown to its
+// index, and after the other host replaced the name B went on serving
+// its own for good (TestSharedFSEngines/glusterfs/llm-d-fs). B now takes
+// the share's version.
+func TestSharedWriteBackMeetsUnseenVersion(t *testing.T) {
+	share := t.TempDir()
+	k := format.FileKey("eng", "x/f.bin")
+	foreign := filepath.Join(share, k.Path())
+	var armed, unseen atomic.Bool
+	wrap := hookedFS(func(op, rel string) error {
+		switch {
+		case (op == "link" || op == "rename") && armed.Load() && !unseen.Load():
+			// The other host's version lands just before B's publish.
+			if err := os.MkdirAll(filepath.Dir(foreign), 0o755); err != nil {
+				t.Error(err)
+			}
+			if err := os.WriteFile(foreign, v1, 0o644); err != nil {
+				t.Error(err)
+			}
+			unseen.Store(true)
+		case op == "stat" && rel == k.Path() && unseen.Load():
+			return &os.PathError{Op: "stat", Path: rel, Err: unix.ENOENT}
+		}
+		return nil
+	})
+	b := sharedStack(t, 8<<20, share, testTTL, DirConfig{OpenFS: wrap})
+	if err := b.MarkTree("eng"); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	if _, err := b.Put(k, v0, false); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(10*time.Second, func() bool { return unseen.Load() && !b.mem.Dirty(k) }) {
+		t.Fatal("B's version is not written back")
+	}
+	armed.Store(false)
+	unseen.Store(false)
+	replaceOnShare(t, foreign, v2)
+	readsVersion(t, b, k, v2)
+}
+
+// hookedFS is a DirConfig.OpenFS: the tier's Root with before run ahead
+// of each operation (crashfs.Wrap).
+func hookedFS(before func(op, rel string) error) func(string, uint32) (rootfs.FS, error) {
+	return func(d string, perm uint32) (rootfs.FS, error) {
+		r, err := rootfs.Open(d, os.FileMode(perm))
+		if err != nil {
+			return nil, err
+		}
+		return crashfs.Wrap(r, before), nil
+	}
+}
+
+// replaceOnShare replaces the file at path with data as another host
+// does (tmp + rename).
+func replaceOnShare(t *testing.T, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
 }
