@@ -103,8 +103,10 @@ func TestSharedFSEngines(t *testing.T) {
 // File gone from the share was dropped whatever came back under its name
 // (tiers.Stack.dropGone), a host still kept loading version 0 of one
 // block for a minute, now and then (vLLM's on CephFS, LMCache's on
-// GlusterFS; each passed in other runs). Their replacement phase is left
-// out until that is found and fixed.
+// GlusterFS; each passed in other runs). One cause since found and fixed:
+// a copy of a File owed to the share that met another host's version
+// landed since its check was taken for written back (tiers.Stack.payFrom).
+// Their replacement phase stays out until runs show it passes.
 func directStore(e engineproto.Engine) bool {
 	switch e.(type) {
 	case *engineproto.VLLM, *engineproto.LMCache:
