@@ -76,16 +76,11 @@ func (s *Stack) payOne(sd tier.Lower, k format.Key) error {
 		if err != nil {
 			continue
 		}
-		if registry.Of(k).Replaces() {
-			if _, newer := sd.SupersedeForeign(k, info.MTime); newer {
-				s.paid(sd, k)
-				s.staleVersion(k)
-				return nil
-			}
-		}
-		w, opts, err := s.copyOut(src, sd, k)
-		if err == nil {
-			err = s.commitCopy(src, w, opts, k, func() error { return nil })
+		stale, err := s.payFrom(src, sd, k, info)
+		if stale {
+			s.paid(sd, k)
+			s.staleVersion(k)
+			return nil
 		}
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrCorrupt) {
 			continue // removed or replaced meanwhile; a corrupt copy is not sent
@@ -99,4 +94,35 @@ func (s *Stack) payOne(sd tier.Lower, k format.Key) error {
 	}
 	s.paid(sd, k) // on no private tier now: removed (or a new version, which has its own write-back)
 	return nil
+}
+
+// payTries bounds the copies payFrom makes of one File.
+const payTries = 3
+
+// payFrom copies k, which src holds (info), to the shared tier sd. A File
+// first supersedes another host's older version at its name (stale: the
+// share's is newer). Another host's version that lands between that
+// check and the commit makes the commit meet a file it does not know
+// (ErrExist, which commitCopy takes for "there already"): the share
+// then holds the other's version, unknown to sd's index, so no check of
+// the File ever ran, and this host went on serving its own copy, the
+// old version, after the other host replaced the name (vLLM's and
+// LMCache's files, published on the nvme, in TestSharedFSEngines). So
+// a File that sd does not index after the commit is tried again.
+func (s *Stack) payFrom(src, sd tier.Lower, k format.Key, info Info) (stale bool, err error) {
+	files := registry.Of(k).Replaces()
+	for try := 1; ; try++ {
+		if files {
+			if _, newer := sd.SupersedeForeign(k, info.MTime); newer {
+				return true, nil
+			}
+		}
+		w, opts, err := s.copyOut(src, sd, k)
+		if err == nil {
+			err = s.commitCopy(src, w, opts, k, func() error { return nil })
+		}
+		if err != nil || !files || sd.Index().Has(k) || try == payTries {
+			return false, err
+		}
+	}
 }

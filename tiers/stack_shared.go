@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/dir"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
@@ -67,7 +68,12 @@ func (s *Stack) watchShared() {
 // share, move_shared.go). A dirty or pinned block in memory stays,
 // and with it the private copies. With replaced (another host published
 // a new version on the share) the copies go whatever the shared tiers
-// hold now: they are the old version's.
+// hold now: they are the old version's. So for a File (a name that
+// takes new versions) gone from the share: what a shared tier holds
+// under its name by the time the drop runs (it waits for the key's lock)
+// was published after the removal, another version (a lookup found it
+// meanwhile); kept, the old copies were served for good, since every
+// later check found the share's file as the index had it.
 func (s *Stack) dropGone(keys []format.Key, replaced bool) {
 	for _, k := range keys {
 		mu := s.keyLock(k)
@@ -75,7 +81,7 @@ func (s *Stack) dropGone(keys []format.Key, replaced bool) {
 		pinned, dirty := s.mem.Index().Flags(k)
 		held := false
 		for _, d := range s.dirs {
-			if d.Shared() && d.Index().Has(k) && !replaced {
+			if d.Shared() && d.Index().Has(k) && !replaced && !registry.Of(k).Replaces() {
 				held = true
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/layout/registry"
 	"github.com/ucmfs/ucmfs/tiers/tier"
 	"golang.org/x/sys/unix"
 )
@@ -32,14 +33,25 @@ func (t *Tier) sharedDir() *sharedDir {
 func (t *sharedDir) touchEvery() time.Duration { return min(time.Minute, t.keepRecent/4) }
 
 // touched moves key's mtime to now when it is older than touchEvery:
-// the use other daemons see and evict by.
+// the use other daemons see and evict by. A File's is stat'ed first:
+// when the share holds another version than the index's (another host
+// replaced it), it is left to the File's check (otherVersion), since,
+// stamped, its mtime taken into the index would hide the new version. A
+// replacement between that stat and the utimes, one system call apart,
+// can still be hidden so, until the name changes again.
 func (t *sharedDir) touched(key format.Key) {
 	info, _, ok := tier.IndexGet(t.idx, key)
 	if !ok || time.Since(info.MTime) < t.touchEvery() {
 		return
 	}
-	now := time.Now()
 	p := key.Path()
+	if registry.Of(key).Replaces() {
+		var st unix.Stat_t
+		if err := t.do("stat", func() error { return t.fs.Stat(p, &st) }, nil); err != nil || t.otherVersion(key, &st) {
+			return
+		}
+	}
+	now := time.Now()
 	if err := t.do("utimes", func() error { return t.fs.Chtimes(p, now, now) }, nil); err == nil {
 		t.idx.SetMTime(key, now)
 	}
@@ -67,9 +79,36 @@ func (t *sharedDir) mayEvict(key format.Key) bool {
 		if t.yieldRecent(key) {
 			return true
 		}
+		if t.otherVersion(key, &st) {
+			return false
+		}
 		t.idx.SetMTime(key, mtime)
 		return false
 	}
 	t.sawOld()
+	return true
+}
+
+// otherVersion reports whether st, the share's file at key, is not the
+// version the index holds, for a File (a name that takes new versions):
+// its size or mtime is not the index's. Then it is checked at once
+// (revalidateFile), which takes the new version and drops this host's
+// copies of the old. The mtime of a block moves only with use; a File's
+// may be another host's version of the same size, and taking its mtime
+// into the index (as mayEvict does for a block) made every later check
+// find the share's file as the index had it: the old copies were served
+// for good.
+func (t *sharedDir) otherVersion(key format.Key, st *unix.Stat_t) bool {
+	if !registry.Of(key).Replaces() {
+		return false
+	}
+	info, _, ok := tier.IndexGet(t.idx, key)
+	if !ok || info.Size == st.Size && info.MTime.Equal(statMTime(st)) {
+		return false
+	}
+	t.view.mu.Lock()
+	delete(t.view.files, key) // due now
+	t.view.mu.Unlock()
+	t.revalidateFile(key)
 	return true
 }

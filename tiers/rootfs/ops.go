@@ -108,9 +108,11 @@ func (r *Root) MkdirAll(rel string, perm uint32) error {
 	}
 	err := r.Mkdir(rel, perm)
 	if errors.Is(err, unix.EEXIST) {
-		if err := r.Lstat(rel, &st); err != nil {
+		typ, err := FoundDir(r, rel, perm) // another's mkdir, perhaps under way
+		if err != nil {
 			return err
 		}
+		st.Mode = typ
 		return r.isDir("mkdir", rel, &st)
 	}
 	return err

@@ -181,8 +181,13 @@ func (c *DirCache) mkdirAll(r rootfs.FS, rel string, perm uint32) error {
 		err = r.Mkdir(rel, perm)
 	}
 	if errors.Is(err, unix.EEXIST) {
-		if err := r.MkdirAll(rel, perm); err != nil {
-			return err // not a directory: MkdirAll refuses a file
+		// Found, or another host's mkdir under way (rootfs.FoundDir).
+		typ, err := rootfs.FoundDir(r, rel, perm)
+		if err != nil {
+			return err
+		}
+		if typ != unix.S_IFDIR {
+			return r.MkdirAll(rel, perm) // refuses it: ENOTDIR, ELOOP for a link
 		}
 	} else if err != nil {
 		return err
