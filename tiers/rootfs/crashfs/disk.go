@@ -38,7 +38,8 @@ type Disk struct {
 	dirs  map[ident]map[string]entry // the durable entries of each directory
 	// attrs: the xattrs of each file as of the last sync of a directory
 	// naming it (metadata, committed with the names), for a file gone
-	// since (renamed over, unlinked) whose durable name still is its.
+	// since (renamed over, unlinked) whose durable name still is its;
+	// none once a sync of the file recorded them later (files).
 	attrs map[ident]map[string][]byte
 	lates []string // operations on a filesystem after its Close
 	// listed, when set (by a test), runs in a directory's sync after

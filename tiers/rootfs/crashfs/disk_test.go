@@ -221,3 +221,38 @@ func cutThenCheck(t *testing.T, dir string, d *Disk, fs rootfs.FS, b, crc string
 		t.Errorf("f's xattr after the cut: %q %v, want %q", val[:max(n, 0)], err, crc)
 	}
 }
+
+// TestFileSyncAfterNameSyncKeepsItsXattrs: a file's xattrs set after a
+// sync of its directory, then made durable by a sync of the file, come
+// back with its bytes when the file was renamed over before the cut
+// (its inode gone): the later record wins. They came back as of the
+// directory's sync, which an fsync of the file had superseded (ext4's
+// fsync commits the journal, the xattr with it).
+func TestFileSyncAfterNameSyncKeepsItsXattrs(t *testing.T) {
+	dir, d, fs := openDisk(t)
+	write(t, fs, "f", "v0", false)
+	setCRC := func(crc string) {
+		t.Helper()
+		if err := unix.Setxattr(filepath.Join(dir, "f"), "user.crc", []byte(crc), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setCRC("old")
+	if err := fs.SyncDir("."); err != nil {
+		t.Fatal(err)
+	}
+	setCRC("crc0")
+	f, err := fs.OpenFile("f", unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SyncFile(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	write(t, fs, "g", "v1, never made durable", false)
+	if err := fs.Rename("g", "f", 0); err != nil {
+		t.Fatal(err)
+	}
+	cutThenCheck(t, dir, d, fs, "v0", "crc0")
+}

@@ -40,12 +40,15 @@ func (d *Disk) syncFile(f *os.File) error {
 	return nil
 }
 
-// keep makes img id's durable image (d.mu held).
+// keep makes img id's durable image (d.mu held). Its xattrs supersede
+// those a directory's sync recorded for id before (d.attrs): the later
+// record of a file's xattrs is the durable one.
 func (d *Disk) keep(id ident, img image) {
 	if old, ok := d.files[id]; ok {
 		os.Remove(old.bytes)
 	}
 	d.files[id] = img
+	delete(d.attrs, id)
 }
 
 // capture copies the file fd's bytes into the shadow directory, with its
