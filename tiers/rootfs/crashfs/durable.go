@@ -169,9 +169,12 @@ func listDir(fd int, attrs map[ident]map[string][]byte) (ident, map[string]entry
 				ents[name] = entry{id: eid}
 				break
 			}
-			fid, x, ok := fileAttrs(fd, name)
-			if !ok {
+			fid, x, err := fileAttrs(fd, name)
+			if errors.Is(err, unix.ENOENT) {
 				continue // gone since the listing
+			}
+			if err != nil {
+				fid = eid // durable all the same, its xattrs unread
 			}
 			ents[name] = entry{id: fid}
 			if x != nil {
@@ -184,25 +187,28 @@ func listDir(fd int, attrs map[ident]map[string][]byte) (ident, map[string]entry
 
 // fileAttrs reads the identity and xattrs of the file name in the
 // directory fd from one descriptor of it, so that they are one file's
-// (x is nil when they cannot be read). ok is false when the name is no
-// longer a regular file's.
-func fileAttrs(dir int, name string) (id ident, x map[string][]byte, ok bool) {
+// (x is nil when they cannot be read). ENOENT: the name is no longer a
+// regular file's.
+func fileAttrs(dir int, name string) (id ident, x map[string][]byte, err error) {
 	f, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return id, nil, false
+		return id, nil, err
 	}
 	defer unix.Close(f)
 	id, st, err := statx(f, "")
-	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return id, nil, false
+	if err != nil {
+		return id, nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return id, nil, unix.ENOENT
 	}
 	if x, err = xattrs(f); err != nil {
-		return id, nil, true
+		return id, nil, nil
 	}
 	if x == nil {
 		x = map[string][]byte{}
 	}
-	return id, x, true
+	return id, x, nil
 }
 
 // syncAll records everything beneath the directory durable, as it is.
