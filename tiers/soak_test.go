@@ -97,6 +97,10 @@ func (sr *soakRun) logf(format string, args ...any) {
 //   - older: no version, or one older than the last acknowledged durable,
 //     after a power cut (a directory made by a failed attempt never
 //     fsynced in its parent): TestDurablePutAfterFailedDirSyncSurvivesPowerCut;
+//     or the durable version quarantined as corrupt (the crash disk gave
+//     the name's durable file the CRC xattr of the file renamed over it
+//     during a sync of its directory): crashfs's
+//     TestSyncDirKeepsEachFileItsOwnXattrs;
 //   - gone, back: a removal answered not found, or done, while a Down
 //     tier kept the file: TestRemoveWhileTierDownIsNotDone;
 //   - stale: a read older than the last published (met with the removals

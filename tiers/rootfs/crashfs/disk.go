@@ -24,7 +24,11 @@ type Disk struct {
 	Torn    bool
 	TornLen func(n int) int
 
-	ops   sync.RWMutex // held for reading by every operation, for writing by PowerCut
+	ops sync.RWMutex // held for reading by every operation, for writing by PowerCut
+	// names is held for reading by a rename, for writing by a sync while
+	// it lists a directory: a rename is in a directory's sync whole, or
+	// not at all, as on a real filesystem.
+	names sync.RWMutex
 	cut   atomic.Bool
 	fault atomic.Pointer[func(op, rel string) error]
 	count atomic.Int64 // operations so far
@@ -34,11 +38,15 @@ type Disk struct {
 	dirs  map[ident]map[string]entry // the durable entries of each directory
 	// attrs: the xattrs of each file as of the last sync of a directory
 	// naming it (metadata, committed with the names), for a file gone
-	// since (renamed over, unlinked) whose durable name still is its.
+	// since (renamed over, unlinked) whose durable name still is its;
+	// none once a sync of the file recorded them later (files).
 	attrs map[ident]map[string][]byte
 	lates []string // operations on a filesystem after its Close
-	root  ident
-	seq   int
+	// listed, when set (by a test), runs in a directory's sync after
+	// its entries are listed: what another operation did then.
+	listed func()
+	root   ident
+	seq    int
 }
 
 // ident is a file's identity: its inode and birth time (an inode number

@@ -134,19 +134,7 @@ func TestTornKeepsLatestXattrs(t *testing.T) {
 	if err := fs.SyncDir("."); err != nil {
 		t.Fatal(err)
 	}
-	d.PowerCut()
-	fs.Close()
-	if err := d.Restore(); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "f")
-	if got, err := os.ReadFile(p); err != nil || string(got) != "latest bytes," {
-		t.Errorf("f after the cut: %q %v, want the torn prefix %q", got, err, "latest bytes,")
-	}
-	val := make([]byte, 16)
-	if n, err := unix.Getxattr(p, "user.crc", val); err != nil || string(val[:n]) != "1234" {
-		t.Errorf("f's xattr after the cut: %q %v, want the latest, %q", val[:max(n, 0)], err, "1234")
-	}
+	cutThenCheck(t, dir, d, fs, "latest bytes,", "1234")
 }
 
 // TestNameKeepsXattrsOfItsSync: a file whose name a directory's sync made
@@ -166,19 +154,7 @@ func TestNameKeepsXattrsOfItsSync(t *testing.T) {
 	if err := fs.Rename("g", "f", 0); err != nil {
 		t.Fatal(err)
 	}
-	d.PowerCut()
-	fs.Close()
-	if err := d.Restore(); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "f")
-	if got, err := os.ReadFile(p); err != nil || len(got) != 0 {
-		t.Errorf("f after the cut: %q %v, want it empty", got, err)
-	}
-	val := make([]byte, 16)
-	if n, err := unix.Getxattr(p, "user.crc", val); err != nil || string(val[:n]) != "1234" {
-		t.Errorf("f's xattr after the cut: %q %v, want the one of its sync, %q", val[:max(n, 0)], err, "1234")
-	}
+	cutThenCheck(t, dir, d, fs, "", "1234")
 }
 
 // TestLateOperationsListed: an operation on a filesystem after its Close
@@ -192,4 +168,91 @@ func TestLateOperationsListed(t *testing.T) {
 	if late := d.Late(); len(late) != 1 || late[0] != "mkdir a" {
 		t.Fatalf("late operations %q, want the mkdir", late)
 	}
+}
+
+// TestSyncDirKeepsEachFileItsOwnXattrs: a rename over a durable name
+// while its directory is synced (the sync of another file's publish)
+// leaves the name's durable file with its own xattrs. The sync recorded
+// the file it listed at the name with the xattrs of the file renamed
+// over it since: after the cut the old bytes came back with the new
+// version's CRC xattr, and the tiers quarantined the durable version as
+// corrupt (the soak's "older", seed 1796657537023906878).
+func TestSyncDirKeepsEachFileItsOwnXattrs(t *testing.T) {
+	dir, d, fs := openDisk(t)
+	publish := func(rel, b, crc string) {
+		t.Helper()
+		write(t, fs, rel, b, true)
+		if err := unix.Setxattr(filepath.Join(dir, rel), "user.crc", []byte(crc), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish("f", "v0, durable", "crc0")
+	if err := fs.SyncDir("."); err != nil {
+		t.Fatal(err)
+	}
+	publish("tmp", "v1, never made durable", "crc1")
+	d.listed = func() {
+		d.listed = nil
+		if err := os.Rename(filepath.Join(dir, "tmp"), filepath.Join(dir, "f")); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := fs.SyncDir("."); err != nil {
+		t.Fatal(err)
+	}
+	cutThenCheck(t, dir, d, fs, "v0, durable", "crc0")
+}
+
+// cutThenCheck cuts the power, closes fs, restores d, and checks that
+// the file f in dir came back with the bytes b and the xattr user.crc.
+func cutThenCheck(t *testing.T, dir string, d *Disk, fs rootfs.FS, b, crc string) {
+	t.Helper()
+	d.PowerCut()
+	fs.Close()
+	if err := d.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "f")
+	if got, err := os.ReadFile(p); err != nil || string(got) != b {
+		t.Errorf("f after the cut: %q %v, want %q", got, err, b)
+	}
+	val := make([]byte, 16)
+	if n, err := unix.Getxattr(p, "user.crc", val); err != nil || string(val[:n]) != crc {
+		t.Errorf("f's xattr after the cut: %q %v, want %q", val[:max(n, 0)], err, crc)
+	}
+}
+
+// TestFileSyncAfterNameSyncKeepsItsXattrs: a file's xattrs set after a
+// sync of its directory, then made durable by a sync of the file, come
+// back with its bytes when the file was renamed over before the cut
+// (its inode gone): the later record wins. They came back as of the
+// directory's sync, which an fsync of the file had superseded (ext4's
+// fsync commits the journal, the xattr with it).
+func TestFileSyncAfterNameSyncKeepsItsXattrs(t *testing.T) {
+	dir, d, fs := openDisk(t)
+	write(t, fs, "f", "v0", false)
+	setCRC := func(crc string) {
+		t.Helper()
+		if err := unix.Setxattr(filepath.Join(dir, "f"), "user.crc", []byte(crc), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setCRC("old")
+	if err := fs.SyncDir("."); err != nil {
+		t.Fatal(err)
+	}
+	setCRC("crc0")
+	f, err := fs.OpenFile("f", unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SyncFile(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	write(t, fs, "g", "v1, never made durable", false)
+	if err := fs.Rename("g", "f", 0); err != nil {
+		t.Fatal(err)
+	}
+	cutThenCheck(t, dir, d, fs, "v0", "crc0")
 }

@@ -13,6 +13,9 @@
 //     whose file's bytes never were comes back empty, or, with Torn, as a
 //     prefix of what was written: what ext4's delayed allocation leaves.
 //     Its xattrs are the latest (metadata, journaled with the names).
+//     A directory's sync is atomic with a rename, as on a real
+//     filesystem: it records the names before the rename or after it,
+//     each with its own file's xattrs.
 //
 // The durable state is recorded, not guessed: at each sync the file's
 // bytes are copied into a shadow directory outside the root, keyed by

@@ -40,12 +40,15 @@ func (d *Disk) syncFile(f *os.File) error {
 	return nil
 }
 
-// keep makes img id's durable image (d.mu held).
+// keep makes img id's durable image (d.mu held). Its xattrs supersede
+// those a directory's sync recorded for id before (d.attrs): the later
+// record of a file's xattrs is the durable one.
 func (d *Disk) keep(id ident, img image) {
 	if old, ok := d.files[id]; ok {
 		os.Remove(old.bytes)
 	}
 	d.files[id] = img
+	delete(d.attrs, id)
 }
 
 // capture copies the file fd's bytes into the shadow directory, with its
@@ -107,30 +110,28 @@ func xattrs(fd int) (map[string][]byte, error) {
 	return out, nil
 }
 
-// syncDir records the entries of the directory rel beneath r durable.
+// syncDir records the entries of the directory rel beneath r durable,
+// with the xattrs of each file. The listing holds off renames (d.names),
+// as a directory's fsync is atomic with a rename on a real filesystem,
+// and each file's identity and xattrs are read from one descriptor of
+// it (listDir): the xattrs read by name after the listing were those of
+// whatever file a rename had put there since, recorded as the listed
+// file's.
 func (d *Disk) syncDir(r *rootfs.Root, rel string) error {
 	fd, err := r.OpenFD(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	id, ents, err := listDir(fd)
+	attrs := map[ident]map[string][]byte{}
+	d.names.Lock()
+	id, ents, err := listDir(fd, attrs)
+	d.names.Unlock()
 	if err != nil {
 		return err
 	}
-	attrs := map[ident]map[string][]byte{}
-	for name, e := range ents {
-		if e.dir {
-			continue
-		}
-		f, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue // gone since the listing
-		}
-		if x, err := xattrs(f); err == nil {
-			attrs[e.id] = x
-		}
-		unix.Close(f)
+	if d.listed != nil {
+		d.listed()
 	}
 	d.mu.Lock()
 	d.dirs[id] = ents
@@ -140,8 +141,9 @@ func (d *Disk) syncDir(r *rootfs.Root, rel string) error {
 }
 
 // listDir lists the directory fd with the identity of each file and
-// directory in it (anything else is no tier's and left out).
-func listDir(fd int) (ident, map[string]entry, error) {
+// directory in it (anything else is no tier's and left out); attrs, when
+// not nil, gets the xattrs of each file.
+func listDir(fd int, attrs map[ident]map[string][]byte) (ident, map[string]entry, error) {
 	id, _, err := statx(fd, "")
 	if err != nil {
 		return id, nil, err
@@ -163,14 +165,56 @@ func listDir(fd int) (ident, map[string]entry, error) {
 		case unix.S_IFDIR:
 			ents[name] = entry{id: eid, dir: true}
 		case unix.S_IFREG:
-			ents[name] = entry{id: eid}
+			if attrs == nil {
+				ents[name] = entry{id: eid}
+				break
+			}
+			fid, x, err := fileAttrs(fd, name)
+			if errors.Is(err, unix.ENOENT) {
+				continue // gone since the listing
+			}
+			if err != nil {
+				fid = eid // durable all the same, its xattrs unread
+			}
+			ents[name] = entry{id: fid}
+			if x != nil {
+				attrs[fid] = x
+			}
 		}
 	}
 	return id, ents, nil
 }
 
+// fileAttrs reads the identity and xattrs of the file name in the
+// directory fd from one descriptor of it, so that they are one file's
+// (x is nil when they cannot be read). ENOENT: the name is no longer a
+// regular file's.
+func fileAttrs(dir int, name string) (id ident, x map[string][]byte, err error) {
+	f, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return id, nil, err
+	}
+	defer unix.Close(f)
+	id, st, err := statx(f, "")
+	if err != nil {
+		return id, nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return id, nil, unix.ENOENT
+	}
+	if x, err = xattrs(f); err != nil {
+		return id, nil, nil
+	}
+	if x == nil {
+		x = map[string][]byte{}
+	}
+	return id, x, nil
+}
+
 // syncAll records everything beneath the directory durable, as it is.
 func (d *Disk) syncAll() error {
+	d.names.Lock()
+	defer d.names.Unlock()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, img := range d.files {
@@ -189,7 +233,7 @@ func (d *Disk) syncAll() error {
 
 // walk records the directory fd and everything beneath it (d.mu held).
 func (d *Disk) walk(fd int) (ident, error) {
-	id, ents, err := listDir(fd)
+	id, ents, err := listDir(fd, nil)
 	if err != nil {
 		return id, err
 	}

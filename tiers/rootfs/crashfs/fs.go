@@ -63,10 +63,15 @@ func (f *FS) Syncfs() error {
 }
 
 // guard runs fn, after the fault hook, under the Disk's read lock, so a
-// power cut waits for the operation (its sync recorded or not) to end.
+// power cut waits for the operation (its sync recorded or not) to end;
+// a rename also waits for a sync's listing of a directory (Disk.names).
 func (f *FS) guard(op, rel string, fn func() error) error {
 	f.d.ops.RLock()
 	defer f.d.ops.RUnlock()
+	if op == "rename" {
+		f.d.names.RLock()
+		defer f.d.names.RUnlock()
+	}
 	if f.d.cut.Load() {
 		return &os.PathError{Op: op, Path: f.Path(rel), Err: unix.EIO}
 	}

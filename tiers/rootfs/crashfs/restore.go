@@ -96,9 +96,10 @@ func (d *Disk) make(id ident, p string, made map[ident]string, now map[ident]str
 // makeFile makes the file id at p from its durable image (empty if it
 // has none), torn with the bytes at latest when Torn is set. Its xattrs
 // are those of the file at latest when there is one, else those it had
-// at the last sync of a directory naming it: an xattr is metadata, which
-// a journaling filesystem commits with the names (ext4's delayed
-// allocation loses the bytes, not the inode).
+// at the later of the last sync of a directory naming it and the last
+// sync of the file: an xattr is metadata, which a journaling filesystem
+// commits with the names (ext4's delayed allocation loses the bytes, not
+// the inode).
 func (d *Disk) makeFile(p string, id ident, latest string) error {
 	img, synced := d.files[id]
 	var b []byte
