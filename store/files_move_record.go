@@ -113,7 +113,9 @@ func (s *Store) recordDirMove(model string, r DirMoveRecord) error {
 
 // endDirMove drops r from model's record: the move is over (done, or
 // undone). A record left by a failure to write is finished at the next
-// start, which finds nothing left to move.
+// start, which finds nothing left to move, unless a file was published
+// beneath the directory's old name since: that one moves too (an open
+// finding of the store soak, move-record-left).
 func (s *Store) endDirMove(model string, r DirMoveRecord) {
 	err := s.updateSettings(model, func(v *Settings) error {
 		v.Moves = slices.DeleteFunc(v.Moves, func(x DirMoveRecord) bool { return x == r })

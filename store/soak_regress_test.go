@@ -51,7 +51,11 @@ func TestFlushedAfterWriteBackSurvivesPowerCut(t *testing.T) {
 			}
 			s, st := crashStore(t, disk, t.TempDir())
 			k, _ := testBlock(0, 0)
-			for n := range 4 { // the first written back to make room
+			// The first written back to make room: the fourth block
+			// needs it, unless a writer found room otherwise (a loaded
+			// machine's background write-back picks its own order), so
+			// more blocks follow until it is, a bounded number.
+			for n := 0; n < 16 && (n < 4 || st.TierHolds(tiers.Memory, k) || !st.TierHolds(1, k)); n++ {
 				k, data := testBlock(n, 100<<10)
 				if _, err := publishDraft(s, k, data); err != nil {
 					t.Fatal(err)

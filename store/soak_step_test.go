@@ -149,6 +149,10 @@ func (sr *storeSoak) check(n *soakName) {
 		if v == -1 {
 			class = "dropped"
 		}
+		if sr.recordLeft.Load() {
+			// gone from the moved directory, or back in its target
+			class = "move-record-left"
+		}
 		sr.open(class, "read %s: v%d, want one of %v", n.key, v, n.now)
 	}
 	n.took(v, &sr.book) // a move that failed took place
