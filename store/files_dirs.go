@@ -78,6 +78,9 @@ func (s *Store) FilesMkdir(model, dir string, uid uint32) error {
 	case s.FilesDir(model, dir), s.stack.HasKey(format.FileKey(model, dir)):
 		return fmt.Errorf("%s/%s: %w", model, dir, ErrExist)
 	}
+	if err := s.dropLeftBeneath(model, dir); err != nil {
+		return err // files_move_left.go
+	}
 	if err := s.trees.claim(uid); err != nil {
 		return err
 	}

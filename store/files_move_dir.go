@@ -109,6 +109,9 @@ func (s *Store) MoveFilesDir(ctx context.Context, model, from, toModel, to strin
 	if err := s.checkMoveTarget(toModel, to); err != nil {
 		return err
 	}
+	if err := s.dropLeftBeneath(toModel, to); err != nil {
+		return err // files_move_left.go: before a directory made on the share
+	}
 	m, err := s.awaitDirMove(ctx, model, from, toModel, to)
 	if err != nil {
 		return err

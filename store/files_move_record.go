@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -112,27 +111,31 @@ func (s *Store) recordDirMove(model string, r DirMoveRecord) error {
 }
 
 // endDirMove drops r from model's record: the move is over (done, or
-// undone). A record left by a failure to write is finished at the next
-// start, which finds nothing left to move, unless a file was published
-// beneath the directory's old name since: that one moves too (an open
-// finding of the store soak, move-record-left).
+// undone). A record the write could not drop is left on the tiers, and
+// remembered as left (files_move_left.go) until a write of the model's
+// settings drops it: nothing is published beneath its From meanwhile,
+// so the next start, which finishes it, finds nothing to move.
 func (s *Store) endDirMove(model string, r DirMoveRecord) {
 	err := s.updateSettings(model, func(v *Settings) error {
-		v.Moves = slices.DeleteFunc(v.Moves, func(x DirMoveRecord) bool { return x == r })
+		v.Moves = deleteMove(v.Moves, r)
+		s.leftMoves.add(model, r, false) // under the write: dropped with it, or left
 		return nil
 	})
 	if err != nil {
-		s.log.Warn("directory move: its record not dropped (the next start finds the move done)", "model", model, "from", r.From, "err", err)
+		s.log.Warn("directory move: its record not dropped (the next start finds the move done; nothing is published beneath the old name until it is dropped)", "model", model, "from", r.From, "err", err)
 	}
 }
 
 // finishDirMoves finishes the directory moves a crash cut short: those
-// the models' records hold at start.
+// the models' records hold at start. One that does not finish keeps its
+// record, for the next start, until something is published beneath its
+// From (files_move_left.go: left as unfinished).
 func (s *Store) finishDirMoves() {
 	for _, model := range s.models.list() {
 		for _, r := range s.modelSettings(model).Moves {
 			if err := s.finishDirMove(model, r); err != nil {
 				s.log.Error("directory move cut short by a crash: not finished (its files are under either path)", "model", model, "from", r.From, "to_model", r.ToModel, "to", r.To, "err", err)
+				s.leftMoves.add(model, r, true)
 				continue
 			}
 			s.log.Info("directory move cut short by a crash: finished", "model", model, "from", r.From, "to_model", r.ToModel, "to", r.To)

@@ -35,6 +35,14 @@ func (s *Store) publish(pw *DraftFile, size int64, durable, charge bool) (Info, 
 			return tiers.Info{}, err
 		}
 	}
+	if l.Tree() {
+		// Not beneath a moved directory's old name while its record,
+		// which the next start would finish, is on the tiers.
+		if err := s.dropLeftBeneath(key.Model, key.Name); err != nil {
+			s.stack.Abort(pw)
+			return tiers.Info{}, err
+		}
+	}
 	var uid uint32
 	var charged bool
 	if charge {

@@ -56,7 +56,9 @@ type Settings struct {
 // settingsTable holds the records read or written this run. mu is a leaf;
 // write serializes the read-modify-write of a record and is held while
 // the stack writes it (taken before the stack's locks, never under
-// another mutex of this package).
+// another mutex of this package but a Draft's mu: its publish beneath a
+// directory whose move record is left drops the record first,
+// files_move_left.go).
 type settingsTable struct {
 	mu    sync.Mutex
 	m     map[string]Settings
@@ -126,7 +128,9 @@ func (s *Store) loadSettings(model string) Settings {
 }
 
 // updateSettings applies fn to model's record and persists the result
-// (unchanged records are not written). fn's error is returned as it is.
+// (unchanged records are not written, unless the model has directory
+// move records left on the tiers: files_move_left.go, which a write
+// that succeeds drops). fn's error is returned as it is.
 func (s *Store) updateSettings(model string, fn func(*Settings) error) error {
 	s.settings.write.Lock()
 	defer s.settings.write.Unlock()
@@ -137,7 +141,8 @@ func (s *Store) updateSettings(model string, fn func(*Settings) error) error {
 	if err := fn(&v); err != nil {
 		return err
 	}
-	if settingsEqual(old, v) {
+	left := s.leftMoves.dropped(model)
+	if settingsEqual(old, v) && len(left) == 0 {
 		return nil
 	}
 	b, err := json.Marshal(v)
@@ -151,6 +156,7 @@ func (s *Store) updateSettings(model string, fn func(*Settings) error) error {
 		s.log.Warn("model settings not persisted everywhere", "model", model, "err", err)
 		return err
 	}
+	s.leftMoves.remove(model, left)
 	return nil
 }
 
@@ -167,6 +173,7 @@ func (s *Store) forgetSettings(model string) {
 	delete(s.settings.m, model)
 	s.settings.mu.Unlock()
 	s.dirPins.set(model, nil)
+	s.leftMoves.forget(model)
 }
 
 // applySettings loads model's record at mount, hands its quota to the

@@ -104,6 +104,7 @@ type Store struct {
 	pins     loadPins   // blocks pinned by GPU loads in flight
 
 	settings  settingsTable       // per-model persisted settings (settings.go)
+	leftMoves leftMoves           // directory move records left on the tiers (files_move_left.go)
 	rekeys    rekeyTable          // key_pattern changes being announced (key_pattern_events.go)
 	derives   singleflight.Group  // sidecar derivations in flight, by path
 	deriveMem *semaphore.Weighted // bytes derivations hold (repr_derive.go)
