@@ -58,12 +58,7 @@ func requestTargets(b *testing.B, fn func(b *testing.B, t benchTarget)) {
 	for _, name := range []string{"mount", "tmpfs"} {
 		b.Run(name, func(b *testing.B) {
 			if name == "tmpfs" {
-				dir, err := os.MkdirTemp("/dev/shm", "ucmfs-fs-bench-")
-				if err != nil {
-					b.Skipf("no tmpfs baseline: %v", err)
-				}
-				b.Cleanup(func() { os.RemoveAll(dir) })
-				fn(b, benchTarget{root: dir})
+				fn(b, tmpfsTarget(b))
 				return
 			}
 			m := newMount(b, Options{Passthrough: true})
