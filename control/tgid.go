@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,7 +36,7 @@ func Tgid(tid uint32) uint32 {
 	tgidCache.Lock()
 	tg, ok := tgidCache.m[tid]
 	tgidCache.Unlock()
-	if ok && unix.Access("/proc/"+strconv.FormatUint(uint64(tg), 10)+"/task/"+strconv.FormatUint(uint64(tid), 10), unix.F_OK) == nil {
+	if ok && taskExists(tg, tid) {
 		return tg
 	}
 	tg = readTgid(tid)
@@ -49,6 +50,23 @@ func Tgid(tid uint32) uint32 {
 	}
 	return tg
 }
+
+// taskExists reports whether /proc/<tg>/task/<tid> exists: thread tid
+// is still one of process tg. The path is built on the stack and given
+// to faccessat(2) as it is: Tgid's cached answer allocates nothing.
+func taskExists(tg, tid uint32) bool {
+	var buf [40]byte // "/proc/" + 10 digits + "/task/" + 10 digits + NUL
+	p := append(buf[:0], "/proc/"...)
+	p = strconv.AppendUint(p, uint64(tg), 10)
+	p = append(p, "/task/"...)
+	p = strconv.AppendUint(p, uint64(tid), 10)
+	p = append(p, 0)
+	_, _, e := unix.Syscall6(unix.SYS_FACCESSAT, atFDCWD, uintptr(unsafe.Pointer(&p[0])), unix.F_OK, 0, 0, 0)
+	return e == 0
+}
+
+// atFDCWD is AT_FDCWD as a system call's argument.
+var atFDCWD = func() uintptr { fd := unix.AT_FDCWD; return uintptr(fd) }()
 
 // readTgid reads the thread group of thread tid from /proc/<tid>/status.
 func readTgid(tid uint32) uint32 {

@@ -55,12 +55,7 @@ func benchTargets(b *testing.B, fn func(b *testing.B, t benchTarget)) {
 	for _, name := range []string{"passthrough", "daemon", "tmpfs"} {
 		b.Run(name, func(b *testing.B) {
 			if name == "tmpfs" {
-				dir, err := os.MkdirTemp("/dev/shm", "ucmfs-fs-bench-")
-				if err != nil {
-					b.Skipf("no tmpfs baseline: %v", err)
-				}
-				b.Cleanup(func() { os.RemoveAll(dir) })
-				fn(b, benchTarget{root: dir})
+				fn(b, tmpfsTarget(b))
 				return
 			}
 			m := newMount(b, Options{Passthrough: name == "passthrough"})
@@ -70,6 +65,17 @@ func benchTargets(b *testing.B, fn func(b *testing.B, t benchTarget)) {
 			fn(b, benchTarget{root: m.mnt, m: m})
 		})
 	}
+}
+
+// tmpfsTarget is the baseline: a directory on /dev/shm, removed when
+// the benchmark ends.
+func tmpfsTarget(b *testing.B) benchTarget {
+	dir, err := os.MkdirTemp("/dev/shm", "ucmfs-fs-bench-")
+	if err != nil {
+		b.Skipf("no tmpfs baseline: %v", err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return benchTarget{root: dir}
 }
 
 // BenchmarkRead2MiB opens, reads (1 MiB at a time) and closes one 2 MiB

@@ -177,7 +177,7 @@ func (n *storedFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, u
 		n.open.SetWriter(ip)
 		return h, h.OpenFlags(), 0
 	}
-	uid := callerProc(ctx).Uid
+	uid := callerUid(ctx)
 	if err := n.s.reading.Hold(uid, 1); err != nil {
 		return nil, 0, n.s.fail("open", key.Path(), err)
 	}
@@ -255,7 +255,7 @@ func (n *blockFile) Access(ctx context.Context, mask uint32) syscall.Errno {
 	switch {
 	case mask&unix.X_OK != 0:
 		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are not executable: %w", vfs.ErrReadOnly))
-	case mask&unix.W_OK != 0 && !n.key.Kind.Headerless() && callerProc(ctx).Uid != 0:
+	case mask&unix.W_OK != 0 && !n.key.Kind.Headerless() && callerUid(ctx) != 0:
 		return n.s.fail("access", n.key.Path(), fmt.Errorf("published files are read-only: %w", vfs.ErrReadOnly))
 	}
 	return 0

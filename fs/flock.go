@@ -29,7 +29,7 @@ func (s *fsState) flock(ctx context.Context, key format.Key, owner uint64, lk *f
 func (s *fsState) flockSet(ctx context.Context, name string, owner uint64, typ uint32, wait bool) syscall.Errno {
 	var hold vfs.HoldEntry
 	if r := s.ring.Load(); r != nil {
-		hold = func() (func(), error) { return r.HoldEntry(callerProc(ctx).Uid) }
+		hold = func() (func(), error) { return r.HoldEntry(callerUid(ctx)) }
 	}
 	err := s.flocks.Set(ctx, name, owner, typ, wait, hold)
 	switch {

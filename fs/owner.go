@@ -69,7 +69,7 @@ func (s *fsState) blockAttr(a *fuse.Attr, size int64, mtime time.Time, key forma
 // Setattr of a model directory: a change of its owner or mode as
 // vfs.SetModelOwner decides; new times change nothing.
 func (m *modelNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	changed, op, err := vfs.SetModelOwner(m.s.store.Models(), m.model, callerProc(ctx).Uid, setAttrOf(in))
+	changed, op, err := vfs.SetModelOwner(m.s.store.Models(), m.model, callerUid(ctx), setAttrOf(in))
 	if err != nil {
 		return m.s.fail(op, m.model, err)
 	}
@@ -118,7 +118,7 @@ func (d *shardNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 	d.attr(&out.Attr)
 	sa := setAttrOf(in)
 	if sa.Mode != nil {
-		if err := d.s.store.Models().CheckOwner(d.sh.Model, callerProc(ctx).Uid); err != nil {
+		if err := d.s.store.Models().CheckOwner(d.sh.Model, callerUid(ctx)); err != nil {
 			return d.s.fail("chmod", d.what, err)
 		}
 		sa.Mode = nil
@@ -129,7 +129,7 @@ func (d *shardNode) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.Set
 // checkModelOwner refuses a change of model's settings (its xattrs) by
 // anyone but its owner or root.
 func (s *fsState) checkModelOwner(ctx context.Context, model, attr string) syscall.Errno {
-	if err := s.store.Models().CheckOwner(model, callerProc(ctx).Uid); err != nil {
+	if err := s.store.Models().CheckOwner(model, callerUid(ctx)); err != nil {
 		return s.fail("setxattr", model+" "+attr, err)
 	}
 	return 0

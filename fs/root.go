@@ -113,7 +113,7 @@ func (r *rootNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if name == ucmName {
 		return r.s.fail("rmdir", name, store.ErrImmutable)
 	}
-	return r.s.refuse("rmdir", name, vfs.RemoveModel(r.s.store, name, callerProc(ctx).Uid))
+	return r.s.refuse("rmdir", name, vfs.RemoveModel(r.s.store, name, callerUid(ctx)))
 }
 
 // ucmName is the control directory's name in the root.
@@ -124,7 +124,7 @@ type ucmHost struct{ s *fsState }
 
 func (h ucmHost) Fail(op, path string, err error) syscall.Errno { return h.s.fail(op, path, err) }
 func (h ucmHost) Errno(err error) syscall.Errno                 { return toErrno(err) }
-func (h ucmHost) Uid(ctx context.Context) uint32                { return callerProc(ctx).Uid }
+func (h ucmHost) Uid(ctx context.Context) uint32                { return callerUid(ctx) }
 func (h ucmHost) DirAttr(a *fuse.Attr, nlink uint32)            { h.s.dirAttr(a, nlink) }
 func (h ucmHost) Node() ucmdir.Common                           { return common{s: h.s} }
 func (h ucmHost) Dir(what string) ucmdir.DirNode {

@@ -162,7 +162,7 @@ func (d *shardNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) 
 // Readdir lists the published files of the shard, sorted by id, a
 // block's sidecar before it (vfs.Shard.Listing, vfs/shard_order.go).
 func (d *shardNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	list := d.sh.Listing(d.s.store, d.s.inos, callerProc(ctx).Uid)
+	list := d.sh.Listing(d.s.store, d.s.inos, callerUid(ctx))
 	ents := append(make([]fuse.DirEntry, 0, 2+len(list)), dots(d.ino, d.s.modelIno(d.sh.Model))...)
 	for _, e := range list {
 		ents = append(ents, fuse.DirEntry{Name: e.Name, Mode: syscall.S_IFREG, Ino: e.Ino})
@@ -190,7 +190,7 @@ func (d *shardNode) Create(ctx context.Context, name string, flags uint32, mode 
 // staging returns the staging file name is in this shard for the caller
 // (vfs.Shard.Staging), or nil.
 func (d *shardNode) staging(ctx context.Context, name string) *store.Draft {
-	return d.sh.Staging(d.s.store, name, callerProc(ctx).Uid)
+	return d.sh.Staging(d.s.store, name, callerUid(ctx))
 }
 
 // pendingInode returns the node of a file being written and fills out;

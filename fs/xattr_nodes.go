@@ -58,7 +58,7 @@ func (n *storedFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscal
 // new layout makes after it (in the background: the kernel holds this
 // directory's lock until the request is answered).
 func (m *modelNode) xattrs(ctx context.Context) *store.Attrs {
-	a := m.s.store.Models().Attrs(m.model, callerProc(ctx).Uid)
+	a := m.s.store.Models().Attrs(m.model, callerUid(ctx))
 	set := a.Set
 	a.Set = func(name, value string) error {
 		if err := set(name, value); err != nil || name != "layout" {

@@ -89,6 +89,8 @@ type Stack struct {
 	mem  *mem.Tier
 	dirs []tier.Lower
 
+	holderLists [][]string // BlockInfo.Holders by the tiers holding a file (makeHolderLists)
+
 	locks [256]sync.Mutex
 	seed  maphash.Seed
 
@@ -220,6 +222,7 @@ func newStack(cfg StackConfig, mt *mem.Tier, dirs []tier.Lower) (*Stack, error) 
 		promo:    newPromoteQueue(),
 		stop:     make(chan struct{}),
 	}
+	s.holderLists = makeHolderLists(mt.Name(), dirs)
 	s.cfg.setDirtyDefaults(mt.Usage().Capacity, dirs)
 	for _, d := range dirs {
 		d.OnRootLost(s.keepLost)

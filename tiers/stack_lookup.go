@@ -27,7 +27,7 @@ type Handle struct {
 // BlockInfo describes a published key across the stack.
 type BlockInfo struct {
 	Info
-	Holders []string // tiers holding the file, fastest first
+	Holders []string // tiers holding the file, fastest first (shared: not to be changed)
 	Dirty   bool     // in memory only, not yet on a persistent tier
 	Pinned  bool     // kept in memory
 }
@@ -188,10 +188,14 @@ func (s *Stack) Stat(k format.Key) (BlockInfo, error) {
 
 // stat is Stat's look at the tiers' indexes.
 func (s *Stack) stat(k format.Key) (bi BlockInfo, found bool) {
+	var held uint64 // the tiers holding k: bit 0 memory, bit i+1 directory tier i
 	if e, ok := s.mem.Index().Get(k); ok {
 		in, pinned, dirty := tier.InfoOf(&e), e.Is(index.Pinned), e.Is(index.Dirty)
 		bi.Info, found = in, true
-		bi.Holders = append(bi.Holders, s.mem.Name())
+		held |= 1
+		if s.holderLists == nil {
+			bi.Holders = append(bi.Holders, s.mem.Name())
+		}
 		bi.Dirty, bi.Pinned = dirty, pinned
 	}
 	for i, d := range s.dirs {
@@ -206,9 +210,45 @@ func (s *Stack) stat(k format.Key) (bi BlockInfo, found bool) {
 		if !bi.HasCRC && in.HasCRC {
 			bi.CRC, bi.HasCRC = in.CRC, true
 		}
-		bi.Holders = append(bi.Holders, d.Name())
+		held |= 1 << min(i+1, 63)
+		if s.holderLists == nil {
+			bi.Holders = append(bi.Holders, d.Name())
+		}
+	}
+	if s.holderLists != nil {
+		bi.Holders = s.holderLists[held]
 	}
 	return bi, found
+}
+
+// maxListedDirs is the most directory tiers a stack makes holderLists
+// for: 2^(1+maxListedDirs) lists.
+const maxListedDirs = 6
+
+// makeHolderLists returns every list BlockInfo.Holders may be, by the set
+// of tiers holding a file (bit 0 the memory tier mem, bit i+1 directory
+// tier i of dirs), or nil for a stack of more than maxListedDirs directory
+// tiers. A stat shares them instead of building one each time (two
+// allocations per GETATTR and lookup); each is capped at its length, so
+// an append to one copies it.
+func makeHolderLists(mem string, dirs []tier.Lower) [][]string {
+	if len(dirs) > maxListedDirs {
+		return nil
+	}
+	lists := make([][]string, 1<<(1+len(dirs)))
+	for held := range lists {
+		var l []string
+		if held&1 != 0 {
+			l = append(l, mem)
+		}
+		for i, d := range dirs {
+			if held&(1<<(i+1)) != 0 {
+				l = append(l, d.Name())
+			}
+		}
+		lists[held] = l[:len(l):len(l)]
+	}
+	return lists
 }
 
 // CRC returns the payload CRC-32C of k (the bytes after the 64-byte

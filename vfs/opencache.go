@@ -1,7 +1,6 @@
 package vfs
 
 import (
-	"container/list"
 	"sync"
 	"time"
 
@@ -47,18 +46,24 @@ type Kept interface {
 	CloseKept(seq uint64)
 }
 
-// Keep is a node's place in the OpenCache while its descriptor is kept
-// (under the node's lock): zero when it is not.
+// Keep is a node's place in the OpenCache while its descriptor is kept:
+// the list's element itself, part of the node, so that keeping a
+// descriptor at each last close allocates nothing.
 type Keep struct {
-	seq  uint64        // the keep's number
-	elem *list.Element // its place in the list
+	seq uint64 // the keep's number, 0 when not kept; under the node's lock
+
+	// Under OpenCache.mu:
+	ref        IdleRef
+	prev, next *Keep // towards the front (more recently closed), the back
+	listed     bool  // on the list
 }
 
 // Is reports whether the descriptor is kept by the keep numbered seq.
-func (k *Keep) Is(seq uint64) bool { return k.elem != nil && k.seq == seq }
+func (k *Keep) Is(seq uint64) bool { return k.seq != 0 && k.seq == seq }
 
-// Forget clears the keep of a descriptor closed or in use again.
-func (k *Keep) Forget() { *k = Keep{} }
+// Forget clears the keep of a descriptor closed or in use again (off the
+// list by then).
+func (k *Keep) Forget() { k.seq = 0 }
 
 // OpenCache is the mount's list of kept descriptors.
 //
@@ -68,11 +73,13 @@ func (k *Keep) Forget() { *k = Keep{} }
 type OpenCache struct {
 	store   *store.Store
 	mu      sync.Mutex
-	lru     list.List // of IdleRef, most recently closed at the front
-	bytes   int64     // the sizes of the kept memory-tier files
-	seq     uint64    // numbers the keeps
-	running bool      // a sweep is scheduled
-	closed  bool      // unmounted: nothing is kept any more
+	front   *Keep  // the most recently closed
+	back    *Keep  // the least recently closed
+	n       int    // the keeps listed
+	bytes   int64  // the sizes of the kept memory-tier files
+	seq     uint64 // numbers the keeps
+	running bool   // a sweep is scheduled
+	closed  bool   // unmounted: nothing is kept any more
 }
 
 // NewOpenCache returns an empty list of the descriptors kept of st's
@@ -105,16 +112,16 @@ func (c *OpenCache) Keep(n Kept, mark *Keep, key format.Key, tok store.Token, le
 		return false, nil
 	}
 	c.seq++
-	r := IdleRef{n: n, key: key, seq: c.seq, tok: tok, at: time.Now()}
+	mark.seq = c.seq
+	mark.ref = IdleRef{n: n, key: key, seq: c.seq, tok: tok, at: time.Now()}
 	if level == store.MemoryTier {
-		r.mem = size
+		mark.ref.mem = size
 	}
-	*mark = Keep{seq: c.seq, elem: c.lru.PushFront(r)}
-	c.bytes += r.mem
+	c.pushFront(mark)
 	var over []IdleRef
-	for e := c.lru.Back(); e != nil && (c.lru.Len() > idleMaxFiles || c.bytes > IdleMaxBytes); {
-		prev := e.Prev()
-		if c.lru.Len() > idleMaxFiles || e.Value.(IdleRef).mem > 0 {
+	for e := c.back; e != nil && (c.n > idleMaxFiles || c.bytes > IdleMaxBytes); {
+		prev := e.prev
+		if c.n > idleMaxFiles || e.ref.mem > 0 {
 			over = append(over, c.removeLocked(e))
 		}
 		e = prev
@@ -129,12 +136,12 @@ func (c *OpenCache) Keep(n Kept, mark *Keep, key format.Key, tok store.Token, le
 // Unkeep takes the descriptor mark keeps (under its node's lock) off the
 // list: it is in use again or being closed.
 func (c *OpenCache) Unkeep(mark *Keep) {
-	if mark.elem == nil {
+	if mark.seq == 0 {
 		return
 	}
 	c.mu.Lock()
-	if mark.elem.Value != nil {
-		c.removeLocked(mark.elem)
+	if mark.listed {
+		c.removeLocked(mark)
 	}
 	c.mu.Unlock()
 	mark.Forget()
@@ -144,16 +151,39 @@ func (c *OpenCache) Unkeep(mark *Keep) {
 func (c *OpenCache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lru.Len()
+	return c.n
 }
 
-// removeLocked takes e, which is on the list, off it and returns its
+// pushFront puts k, not listed, at the front of the list; under c.mu.
+func (c *OpenCache) pushFront(k *Keep) {
+	k.prev, k.next, k.listed = nil, c.front, true
+	if c.front != nil {
+		c.front.prev = k
+	} else {
+		c.back = k
+	}
+	c.front = k
+	c.n++
+	c.bytes += k.ref.mem
+}
+
+// removeLocked takes k, which is on the list, off it and returns its
 // record.
-func (c *OpenCache) removeLocked(e *list.Element) IdleRef {
-	r := e.Value.(IdleRef)
-	c.lru.Remove(e)
+func (c *OpenCache) removeLocked(k *Keep) IdleRef {
+	if k.prev != nil {
+		k.prev.next = k.next
+	} else {
+		c.front = k.next
+	}
+	if k.next != nil {
+		k.next.prev = k.prev
+	} else {
+		c.back = k.prev
+	}
+	r := k.ref
+	k.ref, k.prev, k.next, k.listed = IdleRef{}, nil, nil, false
+	c.n--
 	c.bytes -= r.mem
-	e.Value = nil
 	return r
 }
 
@@ -163,15 +193,14 @@ func (c *OpenCache) sweep() {
 	now := time.Now()
 	var done []IdleRef
 	c.mu.Lock()
-	for e := c.lru.Front(); e != nil; {
-		next := e.Next()
-		r := e.Value.(IdleRef)
-		if now.Sub(r.at) >= IdleKeep || !c.store.Tiers().Current(r.key, r.tok) {
+	for e := c.front; e != nil; {
+		next := e.next
+		if now.Sub(e.ref.at) >= IdleKeep || !c.store.Tiers().Current(e.ref.key, e.ref.tok) {
 			done = append(done, c.removeLocked(e))
 		}
 		e = next
 	}
-	c.running = c.lru.Len() > 0 && !c.closed
+	c.running = c.n > 0 && !c.closed
 	if c.running {
 		time.AfterFunc(IdleSweep, c.sweep)
 	}
@@ -193,8 +222,8 @@ func (c *OpenCache) CloseAll() {
 	c.mu.Lock()
 	c.closed = true
 	var all []IdleRef
-	for c.lru.Len() > 0 {
-		all = append(all, c.removeLocked(c.lru.Front()))
+	for c.front != nil {
+		all = append(all, c.removeLocked(c.front))
 	}
 	c.mu.Unlock()
 	c.CloseRefs(all)
