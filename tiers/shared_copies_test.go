@@ -1,6 +1,7 @@
 package tiers
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
+	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"golang.org/x/sys/unix"
 )
 
 // removalWithCopy runs a user's removal of a File written back to a
@@ -74,4 +77,67 @@ func TestSharedRemovalTakesEarlierCopy(t *testing.T) {
 func TestSharedRemovalKeepsLaterVersion(t *testing.T) {
 	b, k := removalWithCopy(t, time.Now().Add(time.Minute))
 	readsVersion(t, b, k, v0)
+}
+
+// noReplaceFS is a filesystem without renameat2's RENAME_NOREPLACE
+// (EINVAL, as GlusterFS's and CephFS's FUSE clients answer) that counts
+// the renames over an existing name.
+type noReplaceFS struct {
+	rootfs.FS
+	over atomic.Int32
+}
+
+func (f *noReplaceFS) RenameOnce(oldRel, newRel string, flags uint) error {
+	if flags&unix.RENAME_NOREPLACE != 0 {
+		return &os.LinkError{Op: "rename", Old: oldRel, New: newRel, Err: unix.EINVAL}
+	}
+	var st unix.Stat_t
+	if f.FS.Lstat(newRel, &st) == nil {
+		f.over.Add(1)
+	}
+	return f.FS.RenameOnce(oldRel, newRel, flags)
+}
+
+// TestSharedReplaceWithoutNoReplaceRename: host B writes a File back
+// to a share whose filesystem lacks RENAME_NOREPLACE, and finds another
+// host's older version at its name: B's, the last published, replaces
+// it, by removing it and publishing B's file anew, never by a rename
+// over it (on GlusterFS two hosts' renames over one name left the
+// replaced version's data under it, which came back once the name was
+// removed).
+func TestSharedReplaceWithoutNoReplaceRename(t *testing.T) {
+	share := t.TempDir()
+	k := format.FileKey("eng", "x/f.bin")
+	a := sharedStack(t, 8<<20, share, testTTL, DirConfig{})
+	fs := &noReplaceFS{}
+	open := func(d string, perm uint32) (rootfs.FS, error) {
+		r, err := rootfs.Open(d, os.FileMode(perm))
+		fs.FS = r
+		return fs, err
+	}
+	b := sharedStack(t, 8<<20, share, testTTL, DirConfig{OpenFS: open})
+	if err := a.MarkTree("eng"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(k, v1, false); err != nil { // B's version, in B's memory
+		t.Fatal(err)
+	}
+	if _, err := a.Put(k, v0, true); err != nil { // A's, older, on the share
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(filepath.Join(share, k.Path()), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Flush(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(share, k.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "the share's file", got, v1)
+	if n := fs.over.Load(); n != 0 {
+		t.Fatalf("%d renames over an existing name on the share", n)
+	}
 }
