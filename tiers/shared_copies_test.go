@@ -11,6 +11,7 @@ import (
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/tiers/rootfs"
+	"github.com/ucmfs/ucmfs/tiers/rootfs/crashfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -99,40 +100,53 @@ func (f *noReplaceFS) RenameOnce(oldRel, newRel string, flags uint) error {
 }
 
 // TestSharedReplaceWithoutNoReplaceRename: host B writes a File back
-// to a share whose filesystem lacks RENAME_NOREPLACE, and finds another
-// host's older version at its name: B's, the last published, replaces
-// it, by removing it and publishing B's file anew, never by a rename
-// over it (on GlusterFS two hosts' renames over one name left the
-// replaced version's data under it, which came back once the name was
-// removed).
+// to a share whose filesystem lacks RENAME_NOREPLACE, and another
+// host's older version lands at its name just before B publishes: B's,
+// the last published, replaces it, by removing it and publishing B's
+// file anew, never by a rename over it (on GlusterFS two hosts' renames
+// over one name left the replaced version's data under it, which came
+// back once the name was removed).
 func TestSharedReplaceWithoutNoReplaceRename(t *testing.T) {
 	share := t.TempDir()
 	k := format.FileKey("eng", "x/f.bin")
-	a := sharedStack(t, 8<<20, share, testTTL, DirConfig{})
+	foreign := filepath.Join(share, k.Path())
+	var armed, landed atomic.Bool
 	fs := &noReplaceFS{}
 	open := func(d string, perm uint32) (rootfs.FS, error) {
 		r, err := rootfs.Open(d, os.FileMode(perm))
-		fs.FS = r
+		fs.FS = crashfs.Wrap(r, func(op, rel string) error {
+			if (op == "link" || op == "rename") && rel == k.Path() && armed.Load() && landed.CompareAndSwap(false, true) {
+				// The other host's version lands, older than B's.
+				if err := os.MkdirAll(filepath.Dir(foreign), 0o755); err != nil {
+					t.Error(err)
+				}
+				if err := os.WriteFile(foreign, v0, 0o644); err != nil {
+					t.Error(err)
+				}
+				old := time.Now().Add(-time.Minute)
+				if err := os.Chtimes(foreign, old, old); err != nil {
+					t.Error(err)
+				}
+			}
+			return nil
+		})
 		return fs, err
 	}
 	b := sharedStack(t, 8<<20, share, testTTL, DirConfig{OpenFS: open})
-	if err := a.MarkTree("eng"); err != nil {
+	if err := b.MarkTree("eng"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Put(k, v1, false); err != nil { // B's version, in B's memory
-		t.Fatal(err)
-	}
-	if _, err := a.Put(k, v0, true); err != nil { // A's, older, on the share
-		t.Fatal(err)
-	}
-	old := time.Now().Add(-time.Minute)
-	if err := os.Chtimes(filepath.Join(share, k.Path()), old, old); err != nil {
+	armed.Store(true)
+	if _, err := b.Put(k, v1, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Flush(context.Background(), k); err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(filepath.Join(share, k.Path()))
+	if !landed.Load() {
+		t.Fatal("the other host's version never landed")
+	}
+	got, err := os.ReadFile(foreign)
 	if err != nil {
 		t.Fatal(err)
 	}
