@@ -232,6 +232,7 @@ func (t *Tier) remove(key format.Key, trash bool) error {
 	if tier.CheckKey(key) != nil {
 		return t.notFound(key)
 	}
+	began := time.Now()
 	e, known := t.idx.Remove(key)
 	p, size := key.Path(), t.supersededSize(key)
 	if known {
@@ -252,6 +253,9 @@ func (t *Tier) remove(key format.Key, trash bool) error {
 	}, nil)
 	switch {
 	case err == nil:
+		if trash {
+			t.share.removeCopies(key, began)
+		}
 		return nil
 	case tier.IsENOENT(err) && known:
 		return nil // removed by someone else: it is gone either way

@@ -1,6 +1,8 @@
 package dir
 
 import (
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -33,29 +35,46 @@ func (t *Tier) sharedDir() *sharedDir {
 func (t *sharedDir) touchEvery() time.Duration { return min(time.Minute, t.keepRecent/4) }
 
 // touched moves key's mtime to now when it is older than touchEvery:
-// the use other daemons see and evict by. A File's is stat'ed first:
-// when the share holds another version than the index's (another host
-// replaced it), it is left to the File's check (otherVersion), since,
-// stamped, its mtime taken into the index would hide the new version. A
-// replacement between that stat and the utimes, one system call apart,
-// can still be hidden so, until the name changes again.
+// the use other daemons see and evict by. A File's is opened and
+// described first, and stamped through that descriptor: when the share
+// holds another version than the index's (another host replaced it), it
+// is left to the File's check (otherVersion), since, stamped, its mtime
+// taken into the index would hide the new version; and a replacement
+// landing after the open stamps the old file, unlinked, not the new one.
+// (A stat then a utimes of the path let a replacement landing between
+// the two take this host's stamp: the index then held the new version's
+// mtime as its own, and the host served its old copies for good.)
 func (t *sharedDir) touched(key format.Key) {
 	info, _, ok := tier.IndexGet(t.idx, key)
 	if !ok || time.Since(info.MTime) < t.touchEvery() {
 		return
 	}
 	p := key.Path()
-	if registry.Of(key).Replaces() {
-		var st unix.Stat_t
-		if err := t.do("stat", func() error { return t.fs.Stat(p, &st) }, nil); err != nil || t.otherVersion(key, &st) {
-			return
-		}
-	}
 	now := time.Now()
-	if err := t.do("utimes", func() error { return t.fs.Chtimes(p, now, now) }, nil); err == nil {
+	if !registry.Of(key).Replaces() {
+		if err := t.do("utimes", func() error { return t.fs.Chtimes(p, now, now) }, nil); err == nil {
+			t.idx.SetMTime(key, now)
+		}
+		return
+	}
+	var f *os.File
+	if err := t.do("open", func() (err error) { f, err = t.fs.OpenRegular(p); return err }, nil); err != nil {
+		return
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := t.do("stat", func() error { return unix.Fstat(int(f.Fd()), &st) }, nil); err != nil || t.otherVersion(key, &st) {
+		return
+	}
+	ts := []unix.Timespec{unix.NsecToTimespec(now.UnixNano()), unix.NsecToTimespec(now.UnixNano())}
+	if err := t.do("utimes", func() error { return unix.UtimesNano(fdPath(f), ts) }, nil); err == nil {
 		t.idx.SetMTime(key, now)
 	}
 }
+
+// fdPath names the open file f through /proc: what utimensat stamps
+// without a path that another host can change in between.
+func fdPath(f *os.File) string { return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) }
 
 // mayEvict reports whether the shared tier may evict key now: its file
 // is there and its mtime (which any daemon moves on use) is older than

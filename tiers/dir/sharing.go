@@ -55,6 +55,9 @@ type dirSharing interface {
 	inPlace() bool
 	// opensUnindexed reports whether Open looks for a key the index lacks.
 	opensUnindexed() bool
+	// removeCopies removes what key's name still holds after a user's
+	// removal that began at began took its file (shared_copies.go).
+	removeCopies(key format.Key, began time.Time)
 	// healthErr is err as the tier's health sees it.
 	healthErr(err error) error
 	// relock locks the directory at the tier's path again, after its
@@ -127,15 +130,16 @@ func (p *privateDir) get(key format.Key) (tier.Info, bool) {
 
 func (p *privateDir) has(key format.Key) bool { return p.idx.Has(key) }
 
-func (p *privateDir) revalidate(format.Key)          {}
-func (p *privateDir) touched(format.Key)             {}
-func (p *privateDir) models(names []string) []string { return names }
-func (p *privateDir) hasModel(string) bool           { return false }
-func (p *privateDir) scanned() bool                  { return true }
-func (p *privateDir) mayEvict(format.Key) bool       { return true }
-func (p *privateDir) inPlace() bool                  { return true }
-func (p *privateDir) opensUnindexed() bool           { return false }
-func (p *privateDir) healthErr(err error) error      { return err }
+func (p *privateDir) revalidate(format.Key)              {}
+func (p *privateDir) touched(format.Key)                 {}
+func (p *privateDir) models(names []string) []string     { return names }
+func (p *privateDir) hasModel(string) bool               { return false }
+func (p *privateDir) scanned() bool                      { return true }
+func (p *privateDir) mayEvict(format.Key) bool           { return true }
+func (p *privateDir) inPlace() bool                      { return true }
+func (p *privateDir) opensUnindexed() bool               { return false }
+func (p *privateDir) removeCopies(format.Key, time.Time) {}
+func (p *privateDir) healthErr(err error) error          { return err }
 
 func (p *privateDir) recordOwner(conn uint32) error {
 	return writeOwner(p.fs, lockOwner{pid: os.Getpid(), conn: conn})

@@ -161,7 +161,7 @@ func (t *Tier) adoptFound(e *index.Entry) bool {
 }
 
 // replace moves tmp to dst (beneath r) over the file there (a superseded
-// version): rename(2), atomic on every tier's filesystem, NFS included.
+// version): rename(2), atomic on a local filesystem and on NFS.
 func (p *publisher) replace(r rootfs.FS, tmp, dst string) error {
 	for {
 		err := renameOnce(r, tmp, dst, 0)
@@ -173,4 +173,28 @@ func (p *publisher) replace(r rootfs.FS, tmp, dst string) error {
 			return nil
 		}
 	}
+}
+
+// replaceShared is replace on a shared tier whose filesystem has no
+// no-replace rename (publish falls back to link + unlink): the file
+// there is removed, then tmp published as a new file (link + unlink),
+// never renamed over it. Such a filesystem's rename over a name is not
+// atomic everywhere: GlusterFS's distribute layer, with two hosts
+// replacing one name at once (each one's write-back superseding the
+// other's version), left the data file of the replaced version on its
+// brick under the name, unseen until the name was removed, when it came
+// back (a host found the version before its removal again, and SGLang's
+// store skipped the name). A link never replaces: a version another host
+// published between the two is ErrExist, which the write-back takes as
+// it takes any other host's version (move_writeback.go). Meanwhile the
+// name is absent for a moment, a miss to the other hosts. (Not on a
+// private tier: a crash between the two would lose the version there.)
+func (p *publisher) replaceShared(r rootfs.FS, tmp, dst string) error {
+	if p.mode.Load() != pubLink {
+		return p.replace(r, tmp, dst)
+	}
+	if err := r.Unlink(dst); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	return p.publish(r, tmp, dst)
 }

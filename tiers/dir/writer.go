@@ -291,6 +291,9 @@ func (w *dirWriter) commitFS(opts tier.CommitOptions) (info tier.Info, keep bool
 	replacing := t.superseded(w.key)
 	if replacing {
 		publish = t.pub.replace // over the version this one replaces
+		if t.Shared() {
+			publish = t.pub.replaceShared
+		}
 	}
 	// A new version's bytes are durable before it is renamed over the old
 	// one's file, durable or not (Commit).

@@ -160,7 +160,9 @@ func (c *DirCache) mkdirAll(r rootfs.FS, rel string, perm uint32) error {
 		}
 	}
 	var st unix.Stat_t
-	if r.Lstat(rel, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+	var err error
+	switch found := r.Lstat(rel, &st) == nil; {
+	case found && st.Mode&unix.S_IFMT == unix.S_IFLNK:
 		// A link where a directory of the layout goes (planted on a
 		// share, or where the tier wrote before): it is removed, the link
 		// itself, and the directory made; it kept every write there
@@ -168,8 +170,16 @@ func (c *DirCache) mkdirAll(r rootfs.FS, rel string, perm uint32) error {
 		if err := r.Unlink(rel); err != nil && !errors.Is(err, unix.ENOENT) {
 			return err
 		}
+		err = r.Mkdir(rel, perm)
+	case found && st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		// There already (another host made it, or an earlier run): no
+		// mkdir, which on a shared filesystem is one more namespace
+		// operation racing the other hosts' (GlusterFS's distribute
+		// layer answered ESTALE to a mkdir of a name two hosts made at
+		// once).
+	default:
+		err = r.Mkdir(rel, perm)
 	}
-	err := r.Mkdir(rel, perm)
 	if errors.Is(err, unix.ENOENT) && parent != "." {
 		// A parent the cache knew went since (a directory moved or
 		// removed): it is made again, and what the cache knew beneath
