@@ -3,7 +3,10 @@ package tiers
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,5 +70,57 @@ func TestFailedDirectReplaceKeepsMemoryVersion(t *testing.T) {
 	disk.SetFault(nil)
 	if got := readAll(t, s, k); !bytes.Equal(got, old) {
 		t.Fatalf("after the failed publish the name reads %d bytes, want the old version", len(got))
+	}
+}
+
+// TestDurableReplaceKeepsVersionPublishedDuringKeep (soak seed
+// 1796661469420348906): a durable publish of a new version over one held
+// in memory alone writes that one back first (keepReplaced); a version
+// published while that write-back copies (another writer's) makes the
+// write-back drop its copy and report success. The durable publish then
+// superseded a version no tier had, its own write-back failed (EIO), and
+// the name read nothing where the version published meanwhile had been
+// acknowledged. keepReplaced writes back until memory holds no version of
+// the name alone.
+func TestDurableReplaceKeepsVersionPublishedDuringKeep(t *testing.T) {
+	s, disk := crashStack(t, StackConfig{DirtyExpire: time.Hour})
+	k := format.FileKey("files", "d1/f3.bin")
+	if err := putFile(s, k, []byte("v0, in memory only"), false); err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	var temps atomic.Int64
+	disk.SetFault(func(op, rel string) error {
+		if op != "open" || !strings.Contains(rel, "/.tmp-") {
+			return nil
+		}
+		if temps.Add(1) == 1 {
+			close(held) // the write-back of v0, copying
+			<-release
+			return nil
+		}
+		return &os.PathError{Op: op, Path: rel, Err: unix.EIO} // any later write-back
+	})
+	done := make(chan error, 1)
+	go func() { done <- putFile(s, k, []byte("v2, durable"), true) }()
+	<-held
+	v1 := []byte("v1, published while v0 is written back")
+	if err := putFile(s, k, v1, false); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	err := <-done
+	disk.SetFault(nil)
+	if err == nil {
+		t.Fatal("the durable publish succeeded though every write-back after the first failed")
+	}
+	h, oerr := s.Open(k)
+	if oerr != nil {
+		t.Fatalf("after the failed durable publish (%v): open: %v, want v1 (acknowledged)", err, oerr)
+	}
+	defer h.File.Close()
+	got, _ := io.ReadAll(h.File)
+	if !bytes.Equal(got, v1) {
+		t.Fatalf("after the failed durable publish (%v): %q, want v1", err, got)
 	}
 }

@@ -100,11 +100,16 @@ func (sr *soakRun) logf(format string, args ...any) {
 //     or the durable version quarantined as corrupt (the crash disk gave
 //     the name's durable file the CRC xattr of the file renamed over it
 //     during a sync of its directory): crashfs's
-//     TestSyncDirKeepsEachFileItsOwnXattrs;
+//     TestSyncDirKeepsEachFileItsOwnXattrs; or a version written
+//     through gone, or back as the one before (a write-through publish
+//     straight to the directory tier was not fsynced):
+//     TestWriteThroughDirectWriteSurvivesPowerCut;
 //   - gone, back: a removal answered not found, or done, while a Down
 //     tier kept the file: TestRemoveWhileTierDownIsNotDone;
 //   - stale: a read older than the last published (met with the removals
-//     above, not since).
+//     above), or nothing where a failed replace must leave the old
+//     version or the new one (the version held in memory alone was taken
+//     for written back): TestDurableReplaceKeepsVersionPublishedDuringKeep.
 var soakOpen = map[string]string{}
 
 // open reports (and counts) an open finding of class, or fails the run

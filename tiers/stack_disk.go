@@ -164,7 +164,7 @@ func (s *Stack) publishOnDisk(p *PendingWrite, dw *diskWriter, size int64, opts 
 			return Info{}, err
 		}
 	}
-	opts.Sync = durable || s.cfg.WriteThrough
+	opts.Sync = durable // write-through included (publish)
 	if dw.linked {
 		opts.CRC, opts.HasCRC = dw.crc, dw.hasCRC
 	}

@@ -90,6 +90,12 @@ func (s *Stack) Publish(p *PendingWrite, durable bool) (Info, error) {
 // publish is Publish but for a failed new version's superseded files.
 func (s *Stack) publish(p *PendingWrite, durable bool) (Info, error) {
 	key := p.key
+	// Write-through is durable, whichever way the file goes: into
+	// memory and written back, from a staging file on a directory tier,
+	// or straight to one when memory has no room (a direct write did not
+	// fsync a write-through publish: the soak's seed 1796661955925025800,
+	// TestWriteThroughDirectWriteSurvivesPowerCut).
+	durable = durable || s.cfg.WriteThrough
 	if s.isClosed() {
 		p.w.Abort()
 		return Info{}, ErrClosed
@@ -111,7 +117,7 @@ func (s *Stack) publish(p *PendingWrite, durable bool) (Info, error) {
 	// Without a CRC in the header the payload is not read here: the
 	// write-back copy computes the CRC (copyOut), and Stat on demand.
 	opts := CommitOptions{CRC: crc, HasCRC: hasCRC, MTime: p.mtime}
-	if p.replace && (durable || s.cfg.WriteThrough) {
+	if p.replace && durable {
 		if err := s.keepReplaced(key); err != nil {
 			p.w.Abort()
 			return Info{}, err
@@ -148,9 +154,9 @@ func (s *Stack) publish(p *PendingWrite, durable bool) (Info, error) {
 		_ = s.mem.SetDirty(key, false) // volatile store: nothing to write back
 		return info, nil
 	}
-	if durable || s.cfg.WriteThrough {
-		// Write-through is durable: the file and its directory entry are
-		// fsynced on the first persistent tier before Publish returns.
+	if durable {
+		// The file and its directory entry are fsynced on the first
+		// persistent tier before Publish returns.
 		if err := s.writeBack(key, true); err != nil {
 			if errors.Is(err, tier.ErrUnsynced) {
 				// Renamed over the old version's file on the tier, whose
