@@ -2,7 +2,6 @@ package dir
 
 import (
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -66,15 +65,13 @@ func (t *sharedDir) touched(key format.Key) {
 	if err := t.do("stat", func() error { return unix.Fstat(int(f.Fd()), &st) }, nil); err != nil || t.otherVersion(key, &st) {
 		return
 	}
-	ts := []unix.Timespec{unix.NsecToTimespec(now.UnixNano()), unix.NsecToTimespec(now.UnixNano())}
-	if err := t.do("utimes", func() error { return unix.UtimesNano(fdPath(f), ts) }, nil); err == nil {
+	// futimes takes microseconds: the index holds the mtime the file gets.
+	now = now.Truncate(time.Microsecond)
+	tv := unix.NsecToTimeval(now.UnixNano())
+	if err := t.do("utimes", func() error { return unix.Futimes(int(f.Fd()), []unix.Timeval{tv, tv}) }, nil); err == nil {
 		t.idx.SetMTime(key, now)
 	}
 }
-
-// fdPath names the open file f through /proc: what utimensat stamps
-// without a path that another host can change in between.
-func fdPath(f *os.File) string { return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) }
 
 // mayEvict reports whether the shared tier may evict key now: its file
 // is there and its mtime (which any daemon moves on use) is older than
