@@ -155,3 +155,48 @@ func TestSharedReplaceWithoutNoReplaceRename(t *testing.T) {
 		t.Fatalf("%d renames over an existing name on the share", n)
 	}
 }
+
+// TestSharedRemovalHidesEarlierVersionBack: after host B removed a File,
+// an earlier version comes back at its name on the share later (another
+// client of GlusterFS looked the name up by the data file it knew, left
+// on its brick, and the distribute layer restored the name). B takes it
+// for removed: B finds nothing there, stores its own next version, and
+// that one replaces it on the share (SGLang's store, which skips a name
+// that exists, stored nothing, and every host served the earlier
+// version for good).
+func TestSharedRemovalHidesEarlierVersionBack(t *testing.T) {
+	share := t.TempDir()
+	k := format.FileKey("eng", "x/f.bin")
+	name := filepath.Join(share, k.Path())
+	b := sharedStack(t, 8<<20, share, testTTL, DirConfig{})
+	if err := b.MarkTree("eng"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(k, v1, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Delete(k); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, v0, 0o644); err != nil { // back, published before the removal
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(name, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := b.Stat(k); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after its removal the stack finds %s (%d bytes, published %v): %v", k.Path(), info.Size, info.MTime, err)
+	}
+	if _, err := b.Put(k, v2, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Flush(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, "the share's file", got, v2)
+}

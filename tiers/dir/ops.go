@@ -167,6 +167,9 @@ func (t *Tier) lookup(key format.Key) (tier.Info, error) {
 		return tier.Info{}, t.notFound(key)
 	}
 	info := tier.Info{Key: key, Size: st.Size, MTime: statMTime(&st)}
+	if sd := t.sharedDir(); sd != nil && sd.removed.hides(key, info.MTime) {
+		return tier.Info{}, t.notFound(key) // a version this host removed, back (shared_copies.go)
+	}
 	if !t.adoptFound(tier.NewEntry(info)) && t.superseded(key) {
 		return tier.Info{}, t.notFound(key)
 	}
@@ -211,6 +214,10 @@ func (t *Tier) Open(key format.Key) (*os.File, error) {
 	}
 	if !known {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			if sd := t.sharedDir(); sd != nil && sd.removed.hides(key, fi.ModTime()) {
+				f.Close()
+				return nil, t.notFound(key) // a version this host removed, back (shared_copies.go)
+			}
 			t.adoptFound(tier.NewEntry(tier.Info{Key: key, Size: fi.Size(), MTime: fi.ModTime()}))
 		}
 	}
@@ -251,11 +258,11 @@ func (t *Tier) remove(key format.Key, trash bool) error {
 		}
 		return err
 	}, nil)
+	if trash && (err == nil || tier.IsENOENT(err)) {
+		t.share.removeCopies(key, began)
+	}
 	switch {
 	case err == nil:
-		if trash {
-			t.share.removeCopies(key, began)
-		}
 		return nil
 	case tier.IsENOENT(err) && known:
 		return nil // removed by someone else: it is gone either way

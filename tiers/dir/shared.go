@@ -87,6 +87,7 @@ type sharedDir struct {
 	owed        owedSet       // files written back to a private tier while this one was down (shared_owed.go)
 	remountBusy atomic.Bool   // a look for a remounted client is under way (shared_remount.go)
 	size        sizeCheck     // the share measured against its size (shared_size.go)
+	removed     removals      // the recent removals of Files (shared_copies.go)
 }
 
 // newSharedDir is the sharing of shared tier t, as cfg sets it.

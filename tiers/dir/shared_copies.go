@@ -1,6 +1,7 @@
 package dir
 
 import (
+	"sync"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
@@ -32,16 +33,67 @@ import (
 // each with one WARN line (rate-limited by the daemon's log). A block
 // layout's name is its contents: a second copy of a block is the same
 // bytes, and is left as it is.
+//
+// A copy can also come back later, when another client of the share
+// looks the name up by the file it knew (DHT then restores the name's
+// pointer to the data file left on its brick): so the removal is
+// remembered for removedHold, and a version found at the name in that
+// time that was published no later than the removal began is taken for
+// removed (looked up: not found). This host then publishes its next
+// version of the name over it as over any other host's older version.
+// Only hidden, not removed again: a host's clock behind this one's could
+// date a version published after the removal before it, and hiding it
+// here costs one more write-back at most.
 
 // removedCopiesMax bounds the further removals of one removal.
 const removedCopiesMax = 4
 
+// removedHold is how long a removal of a File hides the versions
+// published before it; removalsMax bounds the removals remembered.
+const (
+	removedHold = 30 * time.Second
+	removalsMax = 4096
+)
+
+// removals are the recent removals of Files from a shared tier, by key:
+// when each began.
+type removals struct {
+	mu sync.Mutex
+	m  map[format.Key]time.Time
+}
+
+// record remembers a removal of key that began at began.
+func (r *removals) record(key format.Key, began time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil || len(r.m) >= removalsMax {
+		r.m = make(map[format.Key]time.Time) // the oldest go with the rest: a bound, not a cache
+	}
+	r.m[key] = began
+}
+
+// hides reports whether a version of key published at mtime was removed:
+// a removal of key that began at or after mtime, less than removedHold
+// ago.
+func (r *removals) hides(key format.Key, mtime time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	began, ok := r.m[key]
+	if ok && time.Since(began) >= removedHold {
+		delete(r.m, key)
+		return false
+	}
+	return ok && !mtime.After(began)
+}
+
 // removeCopies removes what key's name still holds after a removal that
-// began at began took a file from it (see above).
+// began at began took a file from it, or found none there, and remembers
+// the removal (see above).
 func (t *sharedDir) removeCopies(key format.Key, began time.Time) {
 	if !registry.Of(key).Replaces() {
 		return
 	}
+	t.removed.record(key, began)
 	p := key.Path()
 	for range removedCopiesMax {
 		var st unix.Stat_t
