@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -28,6 +29,15 @@ import (
 // way, as unfinished: a publish beneath its From drops its record
 // (the move then stays as it is, its files under either name, which the
 // publisher sees) rather than have the next start move the new file.
+//
+// A record left is dropped again, not only by the next write of its
+// model's settings: by a flush of every model (the daemon's clean stop
+// flushes before it closes the stack, and `.ucm/flush` does), by the
+// store's Close, and every leftRetryEvery while any is left
+// (retryLeftMoves), so a move that failed and was undone while its tier
+// was down is not finished by the next start once the tier takes writes
+// again before the stop. One the tier still refuses at the stop stays:
+// the next start finishes that move (docs/semantics.md).
 //
 // A file published beneath From while the move is under way stays there
 // (MoveFilesDir); when the record is then left, the next start moves it
@@ -116,6 +126,23 @@ func (l *leftMoves) remove(model string, rs []DirMoveRecord) {
 	}
 }
 
+// models returns the models with records left that a write of their
+// settings drops (not unfinished).
+func (l *leftMoves) models() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ms []string
+	for m, es := range l.m {
+		for _, e := range es {
+			if !e.unfinished {
+				ms = append(ms, m)
+				break
+			}
+		}
+	}
+	return ms
+}
+
 // forget forgets model's records left: the model is gone, its record
 // with it.
 func (l *leftMoves) forget(model string) {
@@ -158,4 +185,24 @@ func (s *Store) dropLeftBeneath(model, p string) error {
 		return fmt.Errorf("%s/%s: beneath the old name of a moved directory, whose record could not be dropped: %w", model, p, err)
 	}
 	return nil
+}
+
+// leftRetryEvery is how often the store tries again to drop the records
+// left (refreshLoop's ticks of a second): a failed try logs one line.
+const leftRetryEvery = 10
+
+// retryLeftMoves rewrites the settings of every model with a record
+// left, which drops it from the tiers, and returns the first error of
+// those writes (each logged by updateSettings). Cheap when none is left.
+func (s *Store) retryLeftMoves() error {
+	if s.leftMoves.n.Load() == 0 {
+		return nil
+	}
+	var errs []error
+	for _, model := range s.leftMoves.models() {
+		if err := s.updateSettings(model, func(*Settings) error { return nil }); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/layout/files"
@@ -222,5 +223,78 @@ func TestUnfinishedMoveDroppedByPublishBeneath(t *testing.T) {
 	}
 	if moves := s.modelSettings("e").Moves; len(moves) != 0 {
 		t.Errorf("the record still holds %v", moves)
+	}
+}
+
+// TestFailedMoveRecordLeftNotFinished (store soak seed
+// 1796673849428973367, move-record-left): a directory move that failed
+// (EIO making its new name) and was undone, its record left on the tier
+// (the settings record refused), is not finished by the next start once
+// the tier takes writes again before the stop: a flush of every model
+// (the daemon's clean stop, `.ucm/flush`) or the store's Close drops the
+// record. Before, the record stayed until some other write of the
+// model's settings, and the next start moved a/x.bin, which the caller
+// was told stayed where it was, to b/x.bin.
+func TestFailedMoveRecordLeftNotFinished(t *testing.T) {
+	for _, how := range []string{"Flush", "Close"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			disk, shm, s, st := filesOnCrashDisk(t)
+			if err := s.FilesMkdir("e", "a", 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := publish(t, s, format.FileKey("e", "a/x.bin"), []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Flush(ctx, "e"); err != nil {
+				t.Fatal(err)
+			}
+			var failed atomic.Bool
+			disk.SetFault(func(op, rel string) error {
+				if op == "mkdir" && strings.HasPrefix(rel, "e/b") {
+					failed.Store(true)
+					return &os.PathError{Op: op, Path: rel, Err: unix.EIO}
+				}
+				if failed.Load() && strings.Contains(rel, tiers.ModelMetaName) {
+					return &os.PathError{Op: op, Path: rel, Err: unix.EDQUOT}
+				}
+				return nil
+			})
+			if err := s.MoveFilesDir(ctx, "e", "a", "e", "b", 0); err == nil {
+				t.Fatal("the move succeeded with its new name refused")
+			}
+			if s.leftMoves.n.Load() != 1 {
+				t.Fatalf("%d records left, want 1", s.leftMoves.n.Load())
+			}
+			disk.SetFault(nil)
+			// The tier takes writes again once its probe finds it so.
+			for end := time.Now().Add(30 * time.Second); st.Tiers()[1].Health == tiers.Down; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(end) {
+					t.Fatal("the tier did not come back in 30 s")
+				}
+			}
+			if how == "Flush" {
+				if err := s.Flush(ctx, ""); err != nil {
+					t.Fatal(err)
+				}
+				rec, err := os.ReadFile(filepath.Join(disk.Dir(), "e", tiers.ModelMetaName))
+				if err != nil || strings.Contains(string(rec), `"from":"a"`) {
+					t.Errorf("after the flush, the tier's record (%v): %s", err, rec)
+				}
+			}
+			s.Close()
+			if err := st.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s, st = crashStore(t, disk, shm)
+			defer st.Close(ctx)
+			defer s.Close()
+			if got, err := readFile(s, "a/x.bin"); got != "x" || err != nil {
+				t.Errorf("a/x.bin after the restart: %q %v", got, err)
+			}
+			if s.stack.HasKey(format.FileKey("e", "b/x.bin")) {
+				t.Error("the restart finished the move that failed: b/x.bin")
+			}
+		})
 	}
 }

@@ -199,16 +199,21 @@ func (s *Store) refreshDrafts(drafts []*Draft) {
 // costs at most that many fstat calls.
 const refreshBatch = 4096
 
-// refreshLoop refreshes the charges every second until stop closes.
+// refreshLoop refreshes the charges every second until stop closes, and
+// every leftRetryEvery seconds tries to drop the directory move records
+// left (files_move_left.go).
 func (s *Store) refreshLoop(stop <-chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	for {
+	for tick := 1; ; tick++ {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 			s.refreshPending()
+			if tick%leftRetryEvery == 0 {
+				_ = s.retryLeftMoves() // logged by the settings write
+			}
 		}
 	}
 }

@@ -210,8 +210,13 @@ func (s *Store) NotifyPublished(k format.Key) {
 }
 
 // Close stops the promotion pool: queued promotions are dropped, running
-// ones finish. The stack is the caller's to close.
+// ones finish; a directory move's record left on a tier is dropped if
+// the tiers take the write now (files_move_left.go). The stack is the
+// caller's to close.
 func (s *Store) Close() {
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.stopPrefetch()
+	if err := s.retryLeftMoves(); err != nil {
+		s.log.Warn("directory move record left at the close: the next start finishes the move", "err", err)
+	}
 }

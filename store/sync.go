@@ -19,6 +19,13 @@ func (s *Store) Flush(ctx context.Context, model string) error {
 	if err := s.stack.FlushAll(ctx, model); err != nil {
 		return err
 	}
+	if model == "" {
+		// A directory move's record left on a tier: dropped now, so
+		// that the next start does not finish a move that was undone.
+		if err := s.retryLeftMoves(); err != nil {
+			return fmt.Errorf("dropping a directory move's record left: %w", err)
+		}
+	}
 	return s.syncTiers(ctx)
 }
 
