@@ -155,3 +155,69 @@ func TestMovedOverDurableVersionSurvivesPowerCut(t *testing.T) {
 		t.Fatalf("after the move and a power cut neither %s nor %s is there", from, to)
 	}
 }
+
+// TestDirMadeAgainSurvivesPowerCut (store soak seed 1796676393920129247,
+// older): a File written through into a directory of a files model that
+// a directory move had removed and a mkdir made again is there after a
+// power cut. It was gone with its directory: the directory tier still
+// took the directory for made durable (its cache of directories whose
+// names are durable, from before the move), so neither the mkdir nor
+// the publish fsynced the model directory that names it.
+func TestDirMadeAgainSurvivesPowerCut(t *testing.T) {
+	ctx := context.Background()
+	disk, err := crashfs.New(filepath.Join(t.TempDir(), "nvme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() (*Store, *tiers.Stack) {
+		no := false
+		log := soakLogger(nil)
+		st, err := tiers.New(tiers.StackConfig{Logger: log, WriteThrough: true, DirtyExpire: time.Hour},
+			tiers.MemConfig{Capacity: 256 << 10, Dir: t.TempDir(), Logger: log},
+			tiers.DirConfig{Kind: "nvme", Dir: disk.Dir(), SyncOnCommit: &no, OpenFS: disk.Open, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(st, Options{Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, st
+	}
+	s, st := open()
+	s.Models().Add("fm")
+	if err := s.setLayout("fm", files.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FilesMkdir("fm", "d1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := publishDraft(s, format.FileKey("fm", "d1/f.bin"), []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MoveFilesDir(ctx, "fm", "d1", "fm", "d0", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FilesMkdir("fm", "d1", 0); err != nil {
+		t.Fatal(err)
+	}
+	k := format.FileKey("fm", "d1/g.bin")
+	if _, err := publishDraft(s, k, []byte("written through")); err != nil {
+		t.Fatal(err)
+	}
+	disk.PowerCut()
+	s.Close()
+	st.Close(ctx)
+	if err := disk.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	s, st = open()
+	defer st.Close(ctx)
+	defer s.Close()
+	if !st.Has(k) {
+		t.Fatalf("%s, written through, is gone after a power cut", k)
+	}
+}

@@ -89,14 +89,15 @@ func (sr *storeSoak) Write(b []byte) (int, error) {
 // them, logs them and goes on; UCMFS_SOAK_STRICT=1 (or a list of
 // classes) fails on them too. move-record-left: a directory move's
 // record that could not be dropped is finished again at the next start.
-// A file published beneath the old name since is held back now
-// (files_move_left.go, seed 1796662221591818150); still open (seed
-// 1796673849428973367, about 1 run in 2 of its replays): a move that
-// *failed* and was undone (mkdir EIO at the new name), its record left
-// with the tier down, is finished at the next clean start, and moves
-// the files the caller was told stayed where they were.
+// A file published beneath the old name since is held back
+// (files_move_left.go, seed 1796662221591818150), and a record left by a
+// move that failed and was undone is dropped at the close once the tier
+// takes writes again (seed 1796673849428973367); still open: a tier
+// still down for writes at the close keeps the record, and the next
+// start finishes the move that failed, moving the files the caller was
+// told stayed where they were (docs/semantics.md).
 var soakOpen = map[string]string{
-	"move-record-left": "a directory move that failed, its record left on a tier that was down, finished at the next start",
+	"move-record-left": "a directory move that failed, its record left on a tier still down at the close, finished at the next start",
 }
 
 // open reports an open finding of class, or fails the run when the soak

@@ -52,6 +52,13 @@ func (s *Stack) RemoveDir(model, rel string) error {
 	for _, d := range s.dirs {
 		roots = append(roots, d.Root())
 	}
+	// What each tier knew of it goes too: a directory made again at
+	// its name is not durable until its parent is fsynced again (the
+	// store soak's "older", seed 1796676393920129247).
+	s.mem.ForgetTreeDir(model, rel)
+	for _, d := range s.dirs {
+		d.ForgetTreeDir(model, rel)
+	}
 	var first error
 	dir := model + "/" + rel
 	for _, root := range roots {

@@ -43,6 +43,7 @@ func (t *Tier) RenameTreeDir(model, from, to string) ([]*index.Entry, error) {
 		}
 	}
 	sd.forgetTreeChecks(model)
+	t.dirs.ForgetTree(model + "/" + from)
 	sd.madeTreeDir(model, to)
 	return moved, nil
 }

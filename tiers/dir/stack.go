@@ -84,6 +84,10 @@ func (t *Tier) MakeTreeDir(model, rel string) error {
 	}, nil)
 }
 
+// ForgetTreeDir drops what the tier knows of the directory rel of
+// model's tree and beneath it (removed or renamed by the stack).
+func (t *Tier) ForgetTreeDir(model, rel string) { t.dirs.ForgetTree(model + "/" + rel) }
+
 // MarkTree makes model's directory, marked as a tree of Files.
 func (t *Tier) MarkTree(model string) error {
 	return t.do("mark", func() error {

@@ -154,6 +154,10 @@ func (t *Tier) RemoveModel(model string) error {
 	return nil
 }
 
+// ForgetTreeDir drops what the tier knows of the directory rel of
+// model's tree and beneath it (removed or renamed by the stack).
+func (t *Tier) ForgetTreeDir(model, rel string) { t.dirs.ForgetTree(model + "/" + rel) }
+
 // Usage reports capacity and use.
 func (t *Tier) Usage() tier.Usage { return tier.Usage(t.idx.Usage()) }
 

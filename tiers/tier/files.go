@@ -184,7 +184,7 @@ func (c *DirCache) mkdirAll(r rootfs.FS, rel string, perm uint32) error {
 		// A parent the cache knew went since (a directory moved or
 		// removed): it is made again, and what the cache knew beneath
 		// it forgotten.
-		c.forgetTree(parent)
+		c.ForgetTree(parent)
 		if err = c.mkdirAll(r, parent, perm); err != nil {
 			return err
 		}
@@ -211,8 +211,10 @@ func (c *DirCache) mkdirAll(r rootfs.FS, rel string, perm uint32) error {
 	return nil
 }
 
-// forgetTree drops what is known of the directory rel and beneath it.
-func (c *DirCache) forgetTree(rel string) {
+// ForgetTree drops what is known of the directory rel and beneath it:
+// it was removed or renamed, and a directory made again at its name is
+// not durable until its parent is fsynced again.
+func (c *DirCache) ForgetTree(rel string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range c.known {

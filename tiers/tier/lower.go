@@ -143,6 +143,11 @@ type Lower interface {
 	// dir; NoSubdirs reports whether dir is known to hold none.
 	MarkTree(model string) error
 	MakeTreeDir(model, rel string) error
+	// ForgetTreeDir drops what the tier knows of the directory rel of
+	// model's tree and beneath it, which the stack removed or renamed:
+	// the next publish there makes its directories, and their names
+	// durable, again.
+	ForgetTreeDir(model, rel string)
 	TreeSubdirs(dir string) []string
 	NoSubdirs(model, dir string) bool
 	// AdoptTree indexes at once, on a shared tier, the files of model's
