@@ -14,8 +14,12 @@ import (
 // the Go runtime signals its threads to preempt goroutines; made again,
 // the call succeeds. A call of each kind interrupted twice fails no
 // write-back, no read, and drops no file from a shared tier's index.
+//
+// It stays on a FUSE mount (faultfs), not on crashfs: the retries live in
+// the real system calls (rootfs's and the descriptors'), so the EINTR has
+// to come from the kernel, as 3FS's client returns it.
 func TestInterruptedCallsRetried(t *testing.T) {
-	s, ffs, _ := faultStackOn(t, StackConfig{RetryDelay: time.Hour},
+	s, ffs, _ := fuseStackOn(t, StackConfig{RetryDelay: time.Hour},
 		MemConfig{Capacity: 8 << 20}, DirConfig{Kind: "nfs", OpTimeout: 10 * time.Second, Revalidate: -1})
 	d := dirTier(s, 0)
 	ctx := context.Background()

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
-	"github.com/ucmfs/ucmfs/internal/faultfs"
 	"github.com/ucmfs/ucmfs/tiers/rootfs/crashfs"
 )
 
@@ -205,10 +204,10 @@ func TestDirtySharedTierAtOnce(t *testing.T) {
 func TestDirtyThrottleGivesUpWhenWriteBackFails(t *testing.T) {
 	// A tier whose creates all fail (EIO): every write-back fails, and the
 	// writer over the limit must not wait for it (RoomWait is an hour).
-	s, ffs, _ := faultStackOn(t, StackConfig{DirtyExpire: time.Hour, DirtyBackground: 100 << 10, DirtyLimit: 100 << 10,
+	s, f, _ := faultStackOn(t, StackConfig{DirtyExpire: time.Hour, DirtyBackground: 100 << 10, DirtyLimit: 100 << 10,
 		RoomWait: time.Hour, RetryDelay: time.Hour}, MemConfig{Capacity: 16 << 20},
 		DirConfig{Kind: "nvme", OpTimeout: 500 * time.Millisecond})
-	ffs.Inject(faultfs.Fault{Op: faultfs.OpCreate, Errno: syscall.EIO})
+	f.Set(crashfs.Fault{Match: creates, Errno: syscall.EIO})
 	putDirty(t, s, "d", 0, 3)
 	if st := s.Stats(); st.WriteBackErrors == 0 || st.Throttles == 0 {
 		t.Fatalf("want failed write-backs and a throttled writer: %+v", st)

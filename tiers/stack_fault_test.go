@@ -4,47 +4,74 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ucmfs/ucmfs/format"
 	"github.com/ucmfs/ucmfs/internal/faultfs"
+	"github.com/ucmfs/ucmfs/tiers/rootfs/crashfs"
+	"github.com/ucmfs/ucmfs/tiers/tier"
 )
 
 // faultStack is a stack whose directory tier (nfs kind, 500 ms operation
-// timeout) lives on a fault-injecting FUSE mount of a real directory.
-func faultStack(t *testing.T, memCap int64, cfg StackConfig) (*Stack, *faultfs.FS, string) {
+// timeout) stands on a real directory behind a fault hook.
+func faultStack(t *testing.T, memCap int64, cfg StackConfig) (*Stack, *crashfs.Faults, string) {
 	t.Helper()
 	cfg.RetryDelay = 50 * time.Millisecond
 	return faultStackOn(t, cfg, MemConfig{Capacity: memCap}, DirConfig{Kind: "nfs", OpTimeout: 500 * time.Millisecond})
 }
 
-// faultStackOn is a stack of cfg, mc and one directory tier dc whose
-// directory is a fault-injecting FUSE mount of a real one (returned
-// with the mount); the faults are cleared before the stack closes.
-func faultStackOn(t *testing.T, cfg StackConfig, mc MemConfig, dc DirConfig) (*Stack, *faultfs.FS, string) {
+// faultStackOn is a stack of cfg, mc and one directory tier dc on a real
+// directory (returned) whose every operation passes a crashfs.Faults
+// hook; the fault is cleared before the stack closes.
+func faultStackOn(t *testing.T, cfg StackConfig, mc MemConfig, dc DirConfig) (*Stack, *crashfs.Faults, string) {
+	t.Helper()
+	f := crashfs.NewFaults()
+	dc.Dir, dc.OpenFS = t.TempDir(), crashfs.OpenWrapped(f.Before)
+	s := buildStack(t, cfg, mc, dc)
+	t.Cleanup(f.Clear) // before the stack's Close, which waits for a stalled operation
+	return s, f, dc.Dir
+}
+
+// fuseStackOn is faultStackOn's stack with the tier on a fault-injecting
+// FUSE mount of a real directory (returned with the mount), for a fault
+// only a real filesystem under the tier's descriptors makes: a write(2)
+// that fails, a system call interrupted.
+func fuseStackOn(t *testing.T, cfg StackConfig, mc MemConfig, dc DirConfig) (*Stack, *faultfs.FS, string) {
 	t.Helper()
 	backing := t.TempDir()
 	ffs := faultfs.Mount(t, backing)
-	cfg.Logger, dc.Dir = testLogger(), ffs.Dir()
-	s, err := New(cfg, mc, dc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ffs.Clear()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		s.Close(ctx)
-	})
+	dc.Dir = ffs.Dir()
+	s := buildStack(t, cfg, mc, dc)
+	t.Cleanup(ffs.Clear)
 	return s, ffs, backing
 }
 
+// fuseStack is faultStack's stack on fuseStackOn's mount.
+func fuseStack(t *testing.T, memCap int64) (*Stack, *faultfs.FS, string) {
+	t.Helper()
+	return fuseStackOn(t, StackConfig{RetryDelay: 50 * time.Millisecond}, MemConfig{Capacity: memCap},
+		DirConfig{Kind: "nfs", OpTimeout: 500 * time.Millisecond})
+}
+
+// creates matches the operations that create a file on a tier (what a
+// full filesystem refuses): the open of a temp file (a writer's, a
+// model record's, O_CREAT|O_EXCL) and CreateTemp (the probe's, a sum's).
+func creates(op, rel string) bool {
+	return op == "create" || op == "open" && strings.Contains(path.Base(rel), tier.TmpPrefix)
+}
+
+// TestStackFaultEIO: a directory whose writes fail with EIO. The fault is
+// a write(2) of a block's bytes, on the tier's own descriptor, which no
+// rootfs hook sees: a real filesystem under the descriptor makes it
+// (faultfs).
 func TestStackFaultEIO(t *testing.T) {
-	s, ffs, backing := faultStack(t, 8<<20, StackConfig{})
+	s, ffs, backing := fuseStack(t, 8<<20)
 	a, da := testBlock("f", 1, 100<<10)
 	if _, err := s.Put(a, da, true); err != nil {
 		t.Fatal(err)
@@ -87,8 +114,8 @@ func TestStackFaultEIO(t *testing.T) {
 }
 
 func TestStackFaultENOSPC(t *testing.T) {
-	s, ffs, _ := faultStack(t, 1<<20, StackConfig{RoomWait: 200 * time.Millisecond})
-	ffs.Inject(faultfs.Fault{Op: faultfs.OpCreate, Errno: syscall.ENOSPC})
+	s, f, _ := faultStack(t, 1<<20, StackConfig{RoomWait: 200 * time.Millisecond})
+	f.Set(crashfs.Fault{Match: creates, Errno: syscall.ENOSPC})
 	var keys []format.Key
 	var datas [][]byte
 	var err error
@@ -104,7 +131,10 @@ func TestStackFaultENOSPC(t *testing.T) {
 	for i, k := range keys {
 		mustEqual(t, "dirty block while full", readAll(t, s, k), datas[i])
 	}
-	ffs.Clear()
+	if f.Hits() == 0 {
+		t.Fatal("the fault was never hit")
+	}
+	f.Clear()
 	if err := s.FlushAll(context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -115,12 +145,12 @@ func TestStackFaultENOSPC(t *testing.T) {
 }
 
 func TestStackFaultStall(t *testing.T) {
-	s, ffs, _ := faultStack(t, 8<<20, StackConfig{})
+	s, f, _ := faultStack(t, 8<<20, StackConfig{})
 	a, da := testBlock("f", 1, 100<<10)
 	if _, err := s.Put(a, da, true); err != nil {
 		t.Fatal(err)
 	}
-	ffs.Inject(faultfs.Fault{Op: faultfs.OpAny, Stall: true})
+	f.Set(crashfs.Fault{Stall: true})
 	b, db := testBlock("f", 2, 100<<10)
 	if _, err := s.Put(b, db, false); err != nil {
 		t.Fatalf("put over a stalled directory: %v", err)
@@ -130,7 +160,7 @@ func TestStackFaultStall(t *testing.T) {
 	}
 	mustEqual(t, "memory block during stall", readAll(t, s, b), db)
 	mustEqual(t, "cached block during stall", readAll(t, s, a), da)
-	ffs.Clear()
+	f.Clear()
 	deadline := time.Now().Add(10 * time.Second)
 	for s.dirs[0].Health() != Up && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
@@ -164,9 +194,9 @@ func TestStackFlushAfterFaultCleared(t *testing.T) {
 	// the operation timeout is far above the delay, so that a loaded
 	// machine does not turn the delay into a stall (the tier then goes
 	// Down, and the flush's own attempt is refused for that instead).
-	s, ffs, _ := faultStackOn(t, StackConfig{RetryDelay: 50 * time.Millisecond}, MemConfig{Capacity: 8 << 20},
+	s, f, _ := faultStackOn(t, StackConfig{RetryDelay: 50 * time.Millisecond}, MemConfig{Capacity: 8 << 20},
 		DirConfig{Kind: "nfs", OpTimeout: 30 * time.Second})
-	ffs.Inject(faultfs.Fault{Op: faultfs.OpCreate, Errno: syscall.ENOSPC, Delay: 250 * time.Millisecond})
+	f.Set(crashfs.Fault{Match: creates, Errno: syscall.ENOSPC, Delay: 250 * time.Millisecond})
 	k, d := testBlock("f", 1, 100<<10)
 	if _, err := s.Put(k, d, false); err != nil {
 		t.Fatal(err)
@@ -174,13 +204,13 @@ func TestStackFlushAfterFaultCleared(t *testing.T) {
 	go s.writeBack(k, false) // the pool's write-back of the block
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for ffs.Calls(faultfs.OpCreate) < 2 { // the first create failed; the retry's create is matched
+	for f.Hits() < 2 { // the first create failed; the retry's create is matched
 		if ctx.Err() != nil {
 			t.Fatal("the write-back never retried its create")
 		}
 		runtime.Gosched()
 	}
-	ffs.Clear()
+	f.Clear()
 	if err := s.FlushAll(context.Background(), ""); err != nil {
 		t.Fatalf("flush asked after the fault was cleared: %v, want nil", err)
 	}
@@ -189,18 +219,26 @@ func TestStackFlushAfterFaultCleared(t *testing.T) {
 	}
 }
 
+// fsyncsOf counts, from now, the fsyncs that pass f: the files' and the
+// directories' apart (a directory made for a shard fsyncs its parent, so
+// counting both together is met with no file fsynced).
+func fsyncsOf(f *crashfs.Faults) func() (files, dirs int64) {
+	files, dirs := f.Calls("fsync"), f.Calls("fsync directory")
+	return func() (int64, int64) { return f.Calls("fsync") - files, f.Calls("fsync directory") - dirs }
+}
+
 // TestWriteThroughFsyncs: with WriteThrough, a publish returns once the
 // block is durable on an nvme tier (which fsyncs no commit by itself): the
 // file and its directory are fsynced before Publish returns.
 func TestWriteThroughFsyncs(t *testing.T) {
-	s, ffs, _ := faultStackOn(t, StackConfig{WriteThrough: true}, MemConfig{Capacity: 8 << 20}, DirConfig{Kind: "nvme"})
+	s, f, _ := faultStackOn(t, StackConfig{WriteThrough: true}, MemConfig{Capacity: 8 << 20}, DirConfig{Kind: "nvme"})
 	k, data := testBlock("m", 1, 4096)
-	before := ffs.Calls(faultfs.OpFsync)
+	since := fsyncsOf(f)
 	if _, err := s.Put(k, data, false); err != nil {
 		t.Fatal(err)
 	}
-	if got := ffs.Calls(faultfs.OpFsync) - before; got < 2 {
-		t.Errorf("a write-through publish fsynced %d times, want the file and its directory", got)
+	if files, dirs := since(); files < 1 || dirs < 1 {
+		t.Errorf("a write-through publish fsynced %d files and %d directories, want the file and its directory", files, dirs)
 	}
 }
 
@@ -208,19 +246,19 @@ func TestWriteThroughFsyncs(t *testing.T) {
 // publish (a writer's fsync) and a flush of dirty blocks each fsync what
 // they make durable; a background write-back does not.
 func TestDurablePathsFsync(t *testing.T) {
-	s, ffs, _ := faultStackOn(t, StackConfig{DirtyExpire: time.Hour}, MemConfig{Capacity: 8 << 20}, DirConfig{Kind: "nvme"})
+	s, f, _ := faultStackOn(t, StackConfig{DirtyExpire: time.Hour}, MemConfig{Capacity: 8 << 20}, DirConfig{Kind: "nvme"})
 	fsyncs := func(what string, fn func() error, atLeast int64) {
 		t.Helper()
-		before := ffs.Calls(faultfs.OpFsync)
+		since := fsyncsOf(f)
 		if err := fn(); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if got := ffs.Calls(faultfs.OpFsync) - before; got < atLeast {
-			t.Errorf("%s fsynced %d times, want at least %d", what, got, atLeast)
+		if files, _ := since(); files < atLeast {
+			t.Errorf("%s fsynced %d files, want at least %d", what, files, atLeast)
 		}
 	}
 	k1, d1 := testBlock("m", 1, 4096)
-	fsyncs("a durable publish", func() error { _, err := s.Put(k1, d1, true); return err }, 2)
+	fsyncs("a durable publish", func() error { _, err := s.Put(k1, d1, true); return err }, 1)
 	k2, d2 := testBlock("m", 2, 4096)
 	k3, d3 := testBlock("m", 3, 4096)
 	for _, kd := range []struct {
@@ -265,8 +303,10 @@ func TestFileLargerThanEveryTier(t *testing.T) {
 // the old version, read whole from the tier, as after a failed
 // rename(2). The replace had taken the old version's file off the tier,
 // so the name was gone.
+//
+// The fault is a write(2) of the bytes (faultfs), as in TestStackFaultEIO.
 func TestFilesReplaceFailedKeepsOld(t *testing.T) {
-	s, ffs, backing := faultStack(t, 8<<20, StackConfig{})
+	s, ffs, backing := fuseStack(t, 8<<20)
 	k := format.FileKey("engine", "pages/p.bin")
 	if err := replaceFile(s, k, []byte("version 1"), true); err != nil {
 		t.Fatal(err)

@@ -22,8 +22,17 @@
 // file.
 //
 // Mounting needs root and /dev/fuse (the mount is made with mount(2), no
-// fusermount); Mount skips the test where either is missing. The package is
-// meant to be imported only from tests:
+// fusermount); Mount skips the test where either is missing.
+//
+// It is for the tests where a real kernel is the point: a daemon over a
+// tier that fails, stalls or fills (integration/, fs/), a write(2) of a
+// block's bytes that fails (tiers' TestStackFaultEIO and
+// TestFilesReplaceFailedKeepsOld: the tiers write through their own
+// descriptors, which no rootfs hook sees), and EINTR from a system call
+// (tiers' TestInterruptedCallsRetried: the retries live in the real
+// calls). An error, a delay or a stall of one of a tier's operations is a
+// unit test over crashfs (tiers/rootfs/crashfs: Faults, Gate, Disk), with
+// no mount. The package is meant to be imported only from tests:
 //
 //	fsys := faultfs.Mount(t, t.TempDir())
 //	fsys.Inject(faultfs.Fault{Op: faultfs.OpWrite, Errno: syscall.ENOSPC})

@@ -30,7 +30,11 @@
 // on it to fail, stall or act between two of the tier's operations (the
 // memory tier's private directory: mem.Config.WrapFS; a directory tier's
 // real Root: OpenWrapped, for dir.Config.OpenFS). Gate is such a hook
-// that holds the operations a test names until it opens.
+// that holds the operations a test names until it opens; Faults one
+// whose fault (an errno, a delay, a stall) a test sets and clears while
+// the tier runs, and that counts the operations by name. Neither sees
+// the bytes written through a descriptor (pwrite): a write(2) that fails
+// needs a real filesystem under the descriptor (internal/faultfs).
 //
 // A Disk outlives the filesystems opened on it (Open, the tier's
 // DirConfig.OpenFS), as a disk outlives the daemons that mount it: a
