@@ -58,7 +58,15 @@ func (s *Stack) Open(k format.Key) (*Handle, error) {
 			f, tok, err = s.openLower(k, id)
 		}
 		if errors.Is(err, ErrNotFound) {
-			continue // moved between tiers meanwhile: look again
+			// Moved between tiers meanwhile: look again. Or replaced
+			// since the look (a File published over it, durable: the
+			// old version's file went with the new one's commit): a
+			// look under the lock that finds it is not counted either.
+			if registry.Of(k).Replaces() && replaced < maxReplacedLooks && s.heldLocked(k) {
+				replaced++
+				attempt--
+			}
+			continue
 		}
 		if err != nil {
 			return nil, err
