@@ -71,13 +71,14 @@ func payloadCRC(f *os.File, kind format.Kind) (int64, uint32, error) {
 }
 
 // knownCRC is the payload CRC-32C that t keeps for k, given its Stat
-// info: the index's, or for a directory tier the file's xattr (read once).
-func knownCRC(t Tier, k format.Key, info Info) (uint32, bool) {
+// info: the index's, or for a directory tier the xattr of f, k's file
+// open there (read once).
+func knownCRC(t Tier, k format.Key, info Info, f *os.File) (uint32, bool) {
 	if info.HasCRC {
 		return info.CRC, true
 	}
 	if d, ok := t.(tier.Lower); ok {
-		if crc, has, err := d.CRC(k); err == nil && has {
+		if crc, has, err := d.CRCFrom(k, f); err == nil && has {
 			return crc, true
 		}
 	}
@@ -149,7 +150,7 @@ func (s *Stack) copyOut(src, dst Tier, key format.Key) (Writer, CommitOptions, e
 		}
 		return nil, CommitOptions{}, err
 	}
-	want, known := knownCRC(src, key, info)
+	want, known := knownCRC(src, key, info, f)
 	if !known && hdrLen > 0 {
 		want, known = flaggedCRC(hdr[:])
 	}

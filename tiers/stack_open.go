@@ -254,7 +254,7 @@ func (s *Stack) verifyOnce(d tier.Lower, k format.Key, info Info, from *index.En
 		}
 		return err
 	}
-	want, known := knownCRC(d, k, info)
+	want, known := knownCRC(d, k, info, f)
 	if !known && k.Kind.HeaderLen() > 0 {
 		want, known = flaggedCRC(hdr[:])
 	}

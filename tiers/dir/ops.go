@@ -80,7 +80,34 @@ func (t *Tier) CRC(key format.Key) (crc uint32, has bool, err error) {
 	if crcRead {
 		return info.CRC, info.HasCRC, nil
 	}
-	crc, has, err = t.readCRC(key)
+	return t.rememberCRC(key, t.readCRC)
+}
+
+// CRCFrom is CRC for f, key's file open on the tier (a copy's source):
+// the xattr is read from f's descriptor, not by the file's path, so a
+// copy from a shared filesystem makes one open and one stat fewer (each
+// a round trip to its servers: about 2 ms a file of the copy's 8 on
+// GlusterFS), and the CRC is the very file's the copy reads.
+func (t *Tier) CRCFrom(key format.Key, f *os.File) (crc uint32, has bool, err error) {
+	info, crcRead, ok := tier.IndexGet(t.idx, key)
+	if !ok {
+		return t.CRC(key)
+	}
+	if crcRead {
+		return info.CRC, info.HasCRC, nil
+	}
+	return t.rememberCRC(key, func(key format.Key) (uint32, bool, error) {
+		crc, has, err := t.fileXattrCRC(f)
+		if err != nil || has || !t.usesSums() {
+			return crc, has, err
+		}
+		return t.readSum(key)
+	})
+}
+
+// rememberCRC reads key's CRC with read and keeps it in the index.
+func (t *Tier) rememberCRC(key format.Key, read func(format.Key) (uint32, bool, error)) (crc uint32, has bool, err error) {
+	crc, has, err = read(key)
 	switch {
 	case errors.Is(err, tier.ErrNotFound):
 		t.idx.Remove(key) // removed behind our back
@@ -136,19 +163,45 @@ func (t *Tier) readXattrCRC(key format.Key, name string) (crc uint32, has bool, 
 	err = t.do("getxattr", func() error {
 		var buf [16]byte
 		n, err := t.fs.Getxattr(p, name, buf[:])
-		switch {
-		case err == nil:
-			crc, has = parseCRC(buf[:n])
-			return nil
-		case errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP):
-			t.noXattr.Store(true) // no xattrs here: CRCs are in sum files
-			return nil
-		case errors.Is(err, unix.ENODATA) || errors.Is(err, unix.ERANGE):
-			return nil
-		}
-		return tier.NotFound("getxattr", err)
+		return t.xattrCRC(buf[:max(n, 0)], err, &crc, &has)
 	}, nil)
 	return crc, has, err
+}
+
+// fileXattrCRC reads the CRC xattr of the open file f.
+func (t *Tier) fileXattrCRC(f *os.File) (crc uint32, has bool, err error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, false, err
+	}
+	err = t.do("getxattr", func() error {
+		var buf [16]byte
+		var n int
+		var xerr error
+		if cerr := rc.Control(func(fd uintptr) {
+			xerr = tier.IgnoringEINTR(func() (err error) { n, err = unix.Fgetxattr(int(fd), crcXattr, buf[:]); return err })
+		}); cerr != nil {
+			return cerr
+		}
+		return t.xattrCRC(buf[:max(n, 0)], xerr, &crc, &has)
+	}, nil)
+	return crc, has, err
+}
+
+// xattrCRC takes the result of a read of a CRC xattr (b, err) into crc
+// and has: no xattr, or none on the filesystem, is no CRC.
+func (t *Tier) xattrCRC(b []byte, err error, crc *uint32, has *bool) error {
+	switch {
+	case err == nil:
+		*crc, *has = parseCRC(b)
+		return nil
+	case errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP):
+		t.noXattr.Store(true) // no xattrs here: CRCs are in sum files
+		return nil
+	case errors.Is(err, unix.ENODATA) || errors.Is(err, unix.ERANGE):
+		return nil
+	}
+	return tier.NotFound("getxattr", err)
 }
 
 // lookup finds a file another daemon published in a shared directory and

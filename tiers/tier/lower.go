@@ -68,6 +68,8 @@ type Lower interface {
 	// KeepCRC records crc, computed by a read of key's file f that found
 	// none kept, for later runs (best effort).
 	CRC(key format.Key) (crc uint32, has bool, err error)
+	// CRCFrom is CRC read from f, key's file open on the tier.
+	CRCFrom(key format.Key, f *os.File) (crc uint32, has bool, err error)
 	HeaderCRC(key format.Key) (crc uint32, has bool, err error)
 	KeepCRC(key format.Key, f *os.File, crc uint32)
 	// Sync makes an already published file and its name durable, for a
