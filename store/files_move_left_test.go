@@ -35,6 +35,20 @@ func filesOnCrashDisk(t *testing.T) (disk *crashfs.Disk, shm string, s *Store, s
 	return disk, shm, s, st
 }
 
+// filesWithOneFile is filesOnCrashDisk with the directory a holding
+// x.bin ("x").
+func filesWithOneFile(t *testing.T) (disk *crashfs.Disk, shm string, s *Store, st *tiers.Stack) {
+	t.Helper()
+	disk, shm, s, st = filesOnCrashDisk(t)
+	if err := s.FilesMkdir("e", "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := publish(t, s, format.FileKey("e", "a/x.bin"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	return disk, shm, s, st
+}
+
 // leftMoveStore is a store over a crash disk whose model e (files) has
 // the directory a holding x.bin and c holding y.bin, durable, and whose
 // move of a to b could not drop its record at the end: the settings
@@ -177,13 +191,7 @@ func TestMoveRecordLeftDroppedBySettingsWrite(t *testing.T) {
 // Before, the start after finished the move with the new file.
 func TestUnfinishedMoveDroppedByPublishBeneath(t *testing.T) {
 	ctx := context.Background()
-	disk, shm, s, st := filesOnCrashDisk(t)
-	if err := s.FilesMkdir("e", "a", 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := publish(t, s, format.FileKey("e", "a/x.bin"), []byte("x")); err != nil {
-		t.Fatal(err)
-	}
+	disk, shm, s, st := filesWithOneFile(t)
 	// The move a → b, cut short before its first step.
 	if err := s.recordDirMove("e", DirMoveRecord{From: "a", ToModel: "e", To: "b"}); err != nil {
 		t.Fatal(err)
@@ -239,13 +247,7 @@ func TestFailedMoveRecordLeftNotFinished(t *testing.T) {
 	for _, how := range []string{"Flush", "Close"} {
 		t.Run(how, func(t *testing.T) {
 			ctx := context.Background()
-			disk, shm, s, st := filesOnCrashDisk(t)
-			if err := s.FilesMkdir("e", "a", 0); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := publish(t, s, format.FileKey("e", "a/x.bin"), []byte("x")); err != nil {
-				t.Fatal(err)
-			}
+			disk, shm, s, st := filesWithOneFile(t)
 			if err := s.Flush(ctx, "e"); err != nil {
 				t.Fatal(err)
 			}

@@ -18,10 +18,31 @@ import (
 // crashStore opens a store over a 256 KiB memory tier and an nvme tier on
 // disk that fsyncs only what it is asked to (the caller closes both).
 func crashStore(t *testing.T, disk *crashfs.Disk, shm string) (*Store, *tiers.Stack) {
+	return crashStoreWith(t, disk, shm, false)
+}
+
+// afterPowerCut cuts the power of disk under s and st, closes both,
+// restores the disk to what was durable and opens a store over it again
+// (closed after the test), writing through when wt.
+func afterPowerCut(t *testing.T, disk *crashfs.Disk, s *Store, st *tiers.Stack, wt bool) (*Store, *tiers.Stack) {
+	t.Helper()
+	disk.PowerCut()
+	s.Close()
+	st.Close(context.Background())
+	if err := disk.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	s, st = crashStoreWith(t, disk, t.TempDir(), wt)
+	t.Cleanup(func() { s.Close(); st.Close(context.Background()) })
+	return s, st
+}
+
+// crashStoreWith is crashStore, the stack writing through when wt.
+func crashStoreWith(t *testing.T, disk *crashfs.Disk, shm string, wt bool) (*Store, *tiers.Stack) {
 	t.Helper()
 	no := false
 	log := soakLogger(nil)
-	st, err := tiers.New(tiers.StackConfig{Logger: log, DirtyExpire: time.Hour}, tiers.MemConfig{Capacity: 256 << 10, Dir: shm, Logger: log},
+	st, err := tiers.New(tiers.StackConfig{Logger: log, WriteThrough: wt, DirtyExpire: time.Hour}, tiers.MemConfig{Capacity: 256 << 10, Dir: shm, Logger: log},
 		tiers.DirConfig{Kind: "nvme", Dir: disk.Dir(), SyncOnCommit: &no, OpenFS: disk.Open, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -72,15 +93,7 @@ func TestFlushedAfterWriteBackSurvivesPowerCut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			disk.PowerCut()
-			s.Close()
-			st.Close(context.Background())
-			if err := disk.Restore(); err != nil {
-				t.Fatal(err)
-			}
-			s, st = crashStore(t, disk, t.TempDir())
-			defer st.Close(context.Background())
-			defer s.Close()
+			_, st = afterPowerCut(t, disk, s, st, false)
 			if _, err := st.Stat(k); err != nil {
 				t.Fatalf("%s flushed (%s) after its write-back, then a power cut: %v", k, how, err)
 			}
@@ -142,15 +155,7 @@ func TestMovedOverDurableVersionSurvivesPowerCut(t *testing.T) {
 	if err := s.FlushKeys(ctx, nil); err != nil { // a flush of something else: its syncfs
 		t.Fatal(err)
 	}
-	disk.PowerCut()
-	s.Close()
-	st.Close(ctx)
-	if err := disk.Restore(); err != nil {
-		t.Fatal(err)
-	}
-	s, st = crashStore(t, disk, t.TempDir())
-	defer st.Close(ctx)
-	defer s.Close()
+	_, st = afterPowerCut(t, disk, s, st, false)
 	if !st.Has(from) && !st.Has(to) {
 		t.Fatalf("after the move and a power cut neither %s nor %s is there", from, to)
 	}
@@ -169,22 +174,7 @@ func TestDirMadeAgainSurvivesPowerCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := func() (*Store, *tiers.Stack) {
-		no := false
-		log := soakLogger(nil)
-		st, err := tiers.New(tiers.StackConfig{Logger: log, WriteThrough: true, DirtyExpire: time.Hour},
-			tiers.MemConfig{Capacity: 256 << 10, Dir: t.TempDir(), Logger: log},
-			tiers.DirConfig{Kind: "nvme", Dir: disk.Dir(), SyncOnCommit: &no, OpenFS: disk.Open, Logger: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := New(st, Options{Logger: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s, st
-	}
-	s, st := open()
+	s, st := crashStoreWith(t, disk, t.TempDir(), true)
 	s.Models().Add("fm")
 	if err := s.setLayout("fm", files.Name); err != nil {
 		t.Fatal(err)
@@ -208,15 +198,7 @@ func TestDirMadeAgainSurvivesPowerCut(t *testing.T) {
 	if _, err := publishDraft(s, k, []byte("written through")); err != nil {
 		t.Fatal(err)
 	}
-	disk.PowerCut()
-	s.Close()
-	st.Close(ctx)
-	if err := disk.Restore(); err != nil {
-		t.Fatal(err)
-	}
-	s, st = open()
-	defer st.Close(ctx)
-	defer s.Close()
+	_, st = afterPowerCut(t, disk, s, st, true)
 	if !st.Has(k) {
 		t.Fatalf("%s, written through, is gone after a power cut", k)
 	}
