@@ -80,34 +80,7 @@ func (t *Tier) CRC(key format.Key) (crc uint32, has bool, err error) {
 	if crcRead {
 		return info.CRC, info.HasCRC, nil
 	}
-	return t.rememberCRC(key, t.readCRC)
-}
-
-// CRCFrom is CRC for f, key's file open on the tier (a copy's source):
-// the xattr is read from f's descriptor, not by the file's path, so a
-// copy from a shared filesystem makes one open and one stat fewer (each
-// a round trip to its servers: about 2 ms a file of the copy's 8 on
-// GlusterFS), and the CRC is the very file's the copy reads.
-func (t *Tier) CRCFrom(key format.Key, f *os.File) (crc uint32, has bool, err error) {
-	info, crcRead, ok := tier.IndexGet(t.idx, key)
-	if !ok {
-		return t.CRC(key)
-	}
-	if crcRead {
-		return info.CRC, info.HasCRC, nil
-	}
-	return t.rememberCRC(key, func(key format.Key) (uint32, bool, error) {
-		crc, has, err := t.fileXattrCRC(f)
-		if err != nil || has || !t.usesSums() {
-			return crc, has, err
-		}
-		return t.readSum(key)
-	})
-}
-
-// rememberCRC reads key's CRC with read and keeps it in the index.
-func (t *Tier) rememberCRC(key format.Key, read func(format.Key) (uint32, bool, error)) (crc uint32, has bool, err error) {
-	crc, has, err = read(key)
+	crc, has, err = t.readCRC(key)
 	switch {
 	case errors.Is(err, tier.ErrNotFound):
 		t.idx.Remove(key) // removed behind our back
@@ -116,6 +89,33 @@ func (t *Tier) rememberCRC(key format.Key, read func(format.Key) (uint32, bool, 
 		return 0, false, nil // the CRC stays unknown; the file is still there
 	}
 	t.idx.SetCRC(key, crc, has)
+	return crc, has, nil
+}
+
+// CRCFrom is CRC for f, key's file open on the tier (a copy's source):
+// the xattr is read from f's descriptor, not by the file's path, so a
+// copy from a shared filesystem makes one open and one stat fewer (each
+// a round trip to its servers: about 2 ms a file of the copy's 8 on
+// GlusterFS), and the CRC is the very file's the copy reads. It is kept
+// in the index only while key's entry is still the one found first: f
+// may be a version another replaced meanwhile.
+func (t *Tier) CRCFrom(key format.Key, f *os.File) (crc uint32, has bool, err error) {
+	e := t.idx.EntryOf(key)
+	info, crcRead, ok := tier.IndexGet(t.idx, key)
+	if !ok || e == nil {
+		return t.CRC(key)
+	}
+	if crcRead {
+		return info.CRC, info.HasCRC, nil
+	}
+	crc, has, err = t.fileXattrCRC(f)
+	if err == nil && !has && t.usesSums() {
+		crc, has, err = t.readSum(key)
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	t.idx.SetCRCFor(key, e, crc, has)
 	return crc, has, nil
 }
 

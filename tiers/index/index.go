@@ -440,6 +440,19 @@ func (x *Index) SetCRC(key format.Key, crc uint32, has bool) {
 	}
 }
 
+// SetCRCFor is SetCRC for the Entry e: nothing is recorded when e is no
+// longer key's Entry (the CRC was read from a file of a version replaced
+// since).
+func (x *Index) SetCRCFor(key format.Key, e *Entry, crc uint32, has bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.lookupLocked(key) == e && !e.Is(CRCRead) {
+		e.CRC = crc
+		e.Set(HasCRC, has)
+		e.Set(CRCRead, true)
+	}
+}
+
 // FillCRC records crc as key's CRC if the Entry has none yet; it reports
 // whether key is recorded.
 func (x *Index) FillCRC(key format.Key, crc uint32) bool {

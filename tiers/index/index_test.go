@@ -232,3 +232,24 @@ func TestIndexMaxFiles(t *testing.T) {
 		t.Fatalf("room %d with no bound", x.Room())
 	}
 }
+
+// TestSetCRCForReplacedEntry: a CRC read from the file of an Entry that
+// another Entry of its key replaced since is not recorded on the new one
+// (its file is another version), and is on the Entry it was read for.
+func TestSetCRCForReplacedEntry(t *testing.T) {
+	x := New(1 << 20)
+	k := ikey("a", 1)
+	iadd(t, x, k, 10)
+	old := x.EntryOf(k)
+	x.Remove(k)
+	iadd(t, x, k, 20)
+	x.SetCRCFor(k, old, 7, true)
+	if e, _ := x.Get(k); e.Is(CRCRead) || e.Is(HasCRC) {
+		t.Fatalf("the new Entry took the CRC of the replaced one's file: %+v", e)
+	}
+	cur := x.EntryOf(k)
+	x.SetCRCFor(k, cur, 9, true)
+	if e, _ := x.Get(k); !e.Is(CRCRead) || !e.Is(HasCRC) || e.CRC != 9 {
+		t.Fatalf("the current Entry did not take its CRC: %+v", e)
+	}
+}
