@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ucmfs/ucmfs/tiers"
 )
 
 // A directory move's record that could not be dropped when the move
@@ -192,11 +194,19 @@ func (s *Store) dropLeftBeneath(model, p string) error {
 const leftRetryEvery = 10
 
 // retryLeftMoves rewrites the settings of every model with a record
-// left, which drops it from the tiers, and returns the first error of
-// those writes (each logged by updateSettings). Cheap when none is left.
+// left, which drops it from the tiers, and returns the errors of those
+// writes (each logged by updateSettings); while a directory tier is
+// down it tries none. Cheap when none is left.
 func (s *Store) retryLeftMoves() error {
 	if s.leftMoves.n.Load() == 0 {
 		return nil
+	}
+	for _, t := range s.stack.Tiers() {
+		if t.Persistent && t.Health == tiers.Down {
+			// It refuses the write: no attempt, and no warning every
+			// leftRetryEvery while it stays down (it said so once).
+			return fmt.Errorf("%s tier %s is down: %w", t.Name, t.Dir, tiers.ErrStalled)
+		}
 	}
 	var errs []error
 	for _, model := range s.leftMoves.models() {
